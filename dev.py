@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Bootstrap and task runner that needs nothing but Python >= 3.10.
+
+``python3 dev.py demo`` and ``python3 dev.py test`` create ``.venv`` on first use, install the
+project with its test extras there (again only when ``pyproject.toml`` changes), then run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+STAMP = VENV / ".installed-pyproject-sha256"
+EXTRAS = "test,images"
+
+
+def _python() -> str:
+    return str(BIN / ("python.exe" if os.name == "nt" else "python"))
+
+
+def ensure_env() -> None:
+    """Create the venv and install the project editable, unless already current."""
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + EXTRAS.encode()).hexdigest()
+    if STAMP.exists() and STAMP.read_text().strip() == want:
+        return
+    if not BIN.exists():
+        print(f"dev.py: creating {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    pip = [_python(), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "--upgrade", "pip"], check=True)
+    subprocess.run([*pip, "-e", f".[{EXTRAS}]"], check=True, cwd=ROOT)
+    STAMP.write_text(want)
+
+
+def run(*args: str) -> int:
+    return subprocess.run([str(a) for a in args], cwd=ROOT, check=False).returncode
+
+
+def main(argv: list[str]) -> int:
+    task = argv[0] if argv else "help"
+    rest = argv[1:]
+    if task == "help" or task not in {"demo", "test", "lint", "bench", "env"}:
+        print(__doc__.strip())
+        print("\ntasks: demo, test [pytest args], lint, bench, env")
+        return 0 if task == "help" else 2
+    ensure_env()
+    if task == "env":
+        return 0
+    if task == "demo":
+        return run(BIN / "gizmo-host", "demo", *rest)
+    if task == "lint":
+        return run(BIN / "ruff", "check", ".") or run(BIN / "ruff", "format", "--check", ".")
+    if task == "bench":
+        rc = 0
+        for script in sorted((ROOT / "bench").glob("*.py")):
+            print(f"== {script.name}", flush=True)
+            rc |= run(_python(), script)
+        return rc
+    # test: lint first (fast), then the whole suite.
+    rc = run(BIN / "ruff", "check", ".")
+    return rc or run(_python(), "-m", "pytest", *rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

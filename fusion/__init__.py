@@ -1,0 +1,1 @@
+"""World model joining Gizmo UART results with RflySim sensor and odometry streams."""

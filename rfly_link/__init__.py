@@ -1,0 +1,1 @@
+"""RflySim UDP protocols: sans-I/O codecs, fragment reassembly, endpoints and clients."""
