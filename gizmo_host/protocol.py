@@ -26,6 +26,7 @@ from .errors import (
     UnknownMessageType,
     UnsupportedVersion,
 )
+from .results import Interpretation, interpret
 
 
 class Field(NamedTuple):
@@ -136,9 +137,7 @@ class VisionResult(_VisionResultFields):
         return bool(self.flags & ResultFlags.RELATIVE)
 
     @property
-    def interpretation(self) -> Any:
-        from .results import interpret  # noqa: PLC0415 - results imports nothing from here
-
+    def interpretation(self) -> Interpretation:
         return interpret(self)
 
     def encode(self) -> bytes:

@@ -1,0 +1,275 @@
+"""Device clock -> host clock: an online, passive, minimum-latency (Olson-style) estimator.
+
+The board stamps each result with ``timestamp_ms``, its uint32 boot-millisecond clock; the host
+stamps the receive time with ``time.monotonic_ns()``. For every frame the offset
+``o = host_rx - device`` is the true clock offset plus a delay that is never negative (UART
+serialisation, driver and scheduling latency, the ms floor of the device clock). So the true
+offset line lies on the **lower envelope** of the (device time, offset) cloud:
+
+- device time is cut into segments (default 500 ms); each keeps its minimum offset, which sheds
+  jitter and late outliers without any statistics about them;
+- the skew (the slope of the envelope) is a least-squares fit through the segment minima of the
+  last couple of minutes, with segments lying well above the fit discarded, clamped to
+  ``max_skew_ppm`` (default 200 ppm) and kept across resets (it is the board's oscillator);
+- the phase is the lowest segment minimum of the last few seconds under that slope;
+- the known minimum transport delay (35 bytes of serialisation at the baud rate) is subtracted,
+  and an integer device tick ``k`` maps from its midpoint ``k + 0.5``.
+
+The uint32 wrap is resolved from host-clock deltas (``tracker.device_clock_advance_ms``), so a
+reset is never mistaken for a wrap. The estimator resyncs (new epoch, status ``resync``) on a
+device reset or when the phase error exceeds a threshold: a sample below the line, or a whole
+segment above it. It never reads a clock itself: the shell passes host times in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from enum import Enum
+from typing import NamedTuple
+
+from .tracker import device_clock_advance_ms
+
+UART_BITS_PER_BYTE = 10  # 8N1: start + 8 data + stop
+FRAME_BYTES = 35
+
+
+def frame_transmit_ns(baudrate: int, frame_bytes: int = FRAME_BYTES) -> int:
+    """Time a frame takes on the wire at ``baudrate`` 8N1: the minimum transport delay."""
+    return frame_bytes * UART_BITS_PER_BYTE * 1_000_000_000 // baudrate
+
+
+class ClockStatus(Enum):
+    CONVERGING = "converging"  # first epoch, not enough data to trust the mapping yet
+    LOCKED = "locked"  # the mapping is within its accuracy target
+    RESYNC = "resync"  # after a device reset or a phase error, re-acquiring the phase
+
+
+class ClockSample(NamedTuple):
+    """What the estimator made of one frame's ``timestamp_ms``."""
+
+    device_ms: int  # timestamp_ms unwrapped within the current epoch
+    epoch: int  # incremented on every resync (device reset or phase error)
+    status: ClockStatus
+    resync_reason: str | None  # set on the frame that started a new epoch
+
+
+class ClockStats(NamedTuple):
+    status: ClockStatus
+    epoch: int
+    skew_ppm: float
+    resets: int
+    phase_errors: int
+    samples: int
+
+
+class _Segment:
+    __slots__ = ("index", "min_offset_ms", "x_ms")
+
+    def __init__(self, index: int, x_ms: float, offset_ms: float) -> None:
+        self.index = index
+        self.x_ms = x_ms
+        self.min_offset_ms = offset_ms
+
+
+class DeviceClockEstimator:
+    """Maps one board's device clock to the host clock. One instance per link (per board)."""
+
+    def __init__(
+        self,
+        *,
+        max_skew_ppm: float = 200.0,
+        transport_delay_ns: int = 0,
+        phase_error_threshold_ms: float = 5.0,
+        segment_ms: float = 500.0,
+        window_segments: int = 240,
+        phase_segments: int = 8,
+        lock_after_ms: float = 1000.0,
+        lock_min_samples: int = 10,
+    ) -> None:
+        if max_skew_ppm < 0:
+            raise ValueError(f"max_skew_ppm: expected >= 0, got {max_skew_ppm!r}")
+        if phase_error_threshold_ms <= 0:
+            raise ValueError(
+                f"phase_error_threshold_ms: expected > 0, got {phase_error_threshold_ms!r}"
+            )
+        self._max_skew = max_skew_ppm * 1e-6
+        self._delay_ms = transport_delay_ns / 1e6
+        self._threshold_ms = phase_error_threshold_ms
+        self._segment_ms = segment_ms
+        self._phase_segments = phase_segments
+        self._lock_after_ms = lock_after_ms
+        self._lock_min_samples = lock_min_samples
+        self._segments: deque[_Segment] = deque(maxlen=window_segments)
+        self._skew = 0.0
+        self._epoch_start_x_ms = 0
+        self._high_segments = 0
+        self._status = ClockStatus.CONVERGING
+        self._epoch = 0
+        self._resets = self._phase_errors = self._samples = 0
+        self._started = False
+        self._last_ts_ms = 0
+        self._last_host_ns = 0
+        self._last_x_ms = 0
+        self._origin_device_ms = 0
+        self._origin_host_ns = 0
+        self._epoch_samples = 0
+        self._phase_ms = math.inf
+
+    @property
+    def status(self) -> ClockStatus:
+        return self._status
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    @property
+    def skew_ppm(self) -> float:
+        return self._skew * 1e6
+
+    def stats(self) -> ClockStats:
+        return ClockStats(
+            self._status,
+            self._epoch,
+            self.skew_ppm,
+            self._resets,
+            self._phase_errors,
+            self._samples,
+        )
+
+    def observe(self, timestamp_ms: int, host_rx_ns: int, *, reset: bool = False) -> ClockSample:
+        """Add one frame's device timestamp and host receive time.
+
+        ``reset=True`` tells the estimator that the sequence tracker saw a device reset; the
+        estimator also detects one itself when the device clock falls back.
+        """
+        self._samples += 1
+        reason: str | None = None
+        if not self._started:
+            self._started = True
+            self._start_epoch(timestamp_ms, host_rx_ns)
+        else:
+            advance = device_clock_advance_ms(
+                self._last_ts_ms,
+                timestamp_ms,
+                host_rx_ns - self._last_host_ns,
+                max_skew_ppm=self._max_skew * 1e6,
+            )
+            if reset or advance is None:
+                reason = "device reset"
+                self._resets += 1
+                self._epoch += 1
+                self._start_epoch(timestamp_ms, host_rx_ns)
+                self._status = ClockStatus.RESYNC
+            else:
+                self._last_x_ms += advance
+        self._last_ts_ms = timestamp_ms
+        self._last_host_ns = host_rx_ns
+        x_ms = self._last_x_ms
+        offset_ms = (host_rx_ns - self._origin_host_ns) / 1e6 - x_ms
+        if self._phase_ms != math.inf:
+            residual = offset_ms - self._line(x_ms)
+            if residual < -self._threshold_ms:  # received before it was sent: phase moved down
+                reason = f"phase error {residual:.1f} ms"
+                self._phase_errors += 1
+                self._resync(keep_last=False)
+        reason = self._add(x_ms, offset_ms) or reason
+        self._epoch_samples += 1
+        if (
+            self._status is not ClockStatus.LOCKED
+            and self._epoch_samples >= self._lock_min_samples
+            and x_ms - self._epoch_start_x_ms >= self._lock_after_ms
+        ):
+            self._status = ClockStatus.LOCKED
+        return ClockSample(self._origin_device_ms + x_ms, self._epoch, self._status, reason)
+
+    def to_host_ns(self, device_ms: float) -> int | None:
+        """Host time at which the current epoch's device clock read ``device_ms`` (a point)."""
+        if self._phase_ms == math.inf:
+            return None
+        x_ms = device_ms - self._origin_device_ms
+        host_ms = x_ms + self._line(x_ms) - self._delay_ms
+        return self._origin_host_ns + round(host_ms * 1e6)
+
+    def tick_to_host_ns(self, device_tick_ms: int) -> int | None:
+        """Host time of an integer device millisecond tick, taken at its midpoint."""
+        return self.to_host_ns(device_tick_ms + 0.5)
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _line(self, x_ms: float) -> float:
+        return self._phase_ms + self._skew * x_ms
+
+    def _start_epoch(self, timestamp_ms: int, host_rx_ns: int) -> None:
+        self._origin_device_ms = timestamp_ms
+        self._origin_host_ns = host_rx_ns
+        self._last_x_ms = 0
+        self._resync(keep_last=False)
+
+    def _resync(self, *, keep_last: bool) -> None:
+        """Forget the phase history (the skew is kept: it is the board's oscillator)."""
+        kept = [self._segments[-1]] if keep_last and self._segments else []
+        self._segments.clear()
+        self._segments.extend(kept)
+        self._phase_ms = min(self._recent_phases(), default=math.inf)
+        self._epoch_samples = 0
+        self._epoch_start_x_ms = self._last_x_ms
+        if self._samples > 1:
+            self._status = ClockStatus.RESYNC
+
+    def _add(self, x_ms: float, offset_ms: float) -> str | None:
+        """Put a sample in its segment; returns a resync reason when a segment closes high."""
+        index = math.floor(x_ms / self._segment_ms)
+        segments = self._segments
+        if segments and segments[-1].index == index:
+            current = segments[-1]
+            if offset_ms < current.min_offset_ms:
+                current.min_offset_ms, current.x_ms = offset_ms, x_ms
+            self._phase_ms = min(self._phase_ms, offset_ms - self._skew * x_ms)
+            return None
+        if segments and index < segments[-1].index:
+            return None  # a reordered frame from a closed segment: nothing new to learn
+        reason = None
+        if segments and len(segments) >= 2 and self._phase_ms != math.inf:
+            closed = segments[-1]
+            residual = closed.min_offset_ms - self._line(closed.x_ms)
+            self._high_segments = self._high_segments + 1 if residual > self._threshold_ms else 0
+            if self._high_segments >= 2:  # two whole segments late: the phase moved up
+                self._high_segments = 0
+                reason = f"phase error +{residual:.1f} ms"
+                self._phase_errors += 1
+                self._resync(keep_last=True)
+        if len(segments) >= 3:
+            self._fit_skew()
+        segments.append(_Segment(index, x_ms, offset_ms))
+        self._phase_ms = min(self._recent_phases())
+        return reason
+
+    def _recent_phases(self) -> list[float]:
+        recent = list(self._segments)[-self._phase_segments :]
+        return [s.min_offset_ms - self._skew * s.x_ms for s in recent]
+
+    def _fit_skew(self) -> None:
+        points = [(s.x_ms, s.min_offset_ms) for s in self._segments]
+        if points[-1][0] - points[0][0] < 4 * self._segment_ms:
+            return
+        for _ in range(2):
+            slope, intercept = _least_squares(points)
+            kept = [(x, o) for x, o in points if o - (intercept + slope * x) <= 1.0]
+            if len(kept) < 3 or len(kept) == len(points):
+                break
+            points = kept
+        slope, _ = _least_squares(points)
+        self._skew = max(-self._max_skew, min(self._max_skew, slope))
+
+
+def _least_squares(points: list[tuple[float, float]]) -> tuple[float, float]:
+    n = len(points)
+    mean_x = sum(x for x, _ in points) / n
+    mean_y = sum(y for _, y in points) / n
+    sxx = sum((x - mean_x) ** 2 for x, _ in points)
+    if sxx == 0:
+        return 0.0, mean_y
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sxx
+    return slope, mean_y - slope * mean_x

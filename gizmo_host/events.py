@@ -1,0 +1,143 @@
+"""Host-stamped values the live link hands to its consumers, and their JSON Lines form.
+
+Every JSON object has a ``type`` (``result``, ``link``, ``verdict``, ``stats``, ``version``);
+each has a schema in ``gizmo_host/schemas/``. Host times are ``time.monotonic_ns()`` values
+(``*_ns``); ages are milliseconds (``*_ms``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, NamedTuple
+
+from .clock import ClockStatus
+from .protocol import VisionResult
+from .tracker import SequenceEvent
+
+JSONL_FORMAT_VERSION = 1
+
+
+class LinkState(Enum):
+    DOWN = "DOWN"  # no port: missing, unplugged, or failed to open
+    CONNECTING = "CONNECTING"  # open in progress
+    SYNCING = "SYNCING"  # port open, no valid frame yet on this connection
+    UP = "UP"  # valid frames arriving
+    SILENT = "SILENT"  # port open, no valid frame for ``silent_after_s``
+
+
+@dataclass(frozen=True, slots=True)
+class LinkEvent:
+    """One link state transition."""
+
+    state: LinkState
+    previous: LinkState
+    host_ns: int
+    reason: str
+    path: str
+    transitions: int  # how many transitions this link has made so far, this one included
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "link",
+            "state": self.state.value,
+            "previous": self.previous.value,
+            "host_ns": self.host_ns,
+            "reason": self.reason,
+            "path": self.path,
+            "transitions": self.transitions,
+        }
+
+
+ResultKey = tuple[int, int, int]  # (source_id, result_type, id)
+
+
+class ReceivedResult(NamedTuple):
+    """A decoded frame with what the host knows about it: when, and how it fits the stream.
+
+    A NamedTuple: one is built for every frame.
+    """
+
+    result: VisionResult
+    host_rx_ns: int  # host time the chunk holding the frame's last byte was read
+    host_capture_ns: int | None  # capture time (timestamp_ms - age_ms) mapped to the host clock
+    device_ms: int  # timestamp_ms unwrapped within the clock epoch
+    epoch: int  # device clock epoch: changes on every device reset
+    clock_status: ClockStatus
+    sequence_event: SequenceEvent
+
+    @property
+    def key(self) -> ResultKey:
+        r = self.result
+        return (r.source_id, r.result_type, r.id)
+
+    def reference_ns(self) -> int:
+        """The time the result describes: capture time when mapped, else receive time."""
+        return self.host_rx_ns if self.host_capture_ns is None else self.host_capture_ns
+
+    def age_ms(self, now_ns: int) -> float:
+        return (now_ns - self.reference_ns()) / 1e6
+
+    def to_dict(self, now_ns: int) -> dict[str, Any]:
+        return {
+            "type": "result",
+            "host_rx_ns": self.host_rx_ns,
+            "host_capture_ns": self.host_capture_ns,
+            "host_published_ns": now_ns,
+            "age_ms": round(self.age_ms(now_ns), 3),
+            "device_ms": self.device_ms,
+            "epoch": self.epoch,
+            "clock": self.clock_status.value,
+            "sequence_event": self.sequence_event.value,
+            "result": self.result.to_dict(),
+        }
+
+    def to_json_line(self, now_ns: int) -> bytes:
+        """``to_dict(now_ns)`` as one JSON line, built from a template: this runs per frame.
+
+        The tests check that it parses to exactly ``to_dict(now_ns)``.
+        """
+        r = self.result
+        flags = r.flags
+        capture = self.host_capture_ns
+        return (
+            _RESULT_LINE
+            % (
+                self.host_rx_ns,
+                "null" if capture is None else str(int(capture)),
+                now_ns,
+                round(self.age_ms(now_ns), 3),
+                self.device_ms,
+                self.epoch,
+                self.clock_status.value,
+                self.sequence_event.value,
+                *r,
+                _JSON_BOOL[flags & 0x01],
+                _JSON_BOOL[flags & 0x02],
+                _JSON_BOOL[flags & 0x04],
+                _INTERPRETATION_ENCODER.encode(r.interpretation.to_dict()),
+            )
+        ).encode()
+
+
+def version_message(package_version: str, path: str) -> dict[str, Any]:
+    """The first line every Unix-socket client receives."""
+    return {
+        "type": "version",
+        "format": "gizmo-host-jsonl",
+        "format_version": JSONL_FORMAT_VERSION,
+        "package_version": package_version,
+        "serial_path": path,
+        "types": ["version", "result", "link", "verdict", "stats"],
+    }
+
+
+_RESULT_LINE = (
+    '{"type":"result","host_rx_ns":%d,"host_capture_ns":%s,"host_published_ns":%d,'
+    '"age_ms":%r,"device_ms":%d,"epoch":%d,"clock":"%s","sequence_event":"%s","result":{'
+    + "".join(f'"{name}":%d,' for name in VisionResult._fields)
+    + '"tracked":%s,"lost":%s,"relative":%s,"interpretation":%s}}\n'
+)
+_JSON_BOOL = {0: "false", 1: "true", 2: "true", 4: "true"}
+_INTERPRETATION_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)

@@ -1,0 +1,328 @@
+"""The live serial link: serialx transport, reconnect loop and link state machine.
+
+``SerialLink.run()`` owns one path (typically a udev symlink such as ``/dev/gizmo0``) for as long
+as it runs: it opens it, feeds what it reads to a ``StreamParser``, and reopens it after a read
+error, an EOF or a hang-up (a pty master closing, a USB adapter unplugged), or when the device is
+missing at start. It backs off exponentially from ``backoff_min_s`` to ``backoff_max_s`` and
+retries forever, never spinning. Every state transition (DOWN -> CONNECTING -> SYNCING -> UP ->
+SILENT and back) is counted, logged and handed to ``on_event`` with host time and reason.
+
+serialx does the open (exclusive ``flock``), the termios set-up and the close in the event
+loop's executor, so a slow driver never stalls the loop; ``low_latency`` is requested where the
+driver supports it, and the port is closed with ``abort()``: no flush, no drain.
+
+Reads are large (serialx reads up to 256 KiB per wake-up), and wake-ups are few: the tty's VMIN
+is kept at the number of bytes the current frame still lacks, so the kernel wakes the loop when
+a frame can be complete, not for every few bytes the UART driver delivers (``_WakeupThreshold``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import logging
+import struct
+import termios
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import serialx
+
+from .events import LinkEvent, LinkState
+from .parser import StreamParser
+from .protocol import FRAME_LEN, VisionResult
+
+LOGGER = logging.getLogger(__name__)
+
+ResultsCallback = Callable[[list[VisionResult], int], None]
+EventCallback = Callable[[LinkEvent], None]
+OpenFunction = Callable[..., Any]
+CLOSE_TIMEOUT_S = 2.0
+
+
+class LinkStats(NamedTuple):
+    state: str
+    transitions: int
+    open_attempts: int
+    open_failures: int
+    disconnects: int
+    bytes_in: int
+    frames_ok: int
+    crc_errors: int
+    header_errors: int
+    bytes_discarded: int
+
+
+def explain_open_error(path: str, exc: BaseException) -> str:
+    """One line for a failed open; uses ``gizmo_host.diagnostics`` when it is installed."""
+    try:
+        from .diagnostics import explain_open_error as explain  # noqa: PLC0415 - optional
+
+        if isinstance(exc, OSError):
+            return str(explain(path, exc))
+    except Exception:  # diagnostics must never break the reconnect loop
+        pass
+    return f"{path}: {exc}"
+
+
+class _ReaderProtocol(asyncio.Protocol):
+    """Forwards bytes to the link; ``lost`` resolves when the connection ends."""
+
+    def __init__(self, link: SerialLink, lost: asyncio.Future[BaseException | None]) -> None:
+        self._link = link
+        self.lost = lost
+        self.transport: asyncio.ReadTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self._link._data_received(data, self)
+
+    def eof_received(self) -> bool:
+        if not self.lost.done():
+            self.lost.set_result(EOFError("end of file"))
+        return False
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        if not self.lost.done():
+            self.lost.set_result(exc)
+
+
+class SerialLink:
+    """One serial path, reopened forever. Constructing it starts nothing; ``run()`` does."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        on_results: ResultsCallback,
+        on_event: EventCallback | None = None,
+        baudrate: int = 115200,
+        silent_after_s: float = 1.0,
+        backoff_min_s: float = 0.1,
+        backoff_max_s: float = 2.0,
+        coalesce_reads: bool = True,
+        clock: Callable[[], int] = time.monotonic_ns,
+        open_connection: OpenFunction = serialx.create_serial_connection,
+    ) -> None:
+        if baudrate <= 0:
+            raise ValueError(f"baudrate: expected a positive integer, got {baudrate!r}")
+        if not 0 < backoff_min_s <= backoff_max_s:
+            raise ValueError(
+                f"backoff: expected 0 < backoff_min_s <= backoff_max_s, got "
+                f"{backoff_min_s!r} and {backoff_max_s!r}"
+            )
+        if silent_after_s <= 0:
+            raise ValueError(f"silent_after_s: expected > 0, got {silent_after_s!r}")
+        self.path = path
+        self.baudrate = baudrate
+        self._on_results = on_results
+        self._on_event = on_event
+        self._silent_after_s = silent_after_s
+        self._backoff_min_s = backoff_min_s
+        self._backoff_max_s = backoff_max_s
+        self._coalesce = coalesce_reads
+        self._clock = clock
+        self._open = open_connection
+        self._parser = StreamParser()
+        self._state = LinkState.DOWN
+        self._transitions = self._open_attempts = self._open_failures = self._disconnects = 0
+        self._last_frame_ns = 0
+        self._reached_up = False
+        self._wakeup: _WakeupThreshold | None = None
+
+    @property
+    def state(self) -> LinkState:
+        return self._state
+
+    def stats(self) -> LinkStats:
+        p = self._parser.stats
+        return LinkStats(
+            self._state.value,
+            self._transitions,
+            self._open_attempts,
+            self._open_failures,
+            self._disconnects,
+            p.bytes_in,
+            p.frames_ok,
+            p.crc_errors,
+            p.header_errors,
+            p.bytes_discarded,
+        )
+
+    async def run(self) -> None:
+        """Open, read and reopen until cancelled; the port is closed on the way out."""
+        loop = asyncio.get_running_loop()
+        backoff_s = self._backoff_min_s
+        try:
+            while True:
+                self._open_attempts += 1
+                self._transition(
+                    LinkState.CONNECTING,
+                    f"opening at {self.baudrate} baud, attempt {self._open_attempts}",
+                )
+                lost: asyncio.Future[BaseException | None] = loop.create_future()
+                protocol = _ReaderProtocol(self, lost)
+                try:
+                    transport, _ = await self._open(
+                        loop,
+                        lambda p=protocol: p,
+                        self.path,
+                        baudrate=self.baudrate,
+                        exclusive=True,
+                        low_latency=True,
+                    )
+                except (OSError, serialx.SerialException) as exc:
+                    self._open_failures += 1
+                    # The explanation may scan /proc: keep it off the event loop.
+                    reason = await loop.run_in_executor(None, explain_open_error, self.path, exc)
+                    self._transition(LinkState.DOWN, reason)
+                    await asyncio.sleep(backoff_s)
+                    backoff_s = min(backoff_s * 2, self._backoff_max_s)
+                    continue
+                reached_up = await self._serve(transport, protocol)
+                if reached_up:
+                    backoff_s = self._backoff_min_s
+                await asyncio.sleep(backoff_s)
+                if not reached_up:
+                    backoff_s = min(backoff_s * 2, self._backoff_max_s)
+        finally:
+            if self._state is not LinkState.DOWN:
+                self._transition(LinkState.DOWN, "stopped")
+
+    async def _serve(self, transport: Any, protocol: _ReaderProtocol) -> bool:
+        """Read until the connection ends; returns whether it ever reached UP."""
+        self._parser.reset()  # a partial frame from the previous connection will never complete
+        self._wakeup = _WakeupThreshold.for_transport(transport) if self._coalesce else None
+        if self._wakeup is not None:
+            self._wakeup.expect(FRAME_LEN)
+        opened_ns = self._last_frame_ns = self._clock()
+        self._reached_up = False
+        self._transition(LinkState.SYNCING, "port open, waiting for a valid frame")
+        try:
+            silent_ns = round(self._silent_after_s * 1e9)
+            while True:
+                remaining_s = (
+                    max(self._last_frame_ns, opened_ns) + silent_ns - self._clock()
+                ) / 1e9
+                if remaining_s <= 0:
+                    if self._state in (LinkState.UP, LinkState.SYNCING):
+                        self._transition(
+                            LinkState.SILENT, f"no valid frame for {self._silent_after_s:g} s"
+                        )
+                    remaining_s = self._silent_after_s
+                done, _ = await asyncio.wait({protocol.lost}, timeout=remaining_s)
+                if done:
+                    break
+            exc = protocol.lost.result()
+            self._disconnects += 1
+            self._transition(LinkState.DOWN, f"disconnected: {_describe(exc)}")
+            return self._reached_up
+        finally:
+            self._wakeup = None
+            transport.abort()  # no flush: nothing of ours is worth waiting for
+            try:
+                await asyncio.wait_for(asyncio.shield(transport.wait_closed()), CLOSE_TIMEOUT_S)
+            except (OSError, serialx.SerialException, TimeoutError) as exc:
+                LOGGER.debug("%s: close: %s", self.path, exc)
+
+    def _data_received(self, data: bytes, protocol: _ReaderProtocol) -> None:
+        now_ns = self._clock()
+        parser = self._parser
+        results = parser.feed(data)
+        if results:
+            self._last_frame_ns = now_ns
+            if self._state is not LinkState.UP:
+                self._reached_up = True
+                self._transition(LinkState.UP, "valid frame received")
+            self._on_results(results, now_ns)
+        if self._wakeup is not None:
+            self._wakeup.expect(FRAME_LEN - parser.buffered if parser.buffered else FRAME_LEN)
+
+    def _transition(self, state: LinkState, reason: str) -> None:
+        previous = self._state
+        if state is previous:
+            return
+        self._state = state
+        self._transitions += 1
+        event = LinkEvent(state, previous, self._clock(), reason, self.path, self._transitions)
+        LOGGER.info("%s: %s -> %s (%s)", self.path, previous.value, state.value, reason)
+        if self._on_event is not None:
+            self._on_event(event)
+
+
+class _WakeupThreshold:
+    """Sets the tty's VMIN to the bytes still missing from the current frame.
+
+    In non-canonical mode the tty layer reports a descriptor readable only once VMIN bytes are
+    queued (with VTIME 0; a non-blocking read still returns whatever is there, and a hang-up is
+    reported at once). So the event loop wakes when a frame can be complete rather than for
+    every few bytes the UART driver pushes: about one wake-up per frame, no added latency.
+
+    The change costs one ``TCSETS`` ioctl on the kernel ``struct termios`` read once at
+    set-up (``termios.tcsetattr`` would add a ``TCGETS`` each time), and only when the
+    threshold changes. Where that struct's layout is not the generic one it falls back to
+    ``termios.tcsetattr``.
+    """
+
+    __slots__ = ("_attrs", "_fd", "_raw", "_vmin", "_vmin_offset")
+
+    def __init__(self, fd: int, attrs: list[Any], raw: bytearray | None) -> None:
+        self._fd = fd
+        self._attrs = attrs
+        self._raw = raw
+        self._vmin_offset = _KERNEL_CC_OFFSET + termios.VMIN
+        self._vmin = attrs[6][termios.VMIN]
+
+    @classmethod
+    def for_transport(cls, transport: Any) -> _WakeupThreshold | None:
+        serial = transport.get_extra_info("serial")
+        try:
+            fd = serial.fileno()
+            attrs = termios.tcgetattr(fd)
+        except (AttributeError, OSError, termios.error, TypeError):
+            return None  # not a tty (a socket URL, say): plain wake-ups
+        vtime, vmin = attrs[6][termios.VTIME], attrs[6][termios.VMIN]
+        if not isinstance(vmin, int) or vtime != 0:
+            return None
+        attrs[6] = list(attrs[6])
+        raw: bytearray | None = bytearray(_KERNEL_TERMIOS_SIZE)
+        try:
+            fcntl.ioctl(fd, termios.TCGETS, raw)
+        except OSError:
+            raw = None
+        if raw is not None and (
+            struct.unpack_from("=I", raw, 12)[0] != attrs[3]  # c_lflag where expected?
+            or raw[_KERNEL_CC_OFFSET + termios.VMIN] != vmin
+        ):
+            raw = None  # another kernel struct layout (alpha, powerpc): use tcsetattr
+        return cls(fd, attrs, raw)
+
+    def expect(self, nbytes: int) -> None:
+        if nbytes == self._vmin:
+            return
+        try:
+            if self._raw is not None:
+                self._raw[self._vmin_offset] = nbytes
+                fcntl.ioctl(self._fd, termios.TCSETS, self._raw)
+            else:
+                self._attrs[6][termios.VMIN] = nbytes
+                termios.tcsetattr(self._fd, termios.TCSANOW, self._attrs)
+        except (OSError, termios.error):
+            return  # hung up: the read path reports it
+        self._vmin = nbytes
+
+
+# Generic Linux kernel ``struct termios``: four tcflag_t, c_line, c_cc[19].
+_KERNEL_CC_OFFSET = 17
+_KERNEL_TERMIOS_SIZE = 36
+
+
+def _describe(exc: BaseException | None) -> str:
+    if exc is None:
+        return "closed"
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return f"[errno {exc.errno}] {exc.strerror}"
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,237 @@
+"""JSON Lines publishing: stdout, a Unix domain socket server, and UDP datagrams.
+
+``JsonLinesPublisher`` is a service listener: it turns each result, link event and verdict into
+one JSON object (always with a ``type``), encodes it once, and hands the line to every sink.
+Sinks never block the reader:
+
+- ``UnixSocketServer`` accepts any number of clients, greets each with a ``version`` line, and
+  drops a client whose unsent backlog passes ``max_buffer_bytes`` (a stalled or slow reader);
+- ``UdpSink`` sends one datagram per line to a fixed address; send errors are counted;
+- ``StdoutSink`` writes to stdout. It blocks if whoever reads stdout stops reading, like any
+  command-line tool; use the socket for consumers that may stall.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import stat
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, BinaryIO, Protocol
+
+from .events import LinkEvent, ReceivedResult
+from .store import Verdict
+
+LOGGER = logging.getLogger(__name__)
+DEFAULT_MAX_BUFFER_BYTES = 256 * 1024
+MAX_CLIENT_INPUT_BYTES = 4096  # clients have nothing to say; read and discard at most this
+
+
+class Sink(Protocol):
+    def send(self, line: bytes) -> None: ...
+
+
+def message_dict(message: ReceivedResult | LinkEvent | Verdict, now_ns: int) -> dict[str, Any]:
+    if isinstance(message, ReceivedResult):
+        return message.to_dict(now_ns)
+    return message.to_dict()
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)  # stateless, reused
+
+
+def encode_line(obj: dict[str, Any]) -> bytes:
+    return _ENCODER.encode(obj).encode() + b"\n"
+
+
+class JsonLinesPublisher:
+    """A service listener that fans JSON lines out to sinks."""
+
+    def __init__(self, clock: Callable[[], int] = time.monotonic_ns) -> None:
+        self._clock = clock
+        self._sinks: list[Sink] = []
+        self.lines = 0
+
+    def add_sink(self, sink: Sink) -> None:
+        self._sinks.append(sink)
+
+    def __call__(self, message: ReceivedResult | LinkEvent | Verdict) -> None:
+        if isinstance(message, ReceivedResult):  # the per-frame path: a template, no dict
+            self.send_line(message.to_json_line(self._clock()))
+        else:
+            self.publish(message.to_dict())
+
+    def publish(self, obj: dict[str, Any]) -> None:
+        self.send_line(encode_line(obj))
+
+    def send_line(self, line: bytes) -> None:
+        self.lines += 1
+        for sink in self._sinks:
+            sink.send(line)
+
+
+class StdoutSink:
+    def __init__(self, stream: BinaryIO | None = None) -> None:
+        self._stream = stream if stream is not None else sys.stdout.buffer
+        self.errors = 0
+
+    def send(self, line: bytes) -> None:
+        try:
+            self._stream.write(line)
+            self._stream.flush()
+        except (BrokenPipeError, ValueError):
+            self.errors += 1  # the reader went away; keep serving the other sinks
+
+
+class _Client:
+    __slots__ = ("name", "writer")
+
+    def __init__(self, name: str, writer: asyncio.StreamWriter) -> None:
+        self.name = name
+        self.writer = writer
+
+
+class UnixSocketServer:
+    """JSON Lines to every connected client; ``version_line`` first, slow clients dropped."""
+
+    def __init__(
+        self,
+        path: str,
+        version_line: bytes,
+        *,
+        max_buffer_bytes: int = DEFAULT_MAX_BUFFER_BYTES,
+        mode: int = 0o660,
+    ) -> None:
+        self.path = path
+        self._version_line = version_line
+        self._max_buffer_bytes = max_buffer_bytes
+        self._mode = mode
+        self._server: asyncio.AbstractServer | None = None
+        self._clients: dict[int, _Client] = {}
+        self._handlers: set[asyncio.Task[Any]] = set()
+        self._next_id = 0
+        self.clients_accepted = self.clients_dropped = self.lines_sent = 0
+
+    @property
+    def client_count(self) -> int:
+        return len(self._clients)
+
+    async def start(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISSOCK(os.lstat(self.path).st_mode):
+                os.unlink(self.path)  # a stale socket from a previous run
+        self._server = await asyncio.start_unix_server(self._handle, self.path)
+        os.chmod(self.path, self._mode)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for client in list(self._clients.values()):
+            client.writer.transport.abort()
+        for task in list(self._handlers):
+            task.cancel()
+        for task in list(self._handlers):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+
+    def send(self, line: bytes) -> None:
+        for client_id, client in list(self._clients.items()):
+            transport = client.writer.transport
+            if transport.is_closing():
+                continue
+            if transport.get_write_buffer_size() + len(line) > self._max_buffer_bytes:
+                LOGGER.warning("unix socket client %s is not reading: dropped", client.name)
+                self.clients_dropped += 1
+                del self._clients[client_id]
+                transport.abort()
+                continue
+            client.writer.write(line)
+            self.lines_sent += 1
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "clients": len(self._clients),
+            "accepted": self.clients_accepted,
+            "dropped": self.clients_dropped,
+            "lines_sent": self.lines_sent,
+        }
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)
+        client_id = self._next_id
+        self._next_id += 1
+        self._clients[client_id] = _Client(f"#{client_id}", writer)
+        self.clients_accepted += 1
+        writer.write(self._version_line)
+        try:
+            while await reader.read(MAX_CLIENT_INPUT_BYTES):
+                pass  # input is ignored
+        except OSError:
+            pass
+        finally:
+            self._clients.pop(client_id, None)
+            writer.transport.abort()
+            self._handlers.discard(task)
+
+
+class UdpSink:
+    """One datagram per JSON line to ``host:port``."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.address = (host, port)
+        self._transport: asyncio.DatagramTransport | None = None
+        self._protocol = _UdpErrors()
+        self.datagrams = 0
+
+    @property
+    def errors(self) -> int:
+        return self._protocol.errors
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._transport, _ = await loop.create_datagram_endpoint(
+            lambda: self._protocol, remote_addr=self.address
+        )
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+            self._transport = None
+
+    def send(self, line: bytes) -> None:
+        if self._transport is None:
+            return
+        try:
+            self._transport.sendto(line)
+            self.datagrams += 1
+        except OSError:
+            self._protocol.errors += 1
+
+
+class _UdpErrors(asyncio.DatagramProtocol):
+    def __init__(self) -> None:
+        self.errors = 0
+
+    def error_received(self, exc: Exception) -> None:
+        self.errors += 1  # e.g. ECONNREFUSED: nobody listens yet; keep sending
+
+
+def parse_host_port(text: str) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port`` for IPv6) -> (host, port)."""
+    host, sep, port_text = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ValueError(f"expected HOST:PORT with a port in 1..65535, got {text!r}")
+    return host, int(port_text)

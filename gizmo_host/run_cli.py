@@ -1,0 +1,257 @@
+"""``gizmo-host run --serial PATH``: the live service, publishing JSON Lines.
+
+By default it prints JSON Lines on stdout: every result, every link transition, the verdict for
+the configured target selector whenever it changes and every ``verdict.interval_s``, and a
+``stats`` line every ``publish.stats_interval_s``. ``--unix-socket`` and ``--udp`` add the other
+sinks. Settings come from ``--config FILE`` (TOML, see ``gizmo_host.config``) and flags, which
+override the file. Under systemd it reports READY, pings the watchdog and reports STOPPING.
+Logs go to stderr; stdout carries only JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import logging
+import signal
+import sys
+from typing import Any
+
+from . import __version__
+from .config import Config, ConfigError, load_config
+from .events import version_message
+from .publish import (
+    JsonLinesPublisher,
+    StdoutSink,
+    UdpSink,
+    UnixSocketServer,
+    encode_line,
+    parse_host_port,
+)
+from .service import GizmoService
+
+LOGGER = logging.getLogger("gizmo_host.run")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--serial", metavar="PATH", help="serial device, e.g. /dev/gizmo0")
+    parser.add_argument("--config", metavar="FILE", help="TOML settings; flags override it")
+    parser.add_argument("--baud", type=int, metavar="N", help="baud rate (default 115200)")
+    parser.add_argument(
+        "--select",
+        metavar="SELECTOR",
+        help="verdict target: 'any' (default) or source=N,type=N|NAME,id=N",
+    )
+    parser.add_argument(
+        "--ttl-ms", type=float, metavar="MS", help="a result older than this is stale (default 250)"
+    )
+    parser.add_argument(
+        "--silent-after-s",
+        type=float,
+        metavar="S",
+        help="link SILENT after this long without a valid frame (default 1)",
+    )
+    parser.add_argument(
+        "--transport-delay-ms",
+        type=float,
+        metavar="MS",
+        help="minimum frame transport delay (default: 35 bytes at the baud "
+        "rate; 0 for a pseudo-terminal)",
+    )
+    parser.add_argument(
+        "--unix-socket",
+        "--socket",
+        dest="unix_socket",
+        metavar="PATH",
+        help="also serve JSON Lines on this Unix socket",
+    )
+    parser.add_argument("--udp", metavar="HOST:PORT", help="also send JSON Lines datagrams")
+    parser.add_argument("--no-stdout", action="store_true", help="do not print JSON Lines")
+    parser.add_argument(
+        "--stats-interval-s",
+        type=float,
+        metavar="S",
+        help="stats line period, 0 for none (default 10)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="stderr log level",
+    )
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    overrides: dict[str, dict[str, Any]] = {
+        "serial": {
+            "path": args.serial,
+            "baudrate": args.baud,
+            "silent_after_s": args.silent_after_s,
+            "transport_delay_ms": args.transport_delay_ms,
+        },
+        "store": {"ttl_ms": args.ttl_ms},
+        "verdict": {"select": args.select},
+        "publish": {
+            "unix_socket": args.unix_socket,
+            "udp": args.udp,
+            "stdout": False if args.no_stdout else None,
+            "stats_interval_s": args.stats_interval_s,
+        },
+    }
+    config = load_config(args.config, overrides)
+    if config.serial.path is None:
+        raise ConfigError("serial.path: expected a device path (--serial PATH or [serial] path)")
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=args.log_level,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        config = config_from_args(args)
+    except ConfigError as exc:
+        print(f"gizmo-host run: config error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(serve(config))
+    except OSError as exc:  # e.g. the Unix socket path cannot be bound
+        print(f"gizmo-host run: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _notifier() -> Any:
+    """The systemd notifier, or None outside systemd (or without the sd_notify module)."""
+    try:
+        from .sd_notify import SdNotifier  # noqa: PLC0415 - optional integration
+    except ImportError:
+        return None
+    try:
+        return SdNotifier.from_environment()
+    except ValueError as exc:
+        LOGGER.warning("systemd notification disabled: %s", exc)
+        return None
+
+
+def _notify(notifier: Any, method: str, *args: str) -> None:
+    if notifier is None:
+        return
+    try:
+        getattr(notifier, method)(*args)
+    except OSError as exc:
+        LOGGER.warning("systemd notification %s failed: %s", method, exc)
+
+
+async def _watchdog(notifier: Any) -> None:
+    try:
+        from .sd_notify import watchdog_loop  # noqa: PLC0415 - optional integration
+    except ImportError:
+        return
+    await watchdog_loop(notifier)
+
+
+async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
+    """Run until SIGINT/SIGTERM (or ``stop`` is set)."""
+    loop = asyncio.get_running_loop()
+    stop = stop or asyncio.Event()
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+    path = config.serial.path
+    assert path is not None
+    serial = config.serial
+    service = GizmoService(
+        path,
+        baudrate=serial.baudrate,
+        silent_after_s=serial.silent_after_s,
+        backoff_min_s=serial.backoff_min_s,
+        backoff_max_s=serial.backoff_max_s,
+        transport_delay_ns=(
+            None if serial.transport_delay_ms is None else round(serial.transport_delay_ms * 1e6)
+        ),
+        max_skew_ppm=config.clock.max_skew_ppm,
+        phase_error_threshold_ms=config.clock.phase_error_threshold_ms,
+        ttl_ms=config.store.ttl_ms,
+        ttl_ms_by_type=dict(config.store.ttl_ms_by_type),
+        reset_hold_ms=config.store.reset_hold_ms,
+        verdict_interval_s=config.verdict.interval_s,
+    )
+    publisher = JsonLinesPublisher()
+    socket_server: UnixSocketServer | None = None
+    udp: UdpSink | None = None
+    if config.publish.stdout:
+        publisher.add_sink(StdoutSink())
+    if config.publish.unix_socket:
+        socket_server = UnixSocketServer(
+            config.publish.unix_socket,
+            encode_line(version_message(__version__, path)),
+            max_buffer_bytes=config.publish.unix_max_buffer_bytes,
+        )
+        await socket_server.start()
+        publisher.add_sink(socket_server)
+    if config.publish.udp:
+        udp = UdpSink(*parse_host_port(config.publish.udp))
+        await udp.start()
+        publisher.add_sink(udp)
+    service.watch(config.selector)
+    service.add_listener(publisher)
+    notifier = _notifier()
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        async with service:
+            publisher.publish(version_message(__version__, path))
+            gc.freeze()  # start-up objects live forever: keep them out of every collection
+            _notify(notifier, "ready")
+            _notify(notifier, "status", f"reading {path}")
+            if notifier is not None:
+                tasks.append(asyncio.create_task(_watchdog(notifier), name="gizmo-watchdog"))
+            if config.publish.stats_interval_s > 0:
+                tasks.append(
+                    asyncio.create_task(
+                        _stats_loop(
+                            service, publisher, socket_server, udp, config.publish.stats_interval_s
+                        ),
+                        name="gizmo-stats",
+                    )
+                )
+            await stop.wait()
+            _notify(notifier, "stopping")
+            LOGGER.info("stopping")
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if socket_server is not None:
+            await socket_server.close()
+        if udp is not None:
+            udp.close()
+
+
+def stats_message(
+    service: GizmoService, socket_server: UnixSocketServer | None, udp: UdpSink | None
+) -> dict[str, Any]:
+    message = service.stats()
+    message["publish"] = {
+        "unix_socket": None if socket_server is None else socket_server.stats(),
+        "udp": None if udp is None else {"datagrams": udp.datagrams, "errors": udp.errors},
+    }
+    return message
+
+
+async def _stats_loop(
+    service: GizmoService,
+    publisher: JsonLinesPublisher,
+    socket_server: UnixSocketServer | None,
+    udp: UdpSink | None,
+    interval_s: float,
+) -> None:
+    while True:
+        await asyncio.sleep(interval_s)
+        publisher.publish(stats_message(service, socket_server, udp))

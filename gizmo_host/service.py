@@ -1,0 +1,367 @@
+"""The live service: link + tracker + clock + store, fanned out to listeners and iterators.
+
+Flow: ``SerialLink`` reads and parses -> for each frame the ``SequenceTracker`` classifies the
+sequence, the ``DeviceClockEstimator`` maps the device time, the ``ResultStore`` keeps the
+latest -> listeners get ``ReceivedResult``, ``LinkEvent`` and ``Verdict`` values synchronously,
+in the reader's call (like python-can listeners: they must not block). ``results()``,
+``verdicts()`` and ``link_events()`` are bounded async iterators built on the same fan-out: a
+consumer that falls behind loses its oldest items (counted), never slows the reader.
+
+Verdicts are re-evaluated after every read that could change one, every link transition, and
+by a timer set for the moment the current target goes stale (so it turns to HOLD on time
+without polling); they are published when they change and re-published every
+``verdict_interval_s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from .clock import ClockStatus, DeviceClockEstimator, frame_transmit_ns
+from .events import LinkEvent, LinkState, ReceivedResult
+from .link import OpenFunction, SerialLink
+from .protocol import VisionResult
+from .store import Decision, ResultStore, TargetSelector, Verdict
+from .tracker import SequenceEvent, SequenceTracker
+
+T = TypeVar("T")
+Message = ReceivedResult | LinkEvent | Verdict
+Listener = Callable[[Message], None]
+_CLOSED: Any = object()
+_STALE_MARGIN_S = 0.001
+_ROUTINE_EVENTS = frozenset({SequenceEvent.IN_ORDER, SequenceEvent.GAP})
+
+
+class Subscription(Generic[T]):
+    """A bounded async iterator fed by the service; the oldest item goes when it is full."""
+
+    def __init__(self, maxsize: int, on_close: Callable[[Subscription[T]], None]) -> None:
+        if maxsize <= 0:
+            raise ValueError(f"maxsize: expected > 0, got {maxsize!r}")
+        self._queue: asyncio.Queue[T] = asyncio.Queue(maxsize + 1)  # +1 for the close marker
+        self._maxsize = maxsize
+        self._on_close = on_close
+        self._closed = False
+        self.dropped = 0
+
+    def put(self, item: T) -> None:
+        if self._closed:
+            return
+        if self._queue.qsize() >= self._maxsize:
+            self._queue.get_nowait()
+            self.dropped += 1
+        self._queue.put_nowait(item)
+
+    def close(self) -> None:
+        """End the iteration (after the items already queued)."""
+        if not self._closed:
+            self._closed = True
+            self._queue.put_nowait(_CLOSED)
+            self._on_close(self)
+
+    def __aiter__(self) -> Subscription[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        item = await self._queue.get()
+        if item is _CLOSED:
+            raise StopAsyncIteration
+        return item
+
+    async def get(self, timeout: float | None = None) -> T:
+        """The next item; raises ``StopAsyncIteration`` once closed, ``TimeoutError`` on timeout."""
+        return await asyncio.wait_for(self.__anext__(), timeout)
+
+
+class GizmoService:
+    """``async with GizmoService(path) as service:`` runs the link until the block exits."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        baudrate: int = 115200,
+        silent_after_s: float = 1.0,
+        ttl_ms: float = 250.0,
+        ttl_ms_by_type: dict[int, float] | None = None,
+        reset_hold_ms: float = 2000.0,
+        max_skew_ppm: float = 200.0,
+        phase_error_threshold_ms: float = 5.0,
+        transport_delay_ns: int | None = None,
+        verdict_interval_s: float = 1.0,
+        backoff_min_s: float = 0.1,
+        backoff_max_s: float = 2.0,
+        clock: Callable[[], int] = time.monotonic_ns,
+        open_connection: OpenFunction | None = None,
+    ) -> None:
+        self._clock = clock
+        self._tracker = SequenceTracker(max_skew_ppm=max_skew_ppm)
+        self._device_clock = DeviceClockEstimator(
+            max_skew_ppm=max_skew_ppm,
+            phase_error_threshold_ms=phase_error_threshold_ms,
+            transport_delay_ns=(
+                frame_transmit_ns(baudrate) if transport_delay_ns is None else transport_delay_ns
+            ),
+        )
+        self._store = ResultStore(
+            ttl_ms=ttl_ms, ttl_ms_by_type=ttl_ms_by_type, reset_hold_ms=reset_hold_ms
+        )
+        link_kwargs: dict[str, Any] = {}
+        if open_connection is not None:
+            link_kwargs["open_connection"] = open_connection
+        self.link = SerialLink(
+            path,
+            on_results=self._on_results,
+            on_event=self._on_link_event,
+            baudrate=baudrate,
+            silent_after_s=silent_after_s,
+            backoff_min_s=backoff_min_s,
+            backoff_max_s=backoff_max_s,
+            clock=clock,
+            **link_kwargs,
+        )
+        self._verdict_interval_s = verdict_interval_s
+        self._listeners: list[Listener] = []
+        self._result_subs: list[Subscription[ReceivedResult]] = []
+        self._link_subs: list[Subscription[LinkEvent]] = []
+        self._verdict_subs: dict[TargetSelector, list[Subscription[Verdict]]] = {}
+        self._watched: dict[TargetSelector, Verdict | None] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stale_timer: asyncio.TimerHandle | None = None
+        self._routine_keys: dict[tuple[int, int, int], bool] = {}
+        self._results_total = self._duplicates_dropped = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> GizmoService:
+        self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    def start(self) -> None:
+        if self._tasks:
+            raise RuntimeError("GizmoService is already running")
+        self._tasks = [
+            asyncio.create_task(self.link.run(), name=f"gizmo-link {self.link.path}"),
+            asyncio.create_task(self._verdict_ticker(), name="gizmo-verdicts"),
+        ]
+
+    async def stop(self) -> None:
+        """Stop the link (closing the port), end every iterator."""
+        tasks, self._tasks = self._tasks, []
+        if self._stale_timer is not None:
+            self._stale_timer.cancel()
+            self._stale_timer = None
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for sub in [
+            *self._result_subs,
+            *self._link_subs,
+            *(s for subs in self._verdict_subs.values() for s in subs),
+        ]:
+            sub.close()
+
+    # -- consumers -------------------------------------------------------------------------
+
+    def add_listener(self, listener: Listener) -> None:
+        """Call ``listener`` with every result, link event and changed verdict; never block."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        self._listeners.remove(listener)
+
+    def watch(self, selector: TargetSelector) -> None:
+        """Publish verdicts for ``selector`` to listeners (on change and at the steady rate)."""
+        self._watched.setdefault(selector, None)
+        self._routine_keys.clear()
+
+    def results(self, maxsize: int = 1024) -> Subscription[ReceivedResult]:
+        sub: Subscription[ReceivedResult] = Subscription(maxsize, self._result_subs.remove)
+        self._result_subs.append(sub)
+        return sub
+
+    def link_events(self, maxsize: int = 256) -> Subscription[LinkEvent]:
+        sub: Subscription[LinkEvent] = Subscription(maxsize, self._link_subs.remove)
+        self._link_subs.append(sub)
+        return sub
+
+    def verdicts(
+        self, selector: TargetSelector | None = None, maxsize: int = 256
+    ) -> Subscription[Verdict]:
+        """Verdicts for ``selector`` (default: any detection) when they change, and steadily."""
+        selector = selector or TargetSelector()
+        self.watch(selector)
+        subs = self._verdict_subs.setdefault(selector, [])
+        sub: Subscription[Verdict] = Subscription(maxsize, subs.remove)
+        subs.append(sub)
+        return sub
+
+    def verdict(self, selector: TargetSelector | None = None, now_ns: int | None = None) -> Verdict:
+        """The verdict right now."""
+        return self._store.verdict(
+            selector or TargetSelector(),
+            self._clock() if now_ns is None else now_ns,
+            link_state=self.link.state,
+            clock_status=self._device_clock.status,
+        )
+
+    @property
+    def link_state(self) -> LinkState:
+        return self.link.state
+
+    @property
+    def clock_status(self) -> ClockStatus:
+        return self._device_clock.status
+
+    @property
+    def store(self) -> ResultStore:
+        return self._store
+
+    def stats(self, now_ns: int | None = None) -> dict[str, Any]:
+        """Counters of every stage, as a JSON-ready ``stats`` message."""
+        clock = self._device_clock.stats()
+        return {
+            "type": "stats",
+            "host_ns": self._clock() if now_ns is None else now_ns,
+            "link": self.link.stats()._asdict(),
+            "clock": {
+                "status": clock.status.value,
+                "epoch": clock.epoch,
+                "skew_ppm": round(clock.skew_ppm, 3),
+                "resets": clock.resets,
+                "phase_errors": clock.phase_errors,
+                "samples": clock.samples,
+            },
+            "sources": {str(k): v._asdict() for k, v in self._tracker.stats().items()},
+            "store": self._store.stats(),
+            "results": self._results_total,
+            "duplicates_dropped": self._duplicates_dropped,
+            "subscriber_drops": sum(s.dropped for s in self._all_subs()),
+        }
+
+    # -- the reader path (synchronous: called from the link's data_received) ----------------
+
+    def _on_results(self, results: list[VisionResult], rx_ns: int) -> None:
+        tracker, device_clock, store = self._tracker, self._device_clock, self._store
+        verdicts_may_change = False
+        for result in results:
+            event = tracker.observe(result.source_id, result.sequence, result.timestamp_ms, rx_ns)
+            if event is SequenceEvent.DUPLICATE:
+                self._duplicates_dropped += 1
+                continue
+            sample = device_clock.observe(
+                result.timestamp_ms, rx_ns, reset=event is SequenceEvent.RESET
+            )
+            if event is SequenceEvent.RESET or sample.resync_reason == "device reset":
+                store.device_reset(result.source_id, rx_ns)
+            received = ReceivedResult(
+                result,
+                rx_ns,
+                device_clock.tick_to_host_ns(sample.device_ms - result.age_ms),
+                sample.device_ms,
+                sample.epoch,
+                sample.status,
+                event,
+            )
+            if event is not SequenceEvent.LATE:  # a late frame is older than the stored one
+                store.update(received)
+            self._results_total += 1
+            if not verdicts_may_change and not self._is_routine(received, event, rx_ns):
+                verdicts_may_change = True
+            for sub in self._result_subs:
+                sub.put(received)
+            for listener in self._listeners:
+                listener(received)
+        if verdicts_may_change:
+            self._evaluate_verdicts(self._clock())  # not rx_ns: keep host_ns monotonic
+
+    def _is_routine(self, received: ReceivedResult, event: SequenceEvent, rx_ns: int) -> bool:
+        """True when ``received`` cannot change any watched verdict, so none is re-evaluated.
+
+        That is: an in-order, tracked, fresh result with the clock locked, whose key is either
+        matched by no watched selector or only by selectors whose verdict is already PROCEED.
+        """
+        result = received.result
+        if (
+            event not in _ROUTINE_EVENTS
+            or received.clock_status is not ClockStatus.LOCKED
+            or result.flags & 0x03 != 0x01  # tracked and not lost
+            or rx_ns - received.reference_ns() > self._store.ttl_ns(result.result_type)
+        ):
+            return False
+        key = received.key
+        routine = self._routine_keys.get(key)
+        if routine is None:
+            routine = self._routine_keys[key] = all(
+                not selector.matches(key)
+                or (last is not None and last.decision is Decision.PROCEED)
+                for selector, last in self._watched.items()
+            )
+        return routine
+
+    def _on_link_event(self, event: LinkEvent) -> None:
+        for sub in self._link_subs:
+            sub.put(event)
+        for listener in self._listeners:
+            listener(event)
+        self._evaluate_verdicts(event.host_ns)
+
+    def _evaluate_verdicts(self, now_ns: int, *, force: bool = False) -> None:
+        stale_at_ns: int | None = None
+        for selector, last in self._watched.items():
+            verdict = self.verdict(selector, now_ns)
+            target = verdict.result
+            if target is not None:
+                expiry = target.reference_ns() + self._store.ttl_ns(target.result.result_type)
+                stale_at_ns = expiry if stale_at_ns is None else min(stale_at_ns, expiry)
+            if not force and verdict.same_as(last):
+                continue
+            self._watched[selector] = verdict
+            for sub in self._verdict_subs.get(selector, ()):
+                sub.put(verdict)
+            for listener in self._listeners:
+                listener(verdict)
+        self._routine_keys.clear()
+        if stale_at_ns is not None:
+            self._arm_stale_timer(stale_at_ns, now_ns)
+
+    def _arm_stale_timer(self, stale_at_ns: int, now_ns: int) -> None:
+        """Re-evaluate when the current target goes stale: a timer, not polling.
+
+        A pending timer that fires earlier is kept (it re-arms itself), so a steady stream of
+        results costs about one wake-up per TTL.
+        """
+        loop = asyncio.get_running_loop()
+        when = loop.time() + (stale_at_ns - now_ns) / 1e9 + _STALE_MARGIN_S
+        handle = self._stale_timer
+        if handle is not None and not handle.cancelled() and handle.when() <= when:
+            return
+        if handle is not None:
+            handle.cancel()
+        self._stale_timer = loop.call_at(when, self._on_stale_timer)
+
+    def _on_stale_timer(self) -> None:
+        self._stale_timer = None
+        self._evaluate_verdicts(self._clock())
+
+    async def _verdict_ticker(self) -> None:
+        """Re-publish every watched verdict at the steady rate."""
+        while True:
+            await asyncio.sleep(self._verdict_interval_s)
+            self._evaluate_verdicts(self._clock(), force=True)
+
+    def _all_subs(self) -> list[Subscription[Any]]:
+        return [
+            *self._result_subs,
+            *self._link_subs,
+            *(s for subs in self._verdict_subs.values() for s in subs),
+        ]

@@ -1,0 +1,242 @@
+"""Latest result per (source_id, result_type, id), freshness on the host clock, and verdicts.
+
+A verdict answers "may the robot act on this target now?": ``PROCEED`` only when a matching
+result is fresh (younger than its TTL on the host clock), tracked and not flagged lost, the
+link is UP and the device clock is locked; otherwise ``HOLD`` with every reason that applies.
+A lost or stale result is never presented as current (spec, "receiver flow": do not keep using
+an old target position). Sans-I/O: the shell passes ``now_ns`` in.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from .clock import ClockStatus
+from .events import LinkState, ReceivedResult, ResultKey
+from .protocol import ResultFlags
+from .results import ResultType
+
+DEFAULT_TTL_MS = 250.0
+DEFAULT_RESET_HOLD_MS = 2000.0
+DEFAULT_MAX_ENTRIES = 1024
+_TRACKED, _TRACKED_OR_LOST = (
+    ResultFlags.TRACKED.value,
+    (ResultFlags.TRACKED | ResultFlags.LOST).value,
+)
+
+
+class Decision(Enum):
+    PROCEED = "PROCEED"
+    HOLD = "HOLD"
+
+
+class HoldReason(Enum):
+    NO_DATA = "no_data"
+    LOST = "lost"
+    STALE = "stale"
+    LINK_DOWN = "link_down"
+    LINK_SILENT = "link_silent"
+    CLOCK_NOT_LOCKED = "clock_not_locked"
+    DEVICE_RESET = "device_reset"
+
+
+_LINK_REASONS = {
+    LinkState.DOWN: HoldReason.LINK_DOWN,
+    LinkState.CONNECTING: HoldReason.LINK_DOWN,
+    LinkState.SYNCING: HoldReason.LINK_DOWN,
+    LinkState.SILENT: HoldReason.LINK_SILENT,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TargetSelector:
+    """Which results a verdict is about; ``None`` matches anything.
+
+    With ``result_type=None`` a ``NONE`` (type 0) result never matches: the default selector
+    means "any detection".
+    """
+
+    source_id: int | None = None
+    result_type: int | None = None
+    id: int | None = None
+
+    def matches(self, key: ResultKey) -> bool:
+        source_id, result_type, result_id = key
+        if self.result_type is None:
+            if result_type == ResultType.NONE:
+                return False
+        elif result_type != self.result_type:
+            return False
+        return (self.source_id is None or source_id == self.source_id) and (
+            self.id is None or result_id == self.id
+        )
+
+    @classmethod
+    def parse(cls, text: str) -> TargetSelector:
+        """``any`` or comma-separated ``source=N``, ``type=N|NAME``, ``id=N``."""
+        text = text.strip()
+        if text in ("", "any"):
+            return cls()
+        values: dict[str, int] = {}
+        for part in text.split(","):
+            name, sep, raw = part.partition("=")
+            name, raw = name.strip(), raw.strip()
+            if not sep or name not in ("source", "type", "id"):
+                raise ValueError(
+                    f"selector: expected 'any' or source=N,type=N|NAME,id=N, got {text!r}"
+                )
+            if name == "type" and raw.upper() in ResultType.__members__:
+                values[name] = int(ResultType[raw.upper()])
+                continue
+            try:
+                values[name] = int(raw, 0)
+            except ValueError:
+                raise ValueError(f"selector {name}: expected an integer, got {raw!r}") from None
+        return cls(values.get("source"), values.get("type"), values.get("id"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source_id": self.source_id, "result_type": self.result_type, "id": self.id}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    decision: Decision
+    reasons: tuple[HoldReason, ...]
+    selector: TargetSelector
+    host_ns: int
+    result: ReceivedResult | None = field(default=None, compare=False)  # the one to act on
+
+    @property
+    def proceed(self) -> bool:
+        return self.decision is Decision.PROCEED
+
+    def same_as(self, other: Verdict | None) -> bool:
+        """Same decision and reasons: nothing to publish at once. The target may differ (two
+        detections taking turns); the steady-rate verdict shows the latest one."""
+        return (
+            other is not None and self.decision is other.decision and self.reasons == other.reasons
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        result = self.result
+        return {
+            "type": "verdict",
+            "decision": self.decision.value,
+            "reasons": [r.value for r in self.reasons],
+            "selector": self.selector.to_dict(),
+            "host_ns": self.host_ns,
+            "target": None
+            if result is None
+            else {
+                "source_id": result.key[0],
+                "result_type": result.key[1],
+                "id": result.key[2],
+                "age_ms": round(result.age_ms(self.host_ns), 3),
+                "sequence": result.result.sequence,
+            },
+        }
+
+
+class ResultStore:
+    """Bounded: at most ``max_entries`` keys (QR hashes alone could make 65,536)."""
+
+    def __init__(
+        self,
+        *,
+        ttl_ms: float = DEFAULT_TTL_MS,
+        ttl_ms_by_type: Mapping[int, float] | None = None,
+        reset_hold_ms: float = DEFAULT_RESET_HOLD_MS,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+    ) -> None:
+        if ttl_ms <= 0:
+            raise ValueError(f"ttl_ms: expected > 0, got {ttl_ms!r}")
+        self._ttl_ns = round(ttl_ms * 1e6)
+        self._ttl_ns_by_type = {int(k): round(v * 1e6) for k, v in (ttl_ms_by_type or {}).items()}
+        self._reset_hold_ns = round(reset_hold_ms * 1e6)
+        self._max_entries = max_entries
+        self._latest: OrderedDict[ResultKey, ReceivedResult] = OrderedDict()
+        self._last_reset_ns: dict[int, int] = {}
+        self._evicted = 0
+        self._updates = 0
+
+    def ttl_ns(self, result_type: int) -> int:
+        return self._ttl_ns_by_type.get(result_type, self._ttl_ns)
+
+    def update(self, received: ReceivedResult) -> None:
+        """Record the newest result for its key (arrival order: the board sends in order)."""
+        key = received.key
+        self._latest[key] = received
+        self._latest.move_to_end(key)
+        self._updates += 1
+        while len(self._latest) > self._max_entries:
+            self._latest.popitem(last=False)
+            self._evicted += 1
+
+    def device_reset(self, source_id: int, host_ns: int) -> None:
+        """Forget a source's results: they belong to the board's previous life."""
+        for key in [k for k in self._latest if k[0] == source_id]:
+            del self._latest[key]
+        self._last_reset_ns[source_id] = host_ns
+
+    def is_current(self, received: ReceivedResult, now_ns: int) -> bool:
+        r = received.result
+        return (
+            r.flags & _TRACKED_OR_LOST == _TRACKED
+            and now_ns - received.reference_ns() <= self.ttl_ns(r.result_type)
+        )
+
+    def current(self, selector: TargetSelector, now_ns: int) -> list[ReceivedResult]:
+        """Matching results that may be acted on now, newest first."""
+        return [
+            rr
+            for key, rr in reversed(self._latest.items())
+            if selector.matches(key) and self.is_current(rr, now_ns)
+        ]
+
+    def latest(self) -> list[ReceivedResult]:
+        return list(self._latest.values())
+
+    def verdict(
+        self,
+        selector: TargetSelector,
+        now_ns: int,
+        *,
+        link_state: LinkState,
+        clock_status: ClockStatus,
+    ) -> Verdict:
+        reasons: list[HoldReason] = []
+        link_reason = _LINK_REASONS.get(link_state)
+        if link_reason is not None:
+            reasons.append(link_reason)
+        if clock_status is not ClockStatus.LOCKED:
+            reasons.append(HoldReason.CLOCK_NOT_LOCKED)
+        if any(
+            now_ns - t <= self._reset_hold_ns
+            for s, t in self._last_reset_ns.items()
+            if selector.source_id is None or s == selector.source_id
+        ):
+            reasons.append(HoldReason.DEVICE_RESET)
+        matching = [rr for key, rr in reversed(self._latest.items()) if selector.matches(key)]
+        current = [rr for rr in matching if self.is_current(rr, now_ns)]
+        target = current[0] if current else None
+        if not matching:
+            reasons.append(HoldReason.NO_DATA)
+        elif target is None:
+            newest = max(matching, key=lambda rr: rr.host_rx_ns)
+            fresh = now_ns - newest.reference_ns() <= self.ttl_ns(newest.result.result_type)
+            reasons.append(HoldReason.LOST if fresh else HoldReason.STALE)
+        decision = Decision.HOLD if reasons else Decision.PROCEED
+        return Verdict(
+            decision,
+            tuple(reasons),
+            selector,
+            now_ns,
+            target if decision is Decision.PROCEED else None,
+        )
+
+    def stats(self) -> dict[str, int]:
+        return {"entries": len(self._latest), "updates": self._updates, "evicted": self._evicted}

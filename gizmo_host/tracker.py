@@ -1,0 +1,185 @@
+"""Per-source sequence tracking: gaps across the 65535 -> 0 wrap, duplicates, reorderings, resets.
+
+State only, driven by ``observe()`` calls from the I/O shell; it never reads a clock (the host
+receive time is passed in). The rules (DECISIONS.md, UART section):
+
+- The header ``sequence`` is a uint16 compared modulo 2**16: a forward step of ``d`` frames
+  (``1 <= d < 32768``) counts ``d - 1`` frames as lost.
+- A frame up to ``reorder_window`` behind the newest one, and not newer on the device clock, is
+  a late arrival (it was counted lost when the gap opened, so the loss count is corrected) or,
+  if already seen, a duplicate.
+- A sequence that falls back by more than the window while the device clock ``timestamp_ms``
+  also falls back is a **device reset**: a new epoch, never 65,000 lost frames. "Falls back" is
+  judged against the host clock, so the 2**32 ms wrap of ``timestamp_ms`` is not a fall-back.
+- A sequence that falls back without the device clock doing so is a discontinuity: counted, and
+  tracking restarts from it (no loss is invented).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import NamedTuple
+
+SEQUENCE_MODULUS = 1 << 16
+TIMESTAMP_MODULUS = 1 << 32
+DEFAULT_REORDER_WINDOW = 16
+_MASK = (1 << 64) - 1
+
+
+class SequenceEvent(Enum):
+    """What one observed frame meant for its source's sequence."""
+
+    FIRST = "first"  # the first frame of a source
+    IN_ORDER = "in_order"  # exactly the next sequence
+    GAP = "gap"  # ahead of the next sequence: frames were lost
+    LATE = "late"  # behind the newest, not seen before: a small reordering
+    DUPLICATE = "duplicate"  # seen already (within the window)
+    RESET = "reset"  # sequence and device clock both fell back: the board restarted
+    DISCONTINUITY = "discontinuity"  # sequence fell back, the device clock did not
+
+
+class SourceStats(NamedTuple):
+    """Counters for one source_id; ``lost`` is net of late arrivals that filled a gap."""
+
+    received: int
+    lost: int
+    duplicates: int
+    reordered: int
+    resets: int
+    discontinuities: int
+    last_sequence: int | None
+    epoch: int  # incremented on every device reset
+
+
+def device_clock_advance_ms(
+    previous_ms: int,
+    current_ms: int,
+    host_elapsed_ns: int,
+    *,
+    max_skew_ppm: float = 200.0,
+    tolerance_ms: float = 1000.0,
+) -> int | None:
+    """How far the uint32 device clock moved, or None when it fell back (a reset).
+
+    The forward distance modulo 2**32 is accepted when it agrees with the host clock's elapsed
+    time (within ``tolerance_ms`` plus the skew bound), so a 2**32 wrap is an advance while a
+    restart to 0 is not, whatever the uptime. A small step back (a reordered frame, at most
+    ``tolerance_ms``) is returned as a negative advance.
+    """
+    forward = (current_ms - previous_ms) % TIMESTAMP_MODULUS
+    host_ms = max(host_elapsed_ns, 0) / 1e6
+    allowed = host_ms * (1.0 + max_skew_ppm * 1e-6) + tolerance_ms
+    if forward <= allowed:
+        return forward
+    backward = TIMESTAMP_MODULUS - forward
+    if backward <= tolerance_ms and host_ms <= tolerance_ms:
+        return -backward
+    return None
+
+
+@dataclass(slots=True)
+class _SourceState:
+    last_sequence: int
+    last_timestamp_ms: int
+    last_host_ns: int
+    seen_mask: int  # bit i set: sequence (last_sequence - i) was received
+    span: int = 1  # how many of those bits are known (positions since the first frame)
+    received: int = 1
+    lost: int = 0
+    duplicates: int = 0
+    reordered: int = 0
+    resets: int = 0
+    discontinuities: int = 0
+    epoch: int = 0
+
+    def stats(self) -> SourceStats:
+        return SourceStats(
+            self.received,
+            self.lost,
+            self.duplicates,
+            self.reordered,
+            self.resets,
+            self.discontinuities,
+            self.last_sequence,
+            self.epoch,
+        )
+
+
+class SequenceTracker:
+    """Tracks every source_id seen on one link. Bounded: at most 256 sources (uint8 ids)."""
+
+    __slots__ = ("_max_skew_ppm", "_reorder_window", "_sources")
+
+    def __init__(
+        self, *, reorder_window: int = DEFAULT_REORDER_WINDOW, max_skew_ppm: float = 200.0
+    ) -> None:
+        if not 0 <= reorder_window <= 64:
+            raise ValueError(f"reorder_window: expected 0..64, got {reorder_window!r}")
+        self._reorder_window = reorder_window
+        self._max_skew_ppm = max_skew_ppm
+        self._sources: dict[int, _SourceState] = {}
+
+    def observe(
+        self, source_id: int, sequence: int, timestamp_ms: int, host_ns: int
+    ) -> SequenceEvent:
+        """Account for one valid frame of ``source_id`` received at host time ``host_ns``."""
+        state = self._sources.get(source_id)
+        if state is None:
+            self._sources[source_id] = _SourceState(sequence, timestamp_ms, host_ns, 1)
+            return SequenceEvent.FIRST
+        state.received += 1
+        step = (sequence - state.last_sequence) % SEQUENCE_MODULUS
+        advance = device_clock_advance_ms(
+            state.last_timestamp_ms,
+            timestamp_ms,
+            host_ns - state.last_host_ns,
+            max_skew_ppm=self._max_skew_ppm,
+        )
+        if advance is None:  # the device clock restarted, wherever the sequence went
+            return self._restart(state, sequence, timestamp_ms, host_ns, reset=True)
+        if 0 < step < SEQUENCE_MODULUS // 2:
+            state.lost += step - 1
+            state.seen_mask = ((state.seen_mask << step) | 1) & _MASK
+            state.span = min(state.span + step, 64)
+            self._advance(state, sequence, timestamp_ms, host_ns)
+            return SequenceEvent.IN_ORDER if step == 1 else SequenceEvent.GAP
+        behind = (SEQUENCE_MODULUS - step) % SEQUENCE_MODULUS
+        if behind <= self._reorder_window and advance <= 0:  # late frames are older
+            bit = 1 << behind
+            if state.seen_mask & bit:
+                state.duplicates += 1
+                state.received -= 1
+                return SequenceEvent.DUPLICATE
+            state.seen_mask |= bit
+            state.reordered += 1
+            if behind < state.span:  # it was counted lost when the gap opened
+                state.lost -= 1
+            return SequenceEvent.LATE
+        return self._restart(state, sequence, timestamp_ms, host_ns, reset=advance < 0)
+
+    @staticmethod
+    def _advance(state: _SourceState, sequence: int, timestamp_ms: int, host_ns: int) -> None:
+        state.last_sequence = sequence
+        state.last_timestamp_ms = timestamp_ms
+        state.last_host_ns = host_ns
+
+    def _restart(
+        self, state: _SourceState, sequence: int, timestamp_ms: int, host_ns: int, *, reset: bool
+    ) -> SequenceEvent:
+        if reset:
+            state.resets += 1
+            state.epoch += 1
+        else:
+            state.discontinuities += 1
+        state.seen_mask = state.span = 1
+        self._advance(state, sequence, timestamp_ms, host_ns)
+        return SequenceEvent.RESET if reset else SequenceEvent.DISCONTINUITY
+
+    def stats(self) -> dict[int, SourceStats]:
+        """Counters per source_id."""
+        return {source_id: state.stats() for source_id, state in sorted(self._sources.items())}
+
+    def forget(self) -> None:
+        """Drop all sources (a different board may be plugged in next)."""
+        self._sources.clear()

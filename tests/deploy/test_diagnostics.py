@@ -1,0 +1,217 @@
+"""Startup diagnostics for real ptys: wrong permissions, a port held by another process, missing.
+
+Root bypasses file permissions, so the permission tests open the port from a child process that
+drops to ``nobody``; they are skipped (with the reason) when not run as root.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import grp
+import os
+import pwd
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import serialx
+
+from gizmo_host.diagnostics import explain_open_error, find_port_holders
+
+HERE = Path(__file__).parent
+OPEN_PORT_CHILD = HERE / "open_port_child.py"
+FLOCK_HOLDER = HERE / "flock_holder.py"
+
+
+def _cannot_drop_to_nobody() -> str | None:
+    """Why the tests cannot open ports as ``nobody`` (root bypasses permissions), if they can't."""
+    if os.geteuid() != 0:
+        return "dropping to another user and chown of a pty need root"
+    try:
+        pwd.getpwnam("nobody")
+        grp.getgrnam("dialout")
+    except KeyError as exc:
+        return f"this system has no {exc} user or group"
+    probe = subprocess.run(
+        [sys.executable, "-c", "import serialx, gizmo_host.diagnostics"],
+        user="nobody",
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    if probe.returncode != 0:
+        return f"user nobody cannot import gizmo_host from this checkout: {probe.stderr[-200:]}"
+    return None
+
+
+_DROP_PROBLEM = _cannot_drop_to_nobody()
+needs_root = pytest.mark.skipif(_DROP_PROBLEM is not None, reason=str(_DROP_PROBLEM))
+
+
+@pytest.fixture
+def pty_path() -> Iterator[str]:
+    master, slave = os.openpty()
+    try:
+        yield os.ttyname(slave)
+    finally:
+        os.close(slave)
+        os.close(master)
+
+
+def _open_error(path: str) -> OSError:
+    async def attempt() -> OSError:
+        try:
+            transport, _ = await serialx.create_serial_connection(
+                asyncio.get_running_loop(), asyncio.Protocol, path, 115200
+            )
+        except OSError as exc:
+            return exc
+        transport.close()
+        raise AssertionError(f"{path} opened, but the test expected it to fail")
+
+    return asyncio.run(attempt())
+
+
+def _open_as(path: str, user: str, extra_groups: list[int]) -> subprocess.CompletedProcess[str]:
+    account = pwd.getpwnam(user)
+    return subprocess.run(
+        [sys.executable, os.fspath(OPEN_PORT_CHILD), path],
+        user=account.pw_uid,
+        group=account.pw_gid,
+        extra_groups=extra_groups,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+@needs_root
+def test_permission_denied_names_the_group_to_join(pty_path):
+    dialout = grp.getgrnam("dialout").gr_gid
+    os.chown(pty_path, 0, dialout)
+    os.chmod(pty_path, 0o660)
+    denied = _open_as(pty_path, "nobody", extra_groups=[])
+    assert denied.returncode == 1, denied.stderr
+    assert "permission denied" in denied.stdout
+    assert "root:dialout with mode 0660" in denied.stdout
+    assert "user nobody is not in group dialout" in denied.stdout
+    assert "usermod -aG dialout nobody" in denied.stdout
+    # The advice works: the same user with the group joined opens the port.
+    allowed = _open_as(pty_path, "nobody", extra_groups=[dialout])
+    assert allowed.stdout.strip() == "opened", allowed.stderr
+
+
+@needs_root
+def test_permission_denied_on_an_owner_only_node_points_to_the_udev_rule(pty_path):
+    os.chown(pty_path, 0, 0)
+    os.chmod(pty_path, 0o600)
+    denied = _open_as(pty_path, "nobody", extra_groups=[])
+    assert denied.returncode == 1, denied.stderr
+    assert "only root may use it" in denied.stdout
+    assert "udev rule" in denied.stdout
+    assert "0660" in denied.stdout
+
+
+@contextlib.contextmanager
+def _held_by_modem_manager(path: str, how: str, directory: Path) -> Iterator[subprocess.Popen[str]]:
+    """A real process named ``ModemManager`` holding ``path`` open and locked (``how``)."""
+    impostor = directory / "ModemManager"
+    impostor.symlink_to(os.path.realpath(sys.executable))
+    holder = subprocess.Popen(
+        [os.fspath(impostor), "-I", os.fspath(FLOCK_HOLDER), path, how],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        yield holder
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+        holder.stdout.close()
+
+
+@pytest.fixture
+def modem_manager_holding(pty_path, tmp_path) -> Iterator[subprocess.Popen[str]]:
+    with _held_by_modem_manager(pty_path, "flock", tmp_path) as holder:
+        yield holder
+
+
+def test_busy_port_names_the_holding_process(pty_path, modem_manager_holding):
+    exc = _open_error(pty_path)
+    assert exc.errno == errno.EBUSY
+    message = explain_open_error(pty_path, exc)
+    assert f"ModemManager (pid {modem_manager_holding.pid}, flock)" in message
+    assert "ID_MM_DEVICE_IGNORE=1" in message
+
+
+def test_find_port_holders_sees_the_holder_but_not_ourselves(pty_path, modem_manager_holding):
+    fd = os.open(pty_path, os.O_RDWR | os.O_NOCTTY)
+    try:
+        holders = find_port_holders(pty_path)
+    finally:
+        os.close(fd)
+    assert [(h.pid, h.name) for h in holders] == [(modem_manager_holding.pid, "ModemManager")]
+
+
+@needs_root
+def test_busy_port_holder_is_named_to_an_unprivileged_user(pty_path, modem_manager_holding):
+    """The holder runs as root, so its /proc/PID/fd is hidden; /proc/locks still names it."""
+    os.chmod(pty_path, 0o666)
+    result = _open_as(pty_path, "nobody", extra_groups=[])
+    assert result.returncode == 1, result.stderr
+    assert f"ModemManager (pid {modem_manager_holding.pid}, flock)" in result.stdout
+
+
+@needs_root
+def test_busy_port_with_hidden_holder_names_the_running_suspects(pty_path, tmp_path):
+    """TIOCEXCL leaves no lock entry and root's fds are hidden: name who is running instead."""
+    os.chmod(pty_path, 0o666)
+    with _held_by_modem_manager(pty_path, "excl", tmp_path) as holder:
+        result = _open_as(pty_path, "nobody", extra_groups=[])
+    assert result.returncode == 1, result.stderr
+    assert "this user cannot see which" in result.stdout
+    assert f"sudo fuser -v {pty_path}" in result.stdout
+    assert f"known to grab serial ports: ModemManager (pid {holder.pid})" in result.stdout
+
+
+def test_eperm_on_a_tty_names_the_device_allow_class(pty_path):
+    """EPERM is what the device cgroup returns; the message names the class to allow.
+
+    The error itself is constructed (this test cannot enter a device cgroup); the driver name
+    comes from the real /proc/devices for the real pty.
+    """
+    message = explain_open_error(pty_path, PermissionError(errno.EPERM, "Operation not permitted"))
+    assert "DeviceAllow=char-pts rw" in message
+
+
+def test_missing_device_says_it_keeps_retrying(tmp_path):
+    path = os.fspath(tmp_path / "gizmo0")
+    message = explain_open_error(path, _open_error(path))
+    assert "does not exist" in message
+    assert "keeps retrying" in message
+
+
+def test_dangling_symlink_says_unplugged_and_retrying(tmp_path):
+    link = tmp_path / "gizmo0"
+    link.symlink_to(tmp_path / "ttyUSB0")
+    message = explain_open_error(os.fspath(link), _open_error(os.fspath(link)))
+    assert "dangling link" in message
+    assert "keeps retrying" in message
+
+
+def test_not_a_tty_is_named(tmp_path):
+    regular = tmp_path / "not-a-port"
+    regular.write_bytes(b"")
+    message = explain_open_error(os.fspath(regular), _open_error(os.fspath(regular)))
+    assert "not a serial port" in message

@@ -1,0 +1,237 @@
+"""The serial link over real pseudo-terminals: decode, hang-up, replug, silence, leaks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import random
+
+import pytest
+
+from gizmo_host.emulator import BoardModel, PtyBoard, play
+from gizmo_host.events import LinkEvent, LinkState
+from gizmo_host.link import SerialLink
+from gizmo_host.service import GizmoService
+from gizmo_host.store import Decision, HoldReason
+
+TIMEOUT_S = 5.0
+
+
+class LinkHarness:
+    """A SerialLink with its results and events in queues."""
+
+    def __init__(self, path: str, **kwargs) -> None:
+        self.results: asyncio.Queue = asyncio.Queue()
+        self.events: asyncio.Queue[LinkEvent] = asyncio.Queue()
+        kwargs.setdefault("backoff_min_s", 0.02)
+        kwargs.setdefault("backoff_max_s", 0.1)
+        self.link = SerialLink(
+            path,
+            on_results=lambda rs, t: [self.results.put_nowait(r) for r in rs],
+            on_event=self.events.put_nowait,
+            **kwargs,
+        )
+        self.task: asyncio.Task | None = None
+
+    async def __aenter__(self) -> LinkHarness:
+        self.task = asyncio.create_task(self.link.run())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.task is not None
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+
+    async def wait_state(self, state: LinkState, timeout: float = TIMEOUT_S) -> LinkEvent:
+        async def until() -> LinkEvent:
+            while True:
+                event = await self.events.get()
+                if event.state is state:
+                    return event
+
+        return await asyncio.wait_for(until(), timeout)
+
+
+@pytest.fixture
+def link_path(tmp_path):
+    return str(tmp_path / "gizmo0")
+
+
+def test_frames_written_to_the_master_arrive_decoded(link_path):
+    async def main():
+        model = BoardModel(sequence=40)
+        with PtyBoard(link_path) as board:
+            async with LinkHarness(link_path) as h:
+                await h.wait_state(LinkState.SYNCING)  # serialx flushes input while opening
+                sent = [model.next_result() for _ in range(20)]
+                garbage = bytes(random.Random(4).randrange(256) for _ in range(300))
+                stream = b"".join(r.encode() for r in sent[:10]) + garbage + b"\xa5\x47\x01"
+                board.write(stream + b"".join(r.encode() for r in sent[10:]))
+                got = [await asyncio.wait_for(h.results.get(), TIMEOUT_S) for _ in sent]
+                assert got == sent
+                assert (await h.wait_state(LinkState.UP)).previous is LinkState.SYNCING
+                stats = h.link.stats()
+                assert stats.frames_ok == 20 and stats.bytes_discarded >= 300
+
+    asyncio.run(main())
+
+
+def test_missing_device_at_start_is_retried_until_it_appears(link_path):
+    async def main():
+        board = PtyBoard(link_path)
+        try:
+            async with LinkHarness(link_path) as h:
+                down = await h.wait_state(LinkState.DOWN)
+                assert "gizmo0" in down.reason
+                await h.wait_state(LinkState.DOWN)  # and again: it keeps retrying
+                board.plug()
+                await h.wait_state(LinkState.SYNCING)
+                board.write(BoardModel().next_frame())
+                await h.wait_state(LinkState.UP)
+                assert h.link.stats().open_failures >= 2
+        finally:
+            board.close()
+
+    asyncio.run(main())
+
+
+def test_hang_up_gives_down_and_a_new_pty_behind_the_symlink_gives_up(link_path):
+    async def main():
+        model = BoardModel()
+        with PtyBoard(link_path) as board:
+            async with LinkHarness(link_path) as h:
+                await h.wait_state(LinkState.SYNCING)
+                board.write(model.next_frame())
+                await h.wait_state(LinkState.UP)
+                board.unplug()
+                down = await h.wait_state(LinkState.DOWN, timeout=0.5)
+                assert down.previous is LinkState.UP and "disconnected" in down.reason
+                board.plug()
+                await h.wait_state(LinkState.SYNCING)
+                board.write(model.next_frame())
+                await h.wait_state(LinkState.UP)
+                assert (await h.results.get()).sequence == 0
+                assert (await h.results.get()).sequence == 1
+                assert h.link.stats().disconnects == 1
+
+    asyncio.run(main())
+
+
+def test_silent_port_goes_silent_then_back_up(link_path):
+    async def main():
+        model = BoardModel()
+        with PtyBoard(link_path) as board:
+            async with LinkHarness(link_path, silent_after_s=0.2) as h:
+                await h.wait_state(LinkState.SYNCING)
+                board.write(model.next_frame())
+                await h.wait_state(LinkState.UP)
+                silent = await h.wait_state(LinkState.SILENT)
+                assert silent.previous is LinkState.UP and "no valid frame" in silent.reason
+                board.write(b"\x00" * 50)  # bytes but no frame: still silent
+                board.write(model.next_frame())
+                assert (await h.wait_state(LinkState.UP)).previous is LinkState.SILENT
+
+    asyncio.run(main())
+
+
+def test_port_held_by_another_process_is_busy_and_retried(link_path):
+    async def main():
+        with PtyBoard(link_path) as board:
+            holder = os.open(link_path, os.O_RDWR | os.O_NOCTTY)
+            fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            try:
+                async with LinkHarness(link_path) as h:
+                    busy = await h.wait_state(LinkState.DOWN)
+                    assert busy.previous is LinkState.CONNECTING
+                    os.close(holder)
+                    holder = -1
+                    await h.wait_state(LinkState.SYNCING)
+                    board.write(BoardModel().next_frame())
+                    await h.wait_state(LinkState.UP)
+            finally:
+                if holder >= 0:
+                    os.close(holder)
+
+    asyncio.run(main())
+
+
+def test_unplug_gives_link_down_and_verdict_hold_within_500ms(link_path):
+    async def main():
+        model = BoardModel()
+        with PtyBoard(link_path) as board:
+            async with GizmoService(link_path, backoff_min_s=0.02, transport_delay_ns=0) as svc:
+                events = svc.link_events()
+                verdicts = svc.verdicts()
+                await wait_link(events, LinkState.SYNCING)
+                # Frames at the board's pace until the clock locks: PROCEED needs it.
+                player = asyncio.create_task(play(board, model, 90))
+                await wait_verdict(verdicts, Decision.PROCEED, timeout=TIMEOUT_S)
+                player.cancel()
+                board.unplug()
+
+                async def down_and_hold():
+                    down = await wait_link(events, LinkState.DOWN)
+                    return down, await wait_verdict(verdicts, Decision.HOLD)
+
+                # Both within one 500 ms bound, measured from the unplug.
+                down, hold = await asyncio.wait_for(down_and_hold(), 0.5)
+                assert down.previous is LinkState.UP
+                assert HoldReason.LINK_DOWN in hold.reasons
+
+    asyncio.run(main())
+
+
+async def wait_link(events, state: LinkState, timeout: float = TIMEOUT_S) -> LinkEvent:
+    async def until():
+        async for event in events:
+            if event.state is state:
+                return event
+        raise AssertionError("link event stream ended")
+
+    return await asyncio.wait_for(until(), timeout)
+
+
+async def wait_verdict(verdicts, decision: Decision, timeout: float = TIMEOUT_S):
+    async def until():
+        async for verdict in verdicts:
+            if verdict.decision is decision:
+                return verdict
+        raise AssertionError("verdict stream ended")
+
+    return await asyncio.wait_for(until(), timeout)
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_no_task_or_fd_leak_after_50_unplug_replug_cycles(link_path):
+    async def main():
+        model = BoardModel()
+        board = PtyBoard(link_path)
+        board.plug()
+        try:
+            async with LinkHarness(link_path, backoff_min_s=0.005, backoff_max_s=0.02) as h:
+                await h.wait_state(LinkState.SYNCING)
+                board.write(model.next_frame())
+                await h.wait_state(LinkState.UP)
+                baseline_fds = open_fds()
+                baseline_tasks = len(asyncio.all_tasks())
+                for _ in range(50):
+                    board.unplug()
+                    await h.wait_state(LinkState.DOWN)
+                    board.plug()
+                    await h.wait_state(LinkState.SYNCING)
+                    board.write(model.next_frame())
+                    await h.wait_state(LinkState.UP)
+                assert open_fds() == baseline_fds
+                assert len(asyncio.all_tasks()) == baseline_tasks
+                assert h.link.stats().disconnects == 50
+                assert h.link.stats().frames_ok == 51
+        finally:
+            board.close()
+
+    asyncio.run(main())

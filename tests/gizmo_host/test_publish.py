@@ -1,0 +1,199 @@
+"""JSON Lines sinks over real sockets: Unix stream clients (fast and stalled) and UDP."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import socket
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gizmo_host.clock import ClockStatus
+from gizmo_host.events import LinkEvent, LinkState, ReceivedResult, version_message
+from gizmo_host.publish import (
+    JsonLinesPublisher,
+    StdoutSink,
+    UdpSink,
+    UnixSocketServer,
+    encode_line,
+    parse_host_port,
+)
+from gizmo_host.schemas import load_schema
+from gizmo_host.tracker import SequenceEvent
+
+from .strategies import vision_results
+
+TIMEOUT_S = 5.0
+
+
+def link_event(n: int) -> LinkEvent:
+    return LinkEvent(
+        LinkState.UP,
+        LinkState.SYNCING,
+        10**9 + n,
+        "valid frame received" + "." * 900,
+        "/dev/gizmo0",
+        n,
+    )
+
+
+@pytest.fixture
+def socket_path(tmp_path):
+    return str(tmp_path / "results.sock")
+
+
+def test_clients_get_the_version_first_then_every_line(socket_path):
+    async def main():
+        server = UnixSocketServer(socket_path, encode_line(version_message("0.1.0", "/dev/x")))
+        await server.start()
+        publisher = JsonLinesPublisher(clock=lambda: 5)
+        publisher.add_sink(server)
+        try:
+            clients = [await asyncio.open_unix_connection(socket_path) for _ in range(3)]
+            versions = [
+                json.loads(await asyncio.wait_for(r.readline(), TIMEOUT_S)) for r, _ in clients
+            ]
+            for version in versions:
+                jsonschema.validate(version, load_schema("version"))
+            assert server.client_count == 3
+            for n in range(1, 4):
+                publisher(link_event(n))
+            for reader, _ in clients:
+                lines = [
+                    json.loads(await asyncio.wait_for(reader.readline(), TIMEOUT_S))
+                    for _ in range(3)
+                ]
+                assert [line["transitions"] for line in lines] == [1, 2, 3]
+                for line in lines:
+                    jsonschema.validate(line, load_schema("link"))
+            for _, writer in clients:
+                writer.close()
+        finally:
+            await server.close()
+
+    asyncio.run(main())
+
+
+def test_a_stalled_client_is_dropped_and_does_not_delay_the_others(socket_path):
+    async def main():
+        server = UnixSocketServer(socket_path, b'{"type":"version"}\n', max_buffer_bytes=32_768)
+        await server.start()
+        publisher = JsonLinesPublisher()
+        publisher.add_sink(server)
+        stalled = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stalled.connect(socket_path)  # never reads
+        try:
+            reader, writer = await asyncio.open_unix_connection(socket_path)
+            await reader.readline()
+            while server.client_count < 2:  # the stalled client's handler has run
+                await asyncio.sleep(0)
+            received: list[int] = []
+
+            async def read_all(count: int) -> None:
+                while len(received) < count:
+                    line = await reader.readline()
+                    received.append(json.loads(line)["transitions"])
+
+            total = 2000  # ~2 MB: far more than the stalled client's buffers hold
+            fast_reader = asyncio.create_task(read_all(total))
+            for n in range(1, total + 1):
+                publisher(link_event(n))  # synchronous: it cannot wait for anyone
+                await asyncio.sleep(0)
+                # The fast client is never more than a few lines behind the publisher.
+                assert n - len(received) < 64
+            await asyncio.wait_for(fast_reader, TIMEOUT_S)
+            assert received == list(range(1, total + 1))
+            assert server.clients_dropped == 1 and server.client_count == 1
+            writer.close()
+        finally:
+            stalled.close()
+            await server.close()
+
+    asyncio.run(main())
+
+
+def test_udp_sink_sends_one_datagram_per_line_and_counts_refusals():
+    async def main():
+        receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        receiver.bind(("127.0.0.1", 0))
+        receiver.setblocking(False)
+        port = receiver.getsockname()[1]
+        sink = UdpSink(*parse_host_port(f"127.0.0.1:{port}"))
+        await sink.start()
+        publisher = JsonLinesPublisher()
+        publisher.add_sink(sink)
+        loop = asyncio.get_running_loop()
+        try:
+            for n in range(1, 4):
+                publisher(link_event(n))
+            got = [
+                json.loads(await asyncio.wait_for(loop.sock_recv(receiver, 65536), TIMEOUT_S))
+                for _ in range(3)
+            ]
+            assert [g["transitions"] for g in got] == [1, 2, 3]
+            receiver.close()  # nobody listens now: sends are refused, never raised
+            for n in range(4, 10):
+                publisher(link_event(n))
+                await asyncio.sleep(0)
+            assert sink.datagrams + sink.errors >= 6
+        finally:
+            sink.close()
+            receiver.close()
+
+    asyncio.run(main())
+
+
+def test_stdout_sink_writes_lines_and_survives_a_closed_reader():
+    stream = io.BytesIO()
+    publisher = JsonLinesPublisher()
+    publisher.add_sink(StdoutSink(stream))
+    publisher(link_event(1))
+    assert json.loads(stream.getvalue())["type"] == "link"
+    stream.close()
+    sink = StdoutSink(stream)
+    sink.send(b"{}\n")
+    assert sink.errors == 1
+
+
+@pytest.mark.parametrize("text", ["localhost", "host:0", "host:70000", ":9", "h:x"])
+def test_bad_udp_address_names_the_expected_form(text):
+    with pytest.raises(ValueError, match="HOST:PORT"):
+        parse_host_port(text)
+
+
+def test_stale_socket_file_is_replaced(socket_path):
+    async def main():
+        stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stale.bind(socket_path)
+        stale.close()  # the file stays, as after a crash
+        server = UnixSocketServer(socket_path, b"{}\n")
+        await server.start()
+        await server.close()
+
+    asyncio.run(main())
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    result=vision_results,
+    rx_ns=st.integers(0, 2**62),
+    capture_offset_ns=st.one_of(st.none(), st.integers(-(10**9), 10**9)),
+    published_after_ns=st.integers(0, 10**10),
+    status=st.sampled_from(ClockStatus),
+    event=st.sampled_from(SequenceEvent),
+)
+def test_result_json_line_parses_to_exactly_to_dict(
+    result, rx_ns, capture_offset_ns, published_after_ns, status, event
+):
+    capture = None if capture_offset_ns is None else rx_ns - capture_offset_ns
+    received = ReceivedResult(result, rx_ns, capture, 123, 2, status, event)
+    now = rx_ns + published_after_ns
+    line = received.to_json_line(now)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert json.loads(line) == received.to_dict(now)
+    jsonschema.validate(json.loads(line), load_schema("result"))

@@ -1,0 +1,133 @@
+"""GizmoService end to end over a real pty: iterators, tracking, resets, verdicts, JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import jsonschema
+import pytest
+
+from gizmo_host.clock import ClockStatus
+from gizmo_host.emulator import BoardModel, PtyBoard, play
+from gizmo_host.events import LinkState
+from gizmo_host.schemas import load_schema
+from gizmo_host.service import GizmoService, Subscription
+from gizmo_host.store import Decision, HoldReason, TargetSelector
+from gizmo_host.tracker import SequenceEvent
+
+TIMEOUT_S = 5.0
+
+
+@pytest.fixture
+def link_path(tmp_path):
+    return str(tmp_path / "gizmo0")
+
+
+async def wait_state(events: Subscription, state: LinkState) -> None:
+    async def until():
+        async for event in events:
+            if event.state is state:
+                return
+
+    await asyncio.wait_for(until(), TIMEOUT_S)
+
+
+def garbage(rng: random.Random) -> bytes:
+    """Noise with false starts: lone syncs, a sync with a bad version, a frame with a bad CRC."""
+    bad_crc = bytearray(BoardModel(sequence=999).next_frame())
+    bad_crc[-1] ^= 0xFF
+    return (
+        bytes(rng.randrange(256) for _ in range(rng.randrange(1, 80)))
+        + b"\xa5\x47\x09"
+        + b"\xa5"
+        + bytes(bad_crc[:20])
+        + bytes(bad_crc)
+    )
+
+
+def test_garbage_sequence_wrap_and_device_reset_mid_stream(link_path):
+    async def main():
+        rng = random.Random(3)
+        model = BoardModel(sequence=65520, timestamp_ms=100_000, live_clock=True)
+        with PtyBoard(link_path) as board:
+            async with GizmoService(link_path, transport_delay_ns=0) as svc:
+                events, results = svc.link_events(), svc.results()
+                await wait_state(events, LinkState.SYNCING)
+                board.write(b"".join(garbage(rng) + model.next_frame() for _ in range(20)))
+                first = [await results.get(TIMEOUT_S) for _ in range(20)]
+                assert [r.result.sequence for r in first] == [*range(65520, 65536), 0, 1, 2, 3]
+                assert first[0].sequence_event is SequenceEvent.FIRST
+                assert {r.sequence_event for r in first[1:]} == {SequenceEvent.IN_ORDER}
+                model.reset(boot_ms=250)
+                board.write(b"".join(model.next_frame() + garbage(rng) for _ in range(10)))
+                second = [await results.get(TIMEOUT_S) for _ in range(10)]
+                assert second[0].sequence_event is SequenceEvent.RESET
+                assert second[0].epoch == first[-1].epoch + 1
+                assert [r.result.sequence for r in second] == list(range(10))
+                verdict = svc.verdict()
+                assert verdict.decision is Decision.HOLD
+                assert HoldReason.DEVICE_RESET in verdict.reasons
+                stats = svc.stats()
+                source = stats["sources"]["1"]
+                assert (source["lost"], source["resets"], source["received"]) == (0, 1, 30)
+                assert stats["link"]["crc_errors"] >= 30 and stats["link"]["frames_ok"] == 30
+                assert stats["clock"]["resets"] == 1
+                schema = load_schema("result")
+                for received in first + second:
+                    jsonschema.validate(received.to_dict(svc._clock()), schema)
+                jsonschema.validate(svc.stats(), load_schema("stats"))
+
+    asyncio.run(main())
+
+
+def test_results_carry_host_capture_time_and_verdict_turns_proceed_then_stale(link_path):
+    async def main():
+        model = BoardModel()
+        with PtyBoard(link_path) as board:
+            async with GizmoService(link_path, ttl_ms=150, transport_delay_ns=0) as svc:
+                events = svc.link_events()
+                verdicts = svc.verdicts(TargetSelector(source_id=1, result_type=5, id=11))
+                results = svc.results()
+                await wait_state(events, LinkState.SYNCING)
+                player = asyncio.create_task(play(board, model, 60))
+
+                async def until(decision):
+                    async for verdict in verdicts:
+                        if verdict.decision is decision:
+                            return verdict
+
+                proceed = await asyncio.wait_for(until(Decision.PROCEED), TIMEOUT_S)
+                assert proceed.result is not None and proceed.result.key == (1, 5, 11)
+                assert svc.clock_status is ClockStatus.LOCKED
+                received = await results.get(TIMEOUT_S)
+                assert received.host_capture_ns is not None
+                # Capture happened before receipt (latency 12 ms on the device clock).
+                assert received.host_capture_ns < received.host_rx_ns
+                await player  # the board stops sending: the target goes stale
+                hold = await asyncio.wait_for(until(Decision.HOLD), TIMEOUT_S)
+                assert HoldReason.STALE in hold.reasons
+                jsonschema.validate(hold.to_dict(), load_schema("verdict"))
+                jsonschema.validate(proceed.to_dict(), load_schema("verdict"))
+
+    asyncio.run(main())
+
+
+def test_iterators_end_when_the_service_stops_and_slow_iterators_drop_oldest(link_path):
+    async def main():
+        with PtyBoard(link_path) as board:
+            svc = GizmoService(link_path)
+            async with svc:
+                events = svc.link_events()
+                small, full = svc.results(maxsize=4), svc.results()
+                await wait_state(events, LinkState.SYNCING)
+                model = BoardModel(live_clock=True)
+                board.write(b"".join(model.next_frame() for _ in range(10)))
+                for _ in range(10):
+                    await full.get(TIMEOUT_S)
+            got = [r.result.sequence async for r in small]
+            assert got == [6, 7, 8, 9] and small.dropped == 6
+            remaining = [e async for e in events]  # ends: the service closed it
+            assert remaining[-1].state is LinkState.DOWN and remaining[-1].reason == "stopped"
+
+    asyncio.run(main())

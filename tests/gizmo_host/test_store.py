@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import pytest
+
+from gizmo_host import VisionResult
+from gizmo_host.clock import ClockStatus
+from gizmo_host.events import LinkState, ReceivedResult
+from gizmo_host.results import ResultType
+from gizmo_host.store import Decision, HoldReason, ResultStore, TargetSelector
+from gizmo_host.tracker import SequenceEvent
+
+MS = 1_000_000
+T0 = 10**12
+FOUND, NOT_FOUND = 0x05, 0x06
+
+
+def received(
+    *,
+    rx_ns: int = T0,
+    flags: int = FOUND,
+    result_type: int = ResultType.DETECTOR,
+    id_: int = 11,
+    source_id: int = 1,
+    capture_ns: int | None = None,
+    sequence: int = 1,
+) -> ReceivedResult:
+    result = VisionResult(
+        source_id=source_id,
+        result_type=result_type,
+        id=id_,
+        flags=flags,
+        sequence=sequence,
+        result_sequence=sequence,
+    )
+    return ReceivedResult(
+        result, rx_ns, capture_ns, 1000, 0, ClockStatus.LOCKED, SequenceEvent.IN_ORDER
+    )
+
+
+def verdict(
+    store: ResultStore,
+    now_ns: int,
+    selector: TargetSelector | None = None,
+    link: LinkState = LinkState.UP,
+    clock: ClockStatus = ClockStatus.LOCKED,
+):
+    return store.verdict(selector or TargetSelector(), now_ns, link_state=link, clock_status=clock)
+
+
+def test_fresh_tracked_result_proceeds_with_it_as_target():
+    store = ResultStore(ttl_ms=200)
+    store.update(received())
+    v = verdict(store, T0 + 100 * MS)
+    assert v.decision is Decision.PROCEED and v.reasons == ()
+    assert v.result is not None and v.result.key == (1, ResultType.DETECTOR, 11)
+    assert v.to_dict()["target"]["age_ms"] == pytest.approx(100.0)
+
+
+def test_result_older_than_ttl_is_stale_and_never_current():
+    store = ResultStore(ttl_ms=200)
+    store.update(received())
+    now = T0 + 201 * MS
+    v = verdict(store, now)
+    assert v.decision is Decision.HOLD and v.reasons == (HoldReason.STALE,)
+    assert store.current(TargetSelector(), now) == []
+
+
+def test_capture_time_rather_than_receive_time_judges_freshness_when_mapped():
+    store = ResultStore(ttl_ms=200)
+    store.update(received(rx_ns=T0, capture_ns=T0 - 150 * MS))
+    assert verdict(store, T0 + 60 * MS).reasons == (HoldReason.STALE,)
+
+
+def test_lost_flag_holds_and_replaces_the_previous_position():
+    store = ResultStore()
+    store.update(received(flags=FOUND))
+    store.update(received(flags=NOT_FOUND, rx_ns=T0 + 33 * MS))
+    v = verdict(store, T0 + 40 * MS)
+    assert v.reasons == (HoldReason.LOST,) and v.result is None
+
+
+def test_no_data_link_and_clock_reasons_are_all_reported():
+    store = ResultStore()
+    v = verdict(store, T0, link=LinkState.SILENT, clock=ClockStatus.CONVERGING)
+    assert v.reasons == (HoldReason.LINK_SILENT, HoldReason.CLOCK_NOT_LOCKED, HoldReason.NO_DATA)
+    store.update(received())
+    assert verdict(store, T0, link=LinkState.DOWN).reasons == (HoldReason.LINK_DOWN,)
+
+
+def test_device_reset_forgets_the_source_and_holds_for_a_while():
+    store = ResultStore(reset_hold_ms=1000)
+    store.update(received(source_id=1))
+    store.update(received(source_id=2))
+    store.device_reset(1, T0 + 10 * MS)
+    assert [rr.key[0] for rr in store.latest()] == [2]
+    v = verdict(store, T0 + 20 * MS, TargetSelector(source_id=1))
+    assert v.reasons == (HoldReason.DEVICE_RESET, HoldReason.NO_DATA)
+    assert verdict(store, T0 + 20 * MS, TargetSelector(source_id=2)).proceed
+    store.update(received(source_id=1, rx_ns=T0 + 1100 * MS))
+    assert verdict(store, T0 + 1100 * MS, TargetSelector(source_id=1)).proceed
+
+
+def test_selector_matching_and_default_ignores_type_none():
+    store = ResultStore()
+    store.update(received(result_type=ResultType.NONE, id_=0, flags=FOUND))
+    assert verdict(store, T0).reasons == (HoldReason.NO_DATA,)
+    store.update(received(result_type=ResultType.COLOR_BLOB, id_=1))
+    assert verdict(store, T0, TargetSelector.parse("type=color_blob,id=1")).proceed
+    assert not verdict(store, T0, TargetSelector.parse("type=1,id=2")).proceed
+    assert verdict(store, T0, TargetSelector.parse("source=1")).proceed
+
+
+def test_per_type_ttl():
+    store = ResultStore(ttl_ms=100, ttl_ms_by_type={ResultType.LINE: 500})
+    store.update(received(result_type=ResultType.LINE, id_=0))
+    store.update(received(result_type=ResultType.COLOR_BLOB, id_=1))
+    now = T0 + 300 * MS
+    assert [rr.key[1] for rr in store.current(TargetSelector(), now)] == [ResultType.LINE]
+
+
+def test_store_is_bounded():
+    store = ResultStore(max_entries=8)
+    for qr_hash in range(100):
+        store.update(received(result_type=ResultType.QR_CODE, id_=qr_hash))
+    assert len(store.latest()) == 8 and store.stats()["evicted"] == 92
+    assert store.latest()[-1].key[2] == 99
+
+
+@pytest.mark.parametrize("text", ["source", "colour=1", "type=blob", "id=x"])
+def test_bad_selector_names_what_is_expected(text):
+    with pytest.raises(ValueError, match="expected"):
+        TargetSelector.parse(text)
