@@ -17,6 +17,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "install": ("gizmo_host.install", "install the udev rule, systemd unit and default config"),
     "uninstall": ("gizmo_host.uninstall", "remove what `gizmo-host install` installed"),
     "udev-rule": ("gizmo_host.udev_rule", "print the udev rule for one board (serial or UART)"),
+    "rfly": (
+        "rfly_link.cli",
+        "receive RflySim sensors, CopterSim and RflySim3D data as JSON Lines",
+    ),
 }
 
 

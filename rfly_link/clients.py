@@ -1,0 +1,182 @@
+"""Senders to CopterSim and RflySim3D: IMU/odometry requests, offboard, gimbal, sensors.
+
+UDP sends on a non-blocking socket almost never block; when one would, or the network
+refuses it, the send is counted as failed and ``False`` is returned instead of raising into
+a control loop. Ports follow DECISIONS.md (CopterSim per CopterID, RflySim3D per window);
+each can be overridden, which is also how the loopback tests point them at fake peers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from rfly_link import commands
+from rfly_link import messages as m
+from rfly_link.config import LoadedConfig
+from rfly_link.endpoints import (
+    RFLYSIM3D_GROUP,
+    coptersim_control_port,
+    coptersim_reply_port,
+)
+
+RFLYSIM3D_WINDOW_BASE = 20010
+RFLYSIM3D_LAN_PORT = 20009
+
+
+@dataclass(slots=True)
+class SendStats:
+    sent: int = 0
+    failed: int = 0
+    bytes: int = 0
+
+
+class UdpSender:
+    """A non-blocking UDP socket that sends encoded messages and counts failures."""
+
+    def __init__(self, *, bind_host: str = "", bind_port: int = 0) -> None:
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+        self._sock.bind((bind_host, bind_port))
+        self._sock.setblocking(False)
+        self.stats = SendStats()
+
+    def send(self, message: m.WireMessage | bytes, address: tuple[str, int]) -> bool:
+        data = message if isinstance(message, bytes) else message.encode()
+        try:
+            self._sock.sendto(data, address)
+        except OSError:
+            self.stats.failed += 1
+            return False
+        self.stats.sent += 1
+        self.stats.bytes += len(data)
+        return True
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> UdpSender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class CopterSimClient:
+    """Commands and sensor requests for one CopterSim vehicle (CopterID ``copter_id``)."""
+
+    def __init__(
+        self,
+        copter_id: int,
+        sender: UdpSender,
+        *,
+        sim_host: str = "127.0.0.1",
+        control_port: int | None = None,
+    ) -> None:
+        if copter_id < 1:
+            raise ValueError(f"copter_id: expected >= 1, got {copter_id}")
+        self.copter_id = copter_id
+        self.sender = sender
+        self.address = (sim_host, control_port or coptersim_control_port(copter_id))
+
+    def request_sensor(
+        self,
+        sensor: m.CopterSimSensor,
+        rate_hz: int,
+        reply_ip: str,
+        reply_port: int | None = None,
+    ) -> bool:
+        """Ask CopterSim to stream ``sensor`` at ``rate_hz`` (1-1000) to ``reply_ip:port``."""
+        port = reply_port or coptersim_reply_port(self.copter_id)
+        request = m.SensorReqCopterSim.build(sensor, rate_hz, reply_ip, port)
+        return self.sender.send(request, self.address)
+
+    def request_imu(self, rate_hz: int, reply_ip: str, reply_port: int | None = None) -> bool:
+        return self.request_sensor(m.CopterSimSensor.IMU, rate_hz, reply_ip, reply_port)
+
+    def request_odometry(self, rate_hz: int, reply_ip: str, reply_port: int | None = None) -> bool:
+        return self.request_sensor(m.CopterSimSensor.ODOMETRY, rate_hz, reply_ip, reply_port)
+
+    async def keep_requesting(
+        self,
+        sensor: m.CopterSimSensor,
+        rate_hz: int,
+        reply_ip: str,
+        reply_port: int | None = None,
+        *,
+        every_s: float = 5.0,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ) -> None:
+        """Repeat the request every ``every_s`` so a restarted CopterSim resumes streaming."""
+        while True:
+            self.request_sensor(sensor, rate_hz, reply_ip, reply_port)
+            await sleep(every_s)
+
+    def send_sil(self, message: m.SILIntFloat) -> bool:
+        return self.sender.send(message, self.address)
+
+    def position_ned(
+        self, north_m: float, east_m: float, down_m: float, yaw_rad: float = 0.0
+    ) -> bool:
+        return self.send_sil(
+            m.SILIntFloat.position_ned(self.copter_id, north_m, east_m, down_m, yaw_rad)
+        )
+
+    def velocity_ned(
+        self, vn_m_s: float, ve_m_s: float, vd_m_s: float, yaw_rate_rad_s: float = 0.0
+    ) -> bool:
+        return self.send_sil(
+            m.SILIntFloat.velocity_ned(self.copter_id, vn_m_s, ve_m_s, vd_m_s, yaw_rate_rad_s)
+        )
+
+    def velocity_frd(
+        self, vf_m_s: float, vr_m_s: float, vd_m_s: float, yaw_rate_rad_s: float = 0.0
+    ) -> bool:
+        return self.send_sil(
+            m.SILIntFloat.velocity_frd(self.copter_id, vf_m_s, vr_m_s, vd_m_s, yaw_rate_rad_s)
+        )
+
+    def yaw(self, yaw_rad: float) -> bool:
+        return self.send_sil(m.SILIntFloat.yaw(self.copter_id, yaw_rad))
+
+
+class RflySim3DClient:
+    """Requests and commands for RflySim3D windows (``20010 + window``)."""
+
+    def __init__(
+        self, sender: UdpSender, *, sim_host: str = "127.0.0.1", window_base_port: int = 20010
+    ) -> None:
+        self.sender = sender
+        self.sim_host = sim_host
+        self.window_base_port = window_base_port
+
+    def address(self, window_id: int = 0) -> tuple[str, int]:
+        if window_id < 0:
+            raise ValueError(f"window_id: expected >= 0, got {window_id}")
+        return (self.sim_host, self.window_base_port + window_id)
+
+    def send(self, message: m.WireMessage, window_id: int = 0) -> bool:
+        return self.sender.send(message, self.address(window_id))
+
+    def send_vision_requests(self, config: LoadedConfig, window_id: int = 0) -> int:
+        """Send every sensor request of a loaded Config.json; returns how many were sent."""
+        return sum(self.send(request, window_id) for request in config.requests())
+
+    def send_gimbal(self, request: m.VisionSensorReqNew, window_id: int = 0) -> bool:
+        return self.send(request, window_id)
+
+    def send_command(self, command: str, window_id: int = 0) -> bool:
+        """A console command (see :mod:`rfly_link.commands` for builders)."""
+        return self.send(m.console_command(command), window_id)
+
+    def send_lan_command(self, command: str, group: str = RFLYSIM3D_GROUP) -> bool:
+        """A console command to every RflySim3D on the LAN (multicast ``group:20009``)."""
+        return self.sender.send(m.lan_command(command), (group, RFLYSIM3D_LAN_PORT))
+
+    def request_object_data(
+        self, kind: commands.ObjectKind, name: str | int, window_id: int = 0
+    ) -> bool:
+        """Ask for periodic CameraData / CoptReqData / ObjReqData replies on port 20006."""
+        return self.send_command(commands.request_object_data(kind, name), window_id)

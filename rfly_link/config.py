@@ -1,0 +1,252 @@
+"""RflySim ``Config.json`` (``VisionSensors``) loaded exactly as the SDK's ``jsonLoad()`` does.
+
+Follows ``rflysim-config-json.md``: line-comment removal (section 1), the fixed key order with
+abort-on-missing and skip-on-bad-check (section 3), SeqID auto-numbering before the other
+checks (4.1), the ``SendProtocol`` rewrites (4.3) and the file-wide 144/92-byte request layout
+(section 5). The result is one :class:`VisionSensorConfig` per accepted sensor, which carries
+everything a receiver needs: port, mode, decode parameters and the request record.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rfly_link.errors import ConfigError
+from rfly_link.messages import VisionSensorReq, VisionSensorReqLegacy
+
+_INT_KEYS = (
+    "SeqID",
+    "TypeID",
+    "TargetCopter",
+    "TargetMountType",
+    "DataWidth",
+    "DataHeight",
+    "DataCheckFreq",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class VisionSensorConfig:
+    """One accepted ``VisionSensors`` entry, after the SDK's rewrites."""
+
+    index: int
+    seq_id: int
+    type_id: int
+    target_copter: int
+    target_mount_type: int
+    data_width: int
+    data_height: int
+    data_check_freq: int
+    camera_fov_deg: float
+    send_protocol: tuple[int, ...]
+    sensor_pos_xyz_m: tuple[float, float, float]
+    has_eular_or_quat: bool
+    eular_or_quat: float
+    sensor_ang_eular: tuple[float, float, float]
+    sensor_ang_quat: tuple[float, float, float, float]
+    other_params: tuple[float, ...]
+
+    @property
+    def port(self) -> int:
+        """UDP port RflySim3D sends this sensor's data to (``SendProtocol[5]``)."""
+        return self.send_protocol[5]
+
+    @property
+    def mode(self) -> int:
+        """``SendProtocol[0]``: 0 shared memory, 1 UDP, 2 UDP raw pixels, 3 UDP PNG."""
+        return self.send_protocol[0]
+
+    @property
+    def receiver_ip(self) -> str:
+        return ".".join(str(b) for b in self.send_protocol[1:5])
+
+    def decode_params(self) -> dict[str, Any]:
+        """Keyword arguments for :func:`rfly_link.decode_sensor`."""
+        return {
+            "scale_m": self.other_params[0],
+            "send_protocol": self.send_protocol,
+            "width": self.data_width,
+            "height": self.data_height,
+        }
+
+    def request(self, *, new_layout: bool = True) -> VisionSensorReq | VisionSensorReqLegacy:
+        """The request record sent to ``20010 + window`` (144 B new, 92 B legacy)."""
+        head = (
+            12345,
+            self.seq_id,
+            self.type_id,
+            self.target_copter,
+            self.target_mount_type,
+            self.data_width,
+            self.data_height,
+            self.data_check_freq,
+            self.send_protocol,
+            self.camera_fov_deg,
+            self.sensor_pos_xyz_m,
+        )
+        if new_layout:
+            return VisionSensorReq(
+                *head,
+                self.eular_or_quat,
+                self.sensor_ang_eular,
+                self.sensor_ang_quat,
+                self.other_params,
+            )
+        return VisionSensorReqLegacy(*head, self.sensor_ang_eular, self.other_params[:8])
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedConfig:
+    sensors: tuple[VisionSensorConfig, ...]
+    new_layout: bool
+    skipped: tuple[tuple[int, str], ...]  # (array index, reason), as the SDK's warnings
+
+    def requests(self) -> list[VisionSensorReq | VisionSensorReqLegacy]:
+        return [s.request(new_layout=self.new_layout) for s in self.sensors]
+
+
+def strip_comments(text: str) -> str:
+    """Remove ``//`` and ``#`` line comments the way the SDK does (strings are not spared)."""
+    kept = []
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith(("//", "#")):
+            continue
+        kept.append(line.split("//", 1)[0].split("#", 1)[0])
+    return "\n".join(kept)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float)
+
+
+def _array(value: Any, length: int) -> bool:
+    return isinstance(value, list) and len(value) == length
+
+
+class _Skip(Exception):
+    """A failed check: the SDK skips this sensor and goes on (its SeqID may be used up)."""
+
+    def __init__(self, reason: str, last_seq: int | None = None) -> None:
+        super().__init__(reason)
+        self.last_seq = last_seq
+
+
+def parse_config(text: str, *, change_mode: int = -1, linux: bool = True) -> LoadedConfig:
+    """Parse Config.json text; raise :class:`ConfigError` where the SDK's load fails."""
+    try:
+        doc = json.loads(strip_comments(text))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"Config.json: JSON syntax error: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ConfigError("Config.json: the top level must be an object")
+    if "VisionSensors" not in doc:
+        raise ConfigError("Config.json: missing required key 'VisionSensors'")
+    entries = doc["VisionSensors"]
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError("Config.json: 'VisionSensors' must be a non-empty array")
+    accepted: list[VisionSensorConfig] = []
+    skipped: list[tuple[int, str]] = []
+    last_seq: int | None = None
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            skipped.append((index, "entry is not an object"))
+            continue
+        try:
+            sensor, last_seq = _parse_sensor(index, entry, last_seq, change_mode, linux)
+        except _Skip as skip:
+            skipped.append((index, str(skip)))
+            if skip.last_seq is not None:
+                last_seq = skip.last_seq
+            continue
+        accepted.append(sensor)
+    if not accepted:
+        raise ConfigError(f"Config.json: no sensor accepted ({skipped})")
+    new_layout = any(s.has_eular_or_quat for s in accepted)
+    return LoadedConfig(tuple(accepted), new_layout, tuple(skipped))
+
+
+def load_config(path: str | Path, *, change_mode: int = -1, linux: bool = True) -> LoadedConfig:
+    return parse_config(
+        Path(path).read_text(encoding="utf-8"), change_mode=change_mode, linux=linux
+    )
+
+
+def _require(entry: dict[str, Any], key: str, index: int) -> Any:
+    if key not in entry:
+        raise ConfigError(f"VisionSensors[{index}]: missing required key {key!r}")
+    return entry[key]
+
+
+def _parse_sensor(
+    index: int, entry: dict[str, Any], last_seq: int | None, change_mode: int, linux: bool
+) -> tuple[VisionSensorConfig, int | None]:
+    ints: dict[str, int] = {}
+    seq = _require(entry, "SeqID", index)
+    if not _is_int(seq):
+        raise _Skip("SeqID: expected an integer", last_seq)
+    seq = last_seq + 1 if seq == 0 and last_seq is not None else int(seq)
+    last_seq = seq  # advances before the rest is checked (rflysim-config-json.md 4.1)
+    try:
+        for key in _INT_KEYS[1:]:
+            value = _require(entry, key, index)
+            if not _is_int(value):
+                raise _Skip(f"{key}: expected an integer, got {value!r}")
+            ints[key] = int(value)
+        fov = _require(entry, "CameraFOV", index)
+        if not _is_number(fov):
+            raise _Skip(f"CameraFOV: expected a number, got {fov!r}")
+        protocol = _require(entry, "SendProtocol", index)
+        if not _array(protocol, 8):
+            raise _Skip("SendProtocol: expected an array of 8")
+        pos = _require(entry, "SensorPosXYZ", index)
+        if not _array(pos, 3):
+            raise _Skip("SensorPosXYZ: expected an array of 3")
+        has_eoq = "EularOrQuat" in entry
+        eoq = entry.get("EularOrQuat", 0)
+        ang = _require(entry, "SensorAngEular", index)
+        if not _array(ang, 3):
+            raise _Skip("SensorAngEular: expected an array of 3")
+        quat: Any = [0, 0, 0, 0]
+        if has_eoq:
+            quat = _require(entry, "SensorAngQuat", index)
+            if not _array(quat, 4):
+                raise _Skip("SensorAngQuat: expected an array of 4")
+        other = _require(entry, "otherParams", index)
+        if not _array(other, 16 if has_eoq else 8):
+            raise _Skip(f"otherParams: expected an array of {16 if has_eoq else 8}")
+    except _Skip as skip:
+        raise _Skip(str(skip), last_seq) from None
+    protocol = list(protocol)
+    if change_mode != -1:
+        protocol[0] = change_mode
+    if protocol[0] == 0 and linux and change_mode == -1:
+        protocol[0] = 1
+    if protocol[5] == 0:
+        protocol[5] = 9999 + seq
+    sensor = VisionSensorConfig(
+        index=index,
+        seq_id=seq,
+        type_id=ints["TypeID"],
+        target_copter=ints["TargetCopter"],
+        target_mount_type=ints["TargetMountType"],
+        data_width=ints["DataWidth"],
+        data_height=ints["DataHeight"],
+        data_check_freq=ints["DataCheckFreq"],
+        camera_fov_deg=float(fov),
+        send_protocol=tuple(protocol),
+        sensor_pos_xyz_m=tuple(pos),
+        has_eular_or_quat=has_eoq,
+        eular_or_quat=eoq,
+        sensor_ang_eular=tuple(ang),
+        sensor_ang_quat=tuple(quat),
+        other_params=tuple(other) + (0,) * (16 - len(other)),
+    )
+    return sensor, last_seq

@@ -1,0 +1,525 @@
+"""asyncio UDP receivers for RflySim, with a fast reader thread at the edge.
+
+Why a thread: stock asyncio ``DatagramProtocol`` reads every datagram into a fresh 256 KiB
+buffer (19-45 µs each on the target machine); ``recvfrom_into`` a preallocated buffer costs
+0.7-2.3 µs (PLATFORM-NOTES.md). Each :class:`UdpReceiver` therefore owns one reader thread that
+drains its socket with ``recvfrom_into``, runs the sans-I/O pipeline (allow-list, reassembly,
+decode) on the buffer in place, and hands finished events to the event loop in batches with
+``call_soon_threadsafe``. Nothing a peer sends escapes as an exception: every rejected
+datagram is a drop counted by cause, and the event queue is bounded (oldest dropped).
+
+For sensor streams the reassembler offers the expected fragment's place in the frame buffer, so
+the kernel copies each fragment straight into place (``recvmsg_into`` with a scratch buffer for
+anything unexpected), and frame buffers and float32 outputs are recycled once the consumer has
+dropped them (:mod:`rfly_link.pool`): fresh 1.6-3.2 MB allocations halved the rate here.
+
+The kernel receive buffer is asked for 8 MiB (a 1.6 MB LiDAR burst loses 61-97 % with the
+208 KiB default); the size granted is reported, with the kernel's ``RcvbufErrors`` counter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+from rfly_link import dispatch
+from rfly_link.config import LoadedConfig, VisionSensorConfig
+from rfly_link.errors import DecodeError, DropCause
+from rfly_link.pool import ArrayPool
+from rfly_link.reassembly import Reassembler, SensorFrame
+from rfly_link.sensors import decode_sensor
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RCVBUF = 8 * 1024 * 1024
+MAX_DATAGRAM = 65535
+RFLYSIM3D_PORT = 20006
+RFLYSIM3D_GROUP = "224.0.0.10"
+
+
+class Event(NamedTuple):
+    """One decoded value with where and when it arrived (``rx_ns``: host monotonic clock)."""
+
+    value: Any
+    sender: tuple[str, int]
+    port: int
+    rx_ns: int
+    frame: SensorFrame | None = None
+    sensor: VisionSensorConfig | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        to_dict = getattr(self.value, "to_dict", None)
+        return {
+            "type": "Event",
+            "value": to_dict() if to_dict is not None else repr(self.value),
+            "sender": list(self.sender),
+            "port": self.port,
+            "rx_ns": self.rx_ns,
+            "frame": self.frame.to_dict() if self.frame is not None else None,
+            "seq_id": self.sensor.seq_id if self.sensor is not None else None,
+        }
+
+
+class ReceiverStats(NamedTuple):
+    datagrams: int
+    bytes: int
+    events: int
+    drops: dict[str, int]
+    rcvbuf_requested: int
+    rcvbuf_granted: int
+    socket_drops: int | None  # this socket's drops in /proc/net/udp
+    kernel_rcvbuf_errors: int | None  # system-wide Udp RcvbufErrors in /proc/net/snmp
+
+
+class Pipeline(Protocol):
+    """Sans-I/O processing of one datagram; runs in the reader thread.
+
+    Optional extras used when present: ``urgent = True`` (hand each event over at once),
+    and ``receive_slot()`` / ``process_in_place()`` / ``cancel_in_place()`` to receive
+    straight into the consumer's buffer (see :class:`SensorPipeline`).
+    """
+
+    def process(self, data: memoryview, sender: tuple[str, int], now_ns: int) -> list[Event]: ...
+
+    def drop_counts(self) -> dict[str, int]: ...
+
+
+def _zero_drops() -> dict[str, int]:
+    # Every key exists up front: the loop thread may read while the reader thread counts.
+    return dict.fromkeys((cause.value for cause in DropCause), 0)
+
+
+class MessagePipeline:
+    """CopterSim / RflySim3D datagrams, disambiguated by the port's role in RflySim's map."""
+
+    def __init__(self, logical_port: int) -> None:
+        self.logical_port = logical_port
+        self._drops = _zero_drops()
+
+    def process(self, data: memoryview, sender: tuple[str, int], now_ns: int) -> list[Event]:
+        try:
+            value = dispatch.decode(data, port=self.logical_port)
+        except DecodeError as exc:
+            self._drops[exc.cause.value] += 1
+            return []
+        return [Event(value, sender, self.logical_port, now_ns)]
+
+    def drop_counts(self) -> dict[str, int]:
+        return {cause: n for cause, n in self._drops.items() if n}
+
+
+class SensorPipeline:
+    """One vision sensor: fragments -> :class:`Reassembler` -> :func:`decode_sensor`."""
+
+    urgent = True  # hand each frame to the loop as soon as it is complete
+
+    def __init__(self, sensor: VisionSensorConfig, reassembler: Reassembler | None = None) -> None:
+        self.sensor = sensor
+        self.reassembler = reassembler or Reassembler()
+        self.arrays = ArrayPool()
+        self._params = {**sensor.decode_params(), "allocate": self.arrays.take}
+        self._drops = _zero_drops()
+        # Bound once: these run for every fragment (27 per 1.6 MB LiDAR frame).
+        self._feed = self.reassembler.feed
+        self._feed_in_place = self.reassembler.feed_in_place
+        self._receive_slot = self.reassembler.receive_slot
+
+    def receive_slot(self) -> memoryview | None:
+        return self._receive_slot()
+
+    def cancel_in_place(self) -> None:
+        self.reassembler.cancel_in_place()
+
+    def process_in_place(
+        self, nbytes: int, overflow: memoryview, sender: tuple[str, int], now_ns: int
+    ) -> list[Event]:
+        frames = self._feed_in_place(nbytes, overflow, sender, now_ns)
+        return self._decode(frames, sender, now_ns) if frames else []
+
+    def process(self, data: memoryview, sender: tuple[str, int], now_ns: int) -> list[Event]:
+        frames = self._feed(data, sender, now_ns)
+        return self._decode(frames, sender, now_ns) if frames else []
+
+    def _decode(
+        self, frames: list[SensorFrame], sender: tuple[str, int], now_ns: int
+    ) -> list[Event]:
+        out = []
+        for frame in frames:
+            try:
+                value = decode_sensor(self.sensor.type_id, frame.payload, **self._params)
+            except DecodeError as exc:
+                self._drops[exc.cause.value] += 1
+                continue
+            out.append(Event(value, sender, self.sensor.port, now_ns, frame, self.sensor))
+        return out
+
+    def drop_counts(self) -> dict[str, int]:
+        counts = dict(self.reassembler.stats.drops)
+        for cause, n in self._drops.items():
+            if n:
+                counts[cause] = counts.get(cause, 0) + n
+        return counts
+
+
+def read_udp_rcvbuf_errors(path: str = "/proc/net/snmp") -> int | None:
+    """System-wide ``Udp: RcvbufErrors`` (None where /proc is unavailable)."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return None
+    udp = [line.split() for line in lines if line.startswith("Udp:")]
+    if len(udp) < 2 or "RcvbufErrors" not in udp[0]:
+        return None
+    return int(udp[1][udp[0].index("RcvbufErrors")])
+
+
+def read_socket_drops(sock: socket.socket) -> int | None:
+    """This socket's drop counter from /proc/net/udp, found by inode."""
+    try:
+        inode = str(os.fstat(sock.fileno()).st_ino)
+        lines = Path("/proc/net/udp").read_text().splitlines()[1:]
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 12 and fields[9] == inode:
+            return int(fields[-1])
+    return None
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class UdpReceiver:
+    """A bound UDP socket, its reader thread and a bounded queue of :class:`Event`.
+
+    ``allowed_senders`` (IP strings) drops everything else, counted as ``sender_not_allowed``.
+    Binding a non-loopback address without one logs a warning at :meth:`start`, since the
+    simulator usually runs on another machine and the socket is then open to the network.
+    """
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        *,
+        port: int,
+        host: str = "127.0.0.1",
+        allowed_senders: Collection[str] | None = None,
+        rcvbuf_bytes: int = DEFAULT_RCVBUF,
+        multicast_group: str | None = None,
+        queue_size: int = 256,
+        batch_size: int = 64,
+        clock: Callable[[], int] = time.monotonic_ns,
+        name: str | None = None,
+    ) -> None:
+        self.pipeline = pipeline
+        self.host = host
+        self.port = port
+        self.allowed_senders = frozenset(allowed_senders) if allowed_senders is not None else None
+        self.rcvbuf_requested = rcvbuf_bytes
+        self.multicast_group = multicast_group
+        self.batch_size = batch_size
+        self.clock = clock
+        self.name = name or f"rfly-udp-{port}"
+        self._queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=queue_size)
+        self._delivered = asyncio.Event()
+        self._sock: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.rcvbuf_granted = 0
+        self._datagrams = 0
+        self._bytes = 0
+        self._events = 0
+        self._local_drops = dict.fromkeys(
+            (DropCause.SENDER_NOT_ALLOWED, DropCause.QUEUE_FULL, DropCause.DECODE_FAILED), 0
+        )
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Bind, size the receive buffer and start the reader thread."""
+        if self._sock is not None:
+            raise RuntimeError(f"{self.name}: already started")
+        self._loop = asyncio.get_running_loop()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            self._configure(sock)
+        except BaseException:
+            sock.close()
+            raise
+        self._sock = sock
+        if not is_loopback(self.host) and self.allowed_senders is None:
+            log.warning(
+                "%s: bound to %s:%d without an allow-list: any host on the network can "
+                "send to it; pass allowed_senders=[<simulator IP>]",
+                self.name,
+                self.host,
+                self.bound_port,
+            )
+        if self.rcvbuf_granted < self.rcvbuf_requested:
+            log.warning(
+                "%s: receive buffer %d B granted of %d B requested (net.core.rmem_max); "
+                "large sensor bursts may be lost",
+                self.name,
+                self.rcvbuf_granted,
+                self.rcvbuf_requested,
+            )
+        self._thread = threading.Thread(target=self._reader, name=self.name, daemon=True)
+        self._thread.start()
+
+    def _configure(self, sock: socket.socket) -> None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.rcvbuf_requested)
+        granted = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        force = getattr(socket, "SO_RCVBUFFORCE", None)
+        if granted < self.rcvbuf_requested and force is not None:
+            with contextlib.suppress(PermissionError, OSError):
+                sock.setsockopt(socket.SOL_SOCKET, force, self.rcvbuf_requested)
+            granted = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        self.rcvbuf_granted = granted  # Linux reports the doubled bookkeeping size
+        bind_host = self.host
+        if self.multicast_group is not None:
+            # A socket bound to a unicast address never sees multicast datagrams.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            bind_host = ""
+        sock.bind((bind_host, self.port))
+        if self.multicast_group is not None:
+            interface = "0.0.0.0" if self.host in ("", "0.0.0.0") else self.host
+            membership = socket.inet_aton(self.multicast_group) + socket.inet_aton(interface)
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, membership)
+        sock.setblocking(True)  # the reader blocks in recv only when the queue is drained
+
+    async def close(self) -> None:
+        """Stop the reader thread and close the socket; safe to call twice."""
+        if self._sock is None:
+            return
+        self._stopping = True
+        # shutdown() wakes a thread blocked in recv, even on an unconnected UDP socket on
+        # Linux (it also raises ENOTCONN there, which is expected).
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RD)
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join)
+        self._sock.close()
+        self._sock = None
+        self._thread = None
+
+    async def __aenter__(self) -> UdpReceiver:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- consumer side -----------------------------------------------------------------------------
+
+    @property
+    def bound_port(self) -> int:
+        if self._sock is None:
+            return self.port
+        return self._sock.getsockname()[1]
+
+    async def get(self) -> Event:
+        return await self._queue.get()
+
+    async def wait_delivered(self, count: int) -> None:
+        """Wait until ``count`` events in total have been delivered (queued or overflowed)."""
+        while self._events < count:
+            self._delivered.clear()
+            await self._delivered.wait()
+
+    def get_nowait(self) -> Event:
+        return self._queue.get_nowait()
+
+    def __aiter__(self) -> UdpReceiver:
+        return self
+
+    async def __anext__(self) -> Event:
+        return await self._queue.get()
+
+    @property
+    def stats(self) -> ReceiverStats:
+        drops = self.pipeline.drop_counts()
+        for cause, n in self._local_drops.items():
+            if n:
+                drops[cause.value] = drops.get(cause.value, 0) + n
+        return ReceiverStats(
+            self._datagrams,
+            self._bytes,
+            self._events,
+            drops,
+            self.rcvbuf_requested,
+            self.rcvbuf_granted,
+            read_socket_drops(self._sock) if self._sock is not None else None,
+            read_udp_rcvbuf_errors(),
+        )
+
+    # -- reader thread -----------------------------------------------------------------------------
+
+    def _reader(self) -> None:
+        sock = self._sock
+        assert sock is not None
+        scratch = memoryview(bytearray(MAX_DATAGRAM))
+        plain = [scratch]
+        allowed = self.allowed_senders
+        pipeline = self.pipeline
+        process = pipeline.process
+        # Sensor pipelines offer the expected fragment's place in the frame buffer, so the
+        # kernel copies it there directly; anything larger spills into the scratch buffer.
+        receive_slot = getattr(pipeline, "receive_slot", None)
+        clock = self.clock
+        # Large sensor frames go to the loop at once (latency); small messages are batched
+        # until the socket is drained (fewer wake-ups at 1 kHz IMU rates).
+        urgent = getattr(pipeline, "urgent", False)
+        batch: list[Event] = []
+        while True:
+            slot = receive_slot() if receive_slot is not None else None
+            buffers = plain if slot is None else [slot, scratch]
+            # One syscall per datagram while data is queued; block only when drained.
+            try:
+                n, _, _, sender = sock.recvmsg_into(buffers, 0, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                if batch:
+                    self._hand_over(batch)
+                    batch = []
+                try:
+                    n, _, _, sender = sock.recvmsg_into(buffers)
+                except OSError:
+                    n, sender = -1, None
+            except OSError:
+                n, sender = -1, None
+            if (
+                self._stopping
+                or sender is None
+                or (allowed is not None and sender[0] not in allowed)
+            ):
+                if slot is not None:
+                    pipeline.cancel_in_place()
+                if self._stopping:
+                    break
+                if sender is None:  # a socket error: count it and keep receiving
+                    self._local_drops[DropCause.DECODE_FAILED] += 1
+                else:
+                    self._datagrams += 1
+                    self._bytes += n
+                    self._local_drops[DropCause.SENDER_NOT_ALLOWED] += 1
+                continue
+            self._datagrams += 1
+            self._bytes += n
+            try:
+                if slot is None:
+                    events = process(scratch[:n], sender, clock())
+                else:
+                    events = pipeline.process_in_place(n, scratch, sender, clock())
+            except Exception:  # a pipeline bug must not end the receive loop
+                log.exception("%s: pipeline failed on a %d B datagram", self.name, n)
+                self._local_drops[DropCause.DECODE_FAILED] += 1
+                continue
+            if not events:
+                continue
+            batch.extend(events)
+            if urgent or len(batch) >= self.batch_size:
+                self._hand_over(batch)
+                batch = []
+        if batch:
+            self._hand_over(batch)
+
+    def _hand_over(self, batch: list[Event]) -> None:
+        loop = self._loop
+        assert loop is not None
+        try:
+            loop.call_soon_threadsafe(self._deliver, batch)
+        except RuntimeError:  # the loop is closed: nobody is listening any more
+            self._stopping = True
+
+    def _deliver(self, batch: Iterable[Event]) -> None:
+        queue = self._queue
+        for event in batch:
+            if queue.full():
+                queue.get_nowait()  # keep the freshest data
+                self._local_drops[DropCause.QUEUE_FULL] += 1
+            queue.put_nowait(event)
+            self._events += 1
+        self._delivered.set()
+
+
+# -- factories ------------------------------------------------------------------------------
+
+
+def vision_sensor_receivers(
+    config: LoadedConfig | Iterable[VisionSensorConfig], **kwargs: Any
+) -> list[UdpReceiver]:
+    """One receiver per UDP vision sensor, on the port its ``SendProtocol[5]`` names.
+
+    Sensor frames are large (megabytes), so their event queue defaults to 8 frames (the oldest
+    is dropped and counted when the consumer falls behind).
+    """
+    sensors = config.sensors if isinstance(config, LoadedConfig) else tuple(config)
+    kwargs.setdefault("queue_size", 8)
+    receivers = []
+    for sensor in sensors:
+        if sensor.mode == 0:
+            log.info("sensor SeqID %d uses shared memory: no UDP receiver", sensor.seq_id)
+            continue
+        receivers.append(
+            UdpReceiver(
+                SensorPipeline(sensor),
+                port=sensor.port,
+                name=f"rfly-sensor{sensor.seq_id}-{sensor.port}",
+                **kwargs,
+            )
+        )
+    return receivers
+
+
+def coptersim_state_port(copter_id: int) -> int:
+    return 30100 + 2 * copter_id - 1
+
+
+def coptersim_control_port(copter_id: int) -> int:
+    return 30100 + 2 * (copter_id - 1)
+
+
+def coptersim_reply_port(copter_id: int) -> int:
+    return 31000 + copter_id - 1
+
+
+def coptersim_receivers(
+    copter_id: int, *, replies: bool = True, **kwargs: Any
+) -> list[UdpReceiver]:
+    """Receivers for CopterSim vehicle ``copter_id``: state, and IMU/odometry replies."""
+    if copter_id < 1:
+        raise ValueError(f"copter_id: expected >= 1, got {copter_id}")
+    ports = [coptersim_state_port(copter_id)]
+    if replies:
+        ports.append(coptersim_reply_port(copter_id))
+    return [
+        UdpReceiver(MessagePipeline(p), port=p, name=f"rfly-coptersim{copter_id}-{p}", **kwargs)
+        for p in ports
+    ]
+
+
+def rflysim3d_receiver(*, multicast: bool = False, **kwargs: Any) -> UdpReceiver:
+    """Port 20006: crashes, gimbal status and object data; optionally group 224.0.0.10."""
+    return UdpReceiver(
+        MessagePipeline(RFLYSIM3D_PORT),
+        port=kwargs.pop("port", RFLYSIM3D_PORT),
+        multicast_group=RFLYSIM3D_GROUP if multicast else None,
+        name="rfly-rflysim3d-20006",
+        **kwargs,
+    )

@@ -1,0 +1,245 @@
+"""Frame conversions between RflySim's NED/FRD and the ROS conventions NWU/FLU and ENU/FLU.
+
+Internally everything stays NED (world) and FRD (body), as RflySim and PX4 send it
+(DECISIONS.md, frames). Quaternions are (w, x, y, z) and give the body attitude: they rotate a
+body vector into the world frame. FRD->FLU and NED->NWU are both a 180° rotation about x,
+``(x, -y, -z)``; the same holds for accelerations and angular rates (the SDK's IMU acceleration
+mapping ``[-a0, a1, -a2]`` is a defect we do not copy). ENU from NED is ``(y, x, -z)``.
+
+:class:`LocalOdometry` keeps a local origin per vehicle that starts at the first valid sample
+and restarts, in a new epoch, after the discontinuity flag (bit 5).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from rfly_link.messages import ImuReply, OdomReply
+
+ArrayLike = Sequence[float] | np.ndarray
+
+_FLIP_YZ = np.array([1.0, -1.0, -1.0])
+_HALF_SQRT2 = math.sqrt(0.5)
+# 180° about the axis (1, 1, 0)/sqrt(2): maps NED axes onto ENU axes.
+_Q_ENU_NED = np.array([0.0, _HALF_SQRT2, _HALF_SQRT2, 0.0])
+_Q_FRD_FLU = np.array([0.0, 1.0, 0.0, 0.0])  # 180° about x
+
+
+class WorldFrame(Enum):
+    NED = "NED"
+    NWU = "NWU"
+    ENU = "ENU"
+
+
+def _vec(v: ArrayLike) -> np.ndarray:
+    return np.asarray(v, dtype=np.float64)
+
+
+def ned_to_nwu(v: ArrayLike) -> np.ndarray:
+    """World vectors (positions, velocities, accelerations) NED -> NWU; also NWU -> NED."""
+    return _vec(v) * _FLIP_YZ
+
+
+nwu_to_ned = ned_to_nwu
+
+
+def frd_to_flu(v: ArrayLike) -> np.ndarray:
+    """Body vectors (angular rates, specific force) FRD -> FLU; also FLU -> FRD."""
+    return _vec(v) * _FLIP_YZ
+
+
+flu_to_frd = frd_to_flu
+
+
+def ned_to_enu(v: ArrayLike) -> np.ndarray:
+    """World vectors NED -> ENU (x_east = y_ned, y_north = x_ned, z_up = -z_ned); involution."""
+    a = _vec(v)
+    return np.stack([a[..., 1], a[..., 0], -a[..., 2]], axis=-1)
+
+
+enu_to_ned = ned_to_enu
+
+
+def nwu_to_enu(v: ArrayLike) -> np.ndarray:
+    a = _vec(v)
+    return np.stack([-a[..., 1], a[..., 0], a[..., 2]], axis=-1)
+
+
+def enu_to_nwu(v: ArrayLike) -> np.ndarray:
+    a = _vec(v)
+    return np.stack([a[..., 1], -a[..., 0], a[..., 2]], axis=-1)
+
+
+def quat_multiply(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """Hamilton product of (w, x, y, z) quaternions."""
+    aw, ax, ay, az = _vec(a)
+    bw, bx, by, bz = _vec(b)
+    return np.array(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ]
+    )
+
+
+def quat_conjugate(q: ArrayLike) -> np.ndarray:
+    w, x, y, z = _vec(q)
+    return np.array([w, -x, -y, -z])
+
+
+def quat_to_matrix(q: ArrayLike) -> np.ndarray:
+    """Rotation matrix of a unit (w, x, y, z) quaternion (body -> world)."""
+    w, x, y, z = _vec(q) / np.linalg.norm(_vec(q))
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def quat_ned_frd_to_nwu_flu(q: ArrayLike) -> np.ndarray:
+    """Attitude of FRD in NED -> attitude of FLU in NWU: ``(w, x, -y, -z)``; an involution."""
+    return _vec(q) * np.array([1.0, 1.0, -1.0, -1.0])
+
+
+quat_nwu_flu_to_ned_frd = quat_ned_frd_to_nwu_flu
+
+
+def _canonical(q: np.ndarray) -> np.ndarray:
+    """q and -q are the same rotation; return the one with w >= 0."""
+    return -q if q[0] < 0 else q
+
+
+def quat_ned_frd_to_enu_flu(q: ArrayLike) -> np.ndarray:
+    """Attitude of FRD in NED -> attitude of FLU in ENU (``q_enu_ned * q * q_frd_flu``)."""
+    return _canonical(quat_multiply(quat_multiply(_Q_ENU_NED, q), _Q_FRD_FLU))
+
+
+def quat_enu_flu_to_ned_frd(q: ArrayLike) -> np.ndarray:
+    inner = quat_multiply(quat_conjugate(_Q_ENU_NED), q)
+    return _canonical(quat_multiply(inner, quat_conjugate(_Q_FRD_FLU)))
+
+
+def world_vector(v: ArrayLike, to: WorldFrame) -> np.ndarray:
+    """A NED world vector expressed in ``to``."""
+    if to is WorldFrame.NED:
+        return _vec(v).copy()
+    return ned_to_nwu(v) if to is WorldFrame.NWU else ned_to_enu(v)
+
+
+def world_attitude(q_ned_frd: ArrayLike, to: WorldFrame) -> np.ndarray:
+    """An FRD-in-NED attitude expressed as FLU-in-``to`` (FRD-in-NED when ``to`` is NED)."""
+    if to is WorldFrame.NED:
+        return _vec(q_ned_frd).copy()
+    if to is WorldFrame.NWU:
+        return quat_ned_frd_to_nwu_flu(q_ned_frd)
+    return quat_ned_frd_to_enu_flu(q_ned_frd)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Odometry:
+    """Odometry in a named convention: ``frame`` is e.g. ``"NWU/FLU"`` or ``"ENU/FLU"``."""
+
+    copter_id: int
+    frame: str
+    simulation_time_s: float
+    position_m: np.ndarray
+    quaternion_wxyz: np.ndarray
+    linear_velocity_m_s: np.ndarray  # world frame
+    angular_velocity_rad_s: np.ndarray  # body frame
+    epoch: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "Odometry",
+            "copter_id": self.copter_id,
+            "frame": self.frame,
+            "simulation_time_s": self.simulation_time_s,
+            "position_m": self.position_m.tolist(),
+            "quaternion_wxyz": self.quaternion_wxyz.tolist(),
+            "linear_velocity_m_s": self.linear_velocity_m_s.tolist(),
+            "angular_velocity_rad_s": self.angular_velocity_rad_s.tolist(),
+            "epoch": self.epoch,
+        }
+
+
+def odometry_in(odom: OdomReply, to: WorldFrame) -> Odometry:
+    """Convert a CopterSim odometry reply (NED/FRD) to ``to`` (NWU/FLU or ENU/FLU)."""
+    body = "FRD" if to is WorldFrame.NED else "FLU"
+    rates = _vec(odom.angular_velocity_frd_rad_s)
+    return Odometry(
+        copter_id=odom.copter_id,
+        frame=f"{to.value}/{body}",
+        simulation_time_s=odom.simulation_time_s,
+        position_m=world_vector(odom.position_ned_m, to),
+        quaternion_wxyz=world_attitude(odom.quaternion_wxyz, to),
+        linear_velocity_m_s=world_vector(odom.velocity_ned_m_s, to),
+        angular_velocity_rad_s=rates.copy() if body == "FRD" else frd_to_flu(rates),
+    )
+
+
+def imu_flu(imu: ImuReply) -> tuple[np.ndarray, np.ndarray]:
+    """(specific force m/s², angular rate rad/s) in body FLU, both as ``(x, -y, -z)``."""
+    return frd_to_flu(imu.acceleration_frd_m_s2), frd_to_flu(imu.angular_rate_frd_rad_s)
+
+
+class LocalOdometry:
+    """Local odometry origins per vehicle, with discontinuity epochs (VSP 3.3; DEC frames).
+
+    The first sample with valid position and attitude sets the origin (epoch 0). A sample with
+    the discontinuity flag clears it and is not output; the next valid sample sets a new origin
+    in the next epoch. Local positions are ``position - origin`` with the world axes kept.
+    ``max_vehicles`` bounds the table against a peer inventing CopterIDs.
+    """
+
+    def __init__(self, *, max_vehicles: int = 64) -> None:
+        self.max_vehicles = max_vehicles
+        self._origin: dict[int, np.ndarray | None] = {}
+        self._epoch: dict[int, int] = {}
+        self.dropped_invalid = 0
+        self.dropped_discontinuity = 0
+        self.dropped_table_full = 0
+
+    def epoch(self, copter_id: int) -> int | None:
+        return self._epoch.get(copter_id)
+
+    def update(self, odom: OdomReply, to: WorldFrame = WorldFrame.NED) -> Odometry | None:
+        """Return the sample in the local frame, or ``None`` when it cannot be placed."""
+        cid = odom.copter_id
+        if cid not in self._origin and len(self._origin) >= self.max_vehicles:
+            self.dropped_table_full += 1
+            return None
+        if odom.discontinuity:
+            self._origin[cid] = None
+            self.dropped_discontinuity += 1
+            return None
+        if not odom.pose_valid:
+            self.dropped_invalid += 1
+            return None
+        origin = self._origin.get(cid)
+        if origin is None:
+            origin = _vec(odom.position_ned_m)
+            self._origin[cid] = origin
+            self._epoch[cid] = self._epoch[cid] + 1 if cid in self._epoch else 0
+        out = odometry_in(odom, to)
+        local_ned = _vec(odom.position_ned_m) - origin
+        return Odometry(
+            out.copter_id,
+            out.frame,
+            out.simulation_time_s,
+            world_vector(local_ned, to),
+            out.quaternion_wxyz,
+            out.linear_velocity_m_s,
+            out.angular_velocity_rad_s,
+            self._epoch[cid],
+        )

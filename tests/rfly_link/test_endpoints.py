@@ -1,0 +1,309 @@
+"""Loopback UDP end to end through the receivers and clients: real sockets, no sleeps."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import socket
+from collections.abc import Awaitable, Callable
+
+import numpy as np
+import pytest
+
+from rfly_link import commands, config, endpoints, sensors
+from rfly_link import messages as m
+from rfly_link.clients import CopterSimClient, RflySim3DClient, UdpSender
+from rfly_link.reassembly import fragment_payload
+
+WAIT_S = 5.0
+
+LIDAR = config.VisionSensorConfig(
+    index=0,
+    seq_id=2,
+    type_id=20,
+    target_copter=1,
+    target_mount_type=0,
+    data_width=720,
+    data_height=16,
+    data_check_freq=10,
+    camera_fov_deg=0.0,
+    send_protocol=(1, 127, 0, 0, 1, 0, 0, 1),  # port 0: an ephemeral port for the test
+    sensor_pos_xyz_m=(0.0, 0.0, 0.0),
+    has_eular_or_quat=True,
+    eular_or_quat=0.0,
+    sensor_ang_eular=(0.0, 0.0, 0.0),
+    sensor_ang_quat=(1.0, 0.0, 0.0, 0.0),
+    other_params=(60.0,) + (0.0,) * 15,
+)
+
+
+def run(main: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def udp_socket(host: str = "127.0.0.1") -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind((host, 0))
+    return sock
+
+
+async def recv(sock: socket.socket) -> tuple[bytes, None]:
+    sock.setblocking(False)
+    loop = asyncio.get_running_loop()  # sock_recv: sock_recvfrom is Python 3.11+
+    return await asyncio.wait_for(loop.sock_recv(sock, 65535), WAIT_S), None
+
+
+def test_lidar_frames_through_a_sensor_receiver() -> None:
+    async def main() -> None:
+        (receiver,) = endpoints.vision_sensor_receivers([LIDAR])
+        async with receiver:
+            assert receiver.stats.rcvbuf_granted > 0
+            target = ("127.0.0.1", receiver.bound_port)
+            raw = np.arange(3000 * 4, dtype=np.int16).reshape(3000, 4)
+            payload = sensors.encode_point_cloud(
+                sensors.PointLayout.PREFIX36_INT16_XYZS, raw, copter_id=1
+            )
+            with udp_socket() as tx:
+                tx.sendto(b"junk that is not a fragment", target)
+                bad = bytearray(fragment_payload(payload[:40], fragment_size=40)[0])
+                tx.sendto(bytes(bad), target)  # a frame that fits no point-cloud layout
+                for frame_id in (1, 2):
+                    datagrams = fragment_payload(payload, frame_id=frame_id, fragment_size=5000)
+                    for d in reversed(datagrams):  # any order
+                        tx.sendto(d, target)
+            first = await asyncio.wait_for(receiver.get(), WAIT_S)
+            second = await asyncio.wait_for(receiver.get(), WAIT_S)
+            stats = receiver.stats
+        for event in (first, second):
+            cloud = event.value
+            assert isinstance(cloud, sensors.PointCloud)
+            assert cloud.point_count == 3000 and cloud.copter_id == 1
+            np.testing.assert_allclose(cloud.xyz_m[1], raw[1, :3] * 60 / 32767, rtol=1e-6)
+            assert event.sensor is LIDAR and event.frame is not None
+        assert [first.frame.frame_id, second.frame.frame_id] == [1, 2]
+        summary = json.loads(json.dumps(first.to_dict()))
+        assert summary["value"]["point_count"] == 3000 and summary["seq_id"] == 2
+        assert summary["frame"]["payload_len"] == len(payload)
+        assert stats.drops == {"unknown_checksum": 1, "inconsistent": 1}
+        assert stats.events == 2 and stats.datagrams == 2 + 2 * len(datagrams)
+        assert isinstance(stats.kernel_rcvbuf_errors, int)
+        assert stats.socket_drops == 0
+
+    run(main)
+
+
+def test_allow_list_drops_and_counts_other_senders(caplog: pytest.LogCaptureFixture) -> None:
+    async def main() -> None:
+        receiver = endpoints.UdpReceiver(
+            endpoints.MessagePipeline(20006), port=0, allowed_senders={"127.0.0.2"}
+        )
+        async with receiver:
+            target = ("127.0.0.1", receiver.bound_port)
+            crash = m.CopterSimCrash(copter_id=1, target_id=2).encode()
+            with udp_socket("127.0.0.1") as stranger, udp_socket("127.0.0.2") as simulator:
+                stranger.sendto(crash, target)
+                simulator.sendto(crash, target)
+                event = await asyncio.wait_for(receiver.get(), WAIT_S)
+            assert event.sender[0] == "127.0.0.2"
+            assert receiver.stats.drops == {"sender_not_allowed": 1}
+        assert not [r for r in caplog.records if "allow-list" in r.message]
+
+    run(main)
+
+
+def test_non_loopback_bind_without_allow_list_warns(caplog: pytest.LogCaptureFixture) -> None:
+    async def main() -> None:
+        receiver = endpoints.UdpReceiver(endpoints.MessagePipeline(20006), port=0, host="0.0.0.0")
+        with caplog.at_level(logging.WARNING, logger="rfly_link.endpoints"):
+            async with receiver:
+                pass
+        assert any("without an allow-list" in r.message for r in caplog.records)
+
+    run(main)
+
+
+def test_coptersim_client_and_receivers_against_a_fake_coptersim() -> None:
+    async def main() -> None:
+        state_pipe = endpoints.MessagePipeline(endpoints.coptersim_state_port(2))
+        reply_pipe = endpoints.MessagePipeline(endpoints.coptersim_reply_port(2))
+        state_rx = endpoints.UdpReceiver(state_pipe, port=0)
+        reply_rx = endpoints.UdpReceiver(reply_pipe, port=0)
+        async with state_rx, reply_rx:
+            with udp_socket() as coptersim, UdpSender() as sender:
+                client = CopterSimClient(2, sender, control_port=coptersim.getsockname()[1])
+                assert client.request_imu(250, "127.0.0.1", reply_rx.bound_port)
+                data, _ = await recv(coptersim)
+                request = m.SensorReqCopterSim.decode(data)
+                assert (request.sensor_type, request.update_freq_hz) == (0, 250)
+                assert request.reply_ip == "127.0.0.1" and request.port == reply_rx.bound_port
+                assert client.velocity_ned(1.0, -2.0, 0.5, yaw_rate_rad_s=0.1)
+                sil = m.SILIntFloat.decode((await recv(coptersim))[0])
+                assert sil.copter_id == 2 and sil.in_floats[3:6] == (1.0, -2.0, 0.5)
+                assert m.SilOffboard.HAS_VEL in sil.offboard
+
+                imu = m.ImuReply(sequence=1, acceleration_frd_m_s2=(0.0, 0.0, -9.75))
+                odom = m.OdomReply(copter_id=2, frame_type=1, flags=0b1111)
+                coptersim.sendto(b"\x00" * 48, ("127.0.0.1", reply_rx.bound_port))
+                coptersim.sendto(imu.encode(), ("127.0.0.1", reply_rx.bound_port))
+                coptersim.sendto(odom.encode(), ("127.0.0.1", reply_rx.bound_port))
+                state = m.SOut2SimulatorSimpleTime(copter_id=2, position_ned_m=(1.0, 2.0, -3.0))
+                coptersim.sendto(state.encode(), ("127.0.0.1", state_rx.bound_port))
+                got = [(await asyncio.wait_for(reply_rx.get(), WAIT_S)).value for _ in range(2)]
+                assert got == [imu, odom]
+                assert (await asyncio.wait_for(state_rx.get(), WAIT_S)).value == state
+                assert reply_rx.stats.drops == {"wrong_length": 1}
+                assert sender.stats.sent == 2 and sender.stats.failed == 0
+
+    run(main)
+
+
+def test_rflysim3d_client_and_20006_receiver_against_a_fake_rflysim3d() -> None:
+    async def main() -> None:
+        receiver = endpoints.rflysim3d_receiver(port=0)
+        async with receiver:
+            with udp_socket() as rflysim3d, UdpSender() as sender:
+                window0 = rflysim3d.getsockname()[1]
+                client = RflySim3DClient(sender, window_base_port=window0)
+                gimbal = m.VisionSensorReqNew.for_sensor(3).with_angular_rate(5.0, -5.0)
+                assert client.send_gimbal(gimbal)
+                assert m.VisionSensorReqNew.decode((await recv(rflysim3d))[0]) == gimbal
+                assert client.request_object_data(commands.ObjectKind.OBJECT, "Tree_01")
+                cmd = m.UE4Command.decode((await recv(rflysim3d))[0])
+                assert cmd.command == b"RflyReqObjData 2 Tree_01 0"
+                loaded = config.parse_config(
+                    '{"VisionSensors": [%s]}' % _example_sensor_json()  # noqa: UP031
+                )
+                assert client.send_vision_requests(loaded) == 1
+                assert len((await recv(rflysim3d))[0]) == 144
+
+                status = m.GimbalStatus(seq_id=3, other_params=(0.0,) * 7 + (88.0,) + (0.0,) * 8)
+                obj = m.ObjReqDataQuat(seq_id=1, object_name=b"Tree_01", timestamp_s=2.0)
+                for msg in (status, obj):  # the 112 B reply is ambiguous without the port
+                    rflysim3d.sendto(msg.encode(), ("127.0.0.1", receiver.bound_port))
+                first = await asyncio.wait_for(receiver.get(), WAIT_S)
+                second = await asyncio.wait_for(receiver.get(), WAIT_S)
+        assert first.value == status and first.value.laser_range_m == 88.0
+        assert second.value == obj and second.port == 20006
+
+    run(main)
+
+
+def _example_sensor_json() -> str:
+    from tests.rfly_link.test_config import EXAMPLE
+
+    return json.dumps(EXAMPLE["VisionSensors"][0])
+
+
+def test_queue_is_bounded_and_keeps_the_freshest() -> None:
+    async def main() -> None:
+        receiver = endpoints.UdpReceiver(endpoints.MessagePipeline(20006), port=0, queue_size=2)
+        async with receiver:
+            target = ("127.0.0.1", receiver.bound_port)
+            with udp_socket() as tx:
+                for i in range(5):
+                    tx.sendto(m.CopterSimCrash(copter_id=i).encode(), target)
+                # Synchronise on the receiver having delivered all five, then read the queue.
+                await asyncio.wait_for(receiver.wait_delivered(5), WAIT_S)
+            kept = [receiver.get_nowait().value.copter_id for _ in range(2)]
+        assert kept == [3, 4]
+        assert receiver.stats.drops == {"queue_full": 3}
+
+    run(main)
+
+
+def test_sensor_receivers_from_config_skip_shared_memory() -> None:
+    shared = dataclasses.replace(LIDAR, send_protocol=(0, 127, 0, 0, 1, 10105, 0, 0))
+    receivers = endpoints.vision_sensor_receivers([LIDAR, shared])
+    assert len(receivers) == 1 and receivers[0].port == 0
+    ports = [r.port for r in endpoints.coptersim_receivers(3)]
+    assert ports == [30105, 31002]
+    with pytest.raises(ValueError, match="copter_id"):
+        endpoints.coptersim_receivers(0)
+
+
+def test_multicast_group_on_loopback() -> None:
+    async def main() -> None:
+        receiver = endpoints.rflysim3d_receiver(port=0, multicast=True, host="127.0.0.1")
+        try:
+            await receiver.start()
+        except OSError as exc:  # no multicast route in this environment
+            pytest.skip(f"multicast unavailable: {exc}")
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
+                tx.setsockopt(
+                    socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1")
+                )
+                tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+                crash = m.CopterSimCrash(copter_id=7).encode()
+                try:
+                    tx.sendto(crash, (endpoints.RFLYSIM3D_GROUP, receiver.bound_port))
+                    event = await asyncio.wait_for(receiver.get(), WAIT_S)
+                except (
+                    OSError,
+                    asyncio.TimeoutError,
+                ) as exc:  # lo without MULTICAST in some sandboxes
+                    pytest.skip(f"loopback multicast not delivered here: {exc!r}")
+            assert event.value.copter_id == 7
+        finally:
+            await receiver.close()
+
+    run(main)
+
+
+def test_stranger_mid_frame_does_not_corrupt_an_in_place_frame() -> None:
+    async def main() -> None:
+        (receiver,) = endpoints.vision_sensor_receivers([LIDAR], allowed_senders={"127.0.0.2"})
+        async with receiver:
+            target = ("127.0.0.1", receiver.bound_port)
+            raw = np.arange(2000 * 4, dtype=np.int16).reshape(2000, 4)
+            payload = sensors.encode_point_cloud(sensors.PointLayout.PREFIX36_INT16_XYZS, raw)
+            datagrams = fragment_payload(payload, frame_id=7, fragment_size=3000)
+            with udp_socket("127.0.0.1") as stranger, udp_socket("127.0.0.2") as simulator:
+                for i, d in enumerate(datagrams):
+                    simulator.sendto(d, target)
+                    if i == 1:  # lands in the slot offered for fragment 2, then is discarded
+                        stranger.sendto(datagrams[2][:-7] + bytes(7), target)
+                event = await asyncio.wait_for(receiver.get(), WAIT_S)
+            assert receiver.stats.drops == {"sender_not_allowed": 1}
+        np.testing.assert_array_equal(event.value.stencil, raw[:, 3])
+        np.testing.assert_allclose(
+            event.value.xyz_m, raw[:, :3].astype(float) * 60 / 32767, rtol=1e-6
+        )
+
+    run(main)
+
+
+def test_cli_listens_and_prints_json_lines() -> None:
+    import argparse
+    import io
+
+    from rfly_link import cli
+
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    args = parser.parse_args(["--copter", "1", "--count", "1"])
+    receivers = cli.build_receivers(args)
+    assert [r.port for r in receivers] == [30101, 31000]
+    assert cli.run(parser.parse_args([])) == 2  # nothing to listen to
+
+    async def main() -> None:
+        receiver = endpoints.UdpReceiver(endpoints.MessagePipeline(30101), port=0)
+        out = io.StringIO()
+        task = asyncio.create_task(cli.listen([receiver], count=1, out=out))
+
+        async def bound() -> None:  # listen() starts the receiver: wait for its bind
+            while receiver.bound_port == 0 and not task.done():
+                await asyncio.sleep(0)
+
+        await asyncio.wait_for(bound(), WAIT_S)
+        state = m.SOut2Simulator(copter_id=1, position_ned_m=(1.0, 2.0, 3.0))
+        with udp_socket() as tx:
+            tx.sendto(state.encode(), ("127.0.0.1", receiver.bound_port))
+            assert await asyncio.wait_for(task, WAIT_S) == 1
+        line = json.loads(out.getvalue())
+        assert line["value"]["type"] == "SOut2Simulator"
+        assert line["value"]["position_ned_m"] == [1.0, 2.0, 3.0]
+
+    run(main)

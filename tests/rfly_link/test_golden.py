@@ -1,0 +1,385 @@
+"""Golden vectors built by hand at the offsets the spec tables give, never by our encoder."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+import rfly_link
+from rfly_link import messages as m
+from rfly_link import reassembly, sensors
+
+
+def put(buf: bytearray, offset: int, fmt: str, *values: object) -> None:
+    struct.pack_into("<" + fmt, buf, offset, *values)
+
+
+def test_sout2simulator_offsets_from_decisions() -> None:
+    # DECISIONS.md: VelE@16, AngEuler@28, AngQuatern@40, MotorRPMS@56, AccB@88, RateB@100,
+    # runnedTime f64@112, PosE f64[3]@120, PosGPS f64[3]@144.
+    buf = bytearray(168)
+    put(buf, 0, "i", 123456789)
+    put(buf, 4, "i", 2)
+    put(buf, 8, "i", 3)
+    put(buf, 16, "3f", 1.5, -2.5, 0.25)
+    put(buf, 28, "3f", 0.1, 0.2, 0.3)
+    put(buf, 40, "4f", 1.0, 0.0, 0.0, 0.0)
+    put(buf, 56, "8f", *range(8))
+    put(buf, 88, "3f", 0.0, 0.0, -9.75)
+    put(buf, 100, "3f", 0.5, 0.0, 0.0)
+    put(buf, 112, "d", 12.5)
+    put(buf, 120, "3d", 10.0, 20.0, -30.0)
+    put(buf, 144, "3d", 40.1, 116.2, 50.0)
+    value = rfly_link.decode(bytes(buf), port=30101)
+    assert isinstance(value, m.SOut2Simulator)
+    assert value.copter_id == 2 and value.vehicle_type == 3
+    assert value.velocity_ned_m_s == (1.5, -2.5, 0.25)
+    assert value.motor_rpm == tuple(float(i) for i in range(8))
+    assert value.acceleration_frd_m_s2[2] == pytest.approx(-9.75)
+    assert value.runned_time_s == 12.5
+    assert value.position_ned_m == (10.0, 20.0, -30.0)
+    assert value.position_gps == (40.1, 116.2, 50.0)
+
+
+def test_state_112_gps_ints_and_positions() -> None:
+    buf = bytearray(112)
+    put(buf, 0, "3i", 1234567891, 1, 3)
+    put(buf, 12, "3i", 401540302, 1162593683, 50000)
+    put(buf, 24, "8f", *([1000.0] * 8))
+    put(buf, 56, "3f", 1.0, 2.0, 3.0)
+    put(buf, 68, "3f", 0.0, 0.0, 1.5)
+    put(buf, 80, "3d", 5.0, 6.0, -7.0)
+    put(buf, 104, "d", 99.0)
+    value = rfly_link.decode(bytes(buf), port=30101)
+    assert isinstance(value, m.SOut2SimulatorSimpleTime)
+    assert value.position_gps == pytest.approx((40.1540302, 116.2593683, 50.0))
+    assert value.position_ned_m == (5.0, 6.0, -7.0)
+    assert value.runned_time_s == 99.0
+
+
+def test_sensor_req_coptersim_36() -> None:
+    buf = bytearray(36)
+    put(buf, 0, "4H", 12345, 1, 100, 31000)
+    put(buf, 8, "4B", 192, 168, 1, 20)
+    put(buf, 12, "6f", 0, 0, 0, 0, 0, 0)
+    req = m.SensorReqCopterSim.build(m.CopterSimSensor.ODOMETRY, 100, "192.168.1.20", 31000)
+    assert req.encode() == bytes(buf)
+    assert rfly_link.decode(bytes(buf)) == req
+
+
+def test_imu_reply_40() -> None:
+    buf = bytearray(40)
+    put(buf, 0, "i", 1234567898)
+    put(buf, 4, "i", 77)
+    put(buf, 8, "d", 3.25)
+    put(buf, 16, "3f", 0.5, -0.5, -9.75)
+    put(buf, 28, "3f", 0.125, 0.25, -0.375)
+    value = rfly_link.decode(bytes(buf), port=31000)
+    assert isinstance(value, m.ImuReply)
+    assert value.sequence == 77 and value.simulation_time_s == 3.25
+    assert value.acceleration_frd_m_s2 == (0.5, -0.5, -9.75)
+    assert value.angular_rate_frd_rad_s == (0.125, 0.25, -0.375)
+
+
+def test_odom_reply_88_flags_and_frame() -> None:
+    buf = bytearray(88)
+    put(buf, 0, "I", 1234567888)
+    put(buf, 4, "I", 5)
+    put(buf, 8, "d", 1.5)
+    put(buf, 16, "I", 4)
+    put(buf, 20, "H", 1)
+    put(buf, 22, "H", 0b101111)
+    put(buf, 24, "3d", 1.0, 2.0, -3.0)
+    put(buf, 48, "4f", 1.0, 0.0, 0.0, 0.0)
+    put(buf, 64, "3f", 0.5, 0.25, -0.125)
+    put(buf, 76, "3f", 0.0, 0.0, 0.75)
+    value = rfly_link.decode(bytes(buf))
+    assert isinstance(value, m.OdomReply)
+    assert value.copter_id == 4 and value.frame_type == 1
+    assert value.discontinuity and value.pose_valid
+    assert value.position_ned_m == (1.0, 2.0, -3.0)
+    assert value.angular_velocity_frd_rad_s == (0.0, 0.0, 0.75)
+    d = value.to_dict()
+    assert d["frame"] == "NED/FRD"
+    assert d["flag_names"] == [
+        "POSITION_VALID",
+        "ATTITUDE_VALID",
+        "VELOCITY_VALID",
+        "ANGULAR_VELOCITY_VALID",
+        "DISCONTINUITY",
+    ]
+
+
+def test_sil_int_float_120_position_helper() -> None:
+    buf = bytearray(120)
+    put(buf, 0, "2i", 1234567897, 1)
+    put(buf, 8, "i", 1 | 2 | 4 | 512)  # CmdBase + CmdArmed + CmdPosition
+    put(buf, 12, "i", 1 | 8)  # HasPos + HasYaw
+    put(buf, 40, "3f", 10.0, -5.0, -2.0)
+    put(buf, 40 + 11 * 4, "f", 1.5)  # in_floats[FAtt + 2]
+    msg = m.SILIntFloat.position_ned(1, 10.0, -5.0, -2.0, 1.5)
+    assert msg.encode() == bytes(buf)
+    assert msg.command == m.SIL_CMD_BASE | m.SilCmd.ARMED | m.SilCmd.POSITION
+
+
+def test_gimbal_control_148_offsets() -> None:
+    buf = bytearray(148)
+    put(buf, 0, "2H", 12345, 3)
+    put(buf, 4, "I", (1 << 6) | (1 << 9))
+    put(buf, 8, "6H", 9, 1, 0, 0, 0, 0)
+    put(buf, 84 + 2 * 4, "2f", 10.0, -20.0)  # other_params[2:4], deg/s
+    put(buf, 84 + 6 * 4, "f", 1.0)  # other_params[6] laser on
+    put(buf, 36, "f", 0.0)
+    msg = m.VisionSensorReqNew(seq_id=3, type_id=9, target_copter=1, camera_fov_deg=0.0)
+    msg = msg.with_angular_rate(10.0, -20.0).with_laser_range(True)
+    assert msg.encode() == bytes(buf)
+
+
+def test_gimbal_status_accessors() -> None:
+    buf = bytearray(148)
+    put(buf, 0, "2H", 12346, 1)
+    put(buf, 36, "f", 60.0)
+    put(buf, 84, "16f", 8.0, 0, 0, 900.0, 905.0, 1280, 720, 42.5, *([0.0] * 8))
+    status = rfly_link.decode(bytes(buf), port=20006)
+    assert isinstance(status, m.GimbalStatus)
+    assert status.camera_fov_deg == 60.0
+    assert (status.fx_px, status.fy_px) == (900.0, 905.0)
+    assert (status.width_px, status.height_px) == (1280, 720)
+    assert status.laser_range_m == 42.5
+
+
+def test_rflysim3d_receive_structures() -> None:
+    crash = struct.pack("<3i", 1234567890, 2, 5)
+    value = rfly_link.decode(crash, port=20006)
+    assert isinstance(value, m.CopterSimCrash) and value.target_id == 5
+
+    buf = bytearray(160)
+    put(buf, 0, "4i", 1234567897, 1, 3, -2)
+    put(buf, 16, "d", 7.5)
+    put(buf, 24 + 3 * 4, "3f", 1.0, 2.0, 3.0)  # PosE after VelE
+    put(buf, 140, "20s", b"Ground")
+    value = rfly_link.decode(bytes(buf), port=20006)
+    assert isinstance(value, m.ReqVeCrashData)
+    assert value.crash_type == -2 and value.position_ned_m == (1.0, 2.0, 3.0)
+    assert value.crashed_name == b"Ground" and value.to_dict()["crashed_name"] == "Ground"
+
+    buf = bytearray(56)
+    put(buf, 0, "5i", 1234567891, 1, 1, 480, 640)
+    put(buf, 20, "f", 90.0)
+    put(buf, 48, "d", 1.25)
+    value = rfly_link.decode(bytes(buf), port=20006)
+    assert isinstance(value, m.CameraData)
+    assert (value.data_height, value.data_width, value.timestamp_s) == (480, 640, 1.25)
+
+    buf = bytearray(96)
+    put(buf, 0, "2i", 1234567891, 0)
+    put(buf, 8, "3f", 1.0, 2.0, 3.0)
+    put(buf, 56, "d", 2.5)
+    put(buf, 64, "32s", b"Tree_01")
+    value = rfly_link.decode(bytes(buf))
+    assert isinstance(value, m.ObjReqData)
+    assert value.object_name == b"Tree_01" and value.timestamp_s == 2.5
+
+    buf = bytearray(64)
+    put(buf, 0, "2i", 1234567891, 7)
+    put(buf, 44, "3f", 0.5, 0.5, 0.25)  # BoxExtent
+    put(buf, 56, "d", 3.0)
+    value = rfly_link.decode(bytes(buf))
+    assert isinstance(value, m.CoptReqData)
+    assert value.copter_id == 7 and value.box_extent_m == (0.5, 0.5, 0.25)
+
+
+def test_rflysim3d_send_structures() -> None:
+    buf = bytearray(152)
+    put(buf, 0, "6i", 1234567899, 3, -1, 0, 255, 0)
+    put(buf, 24, "2f", 5.0, 20.0)
+    put(buf, 32, "120s", "你好 label".encode())
+    msg = m.label_message(3, "你好 label", font_size=20.0, rgb=(0, 255, 0), disp_time_s=5.0)
+    assert msg.encode() == bytes(buf)
+
+    buf = bytearray(304)
+    put(buf, 0, "i", 1234567892)
+    put(buf, 4, "2i", 2, 3)
+    put(buf, 104, "2i", 1, 1)
+    put(buf, 204, "2i", 3, 0)
+    ids = (2, 3, *([0] * 23))
+    msg = m.UE4Attach(1234567892, ids, (1, 1, *([0] * 23)), (3, *([0] * 24)))
+    assert msg.encode() == bytes(buf)
+
+    cmd = "RflyChangeMapbyName Grasslands"
+    assert m.console_command(cmd).encode() == struct.pack("<i52s", 1234567890, cmd.encode())
+    long_cmd = "RflyShowTextTime " + "x" * 60 + " 5"
+    assert m.console_command(long_cmd).encode() == struct.pack(
+        "<i252s", 1234567890, long_cmd.encode()
+    )
+    assert m.lan_command("RflyClearCapture").encode() == struct.pack(
+        "<i92s", 1234567897, b"RflyClearCapture"
+    )
+    with pytest.raises(ValueError, match="at most 249"):
+        m.console_command("x" * 250)
+
+    pos = m.UE4PosSimple(m.UE4_FIT_GROUND, 1, 3, 1000.0, (1.0, 2.0, -3.0), (0.0, 0.0, 1.0))
+    assert pos.encode() == struct.pack("<3i7f", 1234567891, 1, 3, 1000, 1, 2, -3, 0, 0, 1)
+    assert pos.fit_ground
+    simple = m.UE4PosSimpleTime(
+        copter_id=1, vehicle_type=3, pwms=(1,) * 8, position_ned_m=(1, 2, 3), runned_time_s=2.0
+    )
+    assert simple.encode() == struct.pack(
+        "<3i17f1d", 1234567890, 1, 3, *([1] * 8), 1, 2, 3, 0, 0, 0, 0, 0, 0, 2.0
+    )
+    ext = m.UE4ExtAct(copter_id=4, runned_time_s=1.0, action_ext=(1.0,) * 16)
+    assert ext.encode() == struct.pack("<2i1d16f", 1234567894, 4, 1.0, *([1.0] * 16))
+
+
+def test_fragment_headers_24_and_32() -> None:
+    body = bytes(range(10))
+    buf = bytearray(24 + 10)
+    put(buf, 0, "4i", 1234567890, 34, 0, 1)
+    put(buf, 16, "d", 2.5)
+    buf[24:] = body
+    (got,) = reassembly.fragment_payload(body, header_size=24, timestamp_s=2.5)
+    assert got == bytes(buf)
+
+    buf = bytearray(32 + 10)
+    put(buf, 0, "6i", 1234567893, 42, 0, 1, 17, 0)
+    put(buf, 24, "d", 2.5)
+    buf[32:] = body
+    (got,) = reassembly.fragment_payload(body, header_size=32, frame_id=17, timestamp_s=2.5)
+    assert got == bytes(buf)
+    (frame,) = rfly_link.Reassembler().feed(bytes(buf), ("h", 1), 0)
+    assert frame.frame_id == 17 and bytes(frame.payload) == body and frame.timestamp_s == 2.5
+
+
+def test_point_cloud_prefix36_int16_four_channels() -> None:
+    buf = bytearray(36 + 2 * 8)
+    put(buf, 0, "2i", 3, 1)
+    put(buf, 8, "3f", 1.0, 2.0, -3.0)
+    put(buf, 20, "3f", 0.0, 0.1, 1.5)
+    put(buf, 32, "i", 2)
+    put(buf, 36, "4h", 32767, -32767, 0, 7)
+    put(buf, 44, "4h", 16384, 0, -16384, 255)
+    cloud = rfly_link.decode_sensor(20, bytes(buf), scale_m=60.0)
+    assert isinstance(cloud, sensors.PointCloud)
+    assert cloud.layout is sensors.PointLayout.PREFIX36_INT16_XYZS
+    assert cloud.copter_id == 3 and cloud.axis_type == 1
+    assert cloud.position_m == (1.0, 2.0, -3.0)
+    assert cloud.xyz_m.dtype == np.float32 and cloud.xyz_m.shape == (2, 3)
+    np.testing.assert_allclose(cloud.xyz_m[0], [60.0, -60.0, 0.0], rtol=1e-6)
+    np.testing.assert_allclose(cloud.xyz_m[1], [16384 * 60 / 32767, 0, -16384 * 60 / 32767])
+    assert cloud.stencil.tolist() == [7.0, 255.0]  # class values are not scaled
+
+
+def test_point_cloud_three_channels_and_old_prefix() -> None:
+    buf = bytearray(36 + 3 * 6)
+    put(buf, 32, "i", 3)
+    put(buf, 36, "9h", 1, 2, 3, 4, 5, 6, 7, 8, 9)
+    cloud = rfly_link.decode_sensor(21, bytes(buf), other_params=[32767.0])
+    assert cloud.layout is sensors.PointLayout.PREFIX36_INT16_XYZ
+    assert cloud.xyz_m.tolist() == [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    assert not cloud.stencil.any()
+
+    buf = bytearray(28 + 2 * 6)
+    put(buf, 0, "3f", 5.0, 6.0, 7.0)
+    put(buf, 24, "i", 2)
+    put(buf, 28, "6h", 1, 1, 1, 2, 2, 2)
+    cloud = rfly_link.decode_sensor(7, bytes(buf), scale_m=32767.0)
+    assert cloud.layout is sensors.PointLayout.PREFIX28_INT16_XYZ
+    assert cloud.copter_id is None and cloud.position_m == (5.0, 6.0, 7.0)
+
+    buf = bytearray(36 + 16)
+    put(buf, 32, "i", 1)
+    put(buf, 36, "4f", 1.5, -2.5, 3.5, 4.0)
+    cloud = rfly_link.decode_sensor(20, bytes(buf), scale_m=60.0)
+    assert cloud.layout is sensors.PointLayout.PREFIX36_FLOAT32_XYZS
+    assert cloud.xyz_m.tolist() == [[1.5, -2.5, 3.5]] and cloud.stencil.tolist() == [4.0]
+
+
+def test_distance_and_optical_flow() -> None:
+    buf = bytearray(56)
+    put(buf, 0, "f", 12.5)
+    put(buf, 4, "i", 2)
+    put(buf, 8, "3f", 1, 2, 3)
+    put(buf, 20, "3f", 0, 0.5, 0)
+    put(buf, 32, "3f", 4, 5, 6)
+    put(buf, 44, "3f", 7, 8, 9)
+    dist = rfly_link.decode_sensor(5, bytes(buf))
+    assert isinstance(dist, m.DistanceSensor)
+    assert dist.distance_m == 12.5 and dist.impact_point_m == (4, 5, 6)
+    assert dist.box_origin_m == (7, 8, 9)
+
+    buf = bytearray(34)
+    put(buf, 0, "Q", 123456789012)
+    put(buf, 8, "B", 3)
+    put(buf, 9, "2h", -12, 34)
+    put(buf, 13, "2f", 0.5, -0.5)
+    put(buf, 21, "B", 200)
+    put(buf, 22, "f", 2.25)
+    put(buf, 26, "2f", 0.125, -0.125)
+    flow = rfly_link.decode_sensor(10, bytes(buf))
+    assert isinstance(flow, m.OpticalFlow)
+    assert (flow.time_usec, flow.sensor_id, flow.flow_x, flow.flow_y) == (123456789012, 3, -12, 34)
+    assert (flow.quality, flow.ground_distance_m, flow.flow_rate_y) == (200, 2.25, -0.125)
+
+
+def test_targets_30_and_31() -> None:
+    buf = struct.pack("<i", 2) + struct.pack("<i5f", 4, 0.9, 1, 2, 3, 4)
+    buf += struct.pack("<i5f", 5, 0.5, 10, 20, 30, 40)
+    boxes = rfly_link.decode_sensor(30, buf)
+    assert [t.copter_id for t in boxes.targets] == [4, 5]
+    assert boxes.targets[1].max_y == 40
+    buf = struct.pack("<i", 1) + struct.pack("<i3f", 9, 1.5, -2.5, 3.0)
+    radar = rfly_link.decode_sensor(31, buf)
+    assert radar.targets[0].relative_y_m == -2.5
+    assert radar.to_dict()["targets"][0]["copter_id"] == 9
+
+
+def test_vehicle_batches_100_and_20() -> None:
+    buf = bytearray(3804)
+    put(buf, 0, "i", 1234567891)  # fit to ground
+    put(buf, 4, "2H", 1, 2)  # copterID[100]
+    put(buf, 204, "2H", 3, 3)  # vehicleType[100]
+    put(buf, 404, "6f", 1, 2, -3, 4, 5, -6)  # PosE[300]
+    put(buf, 1604, "3f", 0, 0, 1.5)  # AngEuler[300]
+    put(buf, 2804, "6H", 100, 100, 100, 50, 50, 50)  # Scale[300] x100
+    put(buf, 3404, "2f", 1000, 1200)  # MotorRPMSMean[100]
+    pos = (1.0, 2.0, -3.0, 4.0, 5.0, -6.0) + (0.0,) * 294
+    msg = m.UE4PosScale100(
+        m.UE4_FIT_GROUND,
+        (1, 2) + (0,) * 98,
+        (3, 3) + (0,) * 98,
+        pos,
+        (0.0, 0.0, 1.5) + (0.0,) * 297,
+        (100, 100, 100, 50, 50, 50) + (0,) * 294,
+        (1000.0, 1200.0) + (0.0,) * 98,
+    )
+    assert msg.encode() == bytes(buf)
+
+    buf = bytearray(1324)
+    put(buf, 0, "i", 1234567890)
+    put(buf, 4, "H", 7)  # copterID[20]
+    put(buf, 44, "H", 3)  # vehicleType[20]
+    put(buf, 84, "3f", 1, 1, -1)  # PosE[60]
+    put(buf, 564, "3H", 100, 100, 100)  # Scale[60]
+    put(buf, 684, "8f", *([1500.0] * 8))  # PWMs[160]
+    value = m.UE4PosScalePwm20.decode(bytes(buf))
+    assert value.copter_id[0] == 7 and value.vehicle_type[0] == 3
+    assert value.position_ned_m[:3] == (1.0, 1.0, -1.0)
+    assert value.scale_x100[:3] == (100, 100, 100) and value.pwms[:8] == (1500.0,) * 8
+    assert rfly_link.decode(bytes(buf)) == value
+
+
+def test_vision_sensor_request_legacy_92() -> None:
+    buf = bytearray(92)
+    put(buf, 0, "8H", 12345, 4, 2, 1, 0, 640, 480, 30)
+    put(buf, 16, "8H", 1, 127, 0, 0, 1, 10003, 0, 0)
+    put(buf, 32, "f", 90.0)  # CameraFOV
+    put(buf, 36, "3f", 0.1, 0.0, -0.2)  # SensorPosXYZ
+    put(buf, 48, "3f", 0.0, -30.0, 0.0)  # SensorAngEular
+    put(buf, 60, "8f", 1, 2, 3, 4, 5, 6, 7, 8)  # otherParams[0..7]
+    value = rfly_link.decode(bytes(buf), port=20010)
+    assert isinstance(value, m.VisionSensorReqLegacy)
+    assert value.seq_id == 4 and value.send_protocol[5] == 10003
+    assert value.sensor_ang_eular == (0.0, -30.0, 0.0) and value.other_params[7] == 8.0
+    assert value.encode() == bytes(buf)
