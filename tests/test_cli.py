@@ -30,3 +30,18 @@ def test_demo_json_lines(capsys):
     assert stats["type"] == "stats"
     results = [o for o in objects[1:] if o["type"] == "result"]
     assert stats["frames_ok"] == len(results) > 40
+
+
+def test_public_names_resolve_and_the_live_link_loads_lazily():
+    import subprocess
+    import sys
+
+    import gizmo_host
+
+    for name in gizmo_host.__all__:
+        assert getattr(gizmo_host, name) is not None
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = gizmo_host.no_such_name
+    probe = "import sys, gizmo_host; gizmo_host.VisionResult; print('serialx' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
