@@ -16,9 +16,10 @@ offset line lies on the **lower envelope** of the (device time, offset) cloud:
   and an integer device tick ``k`` maps from its midpoint ``k + 0.5``.
 
 The uint32 wrap is resolved from host-clock deltas (``tracker.device_clock_advance_ms``), so a
-reset is never mistaken for a wrap. The estimator resyncs (new epoch, status ``resync``) on a
-device reset or when the phase error exceeds a threshold: a sample below the line, or a whole
-segment above it. It never reads a clock itself: the shell passes host times in.
+reset is never mistaken for a wrap. The estimator resyncs (status ``resync``) on a device
+reset, which also starts a new epoch of device time, or when the phase error exceeds a
+threshold (a sample below the line, or a whole segment above it), which re-fits the mapping
+within the same epoch. It never reads a clock itself: the shell passes host times in.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class ClockSample(NamedTuple):
     """What the estimator made of one frame's ``timestamp_ms``."""
 
     device_ms: int  # timestamp_ms unwrapped within the current epoch
-    epoch: int  # incremented on every resync (device reset or phase error)
+    epoch: int  # incremented on every device reset; a phase-error resync keeps it
     status: ClockStatus
     resync_reason: str | None  # set on the frame that started a new epoch
 

@@ -52,6 +52,7 @@ class LinkStats(NamedTuple):
     crc_errors: int
     header_errors: int
     bytes_discarded: int
+    callback_errors: int  # consumer callbacks that raised; the link went on reading
 
 
 def explain_open_error(path: str, exc: BaseException) -> str:
@@ -129,6 +130,7 @@ class SerialLink:
         self._parser = StreamParser()
         self._state = LinkState.DOWN
         self._transitions = self._open_attempts = self._open_failures = self._disconnects = 0
+        self._callback_errors = 0
         self._last_frame_ns = 0
         self._reached_up = False
         self._wakeup: _WakeupThreshold | None = None
@@ -150,6 +152,7 @@ class SerialLink:
             p.crc_errors,
             p.header_errors,
             p.bytes_discarded,
+            self._callback_errors,
         )
 
     async def run(self) -> None:
@@ -225,7 +228,7 @@ class SerialLink:
             transport.abort()  # no flush: nothing of ours is worth waiting for
             try:
                 await asyncio.wait_for(asyncio.shield(transport.wait_closed()), CLOSE_TIMEOUT_S)
-            except (OSError, serialx.SerialException, TimeoutError) as exc:
+            except (OSError, serialx.SerialException, asyncio.TimeoutError) as exc:
                 LOGGER.debug("%s: close: %s", self.path, exc)
 
     def _data_received(self, data: bytes, protocol: _ReaderProtocol) -> None:
@@ -237,7 +240,10 @@ class SerialLink:
             if self._state is not LinkState.UP:
                 self._reached_up = True
                 self._transition(LinkState.UP, "valid frame received")
-            self._on_results(results, now_ns)
+            try:
+                self._on_results(results, now_ns)
+            except Exception:
+                self._callback_failed("on_results")
         if self._wakeup is not None:
             self._wakeup.expect(FRAME_LEN - parser.buffered if parser.buffered else FRAME_LEN)
 
@@ -250,7 +256,17 @@ class SerialLink:
         event = LinkEvent(state, previous, self._clock(), reason, self.path, self._transitions)
         LOGGER.info("%s: %s -> %s (%s)", self.path, previous.value, state.value, reason)
         if self._on_event is not None:
-            self._on_event(event)
+            try:
+                self._on_event(event)
+            except Exception:
+                self._callback_failed("on_event")
+
+    def _callback_failed(self, name: str) -> None:
+        """A consumer's bug must not stop the reader: count it, log the 1st, 2nd, 4th, ..."""
+        self._callback_errors += 1
+        count = self._callback_errors
+        if count & (count - 1) == 0:
+            LOGGER.exception("%s: %s callback failed (%d so far)", self.path, name, count)
 
 
 class _WakeupThreshold:

@@ -84,8 +84,10 @@ class StdoutSink:
         try:
             self._stream.write(line)
             self._stream.flush()
-        except (BrokenPipeError, ValueError):
-            self.errors += 1  # the reader went away; keep serving the other sinks
+        except (OSError, ValueError):
+            # The reader went away (EPIPE, EIO on a hang-up), the disk is full, or the stream
+            # is closed: count it and keep serving the other sinks.
+            self.errors += 1
 
 
 class _Client:

@@ -263,6 +263,22 @@ _INTERPRETERS = {
 }
 
 
+_BOX_DETECTOR_IDS = frozenset({DetectorId.MOTION, DetectorId.BRIGHT_SPOT} | DETECTION_CLASSES)
+
+
+def is_target(result_type: int, ident: int) -> bool:
+    """Whether results of this type and id locate something in the image (carry a box).
+
+    Brightness statistics, line following, the reserved tag, "none" and unknown values do not:
+    a "follow any target" policy must never steer towards them.
+    """
+    if result_type == ResultType.COLOR_BLOB:
+        return ident in BlobColor._value2member_map_
+    if result_type == ResultType.DETECTOR:
+        return ident in _BOX_DETECTOR_IDS
+    return result_type == ResultType.QR_CODE
+
+
 def interpret(result: _Fields) -> Interpretation:
     """The typed meaning of one result's payload fields."""
     interpreter = _INTERPRETERS.get(result.result_type)  # type: ignore[call-overload]

@@ -119,10 +119,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         asyncio.run(serve(config))
-    except OSError as exc:  # e.g. the Unix socket path cannot be bound
+    except (OSError, ServiceFailed) as exc:  # e.g. the Unix socket path cannot be bound
         print(f"gizmo-host run: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+class ServiceFailed(RuntimeError):
+    """One of the service's own tasks died: exit non-zero so that systemd restarts us."""
 
 
 def _notifier() -> Any:
@@ -219,8 +223,13 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
                         name="gizmo-stats",
                     )
                 )
-            await stop.wait()
+            stopped = asyncio.create_task(stop.wait(), name="gizmo-stop")
+            failed = asyncio.create_task(service.wait_failed(), name="gizmo-failure")
+            tasks += [stopped, failed]
+            await asyncio.wait((stopped, failed), return_when=asyncio.FIRST_COMPLETED)
             _notify(notifier, "stopping")
+            if failed.done():
+                raise ServiceFailed(f"service task died: {failed.result()!r}")
             LOGGER.info("stopping")
     finally:
         for task in tasks:

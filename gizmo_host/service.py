@@ -16,7 +16,7 @@ without polling); they are published when they change and re-published every
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
@@ -28,6 +28,7 @@ from .protocol import VisionResult
 from .store import Decision, ResultStore, TargetSelector, Verdict
 from .tracker import SequenceEvent, SequenceTracker
 
+LOGGER = logging.getLogger(__name__)
 T = TypeVar("T")
 Message = ReceivedResult | LinkEvent | Verdict
 Listener = Callable[[Message], None]
@@ -133,7 +134,9 @@ class GizmoService:
         self._tasks: list[asyncio.Task[None]] = []
         self._stale_timer: asyncio.TimerHandle | None = None
         self._routine_keys: dict[tuple[int, int, int], bool] = {}
-        self._results_total = self._duplicates_dropped = 0
+        self._results_total = self._duplicates_dropped = self._listener_errors = 0
+        self._failure: BaseException | None = None
+        self._failed = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -151,6 +154,27 @@ class GizmoService:
             asyncio.create_task(self.link.run(), name=f"gizmo-link {self.link.path}"),
             asyncio.create_task(self._verdict_ticker(), name="gizmo-verdicts"),
         ]
+        for task in self._tasks:
+            task.add_done_callback(self._task_done)
+
+    @property
+    def failure(self) -> BaseException | None:
+        """The exception that ended one of the service's own tasks, if any."""
+        return self._failure
+
+    async def wait_failed(self) -> BaseException:
+        """Return once a service task has died: the service is no longer trustworthy and its
+        owner should exit non-zero (under systemd, ``Restart=on-failure`` then applies)."""
+        await self._failed.wait()
+        assert self._failure is not None
+        return self._failure
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        self._failure = task.exception()
+        LOGGER.error("%s died", task.get_name(), exc_info=self._failure)
+        self._failed.set()
 
     async def stop(self) -> None:
         """Stop the link (closing the port), end every iterator."""
@@ -160,9 +184,8 @@ class GizmoService:
             self._stale_timer = None
         for task in tasks:
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        # A task that died has been reported through ``failure``; stopping must still finish.
+        await asyncio.gather(*tasks, return_exceptions=True)
         for sub in [
             *self._result_subs,
             *self._link_subs,
@@ -245,6 +268,7 @@ class GizmoService:
             "store": self._store.stats(),
             "results": self._results_total,
             "duplicates_dropped": self._duplicates_dropped,
+            "listener_errors": self._listener_errors,
             "subscriber_drops": sum(s.dropped for s in self._all_subs()),
         }
 
@@ -279,10 +303,21 @@ class GizmoService:
                 verdicts_may_change = True
             for sub in self._result_subs:
                 sub.put(received)
-            for listener in self._listeners:
-                listener(received)
+            self._dispatch(received)
         if verdicts_may_change:
             self._evaluate_verdicts(self._clock())  # not rx_ns: keep host_ns monotonic
+
+    def _dispatch(self, item: ReceivedResult | LinkEvent | Verdict) -> None:
+        """Hand ``item`` to every listener; one that raises is counted, never propagated, so a
+        consumer's bug cannot stop the reader or the other consumers."""
+        for listener in self._listeners:
+            try:
+                listener(item)
+            except Exception:
+                self._listener_errors += 1
+                count = self._listener_errors
+                if count & (count - 1) == 0:  # log the 1st, 2nd, 4th, 8th, ... failure
+                    LOGGER.exception("listener %r failed (%d so far)", listener, count)
 
     def _is_routine(self, received: ReceivedResult, event: SequenceEvent, rx_ns: int) -> bool:
         """True when ``received`` cannot change any watched verdict, so none is re-evaluated.
@@ -311,8 +346,7 @@ class GizmoService:
     def _on_link_event(self, event: LinkEvent) -> None:
         for sub in self._link_subs:
             sub.put(event)
-        for listener in self._listeners:
-            listener(event)
+        self._dispatch(event)
         self._evaluate_verdicts(event.host_ns)
 
     def _evaluate_verdicts(self, now_ns: int, *, force: bool = False) -> None:
@@ -328,8 +362,7 @@ class GizmoService:
             self._watched[selector] = verdict
             for sub in self._verdict_subs.get(selector, ()):
                 sub.put(verdict)
-            for listener in self._listeners:
-                listener(verdict)
+            self._dispatch(verdict)
         self._routine_keys.clear()
         if stale_at_ns is not None:
             self._arm_stale_timer(stale_at_ns, now_ns)

@@ -18,7 +18,7 @@ from typing import Any
 from .clock import ClockStatus
 from .events import LinkState, ReceivedResult, ResultKey
 from .protocol import ResultFlags
-from .results import ResultType
+from .results import ResultType, is_target
 
 DEFAULT_TTL_MS = 250.0
 DEFAULT_RESET_HOLD_MS = 2000.0
@@ -56,8 +56,9 @@ _LINK_REASONS = {
 class TargetSelector:
     """Which results a verdict is about; ``None`` matches anything.
 
-    With ``result_type=None`` a ``NONE`` (type 0) result never matches: the default selector
-    means "any detection".
+    With ``result_type=None`` only results that locate a target match (``results.is_target``:
+    colour blobs, QR codes, motion, bright spots, detections): the default selector means "any
+    detection", never brightness statistics, a line, a reserved tag or an unknown value.
     """
 
     source_id: int | None = None
@@ -67,7 +68,7 @@ class TargetSelector:
     def matches(self, key: ResultKey) -> bool:
         source_id, result_type, result_id = key
         if self.result_type is None:
-            if result_type == ResultType.NONE:
+            if not is_target(result_type, result_id):
                 return False
         elif result_type != self.result_type:
             return False
@@ -115,11 +116,14 @@ class Verdict:
         return self.decision is Decision.PROCEED
 
     def same_as(self, other: Verdict | None) -> bool:
-        """Same decision and reasons: nothing to publish at once. The target may differ (two
-        detections taking turns); the steady-rate verdict shows the latest one."""
-        return (
-            other is not None and self.decision is other.decision and self.reasons == other.reasons
-        )
+        """Same decision, reasons and target key: nothing new to publish. A change of target
+        is news, so a consumer never keeps acting on the previous target's line."""
+        if other is None or self.decision is not other.decision or self.reasons != other.reasons:
+            return False
+        mine, theirs = self.result, other.result
+        if mine is None or theirs is None:
+            return mine is theirs
+        return mine.key == theirs.key
 
     def to_dict(self) -> dict[str, Any]:
         result = self.result
@@ -159,6 +163,8 @@ class ResultStore:
         self._reset_hold_ns = round(reset_hold_ms * 1e6)
         self._max_entries = max_entries
         self._latest: OrderedDict[ResultKey, ReceivedResult] = OrderedDict()
+        self._arrival: dict[ResultKey, int] = {}  # update count when the key was last stored
+        self._negative_arrival: dict[int, int] = {}  # per source: newest "nothing tracked"
         self._last_reset_ns: dict[int, int] = {}
         self._evicted = 0
         self._updates = 0
@@ -167,26 +173,41 @@ class ResultStore:
         return self._ttl_ns_by_type.get(result_type, self._ttl_ns)
 
     def update(self, received: ReceivedResult) -> None:
-        """Record the newest result for its key (arrival order: the board sends in order)."""
+        """Record the newest result for its key (arrival order: the board sends in order).
+
+        A frame that reports nothing tracked (lost, untracked or result_type NONE) may carry
+        another key than the target it replaces (the board's "not detected" frame), so it
+        also ends the currency of every earlier result from its source.
+        """
         key = received.key
+        self._updates += 1
         self._latest[key] = received
         self._latest.move_to_end(key)
-        self._updates += 1
+        self._arrival[key] = self._updates
+        flags = received.result.flags
+        if flags & _TRACKED_OR_LOST != _TRACKED or key[1] == ResultType.NONE:
+            self._negative_arrival[key[0]] = self._updates
         while len(self._latest) > self._max_entries:
-            self._latest.popitem(last=False)
+            evicted, _ = self._latest.popitem(last=False)
+            del self._arrival[evicted]
             self._evicted += 1
 
     def device_reset(self, source_id: int, host_ns: int) -> None:
         """Forget a source's results: they belong to the board's previous life."""
         for key in [k for k in self._latest if k[0] == source_id]:
             del self._latest[key]
+            del self._arrival[key]
+        self._negative_arrival.pop(source_id, None)
         self._last_reset_ns[source_id] = host_ns
 
     def is_current(self, received: ReceivedResult, now_ns: int) -> bool:
+        """Tracked, not lost, younger than its TTL, and not followed by a frame from the same
+        source that reported nothing tracked."""
         r = received.result
         return (
             r.flags & _TRACKED_OR_LOST == _TRACKED
             and now_ns - received.reference_ns() <= self.ttl_ns(r.result_type)
+            and self._arrival.get(received.key, 0) > self._negative_arrival.get(r.source_id, 0)
         )
 
     def current(self, selector: TargetSelector, now_ns: int) -> list[ReceivedResult]:

@@ -125,3 +125,12 @@ def test_box_pixel_round_trip_is_exact(cx, cy, w, h, width_px, height_px):
 def test_degenerate_image_size_is_rejected_with_the_size():
     with pytest.raises(ValueError, match="1x480"):
         NormBox(0, 0, 10, 10).to_pixels(1, 480)
+
+
+def test_is_target_agrees_with_the_interpretation_having_a_box():
+    from gizmo_host.results import is_target
+
+    for result_type in range(8):
+        for ident in [*range(-2, 20), 300, -300]:
+            value = interpret(VisionResult(result_type=result_type, id=ident))
+            assert is_target(result_type, ident) == hasattr(value, "box"), (result_type, ident)

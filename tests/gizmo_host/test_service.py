@@ -131,3 +131,41 @@ def test_iterators_end_when_the_service_stops_and_slow_iterators_drop_oldest(lin
             assert remaining[-1].state is LinkState.DOWN and remaining[-1].reason == "stopped"
 
     asyncio.run(main())
+
+
+def test_a_failing_listener_is_counted_and_never_stops_the_reader(link_path):
+    async def main():
+        calls = []
+
+        def broken(message):
+            calls.append(message)
+            raise OSError(5, "consumer went away")
+
+        model = BoardModel()
+        with PtyBoard(link_path) as board:
+            async with GizmoService(link_path, transport_delay_ns=0) as svc:
+                svc.add_listener(broken)
+                events, results = svc.link_events(), svc.results()
+                await wait_state(events, LinkState.SYNCING)
+                board.write(b"".join(model.next_frame() for _ in range(5)))
+                got = [await results.get(TIMEOUT_S) for _ in range(5)]
+                assert len(got) == 5 and svc.link_state is LinkState.UP
+                stats = svc.stats()
+                assert stats["listener_errors"] == len(calls) >= 5
+                assert stats["link"]["callback_errors"] == 0
+                assert svc.failure is None
+                jsonschema.validate(stats, load_schema("stats"))
+
+    asyncio.run(main())
+
+
+def test_a_dead_service_task_is_reported_to_the_owner(link_path):
+    async def main():
+        async def refuse(*args, **kwargs):
+            raise RuntimeError("a bug in the open path")
+
+        async with GizmoService(link_path, open_connection=refuse) as svc:
+            failure = await asyncio.wait_for(svc.wait_failed(), TIMEOUT_S)
+            assert isinstance(failure, RuntimeError) and svc.failure is failure
+
+    asyncio.run(main())

@@ -115,7 +115,10 @@ def test_per_type_ttl():
     store.update(received(result_type=ResultType.LINE, id_=0))
     store.update(received(result_type=ResultType.COLOR_BLOB, id_=1))
     now = T0 + 300 * MS
-    assert [rr.key[1] for rr in store.current(TargetSelector(), now)] == [ResultType.LINE]
+    assert [rr.key[1] for rr in store.current(TargetSelector(source_id=1, result_type=2), now)] == [
+        ResultType.LINE
+    ]
+    assert store.current(TargetSelector(result_type=ResultType.COLOR_BLOB), now) == []
 
 
 def test_store_is_bounded():
@@ -130,3 +133,75 @@ def test_store_is_bounded():
 def test_bad_selector_names_what_is_expected(text):
     with pytest.raises(ValueError, match="expected"):
         TargetSelector.parse(text)
+
+
+@pytest.mark.parametrize(
+    ("result_type", "id_"),
+    [(ResultType.DETECTOR, 0), (ResultType.NONE, 0), (ResultType.COLOR_BLOB, 1)],
+)
+def test_a_not_detected_frame_with_another_key_ends_the_old_target(result_type, id_):
+    # The board's "not detected" frame (flags 06) need not repeat the lost target's key.
+    store = ResultStore()
+    store.update(received(result_type=ResultType.DETECTOR, id_=10, sequence=1))
+    assert verdict(store, T0 + 10 * MS).proceed
+    store.update(
+        received(rx_ns=T0 + 33 * MS, result_type=result_type, id_=id_, flags=NOT_FOUND, sequence=2)
+    )
+    hold = verdict(store, T0 + 40 * MS, TargetSelector(result_type=ResultType.DETECTOR, id=10))
+    assert not hold.proceed and hold.result is None
+    assert hold.reasons == (HoldReason.LOST,)
+    # A new tracked frame makes the target current again.
+    store.update(received(rx_ns=T0 + 66 * MS, result_type=ResultType.DETECTOR, id_=10, sequence=3))
+    assert verdict(store, T0 + 70 * MS).proceed
+
+
+def test_untracked_frame_from_another_source_does_not_end_the_target():
+    store = ResultStore()
+    store.update(received(source_id=1, sequence=1))
+    store.update(received(source_id=2, rx_ns=T0 + MS, flags=NOT_FOUND, sequence=1))
+    assert verdict(store, T0 + 2 * MS, TargetSelector(source_id=1)).proceed
+
+
+@pytest.mark.parametrize(
+    ("result_type", "id_"),
+    [
+        (ResultType.DETECTOR, 3),
+        (ResultType.LINE, 0),
+        (ResultType.TAG, 5),
+        (ResultType.DETECTOR, 99),
+        (9, 1),
+        (ResultType.COLOR_BLOB, 7),
+    ],
+)
+def test_default_selector_never_targets_statistics_lines_tags_or_unknowns(result_type, id_):
+    store = ResultStore()
+    store.update(received(result_type=result_type, id_=id_))
+    assert verdict(store, T0).reasons == (HoldReason.NO_DATA,)
+
+
+@pytest.mark.parametrize(
+    ("result_type", "id_"),
+    [
+        (ResultType.COLOR_BLOB, 2),
+        (ResultType.QR_CODE, -5),
+        (ResultType.DETECTOR, 1),
+        (ResultType.DETECTOR, 2),
+        (ResultType.DETECTOR, 14),
+    ],
+)
+def test_default_selector_targets_everything_with_a_box(result_type, id_):
+    store = ResultStore()
+    store.update(received(result_type=result_type, id_=id_))
+    assert verdict(store, T0).proceed
+
+
+def test_a_change_of_target_is_news_but_the_same_target_is_not():
+    store = ResultStore()
+    store.update(received(id_=10, sequence=1))
+    first = verdict(store, T0 + MS)
+    store.update(received(rx_ns=T0 + 2 * MS, id_=10, sequence=2))
+    assert verdict(store, T0 + 3 * MS).same_as(first)
+    store.update(received(rx_ns=T0 + 4 * MS, id_=11, sequence=3))
+    changed = verdict(store, T0 + 5 * MS)
+    assert changed.proceed and changed.result.key == (1, 5, 11)
+    assert not changed.same_as(first)
