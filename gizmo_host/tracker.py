@@ -25,6 +25,8 @@ SEQUENCE_MODULUS = 1 << 16
 TIMESTAMP_MODULUS = 1 << 32
 DEFAULT_REORDER_WINDOW = 16
 _MASK = (1 << 64) - 1
+_WINDOW_SLOTS = 64  # >= the largest reorder window
+_SLOT_MASK = _WINDOW_SLOTS - 1
 
 
 class SequenceEvent(Enum):
@@ -84,6 +86,7 @@ class _SourceState:
     last_timestamp_ms: int
     last_host_ns: int
     seen_mask: int  # bit i set: sequence (last_sequence - i) was received
+    timestamps: list[int]  # timestamp_ms of the frames in the window, by sequence % 64
     span: int = 1  # how many of those bits are known (positions since the first frame)
     received: int = 1
     lost: int = 0
@@ -126,7 +129,9 @@ class SequenceTracker:
         """Account for one valid frame of ``source_id`` received at host time ``host_ns``."""
         state = self._sources.get(source_id)
         if state is None:
-            self._sources[source_id] = _SourceState(sequence, timestamp_ms, host_ns, 1)
+            timestamps = [0] * _WINDOW_SLOTS
+            timestamps[sequence & _SLOT_MASK] = timestamp_ms
+            self._sources[source_id] = _SourceState(sequence, timestamp_ms, host_ns, 1, timestamps)
             return SequenceEvent.FIRST
         state.received += 1
         step = (sequence - state.last_sequence) % SEQUENCE_MODULUS
@@ -142,16 +147,23 @@ class SequenceTracker:
             state.lost += step - 1
             state.seen_mask = ((state.seen_mask << step) | 1) & _MASK
             state.span = min(state.span + step, 64)
+            state.timestamps[sequence & _SLOT_MASK] = timestamp_ms
             self._advance(state, sequence, timestamp_ms, host_ns)
             return SequenceEvent.IN_ORDER if step == 1 else SequenceEvent.GAP
         behind = (SEQUENCE_MODULUS - step) % SEQUENCE_MODULUS
         if behind <= self._reorder_window and advance <= 0:  # late frames are older
             bit = 1 << behind
+            slot = sequence & _SLOT_MASK
             if state.seen_mask & bit:
-                state.duplicates += 1
-                state.received -= 1
-                return SequenceEvent.DUPLICATE
+                if state.timestamps[slot] == timestamp_ms:
+                    state.duplicates += 1
+                    state.received -= 1
+                    return SequenceEvent.DUPLICATE
+                # Same sequence, other time: a board that reset within the window (a boot
+                # loop), not a copy of a frame we have.
+                return self._restart(state, sequence, timestamp_ms, host_ns, reset=True)
             state.seen_mask |= bit
+            state.timestamps[slot] = timestamp_ms
             state.reordered += 1
             if behind < state.span:  # it was counted lost when the gap opened
                 state.lost -= 1
@@ -173,6 +185,7 @@ class SequenceTracker:
         else:
             state.discontinuities += 1
         state.seen_mask = state.span = 1
+        state.timestamps[sequence & _SLOT_MASK] = timestamp_ms
         self._advance(state, sequence, timestamp_ms, host_ns)
         return SequenceEvent.RESET if reset else SequenceEvent.DISCONTINUITY
 

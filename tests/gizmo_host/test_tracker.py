@@ -106,3 +106,16 @@ def test_loss_count_equals_frames_dropped(first: int, keep: list[bool]):
     stats = tracker.stats()[1]
     assert stats.lost == keep.count(False)
     assert stats.resets == 0 and stats.received == keep.count(True)
+
+
+def test_boot_loop_reset_inside_the_reorder_window_is_a_reset_not_duplicates():
+    # The board ran 8 frames, then restarted within a second: its sequence is back at 0,
+    # inside the 16-frame window, and its boot clock only a little behind.
+    before = stream(0, 8, first_ts=200)
+    after = stream(0, 8, first_ts=230, first_host=before[-1][2] + 400_000_000)
+    tracker = SequenceTracker()
+    events = feed(tracker, before + after)
+    assert events[8] is SequenceEvent.RESET
+    assert set(events[9:]) == {SequenceEvent.IN_ORDER}
+    stats = tracker.stats()[1]
+    assert (stats.duplicates, stats.resets, stats.lost, stats.received) == (0, 1, 0, 16)
