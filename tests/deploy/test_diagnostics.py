@@ -36,15 +36,18 @@ def _cannot_drop_to_nobody() -> str | None:
         grp.getgrnam("dialout")
     except KeyError as exc:
         return f"this system has no {exc} user or group"
-    probe = subprocess.run(
-        [sys.executable, "-c", "import serialx, gizmo_host.diagnostics"],
-        user="nobody",
-        cwd="/",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-c", "import serialx, gizmo_host.diagnostics"],
+            user="nobody",
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except OSError as exc:  # e.g. the interpreter lives under a directory nobody cannot enter
+        return f"user nobody cannot run {sys.executable}: {exc}"
     if probe.returncode != 0:
         return f"user nobody cannot import gizmo_host from this checkout: {probe.stderr[-200:]}"
     return None
