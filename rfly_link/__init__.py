@@ -17,6 +17,7 @@ from rfly_link.errors import (
     RflyLinkError,
     UnknownChecksum,
     WrongLength,
+    WrongPort,
 )
 from rfly_link.reassembly import Reassembler, ReassemblerStats, SensorFrame, fragment_payload
 from rfly_link.sensors import Image, PointCloud, PointLayout, TargetList, decode_sensor
@@ -38,6 +39,7 @@ __all__ = [
     "TargetList",
     "UnknownChecksum",
     "WrongLength",
+    "WrongPort",
     "decode",
     "decode_sensor",
     "fragment_payload",

@@ -4,6 +4,10 @@ Receivers come from the options: every UDP sensor of a ``Config.json``, the Copt
 each ``--copter`` ID, and RflySim3D's port 20006. Events go to stdout as JSON Lines (point
 clouds and images are summarised); receiver statistics, with drops by cause, go to stderr at
 the end. Registered in ``gizmo_host.cli.SUBCOMMANDS`` as ``"rfly"``.
+
+Output is strict JSON: NaN and infinities sent by the peer become ``null`` (``json.dumps``
+would otherwise write the non-JSON tokens ``NaN``/``Infinity``). A configuration, file or bind
+error is one line on stderr and exit status 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -12,11 +16,15 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 from rfly_link import endpoints
 from rfly_link.config import load_config
+from rfly_link.errors import ConfigError
+
+EXIT_USAGE = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,6 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--rflysim3d", action="store_true", help="listen on port 20006")
     parser.add_argument("--multicast", action="store_true", help="also join 224.0.0.10 on 20006")
+    parser.add_argument(
+        "--multicast-interface",
+        default=None,
+        help="local interface address for --multicast (default: --bind if it is a LAN "
+        "address, else the kernel's choice by route)",
+    )
     parser.add_argument("--bind", default="127.0.0.1", help="local address (default 127.0.0.1)")
     parser.add_argument(
         "--allow", action="append", default=None, help="accept only this sender IP (repeatable)"
@@ -42,8 +56,44 @@ def build_receivers(args: argparse.Namespace) -> list[endpoints.UdpReceiver]:
     for copter_id in args.copter:
         receivers += endpoints.coptersim_receivers(copter_id, **common)
     if args.rflysim3d:
-        receivers.append(endpoints.rflysim3d_receiver(multicast=args.multicast, **common))
+        receivers.append(
+            endpoints.rflysim3d_receiver(
+                multicast=args.multicast, multicast_interface=args.multicast_interface, **common
+            )
+        )
     return receivers
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None (JSON has no NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_line(value: Any) -> str:
+    """Strict JSON (RFC 8259) for one output line; NaN and ±inf become ``null``."""
+    try:
+        return json.dumps(value, allow_nan=False)
+    except ValueError:  # only on a non-finite float: rare, so the fast path stays cheap
+        return json.dumps(_finite(value), allow_nan=False)
+
+
+async def start_all(receivers: list[endpoints.UdpReceiver]) -> None:
+    """Start every receiver; if one fails, close those already started and re-raise."""
+    started: list[endpoints.UdpReceiver] = []
+    try:
+        for receiver in receivers:
+            await receiver.start()
+            started.append(receiver)
+    except BaseException:
+        for receiver in started:
+            await receiver.close()
+        raise
 
 
 async def listen(
@@ -66,12 +116,11 @@ async def listen(
         nonlocal printed
         while not count or printed < count:
             event = await events.get()
-            out.write(json.dumps(event.to_dict()) + "\n")
+            out.write(json_line(event.to_dict()) + "\n")
             out.flush()
             printed += 1
 
-    for receiver in receivers:
-        await receiver.start()
+    await start_all(receivers)
     tasks = [asyncio.create_task(pump(r), name=f"pump-{r.name}") for r in receivers]
     try:
         await asyncio.wait_for(consume(), duration_s or None)
@@ -87,13 +136,28 @@ async def listen(
 
 
 def run(args: argparse.Namespace) -> int:
-    receivers = build_receivers(args)
+    try:
+        receivers = build_receivers(args)
+    except (ConfigError, OSError, ValueError) as exc:
+        print(f"rfly: {_describe(exc)}", file=sys.stderr)
+        return EXIT_USAGE
     if not receivers:
         print("rfly: nothing to listen to (use --config, --copter or --rflysim3d)", file=sys.stderr)
-        return 2
-    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends listening; stats still print
-        asyncio.run(listen(receivers, count=args.count, duration_s=args.duration))
+        return EXIT_USAGE
+    try:
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends listening; stats still print
+            asyncio.run(listen(receivers, count=args.count, duration_s=args.duration))
+    except OSError as exc:  # bind failed (port in use, address not local, permission)
+        print(f"rfly: cannot listen: {_describe(exc)}", file=sys.stderr)
+        return EXIT_USAGE
     for receiver in receivers:
         stats = receiver.stats._asdict()
-        print(json.dumps({"receiver": receiver.name, **stats}), file=sys.stderr)
+        print(json_line({"receiver": receiver.name, **stats}), file=sys.stderr)
     return 0
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    return str(exc)

@@ -100,7 +100,7 @@ def scan_terrain(x_left_bottom_m: float, y_left_bottom_m: float, x_right_top_m: 
 
 
 def cesium_origin(lat_deg: float, lon_deg: float, alt_m: float) -> str:
-    return f"RflyCesiumOriPos {lat_deg!r} {lon_deg!r} {alt_m!r}"
+    return f"RflyCesiumOriPos {_num(lat_deg)} {_num(lon_deg)} {_num(alt_m)}"
 
 
 def clear_capture() -> str:

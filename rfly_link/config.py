@@ -10,12 +10,19 @@ everything a receiver needs: port, mode, decode parameters and the request recor
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rfly_link.errors import ConfigError
 from rfly_link.messages import VisionSensorReq, VisionSensorReqLegacy
+from rfly_link.sensors import IMAGE_TYPES, POINT_CLOUD_TYPES, raw_image_bytes
+
+_COMPRESSED_SLACK = 64 * 1024  # JPEG/PNG headers and tables
+_CLOUD_PREFIX_MAX = 36
+_RETURNS_PER_RAY = 4
+_MIN_CLOUD_BOUND = 1024 * 1024
 
 _INT_KEYS = (
     "SeqID",
@@ -71,6 +78,24 @@ class VisionSensorConfig:
             "width": self.data_width,
             "height": self.data_height,
         }
+
+    def max_frame_bytes(self) -> int | None:
+        """A generous bound on one frame's payload, from ``DataWidth`` × ``DataHeight``.
+
+        None when the sizes are 0 or the type has no size rule. Raw images (mode 2) are exactly
+        W×H×bytes per pixel; JPEG/PNG get twice that (noise compresses badly); point clouds get
+        four returns per ray of the largest point layout (float32 x, y, z, seg) plus the prefix,
+        at least 1 MiB. Lets a receiver reject absurd fragment counts before allocating.
+        """
+        pixels = self.data_width * self.data_height
+        if pixels <= 0:
+            return None
+        if self.type_id in IMAGE_TYPES:
+            raw = raw_image_bytes(self.type_id, self.data_width, self.data_height)
+            return raw if self.mode == 2 else 2 * raw + _COMPRESSED_SLACK
+        if self.type_id in POINT_CLOUD_TYPES:
+            return max(_MIN_CLOUD_BOUND, _CLOUD_PREFIX_MAX + pixels * _RETURNS_PER_RAY * 16)
+        return None
 
     def request(self, *, new_layout: bool = True) -> VisionSensorReq | VisionSensorReqLegacy:
         """The request record sent to ``20010 + window`` (144 B new, 92 B legacy)."""
@@ -169,6 +194,7 @@ def parse_config(text: str, *, change_mode: int = -1, linux: bool = True) -> Loa
         accepted.append(sensor)
     if not accepted:
         raise ConfigError(f"Config.json: no sensor accepted ({skipped})")
+    _check_unique_ports(accepted)
     new_layout = any(s.has_eular_or_quat for s in accepted)
     return LoadedConfig(tuple(accepted), new_layout, tuple(skipped))
 
@@ -231,6 +257,7 @@ def _parse_sensor(
         protocol[0] = 1
     if protocol[5] == 0:
         protocol[5] = 9999 + seq
+    _check_values(index, seq, ints, fov, protocol, pos, eoq, ang, quat, other)
     sensor = VisionSensorConfig(
         index=index,
         seq_id=seq,
@@ -242,11 +269,88 @@ def _parse_sensor(
         data_check_freq=ints["DataCheckFreq"],
         camera_fov_deg=float(fov),
         send_protocol=tuple(protocol),
-        sensor_pos_xyz_m=tuple(pos),
+        sensor_pos_xyz_m=tuple(float(v) for v in pos),
         has_eular_or_quat=has_eoq,
-        eular_or_quat=eoq,
-        sensor_ang_eular=tuple(ang),
-        sensor_ang_quat=tuple(quat),
-        other_params=tuple(other) + (0,) * (16 - len(other)),
+        eular_or_quat=float(eoq),
+        sensor_ang_eular=tuple(float(v) for v in ang),
+        sensor_ang_quat=tuple(float(v) for v in quat),
+        other_params=tuple(float(v) for v in other) + (0.0,) * (16 - len(other)),
     )
     return sensor, last_seq
+
+
+# --- value checks ---------------------------------------------------------------------------
+# The SDK checks only types and array lengths at load; a bad *value* fails later, at send or
+# bind time or on every received frame (rflysim-config-json.md, section 3: "every value must
+# still be packable"). We reject it at load, naming the item, so nothing fails far from its
+# cause.
+
+_U16 = (0, 65535)
+_POINT_CLOUD_TYPES = frozenset({7, 20, 21, 22, 23})
+_MODES = (0, 3)  # SendProtocol[0]: shared memory, UDP, UDP raw pixels, UDP PNG
+
+
+def _fail(index: int, item: str, expected: str, value: Any) -> ConfigError:
+    return ConfigError(f"VisionSensors[{index}].{item}: expected {expected}, got {value!r}")
+
+
+def _check_int(index: int, item: str, value: Any, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _fail(index, item, f"an integer {low}..{high}", value)
+
+
+def _check_finite(index: int, item: str, value: Any) -> None:
+    if isinstance(value, bool) or not _is_number(value) or not math.isfinite(value):
+        raise _fail(index, item, "a finite number", value)
+
+
+def _check_values(
+    index: int,
+    seq: int,
+    ints: dict[str, int],
+    fov: Any,
+    protocol: list[Any],
+    pos: list[Any],
+    eoq: Any,
+    ang: list[Any],
+    quat: list[Any],
+    other: list[Any],
+) -> None:
+    """Raise :class:`ConfigError` for a value the request record or a receiver cannot use."""
+    _check_int(index, "SeqID", seq, *_U16)
+    for key, value in ints.items():
+        _check_int(index, key, value, *_U16)
+    _check_finite(index, "CameraFOV", fov)
+    _check_int(index, "SendProtocol[0]", protocol[0], *_MODES)
+    for i in range(1, 5):
+        _check_int(index, f"SendProtocol[{i}]", protocol[i], 0, 255)  # IPv4 address bytes
+    _check_int(index, "SendProtocol[5]", protocol[5], 1, 65535)  # after the 9999+SeqID rewrite
+    for i in (6, 7):
+        _check_int(index, f"SendProtocol[{i}]", protocol[i], *_U16)
+    _check_finite(index, "EularOrQuat", eoq)
+    for key, values in (
+        ("SensorPosXYZ", pos),
+        ("SensorAngEular", ang),
+        ("SensorAngQuat", quat),
+        ("otherParams", other),
+    ):
+        for i, value in enumerate(values):
+            _check_finite(index, f"{key}[{i}]", value)
+    if ints["TypeID"] in _POINT_CLOUD_TYPES and not other[0] > 0:
+        # int16 points are scaled by otherParams[0] / 32767: 0 would put every point at 0 m.
+        raise _fail(index, "otherParams[0]", "the point-cloud range in metres, > 0", other[0])
+
+
+def _check_unique_ports(sensors: list[VisionSensorConfig]) -> None:
+    """Two UDP sensors on one port cannot both be received (the second bind fails)."""
+    seen: dict[int, VisionSensorConfig] = {}
+    for sensor in sensors:
+        if sensor.mode == 0:  # shared memory (Windows): no UDP port is used
+            continue
+        first = seen.setdefault(sensor.port, sensor)
+        if first is not sensor:
+            raise ConfigError(
+                f"VisionSensors[{sensor.index}].SendProtocol[5]: expected a port no other "
+                f"sensor uses, got {sensor.port} (effective), already used by "
+                f"VisionSensors[{first.index}] (SeqID {first.seq_id})"
+            )

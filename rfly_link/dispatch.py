@@ -1,8 +1,9 @@
 """Identify a CopterSim or RflySim3D datagram by (length, checksum), and by port when ambiguous.
 
 DECISIONS.md, "RflySim3D receive side": some structures share both length and checksum
-(112 B / 1234567891 and 168 B / 123456789). Given a port, the port's role decides; without
-one, :func:`decode` raises :class:`AmbiguousDatagram` listing the candidates instead of guessing.
+(112 B / 1234567891 and 168 B / 123456789). Given a port, the port's role decides, and a
+structure that never travels on that role is rejected (:class:`WrongPort`); without one,
+:func:`decode` raises :class:`AmbiguousDatagram` listing the candidates instead of guessing.
 Fragmented vision-sensor data is not handled here: see :mod:`rfly_link.reassembly`.
 """
 
@@ -12,7 +13,13 @@ from collections import defaultdict
 from enum import Enum
 
 from rfly_link import messages as m
-from rfly_link.errors import AmbiguousDatagram, DecodeError, UnknownChecksum, WrongLength
+from rfly_link.errors import (
+    AmbiguousDatagram,
+    DecodeError,
+    UnknownChecksum,
+    WrongLength,
+    WrongPort,
+)
 
 MAX_COPTERS = 256  # port ranges below are sized for this many CopterIDs
 
@@ -105,9 +112,12 @@ def candidates(data: bytes | bytearray | memoryview) -> tuple[type[m.WireMessage
 def decode(data: bytes | bytearray | memoryview, *, port: int | None = None) -> m.WireMessage:
     """Decode one CopterSim / RflySim3D datagram to its typed value.
 
-    ``port`` is the UDP port the datagram was sent to (ours when receiving). It is used only to
-    choose between structures that share length and checksum. Raises :class:`WrongLength`,
-    :class:`UnknownChecksum` or :class:`AmbiguousDatagram` (all :class:`DecodeError`).
+    ``port`` is the UDP port the datagram was sent to (ours when receiving). When it has a role
+    in RflySim's port map, only structures that travel on that role are accepted (others raise
+    :class:`WrongPort`), which also chooses between structures that share length and checksum.
+    A port outside the map (or ``None``) gives no information. Raises :class:`WrongLength`,
+    :class:`UnknownChecksum`, :class:`WrongPort` or :class:`AmbiguousDatagram` (all
+    :class:`DecodeError`).
     """
     classes = _BY_LENGTH.get(len(data))
     if classes is None:
@@ -119,16 +129,24 @@ def decode(data: bytes | bytearray | memoryview, *, port: int | None = None) -> 
         raise UnknownChecksum(
             f"datagram of {len(data)} B: checksum {markers} is none of {expected}"
         )
-    if len(found) > 1:
-        role = port_role(port)
+    role = port_role(port)
+    if role is not PortRole.UNKNOWN:
+        # DECISIONS.md: check length *and* port (1234567898 is the IMU only on reply ports).
         by_port = tuple(c for c in found if role in MESSAGE_ROLES[c])
-        if len(by_port) != 1:
-            names = tuple(c.__name__ for c in found)
-            where = f"port {port} ({role.value})" if port is not None else "no port given"
-            raise AmbiguousDatagram(
-                f"datagram of {len(data)} B fits {', '.join(names)}; {where}", names
+        if not by_port:
+            names = ", ".join(c.__name__ for c in found)
+            allowed = sorted({r.value for c in found for r in MESSAGE_ROLES[c]})
+            raise WrongPort(
+                f"datagram of {len(data)} B ({names}) on port {port} ({role.value}): "
+                f"expected a port of role {' or '.join(allowed)}"
             )
         found = by_port
+    if len(found) > 1:
+        names = tuple(c.__name__ for c in found)
+        where = f"port {port} ({role.value})" if port is not None else "no port given"
+        raise AmbiguousDatagram(
+            f"datagram of {len(data)} B fits {', '.join(names)}; {where}", names
+        )
     return found[0].decode(data)
 
 

@@ -15,6 +15,8 @@ dropped them (:mod:`rfly_link.pool`): fresh 1.6-3.2 MB allocations halved the ra
 
 The kernel receive buffer is asked for 8 MiB (a 1.6 MB LiDAR burst loses 61-97 % with the
 208 KiB default); the size granted is reported, with the kernel's ``RcvbufErrors`` counter.
+Linux reports twice the usable size, so the shortfall warning compares the usable half; as root
+(CAP_NET_ADMIN) ``SO_RCVBUFFORCE`` lifts the ``net.core.rmem_max`` cap.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import ipaddress
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -41,9 +44,15 @@ from rfly_link.sensors import decode_sensor
 log = logging.getLogger(__name__)
 
 DEFAULT_RCVBUF = 8 * 1024 * 1024
+DEFAULT_IN_FLIGHT = 64 * 1024 * 1024  # Reassembler's default max_bytes_in_flight
 MAX_DATAGRAM = 65535
 RFLYSIM3D_PORT = 20006
 RFLYSIM3D_GROUP = "224.0.0.10"
+_LINUX = sys.platform.startswith("linux")
+# Python's socket module has no SO_RCVBUFFORCE; Linux's value is 33 (asm-generic/socket.h).
+SO_RCVBUFFORCE: int | None = getattr(socket, "SO_RCVBUFFORCE", 33 if _LINUX else None)
+# A persistent socket error must not spin a core: back off, doubling, up to this long.
+SOCKET_ERROR_BACKOFF_S = (0.001, 0.1)
 
 
 class Event(NamedTuple):
@@ -117,6 +126,17 @@ class MessagePipeline:
         return {cause: n for cause, n in self._drops.items() if n}
 
 
+def sensor_reassembler(sensor: VisionSensorConfig) -> Reassembler:
+    """A :class:`Reassembler` whose frame size limit comes from the sensor's Config.json entry.
+
+    Without sizes in the configuration the defaults apply (32 MiB a frame, 64 MiB in flight).
+    """
+    bound = sensor.max_frame_bytes()
+    if bound is None:
+        return Reassembler()
+    return Reassembler(max_frame_bytes=bound, max_bytes_in_flight=max(DEFAULT_IN_FLIGHT, 2 * bound))
+
+
 class SensorPipeline:
     """One vision sensor: fragments -> :class:`Reassembler` -> :func:`decode_sensor`."""
 
@@ -124,7 +144,8 @@ class SensorPipeline:
 
     def __init__(self, sensor: VisionSensorConfig, reassembler: Reassembler | None = None) -> None:
         self.sensor = sensor
-        self.reassembler = reassembler or Reassembler()
+        self.destination_ip = sensor.receiver_ip  # where Config.json has RflySim3D send data
+        self.reassembler = reassembler or sensor_reassembler(sensor)
         self.arrays = ArrayPool()
         self._params = {**sensor.decode_params(), "allocate": self.arrays.take}
         self._drops = _zero_drops()
@@ -205,12 +226,40 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def is_wildcard(host: str) -> bool:
+    """True for the addresses that bind every local interface."""
+    return host in ("", "0.0.0.0")
+
+
+def serves_destination(bind_host: str, destination_ip: str) -> bool:
+    """Whether a socket bound to ``bind_host`` receives datagrams sent to ``destination_ip``."""
+    if is_wildcard(bind_host):
+        return True
+    bind = "127.0.0.1" if bind_host == "localhost" else bind_host
+    return bind == destination_ip
+
+
+def usable_rcvbuf(granted: int) -> int:
+    """Payload bytes a granted ``SO_RCVBUF`` holds: Linux reports twice the size (bookkeeping)."""
+    return granted // 2 if _LINUX else granted
+
+
+def socket_error_backoff_s(consecutive_errors: int) -> float:
+    """Pause before the next receive after ``consecutive_errors`` socket errors in a row."""
+    low, high = SOCKET_ERROR_BACKOFF_S
+    return min(high, low * 2 ** min(consecutive_errors - 1, 16))
+
+
 class UdpReceiver:
     """A bound UDP socket, its reader thread and a bounded queue of :class:`Event`.
 
     ``allowed_senders`` (IP strings) drops everything else, counted as ``sender_not_allowed``.
     Binding a non-loopback address without one logs a warning at :meth:`start`, since the
-    simulator usually runs on another machine and the socket is then open to the network.
+    simulator usually runs on another machine and the socket is then open to the network. With
+    ``multicast_group`` the socket binds every address (a unicast-bound socket never sees
+    multicast), so the warning applies whatever ``host`` is; the group is joined on
+    ``multicast_interface`` (default: ``host`` when it names a non-loopback address, otherwise
+    the kernel's choice by route, INADDR_ANY). Use ``"127.0.0.1"`` for loopback-only multicast.
     """
 
     def __init__(
@@ -222,6 +271,7 @@ class UdpReceiver:
         allowed_senders: Collection[str] | None = None,
         rcvbuf_bytes: int = DEFAULT_RCVBUF,
         multicast_group: str | None = None,
+        multicast_interface: str | None = None,
         queue_size: int = 256,
         batch_size: int = 64,
         clock: Callable[[], int] = time.monotonic_ns,
@@ -233,6 +283,10 @@ class UdpReceiver:
         self.allowed_senders = frozenset(allowed_senders) if allowed_senders is not None else None
         self.rcvbuf_requested = rcvbuf_bytes
         self.multicast_group = multicast_group
+        if multicast_interface is None:
+            specific = not is_wildcard(host) and not is_loopback(host)
+            multicast_interface = host if specific else "0.0.0.0"
+        self.multicast_interface = multicast_interface
         self.batch_size = batch_size
         self.clock = clock
         self.name = name or f"rfly-udp-{port}"
@@ -241,13 +295,20 @@ class UdpReceiver:
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._stopping = False
+        self._stop_event = threading.Event()  # wakes a backing-off reader at close()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.rcvbuf_granted = 0
         self._datagrams = 0
         self._bytes = 0
         self._events = 0
         self._local_drops = dict.fromkeys(
-            (DropCause.SENDER_NOT_ALLOWED, DropCause.QUEUE_FULL, DropCause.DECODE_FAILED), 0
+            (
+                DropCause.SENDER_NOT_ALLOWED,
+                DropCause.QUEUE_FULL,
+                DropCause.DECODE_FAILED,
+                DropCause.SOCKET_ERROR,
+            ),
+            0,
         )
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -264,44 +325,86 @@ class UdpReceiver:
             sock.close()
             raise
         self._sock = sock
-        if not is_loopback(self.host) and self.allowed_senders is None:
+        self._stopping = False
+        self._stop_event.clear()
+        self._warn_at_start()
+        self._thread = threading.Thread(target=self._reader, name=self.name, daemon=True)
+        self._thread.start()
+
+    @property
+    def bind_host(self) -> str:
+        """The address actually bound: every address ("") when receiving multicast."""
+        return "" if self.multicast_group is not None else self.host
+
+    @property
+    def rcvbuf_usable(self) -> int:
+        """Datagram bytes the granted receive buffer holds (half the value Linux reports)."""
+        return usable_rcvbuf(self.rcvbuf_granted)
+
+    def _warn_at_start(self) -> None:
+        bound = self.bind_host or "0.0.0.0"
+        if not is_loopback(bound) and self.allowed_senders is None:
             log.warning(
                 "%s: bound to %s:%d without an allow-list: any host on the network can "
                 "send to it; pass allowed_senders=[<simulator IP>]",
                 self.name,
-                self.host,
+                bound,
                 self.bound_port,
             )
-        if self.rcvbuf_granted < self.rcvbuf_requested:
+        destination = getattr(self.pipeline, "destination_ip", None)
+        if destination is not None and not serves_destination(self.bind_host, destination):
             log.warning(
-                "%s: receive buffer %d B granted of %d B requested (net.core.rmem_max); "
+                "%s: Config.json sends this sensor's data to %s, but the receiver is bound to "
+                "%s: nothing will arrive; bind %s (or 0.0.0.0 with an allow-list)",
+                self.name,
+                destination,
+                bound,
+                destination,
+            )
+        if self.rcvbuf_usable < self.rcvbuf_requested:
+            log.warning(
+                "%s: receive buffer holds %d B of %d B requested (net.core.rmem_max); "
                 "large sensor bursts may be lost",
                 self.name,
-                self.rcvbuf_granted,
+                self.rcvbuf_usable,
                 self.rcvbuf_requested,
             )
-        self._thread = threading.Thread(target=self._reader, name=self.name, daemon=True)
-        self._thread.start()
 
     def _configure(self, sock: socket.socket) -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.rcvbuf_requested)
         granted = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
-        force = getattr(socket, "SO_RCVBUFFORCE", None)
-        if granted < self.rcvbuf_requested and force is not None:
-            with contextlib.suppress(PermissionError, OSError):
-                sock.setsockopt(socket.SOL_SOCKET, force, self.rcvbuf_requested)
+        if usable_rcvbuf(granted) < self.rcvbuf_requested and SO_RCVBUFFORCE is not None:
+            with contextlib.suppress(OSError):  # needs CAP_NET_ADMIN; rmem_max caps otherwise
+                sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, self.rcvbuf_requested)
             granted = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
-        self.rcvbuf_granted = granted  # Linux reports the doubled bookkeeping size
-        bind_host = self.host
+        self.rcvbuf_granted = granted  # as reported: Linux doubles it
         if self.multicast_group is not None:
-            # A socket bound to a unicast address never sees multicast datagrams.
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            bind_host = ""
-        sock.bind((bind_host, self.port))
+        try:
+            sock.bind((self.bind_host, self.port))
+        except OSError as exc:
+            raise OSError(
+                exc.errno,
+                f"{self.name}: cannot bind {self.bind_host or '0.0.0.0'}:{self.port}: "
+                f"{exc.strerror}",
+            ) from exc
         if self.multicast_group is not None:
-            interface = "0.0.0.0" if self.host in ("", "0.0.0.0") else self.host
-            membership = socket.inet_aton(self.multicast_group) + socket.inet_aton(interface)
-            sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, membership)
+            group = socket.inet_aton(self.multicast_group)
+            try:
+                membership = group + socket.inet_aton(self.multicast_interface)
+                sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, membership)
+            except OSError as exc:
+                raise OSError(
+                    exc.errno,
+                    f"{self.name}: cannot join {self.multicast_group} on interface "
+                    f"{self.multicast_interface}: {exc.strerror}",
+                ) from exc
+            log.info(
+                "%s: joined %s on interface %s",
+                self.name,
+                self.multicast_group,
+                self.multicast_interface,
+            )
         sock.setblocking(True)  # the reader blocks in recv only when the queue is drained
 
     async def close(self) -> None:
@@ -309,6 +412,7 @@ class UdpReceiver:
         if self._sock is None:
             return
         self._stopping = True
+        self._stop_event.set()
         # shutdown() wakes a thread blocked in recv, even on an unconnected UDP socket on
         # Linux (it also raises ENOTCONN there, which is expected).
         with contextlib.suppress(OSError):
@@ -387,6 +491,7 @@ class UdpReceiver:
         # until the socket is drained (fewer wake-ups at 1 kHz IMU rates).
         urgent = getattr(pipeline, "urgent", False)
         batch: list[Event] = []
+        errors_in_a_row = 0
         while True:
             slot = receive_slot() if receive_slot is not None else None
             buffers = plain if slot is None else [slot, scratch]
@@ -412,13 +517,17 @@ class UdpReceiver:
                     pipeline.cancel_in_place()
                 if self._stopping:
                     break
-                if sender is None:  # a socket error: count it and keep receiving
-                    self._local_drops[DropCause.DECODE_FAILED] += 1
+                if sender is None:  # a socket error: count it, back off, keep receiving
+                    self._local_drops[DropCause.SOCKET_ERROR] += 1
+                    errors_in_a_row += 1
+                    if self._stop_event.wait(socket_error_backoff_s(errors_in_a_row)):
+                        break
                 else:
                     self._datagrams += 1
                     self._bytes += n
                     self._local_drops[DropCause.SENDER_NOT_ALLOWED] += 1
                 continue
+            errors_in_a_row = 0
             self._datagrams += 1
             self._bytes += n
             try:

@@ -7,7 +7,9 @@
     │   ├── WrongLength                     no structure has this length, or not the one expected
     │   ├── UnknownChecksum                 the length is known but the marker is not
     │   ├── AmbiguousDatagram               several structures fit and no port tells them apart
-    │   └── InconsistentPayload             a count or size field disagrees with the length
+    │   ├── WrongPort                       the structure fits but never travels on this port
+    │   ├── InconsistentPayload             a count or size field disagrees with the length
+    │   └── UnsupportedFrame                a frame_type we cannot interpret (odometry)
     └── ConfigError (also ValueError)       a Config.json that the SDK's loader would reject
 
 Every ``DecodeError`` carries a :class:`DropCause`, so receive loops count the cause instead of
@@ -26,6 +28,7 @@ class DropCause(str, Enum):
     WRONG_LENGTH = "wrong_length"
     UNKNOWN_CHECKSUM = "unknown_checksum"
     AMBIGUOUS = "ambiguous"
+    WRONG_PORT = "wrong_port"
     INCONSISTENT = "inconsistent"
     ABSURD_SIZE = "absurd_size"
     BAD_SEQUENCE = "bad_sequence"
@@ -37,6 +40,9 @@ class DropCause(str, Enum):
     SENDER_NOT_ALLOWED = "sender_not_allowed"
     QUEUE_FULL = "queue_full"
     DECODE_FAILED = "decode_failed"
+    UNSUPPORTED_FRAME = "unsupported_frame"
+    SOCKET_ERROR = "socket_error"
+    BYTES_IN_FLIGHT = "bytes_in_flight"
 
 
 class RflyLinkError(Exception):
@@ -72,8 +78,20 @@ class AmbiguousDatagram(DecodeError):
         self.candidates = candidates
 
 
+class WrongPort(DecodeError):
+    """Length and checksum fit, but the port's role in RflySim's map excludes the structure."""
+
+    cause = DropCause.WRONG_PORT
+
+
 class InconsistentPayload(DecodeError):
     cause = DropCause.INCONSISTENT
+
+
+class UnsupportedFrame(DecodeError):
+    """A coordinate-frame code we do not know: converting it as NED/FRD would be wrong."""
+
+    cause = DropCause.UNSUPPORTED_FRAME
 
 
 class ConfigError(RflyLinkError, ValueError):

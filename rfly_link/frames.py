@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from rfly_link.messages import ImuReply, OdomReply
+from rfly_link.errors import UnsupportedFrame
+from rfly_link.messages import ImuReply, OdomFlags, OdomFrameType, OdomReply
 
 ArrayLike = Sequence[float] | np.ndarray
 
@@ -148,43 +149,74 @@ def world_attitude(q_ned_frd: ArrayLike, to: WorldFrame) -> np.ndarray:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Odometry:
-    """Odometry in a named convention: ``frame`` is e.g. ``"NWU/FLU"`` or ``"ENU/FLU"``."""
+    """Odometry in a named convention: ``frame`` is e.g. ``"NWU/FLU"`` or ``"ENU/FLU"``.
+
+    A field whose validity bit is clear in the reply's flags (VSP 3.3: bit 0 position, 1
+    attitude, 2 linear velocity, 3 angular velocity) is ``None``, never a stale or zero value.
+    """
 
     copter_id: int
     frame: str
     simulation_time_s: float
-    position_m: np.ndarray
-    quaternion_wxyz: np.ndarray
-    linear_velocity_m_s: np.ndarray  # world frame
-    angular_velocity_rad_s: np.ndarray  # body frame
+    position_m: np.ndarray | None
+    quaternion_wxyz: np.ndarray | None
+    linear_velocity_m_s: np.ndarray | None  # world frame
+    angular_velocity_rad_s: np.ndarray | None  # body frame
     epoch: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        def listed(a: np.ndarray | None) -> list[float] | None:
+            return None if a is None else a.tolist()
+
         return {
             "type": "Odometry",
             "copter_id": self.copter_id,
             "frame": self.frame,
             "simulation_time_s": self.simulation_time_s,
-            "position_m": self.position_m.tolist(),
-            "quaternion_wxyz": self.quaternion_wxyz.tolist(),
-            "linear_velocity_m_s": self.linear_velocity_m_s.tolist(),
-            "angular_velocity_rad_s": self.angular_velocity_rad_s.tolist(),
+            "position_m": listed(self.position_m),
+            "quaternion_wxyz": listed(self.quaternion_wxyz),
+            "linear_velocity_m_s": listed(self.linear_velocity_m_s),
+            "angular_velocity_rad_s": listed(self.angular_velocity_rad_s),
             "epoch": self.epoch,
         }
 
 
+def check_frame_type(odom: OdomReply) -> None:
+    """Raise :class:`UnsupportedFrame` unless the reply is world NED / body FRD (VSP 3.3)."""
+    if odom.frame_type != OdomFrameType.NED_FRD:
+        raise UnsupportedFrame(
+            f"OdomReply.frame_type: expected {int(OdomFrameType.NED_FRD)} (world NED, body FRD), "
+            f"got {odom.frame_type}"
+        )
+
+
 def odometry_in(odom: OdomReply, to: WorldFrame) -> Odometry:
-    """Convert a CopterSim odometry reply (NED/FRD) to ``to`` (NWU/FLU or ENU/FLU)."""
+    """Convert a CopterSim odometry reply (NED/FRD) to ``to`` (NWU/FLU or ENU/FLU).
+
+    Raises :class:`UnsupportedFrame` when ``frame_type`` is not 1 (NED/FRD): no other value is
+    documented, and converting it as NED/FRD would silently give wrong axes.
+    """
+    check_frame_type(odom)
+    flags = odom.flags
     body = "FRD" if to is WorldFrame.NED else "FLU"
-    rates = _vec(odom.angular_velocity_frd_rad_s)
+    position = attitude = velocity = rates = None
+    if flags & OdomFlags.POSITION_VALID:
+        position = world_vector(odom.position_ned_m, to)
+    if flags & OdomFlags.ATTITUDE_VALID:
+        attitude = world_attitude(odom.quaternion_wxyz, to)
+    if flags & OdomFlags.VELOCITY_VALID:
+        velocity = world_vector(odom.velocity_ned_m_s, to)
+    if flags & OdomFlags.ANGULAR_VELOCITY_VALID:
+        raw = _vec(odom.angular_velocity_frd_rad_s)
+        rates = raw.copy() if body == "FRD" else frd_to_flu(raw)
     return Odometry(
         copter_id=odom.copter_id,
         frame=f"{to.value}/{body}",
         simulation_time_s=odom.simulation_time_s,
-        position_m=world_vector(odom.position_ned_m, to),
-        quaternion_wxyz=world_attitude(odom.quaternion_wxyz, to),
-        linear_velocity_m_s=world_vector(odom.velocity_ned_m_s, to),
-        angular_velocity_rad_s=rates.copy() if body == "FRD" else frd_to_flu(rates),
+        position_m=position,
+        quaternion_wxyz=attitude,
+        linear_velocity_m_s=velocity,
+        angular_velocity_rad_s=rates,
     )
 
 
@@ -199,7 +231,9 @@ class LocalOdometry:
     The first sample with valid position and attitude sets the origin (epoch 0). A sample with
     the discontinuity flag clears it and is not output; the next valid sample sets a new origin
     in the next epoch. Local positions are ``position - origin`` with the world axes kept.
-    ``max_vehicles`` bounds the table against a peer inventing CopterIDs.
+    ``max_vehicles`` bounds the table against a peer inventing CopterIDs. A sample whose
+    ``frame_type`` is not NED/FRD is dropped and counted in ``dropped_frame_type``; velocity and
+    angular rate are ``None`` when their validity bits are clear.
     """
 
     def __init__(self, *, max_vehicles: int = 64) -> None:
@@ -209,6 +243,7 @@ class LocalOdometry:
         self.dropped_invalid = 0
         self.dropped_discontinuity = 0
         self.dropped_table_full = 0
+        self.dropped_frame_type = 0
 
     def epoch(self, copter_id: int) -> int | None:
         return self._epoch.get(copter_id)
@@ -216,6 +251,9 @@ class LocalOdometry:
     def update(self, odom: OdomReply, to: WorldFrame = WorldFrame.NED) -> Odometry | None:
         """Return the sample in the local frame, or ``None`` when it cannot be placed."""
         cid = odom.copter_id
+        if odom.frame_type != OdomFrameType.NED_FRD:  # counted, not raised: a stream consumer
+            self.dropped_frame_type += 1
+            return None
         if cid not in self._origin and len(self._origin) >= self.max_vehicles:
             self.dropped_table_full += 1
             return None

@@ -5,7 +5,9 @@ Unlike the SDK's single slot per socket, frames are keyed by ``(sender, frame_id
 order, two senders may interleave, and both header types may share a socket. Each frame is
 assembled in one buffer allocated once its fragment size is known: fragment ``k`` is copied
 to ``k * fragment_size``, so assembly is linear. Everything is bounded (frames in flight, frame
-bytes, fragments per frame) and every discarded datagram or frame is counted by cause.
+bytes, fragments per frame, and the bytes reserved by all frames in flight together, since a
+single small first fragment may claim a buffer of ``count * fragment_size``) and every
+discarded datagram or frame is counted by cause.
 Frame buffers are recycled (:mod:`rfly_link.pool`) once the consumer has dropped a frame.
 """
 
@@ -61,6 +63,7 @@ class ReassemblerStats(NamedTuple):
     bytes_completed: int
     frames_in_flight: int
     drops: dict[str, int]
+    bytes_in_flight: int = 0  # buffer bytes reserved by incomplete frames
 
 
 class _Frame:
@@ -77,6 +80,7 @@ class _Frame:
         "last_len",
         "pending_last",
         "received",
+        "reserved",
         "timestamp_s",
     )
 
@@ -92,6 +96,7 @@ class _Frame:
         self.have = 0
         self.fragment_size = 0
         self.buffer: bytearray | None = None
+        self.reserved = 0  # bytes counted against the in-flight budget
         self.pending_last: bytes | None = None
         self.last_len = 0
 
@@ -101,7 +106,10 @@ class Reassembler:
 
     ``timeout_ns`` evicts a frame that has not completed since its first fragment;
     ``max_frames_in_flight`` evicts the oldest frame when a new one would exceed it;
-    ``max_frame_bytes`` and ``max_fragments`` reject absurd sizes before allocating.
+    ``max_frame_bytes`` and ``max_fragments`` reject absurd sizes before allocating;
+    ``max_bytes_in_flight`` bounds the buffers of all incomplete frames together: a frame that
+    needs more evicts the oldest frames (counted as ``bytes_in_flight``), and a frame that alone
+    exceeds it is dropped with the same cause.
     """
 
     def __init__(
@@ -111,14 +119,21 @@ class Reassembler:
         max_frames_in_flight: int = 8,
         max_frame_bytes: int = 32 * 1024 * 1024,
         max_fragments: int = 4096,
+        max_bytes_in_flight: int = 64 * 1024 * 1024,
         remember_completed: int = 64,
     ) -> None:
-        if max_frames_in_flight < 1 or max_frame_bytes < 1 or max_fragments < 1:
-            raise ValueError("max_frames_in_flight, max_frame_bytes, max_fragments: must be >= 1")
+        limits = (max_frames_in_flight, max_frame_bytes, max_fragments, max_bytes_in_flight)
+        if min(limits) < 1:
+            raise ValueError(
+                "max_frames_in_flight, max_frame_bytes, max_fragments, max_bytes_in_flight: "
+                f"must be >= 1, got {limits}"
+            )
         self.timeout_ns = timeout_ns
         self.max_frames_in_flight = max_frames_in_flight
         self.max_frame_bytes = max_frame_bytes
         self.max_fragments = max_fragments
+        self.max_bytes_in_flight = max_bytes_in_flight
+        self._bytes_in_flight = 0
         self._remember = remember_completed
         self._frames: OrderedDict[Hashable, _Frame] = OrderedDict()
         self._completed: OrderedDict[Hashable, int] = OrderedDict()
@@ -146,6 +161,7 @@ class Reassembler:
             self._bytes_done,
             len(self._frames),
             drops,
+            self._bytes_in_flight,
         )
 
     def drops(self, cause: DropCause) -> int:
@@ -164,7 +180,7 @@ class Reassembler:
             key, frame = next(iter(frames.items()))
             if now_ns - frame.first_rx_ns <= self.timeout_ns:
                 break
-            del frames[key]
+            self._forget(key)
             self._drops[DropCause.TIMEOUT] += 1
             evicted += 1
         completed = self._completed
@@ -373,7 +389,7 @@ class Reassembler:
         now_ns: int,
     ) -> _Frame | None:
         if len(self._frames) >= self.max_frames_in_flight:
-            self._frames.popitem(last=False)
+            self._forget(next(iter(self._frames)))
             self._drops[DropCause.OVERFLOW] += 1
         frame = _Frame(count, header_size, frame_id, ts, now_ns)
         self._frames[key] = frame
@@ -390,13 +406,18 @@ class Reassembler:
                 frame.last_len = n
                 return True
             if n == 0 or frame.count * n > self.max_frame_bytes:
-                del self._frames[key]
+                self._forget(key)
                 self._drop(DropCause.FRAME_TOO_LARGE if n else DropCause.INCONSISTENT)
                 return False
             if frame.pending_last is not None and frame.last_len > n:
-                del self._frames[key]
+                self._forget(key)
                 self._drop(DropCause.INCONSISTENT)
                 return False
+            if not self._reserve(key, frame.count * n):
+                self._forget(key)
+                self._drop(DropCause.BYTES_IN_FLIGHT)
+                return False
+            frame.reserved = frame.count * n
             frame.fragment_size = n
             frame.buffer = self._pool.take(frame.count * n)
             if frame.pending_last is not None:
@@ -413,8 +434,27 @@ class Reassembler:
             frame.last_len = n
         return True
 
+    def _reserve(self, key: Hashable, need: int) -> bool:
+        """Make room for ``need`` buffer bytes, evicting the oldest other frames if needed."""
+        if need > self.max_bytes_in_flight:
+            return False
+        while self._bytes_in_flight + need > self.max_bytes_in_flight:
+            victim = next(k for k, f in self._frames.items() if f.reserved and k != key)
+            self._forget(victim)
+            self._drops[DropCause.BYTES_IN_FLIGHT] += 1
+        self._bytes_in_flight += need
+        return True
+
+    def _forget(self, key: Hashable) -> None:
+        """Remove an incomplete or finished frame and release its share of the budget."""
+        frame = self._frames.pop(key)
+        self._bytes_in_flight -= frame.reserved
+        frame.reserved = 0
+        if self._hint is not None and self._hint[1] is frame:
+            self._hint = None
+
     def _finish(self, key: Hashable, sender: Hashable, frame: _Frame, now_ns: int) -> SensorFrame:
-        del self._frames[key]
+        self._forget(key)
         self._remember_completed(key, now_ns)
         assert frame.buffer is not None  # a frame of >= 2 fragments has a non-last one
         total = (frame.count - 1) * frame.fragment_size + frame.last_len

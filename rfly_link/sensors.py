@@ -229,6 +229,12 @@ _RAW_PIXELS: Mapping[int, tuple[str, int]] = {
 }
 
 
+def raw_image_bytes(type_id: int, width: int, height: int) -> int:
+    """Size of a raw-pixel (mode 2) frame of an image TypeID."""
+    dtype, channels = _RAW_PIXELS[type_id]
+    return width * height * channels * np.dtype(dtype).itemsize
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Image:
     """An image payload. ``pixels`` is set for raw mode; compressed data stays in ``data``.
@@ -306,7 +312,7 @@ def decode_image(
     dtype, channels = _RAW_PIXELS[type_id]
     if not width or not height:
         raise InconsistentPayload(f"image TypeID {type_id}: raw pixels need width and height")
-    expected = width * height * channels * np.dtype(dtype).itemsize
+    expected = raw_image_bytes(type_id, width, height)
     if len(payload) != expected:
         raise WrongLength(
             f"image TypeID {type_id}: raw {width}x{height}x{channels} {dtype} "

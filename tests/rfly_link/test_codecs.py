@@ -115,6 +115,28 @@ def test_shared_layouts_are_ambiguous_without_port() -> None:
     assert type(rfly_link.decode(full, port=20010)) is m.UE4PosFull
 
 
+@pytest.mark.parametrize(
+    ("msg", "port"),
+    [
+        (m.ImuReply(), 20006),  # the IMU reply travels only on 31000 + N - 1
+        (m.ImuReply(), 30101),
+        (m.SensorReqCopterSim(), 30101),  # a request goes to 30100 + 2(N-1), not the state port
+        (m.SensorReqCopterSim(), 31000),
+        (m.OdomReply(), 20006),
+        (m.CopterSimCrash(), 31001),
+        (m.SOut2SimulatorSimpleTime(copter_id=1), 31000),  # 112 B shared by three, none here
+    ],
+)
+def test_structure_on_a_port_of_another_role_is_rejected(msg: m.WireMessage, port: int) -> None:
+    with pytest.raises(rfly_link.WrongPort, match=f"port {port}") as info:
+        rfly_link.decode(msg.encode(), port=port)
+    assert info.value.cause is DropCause.WRONG_PORT
+    # Without a port, or on a port outside RflySim's map, the length and checksum decide.
+    if type(msg) is not m.SOut2SimulatorSimpleTime:
+        assert type(rfly_link.decode(msg.encode())) is type(msg)
+        assert type(rfly_link.decode(msg.encode(), port=5000)) is type(msg)
+
+
 def test_same_checksum_other_length_is_not_the_imu() -> None:
     # DECISIONS.md: 1234567898 also appears in a 48-byte message on another port.
     data = struct.pack("<i", 1234567898) + bytes(44)

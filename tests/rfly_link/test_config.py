@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import struct
 
@@ -111,9 +112,10 @@ def test_comments_are_stripped_like_the_sdk() -> None:
 )
 def test_seq_id_auto_numbering(written: list[int], effective: list[int]) -> None:
     doc = {"VisionSensors": []}
-    for seq in written:
+    for i, seq in enumerate(written):
         entry = copy.deepcopy(EXAMPLE["VisionSensors"][0])
         entry["SeqID"] = seq
+        entry["SendProtocol"][5] = 20000 + i  # explicit ports: duplicate SeqIDs stay loadable
         doc["VisionSensors"].append(entry)
     assert [s.seq_id for s in config.parse_config(json.dumps(doc)).sensors] == effective
 
@@ -151,3 +153,94 @@ def test_legacy_layout_and_send_protocol_rewrites() -> None:
     wrong = copy.deepcopy(EXAMPLE)
     wrong["VisionSensors"][0]["otherParams"] = [0] * 8  # new layout needs 16
     assert config.parse_config(json.dumps(wrong)).skipped[0][0] == 0
+
+
+def _with(path: tuple, value: object, sensor: int = 1) -> str:
+    """EXAMPLE with ``VisionSensors[sensor][path...] = value``, as Config.json text."""
+    doc = copy.deepcopy(EXAMPLE)
+    target = doc["VisionSensors"][sensor]
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (("SendProtocol", 5), "10001", r"VisionSensors\[1\]\.SendProtocol\[5\]: expected an "
+         r"integer 1\.\.65535, got '10001'"),
+        (("SendProtocol", 5), 70000, r"SendProtocol\[5\]: expected an integer 1\.\.65535"),
+        (("SendProtocol", 5), 1.5, r"SendProtocol\[5\]: expected an integer"),
+        (("SendProtocol", 0), 7, r"SendProtocol\[0\]: expected an integer 0\.\.3, got 7"),
+        (("SendProtocol", 2), 256, r"SendProtocol\[2\]: expected an integer 0\.\.255"),
+        (("SendProtocol", 7), -1, r"SendProtocol\[7\]: expected an integer 0\.\.65535"),
+        (("DataWidth",), 70000, r"VisionSensors\[1\]\.DataWidth: expected an integer 0\.\.65535"),
+        (("otherParams", 0), "60", r"VisionSensors\[1\]\.otherParams\[0\]: expected a finite "
+         r"number, got '60'"),
+        (("otherParams", 0), 0, r"otherParams\[0\]: expected the point-cloud range in metres, > 0"),
+        (("otherParams", 0), -5, r"otherParams\[0\]: expected the point-cloud range"),
+        (("otherParams", 3), None, r"otherParams\[3\]: expected a finite number, got None"),
+        (("SensorPosXYZ", 2), "x", r"SensorPosXYZ\[2\]: expected a finite number"),
+        (("SensorAngQuat", 0), [1], r"SensorAngQuat\[0\]: expected a finite number"),
+        (("SensorAngEular", 1), True, r"SensorAngEular\[1\]: expected a finite number"),
+        (("CameraFOV",), float("inf"), r"CameraFOV: expected a finite number"),
+        (("EularOrQuat",), "q", r"EularOrQuat: expected a finite number"),
+    ],
+)  # fmt: skip
+def test_bad_values_fail_at_load_naming_the_item(path: tuple, value: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config.parse_config(_with(path, value))
+
+
+@pytest.mark.parametrize("type_id", [7, 20, 21, 22, 23])
+def test_point_clouds_need_a_positive_range(type_id: int) -> None:
+    doc = copy.deepcopy(EXAMPLE)
+    doc["VisionSensors"][1]["TypeID"] = type_id
+    assert config.parse_config(json.dumps(doc)).sensors[1].decode_params()["scale_m"] == 60.0
+    doc["VisionSensors"][1]["otherParams"][0] = 0
+    with pytest.raises(ConfigError, match=r"VisionSensors\[1\]\.otherParams\[0\]"):
+        config.parse_config(json.dumps(doc))
+    doc["VisionSensors"][1]["TypeID"] = 1  # a camera does not use otherParams[0]
+    assert config.parse_config(json.dumps(doc)).sensors[1].type_id == 1
+
+
+def test_duplicate_effective_ports_are_rejected() -> None:
+    # Explicit port equal to another sensor's 9999 + SeqID default (10000 for SeqID 1).
+    with pytest.raises(
+        ConfigError,
+        match=r"VisionSensors\[1\]\.SendProtocol\[5\]: expected a port no other sensor uses, "
+        r"got 10000 .*VisionSensors\[0\]",
+    ):
+        config.parse_config(_with(("SendProtocol", 5), 10000))
+    # Duplicate SeqIDs (not detected by the SDK) give duplicate default ports.
+    doc = copy.deepcopy(EXAMPLE)
+    doc["VisionSensors"][2]["SeqID"] = 1
+    with pytest.raises(ConfigError, match=r"VisionSensors\[2\].*got 10000"):
+        config.parse_config(json.dumps(doc))
+    # Shared-memory sensors (Windows) use no port, so they may share one.
+    legacy_doc = copy.deepcopy(doc)
+    for entry in legacy_doc["VisionSensors"]:
+        entry["SendProtocol"][0] = 0
+    assert len(config.parse_config(json.dumps(legacy_doc), linux=False).sensors) == 3
+
+
+def test_values_of_a_skipped_sensor_are_not_checked() -> None:
+    doc = copy.deepcopy(EXAMPLE)
+    doc["VisionSensors"][1]["SendProtocol"] = ["x"] * 7  # wrong length: the SDK skips it
+    loaded = config.parse_config(json.dumps(doc))
+    assert [s.index for s in loaded.sensors] == [0, 2]
+
+
+def test_frame_size_bound_from_data_width_and_height() -> None:
+    camera, lidar, targets = config.parse_config(json.dumps(EXAMPLE)).sensors
+    assert camera.max_frame_bytes() == 2 * 800 * 600 * 3 + 64 * 1024  # JPEG: twice raw BGR
+    raw = dataclasses.replace(camera, send_protocol=(2, *camera.send_protocol[1:]))
+    assert raw.max_frame_bytes() == 800 * 600 * 3  # raw pixels: exact
+    depth = dataclasses.replace(raw, type_id=2)
+    assert depth.max_frame_bytes() == 800 * 600 * 2
+    assert lidar.max_frame_bytes() == 1024 * 1024  # 720 x 16 rays: the 1 MiB floor
+    big = dataclasses.replace(lidar, data_width=1800, data_height=128)
+    assert big.max_frame_bytes() == 36 + 1800 * 128 * 4 * 16  # 4 returns of float32 x,y,z,seg
+    assert targets.max_frame_bytes() is None  # no size rule: the reassembler's defaults
+    assert dataclasses.replace(camera, data_width=0).max_frame_bytes() is None

@@ -7,7 +7,9 @@ import dataclasses
 import json
 import logging
 import socket
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -225,7 +227,9 @@ def test_sensor_receivers_from_config_skip_shared_memory() -> None:
 
 def test_multicast_group_on_loopback() -> None:
     async def main() -> None:
-        receiver = endpoints.rflysim3d_receiver(port=0, multicast=True, host="127.0.0.1")
+        receiver = endpoints.rflysim3d_receiver(
+            port=0, multicast=True, host="127.0.0.1", multicast_interface="127.0.0.1"
+        )
         try:
             await receiver.start()
         except OSError as exc:  # no multicast route in this environment
@@ -286,6 +290,9 @@ def test_cli_listens_and_prints_json_lines() -> None:
     args = parser.parse_args(["--copter", "1", "--count", "1"])
     receivers = cli.build_receivers(args)
     assert [r.port for r in receivers] == [30101, 31000]
+    args = parser.parse_args(["--rflysim3d", "--multicast", "--multicast-interface", "10.1.2.3"])
+    (rx3d,) = cli.build_receivers(args)
+    assert rx3d.multicast_group == "224.0.0.10" and rx3d.multicast_interface == "10.1.2.3"
     assert cli.run(parser.parse_args([])) == 2  # nothing to listen to
 
     async def main() -> None:
@@ -305,5 +312,253 @@ def test_cli_listens_and_prints_json_lines() -> None:
         line = json.loads(out.getvalue())
         assert line["value"]["type"] == "SOut2Simulator"
         assert line["value"]["position_ned_m"] == [1.0, 2.0, 3.0]
+
+    run(main)
+
+
+def test_message_pipeline_counts_a_structure_on_the_wrong_port() -> None:
+    pipeline = endpoints.MessagePipeline(20006)
+    imu = memoryview(m.ImuReply().encode())  # the IMU reply belongs on 31000 + N - 1
+    assert pipeline.process(imu, ("127.0.0.1", 1), 0) == []
+    assert pipeline.drop_counts() == {"wrong_port": 1}
+    assert len(endpoints.MessagePipeline(31000).process(imu, ("127.0.0.1", 1), 0)) == 1
+
+
+def test_sensor_pipeline_limits_frames_from_the_config_sizes() -> None:
+    pipeline = endpoints.SensorPipeline(LIDAR)  # 720 x 16 rays -> 1 MiB a frame
+    assert pipeline.reassembler.max_frame_bytes == 1024 * 1024
+    # A 40-byte datagram claiming 200 fragments of 8 KiB (1.6 MB) is refused before allocating.
+    claim = fragment_payload(bytes(8192 * 200), fragment_size=8192)[0]
+    assert pipeline.process(memoryview(claim), ("127.0.0.1", 1), 0) == []
+    assert pipeline.drop_counts() == {"frame_too_large": 1}
+    assert pipeline.reassembler.stats.bytes_in_flight == 0
+    unsized = dataclasses.replace(LIDAR, data_width=0)
+    assert endpoints.SensorPipeline(unsized).reassembler.max_frame_bytes == 32 * 1024 * 1024
+
+
+def _warnings(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if text in r.getMessage()]
+
+
+def test_multicast_receiver_warns_for_the_address_actually_bound(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def main() -> None:
+        # host is loopback, but a multicast socket binds every address: it is open.
+        receiver = endpoints.rflysim3d_receiver(
+            port=0, multicast=True, host="127.0.0.1", multicast_interface="127.0.0.1"
+        )
+        with caplog.at_level(logging.WARNING, logger="rfly_link.endpoints"):
+            try:
+                await receiver.start()
+            except OSError as exc:  # no multicast route in this environment
+                pytest.skip(f"multicast unavailable: {exc}")
+            try:
+                assert receiver._sock is not None
+                assert receiver._sock.getsockname()[0] == "0.0.0.0"
+            finally:
+                await receiver.close()
+        (message,) = _warnings(caplog, "without an allow-list")
+        assert "0.0.0.0" in message
+
+    run(main)
+
+
+def test_multicast_interface_defaults_to_route_choice_or_the_bind_address() -> None:
+    # Joining on loopback would never receive multicast from the simulator's machine.
+    assert endpoints.rflysim3d_receiver(multicast=True).multicast_interface == "0.0.0.0"
+    lan = endpoints.rflysim3d_receiver(multicast=True, host="192.168.1.5")
+    assert lan.multicast_interface == "192.168.1.5"
+    chosen = endpoints.rflysim3d_receiver(multicast=True, multicast_interface="10.0.0.2")
+    assert chosen.multicast_interface == "10.0.0.2"
+
+
+@pytest.mark.parametrize(
+    ("destination", "host", "warns"),
+    [
+        ((192, 168, 1, 20), "127.0.0.1", True),
+        ((127, 0, 0, 1), "127.0.0.1", False),
+        ((127, 0, 0, 1), "localhost", False),
+        ((192, 168, 1, 20), "0.0.0.0", False),
+    ],
+)
+def test_sensor_receiver_warns_when_config_sends_elsewhere(
+    caplog: pytest.LogCaptureFixture, destination: tuple[int, ...], host: str, warns: bool
+) -> None:
+    sensor = dataclasses.replace(LIDAR, send_protocol=(1, *destination, 0, 0, 1))
+
+    async def main() -> None:
+        (receiver,) = endpoints.vision_sensor_receivers(
+            [sensor], host=host, allowed_senders={"127.0.0.1"}
+        )
+        with caplog.at_level(logging.WARNING, logger="rfly_link.endpoints"):
+            async with receiver:
+                pass
+
+    run(main)
+    found = _warnings(caplog, "nothing will arrive")
+    assert len(found) == (1 if warns else 0)
+    if warns:
+        assert "192.168.1.20" in found[0] and "127.0.0.1" in found[0]
+
+
+def test_socket_errors_are_counted_as_such_and_receiving_goes_on() -> None:
+    async def main() -> None:
+        receiver = endpoints.UdpReceiver(endpoints.MessagePipeline(20006), port=0)
+        async with receiver:
+            with udp_socket() as gone:
+                peer = gone.getsockname()
+            # A connected UDP socket reports the ICMP "port unreachable" for its datagram as
+            # ECONNREFUSED on the next receive: a real socket error in the reader thread.
+            assert receiver._sock is not None
+            receiver._sock.connect(peer)
+            receiver._sock.send(b"probe")
+
+            async def counted() -> None:
+                while not receiver.stats.drops.get("socket_error"):
+                    await asyncio.sleep(0.001)
+
+            await asyncio.wait_for(counted(), WAIT_S)
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as back:
+                back.bind(peer)  # the connected peer again: its datagrams are accepted
+                back.sendto(m.CopterSimCrash(copter_id=5).encode(), receiver._sock.getsockname())
+                event = await asyncio.wait_for(receiver.get(), WAIT_S)
+            drops = receiver.stats.drops
+        assert event.value.copter_id == 5
+        assert drops == {"socket_error": 1} and "decode_failed" not in drops
+
+    run(main)
+
+
+def test_socket_error_backoff_grows_and_is_capped() -> None:
+    delays = [endpoints.socket_error_backoff_s(n) for n in range(1, 40)]
+    assert delays[0] == endpoints.SOCKET_ERROR_BACKOFF_S[0] > 0
+    assert delays == sorted(delays) and delays[-1] == endpoints.SOCKET_ERROR_BACKOFF_S[1]
+
+
+def _rmem_max() -> int:
+    with open("/proc/sys/net/core/rmem_max") as f:
+        return int(f.read())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux SO_RCVBUF accounting")
+def test_at_least_8_mib_is_requested_and_the_kernel_grant_is_reported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def main() -> None:
+        (receiver,) = endpoints.vision_sensor_receivers([LIDAR])
+        with caplog.at_level(logging.WARNING, logger="rfly_link.endpoints"):
+            async with receiver:
+                stats = receiver.stats
+        eight = 8 * 1024 * 1024
+        assert stats.rcvbuf_requested == eight
+        # Linux doubles the request and caps it at 2 * rmem_max unless SO_RCVBUFFORCE worked.
+        assert stats.rcvbuf_granted in {2 * eight, min(2 * eight, 2 * _rmem_max())}
+        short = receiver.rcvbuf_usable < eight
+        assert receiver.rcvbuf_usable == stats.rcvbuf_granted // 2
+        assert bool(_warnings(caplog, "receive buffer holds")) == short
+
+    run(main)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux SO_RCVBUF accounting")
+def test_rcvbuf_warning_compares_the_usable_half(caplog: pytest.LogCaptureFixture) -> None:
+    # 1 GiB cannot be had even with SO_RCVBUFFORCE (the kernel caps the request at INT_MAX/2),
+    # although the doubled value it reports (2 GiB - 2) is larger than the request.
+    async def main() -> None:
+        receiver = endpoints.UdpReceiver(
+            endpoints.MessagePipeline(20006), port=0, rcvbuf_bytes=2**30
+        )
+        with caplog.at_level(logging.WARNING, logger="rfly_link.endpoints"):
+            async with receiver:
+                assert receiver.rcvbuf_usable < 2**30
+
+    run(main)
+    assert _warnings(caplog, "receive buffer holds")
+    assert endpoints.usable_rcvbuf(8 * 1024 * 1024) == 4 * 1024 * 1024
+
+
+def _strict_json(line: str) -> object:
+    def reject(token: str) -> object:
+        raise ValueError(f"non-JSON token {token}")
+
+    return json.loads(line, parse_constant=reject)
+
+
+def test_cli_output_is_strict_json_with_nan_as_null() -> None:
+    from rfly_link import cli
+
+    assert cli.json_line({"a": float("nan"), "b": [1.5, float("-inf")], "c": {"d": 2}}) == (
+        '{"a": null, "b": [1.5, null], "c": {"d": 2}}'
+    )
+
+    async def main() -> None:
+        import io
+
+        receiver = endpoints.UdpReceiver(endpoints.MessagePipeline(30101), port=0)
+        out = io.StringIO()
+        task = asyncio.create_task(cli.listen([receiver], count=1, out=out))
+
+        async def bound() -> None:
+            while receiver.bound_port == 0 and not task.done():
+                await asyncio.sleep(0)
+
+        await asyncio.wait_for(bound(), WAIT_S)
+        nan = float("nan")
+        state = m.SOut2Simulator(copter_id=1, position_ned_m=(nan, 2.0, float("inf")))
+        with udp_socket() as tx:
+            tx.sendto(state.encode(), ("127.0.0.1", receiver.bound_port))
+            assert await asyncio.wait_for(task, WAIT_S) == 1
+        line = _strict_json(out.getvalue())
+        assert line["value"]["position_ned_m"] == [None, 2.0, None]
+
+    run(main)
+
+
+def _cli_run(argv: list[str]) -> int:
+    import argparse
+
+    from rfly_link import cli
+
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    return cli.run(parser.parse_args(argv))
+
+
+def test_cli_config_and_file_errors_are_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.rfly_link.test_config import EXAMPLE
+
+    bad = dict(EXAMPLE)
+    bad["VisionSensors"] = [dict(EXAMPLE["VisionSensors"][1], otherParams=[0] * 16)]
+    path = tmp_path / "Config.json"
+    path.write_text(json.dumps(bad))
+    assert _cli_run(["--config", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("rfly: VisionSensors[0].otherParams[0]")
+    assert _cli_run(["--config", str(path.with_name("missing.json"))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "No such file" in err[0] and "missing.json" in err[0]
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_cli_bind_error_is_one_line_and_closes_started_receivers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # 192.0.2.1 (TEST-NET-1) is not a local address: bind fails with EADDRNOTAVAIL.
+    assert _cli_run(["--copter", "1", "--bind", "192.0.2.1", "--allow", "192.0.2.9"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("rfly: cannot listen:")
+    assert "192.0.2.1" in err[0]
+
+    from rfly_link import cli
+
+    async def main() -> None:
+        good = endpoints.UdpReceiver(endpoints.MessagePipeline(20006), port=0)
+        bad = endpoints.UdpReceiver(endpoints.MessagePipeline(20006), port=0, host="192.0.2.1")
+        with pytest.raises(OSError, match=r"cannot bind 192\.0\.2\.1"):
+            await cli.listen([good, bad], count=1)
+        assert good._sock is None and good._thread is None  # closed, reader thread joined
 
     run(main)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rfly_link import frames
 from rfly_link import messages as m
+from rfly_link.errors import DropCause, UnsupportedFrame
 
 finite = st.floats(-1e3, 1e3, allow_nan=False)
 vectors = st.tuples(finite, finite, finite)
@@ -111,3 +115,39 @@ def test_local_table_is_bounded() -> None:
     assert local.update(odom(2, (0, 0, 0))) is not None
     assert local.update(odom(3, (0, 0, 0))) is None
     assert local.dropped_table_full == 1
+
+
+@pytest.mark.parametrize("frame_type", [0, 2, 3, 65535])
+def test_odometry_in_another_frame_type_is_rejected_or_counted(frame_type: int) -> None:
+    sample = dataclasses.replace(odom(1, (1.0, 2.0, 3.0)), frame_type=frame_type)
+    with pytest.raises(UnsupportedFrame, match=f"frame_type: expected 1 .*got {frame_type}") as e:
+        frames.odometry_in(sample, frames.WorldFrame.NWU)
+    assert e.value.cause is DropCause.UNSUPPORTED_FRAME
+    local = frames.LocalOdometry()
+    assert local.update(sample) is None and local.dropped_frame_type == 1
+    assert local.epoch(1) is None  # no origin was set from a sample of unknown axes
+
+
+@pytest.mark.parametrize("flags", range(16))
+def test_invalid_fields_are_none_by_validity_bits(flags: int) -> None:
+    out = frames.odometry_in(odom(1, (1.0, 2.0, 3.0), flags=flags), frames.WorldFrame.NWU)
+    fields = (
+        out.position_m,
+        out.quaternion_wxyz,
+        out.linear_velocity_m_s,
+        out.angular_velocity_rad_s,
+    )
+    assert [f is not None for f in fields] == [bool(flags & (1 << bit)) for bit in range(4)]
+    as_dict = out.to_dict()
+    keys = ("position_m", "quaternion_wxyz", "linear_velocity_m_s", "angular_velocity_rad_s")
+    assert [as_dict[k] is not None for k in keys] == [f is not None for f in fields]
+    if flags & 0b1100 == 0b1100:
+        assert out.linear_velocity_m_s.tolist() == [1.0, -2.0, -3.0]
+        assert out.angular_velocity_rad_s.tolist() == [0.5, -0.25, -0.125]
+
+
+def test_local_odometry_keeps_pose_but_hides_invalid_rates() -> None:
+    local = frames.LocalOdometry()
+    out = local.update(odom(1, (1.0, 2.0, 3.0), flags=0b0011))  # pose valid, rates not
+    assert out is not None and out.position_m.tolist() == [0, 0, 0]
+    assert out.linear_velocity_m_s is None and out.angular_velocity_rad_s is None

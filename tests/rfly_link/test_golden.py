@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import rfly_link
+from rfly_link import commands, reassembly, sensors
 from rfly_link import messages as m
-from rfly_link import reassembly, sensors
 
 
 def put(buf: bytearray, offset: int, fmt: str, *values: object) -> None:
@@ -383,3 +383,11 @@ def test_vision_sensor_request_legacy_92() -> None:
     assert value.seq_id == 4 and value.send_protocol[5] == 10003
     assert value.sensor_ang_eular == (0.0, -30.0, 0.0) and value.other_params[7] == 8.0
     assert value.encode() == bytes(buf)
+
+
+def test_cesium_origin_formats_numpy_scalars_as_plain_numbers() -> None:
+    text = commands.cesium_origin(np.float64(30.5), np.float32(114.25), np.int64(20))
+    assert text == "RflyCesiumOriPos 30.5 114.25 20"  # not "np.float64(30.5) ..."
+    assert commands.cesium_origin(30.123456789, 114.0, 0.5) == (
+        "RflyCesiumOriPos 30.123456789 114 0.5"
+    )

@@ -256,3 +256,66 @@ def test_in_place_is_used_for_in_order_fragments() -> None:
         frames += feed_like_the_reader(r, d, SENDER_A, 0)
     assert offered == len(datagrams) - 1  # all but the first land in place
     assert [bytes(f.payload) for f in frames] == [payload]
+
+
+def first_fragment(frame_id: int, count: int, fragment_size: int) -> bytes:
+    """Fragment 0 of a frame claiming ``count`` fragments: a few bytes that reserve a lot."""
+    head = struct.pack("<6id", 1234567893, 32 + fragment_size, 0, count, frame_id, 0, 0.0)
+    return head + bytes(fragment_size)
+
+
+def test_bytes_in_flight_are_bounded_by_a_budget() -> None:
+    # Each first fragment claims 64 x 8 KiB = 512 KiB; the budget holds two of them.
+    r = Reassembler(max_bytes_in_flight=1024 * 1024, max_frames_in_flight=100)
+    for frame_id in range(8):
+        assert r.feed(first_fragment(frame_id, 64, 8192), SENDER_A, 0) == []
+        assert r.stats.bytes_in_flight <= 1024 * 1024
+    assert r.stats.bytes_in_flight == 1024 * 1024
+    assert r.stats.frames_in_flight == 2  # the newest two; the oldest six were evicted
+    assert r.drops(DropCause.BYTES_IN_FLIGHT) == 6
+    assert r.stats.drops["bytes_in_flight"] == 6
+
+
+def test_default_budget_stops_small_datagrams_forcing_huge_allocations() -> None:
+    # The review's case: 4096 fragments of 8 KiB claimed = 32 MiB a frame, 8 frames.
+    r = Reassembler()
+    assert r.max_bytes_in_flight == 64 * 1024 * 1024
+    for frame_id in range(8):
+        r.feed(first_fragment(frame_id, 4096, 8192), SENDER_A, 0)
+    assert r.stats.bytes_in_flight <= 64 * 1024 * 1024
+    assert r.drops(DropCause.BYTES_IN_FLIGHT) == 6
+
+
+def test_a_frame_larger_than_the_budget_is_dropped_and_budget_is_released() -> None:
+    r = Reassembler(max_bytes_in_flight=1000, max_frame_bytes=10_000)
+    assert r.feed(first_fragment(1, 11, 100), SENDER_A, 0) == []  # 1100 B > 1000 B budget
+    assert r.drops(DropCause.BYTES_IN_FLIGHT) == 1
+    assert r.stats.frames_in_flight == 0 and r.stats.bytes_in_flight == 0
+    # Completion and timeout both give the budget back.
+    payload = bytes(range(250))
+    assert len(feed_all(r, [(d, SENDER_A) for d in fragment_payload(payload, fragment_size=100)]))
+    assert r.stats.bytes_in_flight == 0
+    r.feed(first_fragment(2, 5, 100), SENDER_A, 0)
+    assert r.stats.bytes_in_flight == 500
+    r.expire(10 * r.timeout_ns)
+    assert r.stats.bytes_in_flight == 0 and r.drops(DropCause.TIMEOUT) == 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.integers(1, 12), st.integers(0, 11), st.integers(1, 60)),
+        max_size=40,
+    ),
+    st.integers(50, 600),
+)
+def test_bytes_in_flight_never_exceed_the_budget(
+    fragments: list[tuple[int, int, int, int]], budget: int
+) -> None:
+    r = Reassembler(max_bytes_in_flight=budget, max_frames_in_flight=6)
+    for frame_id, count, seq, size in fragments:
+        head = struct.pack("<6id", 1234567893, 32 + size, seq % count, count, frame_id, 0, 0.0)
+        r.feed(head + bytes(size), SENDER_A, 0)
+        assert 0 <= r.stats.bytes_in_flight <= budget
+    r.expire(10 * r.timeout_ns)
+    assert r.stats.bytes_in_flight == 0
