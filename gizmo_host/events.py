@@ -7,13 +7,13 @@ each has a schema in ``gizmo_host/schemas/``. Host times are ``time.monotonic_ns
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple
 
 from .clock import ClockStatus
 from .protocol import VisionResult
+from .results import interpretation_json
 from .tracker import SequenceEvent
 
 JSONL_FORMAT_VERSION = 1
@@ -116,7 +116,7 @@ class ReceivedResult(NamedTuple):
                 _JSON_BOOL[flags & 0x01],
                 _JSON_BOOL[flags & 0x02],
                 _JSON_BOOL[flags & 0x04],
-                _INTERPRETATION_ENCODER.encode(r.interpretation.to_dict()),
+                interpretation_json(r),
             )
         ).encode()
 
@@ -140,4 +140,3 @@ _RESULT_LINE = (
     + '"tracked":%s,"lost":%s,"relative":%s,"interpretation":%s}}\n'
 )
 _JSON_BOOL = {0: "false", 1: "true", 2: "true", 4: "true"}
-_INTERPRETATION_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)

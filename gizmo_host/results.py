@@ -11,6 +11,7 @@ negative, ``centre = pixel * 2000 / (extent - 1) - 1000``; the size is in 0..200
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, ClassVar, Protocol
@@ -285,3 +286,51 @@ def interpret(result: _Fields) -> Interpretation:
     if interpreter is None:
         return Unknown(result.result_type, result.id, "result_type: expected 0..5")
     return interpreter(result)
+
+
+# -- the per-frame JSON path ----------------------------------------------------------------
+# ``interpretation_json`` gives exactly ``json.dumps(interpret(r).to_dict(),
+# separators=(",", ":"))`` (a test checks every kind) without building the dataclass and the
+# dict: the live link publishes one per frame.
+
+_BOX_JSON = '"box":{"center_x":%d,"center_y":%d,"width":%d,"height":%d}}'
+_COLOR_JSON = {
+    c.value: '{"kind":"color_blob","color":"' + c.name.lower() + '",' + _BOX_JSON for c in BlobColor
+}
+_DETECTOR_JSON = {
+    DetectorId.MOTION.value: '{"kind":"motion",' + _BOX_JSON,
+    DetectorId.BRIGHT_SPOT.value: '{"kind":"bright_spot",' + _BOX_JSON,
+    **{
+        d.value: '{"kind":"detection","label":"' + d.name.lower() + '",' + _BOX_JSON
+        for d in DETECTION_CLASSES
+    },
+}
+_BRIGHTNESS_JSON = '{"kind":"brightness","mean":%d,"variance":%d}'
+_LINE_JSON = '{"kind":"line","lateral_offset":%d,"coverage":%d,"slope_scale":%d}'
+_QR_JSON = '{"kind":"qr_code","hash16":%d,' + _BOX_JSON
+_TAG_JSON = '{"kind":"tag_reserved","raw_id":%d}'
+_NONE_JSON = '{"kind":"none"}'
+
+
+def interpretation_json(r: _Fields) -> str:
+    """Compact JSON of ``interpret(r).to_dict()``, built from templates."""
+    result_type = r.result_type
+    if result_type == ResultType.DETECTOR:
+        if r.id == DetectorId.BRIGHTNESS:
+            return _BRIGHTNESS_JSON % (r.x, r.y)
+        template = _DETECTOR_JSON.get(r.id)
+    elif result_type == ResultType.COLOR_BLOB:
+        template = _COLOR_JSON.get(r.id)
+    elif result_type == ResultType.LINE:
+        return _LINE_JSON % (r.x, r.w, r.h)
+    elif result_type == ResultType.QR_CODE:
+        return _QR_JSON % (r.id & 0xFFFF, r.x, r.y, r.w, r.h)
+    elif result_type == ResultType.NONE:
+        return _NONE_JSON
+    elif result_type == ResultType.TAG:
+        return _TAG_JSON % r.id
+    else:
+        template = None
+    if template is None:  # unknown type or id: rare, take the general path
+        return json.dumps(interpret(r).to_dict(), separators=(",", ":"))
+    return template % (r.x, r.y, r.w, r.h)

@@ -134,3 +134,21 @@ def test_is_target_agrees_with_the_interpretation_having_a_box():
         for ident in [*range(-2, 20), 300, -300]:
             value = interpret(VisionResult(result_type=result_type, id=ident))
             assert is_target(result_type, ident) == hasattr(value, "box"), (result_type, ident)
+
+
+@given(vision_results)
+def test_interpretation_json_is_exactly_the_compact_json_of_to_dict(value):
+    from gizmo_host.results import interpretation_json
+
+    expected = json.dumps(value.interpretation.to_dict(), separators=(",", ":"))
+    assert interpretation_json(value) == expected
+
+
+@pytest.mark.parametrize("result_type", range(7))
+@pytest.mark.parametrize("ident", [*range(-1, 16), 0x7FFF, -0x8000])
+def test_interpretation_json_for_every_type_and_id(result_type, ident):
+    from gizmo_host.results import interpretation_json
+
+    value = VisionResult(result_type=result_type, id=ident, x=-7, y=8, w=900, h=-1000)
+    expected = json.dumps(value.interpretation.to_dict(), separators=(",", ":"))
+    assert interpretation_json(value) == expected
