@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import logging
+import os
 import struct
 import termios
 import time
@@ -224,6 +225,8 @@ class SerialLink:
             self._transition(LinkState.DOWN, f"disconnected: {_describe(exc)}")
             return self._reached_up
         finally:
+            if self._wakeup is not None:
+                self._wakeup.restore()  # the next program to open the port gets its old VMIN
             self._wakeup = None
             transport.abort()  # no flush: nothing of ours is worth waiting for
             try:
@@ -281,16 +284,20 @@ class _WakeupThreshold:
     set-up (``termios.tcsetattr`` would add a ``TCGETS`` each time), and only when the
     threshold changes. Where that struct's layout is not the generic one it falls back to
     ``termios.tcsetattr``.
+
+    Only for ptys and on-board UARTs: a USB-serial driver may turn every ``TCSETS`` into a
+    blocking USB control transfer (ftdi_sio does), and its own latency timer already batches
+    bytes into packets, so USB adapters get plain wake-ups.
     """
 
-    __slots__ = ("_attrs", "_fd", "_raw", "_vmin", "_vmin_offset")
+    __slots__ = ("_attrs", "_fd", "_original_vmin", "_raw", "_vmin", "_vmin_offset")
 
     def __init__(self, fd: int, attrs: list[Any], raw: bytearray | None) -> None:
         self._fd = fd
         self._attrs = attrs
         self._raw = raw
         self._vmin_offset = _KERNEL_CC_OFFSET + termios.VMIN
-        self._vmin = attrs[6][termios.VMIN]
+        self._vmin = self._original_vmin = attrs[6][termios.VMIN]
 
     @classmethod
     def for_transport(cls, transport: Any) -> _WakeupThreshold | None:
@@ -298,8 +305,11 @@ class _WakeupThreshold:
         try:
             fd = serial.fileno()
             attrs = termios.tcgetattr(fd)
+            name = os.path.basename(os.ttyname(fd))
         except (AttributeError, OSError, termios.error, TypeError):
             return None  # not a tty (a socket URL, say): plain wake-ups
+        if is_usb_tty(name):
+            return None
         vtime, vmin = attrs[6][termios.VTIME], attrs[6][termios.VMIN]
         if not isinstance(vmin, int) or vtime != 0:
             return None
@@ -329,6 +339,15 @@ class _WakeupThreshold:
         except (OSError, termios.error):
             return  # hung up: the read path reports it
         self._vmin = nbytes
+
+    def restore(self) -> None:
+        self.expect(self._original_vmin)
+
+
+def is_usb_tty(name: str, sys_root: str = "/sys") -> bool:
+    """Whether the tty ``name`` (``ttyUSB0``, ``ttyACM0``, ``pts/3``...) sits on a USB device."""
+    device = os.path.join(sys_root, "class", "tty", name.replace("/", "!"), "device")
+    return "/usb" in os.path.realpath(device)
 
 
 # Generic Linux kernel ``struct termios``: four tcflag_t, c_line, c_cc[19].

@@ -11,6 +11,7 @@ Everything is little-endian with no padding: ``"<2sBBBHH24sH"`` is 35 bytes, whi
 from __future__ import annotations
 
 import binascii
+import operator
 import struct
 from collections import namedtuple
 from enum import IntFlag
@@ -195,6 +196,10 @@ def check_header(frame: bytes) -> None:
 def _range_error(result: VisionResult) -> EncodeError:
     for field, value in zip(VALUE_FIELDS, result, strict=True):
         low, high = _RANGES[field.fmt]
-        if not isinstance(value, int) or not low <= value <= high:
+        try:
+            in_range = low <= operator.index(value) <= high  # numpy integers count as integers
+        except TypeError:
+            in_range = False
+        if not in_range:
             return EncodeError(f"{field.name}: expected an integer in {low}..{high}, got {value!r}")
     return EncodeError("VisionResult does not fit the VISION_RESULT v1 layout")

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import os
+import socket
 import stat
 import sys
 import time
@@ -29,6 +31,8 @@ from .store import Verdict
 
 LOGGER = logging.getLogger(__name__)
 DEFAULT_MAX_BUFFER_BYTES = 256 * 1024
+DEFAULT_MAX_CLIENTS = 16  # each may hold DEFAULT_MAX_BUFFER_BYTES of unsent lines
+CLOSE_TIMEOUT_S = 2.0
 MAX_CLIENT_INPUT_BYTES = 4096  # clients have nothing to say; read and discard at most this
 
 
@@ -107,44 +111,53 @@ class UnixSocketServer:
         version_line: bytes,
         *,
         max_buffer_bytes: int = DEFAULT_MAX_BUFFER_BYTES,
+        max_clients: int = DEFAULT_MAX_CLIENTS,
         mode: int = 0o660,
     ) -> None:
         self.path = path
         self._version_line = version_line
         self._max_buffer_bytes = max_buffer_bytes
+        self._max_clients = max_clients
         self._mode = mode
+        self._inode: int | None = None
         self._server: asyncio.AbstractServer | None = None
         self._clients: dict[int, _Client] = {}
         self._handlers: set[asyncio.Task[Any]] = set()
         self._next_id = 0
-        self.clients_accepted = self.clients_dropped = self.lines_sent = 0
+        self.clients_accepted = self.clients_dropped = self.clients_refused = 0
+        self.lines_sent = 0
 
     @property
     def client_count(self) -> int:
         return len(self._clients)
 
     async def start(self) -> None:
+        """Bind ``path``; a stale socket is replaced, a live one (another instance) is not."""
         with contextlib.suppress(FileNotFoundError):
             if stat.S_ISSOCK(os.lstat(self.path).st_mode):
+                if _is_live(self.path):
+                    raise OSError(
+                        errno.EADDRINUSE, f"another process is serving {self.path}", self.path
+                    )
                 os.unlink(self.path)  # a stale socket from a previous run
+        # The process umask applies at bind (the systemd unit sets UMask=0077), then the mode.
         self._server = await asyncio.start_unix_server(self._handle, self.path)
         os.chmod(self.path, self._mode)
+        self._inode = os.lstat(self.path).st_ino
 
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
         for client in list(self._clients.values()):
-            client.writer.transport.abort()
-        for task in list(self._handlers):
-            task.cancel()
-        for task in list(self._handlers):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            client.writer.transport.abort()  # each handler then sees EOF and returns
+        if self._handlers:
+            await asyncio.wait(list(self._handlers), timeout=CLOSE_TIMEOUT_S)
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
+                if os.lstat(self.path).st_ino == self._inode:  # still ours, not a successor's
+                    os.unlink(self.path)
 
     def send(self, line: bytes) -> None:
         for client_id, client in list(self._clients.items()):
@@ -165,10 +178,15 @@ class UnixSocketServer:
             "clients": len(self._clients),
             "accepted": self.clients_accepted,
             "dropped": self.clients_dropped,
+            "refused": self.clients_refused,
             "lines_sent": self.lines_sent,
         }
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._clients) >= self._max_clients:
+            self.clients_refused += 1
+            writer.transport.abort()
+            return
         task = asyncio.current_task()
         assert task is not None
         self._handlers.add(task)
@@ -180,8 +198,8 @@ class UnixSocketServer:
         try:
             while await reader.read(MAX_CLIENT_INPUT_BYTES):
                 pass  # input is ignored
-        except OSError:
-            pass
+        except (OSError, asyncio.CancelledError):
+            pass  # a vanished client, or the server shutting down: end quietly
         finally:
             self._clients.pop(client_id, None)
             writer.transport.abort()
@@ -237,3 +255,16 @@ def parse_host_port(text: str) -> tuple[str, int]:
     if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
         raise ValueError(f"expected HOST:PORT with a port in 1..65535, got {text!r}")
     return host, int(port_text)
+
+
+def _is_live(path: str) -> bool:
+    """Whether something accepts connections on the Unix socket ``path``."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        return False
+    else:
+        return True
+    finally:
+        probe.close()

@@ -52,6 +52,12 @@ DETECTION_CLASSES = frozenset(
 )
 
 
+def _check_image_size(width_px: int, height_px: int) -> None:
+    # The centre scaling divides by extent - 1.
+    if width_px < 2 or height_px < 2:
+        raise ValueError(f"image size: expected at least 2x2 pixels, got {width_px}x{height_px}")
+
+
 def _scale(value: float) -> int:
     return round(value)
 
@@ -67,6 +73,7 @@ class PixelBox:
 
     def to_normalized(self, image_width_px: int, image_height_px: int) -> NormBox:
         """The spec's wire scaling of this box for an image of the given size (rounded)."""
+        _check_image_size(image_width_px, image_height_px)
         return NormBox(
             center_x=_scale(self.center_x_px * 2000 / (image_width_px - 1) - 1000),
             center_y=_scale(self.center_y_px * 2000 / (image_height_px - 1) - 1000),
@@ -97,10 +104,7 @@ class NormBox:
         }
 
     def to_pixels(self, image_width_px: int, image_height_px: int) -> PixelBox:
-        if image_width_px < 2 or image_height_px < 2:
-            raise ValueError(
-                f"image size: expected at least 2x2 pixels, got {image_width_px}x{image_height_px}"
-            )
+        _check_image_size(image_width_px, image_height_px)
         return PixelBox(
             center_x_px=(self.center_x + 1000) * (image_width_px - 1) / 2000,
             center_y_px=(self.center_y + 1000) * (image_height_px - 1) / 2000,

@@ -235,3 +235,54 @@ def test_no_task_or_fd_leak_after_50_unplug_replug_cycles(link_path):
             board.close()
 
     asyncio.run(main())
+
+
+def test_usb_ttys_are_recognised_from_sysfs(tmp_path):
+    from gizmo_host.link import is_usb_tty
+
+    usb = tmp_path / "devices" / "pci0000:00" / "usb1" / "1-1" / "1-1:1.0" / "ttyUSB0"
+    uart = tmp_path / "devices" / "platform" / "fe201000.serial" / "tty" / "ttyAMA0"
+    for name, target in (("ttyUSB0", usb), ("ttyAMA0", uart)):
+        target.mkdir(parents=True)
+        (tmp_path / "class" / "tty" / name).mkdir(parents=True)
+        (tmp_path / "class" / "tty" / name / "device").symlink_to(target)
+    assert is_usb_tty("ttyUSB0", str(tmp_path))
+    assert not is_usb_tty("ttyAMA0", str(tmp_path))
+    assert not is_usb_tty("pts/3", str(tmp_path))  # no sysfs device at all
+
+
+async def _until(predicate, timeout_s: float = TIMEOUT_S) -> None:
+    """Wait for a condition the kernel holds (no event exists for it), with a deadline."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not predicate():
+        assert loop.time() < deadline, "condition not reached"
+        await asyncio.sleep(0.002)
+
+
+def test_pty_wakeup_threshold_follows_the_missing_bytes_and_is_restored(link_path):
+    import termios
+
+    async def main():
+        frame = BoardModel().next_frame()
+        with PtyBoard(link_path) as board:
+
+            def vmin() -> int:  # the master reports the slave's termios; bytes if ICANON
+                value = termios.tcgetattr(board.master_fd)[6][termios.VMIN]
+                return value if isinstance(value, int) else value[0]
+
+            async with LinkHarness(link_path) as h:
+                await h.wait_state(LinkState.SYNCING)
+                original = None
+                await _until(lambda: vmin() == len(frame))
+                # 35 bytes wake the reader: 10 of noise and the first 25 of a frame, which
+                # the parser keeps; the next wake-up is due when the other 10 are there.
+                board.write(bytes(10) + frame[:25])
+                await _until(lambda: vmin() == len(frame) - 25)
+                board.write(frame[25:])
+                await asyncio.wait_for(h.results.get(), TIMEOUT_S)
+                await _until(lambda: vmin() == len(frame))
+                original = h.link._wakeup._original_vmin
+            assert original is not None and vmin() == original != len(frame)
+
+    asyncio.run(main())

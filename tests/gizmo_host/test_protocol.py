@@ -129,6 +129,13 @@ def test_encode_names_the_out_of_range_field(field, value, expected):
     assert field in str(info.value) and expected in str(info.value)
 
 
+def test_encode_names_the_right_field_when_others_are_numpy_integers():
+    import numpy as np
+
+    with pytest.raises(EncodeError, match=r"^confidence"):
+        VisionResult(sequence=np.uint16(7), x=np.int16(-3), confidence=300).encode()
+
+
 BITS = FRAME_LEN * 8
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 import socket
 
 import jsonschema
@@ -177,9 +178,85 @@ def test_stale_socket_file_is_replaced(socket_path):
         stale.close()  # the file stays, as after a crash
         server = UnixSocketServer(socket_path, b"{}\n")
         await server.start()
+        reader, writer = await asyncio.open_unix_connection(socket_path)
+        assert await asyncio.wait_for(reader.readline(), TIMEOUT_S) == b"{}\n"
+        writer.close()
+        await server.close()
+        assert not os.path.exists(socket_path)
+
+    asyncio.run(main())
+
+
+def test_a_live_socket_is_never_taken_over(socket_path):
+    async def main():
+        first = UnixSocketServer(socket_path, b"{}\n")
+        await first.start()
+        second = UnixSocketServer(socket_path, b"{}\n")
+        with pytest.raises(OSError, match="another process is serving"):
+            await second.start()
+        reader, writer = await asyncio.open_unix_connection(socket_path)  # still the first
+        assert await asyncio.wait_for(reader.readline(), TIMEOUT_S) == b"{}\n"
+        writer.close()
+        await first.close()
+
+    asyncio.run(main())
+
+
+def test_a_successors_socket_file_is_left_alone_on_close(socket_path):
+    async def main():
+        old = UnixSocketServer(socket_path, b"old\n")
+        await old.start()
+        os.unlink(socket_path)  # e.g. an operator cleaned up; a new instance took the path
+        new = UnixSocketServer(socket_path, b"new\n")
+        await new.start()
+        await old.close()
+        reader, writer = await asyncio.open_unix_connection(socket_path)
+        assert await asyncio.wait_for(reader.readline(), TIMEOUT_S) == b"new\n"
+        writer.close()
+        await new.close()
+
+    asyncio.run(main())
+
+
+def test_clients_beyond_the_limit_are_refused_and_counted(socket_path):
+    async def main():
+        server = UnixSocketServer(socket_path, b"{}\n", max_clients=2)
+        await server.start()
+        kept = []
+        for _ in range(2):
+            reader, writer = await asyncio.open_unix_connection(socket_path)
+            assert await asyncio.wait_for(reader.readline(), TIMEOUT_S) == b"{}\n"
+            kept.append(writer)
+        reader, writer = await asyncio.open_unix_connection(socket_path)
+        assert await asyncio.wait_for(reader.read(), TIMEOUT_S) == b""  # closed at once
+        assert server.stats()["refused"] == 1 and server.client_count == 2
+        writer.close()
+        for w in kept:
+            w.close()
         await server.close()
 
     asyncio.run(main())
+
+
+def test_close_with_connected_clients_is_quiet(socket_path, caplog):
+    async def main():
+        server = UnixSocketServer(socket_path, b"{}\n")
+        await server.start()
+        clients = [await asyncio.open_unix_connection(socket_path) for _ in range(3)]
+        for reader, _ in clients:
+            await asyncio.wait_for(reader.readline(), TIMEOUT_S)
+        await server.close()
+        for _, writer in clients:
+            writer.close()
+
+    with caplog.at_level("DEBUG", logger="asyncio"):
+        asyncio.run(main())
+    assert not [
+        r
+        for r in caplog.records
+        if "CancelledError" in r.getMessage()
+        or (r.exc_info and r.exc_info[0] is asyncio.CancelledError)
+    ]
 
 
 @settings(max_examples=100, deadline=None)

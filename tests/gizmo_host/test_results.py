@@ -125,6 +125,8 @@ def test_box_pixel_round_trip_is_exact(cx, cy, w, h, width_px, height_px):
 def test_degenerate_image_size_is_rejected_with_the_size():
     with pytest.raises(ValueError, match="1x480"):
         NormBox(0, 0, 10, 10).to_pixels(1, 480)
+    with pytest.raises(ValueError, match="640x1"):
+        PixelBox(1, 1, 1, 1).to_normalized(640, 1)
 
 
 def test_is_target_agrees_with_the_interpretation_having_a_box():
