@@ -190,6 +190,14 @@ def check_frame_type(odom: OdomReply) -> None:
         )
 
 
+_UNIT_TOLERANCE = 1e-3
+
+
+def _is_unit(q: ArrayLike) -> bool:
+    norm = float(np.linalg.norm(np.asarray(q, dtype=np.float64)))
+    return math.isfinite(norm) and abs(norm - 1.0) <= _UNIT_TOLERANCE
+
+
 def odometry_in(odom: OdomReply, to: WorldFrame) -> Odometry:
     """Convert a CopterSim odometry reply (NED/FRD) to ``to`` (NWU/FLU or ENU/FLU).
 
@@ -202,7 +210,9 @@ def odometry_in(odom: OdomReply, to: WorldFrame) -> Odometry:
     position = attitude = velocity = rates = None
     if flags & OdomFlags.POSITION_VALID:
         position = world_vector(odom.position_ned_m, to)
-    if flags & OdomFlags.ATTITUDE_VALID:
+    if flags & OdomFlags.ATTITUDE_VALID and _is_unit(odom.quaternion_wxyz):
+        # An all-zero quaternion is the simulator's "unset"; anything far from unit length
+        # is not an attitude, whatever the flag says.
         attitude = world_attitude(odom.quaternion_wxyz, to)
     if flags & OdomFlags.VELOCITY_VALID:
         velocity = world_vector(odom.velocity_ned_m_s, to)

@@ -8,6 +8,7 @@ decoded to numpy only on request, through OpenCV from the optional ``images`` ex
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -105,17 +106,30 @@ class PointCloud:
         return out
 
 
+_AXIS_TYPES = frozenset({0, 1, 2})  # vision-sensor protocol 2.3: AxisMask values
+
+
 def find_point_layouts(payload: bytes | bytearray | memoryview) -> list[PointLayout]:
-    """Every layout whose prefix ``point_count`` matches the payload length exactly."""
+    """Every layout whose prefix ``point_count`` matches the payload length exactly.
+
+    A 36-byte prefix must also hold a documented ``axis_type`` (0, 1 or 2) and a finite pose:
+    the older 28-byte prefix read as a 36-byte one puts float bits there.
+    """
     size = len(payload)
     found = []
     for layout in _LAYOUT_ORDER:
         prefix = layout.prefix
         if size < prefix.size:
             continue
-        count = prefix.unpack(payload)[-1]
-        if count >= 0 and size == prefix.size + count * layout.bytes_per_point:
-            found.append(layout)
+        head = prefix.unpack(payload)
+        count = head[-1]
+        if count < 0 or size != prefix.size + count * layout.bytes_per_point:
+            continue
+        if prefix.size == 36 and (
+            head[1] not in _AXIS_TYPES or not all(map(math.isfinite, (*head[2], *head[3])))
+        ):
+            continue
+        found.append(layout)
     return found
 
 
@@ -144,7 +158,13 @@ def decode_point_cloud(
             f"point cloud TypeID {type_id}: {len(payload)} B fits no layout "
             f"(prefix 36 or 28 + point_count * 6/8/12/16)"
         )
-    layout = layouts[0]
+    if len({lay.value[0] for lay in layouts}) > 1:
+        raise InconsistentPayload(
+            f"point cloud TypeID {type_id}: {len(payload)} B fits both the 36- and the 28-byte "
+            f"prefix ({', '.join(lay.name for lay in layouts)}): expected exactly one layout; "
+            f"pass channels or send_protocol (SendProtocol[7]) to choose"
+        )
+    layout = layouts[0]  # several left only for an empty cloud, where they agree
     head = layout.prefix.unpack(payload)
     count = head[-1]
     points = np.frombuffer(

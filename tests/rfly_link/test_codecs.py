@@ -349,3 +349,22 @@ def test_int16_cloud_without_scale_is_refused_not_mislabelled() -> None:
     with pytest.raises(ValueError, match="scale_m"):
         rfly_link.decode_sensor(20, payload)
     assert rfly_link.decode_sensor(20, payload, other_params=[32767.0]).xyz_m[0, 0] == 1.0
+
+
+def test_a_28_byte_prefix_cloud_is_not_misread_as_a_36_byte_one() -> None:
+    pts = np.array([[40, 50, 2], [0, 200, 300], [7, 8, 9], [10, 11, 12]], dtype="<i2")
+    # position (1, 2, 3): read as a 36-byte prefix, axis_type would be the bits of 2.0f.
+    payload = sensors.encode_point_cloud(
+        sensors.PointLayout.PREFIX28_INT16_XYZ, pts, position_m=(1, 2, 3)
+    )
+    cloud = rfly_link.decode_sensor(7, payload, scale_m=32767.0)
+    assert cloud.layout is sensors.PointLayout.PREFIX28_INT16_XYZ and cloud.point_count == 4
+    # position (1, 0, 3) gives axis_type 0, a valid value: both prefixes fit, so no guess.
+    ambiguous = sensors.encode_point_cloud(
+        sensors.PointLayout.PREFIX28_INT16_XYZ, pts, position_m=(1, 0, 3)
+    )
+    with pytest.raises(rfly_link.InconsistentPayload, match="exactly one layout"):
+        rfly_link.decode_sensor(7, ambiguous, scale_m=1.0)
+    chosen = rfly_link.decode_sensor(7, ambiguous, scale_m=32767.0, send_protocol=[0] * 8)
+    assert chosen.layout is sensors.PointLayout.PREFIX28_INT16_XYZ
+    assert chosen.xyz_m.tolist() == pts.astype(np.float32).tolist()

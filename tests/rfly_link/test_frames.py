@@ -151,3 +151,12 @@ def test_local_odometry_keeps_pose_but_hides_invalid_rates() -> None:
     out = local.update(odom(1, (1.0, 2.0, 3.0), flags=0b0011))  # pose valid, rates not
     assert out is not None and out.position_m.tolist() == [0, 0, 0]
     assert out.linear_velocity_m_s is None and out.angular_velocity_rad_s is None
+
+
+@pytest.mark.parametrize("q", [(0.0, 0.0, 0.0, 0.0), (2.0, 0.0, 0.0, 0.0), (float("nan"),) * 4])
+def test_a_non_unit_quaternion_is_no_attitude_even_when_flagged(q) -> None:
+    import dataclasses
+
+    reply = dataclasses.replace(odom(1, (1.0, 2.0, 3.0)), quaternion_wxyz=q)
+    out = frames.odometry_in(reply, frames.WorldFrame.ENU)
+    assert out.quaternion_wxyz is None and out.position_m is not None
