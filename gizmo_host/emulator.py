@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .protocol import VisionResult
@@ -34,15 +35,16 @@ class BoardModel:
     period_ms: int = 33
     latency_ms: int = 12
     live_clock: bool = False  # the device clock runs with the host clock instead of period_ms
+    clock: Callable[[], int] = time.monotonic_ns  # host clock (ns), injected for live_clock
     _boot_host_ms: int = 0
 
     def __post_init__(self) -> None:
-        self._boot_host_ms = time.monotonic_ns() // 1_000_000 - self.timestamp_ms
+        self._boot_host_ms = self.clock() // 1_000_000 - self.timestamp_ms
 
     def next_result(self, *, flags: int = TRACKED_RELATIVE, **fields: int) -> VisionResult:
         """The next frame's value; the sequence and device clock advance (and wrap)."""
         if self.live_clock:
-            self.timestamp_ms = (time.monotonic_ns() // 1_000_000 - self._boot_host_ms) % 2**32
+            self.timestamp_ms = (self.clock() // 1_000_000 - self._boot_host_ms) % 2**32
         values = {
             "source_id": self.source_id,
             "result_type": self.result_type,
@@ -70,7 +72,7 @@ class BoardModel:
         """The board restarts: sequence from 0, device clock from boot."""
         self.sequence = 0
         self.timestamp_ms = boot_ms
-        self._boot_host_ms = time.monotonic_ns() // 1_000_000 - boot_ms
+        self._boot_host_ms = self.clock() // 1_000_000 - boot_ms
 
 
 class PtyBoard:

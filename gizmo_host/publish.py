@@ -33,6 +33,7 @@ LOGGER = logging.getLogger(__name__)
 DEFAULT_MAX_BUFFER_BYTES = 256 * 1024
 DEFAULT_MAX_CLIENTS = 16  # each may hold DEFAULT_MAX_BUFFER_BYTES of unsent lines
 CLOSE_TIMEOUT_S = 2.0
+MAX_UDP_BACKLOG_BYTES = 256 * 1024  # asyncio queues datagrams the kernel refused for now
 MAX_CLIENT_INPUT_BYTES = 4096  # clients have nothing to say; read and discard at most this
 
 
@@ -213,7 +214,7 @@ class UdpSink:
         self.address = (host, port)
         self._transport: asyncio.DatagramTransport | None = None
         self._protocol = _UdpErrors()
-        self.datagrams = 0
+        self.datagrams = self.dropped = 0
 
     @property
     def errors(self) -> int:
@@ -232,6 +233,9 @@ class UdpSink:
 
     def send(self, line: bytes) -> None:
         if self._transport is None:
+            return
+        if self._transport.get_write_buffer_size() > MAX_UDP_BACKLOG_BYTES:
+            self.dropped += 1  # the kernel keeps refusing (EAGAIN): drop, never queue forever
             return
         try:
             self._transport.sendto(line)

@@ -249,7 +249,9 @@ def stats_message(
     message = service.stats()
     message["publish"] = {
         "unix_socket": None if socket_server is None else socket_server.stats(),
-        "udp": None if udp is None else {"datagrams": udp.datagrams, "errors": udp.errors},
+        "udp": None
+        if udp is None
+        else {"datagrams": udp.datagrams, "errors": udp.errors, "dropped": udp.dropped},
     }
     return message
 

@@ -10,7 +10,9 @@ Fragmented vision-sensor data is not handled here: see :mod:`rfly_link.reassembl
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from enum import Enum
+from types import MappingProxyType
 
 from rfly_link import messages as m
 from rfly_link.errors import (
@@ -57,39 +59,41 @@ _CONTROL = PortRole.COPTERSIM_CONTROL
 _REPLY = PortRole.COPTERSIM_REPLY
 
 # Every datagram structure and the port roles it travels on.
-MESSAGE_ROLES: dict[type[m.WireMessage], frozenset[PortRole]] = {
-    m.SensorReqCopterSim: frozenset({_CONTROL}),
-    m.ImuReply: frozenset({_REPLY}),
-    m.OdomReply: frozenset({_REPLY}),
-    m.SOut2Simulator: frozenset({_STATE}),
-    m.UE4PosFull: frozenset({_IN}),
-    m.SOut2SimulatorSimpleTime: frozenset({_STATE}),
-    m.UE4PosNew: frozenset({_IN}),
-    m.SILIntFloat: frozenset({_CONTROL, _OUT}),
-    m.VisionSensorReq: frozenset({_IN}),
-    m.VisionSensorReqLegacy: frozenset({_IN}),
-    m.VisionSensorReqNew: frozenset({_IN}),
-    m.GimbalStatus: frozenset({_OUT}),
-    m.CopterSimCrash: frozenset({_OUT}),
-    m.ReqVeCrashData: frozenset({_OUT}),
-    m.CameraData: frozenset({_OUT}),
-    m.CameraDataQuat: frozenset({_OUT}),
-    m.CoptReqData: frozenset({_OUT}),
-    m.CoptReqDataQuat: frozenset({_OUT}),
-    m.ObjReqData: frozenset({_OUT}),
-    m.ObjReqDataQuat: frozenset({_OUT}),
-    m.UE4PosSimple: frozenset({_IN}),
-    m.UE4PosScale: frozenset({_IN}),
-    m.UE4PosSimpleTime: frozenset({_IN}),
-    m.UE4PosScale100: frozenset({_IN}),
-    m.UE4PosScalePwm20: frozenset({_IN}),
-    m.UE4LabelMsg: frozenset({_IN}),
-    m.UE4Attach: frozenset({_IN}),
-    m.UE4ExtAct: frozenset({_IN}),
-    m.UE4Command: frozenset({_IN}),
-    m.UE4CommandLong: frozenset({_IN}),
-    m.UE4CommandNet: frozenset({_IN}),
-}
+MESSAGE_ROLES: Mapping[type[m.WireMessage], frozenset[PortRole]] = MappingProxyType(
+    {
+        m.SensorReqCopterSim: frozenset({_CONTROL}),
+        m.ImuReply: frozenset({_REPLY}),
+        m.OdomReply: frozenset({_REPLY}),
+        m.SOut2Simulator: frozenset({_STATE}),
+        m.UE4PosFull: frozenset({_IN}),
+        m.SOut2SimulatorSimpleTime: frozenset({_STATE}),
+        m.UE4PosNew: frozenset({_IN}),
+        m.SILIntFloat: frozenset({_CONTROL, _OUT}),
+        m.VisionSensorReq: frozenset({_IN}),
+        m.VisionSensorReqLegacy: frozenset({_IN}),
+        m.VisionSensorReqNew: frozenset({_IN}),
+        m.GimbalStatus: frozenset({_OUT}),
+        m.CopterSimCrash: frozenset({_OUT}),
+        m.ReqVeCrashData: frozenset({_OUT}),
+        m.CameraData: frozenset({_OUT}),
+        m.CameraDataQuat: frozenset({_OUT}),
+        m.CoptReqData: frozenset({_OUT}),
+        m.CoptReqDataQuat: frozenset({_OUT}),
+        m.ObjReqData: frozenset({_OUT}),
+        m.ObjReqDataQuat: frozenset({_OUT}),
+        m.UE4PosSimple: frozenset({_IN}),
+        m.UE4PosScale: frozenset({_IN}),
+        m.UE4PosSimpleTime: frozenset({_IN}),
+        m.UE4PosScale100: frozenset({_IN}),
+        m.UE4PosScalePwm20: frozenset({_IN}),
+        m.UE4LabelMsg: frozenset({_IN}),
+        m.UE4Attach: frozenset({_IN}),
+        m.UE4ExtAct: frozenset({_IN}),
+        m.UE4Command: frozenset({_IN}),
+        m.UE4CommandLong: frozenset({_IN}),
+        m.UE4CommandNet: frozenset({_IN}),
+    }
+)
 
 
 def _build_table() -> dict[int, tuple[type[m.WireMessage], ...]]:
