@@ -16,31 +16,87 @@ def put(buf: bytearray, offset: int, fmt: str, *values: object) -> None:
     struct.pack_into("<" + fmt, buf, offset, *values)
 
 
-def test_sout2simulator_offsets_from_decisions() -> None:
+# Field values for the 168 B `<4i 24f 7d` structure: all distinct, non-symmetric and exact in
+# float32, so a field read at the wrong offset, or two swapped fields, cannot pass.
+_S168_VEL = (1.5, -2.5, 0.25)
+_S168_EULER = (0.125, -0.375, 1.75)
+_S168_QUAT = (0.875, 0.0625, -0.1875, 0.4375)  # raw wire values; decoding does not normalise
+_S168_RPM = tuple(1000.0 + 25.0 * i for i in range(8))
+_S168_ACC = (0.75, -1.25, -9.75)
+_S168_RATE = (0.0625, -0.3125, 2.5)
+_S168_POS = (10.0, 20.0, -30.0)
+_S168_GPS = (40.1, 116.2, 50.0)
+
+
+def _state_168() -> bytes:
+    """SOut2Simulator / sendUE4PosFull at the offsets DECISIONS.md lists."""
     # DECISIONS.md: VelE@16, AngEuler@28, AngQuatern@40, MotorRPMS@56, AccB@88, RateB@100,
     # runnedTime f64@112, PosE f64[3]@120, PosGPS f64[3]@144.
     buf = bytearray(168)
     put(buf, 0, "i", 123456789)
     put(buf, 4, "i", 2)
     put(buf, 8, "i", 3)
-    put(buf, 16, "3f", 1.5, -2.5, 0.25)
-    put(buf, 28, "3f", 0.1, 0.2, 0.3)
-    put(buf, 40, "4f", 1.0, 0.0, 0.0, 0.0)
-    put(buf, 56, "8f", *range(8))
-    put(buf, 88, "3f", 0.0, 0.0, -9.75)
-    put(buf, 100, "3f", 0.5, 0.0, 0.0)
+    put(buf, 12, "i", 7)  # reserv
+    put(buf, 16, "3f", *_S168_VEL)
+    put(buf, 28, "3f", *_S168_EULER)
+    put(buf, 40, "4f", *_S168_QUAT)
+    put(buf, 56, "8f", *_S168_RPM)
+    put(buf, 88, "3f", *_S168_ACC)
+    put(buf, 100, "3f", *_S168_RATE)
     put(buf, 112, "d", 12.5)
-    put(buf, 120, "3d", 10.0, 20.0, -30.0)
-    put(buf, 144, "3d", 40.1, 116.2, 50.0)
-    value = rfly_link.decode(bytes(buf), port=30101)
-    assert isinstance(value, m.SOut2Simulator)
-    assert value.copter_id == 2 and value.vehicle_type == 3
-    assert value.velocity_ned_m_s == (1.5, -2.5, 0.25)
-    assert value.motor_rpm == tuple(float(i) for i in range(8))
-    assert value.acceleration_frd_m_s2[2] == pytest.approx(-9.75)
+    put(buf, 120, "3d", *_S168_POS)
+    put(buf, 144, "3d", *_S168_GPS)
+    return bytes(buf)
+
+
+def _assert_state_168(value: m.SOut2Simulator | m.UE4PosFull) -> None:
+    assert value.checksum == 123456789
+    assert value.copter_id == 2 and value.vehicle_type == 3 and value.reserved == 7
+    assert value.velocity_ned_m_s == _S168_VEL
+    assert value.euler_rad == _S168_EULER
+    assert value.quaternion_wxyz == _S168_QUAT
+    assert value.motor_rpm == _S168_RPM
+    assert value.acceleration_frd_m_s2 == _S168_ACC
+    assert value.angular_rate_frd_rad_s == _S168_RATE
     assert value.runned_time_s == 12.5
-    assert value.position_ned_m == (10.0, 20.0, -30.0)
-    assert value.position_gps == (40.1, 116.2, 50.0)
+    assert value.position_ned_m == _S168_POS
+    assert value.position_gps == _S168_GPS
+
+
+def test_sout2simulator_offsets_from_decisions() -> None:
+    value = rfly_link.decode(_state_168(), port=30101)
+    assert isinstance(value, m.SOut2Simulator)
+    _assert_state_168(value)
+
+
+def test_ue4_pos_full_168_decoded_by_port() -> None:
+    # UE4 sendUE4PosFull sends the SOut2Simulator struct (4i24f7d) to RflySim3D; DECISIONS.md:
+    # 168 B is ambiguous with CopterSim's SOut2Simulator, and only the port decides.
+    data = _state_168()
+    value = rfly_link.decode(data, port=20010 + 2)
+    assert type(value) is m.UE4PosFull
+    _assert_state_168(value)
+    assert type(rfly_link.decode(data, port=30100 + 2 * 3 - 1)) is m.SOut2Simulator
+    with pytest.raises(rfly_link.AmbiguousDatagram) as info:
+        rfly_link.decode(data)
+    assert set(info.value.candidates) == {"SOut2Simulator", "UE4PosFull"}
+    with pytest.raises(rfly_link.WrongPort):
+        rfly_link.decode(data, port=20006)  # neither structure travels RflySim3D -> us
+    full = m.UE4PosFull(
+        copter_id=2,
+        vehicle_type=3,
+        reserved=7,
+        velocity_ned_m_s=_S168_VEL,
+        euler_rad=_S168_EULER,
+        quaternion_wxyz=_S168_QUAT,
+        motor_rpm=_S168_RPM,
+        acceleration_frd_m_s2=_S168_ACC,
+        angular_rate_frd_rad_s=_S168_RATE,
+        runned_time_s=12.5,
+        position_ned_m=_S168_POS,
+        position_gps=_S168_GPS,
+    )
+    assert full.encode() == data
 
 
 def test_state_112_gps_ints_and_positions() -> None:
@@ -191,6 +247,102 @@ def test_rflysim3d_receive_structures() -> None:
     assert value.copter_id == 7 and value.box_extent_m == (0.5, 0.5, 0.25)
 
 
+def test_camera_data_72_with_quaternion() -> None:
+    # DECISIONS.md: CameraData 72 B `<5i 11f d` adds the quaternion. The public SDK's
+    # UE4CtrlAPI.CameraData (struct comment and CopyData) puts angQuat[4] after angEuler[3].
+    buf = bytearray(72)
+    put(buf, 0, "5i", 1234567891, 2, 1, 480, 640)  # checksum, SeqID, TypeID, Height, Width
+    put(buf, 20, "f", 72.5)  # CameraFOV
+    put(buf, 24, "3f", 1.25, -2.75, 3.5)  # PosUE
+    put(buf, 36, "3f", 0.125, -0.25, 1.375)  # angEuler
+    put(buf, 48, "4f", 0.875, 0.0625, -0.1875, 0.4375)  # angQuat
+    put(buf, 64, "d", 4.75)  # timestmp
+    value = rfly_link.decode(bytes(buf), port=20006)
+    assert type(value) is m.CameraDataQuat
+    assert (value.seq_id, value.type_id) == (2, 1)
+    assert (value.data_height, value.data_width) == (480, 640)
+    assert value.camera_fov_deg == 72.5
+    assert value.position_ue_m == (1.25, -2.75, 3.5)
+    assert value.euler == (0.125, -0.25, 1.375)
+    assert value.quaternion_wxyz == (0.875, 0.0625, -0.1875, 0.4375)
+    assert value.timestamp_s == 4.75
+    assert value.encode() == bytes(buf)
+
+
+# CoptReqData 80 B `<2i 16f d` and ObjReqData 112 B `<2i 16f d 32s` (DECISIONS.md). The spec
+# files do not order the 16 floats; the public SDK's UE4CtrlAPI (CoptReqData / ObjReqData struct
+# comments and CopyData: angQuat = iv[8:12], boxOrigin = iv[12:15]) does: PosUE@8, angEuler@20,
+# angQuat@32, boxOrigin@48, BoxExtent@60, timestmp@72 (then ObjName@80).
+_OBJ_POS = (1.5, -2.5, 3.25)
+_OBJ_EULER = (0.125, -0.375, 0.625)
+_OBJ_QUAT = (0.875, 0.0625, -0.1875, 0.4375)
+_OBJ_BOX_ORIGIN = (4.5, -5.75, 6.0)
+_OBJ_BOX_EXTENT = (0.25, 0.75, 1.125)
+_QUAT_ORDER_REASON = (
+    "rfly_link.wire COPT_REQ_DATA_80 / OBJ_REQ_DATA_112 put the quaternion after BoxExtent "
+    "(@56, box at 32/44); the SDK's CoptReqData/ObjReqData put angQuat right after angEuler "
+    "(@32, boxOrigin@48, BoxExtent@60)"
+)
+
+
+def _object_80_body(buf: bytearray) -> None:
+    put(buf, 8, "3f", *_OBJ_POS)  # PosUE
+    put(buf, 20, "3f", *_OBJ_EULER)  # angEuler
+    put(buf, 32, "4f", *_OBJ_QUAT)  # angQuat
+    put(buf, 48, "3f", *_OBJ_BOX_ORIGIN)  # boxOrigin
+    put(buf, 60, "3f", *_OBJ_BOX_EXTENT)  # BoxExtent
+    put(buf, 72, "d", 6.5)  # timestmp
+
+
+def _copt_req_80() -> bytes:
+    buf = bytearray(80)
+    put(buf, 0, "2i", 1234567891, 7)  # checksum, CopterID
+    _object_80_body(buf)
+    return bytes(buf)
+
+
+def _obj_req_112() -> bytes:
+    buf = bytearray(112)
+    put(buf, 0, "2i", 1234567891, 9)  # checksum, seqID
+    _object_80_body(buf)
+    put(buf, 80, "32s", b"Tree_01")  # ObjName
+    return bytes(buf)
+
+
+def test_copt_req_data_80_and_obj_req_data_112_shared_fields() -> None:
+    # The fields whose offsets do not depend on where the quaternion sits.
+    copt = rfly_link.decode(_copt_req_80(), port=20006)
+    assert type(copt) is m.CoptReqDataQuat
+    assert copt.copter_id == 7 and copt.timestamp_s == 6.5
+    assert copt.position_ue_m == _OBJ_POS and copt.euler == _OBJ_EULER
+    obj = rfly_link.decode(_obj_req_112(), port=20006)
+    assert type(obj) is m.ObjReqDataQuat
+    assert obj.seq_id == 9 and obj.timestamp_s == 6.5
+    assert obj.position_ue_m == _OBJ_POS and obj.euler == _OBJ_EULER
+    assert obj.object_name == b"Tree_01" and obj.to_dict()["object_name"] == "Tree_01"
+    # 112 B / 1234567891 is also sendUE4PosNew and CopterSim's state: the port decides.
+    with pytest.raises(rfly_link.AmbiguousDatagram):
+        rfly_link.decode(_obj_req_112())
+
+
+@pytest.mark.xfail(strict=True, reason=_QUAT_ORDER_REASON)
+def test_copt_req_data_80_quaternion_and_box() -> None:
+    value = rfly_link.decode(_copt_req_80(), port=20006)
+    assert value.quaternion_wxyz == _OBJ_QUAT
+    assert value.box_origin_m == _OBJ_BOX_ORIGIN
+    assert value.box_extent_m == _OBJ_BOX_EXTENT
+    assert value.encode() == _copt_req_80()
+
+
+@pytest.mark.xfail(strict=True, reason=_QUAT_ORDER_REASON)
+def test_obj_req_data_112_quaternion_and_box() -> None:
+    value = rfly_link.decode(_obj_req_112(), port=20006)
+    assert value.quaternion_wxyz == _OBJ_QUAT
+    assert value.box_origin_m == _OBJ_BOX_ORIGIN
+    assert value.box_extent_m == _OBJ_BOX_EXTENT
+    assert value.encode() == _obj_req_112()
+
+
 def test_rflysim3d_send_structures() -> None:
     buf = bytearray(152)
     put(buf, 0, "6i", 1234567899, 3, -1, 0, 255, 0)
@@ -231,6 +383,29 @@ def test_rflysim3d_send_structures() -> None:
     )
     ext = m.UE4ExtAct(copter_id=4, runned_time_s=1.0, action_ext=(1.0,) * 16)
     assert ext.encode() == struct.pack("<2i1d16f", 1234567894, 4, 1.0, *([1.0] * 16))
+
+
+@pytest.mark.parametrize("checksum", [1234567890, 1234567891])
+def test_ue4_pos_scale_52(checksum: int) -> None:
+    # UE4 sendUE4PosScale / sendUE4PosScale2Ground: SOut2SimulatorSimple1 `3i10f`.
+    buf = bytearray(52)
+    put(buf, 0, "3i", checksum, 4, 5)  # checkSum, copterID, vehicleType
+    put(buf, 12, "f", 1350.0)  # MotorRPMSMean
+    put(buf, 16, "3f", 12.5, -7.25, -3.0)  # PosE
+    put(buf, 28, "3f", 0.0625, -0.125, 2.25)  # AngEuler
+    put(buf, 40, "3f", 1.5, 0.75, 2.0)  # Scale
+    value = rfly_link.decode(bytes(buf), port=20010)
+    assert type(value) is m.UE4PosScale
+    assert value.checksum == checksum
+    assert value.copter_id == 4 and value.vehicle_type == 5
+    assert value.motor_rpm_mean == 1350.0
+    assert value.position_ned_m == (12.5, -7.25, -3.0)
+    assert value.euler_rad == (0.0625, -0.125, 2.25)
+    assert value.scale == (1.5, 0.75, 2.0)
+    msg = m.UE4PosScale(
+        checksum, 4, 5, 1350.0, (12.5, -7.25, -3.0), (0.0625, -0.125, 2.25), (1.5, 0.75, 2.0)
+    )
+    assert msg.encode() == bytes(buf)
 
 
 def test_fragment_headers_24_and_32() -> None:
@@ -383,6 +558,52 @@ def test_vision_sensor_request_legacy_92() -> None:
     assert value.seq_id == 4 and value.send_protocol[5] == 10003
     assert value.sensor_ang_eular == (0.0, -30.0, 0.0) and value.other_params[7] == 8.0
     assert value.encode() == bytes(buf)
+
+
+def test_vision_sensor_request_new_layout_144() -> None:
+    # rflysim-config-json.md 5: 16 uint16 (checksum .. SendProtocol[8]) then 28 float32:
+    # CameraFOV@32, SensorPosXYZ@36, EularOrQuat@48, SensorAngEular@52, SensorAngQuat@64,
+    # otherParams[16]@80 (the v4.11 struct without the gimbal's bitmask).
+    protocol = (1, 192, 168, 3, 14, 9999, 60000, 5)
+    other = tuple(0.5 + i for i in range(16))
+    buf = bytearray(144)
+    put(buf, 0, "8H", 12345, 6, 1, 3, 2, 1280, 720, 30)
+    put(buf, 16, "8H", *protocol)
+    put(buf, 32, "f", 87.5)  # CameraFOV
+    put(buf, 36, "3f", 0.3125, -0.15625, -0.5)  # SensorPosXYZ
+    put(buf, 48, "f", 1.0)  # EularOrQuat: > 0.5 selects the quaternion
+    put(buf, 52, "3f", 2.5, -35.0, 12.25)  # SensorAngEular
+    put(buf, 64, "4f", 0.875, 0.0625, -0.1875, 0.4375)  # SensorAngQuat
+    put(buf, 80, "16f", *other)  # otherParams
+    value = rfly_link.decode(bytes(buf), port=20010)
+    assert type(value) is m.VisionSensorReq
+    assert (value.seq_id, value.type_id, value.target_copter) == (6, 1, 3)
+    assert value.target_mount_type == 2
+    assert (value.data_width, value.data_height, value.data_check_freq) == (1280, 720, 30)
+    assert value.send_protocol == protocol
+    assert value.camera_fov_deg == 87.5
+    assert value.sensor_pos_xyz_m == (0.3125, -0.15625, -0.5)
+    assert value.eular_or_quat == 1.0
+    assert value.sensor_ang_eular == (2.5, -35.0, 12.25)
+    assert value.sensor_ang_quat == (0.875, 0.0625, -0.1875, 0.4375)
+    assert value.other_params == other
+    expected = m.VisionSensorReq(
+        seq_id=6,
+        type_id=1,
+        target_copter=3,
+        target_mount_type=2,
+        data_width=1280,
+        data_height=720,
+        data_check_freq=30,
+        send_protocol=protocol,
+        camera_fov_deg=87.5,
+        sensor_pos_xyz_m=(0.3125, -0.15625, -0.5),
+        eular_or_quat=1.0,
+        sensor_ang_eular=(2.5, -35.0, 12.25),
+        sensor_ang_quat=(0.875, 0.0625, -0.1875, 0.4375),
+        other_params=other,
+    )
+    assert expected.encode() == bytes(buf)
 
 
 def test_cesium_origin_formats_numpy_scalars_as_plain_numbers() -> None:
