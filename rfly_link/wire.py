@@ -457,8 +457,8 @@ COPT_REQ_DATA_64 = Layout(
 )
 COPT_REQ_DATA_80 = Layout(
     "CoptReqData80",
-    "DEC 80 B <2i16fd (quaternion assumed after the box)",
-    [*_COPT_HEAD, *_OBJECT_BODY, _QUAT, _f("timestamp_s", "d")],
+    "DEC 80 B <2i16fd; field order from the public SDK (quaternion after the Euler angles)",
+    [*_COPT_HEAD, *_OBJECT_BODY[:2], _QUAT, *_OBJECT_BODY[2:], _f("timestamp_s", "d")],
 )
 OBJ_REQ_DATA_96 = Layout(
     "ObjReqData96",
@@ -467,8 +467,15 @@ OBJ_REQ_DATA_96 = Layout(
 )
 OBJ_REQ_DATA_112 = Layout(
     "ObjReqData112",
-    "DEC 112 B <2i16fd32s (quaternion assumed after the box)",
-    [*_OBJ_HEAD, *_OBJECT_BODY, _QUAT, _f("timestamp_s", "d"), _f("object_name", "s", 32)],
+    "DEC 112 B <2i16fd32s; field order from the public SDK (quaternion after the Euler angles)",
+    [
+        *_OBJ_HEAD,
+        *_OBJECT_BODY[:2],
+        _QUAT,
+        *_OBJECT_BODY[2:],
+        _f("timestamp_s", "d"),
+        _f("object_name", "s", 32),
+    ],
 )
 
 # --- RflySim3D send side, port 20010 + window (UE4) -----------------------------------------
