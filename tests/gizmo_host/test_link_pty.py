@@ -8,13 +8,13 @@ import fcntl
 import os
 import random
 
-import pytest
-
 from gizmo_host.emulator import BoardModel, PtyBoard, play
 from gizmo_host.events import LinkEvent, LinkState
 from gizmo_host.link import SerialLink
 from gizmo_host.service import GizmoService
 from gizmo_host.store import Decision, HoldReason
+
+from .waits import wait_link, wait_verdict
 
 TIMEOUT_S = 5.0
 
@@ -53,11 +53,6 @@ class LinkHarness:
                     return event
 
         return await asyncio.wait_for(until(), timeout)
-
-
-@pytest.fixture
-def link_path(tmp_path):
-    return str(tmp_path / "gizmo0")
 
 
 def test_frames_written_to_the_master_arrive_decoded(link_path):
@@ -182,26 +177,6 @@ def test_unplug_gives_link_down_and_verdict_hold_within_500ms(link_path):
                 assert HoldReason.LINK_DOWN in hold.reasons
 
     asyncio.run(main())
-
-
-async def wait_link(events, state: LinkState, timeout: float = TIMEOUT_S) -> LinkEvent:
-    async def until():
-        async for event in events:
-            if event.state is state:
-                return event
-        raise AssertionError("link event stream ended")
-
-    return await asyncio.wait_for(until(), timeout)
-
-
-async def wait_verdict(verdicts, decision: Decision, timeout: float = TIMEOUT_S):
-    async def until():
-        async for verdict in verdicts:
-            if verdict.decision is decision:
-                return verdict
-        raise AssertionError("verdict stream ended")
-
-    return await asyncio.wait_for(until(), timeout)
 
 
 def open_fds() -> int:

@@ -6,31 +6,18 @@ import asyncio
 import random
 
 import jsonschema
-import pytest
 
 from gizmo_host.clock import ClockStatus
 from gizmo_host.emulator import BoardModel, PtyBoard, play
 from gizmo_host.events import LinkState
 from gizmo_host.schemas import load_schema
-from gizmo_host.service import GizmoService, Subscription
+from gizmo_host.service import GizmoService
 from gizmo_host.store import Decision, HoldReason, TargetSelector
 from gizmo_host.tracker import SequenceEvent
 
+from .waits import wait_link
+
 TIMEOUT_S = 5.0
-
-
-@pytest.fixture
-def link_path(tmp_path):
-    return str(tmp_path / "gizmo0")
-
-
-async def wait_state(events: Subscription, state: LinkState) -> None:
-    async def until():
-        async for event in events:
-            if event.state is state:
-                return
-
-    await asyncio.wait_for(until(), TIMEOUT_S)
 
 
 def garbage(rng: random.Random) -> bytes:
@@ -53,7 +40,7 @@ def test_garbage_sequence_wrap_and_device_reset_mid_stream(link_path):
         with PtyBoard(link_path) as board:
             async with GizmoService(link_path, transport_delay_ns=0) as svc:
                 events, results = svc.link_events(), svc.results()
-                await wait_state(events, LinkState.SYNCING)
+                await wait_link(events, LinkState.SYNCING)
                 board.write(b"".join(garbage(rng) + model.next_frame() for _ in range(20)))
                 first = [await results.get(TIMEOUT_S) for _ in range(20)]
                 assert [r.result.sequence for r in first] == [*range(65520, 65536), 0, 1, 2, 3]
@@ -89,7 +76,7 @@ def test_results_carry_host_capture_time_and_verdict_turns_proceed_then_stale(li
                 events = svc.link_events()
                 verdicts = svc.verdicts(TargetSelector(source_id=1, result_type=5, id=11))
                 results = svc.results()
-                await wait_state(events, LinkState.SYNCING)
+                await wait_link(events, LinkState.SYNCING)
                 player = asyncio.create_task(play(board, model, 60))
 
                 async def until(decision):
@@ -120,7 +107,7 @@ def test_iterators_end_when_the_service_stops_and_slow_iterators_drop_oldest(lin
             async with svc:
                 events = svc.link_events()
                 small, full = svc.results(maxsize=4), svc.results()
-                await wait_state(events, LinkState.SYNCING)
+                await wait_link(events, LinkState.SYNCING)
                 model = BoardModel(live_clock=True)
                 board.write(b"".join(model.next_frame() for _ in range(10)))
                 for _ in range(10):
@@ -146,7 +133,7 @@ def test_a_failing_listener_is_counted_and_never_stops_the_reader(link_path):
             async with GizmoService(link_path, transport_delay_ns=0) as svc:
                 svc.add_listener(broken)
                 events, results = svc.link_events(), svc.results()
-                await wait_state(events, LinkState.SYNCING)
+                await wait_link(events, LinkState.SYNCING)
                 board.write(b"".join(model.next_frame() for _ in range(5)))
                 got = [await results.get(TIMEOUT_S) for _ in range(5)]
                 assert len(got) == 5 and svc.link_state is LinkState.UP
