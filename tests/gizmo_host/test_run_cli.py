@@ -19,11 +19,6 @@ from gizmo_host.schemas import MESSAGE_TYPES, load_schema
 TIMEOUT_S = 10.0
 
 
-@pytest.fixture
-def link_path(tmp_path):
-    return str(tmp_path / "gizmo0")
-
-
 def validate(message: dict) -> None:
     assert message["type"] in MESSAGE_TYPES
     jsonschema.validate(message, load_schema(message["type"]))
