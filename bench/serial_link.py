@@ -106,13 +106,14 @@ class PacedWriter(threading.Thread):
         start = time.monotonic()
         sent = frame = 0
         n = len(self.due)
+        line_rate = n > 1 and self.due[1] - self.due[0] < 0.004
         while frame < n:
             now = time.monotonic() - start
             # Everything due by now: whole frames plus the leading part of the next one.
             while frame < n and self.due[frame] <= now:
                 frame += 1
             end = frame * 35
-            if frame < n and frame > 0 and self.due[frame] - self.due[frame - 1] < 0.004:
+            if line_rate and 0 < frame < n:
                 # Line-rate stream: the next frame is partly on the wire already.
                 part = (now - self.due[frame - 1]) / (self.due[frame] - self.due[frame - 1])
                 end += int(35 * max(0.0, min(part, 1.0)))
@@ -122,7 +123,12 @@ class PacedWriter(threading.Thread):
                 for i in range(sent // 35, end // 35):
                     self.written_ns[i] = stamp
                 sent = end
-            time.sleep(0.001)
+            if not line_rate and frame < n:
+                # Between frames of the 30/s stream the line is idle until the next frame is
+                # due: sleep until then rather than wake every millisecond.
+                time.sleep(max(0.0, self.due[frame] - (time.monotonic() - start)))
+            else:
+                time.sleep(0.001)  # mid-frame on a busy line: the bytes of each millisecond
 
 
 class Consumer(threading.Thread):

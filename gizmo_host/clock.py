@@ -46,6 +46,10 @@ class ClockStatus(Enum):
     RESYNC = "resync"  # after a device reset or a phase error, re-acquiring the phase
 
 
+_INF = math.inf
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+
+
 class ClockSample(NamedTuple):
     """What the estimator made of one frame's ``timestamp_ms``."""
 
@@ -53,6 +57,11 @@ class ClockSample(NamedTuple):
     epoch: int  # incremented on every device reset; a phase-error resync keeps it
     status: ClockStatus
     resync_reason: str | None  # set on the frame that started a new epoch
+
+
+_LOCKED = ClockStatus.LOCKED
+_REFIT_ALWAYS_BELOW = 16  # segments in the window: below this, refit the slope on every one
+_REFIT_EVERY = 4  # segments between refits of a longer window
 
 
 class ClockStats(NamedTuple):
@@ -95,6 +104,7 @@ class DeviceClockEstimator:
                 f"phase_error_threshold_ms: expected > 0, got {phase_error_threshold_ms!r}"
             )
         self._max_skew = max_skew_ppm * 1e-6
+        self._max_skew_ppm = max_skew_ppm
         self._delay_ms = transport_delay_ns / 1e6
         self._threshold_ms = phase_error_threshold_ms
         self._segment_ms = segment_ms
@@ -105,6 +115,7 @@ class DeviceClockEstimator:
         self._skew = 0.0
         self._epoch_start_x_ms = 0
         self._high_segments = 0
+        self._closed_since_fit = 0
         self._status = ClockStatus.CONVERGING
         self._epoch = 0
         self._resets = self._phase_errors = self._samples = 0
@@ -155,7 +166,7 @@ class DeviceClockEstimator:
                 self._last_ts_ms,
                 timestamp_ms,
                 host_rx_ns - self._last_host_ns,
-                max_skew_ppm=self._max_skew * 1e6,
+                max_skew_ppm=self._max_skew_ppm,
             )
             if reset or advance is None:
                 reason = "device reset"
@@ -169,33 +180,51 @@ class DeviceClockEstimator:
         self._last_host_ns = host_rx_ns
         x_ms = self._last_x_ms
         offset_ms = (host_rx_ns - self._origin_host_ns) / 1e6 - x_ms
-        if self._phase_ms != math.inf:
-            residual = offset_ms - self._line(x_ms)
-            if residual < -self._threshold_ms:  # received before it was sent: phase moved down
-                reason = f"phase error {residual:.1f} ms"
-                self._phase_errors += 1
-                self._resync(keep_last=False)
-        reason = self._add(x_ms, offset_ms) or reason
+        phase_ms = offset_ms - self._skew * x_ms  # this sample's phase under the current slope
+        if self._phase_ms != _INF and phase_ms - self._phase_ms < -self._threshold_ms:
+            # Received before it was sent, by the current line: the phase moved down.
+            reason = f"phase error {phase_ms - self._phase_ms:.1f} ms"
+            self._phase_errors += 1
+            self._resync(keep_last=False)
+        segments = self._segments
+        if segments and segments[-1].index == x_ms // self._segment_ms:
+            # The current segment (the usual case): keep its minimum and the phase.
+            current = segments[-1]
+            if offset_ms < current.min_offset_ms:
+                current.min_offset_ms, current.x_ms = offset_ms, x_ms
+            self._phase_ms = min(self._phase_ms, phase_ms)
+        else:
+            reason = self._add(x_ms, offset_ms) or reason
         self._epoch_samples += 1
         if (
-            self._status is not ClockStatus.LOCKED
+            self._status is not _LOCKED
             and self._epoch_samples >= self._lock_min_samples
             and x_ms - self._epoch_start_x_ms >= self._lock_after_ms
         ):
-            self._status = ClockStatus.LOCKED
-        return ClockSample(self._origin_device_ms + x_ms, self._epoch, self._status, reason)
+            self._status = _LOCKED
+        return _new_tuple(
+            ClockSample, (self._origin_device_ms + x_ms, self._epoch, self._status, reason)
+        )
 
     def to_host_ns(self, device_ms: float) -> int | None:
         """Host time at which the current epoch's device clock read ``device_ms`` (a point)."""
-        if self._phase_ms == math.inf:
+        phase_ms = self._phase_ms
+        if phase_ms == _INF:
             return None
         x_ms = device_ms - self._origin_device_ms
-        host_ms = x_ms + self._line(x_ms) - self._delay_ms
+        host_ms = x_ms + phase_ms + self._skew * x_ms - self._delay_ms
         return self._origin_host_ns + round(host_ms * 1e6)
 
     def tick_to_host_ns(self, device_tick_ms: int) -> int | None:
-        """Host time of an integer device millisecond tick, taken at its midpoint."""
-        return self.to_host_ns(device_tick_ms + 0.5)
+        """Host time of an integer device millisecond tick, taken at its midpoint.
+
+        ``to_host_ns(device_tick_ms + 0.5)``, written out: this runs for every frame."""
+        phase_ms = self._phase_ms
+        if phase_ms == _INF:
+            return None
+        x_ms = device_tick_ms + 0.5 - self._origin_device_ms
+        host_ms = x_ms + phase_ms + self._skew * x_ms - self._delay_ms
+        return self._origin_host_ns + round(host_ms * 1e6)
 
     # -- internals -----------------------------------------------------------------------
 
@@ -221,7 +250,7 @@ class DeviceClockEstimator:
 
     def _add(self, x_ms: float, offset_ms: float) -> str | None:
         """Put a sample in its segment; returns a resync reason when a segment closes high."""
-        index = math.floor(x_ms / self._segment_ms)
+        index = int(x_ms // self._segment_ms)
         segments = self._segments
         if segments and segments[-1].index == index:
             current = segments[-1]
@@ -242,7 +271,12 @@ class DeviceClockEstimator:
                 self._phase_errors += 1
                 self._resync(keep_last=True)
         if len(segments) >= 3:
-            self._fit_skew()
+            # A full window holds minutes of minima: refit it every few segments, not on
+            # every one (the slope moves slowly; a fit walks the whole window).
+            self._closed_since_fit += 1
+            if len(segments) < _REFIT_ALWAYS_BELOW or self._closed_since_fit >= _REFIT_EVERY:
+                self._closed_since_fit = 0
+                self._fit_skew()
         segments.append(_Segment(index, x_ms, offset_ms))
         self._phase_ms = min(self._recent_phases())
         return reason

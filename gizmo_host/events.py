@@ -79,13 +79,18 @@ class ReceivedResult(NamedTuple):
     def age_ms(self, now_ns: int) -> float:
         return (now_ns - self.reference_ns()) / 1e6
 
+    def age_us(self, now_ns: int) -> int:
+        """Age in whole microseconds (rounded): what JSON output carries, as ms with 3
+        decimals, formatted from the integer so the per-frame line needs no float rounding."""
+        return (now_ns - self.reference_ns() + 500) // 1000
+
     def to_dict(self, now_ns: int) -> dict[str, Any]:
         return {
             "type": "result",
             "host_rx_ns": self.host_rx_ns,
             "host_capture_ns": self.host_capture_ns,
             "host_published_ns": now_ns,
-            "age_ms": round(self.age_ms(now_ns), 3),
+            "age_ms": self.age_us(now_ns) / 1000,
             "device_ms": self.device_ms,
             "epoch": self.epoch,
             "clock": self.clock_status.value,
@@ -98,20 +103,26 @@ class ReceivedResult(NamedTuple):
 
         The tests check that it parses to exactly ``to_dict(now_ns)``.
         """
-        r = self.result
+        r, rx_ns, capture, device_ms, epoch, clock_status, sequence_event = self
         flags = r.flags
-        capture = self.host_capture_ns
+        age_us = (now_ns - (rx_ns if capture is None else capture) + 500) // 1000  # age_us()
+        sign = ""
+        if age_us < 0:
+            sign, age_us = "-", -age_us
         return (
             _RESULT_LINE
             % (
-                self.host_rx_ns,
-                "null" if capture is None else str(int(capture)),
+                rx_ns,
+                "null" if capture is None else capture,
                 now_ns,
-                round(self.age_ms(now_ns), 3),
-                self.device_ms,
-                self.epoch,
-                self.clock_status.value,
-                self.sequence_event.value,
+                sign,
+                age_us // 1000,
+                age_us % 1000,
+                device_ms,
+                epoch,
+                # ``_value_`` is the member's value without the ``.value`` descriptor call.
+                clock_status._value_,
+                sequence_event._value_,
                 *r,
                 _JSON_BOOL[flags & 0x01],
                 _JSON_BOOL[flags & 0x02],
@@ -135,7 +146,7 @@ def version_message(package_version: str, path: str) -> dict[str, Any]:
 
 _RESULT_LINE = (
     '{"type":"result","host_rx_ns":%d,"host_capture_ns":%s,"host_published_ns":%d,'
-    '"age_ms":%r,"device_ms":%d,"epoch":%d,"clock":"%s","sequence_event":"%s","result":{'
+    '"age_ms":%s%d.%03d,"device_ms":%d,"epoch":%d,"clock":"%s","sequence_event":"%s","result":{'
     + "".join(f'"{name}":%d,' for name in VisionResult._fields)
     + '"tracked":%s,"lost":%s,"relative":%s,"interpretation":%s}}\n'
 )

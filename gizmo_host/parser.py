@@ -49,10 +49,12 @@ class StreamParser:
         "_frames_ok",
         "_header_errors",
         "_pending",
+        "buffered",
     )
 
     def __init__(self) -> None:
         self._pending = b""
+        self.buffered = 0  # bytes held for an incomplete frame (at most FRAME_LEN - 1)
         self._bytes_in = self._frames_ok = self._crc_errors = 0
         self._header_errors = self._bytes_discarded = 0
 
@@ -66,15 +68,11 @@ class StreamParser:
             self._bytes_discarded,
         )
 
-    @property
-    def buffered(self) -> int:
-        """Bytes held for an incomplete frame (at most FRAME_LEN - 1)."""
-        return len(self._pending)
-
     def reset(self) -> None:
         """Drop the partial frame, e.g. after a reconnect: its tail will never arrive."""
         self._bytes_discarded += len(self._pending)
         self._pending = b""
+        self.buffered = 0
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[VisionResult]:
         if not data:
@@ -83,6 +81,21 @@ class StreamParser:
         self._bytes_in += len(data)
         buf = self._pending + data if self._pending else data
         end = len(buf)
+        if end == FRAME_LEN and buf[:2] == SYNC:
+            # The usual read on a live link: exactly one frame. Valid, it is taken here;
+            # anything else goes through the general search below, which counts it.
+            values = BODY.unpack_from(buf, CRC_START)
+            if (
+                values[_VERSION_AT] == VERSION
+                and values[_TYPE_AT] == MSG_TYPE_VISION_RESULT
+                and values[_LEN_AT] == PAYLOAD_LEN
+                and binascii.crc_hqx(buf[CRC_START:CRC_END], CRC_INIT)
+                == buf[CRC_END] | buf[CRC_END + 1] << 8
+            ):
+                self._pending = b""
+                self.buffered = 0
+                self._frames_ok += 1
+                return [tuple.__new__(VisionResult, values)]
         last_start = end - FRAME_LEN
         find, unpack, crc = buf.find, BODY.unpack_from, binascii.crc_hqx
         new, result_type = tuple.__new__, VisionResult
@@ -119,8 +132,10 @@ class StreamParser:
             discarded += 1  # the rejected A5; resume right after it
             pos = start + 1
         self._pending = buf[pos:]
+        self.buffered = end - pos
         self._frames_ok += len(out)
-        self._crc_errors += crc_errors
-        self._header_errors += header_errors
-        self._bytes_discarded += discarded
+        if discarded:  # rejected candidates are counted in ``discarded`` too
+            self._crc_errors += crc_errors
+            self._header_errors += header_errors
+            self._bytes_discarded += discarded
         return out

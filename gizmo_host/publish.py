@@ -67,9 +67,12 @@ class JsonLinesPublisher:
 
     def __call__(self, message: ReceivedResult | LinkEvent | Verdict) -> None:
         if isinstance(message, ReceivedResult):  # the per-frame path: a template, no dict
-            self.send_line(message.to_json_line(self._clock()))
+            line = message.to_json_line(self._clock())
         else:
-            self.publish(message.to_dict())
+            line = encode_line(message.to_dict())
+        self.lines += 1
+        for sink in self._sinks:
+            sink.send(line)
 
     def publish(self, obj: dict[str, Any]) -> None:
         self.send_line(encode_line(obj))
@@ -96,11 +99,11 @@ class StdoutSink:
 
 
 class _Client:
-    __slots__ = ("name", "writer")
+    __slots__ = ("name", "transport")
 
-    def __init__(self, name: str, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, name: str, transport: asyncio.WriteTransport) -> None:
         self.name = name
-        self.writer = writer
+        self.transport = transport  # written directly: the StreamWriter adds only a call
 
 
 class UnixSocketServer:
@@ -150,7 +153,7 @@ class UnixSocketServer:
         if self._server is not None:
             self._server.close()
         for client in list(self._clients.values()):
-            client.writer.transport.abort()  # each handler then sees EOF and returns
+            client.transport.abort()  # each handler then sees EOF and returns
         if self._handlers:
             await asyncio.wait(list(self._handlers), timeout=CLOSE_TIMEOUT_S)
         if self._server is not None:
@@ -161,18 +164,22 @@ class UnixSocketServer:
                     os.unlink(self.path)
 
     def send(self, line: bytes) -> None:
-        for client_id, client in list(self._clients.items()):
-            transport = client.writer.transport
+        limit = self._max_buffer_bytes - len(line)
+        stalled: list[int] = []
+        for client_id, client in self._clients.items():
+            transport = client.transport
             if transport.is_closing():
                 continue
-            if transport.get_write_buffer_size() + len(line) > self._max_buffer_bytes:
-                LOGGER.warning("unix socket client %s is not reading: dropped", client.name)
-                self.clients_dropped += 1
-                del self._clients[client_id]
-                transport.abort()
+            if transport.get_write_buffer_size() > limit:
+                stalled.append(client_id)
                 continue
-            client.writer.write(line)
+            transport.write(line)
             self.lines_sent += 1
+        for client_id in stalled:
+            client = self._clients.pop(client_id)
+            LOGGER.warning("unix socket client %s is not reading: dropped", client.name)
+            self.clients_dropped += 1
+            client.transport.abort()
 
     def stats(self) -> dict[str, int]:
         return {
@@ -193,7 +200,7 @@ class UnixSocketServer:
         self._handlers.add(task)
         client_id = self._next_id
         self._next_id += 1
-        self._clients[client_id] = _Client(f"#{client_id}", writer)
+        self._clients[client_id] = _Client(f"#{client_id}", writer.transport)
         self.clients_accepted += 1
         writer.write(self._version_line)
         try:

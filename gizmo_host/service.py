@@ -9,7 +9,8 @@ consumer that falls behind loses its oldest items (counted), never slows the rea
 
 Verdicts are re-evaluated after every read that could change one, every link transition, and
 by a timer set for the moment the current target goes stale (so it turns to HOLD on time
-without polling); they are published when they change and re-published every
+without polling; results that refresh the target move the timer back, so a steady stream
+never wakes it); they are published when they change and re-published every
 ``verdict_interval_s``.
 """
 
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from .clock import ClockStatus, DeviceClockEstimator, frame_transmit_ns
-from .events import LinkEvent, LinkState, ReceivedResult
+from .events import LinkEvent, LinkState, ReceivedResult, ResultKey
 from .link import OpenFunction, SerialLink
 from .protocol import VisionResult
 from .store import Decision, ResultStore, TargetSelector, Verdict
@@ -34,7 +35,10 @@ Message = ReceivedResult | LinkEvent | Verdict
 Listener = Callable[[Message], None]
 _CLOSED: Any = object()
 _STALE_MARGIN_S = 0.001
-_ROUTINE_EVENTS = frozenset({SequenceEvent.IN_ORDER, SequenceEvent.GAP})
+_STALE_POSTPONE_INTERVAL_NS = 50_000_000
+_IN_ORDER, _GAP, _LATE = SequenceEvent.IN_ORDER, SequenceEvent.GAP, SequenceEvent.LATE
+_DUPLICATE, _RESET, _LOCKED = SequenceEvent.DUPLICATE, SequenceEvent.RESET, ClockStatus.LOCKED
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
 class Subscription(Generic[T]):
@@ -133,6 +137,9 @@ class GizmoService:
         self._watched: dict[TargetSelector, Verdict | None] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._stale_timer: asyncio.TimerHandle | None = None
+        self._target_expiry_ns: dict[ResultKey, int] = {}  # current verdict targets' stale times
+        self._stale_postponed_ns = 0
+        self._verdict_tick: asyncio.TimerHandle | None = None
         self._routine_keys: dict[tuple[int, int, int], bool] = {}
         self._results_total = self._duplicates_dropped = self._listener_errors = 0
         self._failure: BaseException | None = None
@@ -150,12 +157,12 @@ class GizmoService:
     def start(self) -> None:
         if self._tasks:
             raise RuntimeError("GizmoService is already running")
-        self._tasks = [
-            asyncio.create_task(self.link.run(), name=f"gizmo-link {self.link.path}"),
-            asyncio.create_task(self._verdict_ticker(), name="gizmo-verdicts"),
-        ]
+        self._tasks = [asyncio.create_task(self.link.run(), name=f"gizmo-link {self.link.path}")]
         for task in self._tasks:
             task.add_done_callback(self._task_done)
+        self._verdict_tick = asyncio.get_running_loop().call_later(
+            self._verdict_interval_s, self._on_verdict_tick
+        )
 
     @property
     def failure(self) -> BaseException | None:
@@ -179,9 +186,11 @@ class GizmoService:
     async def stop(self) -> None:
         """Stop the link (closing the port), end every iterator."""
         tasks, self._tasks = self._tasks, []
-        if self._stale_timer is not None:
-            self._stale_timer.cancel()
-            self._stale_timer = None
+        for timer in (self._stale_timer, self._verdict_tick):
+            if timer is not None:
+                timer.cancel()
+        self._stale_timer = self._verdict_tick = None
+        self._target_expiry_ns = {}
         for task in tasks:
             task.cancel()
         # A task that died has been reported through ``failure``; stopping must still finish.
@@ -275,33 +284,39 @@ class GizmoService:
     # -- the reader path (synchronous: called from the link's data_received) ----------------
 
     def _on_results(self, results: list[VisionResult], rx_ns: int) -> None:
-        tracker, device_clock, store = self._tracker, self._device_clock, self._store
+        # This runs for every frame: attribute lookups are hoisted, enum members compared by
+        # identity, and tuples built without their Python-level constructors.
+        observe_sequence, device_clock = self._tracker.observe, self._device_clock
+        store, result_subs = self._store, self._result_subs
         verdicts_may_change = False
         for result in results:
-            event = tracker.observe(result.source_id, result.sequence, result.timestamp_ms, rx_ns)
-            if event is SequenceEvent.DUPLICATE:
+            source_id, timestamp_ms = result.source_id, result.timestamp_ms
+            event = observe_sequence(source_id, result.sequence, timestamp_ms, rx_ns)
+            if event is _DUPLICATE:
                 self._duplicates_dropped += 1
                 continue
-            sample = device_clock.observe(
-                result.timestamp_ms, rx_ns, reset=event is SequenceEvent.RESET
+            sample = device_clock.observe(timestamp_ms, rx_ns, reset=event is _RESET)
+            device_ms, epoch, clock_status, resync_reason = sample
+            if event is _RESET or resync_reason == "device reset":
+                store.device_reset(source_id, rx_ns)
+            received = _new_tuple(
+                ReceivedResult,
+                (
+                    result,
+                    rx_ns,
+                    device_clock.tick_to_host_ns(device_ms - result.age_ms),
+                    device_ms,
+                    epoch,
+                    clock_status,
+                    event,
+                ),
             )
-            if event is SequenceEvent.RESET or sample.resync_reason == "device reset":
-                store.device_reset(result.source_id, rx_ns)
-            received = ReceivedResult(
-                result,
-                rx_ns,
-                device_clock.tick_to_host_ns(sample.device_ms - result.age_ms),
-                sample.device_ms,
-                sample.epoch,
-                sample.status,
-                event,
-            )
-            if event is not SequenceEvent.LATE:  # a late frame is older than the stored one
+            if event is not _LATE:  # a late frame is older than the stored one
                 store.update(received)
             self._results_total += 1
             if not verdicts_may_change and not self._is_routine(received, event, rx_ns):
                 verdicts_may_change = True
-            for sub in self._result_subs:
+            for sub in result_subs:
                 sub.put(received)
             self._dispatch(received)
         if verdicts_may_change:
@@ -324,16 +339,22 @@ class GizmoService:
 
         That is: an in-order, tracked, fresh result with the clock locked, whose key is either
         matched by no watched selector or only by selectors whose verdict is already PROCEED.
+        A routine result that refreshes a verdict's target pushes that target's stale time
+        back (``_postpone_stale_timer``).
         """
         result = received.result
+        capture_ns = received.host_capture_ns
         if (
-            event not in _ROUTINE_EVENTS
-            or received.clock_status is not ClockStatus.LOCKED
+            (event is not _IN_ORDER and event is not _GAP)
+            or received.clock_status is not _LOCKED
             or result.flags & 0x03 != 0x01  # tracked and not lost
-            or rx_ns - received.reference_ns() > self._store.ttl_ns(result.result_type)
+            or capture_ns is None
         ):
             return False
-        key = received.key
+        expiry_ns = capture_ns + self._store.ttl_ns(result.result_type)
+        if rx_ns > expiry_ns:
+            return False
+        key = (result.source_id, result.result_type, result.id)
         routine = self._routine_keys.get(key)
         if routine is None:
             routine = self._routine_keys[key] = all(
@@ -341,6 +362,10 @@ class GizmoService:
                 or (last is not None and last.decision is Decision.PROCEED)
                 for selector, last in self._watched.items()
             )
+        if routine and key in self._target_expiry_ns:
+            self._target_expiry_ns[key] = expiry_ns
+            if rx_ns - self._stale_postponed_ns >= _STALE_POSTPONE_INTERVAL_NS:
+                self._postpone_stale_timer(rx_ns)
         return routine
 
     def _on_link_event(self, event: LinkEvent) -> None:
@@ -350,13 +375,14 @@ class GizmoService:
         self._evaluate_verdicts(event.host_ns)
 
     def _evaluate_verdicts(self, now_ns: int, *, force: bool = False) -> None:
-        stale_at_ns: int | None = None
+        expiry_ns: dict[ResultKey, int] = {}
         for selector, last in self._watched.items():
             verdict = self.verdict(selector, now_ns)
             target = verdict.result
             if target is not None:
-                expiry = target.reference_ns() + self._store.ttl_ns(target.result.result_type)
-                stale_at_ns = expiry if stale_at_ns is None else min(stale_at_ns, expiry)
+                expiry_ns[target.key] = target.reference_ns() + self._store.ttl_ns(
+                    target.result.result_type
+                )
             if not force and verdict.same_as(last):
                 continue
             self._watched[selector] = verdict
@@ -364,33 +390,42 @@ class GizmoService:
                 sub.put(verdict)
             self._dispatch(verdict)
         self._routine_keys.clear()
-        if stale_at_ns is not None:
-            self._arm_stale_timer(stale_at_ns, now_ns)
+        self._target_expiry_ns = expiry_ns
+        if expiry_ns:
+            self._arm_stale_timer(min(expiry_ns.values()), now_ns)
 
-    def _arm_stale_timer(self, stale_at_ns: int, now_ns: int) -> None:
-        """Re-evaluate when the current target goes stale: a timer, not polling.
+    def _arm_stale_timer(self, stale_at_ns: int, now_ns: int, *, later: bool = False) -> None:
+        """Re-evaluate when the first current target goes stale: a timer, not polling.
 
-        A pending timer that fires earlier is kept (it re-arms itself), so a steady stream of
-        results costs about one wake-up per TTL.
+        A pending timer that fires earlier is kept unless ``later`` (a routine result moved
+        the stale time back): a timer that fires early only re-evaluates and re-arms.
         """
         loop = asyncio.get_running_loop()
         when = loop.time() + (stale_at_ns - now_ns) / 1e9 + _STALE_MARGIN_S
         handle = self._stale_timer
-        if handle is not None and not handle.cancelled() and handle.when() <= when:
-            return
         if handle is not None:
+            if not later and not handle.cancelled() and handle.when() <= when:
+                return
             handle.cancel()
         self._stale_timer = loop.call_at(when, self._on_stale_timer)
+
+    def _postpone_stale_timer(self, rx_ns: int) -> None:
+        """Move the stale timer to the targets' new stale time. Done at most every
+        ``_STALE_POSTPONE_INTERVAL_NS``, so a steady stream costs a few timer moves a second
+        and no timer wake-ups; the timer never fires later than a target goes stale."""
+        self._stale_postponed_ns = rx_ns
+        self._arm_stale_timer(min(self._target_expiry_ns.values()), self._clock(), later=True)
 
     def _on_stale_timer(self) -> None:
         self._stale_timer = None
         self._evaluate_verdicts(self._clock())
 
-    async def _verdict_ticker(self) -> None:
-        """Re-publish every watched verdict at the steady rate."""
-        while True:
-            await asyncio.sleep(self._verdict_interval_s)
-            self._evaluate_verdicts(self._clock(), force=True)
+    def _on_verdict_tick(self) -> None:
+        """Re-publish every watched verdict at the steady rate (a timer: no task to wake)."""
+        self._verdict_tick = asyncio.get_running_loop().call_later(
+            self._verdict_interval_s, self._on_verdict_tick
+        )
+        self._evaluate_verdicts(self._clock(), force=True)
 
     def _all_subs(self) -> list[Subscription[Any]]:
         return [

@@ -27,6 +27,7 @@ _TRACKED, _TRACKED_OR_LOST = (
     ResultFlags.TRACKED.value,
     (ResultFlags.TRACKED | ResultFlags.LOST).value,
 )
+_TYPE_NONE = int(ResultType.NONE)
 
 
 class Decision(Enum):
@@ -139,7 +140,7 @@ class Verdict:
                 "source_id": result.key[0],
                 "result_type": result.key[1],
                 "id": result.key[2],
-                "age_ms": round(result.age_ms(self.host_ns), 3),
+                "age_ms": result.age_us(self.host_ns) / 1000,
                 "sequence": result.result.sequence,
             },
         }
@@ -179,14 +180,15 @@ class ResultStore:
         another key than the target it replaces (the board's "not detected" frame), so it
         also ends the currency of every earlier result from its source.
         """
-        key = received.key
-        self._updates += 1
-        self._latest[key] = received
-        self._latest.move_to_end(key)
-        self._arrival[key] = self._updates
-        flags = received.result.flags
-        if flags & _TRACKED_OR_LOST != _TRACKED or key[1] == ResultType.NONE:
-            self._negative_arrival[key[0]] = self._updates
+        result = received.result
+        key = (result.source_id, result.result_type, result.id)
+        latest = self._latest
+        self._updates = updates = self._updates + 1
+        latest[key] = received
+        latest.move_to_end(key)
+        self._arrival[key] = updates
+        if result.flags & _TRACKED_OR_LOST != _TRACKED or result.result_type == _TYPE_NONE:
+            self._negative_arrival[result.source_id] = updates
         while len(self._latest) > self._max_entries:
             evicted, _ = self._latest.popitem(last=False)
             del self._arrival[evicted]

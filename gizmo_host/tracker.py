@@ -27,6 +27,7 @@ DEFAULT_REORDER_WINDOW = 16
 _MASK = (1 << 64) - 1
 _WINDOW_SLOTS = 64  # >= the largest reorder window
 _SLOT_MASK = _WINDOW_SLOTS - 1
+ADVANCE_TOLERANCE_MS = 1000.0  # a device clock step this small is an advance, whatever the host
 
 
 class SequenceEvent(Enum):
@@ -39,6 +40,9 @@ class SequenceEvent(Enum):
     DUPLICATE = "duplicate"  # seen already (within the window)
     RESET = "reset"  # sequence and device clock both fell back: the board restarted
     DISCONTINUITY = "discontinuity"  # sequence fell back, the device clock did not
+
+
+_IN_ORDER, _GAP = SequenceEvent.IN_ORDER, SequenceEvent.GAP
 
 
 class SourceStats(NamedTuple):
@@ -60,16 +64,19 @@ def device_clock_advance_ms(
     host_elapsed_ns: int,
     *,
     max_skew_ppm: float = 200.0,
-    tolerance_ms: float = 1000.0,
+    tolerance_ms: float = ADVANCE_TOLERANCE_MS,
 ) -> int | None:
     """How far the uint32 device clock moved, or None when it fell back (a reset).
 
     The forward distance modulo 2**32 is accepted when it agrees with the host clock's elapsed
     time (within ``tolerance_ms`` plus the skew bound), so a 2**32 wrap is an advance while a
     restart to 0 is not, whatever the uptime. A small step back (a reordered frame, at most
-    ``tolerance_ms``) is returned as a negative advance.
+    ``tolerance_ms``) is returned as a negative advance. A forward step of at most
+    ``tolerance_ms`` is always an advance.
     """
     forward = (current_ms - previous_ms) % TIMESTAMP_MODULUS
+    if forward <= tolerance_ms:  # the usual small step forward, whatever the host clock says
+        return forward
     host_ms = max(host_elapsed_ns, 0) / 1e6
     allowed = host_ms * (1.0 + max_skew_ppm * 1e-6) + tolerance_ms
     if forward <= allowed:
@@ -146,10 +153,13 @@ class SequenceTracker:
         if 0 < step < SEQUENCE_MODULUS // 2:
             state.lost += step - 1
             state.seen_mask = ((state.seen_mask << step) | 1) & _MASK
-            state.span = min(state.span + step, 64)
+            span = state.span + step
+            state.span = span if span < _WINDOW_SLOTS else _WINDOW_SLOTS
             state.timestamps[sequence & _SLOT_MASK] = timestamp_ms
-            self._advance(state, sequence, timestamp_ms, host_ns)
-            return SequenceEvent.IN_ORDER if step == 1 else SequenceEvent.GAP
+            state.last_sequence = sequence
+            state.last_timestamp_ms = timestamp_ms
+            state.last_host_ns = host_ns
+            return _IN_ORDER if step == 1 else _GAP
         behind = (SEQUENCE_MODULUS - step) % SEQUENCE_MODULUS
         if behind <= self._reorder_window and advance <= 0:  # late frames are older
             bit = 1 << behind

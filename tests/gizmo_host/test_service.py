@@ -100,6 +100,40 @@ def test_results_carry_host_capture_time_and_verdict_turns_proceed_then_stale(li
     asyncio.run(main())
 
 
+def test_a_steady_stream_keeps_proceed_and_hold_comes_when_the_last_target_goes_stale(link_path):
+    """Results that refresh the target move the stale timer back (no wake-up per TTL), and
+    the timer still turns the verdict to HOLD when the last target's TTL runs out."""
+    ttl_ms = 150
+
+    async def main():
+        model = BoardModel()
+        selector = TargetSelector(source_id=1, result_type=5, id=11)
+        with PtyBoard(link_path) as board:
+            async with GizmoService(link_path, ttl_ms=ttl_ms, transport_delay_ns=0) as svc:
+                events = svc.link_events()
+                verdicts = svc.verdicts(selector)
+                results = svc.results()
+                await wait_link(events, LinkState.SYNCING)
+                await play(board, model, 45)  # 1.5 s at 30/s: ten TTLs
+                last = None
+                while last is None or last.result.sequence != 44:
+                    last = await results.get(TIMEOUT_S)
+                assert last.host_capture_ns is not None
+                stale_at_ns = last.host_capture_ns + ttl_ms * 1_000_000
+                verdict = await verdicts.get(TIMEOUT_S)
+                while verdict.decision is not Decision.PROCEED:  # start-up: no data, no lock
+                    verdict = await verdicts.get(TIMEOUT_S)
+                while verdict.decision is Decision.PROCEED:
+                    verdict = await verdicts.get(TIMEOUT_S)
+                # Nothing went stale while the stream ran: the first HOLD is the end of it.
+                assert verdict.reasons == (HoldReason.STALE,)
+                assert verdict.host_ns >= stale_at_ns
+                late_ms = (verdict.host_ns - stale_at_ns) / 1e6
+                assert late_ms < 100, f"HOLD {late_ms:.1f} ms after the target went stale"
+
+    asyncio.run(main())
+
+
 def test_iterators_end_when_the_service_stops_and_slow_iterators_drop_oldest(link_path):
     async def main():
         with PtyBoard(link_path) as board:
