@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".installed-pyproject-sha256"
-EXTRAS = "test,images"
+EXTRAS = "test,images,uvloop"
 
 
 def _python() -> str:

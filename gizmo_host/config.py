@@ -28,6 +28,9 @@ Precedence: built-in defaults < the TOML file < command-line flags. Every error 
     unix_socket = "/run/gizmo-host/results.sock"
     udp = "127.0.0.1:9870"
     stats_interval_s = 10
+
+    [runtime]
+    event_loop = "auto"  # uvloop when installed, else asyncio; or "asyncio" / "uvloop"
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import event_loop
 from .errors import GizmoError
 from .publish import parse_host_port
 from .results import ResultType
@@ -93,12 +97,18 @@ class PublishConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RuntimeConfig:
+    event_loop: str = "auto"
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     serial: SerialConfig = field(default_factory=SerialConfig)
     clock: ClockConfig = field(default_factory=ClockConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
     verdict: VerdictConfig = field(default_factory=VerdictConfig)
     publish: PublishConfig = field(default_factory=PublishConfig)
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
 
     @property
     def selector(self) -> TargetSelector:
@@ -226,6 +236,10 @@ def _check_whole(config: Config) -> None:
             parse_host_port(config.publish.udp)
         except ValueError as exc:
             raise ConfigError(f"publish.udp: {exc}") from None
+    try:
+        event_loop.resolve(config.runtime.event_loop)
+    except ValueError as exc:
+        raise ConfigError(f"runtime.event_loop: {exc}") from None
 
 
 def load_config(

@@ -11,9 +11,10 @@ serialx does the open (exclusive ``flock``), the termios set-up and the close in
 loop's executor, so a slow driver never stalls the loop; ``low_latency`` is requested where the
 driver supports it, and the port is closed with ``abort()``: no flush, no drain.
 
-Reads are large (serialx reads up to 256 KiB per wake-up), and wake-ups are few: the tty's VMIN
-is kept at the number of bytes the current frame still lacks, so the kernel wakes the loop when
-a frame can be complete, not for every few bytes the UART driver delivers (``_WakeupThreshold``).
+Wake-ups are few. On ptys and on-board UARTs the tty's VMIN is the number of bytes the current
+frame still lacks, so the loop wakes when a frame can be complete, not for every few bytes the
+UART driver delivers, and each read stops at that frame's end (``_FrameReads``). USB adapters
+batch bytes themselves and get plain reads of up to 256 KiB (serialx's default).
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ class SerialLink:
         self._callback_errors = 0
         self._last_frame_ns = 0
         self._reached_up = False
-        self._wakeup: _WakeupThreshold | None = None
+        self._wakeup: _FrameReads | None = None
         self._silent_check: asyncio.TimerHandle | None = None
 
     @property
@@ -200,7 +201,7 @@ class SerialLink:
     async def _serve(self, transport: Any, protocol: _ReaderProtocol) -> bool:
         """Read until the connection ends; returns whether it ever reached UP."""
         self._parser.reset()  # a partial frame from the previous connection will never complete
-        self._wakeup = _WakeupThreshold.for_transport(transport) if self._coalesce else None
+        self._wakeup = _FrameReads.for_transport(transport) if self._coalesce else None
         if self._wakeup is not None:
             self._wakeup.expect(FRAME_LEN)
         self._last_frame_ns = self._clock()
@@ -248,7 +249,7 @@ class SerialLink:
         wakeup = self._wakeup
         if wakeup is not None:
             # Before the results go out: publishing wakes consumers, which may take this CPU.
-            missing = FRAME_LEN - parser.buffered if parser.buffered else FRAME_LEN
+            missing = FRAME_LEN - parser.buffered
             if missing != wakeup.vmin:
                 wakeup.expect(missing)
         if results:
@@ -283,27 +284,35 @@ class SerialLink:
             LOGGER.exception("%s: %s callback failed (%d so far)", self.path, name, count)
 
 
-class _WakeupThreshold:
-    """Sets the tty's VMIN to the bytes still missing from the current frame.
+class _FrameReads:
+    """Wake when the current frame can be complete, and read exactly up to its end.
 
     In non-canonical mode the tty layer reports a descriptor readable only once VMIN bytes are
     queued (with VTIME 0; a non-blocking read still returns whatever is there, and a hang-up is
-    reported at once). So the event loop wakes when a frame can be complete rather than for
-    every few bytes the UART driver pushes: about one wake-up per frame, no added latency.
+    reported at once). With VMIN at the bytes the frame still lacks, the event loop wakes when
+    the frame can be complete rather than for every few bytes the UART driver pushes: one
+    wake-up per frame, no added latency.
 
-    The change costs one ``TCSETS`` ioctl on the kernel ``struct termios`` read once at
-    set-up (``termios.tcsetattr`` would add a ``TCGETS`` each time), and only when the
-    threshold changes. Where that struct's layout is not the generic one it falls back to
-    ``termios.tcsetattr``.
+    Each read is limited to those same bytes (the transport's ``max_size``, the per-read limit
+    of serialx's transport as of asyncio's), so on a busy line the next frame's first bytes stay
+    queued instead of being read early: reads end on frame boundaries, VMIN stays at a whole
+    frame, and no ``TCSETS`` is needed per frame. A backlog drains one frame per loop iteration
+    without sleeping. VMIN changes only after a partial or bad frame, by one ``TCSETS`` ioctl
+    on the kernel ``struct termios`` read once at set-up (``termios.tcsetattr`` would add a
+    ``TCGETS`` each time; it is the fallback where that struct's layout is not the generic
+    one).
 
     Only for ptys and on-board UARTs: a USB-serial driver may turn every ``TCSETS`` into a
     blocking USB control transfer (ftdi_sio does), and its own latency timer already batches
-    bytes into packets, so USB adapters get plain wake-ups.
+    bytes into packets, so USB adapters get plain wake-ups and large reads.
     """
 
-    __slots__ = ("_attrs", "_fd", "_original_vmin", "_raw", "_vmin_offset", "vmin")
+    __slots__ = ("_attrs", "_fd", "_original_vmin", "_raw", "_transport", "_vmin_offset", "vmin")
 
-    def __init__(self, fd: int, attrs: list[Any], raw: bytearray | None) -> None:
+    def __init__(self, transport: Any, fd: int, attrs: list[Any], raw: bytearray | None) -> None:
+        self._transport = (
+            transport if isinstance(getattr(transport, "max_size", None), int) else None
+        )
         self._fd = fd
         self._attrs = attrs
         self._raw = raw
@@ -311,7 +320,7 @@ class _WakeupThreshold:
         self.vmin = self._original_vmin = attrs[6][termios.VMIN]  # as set on the tty
 
     @classmethod
-    def for_transport(cls, transport: Any) -> _WakeupThreshold | None:
+    def for_transport(cls, transport: Any) -> _FrameReads | None:
         serial = transport.get_extra_info("serial")
         try:
             fd = serial.fileno()
@@ -335,9 +344,19 @@ class _WakeupThreshold:
             or raw[_KERNEL_CC_OFFSET + termios.VMIN] != vmin
         ):
             raw = None  # another kernel struct layout (alpha, powerpc): use tcsetattr
-        return cls(fd, attrs, raw)
+        return cls(transport, fd, attrs, raw)
 
     def expect(self, nbytes: int) -> None:
+        """Wake for, and read at most, ``nbytes`` more bytes."""
+        if self._transport is not None:
+            self._transport.max_size = nbytes
+        self._set_vmin(nbytes)
+
+    def restore(self) -> None:
+        """Give the tty its VMIN back for the next program that opens it."""
+        self._set_vmin(self._original_vmin)
+
+    def _set_vmin(self, nbytes: int) -> None:
         if nbytes == self.vmin:
             return
         try:
@@ -350,9 +369,6 @@ class _WakeupThreshold:
         except (OSError, termios.error):
             return  # hung up: the read path reports it
         self.vmin = nbytes
-
-    def restore(self) -> None:
-        self.expect(self._original_vmin)
 
 
 def is_usb_tty(name: str, sys_root: str = "/sys") -> bool:

@@ -19,7 +19,7 @@ import signal
 import sys
 from typing import Any
 
-from . import __version__
+from . import __version__, event_loop
 from .config import Config, ConfigError, load_config
 from .events import version_message
 from .publish import (
@@ -76,6 +76,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="stats line period, 0 for none (default 10)",
     )
     parser.add_argument(
+        "--event-loop",
+        choices=event_loop.EVENT_LOOPS,
+        help="auto (default: uvloop when installed), asyncio or uvloop",
+    )
+    parser.add_argument(
         "--log-level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -99,6 +104,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
             "stdout": False if args.no_stdout else None,
             "stats_interval_s": args.stats_interval_s,
         },
+        "runtime": {"event_loop": args.event_loop},
     }
     config = load_config(args.config, overrides)
     if config.serial.path is None:
@@ -117,8 +123,10 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"gizmo-host run: config error: {exc}", file=sys.stderr)
         return 2
+    loop = event_loop.resolve(config.runtime.event_loop)
+    LOGGER.info("event loop: %s", loop)
     try:
-        asyncio.run(serve(config))
+        event_loop.run(serve(config), loop)
     except (OSError, ServiceFailed) as exc:  # e.g. the Unix socket path cannot be bound
         print(f"gizmo-host run: {exc}", file=sys.stderr)
         return 1

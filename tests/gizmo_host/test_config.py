@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from importlib import resources
 
 import pytest
@@ -90,6 +91,10 @@ def test_the_shipped_default_config_is_valid(tmp_path):
             "serial.backoff_max_s: expected >= serial.backoff_min_s",
         ),
         ({"clock": {"max_skew_ppm": float("nan")}}, "clock.max_skew_ppm: expected a number"),
+        (
+            {"runtime": {"event_loop": "trio"}},
+            "runtime.event_loop: expected one of auto, asyncio, uvloop, got 'trio'",
+        ),
     ],
 )
 def test_errors_name_the_key_and_the_expected_value(document, message):
@@ -105,3 +110,13 @@ def test_unreadable_and_invalid_files(tmp_path):
     bad.write_text("[serial\n")
     with pytest.raises(ConfigError, match="expected valid TOML"):
         load_config(str(bad))
+
+
+def test_event_loop_auto_falls_back_to_asyncio_and_uvloop_must_be_installed(monkeypatch):
+    from gizmo_host import event_loop
+
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if the extra were not installed
+    assert event_loop.resolve("auto") == "asyncio"
+    assert config_from_mapping({"runtime": {"event_loop": "asyncio"}}).runtime.event_loop
+    with pytest.raises(ConfigError, match=r"runtime.event_loop: uvloop is not installed"):
+        config_from_mapping({"runtime": {"event_loop": "uvloop"}})

@@ -261,3 +261,33 @@ def test_pty_wakeup_threshold_follows_the_missing_bytes_and_is_restored(link_pat
             assert original is not None and vmin() == original != len(frame)
 
     asyncio.run(main())
+
+
+def test_pty_reads_end_on_frame_boundaries(link_path):
+    """On a busy line the next frame's head stays queued in the tty: each read is one frame,
+    and VMIN stays at a whole frame instead of being reset after every read."""
+    import termios
+
+    async def main():
+        model = BoardModel()
+        frames = [model.next_frame() for _ in range(4)]
+        with PtyBoard(link_path) as board:
+
+            def vmin() -> int:
+                value = termios.tcgetattr(board.master_fd)[6][termios.VMIN]
+                return value if isinstance(value, int) else value[0]
+
+            batches: asyncio.Queue[int] = asyncio.Queue()
+            async with LinkHarness(link_path) as h:
+                h.link._on_results = lambda results, _ns: batches.put_nowait(len(results))
+                await h.wait_state(LinkState.SYNCING)
+                await _until(lambda: vmin() == len(frames[0]))
+                board.write(b"".join(frames[:3]) + frames[3][:20])
+                sizes = [await asyncio.wait_for(batches.get(), TIMEOUT_S) for _ in range(3)]
+                assert sizes == [1, 1, 1]
+                assert vmin() == len(frames[0])  # 20 bytes of frame 4 wait in the kernel
+                board.write(frames[3][20:])
+                assert await asyncio.wait_for(batches.get(), TIMEOUT_S) == 1
+                assert h.link.stats().frames_ok == 4
+
+    asyncio.run(main())

@@ -24,7 +24,10 @@ def validate(message: dict) -> None:
     jsonschema.validate(message, load_schema(message["type"]))
 
 
-def test_run_prints_schema_valid_json_lines_and_talks_to_systemd(link_path, tmp_path):
+@pytest.mark.parametrize("event_loop", ["asyncio", "uvloop"])
+def test_run_prints_schema_valid_json_lines_and_talks_to_systemd(link_path, tmp_path, event_loop):
+    if event_loop == "uvloop":
+        pytest.importorskip("uvloop", reason="the uvloop extra is not installed")
     notify_path = str(tmp_path / "notify")
     socket_path = str(tmp_path / "results.sock")
     config = tmp_path / "gizmo.toml"
@@ -54,6 +57,8 @@ def test_run_prints_schema_valid_json_lines_and_talks_to_systemd(link_path, tmp_
                 "0.5",
                 "--transport-delay-ms",
                 "0",
+                "--event-loop",
+                event_loop,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 env=env,
@@ -100,6 +105,7 @@ def test_run_prints_schema_valid_json_lines_and_talks_to_systemd(link_path, tmp_
                 proc.send_signal(signal.SIGTERM)
                 rc = await asyncio.wait_for(proc.wait(), TIMEOUT_S)
             assert rc == 0
+            assert f"event loop: {event_loop}" in (await proc.stderr.read()).decode()
             stopping = await asyncio.wait_for(loop.sock_recv(notify, 4096), TIMEOUT_S)
             while b"STOPPING=1" not in stopping:
                 stopping = await asyncio.wait_for(loop.sock_recv(notify, 4096), TIMEOUT_S)

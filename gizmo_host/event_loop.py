@@ -1,0 +1,45 @@
+"""The event loop ``gizmo-host run`` runs on: uvloop when it is installed, else asyncio's own.
+
+The live link wakes once per frame, and on the standard loop a good part of each wake-up is the
+loop's own Python (selector, ready queue, timers, socket transports). uvloop does that work in
+C; ``bench/serial_link.py`` measures the difference. It is an optional extra
+(``pip install gizmo-host[uvloop]``, Linux and macOS); everything also runs without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+EVENT_LOOPS = ("auto", "asyncio", "uvloop")
+
+
+def uvloop_available() -> bool:
+    try:
+        import uvloop  # noqa: F401, PLC0415 - optional dependency
+    except ImportError:
+        return False
+    return True
+
+
+def resolve(choice: str) -> str:
+    """``auto`` -> ``uvloop`` if installed, else ``asyncio``; raises ValueError for a choice
+    that cannot be honoured."""
+    if choice not in EVENT_LOOPS:
+        raise ValueError(f"expected one of {', '.join(EVENT_LOOPS)}, got {choice!r}")
+    if choice == "auto":
+        return "uvloop" if uvloop_available() else "asyncio"
+    if choice == "uvloop" and not uvloop_available():
+        raise ValueError("uvloop is not installed (pip install 'gizmo-host[uvloop]')")
+    return choice
+
+
+def run(main: Coroutine[Any, Any, T], loop: str) -> T:
+    """``asyncio.run(main)`` on the resolved ``loop`` (``asyncio`` or ``uvloop``)."""
+    if loop == "uvloop":
+        import uvloop  # noqa: PLC0415 - optional dependency
+
+        return uvloop.run(main)
+    return asyncio.run(main)
