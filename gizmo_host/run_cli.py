@@ -134,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 class ServiceFailed(RuntimeError):
-    """One of the service's own tasks died: exit non-zero so that systemd restarts us."""
+    """The service's own work failed (a task died, a timer raised): exit non-zero so that
+    systemd restarts us."""
 
 
 def _notifier() -> Any:
@@ -237,7 +238,7 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
             await asyncio.wait((stopped, failed), return_when=asyncio.FIRST_COMPLETED)
             _notify(notifier, "stopping")
             if failed.done():
-                raise ServiceFailed(f"service task died: {failed.result()!r}")
+                raise ServiceFailed(f"service failed: {failed.result()!r}")
             LOGGER.info("stopping")
     finally:
         for task in tasks:

@@ -138,7 +138,7 @@ class GizmoService:
         self._tasks: list[asyncio.Task[None]] = []
         self._stale_timer: asyncio.TimerHandle | None = None
         self._target_expiry_ns: dict[ResultKey, int] = {}  # current verdict targets' stale times
-        self._stale_postponed_ns = 0
+        self._stale_moved_ns = 0
         self._verdict_tick: asyncio.TimerHandle | None = None
         self._routine_keys: dict[tuple[int, int, int], bool] = {}
         self._results_total = self._duplicates_dropped = self._listener_errors = 0
@@ -166,41 +166,51 @@ class GizmoService:
 
     @property
     def failure(self) -> BaseException | None:
-        """The exception that ended one of the service's own tasks, if any."""
+        """The exception that broke the service's own work (a task or a timer), if any."""
         return self._failure
 
     async def wait_failed(self) -> BaseException:
-        """Return once a service task has died: the service is no longer trustworthy and its
-        owner should exit non-zero (under systemd, ``Restart=on-failure`` then applies)."""
+        """Return once the service's own work has failed (a task died, a timer raised): it is
+        no longer trustworthy and its owner should exit non-zero (under systemd,
+        ``Restart=on-failure`` then applies)."""
         await self._failed.wait()
         assert self._failure is not None
         return self._failure
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
-        if task.cancelled() or task.exception() is None:
-            return
-        self._failure = task.exception()
-        LOGGER.error("%s died", task.get_name(), exc_info=self._failure)
-        self._failed.set()
+        exc = None if task.cancelled() else task.exception()
+        if exc is not None:
+            self._fail(exc, task.get_name())
 
     async def stop(self) -> None:
         """Stop the link (closing the port), end every iterator."""
         tasks, self._tasks = self._tasks, []
-        for timer in (self._stale_timer, self._verdict_tick):
-            if timer is not None:
-                timer.cancel()
-        self._stale_timer = self._verdict_tick = None
-        self._target_expiry_ns = {}
+        self._cancel_timers()
         for task in tasks:
             task.cancel()
         # A task that died has been reported through ``failure``; stopping must still finish.
         await asyncio.gather(*tasks, return_exceptions=True)
+        self._cancel_timers()  # a last read or link event while the link closed may arm one
         for sub in [
             *self._result_subs,
             *self._link_subs,
             *(s for subs in self._verdict_subs.values() for s in subs),
         ]:
             sub.close()
+
+    def _cancel_timers(self) -> None:
+        for timer in (self._stale_timer, self._verdict_tick):
+            if timer is not None:
+                timer.cancel()
+        self._stale_timer = self._verdict_tick = None
+        self._target_expiry_ns = {}
+
+    def _fail(self, exc: BaseException, where: str) -> None:
+        """A bug in the service's own work: from now on it is not trustworthy (``failure``)."""
+        if self._failure is None:
+            self._failure = exc
+            LOGGER.error("%s failed", where, exc_info=exc)
+            self._failed.set()
 
     # -- consumers -------------------------------------------------------------------------
 
@@ -339,8 +349,8 @@ class GizmoService:
 
         That is: an in-order, tracked, fresh result with the clock locked, whose key is either
         matched by no watched selector or only by selectors whose verdict is already PROCEED.
-        A routine result that refreshes a verdict's target pushes that target's stale time
-        back (``_postpone_stale_timer``).
+        A routine result that refreshes a verdict's target moves that target's stale time
+        (``_move_stale_timer``).
         """
         result = received.result
         capture_ns = received.host_capture_ns
@@ -363,9 +373,10 @@ class GizmoService:
                 for selector, last in self._watched.items()
             )
         if routine and key in self._target_expiry_ns:
+            earlier = expiry_ns < self._target_expiry_ns[key]  # an older capture (larger age)
             self._target_expiry_ns[key] = expiry_ns
-            if rx_ns - self._stale_postponed_ns >= _STALE_POSTPONE_INTERVAL_NS:
-                self._postpone_stale_timer(rx_ns)
+            if earlier or rx_ns - self._stale_moved_ns >= _STALE_POSTPONE_INTERVAL_NS:
+                self._move_stale_timer(rx_ns)
         return routine
 
     def _on_link_event(self, event: LinkEvent) -> None:
@@ -409,23 +420,32 @@ class GizmoService:
             handle.cancel()
         self._stale_timer = loop.call_at(when, self._on_stale_timer)
 
-    def _postpone_stale_timer(self, rx_ns: int) -> None:
-        """Move the stale timer to the targets' new stale time. Done at most every
-        ``_STALE_POSTPONE_INTERVAL_NS``, so a steady stream costs a few timer moves a second
-        and no timer wake-ups; the timer never fires later than a target goes stale."""
-        self._stale_postponed_ns = rx_ns
+    def _move_stale_timer(self, rx_ns: int) -> None:
+        """Move the stale timer to the targets' new first stale time.
+
+        Moving it later is done at most every ``_STALE_POSTPONE_INTERVAL_NS`` (a steady stream
+        costs a few timer moves a second and no timer wake-ups); moving it earlier (a result
+        with an older capture time) is done at once. So it never fires after a target goes
+        stale."""
+        self._stale_moved_ns = rx_ns
         self._arm_stale_timer(min(self._target_expiry_ns.values()), self._clock(), later=True)
 
     def _on_stale_timer(self) -> None:
         self._stale_timer = None
-        self._evaluate_verdicts(self._clock())
+        try:
+            self._evaluate_verdicts(self._clock())
+        except Exception as exc:
+            self._fail(exc, "stale timer")
 
     def _on_verdict_tick(self) -> None:
         """Re-publish every watched verdict at the steady rate (a timer: no task to wake)."""
         self._verdict_tick = asyncio.get_running_loop().call_later(
             self._verdict_interval_s, self._on_verdict_tick
         )
-        self._evaluate_verdicts(self._clock(), force=True)
+        try:
+            self._evaluate_verdicts(self._clock(), force=True)
+        except Exception as exc:
+            self._fail(exc, "verdict tick")
 
     def _all_subs(self) -> list[Subscription[Any]]:
         return [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 
 import jsonschema
@@ -100,36 +101,70 @@ def test_results_carry_host_capture_time_and_verdict_turns_proceed_then_stale(li
     asyncio.run(main())
 
 
+async def next_result(results, predicate):
+    received = await results.get(TIMEOUT_S)
+    while not predicate(received):
+        received = await results.get(TIMEOUT_S)
+    return received
+
+
+async def assert_hold_on_time(verdicts, last, ttl_ms: float, max_late_ms: float) -> None:
+    """After the stream's PROCEED, the first HOLD is STALE and comes when ``last`` (the newest
+    target) goes stale: never before, at most ``max_late_ms`` after."""
+    assert last.host_capture_ns is not None
+    stale_at_ns = last.host_capture_ns + round(ttl_ms * 1e6)
+    verdict = await verdicts.get(TIMEOUT_S)
+    while verdict.decision is not Decision.PROCEED:  # start-up: no data, no lock
+        verdict = await verdicts.get(TIMEOUT_S)
+    while verdict.decision is Decision.PROCEED:
+        verdict = await verdicts.get(TIMEOUT_S)
+    assert verdict.reasons == (HoldReason.STALE,)
+    late_ms = (verdict.host_ns - stale_at_ns) / 1e6
+    assert 0 <= late_ms < max_late_ms, f"HOLD {late_ms:.1f} ms after the target went stale"
+
+
+@contextlib.asynccontextmanager
+async def streamed(link_path: str, model: BoardModel, ttl_ms: float):
+    """A service watching (1, 5, 11) once 45 frames of ``model`` went by at 30/s (10 TTLs)."""
+    with PtyBoard(link_path) as board:
+        async with GizmoService(link_path, ttl_ms=ttl_ms, transport_delay_ns=0) as svc:
+            events = svc.link_events()
+            verdicts = svc.verdicts(TargetSelector(source_id=1, result_type=5, id=11))
+            results = svc.results()
+            await wait_link(events, LinkState.SYNCING)
+            await play(board, model, 45)
+            yield board, svc, verdicts, results
+
+
 def test_a_steady_stream_keeps_proceed_and_hold_comes_when_the_last_target_goes_stale(link_path):
     """Results that refresh the target move the stale timer back (no wake-up per TTL), and
     the timer still turns the verdict to HOLD when the last target's TTL runs out."""
-    ttl_ms = 150
 
     async def main():
-        model = BoardModel()
-        selector = TargetSelector(source_id=1, result_type=5, id=11)
-        with PtyBoard(link_path) as board:
-            async with GizmoService(link_path, ttl_ms=ttl_ms, transport_delay_ns=0) as svc:
-                events = svc.link_events()
-                verdicts = svc.verdicts(selector)
-                results = svc.results()
-                await wait_link(events, LinkState.SYNCING)
-                await play(board, model, 45)  # 1.5 s at 30/s: ten TTLs
-                last = None
-                while last is None or last.result.sequence != 44:
-                    last = await results.get(TIMEOUT_S)
-                assert last.host_capture_ns is not None
-                stale_at_ns = last.host_capture_ns + ttl_ms * 1_000_000
-                verdict = await verdicts.get(TIMEOUT_S)
-                while verdict.decision is not Decision.PROCEED:  # start-up: no data, no lock
-                    verdict = await verdicts.get(TIMEOUT_S)
-                while verdict.decision is Decision.PROCEED:
-                    verdict = await verdicts.get(TIMEOUT_S)
-                # Nothing went stale while the stream ran: the first HOLD is the end of it.
-                assert verdict.reasons == (HoldReason.STALE,)
-                assert verdict.host_ns >= stale_at_ns
-                late_ms = (verdict.host_ns - stale_at_ns) / 1e6
-                assert late_ms < 100, f"HOLD {late_ms:.1f} ms after the target went stale"
+        async with streamed(link_path, BoardModel(), ttl_ms=150) as (_, svc, verdicts, results):
+            last = await next_result(results, lambda r: r.result.sequence == 44)
+            # Nothing went stale while the stream ran: the first HOLD is the end of it.
+            await assert_hold_on_time(verdicts, last, 150, max_late_ms=100)
+        assert svc._stale_timer is None and svc._verdict_tick is None  # stop() cancels
+
+    asyncio.run(main())
+
+
+def test_a_routine_result_with_an_older_capture_brings_hold_forward(link_path):
+    """An in-order result may carry an older capture time (a larger age_ms) than the one it
+    replaces: the verdict's target then goes stale sooner, and HOLD must come then, not when
+    the previous result would have gone stale."""
+
+    async def main():
+        model = BoardModel(live_clock=True)
+        async with streamed(link_path, model, ttl_ms=150) as (board, _, verdicts, results):
+            await asyncio.sleep(0.06)  # past the rate limit on moving the timer later
+            board.write(model.next_frame())
+            await asyncio.sleep(0.02)
+            board.write(model.next_frame(age_ms=100))  # in order, captured 100 ms ago
+            older = await next_result(results, lambda r: r.result.age_ms == 100)
+            assert older.clock_status is ClockStatus.LOCKED
+            await assert_hold_on_time(verdicts, older, 150, max_late_ms=30)
 
     asyncio.run(main())
 
@@ -188,5 +223,23 @@ def test_a_dead_service_task_is_reported_to_the_owner(link_path):
         async with GizmoService(link_path, open_connection=refuse) as svc:
             failure = await asyncio.wait_for(svc.wait_failed(), TIMEOUT_S)
             assert isinstance(failure, RuntimeError) and svc.failure is failure
+
+    asyncio.run(main())
+
+
+def test_a_failing_verdict_evaluation_is_reported_to_the_owner(link_path):
+    """The steady re-publication runs on a loop timer, not a task: a bug in it must still
+    reach ``wait_failed`` (``gizmo-host run`` then exits non-zero for systemd to restart)."""
+
+    class BrokenVerdicts(GizmoService):
+        def verdict(self, selector=None, now_ns=None):
+            raise RuntimeError("a bug in the verdict path")
+
+    async def main():
+        async with BrokenVerdicts(link_path, verdict_interval_s=0.05) as svc:
+            svc.watch(TargetSelector())
+            failure = await asyncio.wait_for(svc.wait_failed(), TIMEOUT_S)
+            assert isinstance(failure, RuntimeError) and svc.failure is failure
+        assert svc._stale_timer is None and svc._verdict_tick is None  # nothing left armed
 
     asyncio.run(main())
