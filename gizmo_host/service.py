@@ -35,7 +35,6 @@ Message = ReceivedResult | LinkEvent | Verdict
 Listener = Callable[[Message], None]
 _CLOSED: Any = object()
 _STALE_MARGIN_S = 0.001
-_STALE_POSTPONE_INTERVAL_NS = 50_000_000
 _IN_ORDER, _GAP, _LATE = SequenceEvent.IN_ORDER, SequenceEvent.GAP, SequenceEvent.LATE
 _DUPLICATE, _RESET, _LOCKED = SequenceEvent.DUPLICATE, SequenceEvent.RESET, ClockStatus.LOCKED
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
@@ -138,7 +137,9 @@ class GizmoService:
         self._tasks: list[asyncio.Task[None]] = []
         self._stale_timer: asyncio.TimerHandle | None = None
         self._target_expiry_ns: dict[ResultKey, int] = {}  # current verdict targets' stale times
-        self._stale_moved_ns = 0
+        self._stale_at_ns = 0  # host time the pending stale timer is for
+        # The stale timer is moved later only once it is due within half the shortest TTL.
+        self._stale_lead_ns = round(min([ttl_ms, *(ttl_ms_by_type or {}).values()]) * 1e6) // 2
         self._verdict_tick: asyncio.TimerHandle | None = None
         self._routine_keys: dict[tuple[int, int, int], bool] = {}
         self._results_total = self._duplicates_dropped = self._listener_errors = 0
@@ -375,8 +376,8 @@ class GizmoService:
         if routine and key in self._target_expiry_ns:
             earlier = expiry_ns < self._target_expiry_ns[key]  # an older capture (larger age)
             self._target_expiry_ns[key] = expiry_ns
-            if earlier or rx_ns - self._stale_moved_ns >= _STALE_POSTPONE_INTERVAL_NS:
-                self._move_stale_timer(rx_ns)
+            if earlier or self._stale_at_ns - rx_ns < self._stale_lead_ns:
+                self._move_stale_timer()
         return routine
 
     def _on_link_event(self, event: LinkEvent) -> None:
@@ -419,15 +420,15 @@ class GizmoService:
                 return
             handle.cancel()
         self._stale_timer = loop.call_at(when, self._on_stale_timer)
+        self._stale_at_ns = stale_at_ns
 
-    def _move_stale_timer(self, rx_ns: int) -> None:
+    def _move_stale_timer(self) -> None:
         """Move the stale timer to the targets' new first stale time.
 
-        Moving it later is done at most every ``_STALE_POSTPONE_INTERVAL_NS`` (a steady stream
-        costs a few timer moves a second and no timer wake-ups); moving it earlier (a result
-        with an older capture time) is done at once. So it never fires after a target goes
-        stale."""
-        self._stale_moved_ns = rx_ns
+        Moving it later waits until the pending timer is due within half a TTL (a steady
+        stream costs a couple of timer moves per TTL and no timer wake-ups); moving it
+        earlier (a result with an older capture time) is done at once. So it never fires
+        after a target goes stale."""
         self._arm_stale_timer(min(self._target_expiry_ns.values()), self._clock(), later=True)
 
     def _on_stale_timer(self) -> None:
