@@ -158,7 +158,9 @@ def test_a_routine_result_with_an_older_capture_brings_hold_forward(link_path):
     async def main():
         model = BoardModel(live_clock=True)
         async with streamed(link_path, model, ttl_ms=150) as (board, _, verdicts, results):
-            await asyncio.sleep(0.06)  # past the rate limit on moving the timer later
+            # 100 ms on, the pending stale timer is due within half a TTL: this frame moves
+            # it later, to its own stale time (about 238 ms after the stream ended).
+            await asyncio.sleep(0.1)
             board.write(model.next_frame())
             await asyncio.sleep(0.02)
             board.write(model.next_frame(age_ms=100))  # in order, captured 100 ms ago
