@@ -11,15 +11,18 @@ serialx does the open (exclusive ``flock``), the termios set-up and the close in
 loop's executor, so a slow driver never stalls the loop; ``low_latency`` is requested where the
 driver supports it, and the port is closed with ``abort()``: no flush, no drain.
 
-Wake-ups are few. On ptys and on-board UARTs the tty's VMIN is the number of bytes the current
-frame still lacks, so the loop wakes when a frame can be complete, not for every few bytes the
-UART driver delivers, and each read stops at that frame's end (``_FrameReads``). USB adapters
-batch bytes themselves and get plain reads of up to 256 KiB (serialx's default).
+On a tty the link reads the descriptor itself (serialx's transport is paused once open): one
+``os.read`` per wake-up and nothing else between the event loop and the parser. Wake-ups are
+few. On ptys and on-board UARTs the tty's VMIN is the number of bytes the current frame still
+lacks, so the loop wakes when a frame can be complete, not for every few bytes the UART driver
+delivers, and each read stops at that frame's end (``_FrameReads``). USB adapters batch bytes
+themselves and get plain reads of up to ``USB_READ_SIZE``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import fcntl
 import logging
 import os
@@ -41,6 +44,7 @@ ResultsCallback = Callable[[list[VisionResult], int], None]
 EventCallback = Callable[[LinkEvent], None]
 OpenFunction = Callable[..., Any]
 CLOSE_TIMEOUT_S = 2.0
+USB_READ_SIZE = 16 * 1024  # > 50 ms of 3 Mbaud: a USB adapter's packets never fill it
 _TIMER_SLACK_NS = 1_000_000  # a timer due within this is due now (loop and clock rounding)
 _UP = LinkState.UP
 
@@ -136,6 +140,9 @@ class SerialLink:
         self._last_frame_ns = 0
         self._reached_up = False
         self._wakeup: _FrameReads | None = None
+        self._fd = -1  # the tty descriptor read directly, -1 when the transport reads
+        self._read_size = USB_READ_SIZE
+        self._lost: asyncio.Future[BaseException | None] | None = None
         self._silent_check: asyncio.TimerHandle | None = None
 
     @property
@@ -200,16 +207,24 @@ class SerialLink:
 
     async def _serve(self, transport: Any, protocol: _ReaderProtocol) -> bool:
         """Read until the connection ends; returns whether it ever reached UP."""
+        loop = asyncio.get_running_loop()
         self._parser.reset()  # a partial frame from the previous connection will never complete
-        self._wakeup = _FrameReads.for_transport(transport) if self._coalesce else None
+        self._fd = _tty_descriptor(transport)
+        if self._fd >= 0:
+            transport.pause_reading()  # the descriptor is read here instead: see _read_ready
+            self._lost = protocol.lost
+            loop.add_reader(self._fd, self._read_ready)
+        self._wakeup = (
+            _FrameReads.for_descriptor(self._fd) if self._coalesce and self._fd >= 0 else None
+        )
+        self._read_size = USB_READ_SIZE
         if self._wakeup is not None:
+            self._read_size = FRAME_LEN
             self._wakeup.expect(FRAME_LEN)
         self._last_frame_ns = self._clock()
         self._reached_up = False
         self._transition(LinkState.SYNCING, "port open, waiting for a valid frame")
-        self._silent_check = asyncio.get_running_loop().call_later(
-            self._silent_after_s, self._check_silent
-        )
+        self._silent_check = loop.call_later(self._silent_after_s, self._check_silent)
         try:
             exc = await protocol.lost
             self._disconnects += 1
@@ -219,6 +234,10 @@ class SerialLink:
             if self._silent_check is not None:
                 self._silent_check.cancel()
                 self._silent_check = None
+            if self._fd >= 0:
+                loop.remove_reader(self._fd)  # before the transport closes the descriptor
+                self._fd = -1
+                self._lost = None
             if self._wakeup is not None:
                 self._wakeup.restore()  # the next program to open the port gets its old VMIN
             self._wakeup = None
@@ -227,6 +246,28 @@ class SerialLink:
                 await asyncio.wait_for(asyncio.shield(transport.wait_closed()), CLOSE_TIMEOUT_S)
             except (OSError, serialx.SerialException, asyncio.TimeoutError) as exc:
                 LOGGER.debug("%s: close: %s", self.path, exc)
+
+    def _read_ready(self) -> None:
+        """The tty is readable: read it (the per-wake-up path, with ``_data_received``).
+
+        An error or end of file ends the connection as the transport would: a pty whose master
+        closed reads ``EIO``, a hung-up tty reads end of file."""
+        try:
+            data = os.read(self._fd, self._read_size)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._end_reads(exc)
+            return
+        if data:
+            self._data_received(data)
+        else:
+            self._end_reads(OSError(errno.EIO, "end of file: the tty hung up"))
+
+    def _end_reads(self, exc: OSError) -> None:
+        asyncio.get_running_loop().remove_reader(self._fd)  # a hung-up tty stays readable
+        if self._lost is not None and not self._lost.done():
+            self._lost.set_result(exc)
 
     def _check_silent(self) -> None:
         """A timer, re-armed for when the link would be silent: one wake-up per
@@ -250,7 +291,8 @@ class SerialLink:
         if wakeup is not None:
             # Before the results go out: publishing wakes consumers, which may take this CPU.
             missing = FRAME_LEN - parser.buffered
-            if missing != wakeup.vmin:
+            if missing != self._read_size:
+                self._read_size = missing
                 wakeup.expect(missing)
         if results:
             self._last_frame_ns = now_ns
@@ -284,8 +326,20 @@ class SerialLink:
             LOGGER.exception("%s: %s callback failed (%d so far)", self.path, name, count)
 
 
+def _tty_descriptor(transport: Any) -> int:
+    """The transport's tty descriptor, or -1 when it is no tty (a socket URL, say) and the
+    transport goes on reading it."""
+    serial = transport.get_extra_info("serial")
+    try:
+        fd = serial.fileno()
+        os.ttyname(fd)
+    except (AttributeError, OSError, TypeError):
+        return -1
+    return fd if isinstance(fd, int) and callable(getattr(transport, "pause_reading", None)) else -1
+
+
 class _FrameReads:
-    """Wake when the current frame can be complete, and read exactly up to its end.
+    """Wake when the current frame can be complete.
 
     In non-canonical mode the tty layer reports a descriptor readable only once VMIN bytes are
     queued (with VTIME 0; a non-blocking read still returns whatever is there, and a hang-up is
@@ -293,26 +347,22 @@ class _FrameReads:
     the frame can be complete rather than for every few bytes the UART driver pushes: one
     wake-up per frame, no added latency.
 
-    Each read is limited to those same bytes (the transport's ``max_size``, the per-read limit
-    of serialx's transport as of asyncio's), so on a busy line the next frame's first bytes stay
-    queued instead of being read early: reads end on frame boundaries, VMIN stays at a whole
-    frame, and no ``TCSETS`` is needed per frame. A backlog drains one frame per loop iteration
-    without sleeping. VMIN changes only after a partial or bad frame, by one ``TCSETS`` ioctl
-    on the kernel ``struct termios`` read once at set-up (``termios.tcsetattr`` would add a
-    ``TCGETS`` each time; it is the fallback where that struct's layout is not the generic
-    one).
+    The link reads at most those same bytes, so on a busy line the next frame's first bytes
+    stay queued instead of being read early: reads end on frame boundaries, VMIN stays at a
+    whole frame, and no ``TCSETS`` is needed per frame. A backlog drains one frame per loop
+    iteration without sleeping. VMIN changes only after a partial or bad frame, by one
+    ``TCSETS`` ioctl on the kernel ``struct termios`` read once at set-up (``termios.tcsetattr``
+    would add a ``TCGETS`` each time; it is the fallback where that struct's layout is not the
+    generic one).
 
     Only for ptys and on-board UARTs: a USB-serial driver may turn every ``TCSETS`` into a
     blocking USB control transfer (ftdi_sio does), and its own latency timer already batches
     bytes into packets, so USB adapters get plain wake-ups and large reads.
     """
 
-    __slots__ = ("_attrs", "_fd", "_original_vmin", "_raw", "_transport", "_vmin_offset", "vmin")
+    __slots__ = ("_attrs", "_fd", "_original_vmin", "_raw", "_vmin_offset", "vmin")
 
-    def __init__(self, transport: Any, fd: int, attrs: list[Any], raw: bytearray | None) -> None:
-        self._transport = (
-            transport if isinstance(getattr(transport, "max_size", None), int) else None
-        )
+    def __init__(self, fd: int, attrs: list[Any], raw: bytearray | None) -> None:
         self._fd = fd
         self._attrs = attrs
         self._raw = raw
@@ -320,14 +370,12 @@ class _FrameReads:
         self.vmin = self._original_vmin = attrs[6][termios.VMIN]  # as set on the tty
 
     @classmethod
-    def for_transport(cls, transport: Any) -> _FrameReads | None:
-        serial = transport.get_extra_info("serial")
+    def for_descriptor(cls, fd: int) -> _FrameReads | None:
         try:
-            fd = serial.fileno()
             attrs = termios.tcgetattr(fd)
             name = os.path.basename(os.ttyname(fd))
-        except (AttributeError, OSError, termios.error, TypeError):
-            return None  # not a tty (a socket URL, say): plain wake-ups
+        except (OSError, termios.error):
+            return None
         if is_usb_tty(name):
             return None
         vtime, vmin = attrs[6][termios.VTIME], attrs[6][termios.VMIN]
@@ -344,12 +392,10 @@ class _FrameReads:
             or raw[_KERNEL_CC_OFFSET + termios.VMIN] != vmin
         ):
             raw = None  # another kernel struct layout (alpha, powerpc): use tcsetattr
-        return cls(transport, fd, attrs, raw)
+        return cls(fd, attrs, raw)
 
     def expect(self, nbytes: int) -> None:
-        """Wake for, and read at most, ``nbytes`` more bytes."""
-        if self._transport is not None:
-            self._transport.max_size = nbytes
+        """Wake when ``nbytes`` more bytes are queued."""
         self._set_vmin(nbytes)
 
     def restore(self) -> None:
