@@ -17,10 +17,18 @@ Targets (issue 3): CPU < 1% at 30 results/s and < 5% at 115200 line rate; p99 < 
 The service runs on the event loop ``gizmo-host run`` picks by default (uvloop when installed;
 BENCH_EVENT_LOOP=asyncio for the standard loop). Runs in about 80 s (BENCH_WINDOW_S,
 BENCH_REPEATS change that).
+
+``--compare REF`` measures a change instead: this tree and git ``REF`` (checked out into a
+temporary worktree) run side by side, each in its own process with its own pty, writer and
+consumer, started together on a saturated 115200 line, for ``--rounds`` rounds. Load on the
+shared VM then falls on both alike, so the paired difference is steady to about 0.1 point of
+CPU where consecutive runs differ by ±20%.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import socket
 import subprocess
@@ -29,7 +37,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from statistics import median
+from statistics import mean, median, stdev
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -208,7 +216,17 @@ def wait_line(stream, text: str, timeout_s: float = 10.0) -> None:
     raise RuntimeError(f"did not see {text!r}")
 
 
-def measure_service(name: str, baud: int, stream: bytes, due: list[float], tmp: str) -> dict:
+def measure_service(
+    name: str,
+    baud: int,
+    stream: bytes,
+    due: list[float],
+    tmp: str,
+    *,
+    root: Path = ROOT,
+    start_at: float | None = None,
+) -> dict:
+    """``start_at``: the ``time.monotonic()`` at which to start writing (side-by-side runs)."""
     link = os.path.join(tmp, f"gizmo-{name}")
     sock_path = os.path.join(tmp, f"{name}.sock")
     with PtyBoard(link) as board:
@@ -232,7 +250,8 @@ def measure_service(name: str, baud: int, stream: bytes, due: list[float], tmp: 
                 "--event-loop",
                 EVENT_LOOP,
             ],
-            cwd=ROOT,
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root)},
             stderr=subprocess.PIPE,
             text=True,
         )
@@ -243,6 +262,8 @@ def measure_service(name: str, baud: int, stream: bytes, due: list[float], tmp: 
             consumer = Consumer(sock_path, len(due))
             consumer.start()
             consumer.ready.wait()
+            if start_at is not None:
+                time.sleep(max(0.0, start_at - time.monotonic()))
             writer = PacedWriter(board, stream, due)
             writer.start()
             time.sleep(WARMUP_S)  # start-up work (imports, first frames) is not steady state
@@ -345,5 +366,72 @@ def main() -> int:
     return 0 if ok else 1
 
 
+def measure_one(root: str, start_at: float) -> int:
+    """One side of ``--compare``: print its measurement as JSON."""
+    stream, due = build_stream(int(WINDOW_S * 115200 / 350), 115200, None)
+    with tempfile.TemporaryDirectory() as tmp:
+        result = measure_service(
+            "line-115200", 115200, stream, due, tmp, root=Path(root), start_at=start_at
+        )
+    print(json.dumps(result))
+    return 0
+
+
+def compare(ref: str, rounds: int) -> int:
+    """This tree against git ``ref``, side by side: paired CPU differences."""
+    with tempfile.TemporaryDirectory() as tmp:
+        other = os.path.join(tmp, "ref")
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", other, ref],
+            check=True,
+        )
+        try:
+            print(
+                f"this tree against {ref}, side by side on a saturated 115200 line "
+                f"({WINDOW_S:g} s per round, {os.cpu_count()} CPUs)"
+            )
+            print(
+                f"{'round':<7}{'this CPU %':>11}{'ref CPU %':>11}{'this - ref':>12}"
+                f"{'p99 ms':>8}{'lost':>6}"
+            )
+            diffs = []
+            for i in range(rounds):
+                start_at = time.monotonic() + 5.0  # both started, their readers synced
+                sides = [str(ROOT), other] if i % 2 == 0 else [other, str(ROOT)]
+                procs = {
+                    side: subprocess.Popen(
+                        [sys.executable, __file__, "--one", side, "--start-at", repr(start_at)],
+                        stdout=subprocess.PIPE,
+                        text=True,
+                    )
+                    for side in sides
+                }
+                got = {side: json.loads(proc.communicate()[0]) for side, proc in procs.items()}
+                this, base = got[str(ROOT)], got[other]
+                diffs.append(this["cpu_pct"] - base["cpu_pct"])
+                print(
+                    f"{i:<7}{this['cpu_pct']:>11.2f}{base['cpu_pct']:>11.2f}{diffs[-1]:>+12.2f}"
+                    f"{max(this['p99_ms'], base['p99_ms']):>8.2f}{this['lost'] + base['lost']:>6}"
+                )
+        finally:
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", other], check=False
+            )
+    spread = stdev(diffs) if len(diffs) > 1 else float("nan")
+    print(
+        f"this - ref: mean {mean(diffs):+.2f}, median {median(diffs):+.2f}, "
+        f"sd {spread:.2f} points of CPU"
+    )
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--compare", metavar="REF", help="measure this tree against git REF")
+    parser.add_argument("--rounds", type=int, default=6, help="side-by-side rounds (--compare)")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--start-at", type=float, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        sys.exit(measure_one(args.one, args.start_at))
+    sys.exit(compare(args.compare, args.rounds) if args.compare else main())
