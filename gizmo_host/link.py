@@ -16,7 +16,7 @@ On a tty the link reads the descriptor itself (serialx's transport is paused onc
 few. On ptys and on-board UARTs the tty's VMIN is the number of bytes the current frame still
 lacks, so the loop wakes when a frame can be complete, not for every few bytes the UART driver
 delivers, and each read stops at that frame's end (``_FrameReads``). USB adapters batch bytes
-themselves and get plain reads of up to ``USB_READ_SIZE``.
+themselves and get plain reads of up to ``TTY_READ_SIZE``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ ResultsCallback = Callable[[list[VisionResult], int], None]
 EventCallback = Callable[[LinkEvent], None]
 OpenFunction = Callable[..., Any]
 CLOSE_TIMEOUT_S = 2.0
-USB_READ_SIZE = 16 * 1024  # > 50 ms of 3 Mbaud: a USB adapter's packets never fill it
+TTY_READ_SIZE = 4096  # the most the tty layer (n_tty) returns from one read
 _TIMER_SLACK_NS = 1_000_000  # a timer due within this is due now (loop and clock rounding)
 _UP = LinkState.UP
 
@@ -141,7 +141,7 @@ class SerialLink:
         self._reached_up = False
         self._wakeup: _FrameReads | None = None
         self._fd = -1  # the tty descriptor read directly, -1 when the transport reads
-        self._read_size = USB_READ_SIZE
+        self._read_size = TTY_READ_SIZE
         self._lost: asyncio.Future[BaseException | None] | None = None
         self._silent_check: asyncio.TimerHandle | None = None
 
@@ -209,23 +209,12 @@ class SerialLink:
         """Read until the connection ends; returns whether it ever reached UP."""
         loop = asyncio.get_running_loop()
         self._parser.reset()  # a partial frame from the previous connection will never complete
-        self._fd = _tty_descriptor(transport)
-        if self._fd >= 0:
-            transport.pause_reading()  # the descriptor is read here instead: see _read_ready
-            self._lost = protocol.lost
-            loop.add_reader(self._fd, self._read_ready)
-        self._wakeup = (
-            _FrameReads.for_descriptor(self._fd) if self._coalesce and self._fd >= 0 else None
-        )
-        self._read_size = USB_READ_SIZE
-        if self._wakeup is not None:
-            self._read_size = FRAME_LEN
-            self._wakeup.expect(FRAME_LEN)
-        self._last_frame_ns = self._clock()
         self._reached_up = False
-        self._transition(LinkState.SYNCING, "port open, waiting for a valid frame")
-        self._silent_check = loop.call_later(self._silent_after_s, self._check_silent)
-        try:
+        try:  # everything set up here is undone below, whatever fails or is cancelled
+            self._read_directly(loop, transport, protocol.lost)
+            self._last_frame_ns = self._clock()
+            self._transition(LinkState.SYNCING, "port open, waiting for a valid frame")
+            self._silent_check = loop.call_later(self._silent_after_s, self._check_silent)
             exc = await protocol.lost
             self._disconnects += 1
             self._transition(LinkState.DOWN, f"disconnected: {_describe(exc)}")
@@ -247,11 +236,33 @@ class SerialLink:
             except (OSError, serialx.SerialException, asyncio.TimeoutError) as exc:
                 LOGGER.debug("%s: close: %s", self.path, exc)
 
+    def _read_directly(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        transport: Any,
+        lost: asyncio.Future[BaseException | None],
+    ) -> None:
+        """Read a tty's descriptor here (``_read_ready``) rather than through the transport,
+        with frame-aligned wake-ups where they apply; other transports read for themselves."""
+        fd = _tty_descriptor(transport)
+        if fd < 0:
+            return
+        try:
+            transport.pause_reading()
+        except NotImplementedError:
+            return
+        self._fd, self._lost, self._read_size = fd, lost, TTY_READ_SIZE
+        loop.add_reader(fd, self._read_ready)
+        self._wakeup = _FrameReads.for_descriptor(fd) if self._coalesce else None
+        if self._wakeup is not None:
+            self._read_size = FRAME_LEN
+            self._wakeup.expect(FRAME_LEN)
+
     def _read_ready(self) -> None:
         """The tty is readable: read it (the per-wake-up path, with ``_data_received``).
 
-        An error or end of file ends the connection as the transport would: a pty whose master
-        closed reads ``EIO``, a hung-up tty reads end of file."""
+        End of file (a hung-up tty: a pty whose master closed, an unplugged USB adapter) or a
+        read error ends the connection, as it would through the transport."""
         try:
             data = os.read(self._fd, self._read_size)
         except (BlockingIOError, InterruptedError):
@@ -291,8 +302,8 @@ class SerialLink:
         if wakeup is not None:
             # Before the results go out: publishing wakes consumers, which may take this CPU.
             missing = FRAME_LEN - parser.buffered
-            if missing != self._read_size:
-                self._read_size = missing
+            self._read_size = missing
+            if missing != wakeup.vmin:  # also retries a VMIN change that failed
                 wakeup.expect(missing)
         if results:
             self._last_frame_ns = now_ns
@@ -327,15 +338,13 @@ class SerialLink:
 
 
 def _tty_descriptor(transport: Any) -> int:
-    """The transport's tty descriptor, or -1 when it is no tty (a socket URL, say) and the
-    transport goes on reading it."""
+    """The transport's tty descriptor, or -1 when it is no tty (a socket URL, say)."""
     serial = transport.get_extra_info("serial")
     try:
         fd = serial.fileno()
-        os.ttyname(fd)
     except (AttributeError, OSError, TypeError):
         return -1
-    return fd if isinstance(fd, int) and callable(getattr(transport, "pause_reading", None)) else -1
+    return fd if isinstance(fd, int) and os.isatty(fd) else -1
 
 
 class _FrameReads:
