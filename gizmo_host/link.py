@@ -394,7 +394,7 @@ class _FrameReads:
         raw: bytearray | None = bytearray(_KERNEL_TERMIOS_SIZE)
         try:
             fcntl.ioctl(fd, termios.TCGETS, raw)
-        except OSError:
+        except (AttributeError, OSError):  # no TCGETS (macOS, the BSDs): use tcsetattr
             raw = None
         if raw is not None and (
             struct.unpack_from("=I", raw, 12)[0] != attrs[3]  # c_lflag where expected?
