@@ -86,9 +86,13 @@ def test_capture_time_p99_within_2ms_after_10s_and_within_2s_of_reset(seed, skew
     after_reset = [e for t, e, _, _ in results if 22.0 <= t < 30.0]
     assert p99_abs(settled) <= 2.0
     assert p99_abs(after_reset) <= 2.0
-    # The wrap four seconds in was not a reset; the reset at 20 s was.
+    # The wrap four seconds in was not a reset; the reset at 20 s was. (A late outlier as the
+    # first frame of an epoch sets the phase too high: the next frame then resyncs it as a
+    # phase error, which is not a reset.)
     reasons = [(t, r) for t, _, _, r in results if r is not None]
-    assert len(reasons) == 1 and reasons[0][1] == "device reset" and 20.0 <= reasons[0][0] < 20.1
+    resets = [t for t, r in reasons if r == "device reset"]
+    assert len(resets) == 1 and 20.0 <= resets[0] < 20.1
+    assert all(r.startswith("phase error") for _, r in reasons if r != "device reset")
 
 
 def test_status_converges_locks_and_resyncs_on_reset():
@@ -141,3 +145,26 @@ def test_wrap_with_long_silence_is_resolved_from_host_time():
 def test_no_mapping_before_the_first_sample():
     assert DeviceClockEstimator().to_host_ns(0) is None
     assert DeviceClockEstimator().tick_to_host_ns(0) is None
+
+
+def test_host_clock_step_forward_is_a_phase_error_resync_after_two_late_segments():
+    """Frames that all arrive later than the line (the host clock jumped ahead) are not
+    jitter once two whole 500 ms segments sit above it: the phase is re-acquired, and capture
+    times follow the new host clock."""
+    jump_ns, at = 30_000_000, 90
+    frames = simulate(3, 0.0, duration_s=8.0, reset_at_s=1000.0, outlier_rate=0.0)
+    clock = DeviceClockEstimator(
+        phase_error_threshold_ms=5.0, transport_delay_ns=frame_transmit_ns(BAUD)
+    )
+    reasons, errors_ms = [], []
+    for i, frame in enumerate(frames):
+        shift = jump_ns if i >= at else 0
+        sample = clock.observe(frame.timestamp_ms, frame.host_rx_ns + shift)
+        reasons.append(sample.resync_reason)
+        mapped = clock.tick_to_host_ns(sample.device_ms - frame.age_ms)
+        errors_ms.append((mapped - frame.capture_true_ns - shift) / 1e6)
+    fired = [i for i, r in enumerate(reasons) if r is not None]
+    assert len(fired) == 1 and reasons[fired[0]].startswith("phase error +")
+    assert at + 30 <= fired[0] <= at + 46  # two whole 15-frame segments, within a third
+    assert clock.stats().phase_errors == 1 and clock.stats().resets == 0
+    assert p99_abs(errors_ms[fired[0] + 45 :]) <= 2.0

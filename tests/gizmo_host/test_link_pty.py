@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import itertools
 import os
 import random
 
@@ -89,6 +90,18 @@ def test_missing_device_at_start_is_retried_until_it_appears(link_path):
                 assert h.link.stats().open_failures >= 2
         finally:
             board.close()
+
+    asyncio.run(main())
+
+
+def test_reopening_backs_off_exponentially_to_the_cap_and_never_spins(link_path):
+    async def main():
+        async with LinkHarness(link_path, backoff_min_s=0.02, backoff_max_s=0.1) as h:
+            attempts = [(await h.wait_state(LinkState.CONNECTING)).host_ns for _ in range(8)]
+        gaps_s = [(b - a) / 1e9 for a, b in itertools.pairwise(attempts)]
+        waits_s = [min(0.02 * 2**i, 0.1) for i in range(len(gaps_s))]  # 0.02 0.04 0.08 0.1 ...
+        assert all(gap >= wait * 0.95 for gap, wait in zip(gaps_s, waits_s, strict=True)), gaps_s
+        assert h.link.stats().open_failures >= 7
 
     asyncio.run(main())
 
@@ -224,6 +237,42 @@ def test_no_task_or_fd_leak_after_50_unplug_replug_cycles(link_path):
                 assert len(asyncio.all_tasks()) == baseline_tasks
                 assert h.link.stats().disconnects == 50
                 assert h.link.stats().frames_ok == 51
+        finally:
+            board.close()
+
+    asyncio.run(main())
+
+
+def test_no_task_or_fd_leak_after_50_unplug_replug_cycles_of_the_whole_service(link_path):
+    """The same through GizmoService: its timers, verdicts and iterators stay bounded too."""
+
+    async def main():
+        model = BoardModel(live_clock=True)
+        board = PtyBoard(link_path)
+        board.plug()
+        try:
+            svc = GizmoService(link_path, backoff_min_s=0.005, backoff_max_s=0.02)
+            async with svc:
+                events, results, verdicts = svc.link_events(), svc.results(), svc.verdicts()
+                await wait_link(events, LinkState.SYNCING)
+                board.write(model.next_frame())
+                await wait_link(events, LinkState.UP)
+                baseline_fds = open_fds()
+                baseline_tasks = len(asyncio.all_tasks())
+                for _ in range(50):
+                    board.unplug()
+                    await wait_link(events, LinkState.DOWN)
+                    await wait_verdict(verdicts, Decision.HOLD)
+                    board.plug()
+                    await wait_link(events, LinkState.SYNCING)
+                    board.write(model.next_frame())
+                    await wait_link(events, LinkState.UP)
+                assert open_fds() == baseline_fds
+                assert len(asyncio.all_tasks()) == baseline_tasks
+                assert svc.link.stats().disconnects == 50
+                assert [(await results.get(TIMEOUT_S)).result.sequence for _ in range(51)] == list(
+                    range(51)
+                )
         finally:
             board.close()
 

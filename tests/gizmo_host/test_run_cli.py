@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -17,6 +18,18 @@ from gizmo_host.emulator import BoardModel, PtyBoard, play
 from gizmo_host.schemas import MESSAGE_TYPES, load_schema
 
 TIMEOUT_S = 10.0
+
+
+async def start_run(
+    link_path: str, config: object, socket_path: str, *flags: str, **kwargs: object
+) -> asyncio.subprocess.Process:
+    """``gizmo-host run`` on ``link_path`` as a real process, publishing on ``socket_path``."""
+    return await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "gizmo_host.cli", "run", "--serial", link_path),
+        *("--config", str(config), "--socket", socket_path, *flags),
+        stderr=asyncio.subprocess.PIPE,
+        **kwargs,
+    )
 
 
 def validate(message: dict) -> None:
@@ -42,25 +55,13 @@ def test_run_prints_schema_valid_json_lines_and_talks_to_systemd(link_path, tmp_
         loop = asyncio.get_running_loop()
         env = dict(os.environ, NOTIFY_SOCKET=notify_path, PYTHONUNBUFFERED="1")
         with PtyBoard(link_path) as board:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "gizmo_host.cli",
-                "run",
-                "--serial",
+            proc = await start_run(
                 link_path,
-                "--config",
-                str(config),
-                "--socket",
+                config,
                 socket_path,
-                "--stats-interval-s",
-                "0.5",
-                "--transport-delay-ms",
-                "0",
-                "--event-loop",
-                event_loop,
+                *("--stats-interval-s", "0.5", "--transport-delay-ms", "0"),
+                *("--event-loop", event_loop),
                 stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
                 env=env,
             )
             assert proc.stdout is not None
@@ -115,6 +116,54 @@ def test_run_prints_schema_valid_json_lines_and_talks_to_systemd(link_path, tmp_
             results = [m for m in messages if m["type"] == "result"]
             assert [m["result"]["sequence"] for m in results] == list(range(len(results)))
             assert not os.path.exists(socket_path)
+
+    asyncio.run(main_async())
+
+
+def test_a_stalled_socket_client_is_dropped_while_another_gets_every_result(link_path, tmp_path):
+    """End to end: pty -> gizmo-host run -> Unix socket, one client that never reads and one
+    that does. The reader never waits for the stalled one: it is dropped once its buffers
+    are full, and the other gets every result in order."""
+    socket_path = str(tmp_path / "results.sock")
+    config = tmp_path / "gizmo.toml"
+    config.write_text("[publish]\nstdout = false\nunix_max_buffer_bytes = 32768\n")
+    count = 1000  # ~600 kB of result lines: more than a stalled client's socket holds
+
+    async def main_async():
+        loop = asyncio.get_running_loop()
+        with PtyBoard(link_path) as board:
+            proc = await start_run(link_path, config, socket_path, "--stats-interval-s", "0")
+            assert proc.stderr is not None
+            try:
+                while b"SYNCING" not in await asyncio.wait_for(proc.stderr.readline(), TIMEOUT_S):
+                    pass
+                stalled = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                stalled.connect(socket_path)  # never reads until the end
+                reader, writer = await asyncio.open_unix_connection(socket_path)
+                await asyncio.wait_for(reader.readline(), TIMEOUT_S)  # the version line
+                model = BoardModel()
+                stream = b"".join(model.next_frame() for _ in range(count))
+                feeding = loop.run_in_executor(None, board.write, stream)
+                sequences = []
+                while len(sequences) < count:
+                    line = await asyncio.wait_for(reader.readline(), TIMEOUT_S)
+                    message = json.loads(line)
+                    if message["type"] == "result":
+                        sequences.append(message["result"]["sequence"])
+                await feeding
+                assert sequences == list(range(count))
+                stalled.settimeout(TIMEOUT_S)
+                got = b""
+                with contextlib.suppress(ConnectionResetError):
+                    while chunk := stalled.recv(1 << 16):
+                        got += chunk
+                stalled.close()  # the server closed it: end of stream, or a reset
+                assert got.count(b'"type":"result"') < count
+                writer.close()
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                assert await asyncio.wait_for(proc.wait(), TIMEOUT_S) == 0
+            assert "is not reading: dropped" in (await proc.stderr.read()).decode()
 
     asyncio.run(main_async())
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import random
 
 import jsonschema
@@ -187,6 +188,29 @@ def test_iterators_end_when_the_service_stops_and_slow_iterators_drop_oldest(lin
             assert got == [6, 7, 8, 9] and small.dropped == 6
             remaining = [e async for e in events]  # ends: the service closed it
             assert remaining[-1].state is LinkState.DOWN and remaining[-1].reason == "stopped"
+
+    asyncio.run(main())
+
+
+def test_an_unchanged_verdict_is_republished_at_the_steady_rate(link_path):
+    """Nothing changes (port open, no data): the same HOLD still comes every interval, so a
+    consumer that missed it, or joined late, is never left without a current verdict."""
+
+    async def main():
+        with PtyBoard(link_path):
+            svc = GizmoService(link_path, verdict_interval_s=0.05, silent_after_s=60.0)
+            async with svc:
+                events, verdicts = svc.link_events(), svc.verdicts()
+                syncing = await wait_link(events, LinkState.SYNCING)
+                verdict = await verdicts.get(TIMEOUT_S)
+                while verdict.host_ns <= syncing.host_ns:  # published by the transitions
+                    verdict = await verdicts.get(TIMEOUT_S)
+                steady = [verdict, await verdicts.get(TIMEOUT_S), await verdicts.get(TIMEOUT_S)]
+        assert all(v.decision is Decision.HOLD for v in steady)
+        assert steady[0].same_as(steady[1]) and steady[1].same_as(steady[2])
+        assert HoldReason.NO_DATA in steady[0].reasons
+        gaps_s = [(b.host_ns - a.host_ns) / 1e9 for a, b in itertools.pairwise(steady)]
+        assert all(gap >= 0.045 for gap in gaps_s), gaps_s  # a rate, not a burst
 
     asyncio.run(main())
 
