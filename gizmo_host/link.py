@@ -382,7 +382,7 @@ class _FrameReads:
     def for_descriptor(cls, fd: int) -> _FrameReads | None:
         try:
             attrs = termios.tcgetattr(fd)
-            name = os.path.basename(os.ttyname(fd))
+            name = os.path.relpath(os.ttyname(fd), "/dev")  # ttyUSB0, pts/3
         except (OSError, termios.error):
             return None
         if is_usb_tty(name):
