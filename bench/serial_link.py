@@ -381,10 +381,13 @@ def compare(ref: str, rounds: int) -> int:
     """This tree against git ``ref``, side by side: paired CPU differences."""
     with tempfile.TemporaryDirectory() as tmp:
         other = os.path.join(tmp, "ref")
-        subprocess.run(
+        added = subprocess.run(
             ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", other, ref],
-            check=True,
+            check=False,
         )
+        if added.returncode != 0:
+            print(f"--compare needs a git checkout in which {ref!r} names a commit")
+            return 2
         try:
             print(
                 f"this tree against {ref}, side by side on a saturated 115200 line "
