@@ -403,15 +403,12 @@ class _FrameReads:
             raw = None  # another kernel struct layout (alpha, powerpc): use tcsetattr
         return cls(fd, attrs, raw)
 
-    def expect(self, nbytes: int) -> None:
-        """Wake when ``nbytes`` more bytes are queued."""
-        self._set_vmin(nbytes)
-
     def restore(self) -> None:
         """Give the tty its VMIN back for the next program that opens it."""
-        self._set_vmin(self._original_vmin)
+        self.expect(self._original_vmin)
 
-    def _set_vmin(self, nbytes: int) -> None:
+    def expect(self, nbytes: int) -> None:
+        """Wake when ``nbytes`` more bytes are queued (VMIN)."""
         if nbytes == self.vmin:
             return
         try:
