@@ -350,6 +350,10 @@ class Reassembler:
                 self._hint = (key, frame, nxt)
             return []
         self._hint = None
+        if (frame.count - 1) * frame.fragment_size + frame.last_len > self.max_frame_bytes:
+            self._forget(key)
+            self._remember_completed(key, now_ns)  # its other fragments are late, not new
+            return self._drop(DropCause.FRAME_TOO_LARGE)
         return [self._finish(key, sender, frame, now_ns)]
 
     # -- internals -----------------------------------------------------------------------------
@@ -405,7 +409,10 @@ class Reassembler:
                 frame.pending_last = bytes(body)
                 frame.last_len = n
                 return True
-            if n == 0 or frame.count * n > self.max_frame_bytes:
+            # The smallest frame these fragments can make: the last may be shorter, even empty
+            # (the SDK's sender), so a frame of exactly max_frame_bytes may reserve up to one
+            # fragment more; the exact size is checked when the frame completes.
+            if n == 0 or (frame.count - 1) * n > self.max_frame_bytes:
                 self._forget(key)
                 self._drop(DropCause.FRAME_TOO_LARGE if n else DropCause.INCONSISTENT)
                 return False

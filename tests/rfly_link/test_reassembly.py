@@ -146,8 +146,8 @@ def test_frames_in_flight_are_bounded_and_overflow_is_counted() -> None:
 
 def test_size_limits_reject_before_allocating() -> None:
     r = Reassembler(max_frame_bytes=1000, max_fragments=50)
-    big = struct.pack("<6id", 1234567893, 32 + 100, 0, 11, 1, 0, 0.0) + bytes(100)
-    assert r.feed(big, SENDER_A, 0) == []  # 11 x 100 B > 1000 B
+    big = struct.pack("<6id", 1234567893, 32 + 100, 0, 12, 1, 0, 0.0) + bytes(100)
+    assert r.feed(big, SENDER_A, 0) == []  # at least 11 x 100 B (last may be empty) > 1000 B
     assert r.drops(DropCause.FRAME_TOO_LARGE) == 1
     absurd = struct.pack("<6id", 1234567893, 32, 0, 2**31 - 1, 1, 0, 0.0)
     assert r.feed(absurd, SENDER_A, 0) == []
@@ -156,6 +156,23 @@ def test_size_limits_reject_before_allocating() -> None:
     assert r.feed(single, SENDER_A, 0) == []
     assert r.drops(DropCause.FRAME_TOO_LARGE) == 2
     assert r.stats.frames_in_flight == 0
+
+
+def test_frame_limit_applies_to_the_data_not_to_count_times_fragment_size() -> None:
+    # 1000 B in 300 B fragments is 4 fragments (1200 B of room) and must fit a 1000 B limit,
+    # as must the SDK's exact multiple with its empty last fragment; 1001 B must not.
+    r = Reassembler(max_frame_bytes=1000)
+    exact = fragment_payload(bytes(range(200)) * 5, fragment_size=300)
+    sdk = fragment_payload(bytes(1000), frame_id=1, fragment_size=500, sdk_empty_last=True)
+    assert len(exact) == 4 and len(sdk) == 3
+    assert [bytes(f.payload) for f in feed_all(r, [(d, SENDER_A) for d in exact])] == [
+        bytes(range(200)) * 5
+    ]
+    assert len(feed_all(r, [(d, SENDER_A) for d in reversed(sdk)])) == 1
+    over = fragment_payload(bytes(1001), frame_id=2, fragment_size=500)
+    assert feed_all(r, [(d, SENDER_A) for d in over + over[:1]]) == []
+    assert r.stats.drops == {"frame_too_large": 1, "late_fragment": 1}
+    assert r.stats.frames_in_flight == 0 and r.stats.bytes_in_flight == 0
 
 
 def test_malformed_headers_are_counted_by_cause() -> None:
