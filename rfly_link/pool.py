@@ -6,10 +6,16 @@ are cold in the cache; on the target machine this halved the receive rate. The p
 out a previous buffer again when its reference count shows that the consumer has dropped every
 view of it (CPython reference counting makes this exact), and otherwise allocate a new one.
 They are bounded: at most ``slots`` buffers are remembered; others are left to the consumer.
+
+Frame buffers are anonymous private mappings rather than ``bytearray``: pages are faulted in
+only where data lands (a fragment claiming a 32 MiB frame costs one fragment of memory, not a
+32 MiB memset), and a freed buffer goes straight back to the kernel, where malloc's arenas kept
+freed multi-megabyte blocks resident (a 64 MiB budget measured 200-330 MB of RSS under a flood).
 """
 
 from __future__ import annotations
 
+import mmap
 import sys
 from typing import Any
 
@@ -20,27 +26,65 @@ import numpy as np
 _FREE_REFCOUNT = 2
 
 
-class BytearrayPool:
-    """Reusable ``bytearray`` buffers of at least the requested size."""
+class BufferPool:
+    """Reusable frame buffers of at least the requested size, within a byte budget.
+
+    Call from one thread (the reader's): reference counts are read without a lock.
+    """
 
     def __init__(self, slots: int = 4) -> None:
         self._slots = slots
-        self._items: list[bytearray] = []
+        self._items: list[mmap.mmap] = []
         self.reused = 0
         self.allocated = 0
 
-    def take(self, size: int) -> bytearray:
+    def take(self, size: int, *, budget: int | None = None) -> mmap.mmap:
+        """A free buffer of ``size`` to ``budget`` bytes, else a new one of ``size`` bytes.
+
+        Idle buffers are then forgotten, oldest first, until they and the one returned total at
+        most ``budget`` bytes (a forgotten buffer is freed at once: nobody references it).
+        """
+        limit = sys.maxsize if budget is None else max(size, budget)
         items = self._items
+        chosen: mmap.mmap | None = None
         for i in range(len(items)):
-            if len(items[i]) >= size and sys.getrefcount(items[i]) == _FREE_REFCOUNT:
+            if size <= len(items[i]) <= limit and sys.getrefcount(items[i]) == _FREE_REFCOUNT:
+                chosen = items[i]
                 self.reused += 1
-                return items[i]
-        buffer = bytearray(size)
-        self.allocated += 1
-        if len(items) >= self._slots:
-            items.pop(0)  # forget the oldest; its consumer keeps it alive as long as needed
-        items.append(buffer)
-        return buffer
+                break
+        if budget is not None:  # before allocating, so memory never exceeds the budget
+            self._shed(budget - (size if chosen is None else len(chosen)), keep=chosen)
+        if chosen is None:
+            chosen = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+            self.allocated += 1
+            if len(items) >= self._slots:
+                items.pop(0)  # forget the oldest; its consumer keeps it alive as long as needed
+            items.append(chosen)
+        return chosen
+
+    def idle_bytes(self) -> int:
+        """Bytes of remembered buffers that nobody else references."""
+        items = self._items
+        return sum(
+            len(items[i]) for i in range(len(items)) if sys.getrefcount(items[i]) == _FREE_REFCOUNT
+        )
+
+    def _shed(self, allowed: int, *, keep: mmap.mmap | None) -> None:
+        items = self._items
+        idle = [
+            i
+            for i in range(len(items))
+            if items[i] is not keep and sys.getrefcount(items[i]) == _FREE_REFCOUNT
+        ]
+        excess = sum(len(items[i]) for i in idle) - allowed
+        drop: list[int] = []
+        for i in idle:  # oldest first
+            if excess <= 0:
+                break
+            drop.append(i)
+            excess -= len(items[i])
+        for i in reversed(drop):
+            del items[i]
 
 
 class ArrayPool:

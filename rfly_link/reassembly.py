@@ -5,15 +5,23 @@ Unlike the SDK's single slot per socket, frames are keyed by ``(sender, frame_id
 order, two senders may interleave, and both header types may share a socket. Each frame is
 assembled in one buffer allocated once its fragment size is known: fragment ``k`` is copied
 to ``k * fragment_size``, so assembly is linear. Everything is bounded (frames in flight, frame
-bytes, fragments per frame, and the bytes reserved by all frames in flight together, since a
-single small first fragment may claim a buffer of ``count * fragment_size``) and every
-discarded datagram or frame is counted by cause.
+bytes, fragments per frame, and the memory of all buffers together, since a single small first
+fragment may claim a buffer of ``count * fragment_size``) and every discarded datagram or frame
+is counted by cause.
 Frame buffers are recycled (:mod:`rfly_link.pool`) once the consumer has dropped a frame.
+
+Memory: ``max_bytes_in_flight`` bounds every buffer the reassembler keeps, counted at its full
+preallocated size: those of incomplete frames plus the idle ones its pool remembers. A completed
+frame's buffer belongs to the consumer until it drops the frame (then it is idle in the pool),
+so a receiver holds at most this budget plus the frames queued for or held by its consumer
+(:class:`rfly_link.endpoints.UdpReceiver` bounds that queue). The budget is per reassembler, so
+per sensor receiver.
 """
 
 from __future__ import annotations
 
 import math
+import mmap
 import struct
 from collections import OrderedDict
 from collections.abc import Hashable
@@ -21,7 +29,7 @@ from typing import Any, NamedTuple
 
 from rfly_link import wire
 from rfly_link.errors import DropCause
-from rfly_link.pool import BytearrayPool
+from rfly_link.pool import BufferPool
 
 _CHECKSUM = struct.Struct("<i")
 _H24 = wire.FRAGMENT_HEADER_24.struct
@@ -63,7 +71,7 @@ class ReassemblerStats(NamedTuple):
     bytes_completed: int
     frames_in_flight: int
     drops: dict[str, int]
-    bytes_in_flight: int = 0  # buffer bytes reserved by incomplete frames
+    bytes_in_flight: int = 0  # buffer bytes (full preallocated size) of incomplete frames
 
 
 class _Frame:
@@ -95,7 +103,7 @@ class _Frame:
         self.received = bytearray(count)
         self.have = 0
         self.fragment_size = 0
-        self.buffer: bytearray | None = None
+        self.buffer: mmap.mmap | None = None
         self.reserved = 0  # bytes counted against the in-flight budget
         self.pending_last: bytes | None = None
         self.last_len = 0
@@ -107,9 +115,10 @@ class Reassembler:
     ``timeout_ns`` evicts a frame that has not completed since its first fragment;
     ``max_frames_in_flight`` evicts the oldest frame when a new one would exceed it;
     ``max_frame_bytes`` and ``max_fragments`` reject absurd sizes before allocating;
-    ``max_bytes_in_flight`` bounds the buffers of all incomplete frames together: a frame that
-    needs more evicts the oldest frames (counted as ``bytes_in_flight``), and a frame that alone
-    exceeds it is dropped with the same cause.
+    ``max_bytes_in_flight`` bounds the buffers of all incomplete frames together with the idle
+    pooled ones (see the module docstring): a frame that needs more evicts the oldest frames
+    (counted as ``bytes_in_flight``), and a frame that alone exceeds it is dropped with the same
+    cause.
     """
 
     def __init__(
@@ -142,7 +151,7 @@ class Reassembler:
         self._accepted = 0
         self._frames_done = 0
         self._bytes_done = 0
-        self._pool = BytearrayPool(slots=4)
+        self._pool = BufferPool(slots=4)
         self._expiry_step_ns = max(1, timeout_ns // 16)
         self._next_expiry_ns = -(2**63)
         self._hint: tuple[Hashable, _Frame, int] | None = None
@@ -311,7 +320,7 @@ class Reassembler:
 
     def _is_expected(
         self,
-        buffer: bytearray,
+        buffer: mmap.mmap,
         start: int,
         nbytes: int,
         key: Hashable,
@@ -420,13 +429,14 @@ class Reassembler:
                 self._forget(key)
                 self._drop(DropCause.INCONSISTENT)
                 return False
-            if not self._reserve(key, frame.count * n):
+            buffer = self._allocate(key, frame.count * n)
+            if buffer is None:
                 self._forget(key)
                 self._drop(DropCause.BYTES_IN_FLIGHT)
                 return False
-            frame.reserved = frame.count * n
+            frame.reserved = len(buffer)
             frame.fragment_size = n
-            frame.buffer = self._pool.take(frame.count * n)
+            frame.buffer = buffer
             if frame.pending_last is not None:
                 start = (frame.count - 1) * n
                 frame.buffer[start : start + frame.last_len] = frame.pending_last
@@ -441,16 +451,22 @@ class Reassembler:
             frame.last_len = n
         return True
 
-    def _reserve(self, key: Hashable, need: int) -> bool:
-        """Make room for ``need`` buffer bytes, evicting the oldest other frames if needed."""
-        if need > self.max_bytes_in_flight:
-            return False
-        while self._bytes_in_flight + need > self.max_bytes_in_flight:
+    def _allocate(self, key: Hashable, need: int) -> mmap.mmap | None:
+        """A buffer of ``need`` bytes or more within the budget, or None if ``need`` exceeds it.
+
+        The oldest other frames are evicted to make room, and the pool frees idle buffers so
+        that they, the frames in flight and the new buffer stay within the budget together.
+        """
+        budget = self.max_bytes_in_flight
+        if need > budget:
+            return None
+        while self._bytes_in_flight + need > budget:
             victim = next(k for k, f in self._frames.items() if f.reserved and k != key)
             self._forget(victim)
             self._drops[DropCause.BYTES_IN_FLIGHT] += 1
-        self._bytes_in_flight += need
-        return True
+        buffer = self._pool.take(need, budget=budget - self._bytes_in_flight)
+        self._bytes_in_flight += len(buffer)
+        return buffer
 
     def _forget(self, key: Hashable) -> None:
         """Remove an incomplete or finished frame and release its share of the budget."""

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rfly_link import Reassembler, fragment_payload
-from rfly_link.pool import ArrayPool, BytearrayPool
+from rfly_link.pool import ArrayPool, BufferPool
 
 
-def test_bytearray_pool_reuses_only_unreferenced_buffers() -> None:
-    pool = BytearrayPool(slots=2)
+def test_buffer_pool_reuses_only_unreferenced_buffers() -> None:
+    pool = BufferPool(slots=2)
     first = pool.take(100)
     view = memoryview(first)
     del first
@@ -69,3 +71,39 @@ def test_pooled_point_cloud_decode_matches_and_never_clobbers_kept_clouds() -> N
     assert pool.reused > 0
     for cloud, expected in kept:
         np.testing.assert_array_equal(cloud.xyz_m, expected)
+
+
+def test_buffer_pool_frees_idle_buffers_beyond_the_budget() -> None:
+    pool = BufferPool(slots=4)
+    held = [pool.take(1000) for _ in range(3)]
+    del held  # three idle 1000 B buffers
+    assert pool.idle_bytes() == 3000
+    reused = pool.take(600, budget=2500)  # fits one of them; one other may stay idle
+    assert len(reused) == 1000 and pool.reused == 1
+    assert pool.idle_bytes() + len(reused) <= 2500
+    del reused
+    fresh = pool.take(2000, budget=2000)  # too big for any: the idle ones go first
+    assert len(fresh) == 2000 and pool.idle_bytes() == 0
+    assert pool.take(10, budget=5000) is not fresh  # still referenced here: never handed out
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.integers(2, 8), st.integers(1, 60), st.booleans()),
+        max_size=30,
+    ),
+    st.integers(120, 600),
+)
+def test_frames_in_flight_and_idle_pooled_buffers_stay_within_the_budget(
+    frames: list[tuple[int, int, int, bool]], budget: int
+) -> None:
+    r = Reassembler(max_bytes_in_flight=budget, max_frame_bytes=budget)
+    kept = []  # the consumer holds every completed frame: those are not the reassembler's
+    for frame_id, count, size, complete in frames:
+        payload = bytes([frame_id]) * (count * size)
+        datagrams = fragment_payload(payload, frame_id=frame_id, fragment_size=size)
+        for d in datagrams if complete else datagrams[:-1]:
+            kept += r.feed(d, ("a", 1), 0)
+            assert r.stats.bytes_in_flight + r._pool.idle_bytes() <= budget
+    assert all(bytes(f.payload) == bytes([f.frame_id or 0]) * len(f.payload) for f in kept)
