@@ -103,8 +103,13 @@ async def listen(
     duration_s: float = 0.0,
     out: TextIO = sys.stdout,
 ) -> int:
-    """Print events until ``count`` events or ``duration_s`` seconds; returns events printed."""
-    events: asyncio.Queue[endpoints.Event] = asyncio.Queue(maxsize=1024)
+    """Print events until ``count`` events or ``duration_s`` seconds; returns events printed.
+
+    Slow output (a stalled stdout pipe) never grows memory: each receiver's pump holds at most
+    one event while it waits here, so events pile up only in the receivers' bounded queues,
+    which drop the oldest and count them (``queue_full``).
+    """
+    events: asyncio.Queue[endpoints.Event] = asyncio.Queue(maxsize=1)
 
     async def pump(receiver: endpoints.UdpReceiver) -> None:
         async for event in receiver:

@@ -4,9 +4,11 @@ Why a thread: stock asyncio ``DatagramProtocol`` reads every datagram into a fre
 buffer (19-45 µs each on the target machine); ``recvfrom_into`` a preallocated buffer costs
 0.7-2.3 µs (PLATFORM-NOTES.md). Each :class:`UdpReceiver` therefore owns one reader thread that
 drains its socket with ``recvfrom_into``, runs the sans-I/O pipeline (allow-list, reassembly,
-decode) on the buffer in place, and hands finished events to the event loop in batches with
-``call_soon_threadsafe``. Nothing a peer sends escapes as an exception: every rejected
-datagram is a drop counted by cause, and the event queue is bounded (oldest dropped).
+decode) on the buffer in place, and hands finished events to the event loop in batches through
+a :class:`~rfly_link.handoff.Handoff`. Nothing a peer sends escapes as an exception: every
+rejected datagram is a drop counted by cause, and the one queue between the thread and the
+consumer is bounded (oldest dropped, counted as ``queue_full`` and reported on the log), even
+when the event loop itself stalls.
 
 For sensor streams the reassembler offers the expected fragment's place in the frame buffer, so
 the kernel copies each fragment straight into place (``recvmsg_into`` with a scratch buffer for
@@ -32,11 +34,12 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from rfly_link import dispatch
 from rfly_link.config import LoadedConfig, VisionSensorConfig
 from rfly_link.errors import DecodeError, DropCause
+from rfly_link.handoff import Handoff
 from rfly_link.pool import ArrayPool
 from rfly_link.reassembly import Reassembler, SensorFrame
 from rfly_link.sensors import decode_sensor
@@ -53,6 +56,8 @@ _LINUX = sys.platform.startswith("linux")
 SO_RCVBUFFORCE: int | None = getattr(socket, "SO_RCVBUFFORCE", 33 if _LINUX else None)
 # A persistent socket error must not spin a core: back off, doubling, up to this long.
 SOCKET_ERROR_BACKOFF_S = (0.001, 0.1)
+# A consumer that falls behind is reported on the log at most this often.
+DROP_REPORT_INTERVAL_NS = 5_000_000_000
 
 
 class Event(NamedTuple):
@@ -100,6 +105,19 @@ class Pipeline(Protocol):
     def process(self, data: memoryview, sender: tuple[str, int], now_ns: int) -> list[Event]: ...
 
     def drop_counts(self) -> dict[str, int]: ...
+
+
+@runtime_checkable
+class InPlacePipeline(Pipeline, Protocol):
+    """A pipeline that offers where the next datagram may land (see :class:`SensorPipeline`)."""
+
+    def receive_slot(self) -> memoryview | None: ...
+
+    def process_in_place(
+        self, nbytes: int, overflow: memoryview, sender: tuple[str, int], now_ns: int
+    ) -> list[Event]: ...
+
+    def cancel_in_place(self) -> None: ...
 
 
 def _zero_drops() -> dict[str, int]:
@@ -247,7 +265,7 @@ def usable_rcvbuf(granted: int) -> int:
 def socket_error_backoff_s(consecutive_errors: int) -> float:
     """Pause before the next receive after ``consecutive_errors`` socket errors in a row."""
     low, high = SOCKET_ERROR_BACKOFF_S
-    return min(high, low * 2 ** min(consecutive_errors - 1, 16))
+    return min(high, low * 2.0 ** min(consecutive_errors - 1, 16))
 
 
 class UdpReceiver:
@@ -290,8 +308,8 @@ class UdpReceiver:
         self.batch_size = batch_size
         self.clock = clock
         self.name = name or f"rfly-udp-{port}"
-        self._queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=queue_size)
-        self._delivered = asyncio.Event()
+        self._queue: Handoff[Event] = Handoff(queue_size)
+        self._next_drop_report_ns = -(2**63)
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._stopping = False
@@ -300,15 +318,8 @@ class UdpReceiver:
         self.rcvbuf_granted = 0
         self._datagrams = 0
         self._bytes = 0
-        self._events = 0
         self._local_drops = dict.fromkeys(
-            (
-                DropCause.SENDER_NOT_ALLOWED,
-                DropCause.QUEUE_FULL,
-                DropCause.DECODE_FAILED,
-                DropCause.SOCKET_ERROR,
-            ),
-            0,
+            (DropCause.SENDER_NOT_ALLOWED, DropCause.DECODE_FAILED, DropCause.SOCKET_ERROR), 0
         )
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -318,6 +329,7 @@ class UdpReceiver:
         if self._sock is not None:
             raise RuntimeError(f"{self.name}: already started")
         self._loop = asyncio.get_running_loop()
+        self._queue.attach(self._loop)
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             self._configure(sock)
@@ -436,16 +448,15 @@ class UdpReceiver:
     def bound_port(self) -> int:
         if self._sock is None:
             return self.port
-        return self._sock.getsockname()[1]
+        port: int = self._sock.getsockname()[1]
+        return port
 
     async def get(self) -> Event:
         return await self._queue.get()
 
     async def wait_delivered(self, count: int) -> None:
         """Wait until ``count`` events in total have been delivered (queued or overflowed)."""
-        while self._events < count:
-            self._delivered.clear()
-            await self._delivered.wait()
+        await self._queue.wait_put(count)
 
     def get_nowait(self) -> Event:
         return self._queue.get_nowait()
@@ -459,13 +470,14 @@ class UdpReceiver:
     @property
     def stats(self) -> ReceiverStats:
         drops = self.pipeline.drop_counts()
-        for cause, n in self._local_drops.items():
+        local = {**self._local_drops, DropCause.QUEUE_FULL: self._queue.dropped}
+        for cause, n in local.items():
             if n:
                 drops[cause.value] = drops.get(cause.value, 0) + n
         return ReceiverStats(
             self._datagrams,
             self._bytes,
-            self._events,
+            self._queue.put_count,
             drops,
             self.rcvbuf_requested,
             self.rcvbuf_granted,
@@ -485,7 +497,8 @@ class UdpReceiver:
         process = pipeline.process
         # Sensor pipelines offer the expected fragment's place in the frame buffer, so the
         # kernel copies it there directly; anything larger spills into the scratch buffer.
-        receive_slot = getattr(pipeline, "receive_slot", None)
+        in_place = pipeline if isinstance(pipeline, InPlacePipeline) else None
+        receive_slot = in_place.receive_slot if in_place is not None else None
         clock = self.clock
         # Large sensor frames go to the loop at once (latency); small messages are batched
         # until the socket is drained (fewer wake-ups at 1 kHz IMU rates).
@@ -513,8 +526,8 @@ class UdpReceiver:
                 or sender is None
                 or (allowed is not None and sender[0] not in allowed)
             ):
-                if slot is not None:
-                    pipeline.cancel_in_place()
+                if in_place is not None and slot is not None:
+                    in_place.cancel_in_place()
                 if self._stopping:
                     break
                 if sender is None:  # a socket error: count it, back off, keep receiving
@@ -531,10 +544,10 @@ class UdpReceiver:
             self._datagrams += 1
             self._bytes += n
             try:
-                if slot is None:
+                if in_place is None or slot is None:
                     events = process(scratch[:n], sender, clock())
                 else:
-                    events = pipeline.process_in_place(n, scratch, sender, clock())
+                    events = in_place.process_in_place(n, scratch, sender, clock())
             except Exception:  # a pipeline bug must not end the receive loop
                 log.exception("%s: pipeline failed on a %d B datagram", self.name, n)
                 self._local_drops[DropCause.DECODE_FAILED] += 1
@@ -549,22 +562,21 @@ class UdpReceiver:
             self._hand_over(batch)
 
     def _hand_over(self, batch: list[Event]) -> None:
-        loop = self._loop
-        assert loop is not None
-        try:
-            loop.call_soon_threadsafe(self._deliver, batch)
-        except RuntimeError:  # the loop is closed: nobody is listening any more
-            self._stopping = True
-
-    def _deliver(self, batch: Iterable[Event]) -> None:
         queue = self._queue
-        for event in batch:
-            if queue.full():
-                queue.get_nowait()  # keep the freshest data
-                self._local_drops[DropCause.QUEUE_FULL] += 1
-            queue.put_nowait(event)
-            self._events += 1
-        self._delivered.set()
+        dropped = queue.dropped
+        if not queue.put_many(batch):  # the loop is closed: nobody is listening any more
+            self._stopping = True
+        if queue.dropped > dropped:
+            now_ns = self.clock()
+            if now_ns >= self._next_drop_report_ns:
+                self._next_drop_report_ns = now_ns + DROP_REPORT_INTERVAL_NS
+                log.warning(
+                    "%s: the consumer is not keeping up: %d events dropped so far "
+                    "(oldest first, queue of %d; queue_full in the stats)",
+                    self.name,
+                    queue.dropped,
+                    queue.maxsize,
+                )
 
 
 # -- factories ------------------------------------------------------------------------------
