@@ -1,1 +1,83 @@
-"""World model joining Gizmo UART results with RflySim sensor and odometry streams."""
+"""World model joining Gizmo UART results with RflySim pose, gimbal and range streams.
+
+Pure: inputs are frozen host-stamped values (:mod:`fusion.inputs`), time is passed in, and
+nothing here does I/O or imports ``gizmo_host`` or ``rfly_link``. The app layer adapts the
+live link's results and rfly_link's messages into inputs and publishes the snapshots.
+
+Modules: ``geometry`` (the tree's one quaternion and rotation module), ``inputs``,
+``simclock`` (sim time -> host time per pose stream), ``timeline`` (pose history and
+interpolation), ``camera``, ``ranging``, ``verdicts``, ``targets``, ``sources``, ``snapshot``
+and ``world`` (:class:`WorldModel`).
+"""
+
+from .camera import CameraConfig, CameraModel
+from .config import WorldConfig
+from .errors import ConfigError, FusionError, InvalidInput
+from .inputs import (
+    GimbalLaserRange,
+    GimbalSample,
+    ImuSample,
+    Input,
+    LaserRange,
+    LidarPoints,
+    LinkState,
+    LinkStatus,
+    PointFrame,
+    PoseSample,
+    RangeSample,
+    SensorMount,
+    VisionObservation,
+)
+from .ranging import RangeSource
+from .simclock import SimClockEstimator, SimClockSample, SimClockStatus
+from .snapshot import (
+    FORMAT_VERSION,
+    SourceState,
+    SourceStatus,
+    TargetState,
+    VehicleState,
+    WorldSnapshot,
+    world_schema,
+)
+from .timeline import PoseAt, PoseHistory
+from .verdicts import Decision, HoldReason, Selector
+from .world import WorldModel
+
+__all__ = [
+    "FORMAT_VERSION",
+    "CameraConfig",
+    "CameraModel",
+    "ConfigError",
+    "Decision",
+    "FusionError",
+    "GimbalLaserRange",
+    "GimbalSample",
+    "HoldReason",
+    "ImuSample",
+    "Input",
+    "InvalidInput",
+    "LaserRange",
+    "LidarPoints",
+    "LinkState",
+    "LinkStatus",
+    "PointFrame",
+    "PoseAt",
+    "PoseHistory",
+    "PoseSample",
+    "RangeSample",
+    "RangeSource",
+    "Selector",
+    "SensorMount",
+    "SimClockEstimator",
+    "SimClockSample",
+    "SimClockStatus",
+    "SourceState",
+    "SourceStatus",
+    "TargetState",
+    "VehicleState",
+    "VisionObservation",
+    "WorldConfig",
+    "WorldModel",
+    "WorldSnapshot",
+    "world_schema",
+]

@@ -1,0 +1,208 @@
+"""The camera: from the board's box units to a ray in camera axes and in body FRD.
+
+Configured once (``[camera]`` in TOML)::
+
+    width_px = 640
+    height_px = 480
+    hfov_deg = 90.0                       # or fx_px, fy_px, cx_px, cy_px
+    mount_rpy_deg = [0.0, -90.0, 0.0]     # roll, pitch, yaw, applied Z-Y-X, from body FRD
+    mount_position_frd_m = [0.0, 0.0, 0.1]
+
+Camera axes: x along the optical axis, y to the image's right, z to the image's bottom. A
+vector ``v`` in camera axes is ``Rz(yaw)·Ry(pitch)·Rx(roll)·v`` in body FRD, so a camera
+looking straight down has pitch -90° and the image's top points to the nose. Without
+``vfov_deg`` or ``fy_px`` pixels are square. Pixel coordinates count from the top-left pixel's
+centre, as the board's scaling does (UART spec, box results): a centre ``c`` in -1000..1000 is
+pixel ``(c + 1000)·(extent - 1)/2000``, a size ``s`` in 0..2000 is ``s·extent/2000`` pixels.
+``rflysim_sensor`` names a Config.json vision sensor; the app layer resolves it into these
+keys (``from_mapping``'s ``defaults``) and it is kept here for the record only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import check_keys, integer, number, triple
+from .errors import ConfigError
+from .geometry import Quat, Vec3, quat_from_euler_zyx_deg, quat_rotate
+
+_KEYS = {
+    "width_px",
+    "height_px",
+    "hfov_deg",
+    "vfov_deg",
+    "fx_px",
+    "fy_px",
+    "cx_px",
+    "cy_px",
+    "mount_rpy_deg",
+    "mount_position_frd_m",
+    "on_gimbal",
+    "rflysim_sensor",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CameraConfig:
+    """The ``[camera]`` table, checked: the intrinsics come from ``hfov_deg`` or ``fx_px``."""
+
+    width_px: int
+    height_px: int
+    hfov_deg: float | None = None
+    vfov_deg: float | None = None
+    fx_px: float | None = None
+    fy_px: float | None = None
+    cx_px: float | None = None
+    cy_px: float | None = None
+    mount_rpy_deg: Vec3 = (0.0, 0.0, 0.0)
+    mount_position_frd_m: Vec3 = (0.0, 0.0, 0.0)
+    on_gimbal: bool = False  # the gimbal's angles replace mount_rpy_deg when they arrive
+    rflysim_sensor: int | None = None
+
+    def __post_init__(self) -> None:
+        s = "camera"
+        integer(s, "width_px", self.width_px, low=2)
+        integer(s, "height_px", self.height_px, low=2)
+        if (self.hfov_deg is None) == (self.fx_px is None):
+            raise ConfigError(
+                "camera: expected exactly one of hfov_deg or fx_px, got "
+                + ("both" if self.hfov_deg is not None else "neither")
+            )
+        if self.fx_px is None and self.fy_px is not None:
+            raise ConfigError("camera.fy_px: expected only with fx_px (use vfov_deg with hfov)")
+        if self.vfov_deg is not None and self.fy_px is not None:
+            raise ConfigError("camera: expected at most one of vfov_deg or fy_px, got both")
+        for key in ("hfov_deg", "vfov_deg"):
+            value = getattr(self, key)
+            if value is not None:
+                number(s, key, value, low=0, high=180, open_low=True, open_high=True)
+        for key in ("fx_px", "fy_px"):
+            value = getattr(self, key)
+            if value is not None:
+                number(s, key, value, low=0, open_low=True)
+        for key in ("cx_px", "cy_px"):
+            value = getattr(self, key)
+            if value is not None:
+                number(s, key, value)
+        for key in ("mount_rpy_deg", "mount_position_frd_m"):
+            object.__setattr__(self, key, triple(s, key, list(getattr(self, key))))
+
+    @classmethod
+    def from_mapping(
+        cls, table: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
+    ) -> CameraConfig:
+        """Build from a TOML table; ``defaults`` (e.g. from a Config.json sensor) fill the
+        keys the table leaves out, and a table's ``hfov_deg`` or ``fx_px`` replaces both."""
+        check_keys("camera", table, _KEYS)
+        merged = dict(defaults or {})
+        if "hfov_deg" in table or "fx_px" in table:
+            for key in ("hfov_deg", "vfov_deg", "fx_px", "fy_px"):
+                merged.pop(key, None)
+        merged.update(table)
+        for key in ("width_px", "height_px"):
+            if key not in merged:
+                raise ConfigError(f"camera.{key}: expected an integer >= 2, got nothing")
+        if "on_gimbal" in merged and not isinstance(merged["on_gimbal"], bool):
+            raise ConfigError(
+                f"camera.on_gimbal: expected true or false, got {merged['on_gimbal']!r}"
+            )
+        sensor = merged.get("rflysim_sensor")
+        if sensor is not None:
+            integer("camera", "rflysim_sensor", sensor, low=1)
+        for key in ("mount_rpy_deg", "mount_position_frd_m"):
+            if key in merged:
+                merged[key] = triple("camera", key, merged[key])
+        return cls(**merged)
+
+
+@dataclass(frozen=True, slots=True)
+class CameraModel:
+    """Pinhole intrinsics and the mount, precomputed from a :class:`CameraConfig`."""
+
+    config: CameraConfig
+    fx_px: float = field(init=False)
+    fy_px: float = field(init=False)
+    cx_px: float = field(init=False)
+    cy_px: float = field(init=False)
+    mount_quaternion_wxyz: Quat = field(init=False)
+    _u_scale: float = field(init=False, repr=False)
+    _v_scale: float = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        c = self.config
+        w, h = c.width_px, c.height_px
+        if c.fx_px is not None:
+            fx = c.fx_px
+        else:
+            assert c.hfov_deg is not None  # CameraConfig checked exactly one is set
+            fx = (w / 2) / math.tan(math.radians(c.hfov_deg) / 2)
+        if c.fy_px is not None:
+            fy = c.fy_px
+        elif c.vfov_deg is not None:
+            fy = (h / 2) / math.tan(math.radians(c.vfov_deg) / 2)
+        else:
+            fy = fx
+        put = object.__setattr__
+        put(self, "fx_px", fx)
+        put(self, "fy_px", fy)
+        put(self, "cx_px", (w - 1) / 2 if c.cx_px is None else c.cx_px)
+        put(self, "cy_px", (h - 1) / 2 if c.cy_px is None else c.cy_px)
+        put(self, "mount_quaternion_wxyz", quat_from_euler_zyx_deg(c.mount_rpy_deg))
+        put(self, "_u_scale", (w - 1) / 2000)
+        put(self, "_v_scale", (h - 1) / 2000)
+
+    @classmethod
+    def from_config(cls, config: CameraConfig) -> CameraModel:
+        return cls(config)
+
+    def pixel(self, center_x: float, center_y: float) -> tuple[float, float]:
+        """A box centre in the board's units as a pixel position ``(u, v)``."""
+        return ((center_x + 1000) * self._u_scale, (center_y + 1000) * self._v_scale)
+
+    def ray_camera(
+        self,
+        u_px: float,
+        v_px: float,
+        fx_px: float | None = None,
+        fy_px: float | None = None,
+    ) -> Vec3:
+        """The unit ray through pixel ``(u, v)`` in camera axes (focal lengths overridable:
+        a gimbal's zoom changes them)."""
+        x = 1.0
+        y = (u_px - self.cx_px) / (fx_px or self.fx_px)
+        z = (v_px - self.cy_px) / (fy_px or self.fy_px)
+        n = math.sqrt(x * x + y * y + z * z)
+        return (x / n, y / n, z / n)
+
+    def bearing_camera(
+        self,
+        center_x: float,
+        center_y: float,
+        fx_px: float | None = None,
+        fy_px: float | None = None,
+    ) -> Vec3:
+        """The unit ray to a box centre given in the board's units, in camera axes."""
+        u, v = self.pixel(center_x, center_y)
+        return self.ray_camera(u, v, fx_px, fy_px)
+
+    def angular_size_deg(
+        self,
+        width: float,
+        height: float,
+        fx_px: float | None = None,
+        fy_px: float | None = None,
+    ) -> tuple[float, float]:
+        """A box size in the board's units (0..2000) as angles across the optical axis."""
+        w_px = width * self.config.width_px / 2000
+        h_px = height * self.config.height_px / 2000
+        return (
+            math.degrees(2 * math.atan(w_px / (2 * (fx_px or self.fx_px)))),
+            math.degrees(2 * math.atan(h_px / (2 * (fy_px or self.fy_px)))),
+        )
+
+    def to_body(self, v_camera: Vec3, camera_in_body: Quat | None = None) -> Vec3:
+        """A camera-axes vector in body FRD, by the mount or by gimbal angles when given."""
+        return quat_rotate(camera_in_body or self.mount_quaternion_wxyz, v_camera)

@@ -1,0 +1,172 @@
+"""``[world]`` settings as a typed value, and the checked readers ``[camera]`` shares.
+
+Every error names its key and the value expected, e.g.
+``world.max_wait_ms: expected a number >= 0, got 'soon'``. Example::
+
+    [world]
+    rate_hz = 50
+    ttl_ms = 250
+    max_wait_ms = 20
+    max_extrapolation_ms = 10
+    ground_z_ned_m = 0.0
+    pose_required = true        # HOLD without a pose at capture time
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from .errors import ConfigError
+from .geometry import Vec3
+
+SOURCE_STALE_MS: Mapping[str, float] = {
+    "vision": 250.0,
+    "pose": 100.0,
+    "imu": 100.0,
+    "gimbal": 250.0,
+    "laser": 250.0,
+    "gimbal_laser": 250.0,
+    "lidar": 500.0,
+}
+
+
+def number(
+    section: str,
+    key: str,
+    value: Any,
+    *,
+    low: float = -math.inf,
+    high: float = math.inf,
+    open_low: bool = False,
+    open_high: bool = False,
+) -> float:
+    """``value`` as a finite float within the bounds, else a ConfigError naming the key."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    x = float(value) if ok else math.nan
+    ok = ok and math.isfinite(x) and (x > low if open_low else x >= low)
+    ok = ok and (x < high if open_high else x <= high)
+    if not ok:
+        if low == -math.inf and high == math.inf:
+            expected = "a finite number"
+        elif high == math.inf:
+            expected = f"a number {'>' if open_low else '>='} {low:g}"
+        else:
+            lo, hi = "(" if open_low else "[", ")" if open_high else "]"
+            expected = f"a number in {lo}{low:g}, {high:g}{hi}"
+        raise ConfigError(f"{section}.{key}: expected {expected}, got {value!r}")
+    return x
+
+
+def integer(section: str, key: str, value: Any, *, low: int = 0) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ConfigError(f"{section}.{key}: expected an integer >= {low}, got {value!r}")
+    return value
+
+
+def boolean(section: str, key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{section}.{key}: expected true or false, got {value!r}")
+    return value
+
+
+def triple(section: str, key: str, value: Any) -> Vec3:
+    if not isinstance(value, list | tuple) or len(value) != 3:
+        raise ConfigError(f"{section}.{key}: expected a list of 3 numbers, got {value!r}")
+    x, y, z = (number(section, f"{key}[{i}]", v) for i, v in enumerate(value))
+    return (x, y, z)
+
+
+def check_keys(section: str, table: Mapping[str, Any], allowed: set[str]) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise ConfigError(
+            f"{section}: unknown key {unknown[0]!r}; expected one of {', '.join(sorted(allowed))}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WorldConfig:
+    """How the world model judges its inputs. Times in ms, on the host clock."""
+
+    rate_hz: float = 50.0  # snapshot rate, for the publisher
+    publish_on_change: bool = True  # publish at once when a verdict changes, for the publisher
+    ttl_ms: float = 250.0  # a target is fresh for this long after its capture
+    ttl_ms_by_type: Mapping[int, float] = field(default_factory=dict)
+    reset_hold_ms: float = 2000.0  # HOLD this long after a device reset
+    max_wait_ms: float = 20.0  # a measurement newer than the newest pose waits this long
+    max_extrapolation_ms: float = 10.0  # then it may be placed this far past the newest pose
+    max_pose_gap_ms: float = 100.0  # two poses further apart do not bracket anything
+    pose_ttl_ms: float = 250.0  # the newest pose older than this: pose_stale
+    pose_history: int = 512  # poses held (5 s at 100 Hz)
+    pose_required: bool = False  # a pose source is configured (any pose received also counts)
+    imu_max_age_ms: float = 50.0  # an IMU rate older than the newest pose by more is not used
+    gimbal_max_age_ms: float = 100.0  # gimbal angles this far from the capture still apply
+    ground_plane: bool = True
+    ground_z_ned_m: float = 0.0
+    max_ground_range_m: float = 500.0  # grazing rays meet the ground too far to trust
+    laser_beam_half_angle_deg: float = 1.0
+    gimbal_laser_beam_half_angle_deg: float = 1.0
+    range_max_age_ms: float = 100.0  # a laser reading this far from the capture still applies
+    lidar_cone_half_angle_deg: float = 1.0
+    lidar_min_points: int = 3
+    lidar_max_age_ms: float = 200.0
+    max_targets: int = 64
+    max_pending: int = 64
+    forget_after_ms: float = 10_000.0  # a target unseen for this long leaves the list
+    source_stale_ms: Mapping[str, float] = field(default_factory=lambda: dict(SOURCE_STALE_MS))
+    source_dead_ms: float = 2000.0
+
+    def ttl_ns(self, result_type: int) -> int:
+        return round(self.ttl_ms_by_type.get(result_type, self.ttl_ms) * 1e6)
+
+    @classmethod
+    def from_mapping(cls, table: Mapping[str, Any], section: str = "world") -> WorldConfig:
+        """Build from a TOML table; unset keys keep their defaults."""
+        names = {f.name: f for f in fields(cls)}
+        check_keys(section, table, set(names))
+        defaults = cls()
+        values: dict[str, Any] = {}
+        for key, raw in table.items():
+            default = getattr(defaults, key)
+            if key == "ttl_ms_by_type":
+                values[key] = _per_key_ms(section, key, raw, int)
+            elif key == "source_stale_ms":
+                values[key] = {**SOURCE_STALE_MS, **_per_key_ms(section, key, raw, str)}
+            elif isinstance(default, bool):
+                values[key] = boolean(section, key, raw)
+            elif isinstance(default, int):
+                values[key] = integer(section, key, raw, low=2 if key == "pose_history" else 1)
+            elif key == "ground_z_ned_m":
+                values[key] = number(section, key, raw)
+            elif key.endswith("_deg"):
+                values[key] = number(section, key, raw, low=0, high=90, open_low=True)
+            elif key in ("rate_hz", "ttl_ms", "max_pose_gap_ms", "pose_ttl_ms"):
+                values[key] = number(section, key, raw, low=0, open_low=True)
+            else:
+                values[key] = number(section, key, raw, low=0)
+        return cls(**values)
+
+
+def _per_key_ms(section: str, key: str, raw: Any, kind: type) -> dict[Any, float]:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{section}.{key}: expected a table, got {raw!r}")
+    out: dict[Any, float] = {}
+    for raw_name, value in raw.items():
+        name: Any = raw_name
+        if kind is int:
+            try:
+                name = int(raw_name)
+            except ValueError:
+                raise ConfigError(
+                    f"{section}.{key}: expected result_type numbers as keys, got {raw_name!r}"
+                ) from None
+        elif name not in SOURCE_STALE_MS:
+            raise ConfigError(
+                f"{section}.{key}: unknown source {name!r}; expected one of "
+                + ", ".join(SOURCE_STALE_MS)
+            )
+        out[name] = number(section, f"{key}.{name}", value, low=0, open_low=True)
+    return out

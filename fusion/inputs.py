@@ -1,0 +1,259 @@
+"""The values the world model takes in: host-stamped, frozen, validated when built.
+
+Adapters in the app layer turn the live link's ``ReceivedResult`` and ``LinkEvent`` and
+rfly_link's messages into these, so a ROS node or a replay can feed the world model too. All
+``*_ns`` fields are host ``time.monotonic_ns()`` values. A value that exists is valid: a bad
+field raises :class:`~fusion.errors.InvalidInput` naming it, so the adapter can count the drop.
+Vectors are stored as float tuples whatever sequence (list, numpy array) they were built from.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidInput
+from .geometry import Quat, Vec3, quat_from_euler_zyx_deg
+from .simclock import SimClockStatus
+
+_UNIT_TOLERANCE = 1e-3
+_BOX_CENTRE = 1000
+_BOX_SIZE = 2000
+
+
+def _fail(owner: object, name: str, expected: str, value: object) -> InvalidInput:
+    return InvalidInput(f"{type(owner).__name__}.{name}: expected {expected}, got {value!r}")
+
+
+def _finite(owner: object, name: str, value: Any, *, minimum: float = -math.inf) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise _fail(owner, name, "a number", value) from None
+    if not (math.isfinite(x) and x >= minimum):
+        raise _fail(owner, name, f"a finite number >= {minimum}", value)
+    return x
+
+
+def _vec3(owner: object, name: str, value: Any) -> Vec3:
+    try:
+        x, y, z = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise _fail(owner, name, "3 numbers", value) from None
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+        raise _fail(owner, name, "3 finite numbers", value)
+    return (x, y, z)
+
+
+def _set(owner: object, name: str, value: object) -> None:
+    object.__setattr__(owner, name, value)
+
+
+class LinkState(Enum):
+    """The live link's state, as ``gizmo_host.events.LinkState`` names it."""
+
+    DOWN = "DOWN"
+    CONNECTING = "CONNECTING"
+    SYNCING = "SYNCING"
+    UP = "UP"
+    SILENT = "SILENT"
+
+
+@dataclass(frozen=True, slots=True)
+class VisionObservation:
+    """One board result. ``center_*`` are in -1000..1000 and ``width``/``height`` in 0..2000
+    (the UART spec's box units); they are checked only when the result is tracked and
+    ``has_box`` (the adapter's ``results.is_target``: a colour blob, QR code, motion, bright
+    spot or detection; never line or brightness statistics)."""
+
+    source_id: int
+    result_type: int
+    id: int
+    label: str
+    confidence: int  # 0..100, as the board sends it
+    tracked: bool
+    lost: bool
+    has_box: bool
+    center_x: int
+    center_y: int
+    width: int
+    height: int
+    host_capture_ns: int  # capture time mapped to the host clock (receive time when unmapped)
+    host_rx_ns: int  # host time the frame was read
+    epoch: int  # device clock epoch: changes on every device reset
+    clock_locked: bool
+
+    def __post_init__(self) -> None:
+        if self.has_box and self.tracked:
+            for name in ("center_x", "center_y"):
+                value = getattr(self, name)
+                if not -_BOX_CENTRE <= value <= _BOX_CENTRE:
+                    raise _fail(self, name, "-1000..1000", value)
+            for name in ("width", "height"):
+                value = getattr(self, name)
+                if not 0 <= value <= _BOX_SIZE:
+                    raise _fail(self, name, "0..2000", value)
+
+    @property
+    def key(self) -> str:
+        """``"source:type:id"``, the target's name in world snapshots."""
+        return f"{self.source_id}:{self.result_type}:{self.id}"
+
+    @property
+    def positive(self) -> bool:
+        """Tracked, not lost, and something to locate: a target seen in this frame."""
+        return self.tracked and not self.lost and self.has_box
+
+    @property
+    def reports_nothing(self) -> bool:
+        """Untracked, lost, or result_type 0 (None): the board's "not detected" frame, which
+        ends every earlier result of its source whatever key it carries."""
+        return not self.tracked or self.lost or self.result_type == 0
+
+
+@dataclass(frozen=True, slots=True)
+class LinkStatus:
+    """The live link's state from ``host_ns`` on. ``device_reset`` says the board reset at
+    ``host_ns``: everything received before it belongs to the board's previous life."""
+
+    host_ns: int
+    state: LinkState
+    device_reset: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PoseSample:
+    """The vehicle's pose at a simulation time mapped to the host clock (``host_ns``, from a
+    :class:`~fusion.simclock.SimClockEstimator`). ``quaternion_wxyz`` is the FRD body's
+    attitude in NED; it is normalised here and must be within 1e-3 of unit length."""
+
+    host_ns: int
+    sim_time_ns: int
+    epoch: int
+    position_ned_m: Vec3
+    quaternion_wxyz: Quat
+    velocity_ned_m_s: Vec3 | None = None
+    copter_id: int = 1
+    clock_status: SimClockStatus = SimClockStatus.LOCKED
+
+    def __post_init__(self) -> None:
+        _set(self, "position_ned_m", _vec3(self, "position_ned_m", self.position_ned_m))
+        if self.velocity_ned_m_s is not None:
+            _set(self, "velocity_ned_m_s", _vec3(self, "velocity_ned_m_s", self.velocity_ned_m_s))
+        try:
+            w, x, y, z = (float(v) for v in self.quaternion_wxyz)
+        except (TypeError, ValueError):
+            raise _fail(self, "quaternion_wxyz", "4 numbers", self.quaternion_wxyz) from None
+        n = math.sqrt(w * w + x * x + y * y + z * z)
+        if not abs(n - 1.0) <= _UNIT_TOLERANCE:
+            raise _fail(self, "quaternion_wxyz", "a unit quaternion", self.quaternion_wxyz)
+        _set(self, "quaternion_wxyz", (w / n, x / n, y / n, z / n))
+
+
+@dataclass(frozen=True, slots=True)
+class ImuSample:
+    """Body angular rate at ``host_ns``: extrapolates the attitude past the newest pose."""
+
+    host_ns: int
+    angular_rate_frd_rad_s: Vec3
+
+    def __post_init__(self) -> None:
+        rate = _vec3(self, "angular_rate_frd_rad_s", self.angular_rate_frd_rad_s)
+        _set(self, "angular_rate_frd_rad_s", rate)
+
+
+@dataclass(frozen=True, slots=True)
+class SensorMount:
+    """Where a sensor sits on the body: position in FRD and attitude ``rpy_deg`` (roll, pitch,
+    yaw, applied Z-Y-X) from body FRD. The sensor's x axis is its boresight."""
+
+    position_frd_m: Vec3 = (0.0, 0.0, 0.0)
+    rpy_deg: Vec3 = (0.0, 0.0, 0.0)
+    quaternion_wxyz: Quat = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _set(self, "position_frd_m", _vec3(self, "position_frd_m", self.position_frd_m))
+        _set(self, "rpy_deg", _vec3(self, "rpy_deg", self.rpy_deg))
+        _set(self, "quaternion_wxyz", quat_from_euler_zyx_deg(self.rpy_deg))
+
+
+@dataclass(frozen=True, slots=True)
+class LaserRange:
+    """The distance sensor (RflySim TypeID 5) with its Config.json mount; ``distance_m`` is
+    ``None`` when the sensor saw no return."""
+
+    host_ns: int
+    distance_m: float | None
+    mount: SensorMount
+
+    def __post_init__(self) -> None:
+        if self.distance_m is not None:
+            _set(self, "distance_m", _finite(self, "distance_m", self.distance_m, minimum=0.0))
+
+
+@dataclass(frozen=True, slots=True)
+class GimbalLaserRange:
+    """The gimbal status laser range (port 20006), along the gimbal camera's optical axis."""
+
+    host_ns: int
+    distance_m: float | None
+
+    def __post_init__(self) -> None:
+        if self.distance_m is not None:
+            _set(self, "distance_m", _finite(self, "distance_m", self.distance_m, minimum=0.0))
+
+
+class PointFrame(Enum):
+    BODY_FRD = "FRD"  # relative to the vehicle's origin, body axes, at ``host_ns``
+    WORLD_NED = "NED"  # world positions
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LidarPoints:
+    """A LiDAR or depth point cloud (TypeID 7, 20-23) at ``host_ns``: ``points_m`` is N×3.
+
+    The adapter applies the sensor's mount or ``axis_type`` and names the frame it produced.
+    """
+
+    host_ns: int
+    points_m: np.ndarray
+    frame: PointFrame
+
+    def __post_init__(self) -> None:
+        points = np.asarray(self.points_m, dtype=np.float64)
+        if points.ndim != 2 or points.shape[1] != 3:
+            raise _fail(self, "points_m", "an N×3 array", getattr(points, "shape", None))
+        if not np.isfinite(points).all():
+            raise _fail(self, "points_m", "finite coordinates", "non-finite values")
+        _set(self, "points_m", points)
+
+
+@dataclass(frozen=True, slots=True)
+class GimbalSample:
+    """The gimbal camera's attitude in body FRD (``camera_rpy_deg``, Z-Y-X) at ``host_ns``,
+    with its intrinsics when the status carries them (they change with zoom)."""
+
+    host_ns: int
+    camera_rpy_deg: Vec3
+    fx_px: float | None = None
+    fy_px: float | None = None
+    quaternion_wxyz: Quat = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _set(self, "camera_rpy_deg", _vec3(self, "camera_rpy_deg", self.camera_rpy_deg))
+        _set(self, "quaternion_wxyz", quat_from_euler_zyx_deg(self.camera_rpy_deg))
+        for name in ("fx_px", "fy_px"):
+            value = getattr(self, name)
+            if value is not None:
+                focal = _finite(self, name, value, minimum=0.0)
+                if focal == 0.0:
+                    raise _fail(self, name, "a focal length > 0", value)
+                _set(self, name, focal)
+
+
+RangeSample = LaserRange | GimbalLaserRange | LidarPoints
+Input = VisionObservation | LinkStatus | PoseSample | ImuSample | RangeSample | GimbalSample

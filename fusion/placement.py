@@ -1,0 +1,140 @@
+"""Placing one vision measurement: pose at capture, camera attitude, ray, range.
+
+The ray goes from the board's box units to a pixel, to camera axes, to body FRD (by the mount,
+or by the gimbal's angles at the capture time), to world NED by the vehicle's attitude at the
+capture time. The pose comes from the history: interpolated inside it; past its newest pose
+only once the measurement has waited, and then only within ``max_extrapolation_ms``.
+"""
+
+from __future__ import annotations
+
+from .camera import CameraModel
+from .config import WorldConfig
+from .geometry import Quat, Vec3, azimuth_elevation_deg, quat_multiply, quat_rotate
+from .inputs import ImuSample, VisionObservation
+from .ranging import Ranger
+from .targets import Geometry, Placement
+from .timeline import GimbalTrack, PoseAt, PoseHistory, Where
+from .verdicts import HoldReason
+
+
+class Placer:
+    """The placement state: pose history, gimbal angles, IMU rate and range readings."""
+
+    def __init__(self, camera: CameraModel, config: WorldConfig) -> None:
+        self.camera = camera
+        self.history = PoseHistory(
+            max_samples=config.pose_history, max_gap_ms=config.max_pose_gap_ms
+        )
+        self.gimbal = GimbalTrack(max_age_ms=config.gimbal_max_age_ms)
+        self.ranger = Ranger(config)
+        self.imu: ImuSample | None = None
+        self.extrapolated = 0
+        self.rejected_extrapolation = 0
+        self._max_extrapolation_ns = round(config.max_extrapolation_ms * 1e6)
+        self._imu_max_age_ns = round(config.imu_max_age_ms * 1e6)
+        self._on_gimbal = camera.config.on_gimbal
+        self._mount_q = camera.mount_quaternion_wxyz
+        self._mount_position = camera.config.mount_position_frd_m
+
+    def add_imu(self, imu: ImuSample) -> None:
+        if self.imu is None or imu.host_ns >= self.imu.host_ns:
+            self.imu = imu
+
+    def place(
+        self, obs: VisionObservation, arrival: int, *, waited: bool, required: bool
+    ) -> Placement | None:
+        """Place a positive measurement; ``None`` when it must wait for its pose.
+
+        ``required``: a pose source exists, so a missing pose is a HOLD reason; without one
+        the measurement is placed in camera axes only.
+        """
+        if not required:
+            geometry, _ = self.geometry(obs, None)
+            return Placement(obs, arrival, geometry, None)
+        t = obs.host_capture_ns
+        history = self.history
+        where = history.where(t)
+        pose: PoseAt | None = None
+        reason: HoldReason | None = None
+        if where is Where.INSIDE:
+            pose = history.interpolate(t)
+        elif where is Where.NEWER:
+            if not waited:
+                return None
+            newest = history.newest
+            assert newest is not None
+            if t - newest.host_ns <= self._max_extrapolation_ns:
+                pose = history.extrapolate(t, self._imu_rate(newest.host_ns))
+                self.extrapolated += 1
+            else:
+                reason = HoldReason.POSE_STALE
+                self.rejected_extrapolation += 1
+        elif where is Where.EMPTY:
+            reason = HoldReason.NO_POSE
+        else:
+            reason = HoldReason.POSE_GAP
+        geometry, camera_reason = self.geometry(obs, pose)
+        return Placement(obs, arrival, geometry, reason or camera_reason)
+
+    def geometry(
+        self, obs: VisionObservation, pose: PoseAt | None
+    ) -> tuple[Geometry, HoldReason | None]:
+        """The measurement's geometry, and why the camera's attitude is unknown if it is."""
+        camera = self.camera
+        t = obs.host_capture_ns
+        camera_q: Quat = self._mount_q
+        fx = fy = None
+        if self._on_gimbal:
+            attitude = self.gimbal.at(t)
+            if attitude is None:
+                bearing = camera.bearing_camera(obs.center_x, obs.center_y)
+                size = camera.angular_size_deg(obs.width, obs.height)
+                reason = HoldReason.POSE_GAP if len(self.gimbal) else HoldReason.NO_POSE
+                return Geometry(bearing, size, None, None, None, None, None, None), reason
+            camera_q, fx, fy = attitude
+        bearing = camera.bearing_camera(obs.center_x, obs.center_y, fx, fy)
+        size = camera.angular_size_deg(obs.width, obs.height, fx, fy)
+        if pose is None:
+            return Geometry(bearing, size, None, None, None, None, None, None), None
+        q = pose.quaternion_wxyz
+        ray = quat_rotate(quat_multiply(q, camera_q), bearing)
+        offset = quat_rotate(q, self._mount_position)
+        p = pose.position_ned_m
+        origin = (p[0] + offset[0], p[1] + offset[1], p[2] + offset[2])
+        azimuth, elevation = azimuth_elevation_deg(ray)
+        fix = self.ranger.fix(
+            t, origin, ray, self._pose_for_range, self._camera_for_range, self._mount_position
+        )
+        if fix is None:
+            return Geometry(bearing, size, ray, azimuth, elevation, None, None, None), None
+        r = fix.range_m
+        position = (origin[0] + ray[0] * r, origin[1] + ray[1] * r, origin[2] + ray[2] * r)
+        return Geometry(bearing, size, ray, azimuth, elevation, position, r, fix.source), None
+
+    def _imu_rate(self, near_ns: int) -> Vec3 | None:
+        imu = self.imu
+        if imu is None or abs(imu.host_ns - near_ns) > self._imu_max_age_ns:
+            return None
+        return imu.angular_rate_frd_rad_s
+
+    def _pose_for_range(self, t_ns: int) -> PoseAt | None:
+        """A range reading's pose: interpolated, or a short extrapolation (no waiting)."""
+        history = self.history
+        where = history.where(t_ns)
+        if where is Where.INSIDE:
+            return history.interpolate(t_ns)
+        newest = history.newest
+        if (
+            where is Where.NEWER
+            and newest is not None
+            and t_ns - newest.host_ns <= self._max_extrapolation_ns
+        ):
+            return history.extrapolate(t_ns, self._imu_rate(newest.host_ns))
+        return None
+
+    def _camera_for_range(self, t_ns: int) -> Quat | None:
+        if not self._on_gimbal:
+            return self._mount_q
+        attitude = self.gimbal.at(t_ns)
+        return None if attitude is None else attitude.quaternion_wxyz

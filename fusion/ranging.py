@@ -1,0 +1,224 @@
+"""How far along its ray a target is: a position exists only when a range does.
+
+Sources, in order of preference (``range_source``):
+
+- ``laser``: the distance sensor (TypeID 5), when its hit point lies within the beam's
+  half-angle of the target's ray as seen from the camera;
+- ``gimbal_laser``: the gimbal status laser range, along the gimbal camera's optical axis,
+  with the same beam test;
+- ``lidar``: the median distance of the points within a small cone around the ray;
+- ``ground_plane``: where the ray meets ``z = ground_z_ned_m``, for rays pointing down only.
+
+A reading is used only when it was taken within ``range_max_age_ms`` (``lidar_max_age_ms``)
+of the capture, and placed with the vehicle's pose at its own time: a laser that hit the target
+20 ms earlier still marks the same world point. A range is never carried forward from an older
+measurement; each measurement gets its own or none.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+from enum import Enum
+from typing import NamedTuple
+
+import numpy as np
+
+from .config import WorldConfig
+from .geometry import Quat, Vec3, angle_between_rad, norm, quat_multiply, quat_rotate
+from .inputs import GimbalLaserRange, LaserRange, LidarPoints, PointFrame
+from .timeline import PoseAt
+
+_X_AXIS: Vec3 = (1.0, 0.0, 0.0)
+_MIN_DOWN = 1e-6  # a ray's NED z component must exceed this to meet the ground ahead
+
+
+class RangeSource(Enum):
+    LASER = "laser"
+    GIMBAL_LASER = "gimbal_laser"
+    LIDAR = "lidar"
+    GROUND_PLANE = "ground_plane"
+
+
+class RangeFix(NamedTuple):
+    range_m: float  # from the camera along the target's ray
+    source: RangeSource
+
+
+PoseLookup = Callable[[int], PoseAt | None]
+CameraLookup = Callable[[int], Quat | None]  # camera attitude in body FRD at a time
+
+
+def ground_plane_range(
+    origin_ned: Vec3, ray_ned: Vec3, ground_z_ned_m: float, max_range_m: float
+) -> float | None:
+    """Distance along a unit ray from ``origin`` to the plane ``z = ground_z``, or ``None``
+    when the ray does not point down, the origin is not above the plane, or it is too far."""
+    down = ray_ned[2]
+    depth = ground_z_ned_m - origin_ned[2]
+    if down <= _MIN_DOWN or depth <= 0.0:
+        return None
+    distance = depth / down
+    return distance if distance <= max_range_m else None
+
+
+def beam_range(
+    origin_ned: Vec3,
+    ray_ned: Vec3,
+    beam_origin_ned: Vec3,
+    beam_direction_ned: Vec3,
+    distance_m: float,
+    half_angle_rad: float,
+) -> float | None:
+    """Distance from the camera to a laser's hit point when that point lies on the target's
+    ray within ``half_angle_rad``, else ``None``."""
+    hit = (
+        beam_origin_ned[0] + beam_direction_ned[0] * distance_m - origin_ned[0],
+        beam_origin_ned[1] + beam_direction_ned[1] * distance_m - origin_ned[1],
+        beam_origin_ned[2] + beam_direction_ned[2] * distance_m - origin_ned[2],
+    )
+    r = norm(hit)
+    if r <= 0.0 or angle_between_rad(ray_ned, hit) > half_angle_rad:
+        return None
+    return r
+
+
+def cone_median_range(
+    origin: Vec3, ray: Vec3, points_m: np.ndarray, half_angle_rad: float, min_points: int
+) -> float | None:
+    """Median distance of the points within ``half_angle_rad`` of a unit ray (same frame),
+    or ``None`` when fewer than ``min_points`` fall in the cone."""
+    d = points_m - np.asarray(origin)
+    along = d @ np.asarray(ray)
+    dist2 = np.einsum("ij,ij->i", d, d)
+    cos2 = math.cos(half_angle_rad) ** 2
+    inside = (along > 0.0) & (along * along >= cos2 * dist2)
+    if int(np.count_nonzero(inside)) < min_points:
+        return None
+    return float(np.median(np.sqrt(dist2[inside])))
+
+
+class Ranger:
+    """Recent range readings, bounded, and the range of one target's ray."""
+
+    def __init__(self, config: WorldConfig, *, max_readings: int = 32) -> None:
+        self._config = config
+        self._max_age_ns = round(config.range_max_age_ms * 1e6)
+        self._lidar_max_age_ns = round(config.lidar_max_age_ms * 1e6)
+        self._laser_half = math.radians(config.laser_beam_half_angle_deg)
+        self._gimbal_half = math.radians(config.gimbal_laser_beam_half_angle_deg)
+        self._cone_half = math.radians(config.lidar_cone_half_angle_deg)
+        self._lasers: deque[LaserRange] = deque(maxlen=max_readings)
+        self._gimbal_lasers: deque[GimbalLaserRange] = deque(maxlen=max_readings)
+        self._lidar: LidarPoints | None = None
+
+    def add(self, reading: LaserRange | GimbalLaserRange | LidarPoints) -> None:
+        if isinstance(reading, LaserRange):
+            if reading.distance_m is not None:
+                self._lasers.append(reading)
+        elif isinstance(reading, GimbalLaserRange):
+            if reading.distance_m is not None:
+                self._gimbal_lasers.append(reading)
+        elif self._lidar is None or reading.host_ns >= self._lidar.host_ns:
+            self._lidar = reading
+
+    def fix(
+        self,
+        capture_ns: int,
+        origin_ned: Vec3,
+        ray_ned: Vec3,
+        pose_at: PoseLookup,
+        camera_at: CameraLookup,
+        camera_position_frd_m: Vec3,
+    ) -> RangeFix | None:
+        """The best range for a ray from the camera at ``capture_ns``, or ``None``."""
+        laser = self._laser(capture_ns, origin_ned, ray_ned, pose_at)
+        if laser is not None:
+            return RangeFix(laser, RangeSource.LASER)
+        gimbal = self._gimbal_laser(
+            capture_ns, origin_ned, ray_ned, pose_at, camera_at, camera_position_frd_m
+        )
+        if gimbal is not None:
+            return RangeFix(gimbal, RangeSource.GIMBAL_LASER)
+        lidar = self._lidar_range(capture_ns, origin_ned, ray_ned, pose_at)
+        if lidar is not None:
+            return RangeFix(lidar, RangeSource.LIDAR)
+        c = self._config
+        if c.ground_plane:
+            ground = ground_plane_range(origin_ned, ray_ned, c.ground_z_ned_m, c.max_ground_range_m)
+            if ground is not None:
+                return RangeFix(ground, RangeSource.GROUND_PLANE)
+        return None
+
+    def _nearest(
+        self, readings: deque[LaserRange] | deque[GimbalLaserRange], t_ns: int
+    ) -> list[LaserRange | GimbalLaserRange]:
+        near = [r for r in readings if abs(r.host_ns - t_ns) <= self._max_age_ns]
+        near.sort(key=lambda r: abs(r.host_ns - t_ns))
+        return near
+
+    def _laser(self, capture_ns: int, origin: Vec3, ray: Vec3, pose_at: PoseLookup) -> float | None:
+        for reading in self._nearest(self._lasers, capture_ns):
+            assert isinstance(reading, LaserRange) and reading.distance_m is not None
+            pose = pose_at(reading.host_ns)
+            if pose is None:
+                continue
+            q = pose.quaternion_wxyz
+            mount = reading.mount
+            beam_origin = _offset(pose.position_ned_m, quat_rotate(q, mount.position_frd_m))
+            direction = quat_rotate(quat_multiply(q, mount.quaternion_wxyz), _X_AXIS)
+            found = beam_range(
+                origin, ray, beam_origin, direction, reading.distance_m, self._laser_half
+            )
+            if found is not None:
+                return found
+        return None
+
+    def _gimbal_laser(
+        self,
+        capture_ns: int,
+        origin: Vec3,
+        ray: Vec3,
+        pose_at: PoseLookup,
+        camera_at: CameraLookup,
+        camera_position_frd_m: Vec3,
+    ) -> float | None:
+        for reading in self._nearest(self._gimbal_lasers, capture_ns):
+            assert reading.distance_m is not None
+            pose = pose_at(reading.host_ns)
+            camera = camera_at(reading.host_ns)
+            if pose is None or camera is None:
+                continue
+            q = pose.quaternion_wxyz
+            beam_origin = _offset(pose.position_ned_m, quat_rotate(q, camera_position_frd_m))
+            direction = quat_rotate(quat_multiply(q, camera), _X_AXIS)
+            found = beam_range(
+                origin, ray, beam_origin, direction, reading.distance_m, self._gimbal_half
+            )
+            if found is not None:
+                return found
+        return None
+
+    def _lidar_range(
+        self, capture_ns: int, origin: Vec3, ray: Vec3, pose_at: PoseLookup
+    ) -> float | None:
+        scan = self._lidar
+        if scan is None or abs(scan.host_ns - capture_ns) > self._lidar_max_age_ns:
+            return None
+        if scan.frame is PointFrame.BODY_FRD:
+            pose = pose_at(scan.host_ns)
+            if pose is None:
+                return None
+            q = pose.quaternion_wxyz
+            inverse = (q[0], -q[1], -q[2], -q[3])
+            p = pose.position_ned_m
+            origin = quat_rotate(inverse, (origin[0] - p[0], origin[1] - p[1], origin[2] - p[2]))
+            ray = quat_rotate(inverse, ray)
+        return cone_median_range(
+            origin, ray, scan.points_m, self._cone_half, self._config.lidar_min_points
+        )
+
+
+def _offset(a: Vec3, b: Vec3) -> Vec3:
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])

@@ -1,0 +1,1 @@
+"""JSON Schemas of the fusion package's published messages (package data)."""

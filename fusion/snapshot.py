@@ -1,0 +1,156 @@
+"""What the world model publishes: one immutable snapshot, and its JSON form.
+
+``WorldSnapshot.to_dict()`` is JSON-ready, ``type: "world"`` with ``format_version``; the
+schema is ``fusion/schemas/world.json`` and the tests validate real snapshots against it. Host
+times are ``time.monotonic_ns()`` values (``*_ns``), ages milliseconds. A HOLD target keeps
+its key, capture time and reasons; its bearings, position and range are ``null``: a consumer
+that reads only numbers can never act on a target it should not.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from importlib import resources
+from typing import Any
+
+from .geometry import Quat, Vec3
+from .ranging import RangeSource
+from .verdicts import Decision, HoldReason
+
+FORMAT_VERSION = 1
+
+
+class SourceState(Enum):
+    OK = "OK"  # arriving within its stale threshold
+    STALE = "STALE"  # late, not yet given up on (or the link is silent)
+    DEAD = "DEAD"  # never arrived, gone for long, or the link is down
+    RESYNC = "RESYNC"  # arriving, but its clock is re-acquiring (not locked, jumped, reset)
+    FAULT = "FAULT"  # recent inputs were inconsistent and dropped
+
+
+@dataclass(frozen=True, slots=True)
+class SourceStatus:
+    state: SourceState
+    age_ms: float | None  # since its newest input; None when none arrived
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"state": self.state.value, "age_ms": _ms(self.age_ms)}
+
+
+@dataclass(frozen=True, slots=True)
+class VehicleState:
+    """The newest pose: FRD body attitude in NED, on the host timeline."""
+
+    copter_id: int
+    time_ns: int
+    age_ms: float
+    epoch: int
+    position_ned_m: Vec3
+    quaternion_wxyz: Quat
+    velocity_ned_m_s: Vec3 | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "copter_id": self.copter_id,
+            "time_ns": self.time_ns,
+            "age_ms": _ms(self.age_ms),
+            "epoch": self.epoch,
+            "position_ned_m": list(self.position_ned_m),
+            "quaternion_wxyz": list(self.quaternion_wxyz),
+            "velocity_ned_m_s": _list(self.velocity_ned_m_s),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TargetState:
+    key: str  # "source:type:id"
+    result_type: int
+    id: int
+    label: str
+    confidence: int
+    tracked: bool
+    capture_ns: int  # the measurement's capture time on the host clock
+    age_ms: float
+    verdict: Decision
+    reasons: tuple[HoldReason, ...]
+    bearing_camera: Vec3 | None  # unit vector, camera axes (x optical, y right, z down)
+    bearing_ned: Vec3 | None  # unit vector, world NED
+    azimuth_deg: float | None  # from north towards east, [0, 360)
+    elevation_deg: float | None  # negative below the horizon
+    angular_size_deg: tuple[float, float] | None  # [width, height]
+    position_ned_m: Vec3 | None
+    range_m: float | None
+    range_source: RangeSource | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "result_type": self.result_type,
+            "id": self.id,
+            "label": self.label,
+            "confidence": self.confidence,
+            "tracked": self.tracked,
+            "capture_ns": self.capture_ns,
+            "age_ms": _ms(self.age_ms),
+            "verdict": self.verdict.value,
+            "reasons": [r.value for r in self.reasons],
+            "bearing_camera": _list(self.bearing_camera),
+            "bearing_ned": _list(self.bearing_ned),
+            "azimuth_deg": self.azimuth_deg,
+            "elevation_deg": self.elevation_deg,
+            "angular_size_deg": _list(self.angular_size_deg),
+            "position_ned_m": _list(self.position_ned_m),
+            "range_m": self.range_m,
+            "range_source": None if self.range_source is None else self.range_source.value,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class WorldSnapshot:
+    seq: int
+    host_ns: int
+    verdict: Decision
+    reasons: tuple[HoldReason, ...]
+    selected: str | None  # the key of the target the verdict is about
+    vehicle: VehicleState | None
+    sources: Mapping[str, SourceStatus]
+    targets: tuple[TargetState, ...]  # newest capture first
+
+    @property
+    def proceed(self) -> bool:
+        return self.verdict is Decision.PROCEED
+
+    def target(self, key: str) -> TargetState | None:
+        return next((t for t in self.targets if t.key == key), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "world",
+            "format_version": FORMAT_VERSION,
+            "seq": self.seq,
+            "host_ns": self.host_ns,
+            "verdict": self.verdict.value,
+            "reasons": [r.value for r in self.reasons],
+            "selected": self.selected,
+            "vehicle": None if self.vehicle is None else self.vehicle.to_dict(),
+            "sources": {name: s.to_dict() for name, s in self.sources.items()},
+            "targets": [t.to_dict() for t in self.targets],
+        }
+
+
+def world_schema() -> dict[str, Any]:
+    """The JSON Schema of ``WorldSnapshot.to_dict()``."""
+    text = resources.files("fusion").joinpath("schemas/world.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def _list(value: tuple[float, ...] | None) -> list[float] | None:
+    return None if value is None else list(value)

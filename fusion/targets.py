@@ -1,0 +1,96 @@
+"""The latest placed measurement per target key, bounded, with what supersedes it.
+
+Each measurement is placed once, with its own pose, gimbal angles and range, and shown with
+its own capture time; nothing is carried over from an older one. The board's "not detected"
+frame may carry another key than the target it replaces, so a frame of a source that saw
+nothing ends the currency of every earlier measurement of that source. Ordering is by arrival
+count, which the clock mapping cannot reorder.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from .geometry import Vec3
+from .inputs import VisionObservation
+from .ranging import RangeSource
+from .verdicts import HoldReason
+
+
+class Geometry(NamedTuple):
+    """Where a measurement puts its target; the world-frame fields need a pose."""
+
+    bearing_camera: Vec3
+    angular_size_deg: tuple[float, float]
+    bearing_ned: Vec3 | None
+    azimuth_deg: float | None
+    elevation_deg: float | None
+    position_ned_m: Vec3 | None
+    range_m: float | None
+    range_source: RangeSource | None
+
+
+class Placement(NamedTuple):
+    obs: VisionObservation
+    arrival: int  # the world's count of vision observations when this one arrived
+    geometry: Geometry | None  # None when the frame located nothing
+    pose_reason: HoldReason | None  # why it has no pose at capture (None: it has one)
+
+
+class TargetTable:
+    """At most ``max_targets`` keys, the least recently updated evicted first."""
+
+    def __init__(self, *, max_targets: int = 64) -> None:
+        if max_targets < 1:
+            raise ValueError(f"max_targets: expected >= 1, got {max_targets!r}")
+        self._max = max_targets
+        self._by_key: OrderedDict[str, Placement] = OrderedDict()
+        self._negative: dict[int, int] = {}  # source_id -> arrival of its newest "nothing"
+        self.evicted = 0
+        self.superseded_on_arrival = 0
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def __iter__(self) -> Iterator[Placement]:
+        """Most recently updated first."""
+        return reversed(self._by_key.values())
+
+    def get(self, key: str) -> Placement | None:
+        return self._by_key.get(key)
+
+    def put(self, placement: Placement) -> bool:
+        """Store a placed measurement unless its key already holds a later arrival."""
+        key = placement.obs.key
+        held = self._by_key.get(key)
+        if held is not None and held.arrival > placement.arrival:
+            self.superseded_on_arrival += 1
+            return False
+        self._by_key[key] = placement
+        self._by_key.move_to_end(key)
+        while len(self._by_key) > self._max:
+            self._by_key.popitem(last=False)
+            self.evicted += 1
+        return True
+
+    def saw_nothing(self, source_id: int, arrival: int) -> None:
+        """A frame of ``source_id`` arriving as ``arrival`` reported nothing tracked."""
+        if arrival > self._negative.get(source_id, -1):
+            self._negative[source_id] = arrival
+
+    def superseded(self, placement: Placement) -> bool:
+        """Whether a later frame of the same source reported nothing tracked."""
+        return placement.arrival < self._negative.get(placement.obs.source_id, -1)
+
+    def forget(self, before_capture_ns: int) -> None:
+        """Drop targets whose newest capture is older than ``before_capture_ns``."""
+        for key in [
+            k for k, p in self._by_key.items() if p.obs.host_capture_ns < before_capture_ns
+        ]:
+            del self._by_key[key]
+
+    def clear(self) -> None:
+        self._by_key.clear()
+        self._negative.clear()

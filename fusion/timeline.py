@@ -1,0 +1,237 @@
+"""A bounded pose history on the host timeline, and the pose at any measurement's time.
+
+A measurement is placed with the vehicle's pose at its **capture** time, not its arrival: at
+90°/s of yaw, 30 ms of vision latency is 2.7° of bearing. Between two poses the position is
+interpolated linearly and the attitude by slerp. The history holds one pose epoch: a pose of
+another epoch (an odometry discontinuity, a sim-clock reset or jump) clears it, because poses
+of two epochs are not on one timeline. Whether a measurement newer than the newest pose may
+wait or be extrapolated is the world model's policy; this module only answers where the
+time falls and extrapolates when asked.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from enum import Enum
+from typing import NamedTuple
+
+from .geometry import Quat, Vec3, lerp, quat_from_rotvec, quat_multiply, slerp
+from .inputs import GimbalSample, PoseSample
+
+_NS = 1e-9
+
+
+class Where(Enum):
+    """Where a time falls relative to the history."""
+
+    INSIDE = "inside"  # bracketed by two poses no more than max_gap apart (or on one)
+    NEWER = "newer"  # after the newest pose
+    BEFORE = "before"  # before the oldest pose held
+    GAP = "gap"  # between two poses further apart than max_gap
+    EMPTY = "empty"  # no pose in this epoch
+
+
+class Added(Enum):
+    APPENDED = "appended"
+    INSERTED = "inserted"  # arrived out of order, put in its place
+    NEW_EPOCH = "new_epoch"  # cleared the history, then appended
+    DUPLICATE = "duplicate"  # same host time as a held pose: dropped
+    OLD_EPOCH = "old_epoch"  # from an epoch before the current one: dropped
+
+
+class PoseAt(NamedTuple):
+    """The vehicle's pose at ``host_ns`` as the history estimates it."""
+
+    host_ns: int
+    position_ned_m: Vec3
+    quaternion_wxyz: Quat
+    velocity_ned_m_s: Vec3 | None
+    extrapolated_ns: int  # how far past the newest pose (0 when interpolated)
+
+
+def _at(pose: PoseSample) -> PoseAt:
+    return PoseAt(pose.host_ns, pose.position_ned_m, pose.quaternion_wxyz, pose.velocity_ned_m_s, 0)
+
+
+class PoseHistory:
+    """At most ``max_samples`` poses of the current epoch, ordered by host time."""
+
+    def __init__(self, *, max_samples: int = 512, max_gap_ms: float = 100.0) -> None:
+        if max_samples < 2:
+            raise ValueError(f"max_samples: expected >= 2, got {max_samples!r}")
+        if not max_gap_ms > 0:
+            raise ValueError(f"max_gap_ms: expected > 0, got {max_gap_ms!r}")
+        self._max = max_samples
+        self._max_gap_ns = round(max_gap_ms * 1e6)
+        self._times: list[int] = []
+        self._poses: list[PoseSample] = []
+        self.epoch: int | None = None
+
+    def __len__(self) -> int:
+        return len(self._poses)
+
+    @property
+    def newest(self) -> PoseSample | None:
+        return self._poses[-1] if self._poses else None
+
+    @property
+    def oldest(self) -> PoseSample | None:
+        return self._poses[0] if self._poses else None
+
+    def clear(self) -> None:
+        self._times.clear()
+        self._poses.clear()
+
+    def add(self, pose: PoseSample) -> Added:
+        outcome = Added.APPENDED
+        if pose.epoch != self.epoch:
+            if self.epoch is not None and pose.epoch < self.epoch:
+                return Added.OLD_EPOCH
+            outcome = Added.NEW_EPOCH if self.epoch is not None else Added.APPENDED
+            self.epoch = pose.epoch
+            self.clear()
+        times, t = self._times, pose.host_ns
+        if not times or t > times[-1]:
+            times.append(t)
+            self._poses.append(pose)
+        else:
+            i = bisect_left(times, t)
+            if times[i] == t:
+                return Added.DUPLICATE
+            times.insert(i, t)
+            self._poses.insert(i, pose)
+            outcome = Added.INSERTED
+        if len(times) > self._max:
+            del times[0], self._poses[0]
+        return outcome
+
+    def where(self, t_ns: int) -> Where:
+        times = self._times
+        if not times:
+            return Where.EMPTY
+        if t_ns > times[-1]:
+            return Where.NEWER
+        if t_ns < times[0]:
+            return Where.BEFORE
+        i = bisect_left(times, t_ns)
+        if times[i] == t_ns or times[i] - times[i - 1] <= self._max_gap_ns:
+            return Where.INSIDE
+        return Where.GAP
+
+    def interpolate(self, t_ns: int) -> PoseAt | None:
+        """The pose at ``t_ns`` when it is :attr:`Where.INSIDE`, else ``None``."""
+        times = self._times
+        if not times or not times[0] <= t_ns <= times[-1]:
+            return None
+        i = bisect_left(times, t_ns)
+        if times[i] == t_ns:
+            return _at(self._poses[i])
+        t0, t1 = times[i - 1], times[i]
+        if t1 - t0 > self._max_gap_ns:
+            return None
+        p0, p1 = self._poses[i - 1], self._poses[i]
+        f = (t_ns - t0) / (t1 - t0)
+        v0, v1 = p0.velocity_ned_m_s, p1.velocity_ned_m_s
+        return PoseAt(
+            t_ns,
+            lerp(p0.position_ned_m, p1.position_ned_m, f),
+            slerp(p0.quaternion_wxyz, p1.quaternion_wxyz, f),
+            None if v0 is None or v1 is None else lerp(v0, v1, f),
+            0,
+        )
+
+    def extrapolate(self, t_ns: int, angular_rate_frd_rad_s: Vec3 | None = None) -> PoseAt | None:
+        """The pose at ``t_ns`` past the newest one, at constant velocity and angular rate.
+
+        The velocity is the newest pose's, else the last two poses' difference; the rate is
+        ``angular_rate_frd_rad_s`` (the IMU's) when given, else the last two poses' slerp.
+        Bounding how far is the caller's policy. ``None`` when the history is empty.
+        """
+        poses = self._poses
+        if not poses:
+            return None
+        p1 = poses[-1]
+        dt_ns = t_ns - p1.host_ns
+        if dt_ns <= 0:
+            return self.interpolate(t_ns)
+        p0 = poses[-2] if len(poses) >= 2 else None
+        usable_p0 = p0 is not None and 0 < p1.host_ns - p0.host_ns <= self._max_gap_ns
+        dt = dt_ns * _NS
+        velocity = p1.velocity_ned_m_s
+        if velocity is None and usable_p0 and p0 is not None:
+            span = (p1.host_ns - p0.host_ns) * _NS
+            a, b = p0.position_ned_m, p1.position_ned_m
+            velocity = ((b[0] - a[0]) / span, (b[1] - a[1]) / span, (b[2] - a[2]) / span)
+        position = p1.position_ned_m
+        if velocity is not None:
+            position = (
+                position[0] + velocity[0] * dt,
+                position[1] + velocity[1] * dt,
+                position[2] + velocity[2] * dt,
+            )
+        q = p1.quaternion_wxyz
+        if angular_rate_frd_rad_s is not None:
+            wx, wy, wz = angular_rate_frd_rad_s
+            q = quat_multiply(q, quat_from_rotvec((wx * dt, wy * dt, wz * dt)))
+        elif usable_p0 and p0 is not None:
+            f = 1.0 + dt_ns / (p1.host_ns - p0.host_ns)
+            q = slerp(p0.quaternion_wxyz, q, f)
+        return PoseAt(t_ns, position, q, velocity, dt_ns)
+
+
+class CameraAttitude(NamedTuple):
+    """The gimbal camera's attitude in body FRD at a time, with its focal lengths if known."""
+
+    quaternion_wxyz: Quat
+    fx_px: float | None
+    fy_px: float | None
+
+
+class GimbalTrack:
+    """Recent gimbal samples: the camera's attitude in body FRD at a capture time.
+
+    Between two samples no more than ``2·max_age_ms`` apart the attitude is slerped; otherwise
+    the nearest sample applies when it is within ``max_age_ms``; else it is unknown (``None``).
+    """
+
+    def __init__(self, *, max_samples: int = 64, max_age_ms: float = 100.0) -> None:
+        self._max = max_samples
+        self._max_age_ns = round(max_age_ms * 1e6)
+        self._times: list[int] = []
+        self._samples: list[GimbalSample] = []
+
+    def __len__(self) -> int:
+        return len(self._samples)
+
+    def add(self, sample: GimbalSample) -> None:
+        times, t = self._times, sample.host_ns
+        i = len(times) if not times or t > times[-1] else bisect_left(times, t)
+        if i < len(times) and times[i] == t:
+            self._samples[i] = sample  # the newer report for the same time
+            return
+        times.insert(i, t)
+        self._samples.insert(i, sample)
+        if len(times) > self._max:
+            del times[0], self._samples[0]
+
+    def at(self, t_ns: int) -> CameraAttitude | None:
+        times = self._times
+        if not times:
+            return None
+        i = bisect_left(times, t_ns)
+        after = self._samples[i] if i < len(times) else None
+        before = self._samples[i - 1] if i > 0 else None
+        if after is not None and after.host_ns == t_ns:
+            before = None
+        if before is not None and after is not None:
+            span = after.host_ns - before.host_ns
+            if span <= 2 * self._max_age_ns:
+                f = (t_ns - before.host_ns) / span
+                near = before if f < 0.5 else after
+                q = slerp(before.quaternion_wxyz, after.quaternion_wxyz, f)
+                return CameraAttitude(q, near.fx_px, near.fy_px)
+        candidates = [s for s in (before, after) if s is not None]
+        nearest = min(candidates, key=lambda s: abs(s.host_ns - t_ns))
+        if abs(nearest.host_ns - t_ns) > self._max_age_ns:
+            return None
+        return CameraAttitude(nearest.quaternion_wxyz, nearest.fx_px, nearest.fy_px)

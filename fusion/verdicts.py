@@ -1,0 +1,132 @@
+"""PROCEED or HOLD per target, with every reason that applies.
+
+A target may be acted on (PROCEED) only when it is tracked and not lost, fresh within its TTL
+of capture, the link is UP, the device clock is locked, no device reset is being held and, when
+a pose source is configured, the vehicle's pose at the capture time is known. Anything else is
+HOLD with all applicable reasons, in the fixed order of :class:`HoldReason`. Nothing received
+before the latest link DOWN or device reset may justify PROCEED: those barriers are arrival
+counts, so they hold whatever the clock mapping did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, NamedTuple
+
+from .inputs import LinkState
+
+
+class Decision(Enum):
+    PROCEED = "PROCEED"
+    HOLD = "HOLD"
+
+
+class HoldReason(Enum):
+    NO_DATA = "no_data"  # nothing matching the selector
+    LOST = "lost"  # not tracked, flagged lost, or a later frame of its source saw nothing
+    STALE = "stale"  # older than its TTL since capture
+    LINK_DOWN = "link_down"  # the link is not up, or the result came before it went down
+    LINK_SILENT = "link_silent"  # the port is open but no valid frame arrives
+    CLOCK_NOT_LOCKED = "clock_not_locked"  # the device clock mapping is not locked
+    CLOCK_JUMP = "clock_jump"  # the pose stream's sim clock mapping jumped lately
+    DEVICE_RESET = "device_reset"  # a device reset is held, or the result predates it
+    NO_POSE = "no_pose"  # a pose source is configured and no pose exists for the capture
+    POSE_STALE = "pose_stale"  # the newest pose is too old for the capture, or for now
+    POSE_GAP = "pose_gap"  # the capture falls in a gap of the pose history or before it
+
+
+_ORDER = {reason: index for index, reason in enumerate(HoldReason)}
+
+LINK_REASONS: dict[LinkState, HoldReason] = {
+    LinkState.DOWN: HoldReason.LINK_DOWN,
+    LinkState.CONNECTING: HoldReason.LINK_DOWN,
+    LinkState.SYNCING: HoldReason.LINK_DOWN,
+    LinkState.SILENT: HoldReason.LINK_SILENT,
+}
+
+
+def ordered(reasons: set[HoldReason]) -> tuple[HoldReason, ...]:
+    """Reasons in the fixed order of :class:`HoldReason`."""
+    return tuple(sorted(reasons, key=_ORDER.__getitem__))
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """Which targets the overall verdict is about (``[verdict] select``); ``None`` matches
+    anything. Only results that locate something become targets, so the default selector
+    means "any detection"."""
+
+    source_id: int | None = None
+    result_type: int | None = None
+    id: int | None = None
+
+    def matches(self, source_id: int, result_type: int, ident: int) -> bool:
+        return (
+            (self.source_id is None or source_id == self.source_id)
+            and (self.result_type is None or result_type == self.result_type)
+            and (self.id is None or ident == self.id)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source_id": self.source_id, "result_type": self.result_type, "id": self.id}
+
+
+class Conditions(NamedTuple):
+    """What holds for every target at one ``now_ns``, computed once per snapshot."""
+
+    now_ns: int
+    link_reason: HoldReason | None  # LINK_DOWN, LINK_SILENT or None (UP)
+    reset_held: bool
+    clock_jump: bool  # only when a pose is required
+    pose_required: bool
+    pose_now: HoldReason | None  # NO_POSE (none in this epoch), POSE_STALE (too old) or None
+    down_barrier: int  # arrivals up to this count came before the latest link DOWN
+    reset_barrier: int  # ... before the latest device reset
+
+
+def global_reasons(c: Conditions) -> set[HoldReason]:
+    """Reasons that apply to any target, even one that does not exist (``no_data``)."""
+    reasons: set[HoldReason] = set()
+    if c.link_reason is not None:
+        reasons.add(c.link_reason)
+    if c.reset_held:
+        reasons.add(HoldReason.DEVICE_RESET)
+    if c.pose_required:
+        if c.clock_jump:
+            reasons.add(HoldReason.CLOCK_JUMP)
+        if c.pose_now is not None:
+            reasons.add(c.pose_now)
+    return reasons
+
+
+def target_reasons(
+    c: Conditions,
+    *,
+    positive: bool,
+    superseded: bool,
+    age_ns: int,
+    ttl_ns: int,
+    clock_locked: bool,
+    arrival: int,
+    pose_reason: HoldReason | None,
+) -> tuple[HoldReason, ...]:
+    """Every reason one target must HOLD for; empty means PROCEED.
+
+    ``superseded``: a later frame of its source reported nothing tracked. ``pose_reason``:
+    why its measurement has no pose at capture time (``None`` when it has one).
+    """
+    reasons = global_reasons(c)
+    if not positive or superseded:
+        reasons.add(HoldReason.LOST)
+    if age_ns > ttl_ns:
+        reasons.add(HoldReason.STALE)
+    if arrival <= c.down_barrier:
+        reasons.add(HoldReason.LINK_DOWN)
+    if arrival <= c.reset_barrier:
+        reasons.add(HoldReason.DEVICE_RESET)
+    if not clock_locked:
+        reasons.add(HoldReason.CLOCK_NOT_LOCKED)
+    if c.pose_required and pose_reason is not None:
+        reasons.add(pose_reason)
+    return ordered(reasons) if reasons else ()

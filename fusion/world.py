@@ -1,0 +1,396 @@
+"""The world model: inputs in with ``apply``, one trustworthy snapshot out with ``snapshot``.
+
+Pure and single-threaded: inputs carry host ``time.monotonic_ns()`` stamps and ``snapshot``
+takes ``now_ns``; nothing here reads a clock, sleeps or does I/O. The latest host time seen on
+any input or snapshot is the model's clock, which expires waiting measurements.
+
+A vision measurement is placed with the vehicle's pose at its capture time. One newer than the
+newest pose waits up to ``max_wait_ms`` after its arrival for the bracketing pose; after that it
+is placed by extrapolation only when it lies within ``max_extrapolation_ms`` of the newest pose,
+otherwise rejected (``pose_stale``) and counted. While a measurement waits, its target keeps
+showing its previous measurement, which is judged on its own capture time.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from .camera import CameraConfig, CameraModel
+from .config import WorldConfig
+from .inputs import (
+    GimbalLaserRange,
+    GimbalSample,
+    ImuSample,
+    Input,
+    LaserRange,
+    LidarPoints,
+    LinkState,
+    LinkStatus,
+    PoseSample,
+    VisionObservation,
+)
+from .placement import Placer
+from .simclock import SimClockStatus
+from .snapshot import SourceState, SourceStatus, TargetState, VehicleState, WorldSnapshot
+from .sources import SourceBook
+from .targets import Placement, TargetTable
+from .timeline import Added
+from .verdicts import (
+    LINK_REASONS,
+    Conditions,
+    Decision,
+    HoldReason,
+    Selector,
+    global_reasons,
+    ordered,
+    target_reasons,
+)
+
+_NEVER = -(2**63)
+_RANGE_SOURCE_NAMES = {LaserRange: "laser", GimbalLaserRange: "gimbal_laser", LidarPoints: "lidar"}
+_DOWN_STATES = frozenset({LinkState.DOWN, LinkState.CONNECTING, LinkState.SYNCING})
+_LINK_SOURCE_STATES = {
+    LinkState.UP: SourceState.OK,
+    LinkState.SILENT: SourceState.STALE,
+}
+
+
+class _Pending(NamedTuple):
+    obs: VisionObservation
+    arrival: int
+    deadline_ns: int
+
+
+class WorldModel:
+    """Joins vision results, link state, poses, gimbal and ranges into per-target verdicts."""
+
+    def __init__(
+        self,
+        camera: CameraModel | CameraConfig,
+        config: WorldConfig | None = None,
+        *,
+        selector: Selector | None = None,
+    ) -> None:
+        self._camera = camera if isinstance(camera, CameraModel) else CameraModel(camera)
+        self._config = c = config or WorldConfig()
+        self._selector = selector or Selector()
+        self._placer = Placer(self._camera, c)
+        self._history = self._placer.history
+        self._targets = TargetTable(max_targets=c.max_targets)
+        self._pending: deque[_Pending] = deque()
+        self._sources = SourceBook(c, expected=["vision", "link"])
+        if c.pose_required:
+            self._sources.expect("pose")
+        self._max_wait_ns = round(c.max_wait_ms * 1e6)
+        self._reset_hold_ns = round(c.reset_hold_ms * 1e6)
+        self._pose_ttl_ns = round(c.pose_ttl_ms * 1e6)
+        self._forget_ns = round(c.forget_after_ms * 1e6)
+        self._link_state = LinkState.DOWN
+        self._link_ns: int | None = None
+        self._reset_ns: int | None = None
+        self._down_barrier = self._reset_barrier = -1
+        self._arrivals = 0
+        self._vision_epoch: int | None = None
+        self._vision_locked = False
+        self._pose_clock = SimClockStatus.LOCKED
+        self._pose_seen = False
+        self._clock_ns = _NEVER
+        self._seq = 0
+        self._counts: dict[str, int] = dict.fromkeys(
+            (
+                "vision",
+                "placed",
+                "waited",
+                "pending_overflow",
+                "poses",
+                "pose_epochs",
+                "device_resets",
+            ),
+            0,
+        )
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            VisionObservation: self._on_vision,
+            PoseSample: self._on_pose,
+            LinkStatus: self._on_link,
+            ImuSample: self._on_imu,
+            GimbalSample: self._on_gimbal_sample,
+            LaserRange: self._on_range,
+            GimbalLaserRange: self._on_range,
+            LidarPoints: self._on_range,
+        }
+
+    @property
+    def config(self) -> WorldConfig:
+        return self._config
+
+    @property
+    def pose_required(self) -> bool:
+        """A pose source is configured, or poses have arrived: PROCEED then needs one."""
+        return self._config.pose_required or self._pose_seen
+
+    def apply(self, item: Input) -> None:
+        """Take one input. Raises TypeError only for something that is not an input value."""
+        handler = self._handlers.get(type(item))
+        if handler is None:
+            raise TypeError(f"apply: expected a fusion input value, got {type(item).__name__}")
+        handler(item)
+
+    def stats(self) -> dict[str, int]:
+        out = dict(self._counts)
+        out["extrapolated"] = self._placer.extrapolated
+        out["rejected_extrapolation"] = self._placer.rejected_extrapolation
+        out["pending"] = len(self._pending)
+        out["targets"] = len(self._targets)
+        out["targets_evicted"] = self._targets.evicted
+        out["superseded_on_arrival"] = self._targets.superseded_on_arrival
+        for name, count in self._sources.faults.items():
+            out[f"faults_{name}"] = count
+        return out
+
+    # -- inputs ----------------------------------------------------------------------------
+
+    def _on_vision(self, obs: VisionObservation) -> None:
+        self._counts["vision"] += 1
+        self._arrivals = arrival = self._arrivals + 1
+        self._sources.seen("vision", obs.host_rx_ns)
+        self._vision_locked = obs.clock_locked
+        if self._vision_epoch is not None and obs.epoch != self._vision_epoch:
+            self._device_reset(obs.host_rx_ns, barrier=arrival - 1)  # a new device clock epoch
+        self._vision_epoch = obs.epoch
+        if obs.reports_nothing:
+            self._targets.saw_nothing(obs.source_id, arrival)
+            if obs.has_box:
+                self._targets.put(Placement(obs, arrival, None, None))
+        elif obs.has_box:
+            deadline = obs.host_rx_ns + self._max_wait_ns
+            if not self._place(obs, arrival, waited=deadline <= self._clock_ns):
+                self._pending.append(_Pending(obs, arrival, deadline))
+                self._counts["waited"] += 1
+                if len(self._pending) > self._config.max_pending:
+                    self._counts["pending_overflow"] += 1
+                    oldest = self._pending.popleft()
+                    self._place(oldest.obs, oldest.arrival, waited=True)
+        self._witness(obs.host_rx_ns)
+
+    def _on_pose(self, pose: PoseSample) -> None:
+        self._counts["poses"] += 1
+        if not self._pose_seen:
+            self._pose_seen = True
+            self._sources.expect("pose")
+        added = self._history.add(pose)
+        if added is Added.DUPLICATE or added is Added.OLD_EPOCH:
+            self._sources.fault("pose", pose.host_ns)
+            return
+        if added is Added.NEW_EPOCH:
+            self._counts["pose_epochs"] += 1
+        self._sources.seen("pose", pose.host_ns)
+        self._pose_clock = pose.clock_status
+        if self._pending:
+            newest = self._history.newest
+            assert newest is not None
+            for p in [p for p in self._pending if p.obs.host_capture_ns <= newest.host_ns]:
+                self._pending.remove(p)
+                self._place(p.obs, p.arrival, waited=False)
+        self._witness(pose.host_ns)
+
+    def _on_link(self, status: LinkStatus) -> None:
+        self._sources.seen("link", status.host_ns)
+        self._link_ns = status.host_ns
+        self._link_state = status.state
+        if status.state in _DOWN_STATES:
+            self._down_barrier = self._arrivals
+        if status.device_reset:
+            self._device_reset(status.host_ns, barrier=self._arrivals)
+        self._witness(status.host_ns)
+
+    def _on_imu(self, imu: ImuSample) -> None:
+        self._sources.seen("imu", imu.host_ns)
+        self._placer.add_imu(imu)
+        self._witness(imu.host_ns)
+
+    def _on_gimbal_sample(self, sample: GimbalSample) -> None:
+        self._sources.seen("gimbal", sample.host_ns)
+        self._placer.gimbal.add(sample)
+        self._witness(sample.host_ns)
+
+    def _on_range(self, reading: LaserRange | GimbalLaserRange | LidarPoints) -> None:
+        self._sources.seen(_RANGE_SOURCE_NAMES[type(reading)], reading.host_ns)
+        self._placer.ranger.add(reading)
+        self._witness(reading.host_ns)
+
+    def _device_reset(self, host_ns: int, *, barrier: int) -> None:
+        self._counts["device_resets"] += 1
+        self._reset_ns = host_ns if self._reset_ns is None else max(self._reset_ns, host_ns)
+        self._reset_barrier = max(self._reset_barrier, barrier)
+
+    def _witness(self, host_ns: int) -> None:
+        """Advance the model's clock; place the waiting measurements whose wait is over."""
+        self._clock_ns = max(self._clock_ns, host_ns)
+        pending = self._pending
+        while pending and pending[0].deadline_ns <= self._clock_ns:
+            p = pending.popleft()
+            self._place(p.obs, p.arrival, waited=True)
+
+    def _place(self, obs: VisionObservation, arrival: int, *, waited: bool) -> bool:
+        """Place a positive measurement; ``False`` when it must wait for its pose."""
+        placement = self._placer.place(obs, arrival, waited=waited, required=self.pose_required)
+        if placement is None:
+            return False
+        self._targets.put(placement)
+        self._counts["placed"] += 1
+        return True
+
+    # -- output ----------------------------------------------------------------------------
+
+    def conditions(self, now_ns: int) -> Conditions:
+        """What holds for every target at ``now_ns``."""
+        newest = self._history.newest
+        pose_now = None
+        if newest is None:
+            pose_now = HoldReason.NO_POSE
+        elif now_ns - newest.host_ns > self._pose_ttl_ns:
+            pose_now = HoldReason.POSE_STALE
+        reset = self._reset_ns
+        return Conditions(
+            now_ns,
+            LINK_REASONS.get(self._link_state),
+            reset is not None and now_ns - reset <= self._reset_hold_ns,
+            self._pose_clock is SimClockStatus.JUMPED,
+            self.pose_required,
+            pose_now,
+            self._down_barrier,
+            self._reset_barrier,
+        )
+
+    def snapshot(self, now_ns: int) -> WorldSnapshot:
+        """The world at ``now_ns``: verdicts, targets, vehicle and sources.
+
+        Also advances the model's clock (waiting measurements whose wait is over are placed)
+        and forgets targets unseen for ``forget_after_ms``.
+        """
+        self._witness(now_ns)
+        self._targets.forget(now_ns - self._forget_ns)
+        c = self.conditions(now_ns)
+        config, selector, targets = self._config, self._selector, self._targets
+        states: list[TargetState] = []
+        selected: TargetState | None = None
+        for placement in targets:
+            obs = placement.obs
+            state = _target_state(
+                placement,
+                target_reasons(
+                    c,
+                    positive=obs.positive,
+                    superseded=targets.superseded(placement),
+                    age_ns=now_ns - obs.host_capture_ns,
+                    ttl_ns=config.ttl_ns(obs.result_type),
+                    clock_locked=obs.clock_locked,
+                    arrival=placement.arrival,
+                    pose_reason=placement.pose_reason,
+                ),
+                now_ns,
+            )
+            states.append(state)
+            if selector.matches(obs.source_id, obs.result_type, obs.id) and _better(
+                state, selected
+            ):
+                selected = state
+        states.sort(key=lambda s: s.capture_ns, reverse=True)
+        if selected is None:
+            verdict, reasons = Decision.HOLD, ordered(global_reasons(c) | {HoldReason.NO_DATA})
+        else:
+            verdict, reasons = selected.verdict, selected.reasons
+        self._seq += 1
+        return WorldSnapshot(
+            self._seq,
+            now_ns,
+            verdict,
+            reasons,
+            None if selected is None else selected.key,
+            self._vehicle(now_ns),
+            self._source_states(now_ns, c),
+            tuple(states),
+        )
+
+    def next_deadline_ns(self) -> int | None:
+        """The earliest future time at which a verdict can change with no new input (a TTL
+        or hold running out, a wait ending): when a publisher should take a snapshot."""
+        now = self._clock_ns
+        times = [p.deadline_ns for p in self._pending]
+        for placement in self._targets:
+            obs = placement.obs
+            times.append(obs.host_capture_ns + self._config.ttl_ns(obs.result_type) + 1)
+        if self._reset_ns is not None:
+            times.append(self._reset_ns + self._reset_hold_ns + 1)
+        newest = self._history.newest
+        if newest is not None and self.pose_required:
+            times.append(newest.host_ns + self._pose_ttl_ns + 1)
+        future = [t for t in times if t > now]
+        return min(future) if future else None
+
+    def _vehicle(self, now_ns: int) -> VehicleState | None:
+        newest = self._history.newest
+        if newest is None:
+            return None
+        return VehicleState(
+            newest.copter_id,
+            newest.host_ns,
+            (now_ns - newest.host_ns) / 1e6,
+            newest.epoch,
+            newest.position_ned_m,
+            newest.quaternion_wxyz,
+            newest.velocity_ned_m_s,
+        )
+
+    def _source_states(self, now_ns: int, c: Conditions) -> dict[str, SourceStatus]:
+        book = self._sources
+        out: dict[str, SourceStatus] = {}
+        for name in book.names():
+            if name == "link":
+                if self._link_ns is None:
+                    out[name] = SourceStatus(SourceState.DEAD, None)
+                    continue
+                state = _LINK_SOURCE_STATES.get(self._link_state, SourceState.DEAD)
+                if c.reset_held and state is SourceState.OK:
+                    state = SourceState.RESYNC
+                out[name] = SourceStatus(state, (now_ns - self._link_ns) / 1e6)
+            elif name == "vision":
+                resync = not self._vision_locked or c.reset_held
+                out[name] = book.status(name, now_ns, resync=resync)
+            elif name == "pose":
+                out[name] = book.status(name, now_ns, resync=c.clock_jump)
+            else:
+                out[name] = book.status(name, now_ns)
+        return out
+
+
+def _better(state: TargetState, best: TargetState | None) -> bool:
+    """PROCEED beats HOLD; then the newer capture."""
+    if best is None:
+        return True
+    mine, theirs = state.verdict is Decision.PROCEED, best.verdict is Decision.PROCEED
+    if mine != theirs:
+        return mine
+    return state.capture_ns > best.capture_ns
+
+
+def _target_state(
+    placement: Placement, reasons: tuple[HoldReason, ...], now_ns: int
+) -> TargetState:
+    obs, g = placement.obs, placement.geometry
+    key = obs.key
+    age_ms = (now_ns - obs.host_capture_ns) / 1e6
+    if reasons or g is None:
+        return TargetState(
+            key, obs.result_type, obs.id, obs.label, obs.confidence, obs.tracked,
+            obs.host_capture_ns, age_ms, Decision.HOLD, reasons,
+            None, None, None, None, None, None, None, None,
+        )  # fmt: skip
+    return TargetState(
+        key, obs.result_type, obs.id, obs.label, obs.confidence, obs.tracked,
+        obs.host_capture_ns, age_ms, Decision.PROCEED, (),
+        g.bearing_camera, g.bearing_ned, g.azimuth_deg, g.elevation_deg, g.angular_size_deg,
+        g.position_ned_m, g.range_m, g.range_source,
+    )  # fmt: skip
