@@ -16,10 +16,18 @@ offset line lies on the **lower envelope** of the (device time, offset) cloud:
   and an integer device tick ``k`` maps from its midpoint ``k + 0.5``.
 
 The uint32 wrap is resolved from host-clock deltas (``tracker.device_clock_advance_ms``), so a
-reset is never mistaken for a wrap. The estimator resyncs (status ``resync``) on a device
-reset, which also starts a new epoch of device time, or when the phase error exceeds a
-threshold (a sample below the line, or a whole segment above it), which re-fits the mapping
-within the same epoch. It never reads a clock itself: the shell passes host times in.
+reset is never mistaken for a wrap. It never reads a clock itself: the shell passes host times in.
+
+**The mapping never moves in the direction that makes data look fresher**, except at a new
+epoch (a device reset, or ``new_epoch()`` when the link reconnects). With one-way timestamps a
+rise in latency (a slow host, a backlog, a delaying adapter) and a device clock stepping back
+look the same, and following either would report old data as young. So the published offset
+(host minus device) may rise no faster than ``max_skew_ppm`` (the oscillator's drift); it may
+fall at once (a frame that arrived before the mapping says it was sent re-fits it earlier:
+status ``resync``, event ``PHASE_ERROR``). Two whole segments whose minimum offset lies more than
+the phase-error threshold above the published line are a sustained late arrival: status
+``jumped`` (event ``CLOCK_JUMP``), which holds every verdict until the next epoch, while capture
+times keep their conservative, older mapping.
 """
 
 from __future__ import annotations
@@ -43,7 +51,16 @@ def frame_transmit_ns(baudrate: int, frame_bytes: int = FRAME_BYTES) -> int:
 class ClockStatus(Enum):
     CONVERGING = "converging"  # first epoch, not enough data to trust the mapping yet
     LOCKED = "locked"  # the mapping is within its accuracy target
-    RESYNC = "resync"  # after a device reset or a phase error, re-acquiring the phase
+    RESYNC = "resync"  # after a new epoch or a phase error, re-acquiring the phase
+    JUMPED = "jumped"  # data arrives later than the mapping allows, sustained: until a new epoch
+
+
+class ClockEvent(Enum):
+    """What one frame changed in the mapping (typed: the service acts on it)."""
+
+    DEVICE_RESET = "device_reset"  # the device clock restarted: a new epoch
+    PHASE_ERROR = "phase_error"  # a frame arrived before it was sent by the line: re-fit earlier
+    CLOCK_JUMP = "clock_jump"  # sustained late arrival: status JUMPED, the mapping is kept
 
 
 _INF = math.inf
@@ -56,10 +73,10 @@ class ClockSample(NamedTuple):
     device_ms: int  # timestamp_ms unwrapped within the current epoch
     epoch: int  # incremented on every device reset; a phase-error resync keeps it
     status: ClockStatus
-    resync_reason: str | None  # set on the frame that started a new epoch
+    event: ClockEvent | None  # set on the frame that changed the mapping's state
 
 
-_LOCKED = ClockStatus.LOCKED
+_LOCKED, _JUMPED = ClockStatus.LOCKED, ClockStatus.JUMPED
 _REFIT_ALWAYS_BELOW = 16  # segments in the window: below this, refit the slope on every one
 _REFIT_EVERY = 4  # segments between refits of a longer window
 
@@ -70,6 +87,7 @@ class ClockStats(NamedTuple):
     skew_ppm: float
     resets: int
     phase_errors: int
+    jumps: int
     samples: int
 
 
@@ -97,9 +115,9 @@ class DeviceClockEstimator:
         lock_after_ms: float = 1000.0,
         lock_min_samples: int = 10,
     ) -> None:
-        if max_skew_ppm < 0:
-            raise ValueError(f"max_skew_ppm: expected >= 0, got {max_skew_ppm!r}")
-        if phase_error_threshold_ms <= 0:
+        if not 0 <= max_skew_ppm <= 10_000:
+            raise ValueError(f"max_skew_ppm: expected 0..10000, got {max_skew_ppm!r}")
+        if not phase_error_threshold_ms > 0:
             raise ValueError(
                 f"phase_error_threshold_ms: expected > 0, got {phase_error_threshold_ms!r}"
             )
@@ -118,7 +136,7 @@ class DeviceClockEstimator:
         self._closed_since_fit = 0
         self._status = ClockStatus.CONVERGING
         self._epoch = 0
-        self._resets = self._phase_errors = self._samples = 0
+        self._resets = self._phase_errors = self._jumps = self._samples = 0
         self._started = False
         self._last_ts_ms = 0
         self._last_host_ns = 0
@@ -126,7 +144,13 @@ class DeviceClockEstimator:
         self._origin_device_ms = 0
         self._origin_host_ns = 0
         self._epoch_samples = 0
-        self._phase_ms = math.inf
+        self._phase_ms = math.inf  # the lower envelope's phase under the current slope (raw)
+        # The published mapping: host_ms(x) = x * _map_rate + _map_base_ms, from the offset
+        # ``_map_offset_ms`` at ``_map_x_ms``, which rises no faster than the skew bound.
+        self._map_x_ms = 0.0
+        self._map_offset_ms = math.inf
+        self._map_rate = 1.0
+        self._map_base_ms = 0.0
 
     @property
     def status(self) -> ClockStatus:
@@ -147,8 +171,16 @@ class DeviceClockEstimator:
             self.skew_ppm,
             self._resets,
             self._phase_errors,
+            self._jumps,
             self._samples,
         )
+
+    def new_epoch(self) -> None:
+        """Start afresh with the next frame (the link reconnected: the board may have rebooted
+        or changed while unplugged). The skew is kept: it is the board's oscillator."""
+        if self._started:
+            self._started = False
+            self._epoch += 1
 
     def observe(self, timestamp_ms: int, host_rx_ns: int, *, reset: bool = False) -> ClockSample:
         """Add one frame's device timestamp and host receive time.
@@ -157,9 +189,12 @@ class DeviceClockEstimator:
         estimator also detects one itself when the device clock falls back.
         """
         self._samples += 1
-        reason: str | None = None
+        event: ClockEvent | None = None
         if not self._started:
             self._started = True
+            if reset:
+                self._resets += 1
+                event = ClockEvent.DEVICE_RESET
             self._start_epoch(timestamp_ms, host_rx_ns)
         else:
             advance = device_clock_advance_ms(
@@ -169,11 +204,10 @@ class DeviceClockEstimator:
                 max_skew_ppm=self._max_skew_ppm,
             )
             if reset or advance is None:
-                reason = "device reset"
+                event = ClockEvent.DEVICE_RESET
                 self._resets += 1
                 self._epoch += 1
                 self._start_epoch(timestamp_ms, host_rx_ns)
-                self._status = ClockStatus.RESYNC
             else:
                 self._last_x_ms += advance
         self._last_ts_ms = timestamp_ms
@@ -182,10 +216,11 @@ class DeviceClockEstimator:
         offset_ms = (host_rx_ns - self._origin_host_ns) / 1e6 - x_ms
         phase_ms = offset_ms - self._skew * x_ms  # this sample's phase under the current slope
         if self._phase_ms != _INF and phase_ms - self._phase_ms < -self._threshold_ms:
-            # Received before it was sent, by the current line: the phase moved down.
-            reason = f"phase error {phase_ms - self._phase_ms:.1f} ms"
+            # Received before it was sent, by the current line: the phase moved down. Moving
+            # the mapping earlier makes data look older: safe at once.
+            event = event or ClockEvent.PHASE_ERROR
             self._phase_errors += 1
-            self._resync(keep_last=False)
+            self._resync()
         segments = self._segments
         if segments and segments[-1].index == x_ms // self._segment_ms:
             # The current segment (the usual case): keep its minimum and the phase.
@@ -194,82 +229,92 @@ class DeviceClockEstimator:
                 current.min_offset_ms, current.x_ms = offset_ms, x_ms
             self._phase_ms = min(self._phase_ms, phase_ms)
         else:
-            reason = self._add(x_ms, offset_ms) or reason
+            event = self._add(x_ms, offset_ms) or event
+        self._publish(x_ms)
         self._epoch_samples += 1
         if (
             self._status is not _LOCKED
+            and self._status is not _JUMPED
             and self._epoch_samples >= self._lock_min_samples
             and x_ms - self._epoch_start_x_ms >= self._lock_after_ms
         ):
             self._status = _LOCKED
         return _new_tuple(
-            ClockSample, (self._origin_device_ms + x_ms, self._epoch, self._status, reason)
+            ClockSample, (self._origin_device_ms + x_ms, self._epoch, self._status, event)
         )
 
     def to_host_ns(self, device_ms: float) -> int | None:
         """Host time at which the current epoch's device clock read ``device_ms`` (a point)."""
-        phase_ms = self._phase_ms
-        if phase_ms == _INF:
+        if self._map_offset_ms == _INF:
             return None
         x_ms = device_ms - self._origin_device_ms
-        host_ms = x_ms + phase_ms + self._skew * x_ms - self._delay_ms
-        return self._origin_host_ns + round(host_ms * 1e6)
+        return self._origin_host_ns + round((x_ms * self._map_rate + self._map_base_ms) * 1e6)
 
     def tick_to_host_ns(self, device_tick_ms: int) -> int | None:
         """Host time of an integer device millisecond tick, taken at its midpoint.
 
         ``to_host_ns(device_tick_ms + 0.5)``, written out: this runs for every frame."""
-        phase_ms = self._phase_ms
-        if phase_ms == _INF:
+        if self._map_offset_ms == _INF:
             return None
         x_ms = device_tick_ms + 0.5 - self._origin_device_ms
-        host_ms = x_ms + phase_ms + self._skew * x_ms - self._delay_ms
-        return self._origin_host_ns + round(host_ms * 1e6)
+        return self._origin_host_ns + round((x_ms * self._map_rate + self._map_base_ms) * 1e6)
 
     # -- internals -----------------------------------------------------------------------
 
-    def _line(self, x_ms: float) -> float:
-        return self._phase_ms + self._skew * x_ms
+    def _publish(self, x_ms: float) -> None:
+        """Move the published offset to the envelope's, but never up faster than the skew
+        bound: an upward move makes every capture time later, so data looks fresher."""
+        if self._phase_ms == _INF:
+            return
+        at_ms = x_ms if x_ms > self._map_x_ms else self._map_x_ms
+        offset_ms = self._phase_ms + self._skew * at_ms
+        if self._map_offset_ms != _INF:
+            ceiling_ms = self._map_offset_ms + self._max_skew * (at_ms - self._map_x_ms)
+            offset_ms = min(offset_ms, ceiling_ms)
+        self._map_x_ms, self._map_offset_ms = at_ms, offset_ms
+        self._map_rate = 1.0 + self._skew
+        self._map_base_ms = offset_ms - self._skew * at_ms - self._delay_ms
+
+    def _published_offset_ms(self, x_ms: float) -> float:
+        return self._map_offset_ms + self._skew * (x_ms - self._map_x_ms)
 
     def _start_epoch(self, timestamp_ms: int, host_rx_ns: int) -> None:
         self._origin_device_ms = timestamp_ms
         self._origin_host_ns = host_rx_ns
         self._last_x_ms = 0
-        self._resync(keep_last=False)
+        self._map_x_ms, self._map_offset_ms = 0.0, math.inf  # a new epoch may map anywhere
+        self._high_segments = 0
+        if self._status is _JUMPED:
+            self._status = ClockStatus.RESYNC
+        self._resync()
 
-    def _resync(self, *, keep_last: bool) -> None:
+    def _resync(self) -> None:
         """Forget the phase history (the skew is kept: it is the board's oscillator)."""
-        kept = [self._segments[-1]] if keep_last and self._segments else []
         self._segments.clear()
-        self._segments.extend(kept)
-        self._phase_ms = min(self._recent_phases(), default=math.inf)
+        self._phase_ms = math.inf
         self._epoch_samples = 0
         self._epoch_start_x_ms = self._last_x_ms
-        if self._samples > 1:
+        if self._samples > 1 and self._status is not _JUMPED:
             self._status = ClockStatus.RESYNC
 
-    def _add(self, x_ms: float, offset_ms: float) -> str | None:
-        """Put a sample in its segment; returns a resync reason when a segment closes high."""
+    def _add(self, x_ms: float, offset_ms: float) -> ClockEvent | None:
+        """Put a sample in a new segment; returns ``CLOCK_JUMP`` when the second segment in a
+        row closes above the published line by more than the threshold."""
         index = int(x_ms // self._segment_ms)
         segments = self._segments
-        if segments and segments[-1].index == index:
-            current = segments[-1]
-            if offset_ms < current.min_offset_ms:
-                current.min_offset_ms, current.x_ms = offset_ms, x_ms
-            self._phase_ms = min(self._phase_ms, offset_ms - self._skew * x_ms)
-            return None
         if segments and index < segments[-1].index:
             return None  # a reordered frame from a closed segment: nothing new to learn
-        reason = None
-        if segments and len(segments) >= 2 and self._phase_ms != math.inf:
+        event = None
+        if segments and self._map_offset_ms != _INF:
             closed = segments[-1]
-            residual = closed.min_offset_ms - self._line(closed.x_ms)
+            residual = closed.min_offset_ms - self._published_offset_ms(closed.x_ms)
             self._high_segments = self._high_segments + 1 if residual > self._threshold_ms else 0
-            if self._high_segments >= 2:  # two whole segments late: the phase moved up
-                self._high_segments = 0
-                reason = f"phase error +{residual:.1f} ms"
-                self._phase_errors += 1
-                self._resync(keep_last=True)
+            if self._high_segments >= 2 and self._status is not _JUMPED:
+                # Two whole segments late: latency rose, or the device clock stepped back.
+                # Either way the mapping stays where it is (never fresher) and verdicts hold.
+                event = ClockEvent.CLOCK_JUMP
+                self._jumps += 1
+                self._status = _JUMPED
         if len(segments) >= 3:
             # A full window holds minutes of minima: refit it every few segments, not on
             # every one (the slope moves slowly; a fit walks the whole window).
@@ -279,7 +324,7 @@ class DeviceClockEstimator:
                 self._fit_skew()
         segments.append(_Segment(index, x_ms, offset_ms))
         self._phase_ms = min(self._recent_phases())
-        return reason
+        return event
 
     def _recent_phases(self) -> list[float]:
         recent = list(self._segments)[-self._phase_segments :]

@@ -14,7 +14,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .protocol import VisionResult
 from .results import ResultType
@@ -36,15 +36,20 @@ class BoardModel:
     latency_ms: int = 12
     live_clock: bool = False  # the device clock runs with the host clock instead of period_ms
     clock: Callable[[], int] = time.monotonic_ns  # host clock (ns), injected for live_clock
-    _boot_host_ms: int = 0
+    boot_host_ms: int | None = None  # host time of device time 0 (live_clock); None: from now
 
     def __post_init__(self) -> None:
-        self._boot_host_ms = self.clock() // 1_000_000 - self.timestamp_ms
+        if self.boot_host_ms is None and self.live_clock:
+            self.boot_host_ms = self.clock() // 1_000_000 - self.timestamp_ms
+
+    def another_source(self, source_id: int, **changes: int) -> BoardModel:
+        """A second result stream of the same board: same device clock, its own sequence."""
+        return replace(self, source_id=source_id, sequence=0, **changes)
 
     def next_result(self, *, flags: int = TRACKED_RELATIVE, **fields: int) -> VisionResult:
         """The next frame's value; the sequence and device clock advance (and wrap)."""
-        if self.live_clock:
-            self.timestamp_ms = (self.clock() // 1_000_000 - self._boot_host_ms) % 2**32
+        if self.boot_host_ms is not None:
+            self.timestamp_ms = (self.clock() // 1_000_000 - self.boot_host_ms) % 2**32
         values = {
             "source_id": self.source_id,
             "result_type": self.result_type,
@@ -72,7 +77,8 @@ class BoardModel:
         """The board restarts: sequence from 0, device clock from boot."""
         self.sequence = 0
         self.timestamp_ms = boot_ms
-        self._boot_host_ms = self.clock() // 1_000_000 - boot_ms
+        if self.live_clock:
+            self.boot_host_ms = self.clock() // 1_000_000 - boot_ms
 
 
 class PtyBoard:

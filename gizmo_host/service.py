@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from .clock import ClockStatus, DeviceClockEstimator, frame_transmit_ns
+from .clock import ClockEvent, ClockStatus, DeviceClockEstimator, frame_transmit_ns
 from .events import LinkEvent, LinkState, ReceivedResult, ResultKey
 from .link import OpenFunction, SerialLink
 from .protocol import VisionResult
@@ -37,6 +37,8 @@ _CLOSED: Any = object()
 _STALE_MARGIN_S = 0.001
 _IN_ORDER, _GAP, _LATE = SequenceEvent.IN_ORDER, SequenceEvent.GAP, SequenceEvent.LATE
 _DUPLICATE, _RESET, _LOCKED = SequenceEvent.DUPLICATE, SequenceEvent.RESET, ClockStatus.LOCKED
+_CLOCK_RESET = ClockEvent.DEVICE_RESET
+_UP, _DOWN = LinkState.UP, LinkState.DOWN
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
@@ -143,6 +145,7 @@ class GizmoService:
         self._verdict_tick: asyncio.TimerHandle | None = None
         self._routine_keys: dict[tuple[int, int, int], bool] = {}
         self._results_total = self._duplicates_dropped = self._listener_errors = 0
+        self._evaluation_due = False  # a link event waits for the results read with it
         self._failure: BaseException | None = None
         self._failed = asyncio.Event()
 
@@ -225,6 +228,7 @@ class GizmoService:
     def watch(self, selector: TargetSelector) -> None:
         """Publish verdicts for ``selector`` to listeners (on change and at the steady rate)."""
         self._watched.setdefault(selector, None)
+        self._store.watch(selector)
         self._routine_keys.clear()
 
     def results(self, maxsize: int = 1024) -> Subscription[ReceivedResult]:
@@ -282,6 +286,7 @@ class GizmoService:
                 "skew_ppm": round(clock.skew_ppm, 3),
                 "resets": clock.resets,
                 "phase_errors": clock.phase_errors,
+                "jumps": clock.jumps,
                 "samples": clock.samples,
             },
             "sources": {str(k): v._asdict() for k, v in self._tracker.stats().items()},
@@ -307,8 +312,8 @@ class GizmoService:
                 self._duplicates_dropped += 1
                 continue
             sample = device_clock.observe(timestamp_ms, rx_ns, reset=event is _RESET)
-            device_ms, epoch, clock_status, resync_reason = sample
-            if event is _RESET or resync_reason == "device reset":
+            device_ms, epoch, clock_status, clock_event = sample
+            if event is _RESET or clock_event is _CLOCK_RESET:
                 store.device_reset(source_id, rx_ns)
             received = _new_tuple(
                 ReceivedResult,
@@ -330,7 +335,8 @@ class GizmoService:
             for sub in result_subs:
                 sub.put(received)
             self._dispatch(received)
-        if verdicts_may_change:
+        if verdicts_may_change or self._evaluation_due:
+            self._evaluation_due = False
             self._evaluate_verdicts(self._clock())  # not rx_ns: keep host_ns monotonic
 
     def _dispatch(self, item: ReceivedResult | LinkEvent | Verdict) -> None:
@@ -381,10 +387,22 @@ class GizmoService:
         return routine
 
     def _on_link_event(self, event: LinkEvent) -> None:
+        state = event.state
+        if event.previous is _UP or state is _DOWN:
+            # Whatever was read before a break cannot justify a PROCEED after it; after a
+            # disconnection the board may have rebooted, so its clock starts a new epoch.
+            self._store.link_break()
+            if state is _DOWN:
+                self._device_clock.new_epoch()
         for sub in self._link_subs:
             sub.put(event)
         self._dispatch(event)
-        self._evaluate_verdicts(event.host_ns)
+        if state is _UP:
+            # UP comes with the read that holds the first valid frames: evaluate once they
+            # are applied (in ``_on_results``), never before.
+            self._evaluation_due = True
+        else:
+            self._evaluate_verdicts(event.host_ns)
 
     def _evaluate_verdicts(self, now_ns: int, *, force: bool = False) -> None:
         expiry_ns: dict[ResultKey, int] = {}

@@ -42,6 +42,7 @@ class HoldReason(Enum):
     LINK_DOWN = "link_down"
     LINK_SILENT = "link_silent"
     CLOCK_NOT_LOCKED = "clock_not_locked"
+    CLOCK_JUMP = "clock_jump"
     DEVICE_RESET = "device_reset"
 
 
@@ -146,6 +147,22 @@ class Verdict:
         }
 
 
+class _Watch:
+    """A watched selector's index, so a verdict costs O(1) amortised in the number of keys.
+
+    ``candidates`` holds the matching keys that may still be current, in arrival order. A
+    result that is not current stays so until its key is updated (a TTL only runs out; lost
+    flags, later "nothing tracked" frames, link breaks and resets are never undone), and an
+    update re-appends the key: so a verdict pops non-current keys off the end for good.
+    """
+
+    __slots__ = ("candidates", "newest")
+
+    def __init__(self) -> None:
+        self.candidates: OrderedDict[ResultKey, None] = OrderedDict()
+        self.newest: ReceivedResult | None = None  # the newest matching result, current or not
+
+
 class ResultStore:
     """Bounded: at most ``max_entries`` keys (QR hashes alone could make 65,536)."""
 
@@ -167,6 +184,9 @@ class ResultStore:
         self._arrival: dict[ResultKey, int] = {}  # update count when the key was last stored
         self._negative_arrival: dict[int, int] = {}  # per source: newest "nothing tracked"
         self._last_reset_ns: dict[int, int] = {}
+        self._break_arrival = 0  # update count at the latest link break: older is never current
+        self._watches: dict[TargetSelector, _Watch] = {}
+        self._key_watches: dict[ResultKey, tuple[_Watch, ...]] = {}  # per key: watches it matches
         self._evicted = 0
         self._updates = 0
 
@@ -189,27 +209,68 @@ class ResultStore:
         self._arrival[key] = updates
         if result.flags & _TRACKED_OR_LOST != _TRACKED or result.result_type == _TYPE_NONE:
             self._negative_arrival[result.source_id] = updates
-        while len(self._latest) > self._max_entries:
-            evicted, _ = self._latest.popitem(last=False)
+        watches = self._key_watches.get(key)
+        if watches is None:
+            watches = self._key_watches[key] = tuple(
+                w for selector, w in self._watches.items() if selector.matches(key)
+            )
+        for watch in watches:
+            watch.newest = received
+            watch.candidates[key] = None
+            watch.candidates.move_to_end(key)
+        while len(latest) > self._max_entries:
+            evicted, _ = latest.popitem(last=False)
             del self._arrival[evicted]
+            self._forget_key(evicted)
             self._evicted += 1
+
+    def watch(self, selector: TargetSelector) -> None:
+        """Index ``selector`` so its verdicts cost O(1) however many keys are stored."""
+        if selector in self._watches:
+            return
+        watch = self._watches[selector] = _Watch()
+        for key, received in self._latest.items():
+            if selector.matches(key):
+                watch.candidates[key] = None
+                watch.newest = received
+        self._key_watches.clear()
+
+    def link_break(self) -> None:
+        """The link went down (or silent): nothing received so far may justify a PROCEED
+        again; the board may have rebooted, moved or lost its target meanwhile."""
+        self._break_arrival = self._updates
+
+    def _forget_key(self, key: ResultKey) -> None:
+        """``key`` left the store: drop it from the indexes."""
+        self._key_watches.pop(key, None)
+        for selector, watch in self._watches.items():
+            watch.candidates.pop(key, None)
+            if watch.newest is not None and watch.newest.key == key:
+                # The newest remaining match, current or not (rare: a reset, or an eviction
+                # of the least recently updated key).
+                watch.newest = next(
+                    (rr for k, rr in reversed(self._latest.items()) if selector.matches(k)), None
+                )
 
     def device_reset(self, source_id: int, host_ns: int) -> None:
         """Forget a source's results: they belong to the board's previous life."""
         for key in [k for k in self._latest if k[0] == source_id]:
             del self._latest[key]
             del self._arrival[key]
+            self._forget_key(key)
         self._negative_arrival.pop(source_id, None)
         self._last_reset_ns[source_id] = host_ns
 
     def is_current(self, received: ReceivedResult, now_ns: int) -> bool:
-        """Tracked, not lost, younger than its TTL, and not followed by a frame from the same
-        source that reported nothing tracked."""
+        """Tracked, not lost, younger than its TTL, received since the latest link break, and
+        not followed by a frame from the same source that reported nothing tracked."""
         r = received.result
+        arrival = self._arrival.get(received.key, 0)
         return (
             r.flags & _TRACKED_OR_LOST == _TRACKED
             and now_ns - received.reference_ns() <= self.ttl_ns(r.result_type)
-            and self._arrival.get(received.key, 0) > self._negative_arrival.get(r.source_id, 0)
+            and arrival > self._negative_arrival.get(r.source_id, 0)
+            and arrival > self._break_arrival
         )
 
     def current(self, selector: TargetSelector, now_ns: int) -> list[ReceivedResult]:
@@ -235,7 +296,9 @@ class ResultStore:
         link_reason = _LINK_REASONS.get(link_state)
         if link_reason is not None:
             reasons.append(link_reason)
-        if clock_status is not ClockStatus.LOCKED:
+        if clock_status is ClockStatus.JUMPED:
+            reasons.append(HoldReason.CLOCK_JUMP)
+        elif clock_status is not ClockStatus.LOCKED:
             reasons.append(HoldReason.CLOCK_NOT_LOCKED)
         if any(
             now_ns - t <= self._reset_hold_ns
@@ -243,14 +306,14 @@ class ResultStore:
             if selector.source_id is None or s == selector.source_id
         ):
             reasons.append(HoldReason.DEVICE_RESET)
-        matching = [rr for key, rr in reversed(self._latest.items()) if selector.matches(key)]
-        current = [rr for rr in matching if self.is_current(rr, now_ns)]
-        target = current[0] if current else None
-        if not matching:
+        newest, target = self._newest_and_target(selector, now_ns)
+        if newest is None:
             reasons.append(HoldReason.NO_DATA)
         elif target is None:
-            newest = max(matching, key=lambda rr: rr.host_rx_ns)
-            fresh = now_ns - newest.reference_ns() <= self.ttl_ns(newest.result.result_type)
+            fresh = (
+                now_ns - newest.reference_ns() <= self.ttl_ns(newest.result.result_type)
+                and self._arrival.get(newest.key, 0) > self._break_arrival
+            )
             reasons.append(HoldReason.LOST if fresh else HoldReason.STALE)
         decision = Decision.HOLD if reasons else Decision.PROCEED
         return Verdict(
@@ -260,6 +323,24 @@ class ResultStore:
             now_ns,
             target if decision is Decision.PROCEED else None,
         )
+
+    def _newest_and_target(
+        self, selector: TargetSelector, now_ns: int
+    ) -> tuple[ReceivedResult | None, ReceivedResult | None]:
+        """The newest matching result, and the newest current one (the target)."""
+        watch = self._watches.get(selector)
+        if watch is None:  # not watched: a walk over every key
+            matching = [rr for key, rr in reversed(self._latest.items()) if selector.matches(key)]
+            target = next((rr for rr in matching if self.is_current(rr, now_ns)), None)
+            return (matching[0] if matching else None), target
+        candidates, latest = watch.candidates, self._latest
+        while candidates:
+            key = next(reversed(candidates))
+            received = latest[key]
+            if self.is_current(received, now_ns):
+                return watch.newest, received
+            del candidates[key]  # not current now means not current until updated
+        return watch.newest, None
 
     def stats(self) -> dict[str, int]:
         return {"entries": len(self._latest), "updates": self._updates, "evicted": self._evicted}

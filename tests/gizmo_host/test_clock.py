@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import pytest
 
-from gizmo_host.clock import ClockStatus, DeviceClockEstimator, frame_transmit_ns
+from gizmo_host.clock import ClockEvent, ClockStatus, DeviceClockEstimator, frame_transmit_ns
 
 BAUD = 115200
 NS = 1_000_000_000
@@ -59,8 +59,10 @@ def simulate(
     return frames
 
 
-def run(frames: list[SimFrame]) -> list[tuple[float, float | None, ClockStatus, str | None]]:
-    """Per frame: (true capture s, capture-time error ms, status, resync reason)."""
+def run(
+    frames: list[SimFrame],
+) -> list[tuple[float, float | None, ClockStatus, ClockEvent | None]]:
+    """Per frame: (true capture s, capture-time error ms, status, clock event)."""
     clock = DeviceClockEstimator(transport_delay_ns=frame_transmit_ns(BAUD))
     out = []
     for frame in frames:
@@ -69,7 +71,7 @@ def run(frames: list[SimFrame]) -> list[tuple[float, float | None, ClockStatus, 
         # The per-frame form is the general mapping at the tick's midpoint, written out.
         assert mapped == clock.to_host_ns(sample.device_ms - frame.age_ms + 0.5)
         error = None if mapped is None else (mapped - frame.capture_true_ns) / 1e6
-        out.append((frame.capture_true_ns / NS - 5.0, error, sample.status, sample.resync_reason))
+        out.append((frame.capture_true_ns / NS - 5.0, error, sample.status, sample.event))
     return out
 
 
@@ -88,11 +90,11 @@ def test_capture_time_p99_within_2ms_after_10s_and_within_2s_of_reset(seed, skew
     assert p99_abs(after_reset) <= 2.0
     # The wrap four seconds in was not a reset; the reset at 20 s was. (A late outlier as the
     # first frame of an epoch sets the phase too high: the next frame then resyncs it as a
-    # phase error, which is not a reset.)
-    reasons = [(t, r) for t, _, _, r in results if r is not None]
-    resets = [t for t, r in reasons if r == "device reset"]
+    # phase error, which is not a reset.) Jitter and outliers are never a clock jump.
+    events = [(t, e) for t, _, _, e in results if e is not None]
+    resets = [t for t, e in events if e is ClockEvent.DEVICE_RESET]
     assert len(resets) == 1 and 20.0 <= resets[0] < 20.1
-    assert all(r.startswith("phase error") for _, r in reasons if r != "device reset")
+    assert all(e is ClockEvent.PHASE_ERROR for _, e in events if e is not ClockEvent.DEVICE_RESET)
 
 
 def test_status_converges_locks_and_resyncs_on_reset():
@@ -101,7 +103,7 @@ def test_status_converges_locks_and_resyncs_on_reset():
     first_t = min(status_at)
     assert status_at[first_t] is ClockStatus.CONVERGING
     assert all(s is ClockStatus.LOCKED for t, _, s, _ in results if 5.0 <= t < 20.0)
-    reset_frame = next(i for i, r in enumerate(results) if r[3] == "device reset")
+    reset_frame = next(i for i, r in enumerate(results) if r[3] is ClockEvent.DEVICE_RESET)
     assert results[reset_frame][2] is ClockStatus.RESYNC
     assert all(s is ClockStatus.LOCKED for t, _, s, _ in results if 22.0 <= t < 30.0)
 
@@ -124,12 +126,12 @@ def test_skew_is_clamped_to_the_configured_bound():
 def test_host_clock_step_back_is_a_phase_error_resync():
     frames = simulate(3, 0.0, duration_s=6.0, reset_at_s=1000.0, outlier_rate=0.0)
     clock = DeviceClockEstimator(phase_error_threshold_ms=5.0)
-    reasons = []
+    events = []
     for i, frame in enumerate(frames):
         host = frame.host_rx_ns - (30_000_000 if i >= 90 else 0)  # the host clock jumps 30 ms
         sample = clock.observe(frame.timestamp_ms, host)
-        reasons.append(sample.resync_reason)
-    assert reasons[90] is not None and reasons[90].startswith("phase error")
+        events.append(sample.event)
+    assert events[90] is ClockEvent.PHASE_ERROR
     assert clock.stats().phase_errors == 1 and clock.stats().resets == 0
     assert clock.status is ClockStatus.LOCKED  # re-locked within the remaining 3 s
 
@@ -139,7 +141,7 @@ def test_wrap_with_long_silence_is_resolved_from_host_time():
     first = clock.observe(2**32 - 100, 10 * NS)
     later = clock.observe(900, 10 * NS + 1_000_000_000)  # 1 s later, across the wrap
     assert later.device_ms - first.device_ms == 1000
-    assert later.resync_reason is None and later.epoch == 0
+    assert later.event is None and later.epoch == 0
 
 
 def test_no_mapping_before_the_first_sample():
@@ -147,24 +149,69 @@ def test_no_mapping_before_the_first_sample():
     assert DeviceClockEstimator().tick_to_host_ns(0) is None
 
 
-def test_host_clock_step_forward_is_a_phase_error_resync_after_two_late_segments():
-    """Frames that all arrive later than the line (the host clock jumped ahead) are not
-    jitter once two whole 500 ms segments sit above it: the phase is re-acquired, and capture
-    times follow the new host clock."""
-    jump_ns, at = 30_000_000, 90
-    frames = simulate(3, 0.0, duration_s=8.0, reset_at_s=1000.0, outlier_rate=0.0)
+def _late_run(
+    delay_ms: float, at: int, *, duration_s: float = 12.0, skew_ppm: float = 0.0, seed: int = 3
+) -> tuple[list[ClockEvent | None], list[float], list[ClockStatus], DeviceClockEstimator]:
+    """Frames from ``at`` on arrive ``delay_ms`` later, with their true device stamps (a latency
+    rise, a host backlog, or a device clock that stepped back: one-way stamps cannot tell)."""
+    frames = simulate(seed, skew_ppm, duration_s=duration_s, reset_at_s=1000.0, outlier_rate=0.0)
     clock = DeviceClockEstimator(
         phase_error_threshold_ms=5.0, transport_delay_ns=frame_transmit_ns(BAUD)
     )
-    reasons, errors_ms = [], []
+    events, errors_ms, statuses = [], [], []
     for i, frame in enumerate(frames):
-        shift = jump_ns if i >= at else 0
-        sample = clock.observe(frame.timestamp_ms, frame.host_rx_ns + shift)
-        reasons.append(sample.resync_reason)
+        late_ns = round(delay_ms * 1e6) if i >= at else 0
+        sample = clock.observe(frame.timestamp_ms, frame.host_rx_ns + late_ns)
+        events.append(sample.event)
+        statuses.append(sample.status)
         mapped = clock.tick_to_host_ns(sample.device_ms - frame.age_ms)
-        errors_ms.append((mapped - frame.capture_true_ns - shift) / 1e6)
-    fired = [i for i, r in enumerate(reasons) if r is not None]
-    assert len(fired) == 1 and reasons[fired[0]].startswith("phase error +")
-    assert at + 30 <= fired[0] <= at + 46  # two whole 15-frame segments, within a third
-    assert clock.stats().phase_errors == 1 and clock.stats().resets == 0
-    assert p99_abs(errors_ms[fired[0] + 45 :]) <= 2.0
+        errors_ms.append((mapped - frame.capture_true_ns) / 1e6)
+    return events, errors_ms, statuses, clock
+
+
+@pytest.mark.parametrize("delay_ms", [6.0, 30.0, 400.0, 2000.0])
+def test_a_latency_rise_never_makes_data_look_fresher_and_jumps_until_a_new_epoch(delay_ms):
+    """The attack of issue 10 item 3: every frame from 3 s on arrives ``delay_ms`` late. The
+    mapping must not follow it up (capture times stay at their truth or earlier, so ages stay
+    true or larger), and two late segments make the status ``jumped`` for good."""
+    at = 90
+    events, errors_ms, statuses, clock = _late_run(delay_ms, at)
+    jumped = [i for i, e in enumerate(events) if e is ClockEvent.CLOCK_JUMP]
+    assert len(jumped) == 1 and at + 30 <= jumped[0] <= at + 46  # two whole 15-frame segments
+    assert all(s is ClockStatus.JUMPED for s in statuses[jumped[0] :])
+    # Never later than the truth by more than the ordinary accuracy, even 9 s after the rise.
+    assert max(errors_ms[at:]) <= 2.0
+    assert clock.stats().jumps == 1 and clock.stats().resets == 0
+    # A new epoch (the link reconnected) may map anywhere again, and re-locks.
+    clock.new_epoch()
+    sample = clock.observe(500, 50 * NS)
+    assert sample.epoch == 1 and sample.status is ClockStatus.RESYNC
+
+
+def test_a_rise_below_the_threshold_is_followed_no_faster_than_the_skew_bound():
+    """A 4 ms rise (under the 5 ms threshold) is no jump, but the mapping climbs to it at most
+    ``max_skew_ppm`` (200 ppm: 0.2 ms a second), never in one step."""
+    events, errors_ms, _, _ = _late_run(4.0, 90, duration_s=20.0)
+    assert ClockEvent.CLOCK_JUMP not in events
+    for i, error in enumerate(errors_ms[90:], start=90):
+        elapsed_s = (i - 90) / 30
+        assert error <= 2.0 + 0.2 * elapsed_s  # at most the bound's climb, never a step
+
+
+@pytest.mark.parametrize("skew_ppm", [150.0, -150.0])
+def test_true_drift_within_the_skew_bound_stays_locked(skew_ppm):
+    events, errors_ms, statuses, _ = _late_run(0.0, 0, duration_s=40.0, skew_ppm=skew_ppm)
+    assert ClockEvent.CLOCK_JUMP not in events
+    assert all(s is ClockStatus.LOCKED for s in statuses[60:])
+    assert p99_abs(errors_ms[300:]) <= 2.0
+
+
+def test_a_reset_after_a_jump_starts_a_new_epoch_that_locks_again():
+    _, _, _, clock = _late_run(400.0, 90)
+    assert clock.status is ClockStatus.JUMPED
+    host_ns = 100 * NS
+    sample = clock.observe(300, host_ns, reset=True)
+    assert sample.event is ClockEvent.DEVICE_RESET and sample.status is ClockStatus.RESYNC
+    for k in range(1, 60):
+        sample = clock.observe(300 + 33 * k, host_ns + 33_000_000 * k)
+    assert sample.status is ClockStatus.LOCKED and sample.epoch == 1

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gizmo_host import VisionResult
 from gizmo_host.clock import ClockStatus
@@ -205,3 +207,108 @@ def test_a_change_of_target_is_news_but_the_same_target_is_not():
     changed = verdict(store, T0 + 5 * MS)
     assert changed.proceed and changed.result.key == (1, 5, 11)
     assert not changed.same_as(first)
+
+
+class CountingStore(ResultStore):
+    """A real store that counts how many stored results a verdict looks at."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.looked_at = 0
+
+    def is_current(self, received, now_ns):
+        self.looked_at += 1
+        return super().is_current(received, now_ns)
+
+
+def test_a_verdict_costs_o1_in_the_number_of_stored_keys():
+    """Issue 10 item 5: 1,024 QR keys, every fourth frame "not detected", a verdict after every
+    frame. The watched selector's verdict looks at a bounded number of results per frame."""
+    store = CountingStore(ttl_ms=200, max_entries=1024)
+    selector = TargetSelector()
+    store.watch(selector)
+    frames = 4096
+    for k in range(frames):
+        flags = NOT_FOUND if k % 4 == 3 else FOUND
+        store.update(
+            received(rx_ns=T0 + k * MS, flags=flags, result_type=ResultType.QR_CODE, id_=k % 1024)
+        )
+        verdict(store, T0 + k * MS, selector)
+    assert len(store.latest()) == 1024
+    assert store.looked_at <= 3 * frames  # the unindexed walk looks at ~1,000 per frame
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(
+                st.just("update"),
+                st.integers(0, 2),  # source
+                st.sampled_from([ResultType.DETECTOR, ResultType.QR_CODE, ResultType.NONE]),
+                st.integers(0, 5),  # id
+                st.sampled_from([FOUND, NOT_FOUND, 0x00, 0x01, 0x03]),
+                st.integers(-300, 50),  # capture relative to receive, ms
+            ),
+            st.tuples(st.just("reset"), st.integers(0, 2)),
+            st.tuples(st.just("break")),
+            st.tuples(st.just("wait"), st.integers(0, 400)),
+        ),
+        max_size=60,
+    ),
+    st.sampled_from(
+        [TargetSelector(), TargetSelector(source_id=1), TargetSelector(1, ResultType.QR_CODE, 3)]
+    ),
+)
+def test_the_indexed_verdict_equals_the_walk_over_every_key(ops, selector):
+    """The index is an optimisation only: a watched store and an unwatched twin (which walks
+    every key) give the same decision, reasons and target after any sequence of updates,
+    resets, link breaks, evictions and waits."""
+    watched = ResultStore(ttl_ms=200, ttl_ms_by_type={ResultType.QR_CODE: 90}, max_entries=6)
+    walked = ResultStore(ttl_ms=200, ttl_ms_by_type={ResultType.QR_CODE: 90}, max_entries=6)
+    watched.watch(selector)
+    now = T0
+    for op in ops:
+        if op[0] == "update":
+            _, source, result_type, id_, flags, capture_ms = op
+            now += MS
+            rr = received(
+                rx_ns=now,
+                flags=flags,
+                result_type=result_type,
+                id_=id_,
+                source_id=source,
+                capture_ns=now + capture_ms * MS,
+            )
+            watched.update(rr)
+            walked.update(rr)
+        elif op[0] == "reset":
+            watched.device_reset(op[1], now)
+            walked.device_reset(op[1], now)
+        elif op[0] == "break":
+            watched.link_break()
+            walked.link_break()
+        else:
+            now += op[1] * MS
+        a, b = verdict(watched, now, selector), verdict(walked, now, selector)
+        assert (a.decision, a.reasons) == (b.decision, b.reasons)
+        assert (a.result and a.result.key) == (b.result and b.result.key)
+
+
+def test_nothing_received_before_a_link_break_is_current_again():
+    store = ResultStore(ttl_ms=3000)
+    store.watch(TargetSelector())
+    store.update(received(rx_ns=T0))
+    assert verdict(store, T0 + 10 * MS).decision is Decision.PROCEED
+    store.link_break()
+    v = verdict(store, T0 + 20 * MS)
+    assert v.decision is Decision.HOLD and v.reasons == (HoldReason.STALE,)
+    store.update(received(rx_ns=T0 + 30 * MS, sequence=2))
+    assert verdict(store, T0 + 40 * MS).decision is Decision.PROCEED
+
+
+def test_a_jumped_clock_holds_with_its_own_reason():
+    store = ResultStore(ttl_ms=200)
+    store.update(received())
+    v = verdict(store, T0 + MS, clock=ClockStatus.JUMPED)
+    assert v.decision is Decision.HOLD and v.reasons == (HoldReason.CLOCK_JUMP,)

@@ -1,0 +1,301 @@
+"""The attacks of issue 10, items 1-4, end to end: a real pty -> ``gizmo-host run`` -> JSON Lines.
+
+The board here runs on the host's own monotonic clock (``BoardModel(live_clock=True)``), so the
+test knows every frame's true capture time and can judge each PROCEED the process publishes
+against the truth, not against the host's own estimate:
+
+- its target is no older than the TTL (within the clock's accuracy);
+- no frame of the target's source that reported it lost (or nothing tracked) was read between
+  the target and the verdict;
+- no link DOWN came between the target and the verdict;
+
+and every result line's ``age_ms`` against the truth: an age may be overstated, never understated
+(old data never presented as current).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+
+from gizmo_host.emulator import LOST_RELATIVE, BoardModel, PtyBoard
+from gizmo_host.results import ResultType
+
+TIMEOUT_S = 10.0
+TTL_MS = 200.0
+ACCURACY_MS = 5.0  # the capture-time mapping's error plus the stale timer's margin
+PERIOD_S = 1 / 30
+
+
+@dataclass
+class Truth:
+    """What the test sent, on the host clock."""
+
+    capture_ns: dict[tuple[int, int], int] = field(default_factory=dict)  # (source, sequence)
+
+
+@dataclass
+class Run:
+    proc: asyncio.subprocess.Process
+    messages: list[dict] = field(default_factory=list)
+    reader: asyncio.Task[None] | None = None
+
+    async def wait_for(self, predicate, timeout: float = TIMEOUT_S) -> dict:
+        """The first message (already read or still to come) that matches."""
+        deadline = time.monotonic() + timeout
+        seen = 0
+        while True:
+            for message in self.messages[seen:]:
+                if predicate(message):
+                    return message
+            seen = len(self.messages)
+            if time.monotonic() > deadline:
+                raise AssertionError("no such message in time")
+            await asyncio.sleep(0.01)  # poll the reader task's list with a deadline
+
+
+async def start(link_path: str, tmp_path, *extra: str, ttl_ms: float = TTL_MS) -> Run:
+    config = tmp_path / "gizmo.toml"
+    config.write_text(
+        f'[verdict]\nselect = "type=DETECTOR,id=11"\ninterval_s = 0.2\n[store]\nttl_ms = {ttl_ms}\n'
+    )
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "gizmo_host.cli", "run", "--serial", link_path),
+        *("--config", str(config), "--transport-delay-ms", "0", "--stats-interval-s", "0"),
+        *extra,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        limit=1 << 20,
+    )
+    run = Run(proc)
+
+    async def read() -> None:
+        assert proc.stdout is not None
+        while line := await proc.stdout.readline():
+            run.messages.append(json.loads(line))
+
+    run.reader = asyncio.create_task(read())
+    await run.wait_for(lambda m: m["type"] == "link" and m["state"] == "SYNCING")
+    return run
+
+
+async def stop(run: Run) -> list[dict]:
+    run.proc.send_signal(signal.SIGTERM)
+    assert await asyncio.wait_for(run.proc.wait(), TIMEOUT_S) == 0
+    assert run.reader is not None
+    await asyncio.wait_for(run.reader, TIMEOUT_S)
+    return run.messages
+
+
+def frame(model: BoardModel, truth: Truth, **fields: int) -> bytes:
+    """The board's next frame, captured ``model.latency_ms`` ago on the host clock."""
+    truth.capture_ns[model.source_id, model.sequence] = (
+        time.monotonic_ns() - model.latency_ms * 1_000_000
+    )
+    return model.next_frame(**fields)
+
+
+def send(board: PtyBoard, model: BoardModel, truth: Truth, **fields: int) -> None:
+    board.write(frame(model, truth, **fields))
+
+
+async def stream(board: PtyBoard, model: BoardModel, truth: Truth, seconds: float, **fields):
+    """Frames at the board's pace (this simulates the board: it is not a wait for an event)."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    for i in range(round(seconds / PERIOD_S)):
+        send(board, model, truth, **fields)
+        await asyncio.sleep(max(0.0, start + (i + 1) * PERIOD_S - loop.time()))
+
+
+def violations(messages: list[dict], truth: Truth, ttl_ms: float = TTL_MS) -> list[str]:
+    """Every PROCEED that broke the safety promise, explained."""
+    found = []
+    target_rx: dict[tuple[int, int], int] = {}  # (source, sequence) -> its result's host_rx_ns
+    negatives: list[tuple[int, int]] = []  # (source, host_rx_ns): frames with nothing tracked
+    downs: list[int] = []
+    for m in messages:
+        if m["type"] == "result":
+            r = m["result"]
+            key = (r["source_id"], r["sequence"])
+            target_rx[key] = m["host_rx_ns"]
+            true_age_ms = (m["host_published_ns"] - truth.capture_ns[key]) / 1e6
+            if m["age_ms"] < true_age_ms - ACCURACY_MS:
+                found.append(
+                    f"result {key}: reported {m['age_ms']} ms old, truly {true_age_ms:.1f} ms"
+                )
+            if not r["tracked"] or r["lost"]:
+                negatives.append((r["source_id"], m["host_rx_ns"]))
+        elif m["type"] == "link" and m["state"] == "DOWN":
+            downs.append(m["host_ns"])
+        elif m["type"] == "verdict" and m["decision"] == "PROCEED":
+            seq, at_ns = m["target"]["sequence"], m["host_ns"]
+            key = (m["target"]["source_id"], seq)
+            true_age_ms = (at_ns - truth.capture_ns[key]) / 1e6
+            if true_age_ms > ttl_ms + ACCURACY_MS:
+                found.append(
+                    f"PROCEED on seq {seq}: truly {true_age_ms:.1f} ms old, "
+                    f"reported {m['target']['age_ms']} ms"
+                )
+            rx = target_rx.get(key)
+            if rx is None:
+                found.append(f"PROCEED on seq {seq} before its result line")
+                continue
+            if any(source == key[0] and rx < n <= at_ns for source, n in negatives):
+                found.append(f"PROCEED on seq {seq} after a lost frame was read")
+            if any(rx < d <= at_ns for d in downs):
+                found.append(f"PROCEED on seq {seq} from before a link DOWN")
+    return found
+
+
+def proceeds(messages: list[dict]) -> list[dict]:
+    return [m for m in messages if m["type"] == "verdict" and m["decision"] == "PROCEED"]
+
+
+def test_a_lost_frame_read_with_the_link_coming_up_is_applied_before_any_verdict(
+    link_path, tmp_path
+):
+    """Item 1: PROCEED, unplug, replug, and the first frame after the replug is flagged lost.
+    The verdict for the switch to UP must see that frame: no PROCEED on the old target."""
+    truth = Truth()
+
+    async def main() -> list[dict]:
+        with PtyBoard(link_path) as board:
+            run = await start(link_path, tmp_path, ttl_ms=1000.0)
+            model = BoardModel(live_clock=True)
+            await stream(board, model, truth, 1.6)
+            await run.wait_for(lambda m: m["type"] == "verdict" and m["decision"] == "PROCEED")
+            board.unplug()
+            await run.wait_for(lambda m: m["type"] == "link" and m["state"] == "DOWN")
+            board.plug()
+            await run.wait_for(lambda m: m["type"] == "link" and m["state"] == "SYNCING")
+            send(board, model, truth, flags=LOST_RELATIVE)
+            await stream(board, model, truth, 1.6, flags=LOST_RELATIVE)
+            return await stop(run)
+
+    messages = asyncio.run(main())
+    assert violations(messages, truth) == []
+    assert proceeds(messages), "the scenario never reached PROCEED before the unplug"
+    up = [m for m in messages if m["type"] == "link" and m["state"] == "UP"]
+    assert len(up) == 2
+    after = [m for m in messages if m["type"] == "verdict" and m["host_ns"] >= up[1]["host_ns"]]
+    assert after and all(m["decision"] == "HOLD" for m in after)
+
+
+def test_nothing_from_before_a_link_down_justifies_a_proceed_after_the_replug(link_path, tmp_path):
+    """Item 2: after the replug only other keys arrive; the target seen before the unplug is
+    within its (long) TTL, but it belongs to the previous connection."""
+    truth = Truth()
+
+    async def main() -> list[dict]:
+        with PtyBoard(link_path) as board:
+            run = await start(link_path, tmp_path, ttl_ms=3000.0)
+            model = BoardModel(live_clock=True)
+            await stream(board, model, truth, 1.6)
+            await run.wait_for(lambda m: m["type"] == "verdict" and m["decision"] == "PROCEED")
+            board.unplug()
+            await run.wait_for(lambda m: m["type"] == "link" and m["state"] == "DOWN")
+            board.plug()
+            await run.wait_for(lambda m: m["type"] == "link" and m["state"] == "SYNCING")
+            # Tracked, but not the watched key: it cannot be the target.
+            await stream(board, model, truth, 1.6, result_type=int(ResultType.COLOR_BLOB), id=1)
+            return await stop(run)
+
+    messages = asyncio.run(main())
+    assert violations(messages, truth, ttl_ms=3000.0) == []
+    up = [m for m in messages if m["type"] == "link" and m["state"] == "UP"]
+    after = [m for m in messages if m["type"] == "verdict" and m["host_ns"] >= up[-1]["host_ns"]]
+    assert after and all(m["decision"] == "HOLD" for m in after)
+
+
+def test_a_latency_rise_mid_run_never_gives_proceed_on_old_data(link_path, tmp_path):
+    """Item 3: from 2 s on every frame arrives 400 ms late with its true device timestamp. The
+    clock must not re-fit to the delay: HOLD (stale, then clock_jump), never PROCEED."""
+    truth = Truth()
+    delay_s = 0.4
+
+    async def main() -> list[dict]:
+        loop = asyncio.get_running_loop()
+        with PtyBoard(link_path) as board:
+            run = await start(link_path, tmp_path)
+            model = BoardModel(live_clock=True)
+            await stream(board, model, truth, 2.0)
+            await run.wait_for(lambda m: m["type"] == "verdict" and m["decision"] == "PROCEED")
+            pending: list[asyncio.TimerHandle] = []
+            start_t = loop.time()
+            for i in range(round(3.5 / PERIOD_S)):
+                late = frame(model, truth)
+                pending.append(loop.call_later(delay_s, board.write, late))
+                await asyncio.sleep(max(0.0, start_t + (i + 1) * PERIOD_S - loop.time()))
+            await run.wait_for(lambda m: m["type"] == "verdict" and "clock_jump" in m["reasons"])
+            for handle in pending:
+                handle.cancel()
+            return await stop(run)
+
+    messages = asyncio.run(main())
+    assert violations(messages, truth) == []
+    jumped = next(m for m in messages if m["type"] == "verdict" and "clock_jump" in m["reasons"])
+    later = [m for m in messages if m["type"] == "verdict" and m["host_ns"] >= jumped["host_ns"]]
+    assert all(m["decision"] == "HOLD" for m in later)
+
+
+def test_a_host_backlog_from_a_flooding_source_never_gives_proceed_on_old_data(link_path, tmp_path):
+    """Item 4: a second source floods ~1,100 QR keys at ~2,800 frames/s (every fourth one
+    "not detected", so verdicts keep changing), stamped when they are made; a writer thread
+    delivers them as fast as the host reads. The host is also stopped for 2 s mid-flood (a
+    stall: swapping, a starved CPU), so whole segments of frames arrive late and the host
+    then drains a backlog. Selector ``any``: the QR codes are targets."""
+    truth = Truth()
+    rate_hz, tick_s, flood_s = 2800, 0.01, 4.0
+    stall_ticks = range(100, 300)
+
+    async def main() -> list[dict]:
+        loop = asyncio.get_running_loop()
+        with PtyBoard(link_path) as board:
+            run = await start(link_path, tmp_path, "--select", "any")
+            model = BoardModel(live_clock=True)
+            await stream(board, model, truth, 1.6)
+            await run.wait_for(lambda m: m["type"] == "verdict" and m["decision"] == "PROCEED")
+            flood = model.another_source(2, result_type=int(ResultType.QR_CODE))
+            chunks: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+
+            def write_all() -> None:
+                while (chunk := chunks.get()) is not None:
+                    board.write(chunk)
+
+            writer = loop.run_in_executor(None, write_all)
+            start_t, made = loop.time(), 0
+            for i in range(round(flood_s / tick_s)):
+                due = round((i + 1) * tick_s * rate_hz)
+                burst = [
+                    frame(flood, truth, id=k % 1100, flags=LOST_RELATIVE if k % 4 == 3 else 5)
+                    for k in range(made, due)
+                ]
+                made = due
+                if i % 3 == 0:  # the watched board's own frames, ~30 Hz, in the same stream
+                    burst.append(frame(model, truth))
+                chunks.put(b"".join(burst))
+                if i == stall_ticks.start:
+                    run.proc.send_signal(signal.SIGSTOP)
+                elif i == stall_ticks.stop:
+                    run.proc.send_signal(signal.SIGCONT)
+                await asyncio.sleep(max(0.0, start_t + (i + 1) * tick_s - loop.time()))
+            chunks.put(None)
+            await writer
+            await run.wait_for(
+                lambda m: (
+                    m["type"] == "result"
+                    and m["result"]["source_id"] == 2
+                    and m["result"]["sequence"] == made - 1
+                ),
+                timeout=30.0,
+            )
+            return await stop(run)
+
+    messages = asyncio.run(main())
+    assert violations(messages, truth) == []
