@@ -2,8 +2,9 @@
 
 UDP sends on a non-blocking socket almost never block; when one would, or the network
 refuses it, the send is counted as failed and ``False`` is returned instead of raising into
-a control loop. Ports follow DECISIONS.md (CopterSim per CopterID, RflySim3D per window);
-each can be overridden, which is also how the loopback tests point them at fake peers.
+a control loop. Ports come from :mod:`rfly_link.ports` (CopterSim per CopterID, RflySim3D
+per window); each can be overridden, which is also how the loopback tests point them at fake
+peers.
 """
 
 from __future__ import annotations
@@ -13,17 +14,9 @@ import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from rfly_link import commands
+from rfly_link import commands, ports
 from rfly_link import messages as m
 from rfly_link.config import LoadedConfig
-from rfly_link.endpoints import (
-    RFLYSIM3D_GROUP,
-    coptersim_control_port,
-    coptersim_reply_port,
-)
-
-RFLYSIM3D_WINDOW_BASE = 20010
-RFLYSIM3D_LAN_PORT = 20009
 
 
 @dataclass(slots=True)
@@ -74,12 +67,22 @@ class CopterSimClient:
         *,
         sim_host: str = "127.0.0.1",
         control_port: int | None = None,
+        px4_port: int | None = None,
     ) -> None:
         if copter_id < 1:
             raise ValueError(f"copter_id: expected >= 1, got {copter_id}")
         self.copter_id = copter_id
         self.sender = sender
-        self.address = (sim_host, control_port or coptersim_control_port(copter_id))
+        self.address = (sim_host, control_port or ports.coptersim_control_port(copter_id))
+        self.px4_address = (sim_host, px4_port or ports.px4_control_port(copter_id))
+
+    def send(self, message: m.WireMessage) -> bool:
+        """Any control-port structure: SIL, DLL model inputs, uORB control, set-up requests."""
+        return self.sender.send(message, self.address)
+
+    def send_px4(self, message: m.WireMessage) -> bool:
+        """A UDP-mode set point or reboot for CopterSim's PX4 (``20100 + 2(N - 1)``)."""
+        return self.sender.send(message, self.px4_address)
 
     def request_sensor(
         self,
@@ -89,7 +92,7 @@ class CopterSimClient:
         reply_port: int | None = None,
     ) -> bool:
         """Ask CopterSim to stream ``sensor`` at ``rate_hz`` (1-1000) to ``reply_ip:port``."""
-        port = reply_port or coptersim_reply_port(self.copter_id)
+        port = reply_port or ports.coptersim_reply_port(self.copter_id)
         request = m.SensorReqCopterSim.build(sensor, rate_hz, reply_ip, port)
         return self.sender.send(request, self.address)
 
@@ -115,7 +118,7 @@ class CopterSimClient:
             await sleep(every_s)
 
     def send_sil(self, message: m.SILIntFloat) -> bool:
-        return self.sender.send(message, self.address)
+        return self.send(message)
 
     def position_ned(
         self, north_m: float, east_m: float, down_m: float, yaw_rad: float = 0.0
@@ -146,7 +149,11 @@ class RflySim3DClient:
     """Requests and commands for RflySim3D windows (``20010 + window``)."""
 
     def __init__(
-        self, sender: UdpSender, *, sim_host: str = "127.0.0.1", window_base_port: int = 20010
+        self,
+        sender: UdpSender,
+        *,
+        sim_host: str = "127.0.0.1",
+        window_base_port: int = ports.RFLYSIM3D_WINDOW_BASE,
     ) -> None:
         self.sender = sender
         self.sim_host = sim_host
@@ -171,9 +178,9 @@ class RflySim3DClient:
         """A console command (see :mod:`rfly_link.commands` for builders)."""
         return self.send(m.console_command(command), window_id)
 
-    def send_lan_command(self, command: str, group: str = RFLYSIM3D_GROUP) -> bool:
+    def send_lan_command(self, command: str, group: str = ports.MULTICAST_GROUP) -> bool:
         """A console command to every RflySim3D on the LAN (multicast ``group:20009``)."""
-        return self.sender.send(m.lan_command(command), (group, RFLYSIM3D_LAN_PORT))
+        return self.sender.send(m.lan_command(command), (group, ports.RFLYSIM3D_LAN_PORT))
 
     def request_object_data(
         self, kind: commands.ObjectKind, name: str | int, window_id: int = 0

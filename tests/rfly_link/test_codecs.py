@@ -11,18 +11,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rfly_link
-from rfly_link import dispatch, sensors, wire
 from rfly_link import messages as m
+from rfly_link import ports, sensors, wire
 from rfly_link.errors import DecodeError, DropCause
+from rfly_link.ports import PortRole
 
-_INT_RANGES = {
-    "b": (-(2**7), 2**7 - 1),
-    "B": (0, 2**8 - 1),
-    "h": (-(2**15), 2**15 - 1),
-    "H": (0, 2**16 - 1),
-    "i": (-(2**31), 2**31 - 1),
-    "I": (0, 2**32 - 1),
-    "Q": (0, 2**64 - 1),
+# One port of each role (CopterID 1, window 0).
+ROLE_PORT = {
+    PortRole.COPTERSIM_REQUEST: 20002,
+    PortRole.TIME_STAMP: 20005,
+    PortRole.RFLYSIM3D_OUT: 20006,
+    PortRole.START_SIGNAL: 20007,
+    PortRole.RFLYSIM3D_IN: 20010,
+    PortRole.PX4_CONTROL: 20100,
+    PortRole.PX4_STATE: 20101,
+    PortRole.COPTERSIM_CONTROL: 30100,
+    PortRole.COPTERSIM_STATE: 30101,
+    PortRole.COPTERSIM_REPLY: 31000,
+    PortRole.PX4_EXT: 40101,
+    PortRole.CUSTOM_DATA: 50000,
 }
 
 
@@ -34,8 +41,9 @@ def field_strategy(f: wire.Field) -> st.SearchStrategy[object]:
     elif f.code == "d":
         one = st.floats(allow_nan=False)
     else:
-        lo, hi = _INT_RANGES[f.code]
-        one = st.integers(lo, hi)
+        bounds = f.bounds
+        assert bounds is not None
+        one = st.integers(*bounds)
     if not f.is_array:
         return one
     if f.count <= 32:
@@ -54,15 +62,17 @@ def field_strategy(f: wire.Field) -> st.SearchStrategy[object]:
 
 def message_strategy(cls: type[m.WireMessage]) -> st.SearchStrategy[m.WireMessage]:
     parts = []
-    for f in cls.LAYOUT.fields:
-        if f.name == "checksum" and cls.CHECKSUMS:
+    for i, f in enumerate(cls.LAYOUT.fields):
+        if i == 0 and cls.CHECKSUMS and not cls.ANY_CHECKSUM:
             parts.append(st.sampled_from(cls.CHECKSUMS))
+        elif f.name in cls.FIXED:
+            parts.append(st.just(cls.FIXED[f.name]))
         else:
             parts.append(field_strategy(f))
     return st.tuples(*parts).map(lambda values: cls(*values))
 
 
-ALL_MESSAGES = [*dispatch.MESSAGE_ROLES, m.DistanceSensor, m.OpticalFlow, m.BoxTarget]
+ALL_MESSAGES = [*ports.MESSAGE_ROLES, m.DistanceSensor, m.OpticalFlow, m.BoxTarget]
 ALL_MESSAGES.append(m.RadarTarget)
 
 
@@ -80,22 +90,40 @@ def test_every_message_round_trips(cls: type[m.WireMessage], data: st.DataObject
     json.dumps(d)  # JSON-ready
 
 
-@pytest.mark.parametrize("cls", list(dispatch.MESSAGE_ROLES), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", list(ports.MESSAGE_ROLES), ids=lambda c: c.__name__)
 @settings(max_examples=20, deadline=None)
 @given(data=st.data())
-def test_dispatch_finds_every_message_given_its_port(
+def test_dispatch_finds_every_message_on_each_of_its_ports(
     cls: type[m.WireMessage], data: st.DataObject
 ) -> None:
     msg = data.draw(message_strategy(cls))
-    role = next(iter(dispatch.MESSAGE_ROLES[cls]))
-    port = {
-        dispatch.PortRole.RFLYSIM3D_OUT: 20006,
-        dispatch.PortRole.RFLYSIM3D_IN: 20010,
-        dispatch.PortRole.COPTERSIM_STATE: 30101,
-        dispatch.PortRole.COPTERSIM_CONTROL: 30100,
-        dispatch.PortRole.COPTERSIM_REPLY: 31000,
-    }[role]
-    assert rfly_link.decode(msg.encode(), port=port) == msg
+    for role in ports.MESSAGE_ROLES[cls]:
+        assert rfly_link.decode(msg.encode(), port=ROLE_PORT[role]) == msg
+
+
+@pytest.mark.parametrize("cls", list(ports.MESSAGE_ROLES), ids=lambda c: c.__name__)
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_no_datagram_is_decoded_as_a_type_its_port_does_not_carry(
+    cls: type[m.WireMessage], data: st.DataObject
+) -> None:
+    raw = data.draw(message_strategy(cls)).encode()
+    for role, port in ROLE_PORT.items():
+        try:
+            value = rfly_link.decode(raw, port=port)
+        except DecodeError:
+            assert role not in ports.MESSAGE_ROLES[cls]
+        else:
+            assert role in ports.MESSAGE_ROLES[type(value)]
+    # Without a port (or on one outside the map) a shared length and marker is never a guess.
+    for port in (None, 5000):
+        try:
+            value = rfly_link.decode(raw, port=port)
+        except rfly_link.AmbiguousDatagram as exc:
+            assert cls.__name__ in exc.candidates or ports.identified_by_port(cls)
+        else:
+            assert not ports.identified_by_port(type(value))
+            assert type(value) is cls or ports.identified_by_port(cls)
 
 
 def test_shared_layouts_are_ambiguous_without_port() -> None:
@@ -125,23 +153,29 @@ def test_shared_layouts_are_ambiguous_without_port() -> None:
         (m.OdomReply(), 20006),
         (m.CopterSimCrash(), 31001),
         (m.SOut2SimulatorSimpleTime(copter_id=1), 31000),  # 112 B shared by three, none here
+        (m.PX4ExtMsg(), 31000),  # 48 B with the IMU's marker, on 40100 + 2N - 1 only
+        (m.RflyTimeStmp(), 30101),  # 32 B like UE4CmdGPS, but another marker
+        (m.OutCopterData(), 30100),  # the model's output, not an input
     ],
 )
 def test_structure_on_a_port_of_another_role_is_rejected(msg: m.WireMessage, port: int) -> None:
     with pytest.raises(rfly_link.WrongPort, match=f"port {port}") as info:
         rfly_link.decode(msg.encode(), port=port)
     assert info.value.cause is DropCause.WRONG_PORT
-    # Without a port, or on a port outside RflySim's map, the length and checksum decide.
-    if type(msg) is not m.SOut2SimulatorSimpleTime:
+    # Without a port, or on a port outside RflySim's map, a unique length and checksum decide.
+    if type(msg) not in (m.SOut2SimulatorSimpleTime, m.CopterSimCrash):
         assert type(rfly_link.decode(msg.encode())) is type(msg)
         assert type(rfly_link.decode(msg.encode(), port=5000)) is type(msg)
 
 
 def test_same_checksum_other_length_is_not_the_imu() -> None:
-    # DECISIONS.md: 1234567898 also appears in a 48-byte message on another port.
+    # DECISIONS.md: 1234567898 also appears in a 48-byte message on another port (PX4ExtMsg).
     data = struct.pack("<i", 1234567898) + bytes(44)
+    with pytest.raises(rfly_link.WrongPort, match="PX4ExtMsg"):
+        rfly_link.decode(data, port=31000)
+    assert isinstance(rfly_link.decode(data, port=40101), m.PX4ExtMsg)
     with pytest.raises(rfly_link.WrongLength):
-        rfly_link.decode(data)
+        rfly_link.decode(struct.pack("<i", 1234567898) + bytes(40), port=40101)
 
 
 def test_unknown_checksum_names_the_expected_values() -> None:
@@ -152,7 +186,7 @@ def test_unknown_checksum_names_the_expected_values() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.binary(max_size=400), st.sampled_from([None, 20006, 30101, 31000, 20010, 9]))
+@given(st.binary(max_size=600), st.sampled_from([None, 9, 5000, *ROLE_PORT.values()]))
 def test_decode_of_random_bytes_only_raises_decode_error(data: bytes, port: int | None) -> None:
     try:
         value = rfly_link.decode(data, port=port)

@@ -376,8 +376,22 @@ def test_rflysim3d_send_structures() -> None:
     assert simple.encode() == struct.pack(
         "<3i17f1d", 1234567890, 1, 3, *([1] * 8), 1, 2, 3, 0, 0, 0, 0, 0, 0, 2.0
     )
-    ext = m.UE4ExtAct(copter_id=4, runned_time_s=1.0, action_ext=(1.0,) * 16)
-    assert ext.encode() == struct.pack("<2i1d16f", 1234567894, 4, 1.0, *([1.0] * 16))
+
+
+def test_ue4_ext_act_is_the_144_byte_doubles_the_sdk_sends() -> None:
+    # Issue 13: UE4CtrlAPI.sendUE4ExtAct packs "2i1d16d" (struct Ue4ExtMsg: double ExtToUE4[16]);
+    # its "struct.pack 2i1d16f" note (80 B) is not what RflySim3D receives.
+    buf = bytearray(144)
+    put(buf, 0, "2i", 1234567894, 4)  # checksum, CopterID
+    put(buf, 8, "d", 1.5)  # runnedTime
+    put(buf, 16, "16d", *(0.1 * i for i in range(16)))  # ExtToUE4[16]
+    ext = m.UE4ExtAct(copter_id=4, runned_time_s=1.5, action_ext=tuple(0.1 * i for i in range(16)))
+    assert ext.encode() == bytes(buf)
+    assert rfly_link.decode(bytes(buf), port=20010) == ext
+    assert ext.action_ext[3] == 0.1 * 3  # doubles: no float32 rounding
+    old_80 = struct.pack("<2i1d16f", 1234567894, 4, 1.5, *([0.0] * 16))
+    with pytest.raises(rfly_link.WrongLength):
+        rfly_link.decode(old_80, port=20010)
 
 
 @pytest.mark.parametrize("checksum", [1234567890, 1234567891])

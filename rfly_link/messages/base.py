@@ -1,0 +1,181 @@
+"""The behaviour every fixed-size message shares, and the check that a class matches its table.
+
+A message is a frozen, slotted dataclass whose fields are declared in its class body, in wire
+order. :func:`wire_message` binds it to its :class:`~rfly_link.wire.Layout` and refuses, when
+the class is created, any difference between the two (names, order, kinds, array lengths,
+defaults), so the table that drives the struct, the dtype and the range checks cannot drift
+from the typed fields. Encoder, decoder and ``to_dict`` come from the table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from rfly_link.errors import InconsistentPayload, UnknownChecksum, WrongLength
+from rfly_link.wire.layout import Field, Layout
+
+T = TypeVar("T", bound="WireMessage")
+
+
+def zeros(count: int) -> tuple[float, ...]:
+    """Default for a float array field."""
+    return (0.0,) * count
+
+
+def izeros(count: int) -> tuple[int, ...]:
+    """Default for an integer array field."""
+    return (0,) * count
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, bytes):
+        return value.split(b"\0", 1)[0].decode("utf-8", "replace")
+    return value
+
+
+class WireMessage:
+    """Behaviour shared by every message class (bound to its table by :func:`wire_message`).
+
+    ``CHECKSUMS`` lists the markers the first field may hold; empty means the structure has no
+    marker and only its port identifies it (see :mod:`rfly_link.ports`). ``ANY_CHECKSUM``
+    marks a structure whose sender picks the marker (``CustomData``). ``FIXED`` names fields
+    with the one value they may hold (a ``payload_len``): another value is rejected, and a
+    decoded one raises :class:`InconsistentPayload`.
+    """
+
+    __slots__ = ()
+    LAYOUT: ClassVar[Layout]
+    CHECKSUMS: ClassVar[tuple[int, ...]]
+    ANY_CHECKSUM: ClassVar[bool] = False
+    FIXED: ClassVar[Mapping[str, int]] = MappingProxyType({})
+
+    if TYPE_CHECKING:  # the generated dataclass __init__ of each subclass takes the fields
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+
+    def __post_init__(self) -> None:
+        for f in self.LAYOUT.fields:
+            value = getattr(self, f.name)
+            if f.is_array:
+                if not isinstance(value, tuple):
+                    value = tuple(value)
+                    object.__setattr__(self, f.name, value)
+                if len(value) != f.count:
+                    raise ValueError(
+                        f"{type(self).__name__}.{f.name}: expected {f.count} values, "
+                        f"got {len(value)}"
+                    )
+            elif f.is_text:
+                if isinstance(value, str):
+                    value = value.encode("utf-8")
+                    object.__setattr__(self, f.name, value)
+                if len(value) > f.count:
+                    raise ValueError(
+                        f"{type(self).__name__}.{f.name}: at most {f.count} bytes, got {len(value)}"
+                    )
+        for name, expected in self.FIXED.items():
+            if getattr(self, name) != expected:
+                raise ValueError(
+                    f"{type(self).__name__}.{name}: expected {expected}, got {getattr(self, name)}"
+                )
+        if self.CHECKSUMS and not self.ANY_CHECKSUM:
+            checksum = getattr(self, self.LAYOUT.names[0])
+            if checksum not in self.CHECKSUMS:
+                raise ValueError(
+                    f"{type(self).__name__}.checksum: expected one of {self.CHECKSUMS}, "
+                    f"got {checksum}"
+                )
+
+    @classmethod
+    def decode(cls: type[T], data: bytes | bytearray | memoryview) -> T:
+        """Decode exactly ``LAYOUT.size`` bytes; raise a :class:`DecodeError` subclass otherwise."""
+        layout = cls.LAYOUT
+        if len(data) != layout.size:
+            raise WrongLength(f"{cls.__name__}: expected {layout.size} bytes, got {len(data)}")
+        values = layout.unpack(data)
+        if cls.CHECKSUMS and not cls.ANY_CHECKSUM and values[0] not in cls.CHECKSUMS:
+            raise UnknownChecksum(
+                f"{cls.__name__}.checksum: expected one of {cls.CHECKSUMS}, got {values[0]}"
+            )
+        for name, expected in cls.FIXED.items():
+            value = values[layout.names.index(name)]
+            if value != expected:
+                raise InconsistentPayload(
+                    f"{cls.__name__}.{name}: expected {expected}, got {value}"
+                )
+        return cls(*values)
+
+    def encode(self) -> bytes:
+        return self.LAYOUT.pack([getattr(self, name) for name in self.LAYOUT.names])
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: class name, every wire field, then any derived values."""
+        out: dict[str, Any] = {"type": type(self).__name__}
+        for name in self.LAYOUT.names:
+            out[name] = _plain(getattr(self, name))
+        out.update(self._derived())
+        return out
+
+    def _derived(self) -> dict[str, Any]:
+        return {}
+
+
+_KIND = {"int": int, "float": float, "bytes": bytes}
+
+
+def _kind_of(f: Field) -> str:
+    if f.is_text:
+        return "bytes"
+    return "float" if f.is_float else "int"
+
+
+def layout_mismatches(cls: type[Any], layout: Layout, checksums: tuple[int, ...]) -> list[str]:
+    """How a dataclass's declared fields differ from ``layout`` (empty when they match)."""
+    fields = dataclasses.fields(cls)
+    names = tuple(f.name for f in fields)
+    if names != layout.names:
+        return [f"fields {names} differ from the table's {layout.names}"]
+    hints = typing.get_type_hints(cls)
+    problems = []
+    for declared, f in zip(fields, layout.fields, strict=True):
+        hint = hints[f.name]
+        kind = _kind_of(f)
+        if f.is_array:
+            args = typing.get_args(hint)
+            if typing.get_origin(hint) is not tuple or args != (_KIND[kind], Ellipsis):
+                problems.append(f"{f.name}: declared {hint}, table needs tuple[{kind}, ...]")
+        elif hint is not _KIND[kind]:
+            problems.append(f"{f.name}: declared {hint}, table needs {kind}")
+        default = declared.default
+        if f is layout.fields[0] and checksums:
+            if default != checksums[0]:
+                problems.append(f"{f.name}: default {default!r}, expected {checksums[0]}")
+        elif f.is_array:
+            if not isinstance(default, tuple) or len(default) != f.count:
+                problems.append(f"{f.name}: default is not a tuple of {f.count} values")
+        elif type(default) is not _KIND[kind]:
+            problems.append(f"{f.name}: default {default!r} is not {kind}")
+    return problems
+
+
+def wire_message(layout: Layout, *checksums: int) -> Callable[[type[T]], type[T]]:
+    """Bind a dataclass to its table; the first checksum is the default marker.
+
+    Raises ``TypeError`` at class creation when the declared fields differ from the table.
+    """
+
+    def bind(cls: type[T]) -> type[T]:
+        problems = layout_mismatches(cls, layout, checksums)
+        if problems:
+            raise TypeError(f"{cls.__name__} does not match {layout!r}: " + "; ".join(problems))
+        cls.LAYOUT = layout
+        cls.CHECKSUMS = tuple(checksums)
+        return cls
+
+    return bind
