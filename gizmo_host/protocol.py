@@ -13,7 +13,6 @@ from __future__ import annotations
 import binascii
 import operator
 import struct
-from collections import namedtuple
 from enum import IntFlag
 from typing import Any, NamedTuple
 
@@ -87,12 +86,6 @@ CRC = struct.Struct("<H")
 assert FRAME_LEN == 35 and BODY.size == CRC_END - CRC_START, "VISION_RESULT v1 is 35 bytes"
 assert struct.calcsize("<" + "".join(f.fmt for f in FIELDS[6:-1])) == PAYLOAD_LEN
 
-_DEFAULTS = {
-    "version": VERSION,
-    "msg_type": MSG_TYPE_VISION_RESULT,
-    "payload_len": PAYLOAD_LEN,
-    "source_id": 1,
-}
 _RANGES = {"B": (0, 0xFF), "H": (0, 0xFFFF), "I": (0, 0xFFFF_FFFF), "h": (-0x8000, 0x7FFF)}
 
 
@@ -109,21 +102,32 @@ class ResultFlags(IntFlag):
     RELATIVE = 0x04
 
 
-_VisionResultFields = namedtuple(
-    "_VisionResultFields",
-    [f.name for f in VALUE_FIELDS],
-    defaults=[_DEFAULTS.get(f.name, 0) for f in VALUE_FIELDS],
-)
-
-
-class VisionResult(_VisionResultFields):
+class VisionResult(NamedTuple):
     """One decoded VISION_RESULT v1 frame: every header and payload field, raw, in wire order.
 
     A NamedTuple because the stream parser builds hundreds of thousands a second. Meanings of
     x/y/w/h/id depend on ``result_type``: read them through ``interpretation``, never directly.
+    The fields are declared here for type checkers; a test checks them against ``FIELDS``.
     """
 
-    __slots__ = ()
+    version: int = VERSION
+    msg_type: int = MSG_TYPE_VISION_RESULT
+    header_flags: int = 0
+    sequence: int = 0
+    payload_len: int = PAYLOAD_LEN
+    source_id: int = 1
+    result_type: int = 0
+    result_sequence: int = 0
+    timestamp_ms: int = 0
+    confidence: int = 0
+    flags: int = 0
+    age_ms: int = 0
+    x: int = 0
+    y: int = 0
+    w: int = 0
+    h: int = 0
+    id: int = 0
+    aux: int = 0
 
     @property
     def tracked(self) -> bool:

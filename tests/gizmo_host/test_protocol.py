@@ -168,3 +168,22 @@ def test_sampled_three_bit_errors_are_rejected():
     frames = [SPEC_EXAMPLE, VisionResult(sequence=65535, x=-32768, timestamp_ms=2**32 - 1).encode()]
     for _ in range(20000):
         _assert_rejected(_flip(rng.choice(frames), *rng.sample(range(BITS), 3)))
+
+
+def test_the_declared_fields_are_the_wire_table_in_order():
+    """``VisionResult`` declares its fields for type checkers; ``FIELDS`` drives the struct.
+    They must be the same names in the same order, every one an int."""
+    import typing
+
+    from gizmo_host.protocol import VALUE_FIELDS
+
+    assert VisionResult._fields == tuple(f.name for f in VALUE_FIELDS)
+    hints = typing.get_type_hints(VisionResult)
+    assert all(hints[f.name] is int for f in VALUE_FIELDS)
+    default = VisionResult()
+    assert (default.version, default.msg_type, default.payload_len, default.source_id) == (
+        1,
+        0x60,
+        24,
+        1,
+    )
