@@ -1,0 +1,156 @@
+"""Camera model: the board's box units to pixels (as the live link scales them), rays, mount."""
+
+import math
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from fusion import CameraConfig, CameraModel, ConfigError
+from fusion import geometry as g
+from gizmo_host.results import NormBox
+
+from .helpers import angle_deg
+
+VGA = CameraConfig(width_px=640, height_px=480, hfov_deg=90.0)
+
+
+@given(
+    st.integers(-1000, 1000),
+    st.integers(-1000, 1000),
+    st.integers(0, 2000),
+    st.integers(0, 2000),
+    st.integers(2, 4000),
+    st.integers(2, 4000),
+)
+def test_pixels_match_the_live_links_normbox_scaling(cx, cy, w, h, width, height):
+    """Same formula as gizmo_host.results.NormBox.to_pixels (the spec's scaling), not imported."""
+    camera = CameraModel(CameraConfig(width_px=width, height_px=height, hfov_deg=60.0))
+    expected = NormBox(cx, cy, w, h).to_pixels(width, height)
+    u, v = camera.pixel(cx, cy)
+    assert u == pytest.approx(expected.center_x_px) and v == pytest.approx(expected.center_y_px)
+    size = camera.angular_size_deg(w, h)
+    assert math.tan(math.radians(size[0]) / 2) * 2 * camera.fx_px == pytest.approx(
+        expected.width_px, abs=1e-6
+    )
+
+
+def test_centre_is_the_optical_axis_and_edges_are_half_the_fov():
+    camera = CameraModel(VGA)
+    assert camera.bearing_camera(0, 0) == pytest.approx((1.0, 0.0, 0.0))
+    right = camera.bearing_camera(1000, 0)
+    assert right[1] > 0 and right[2] == pytest.approx(0.0)
+    # The centre of the right-most pixel: half a pixel inside the 45° edge.
+    assert math.degrees(math.atan2(right[1], right[0])) == pytest.approx(
+        math.degrees(math.atan(319.5 / 320)), abs=1e-9
+    )
+    bottom = camera.bearing_camera(0, 1000)
+    assert bottom[2] > 0 and bottom[1] == pytest.approx(0.0)
+
+
+def test_square_pixels_without_vfov_and_vfov_or_fy_when_given():
+    assert CameraModel(VGA).fy_px == CameraModel(VGA).fx_px == pytest.approx(320.0)
+    tall = CameraModel(CameraConfig(width_px=640, height_px=480, hfov_deg=90.0, vfov_deg=60.0))
+    assert tall.fy_px == pytest.approx(240 / math.tan(math.radians(30)))
+    explicit = CameraModel(
+        CameraConfig(width_px=640, height_px=480, fx_px=500.0, fy_px=510.0, cx_px=300.0)
+    )
+    assert (explicit.fx_px, explicit.fy_px, explicit.cx_px, explicit.cy_px) == (
+        500.0,
+        510.0,
+        300.0,
+        239.5,
+    )
+
+
+@given(
+    st.floats(-0.95, 0.95),
+    st.floats(-0.7, 0.7),
+    st.floats(20.0, 150.0),
+)
+def test_a_point_projected_to_board_units_comes_back_within_quantisation(y, z, hfov):
+    camera = CameraModel(CameraConfig(width_px=640, height_px=480, hfov_deg=hfov))
+    ray = g.normalize((1.0, y * camera.cx_px / camera.fx_px, z * camera.cy_px / camera.fy_px))
+    u = camera.cx_px + camera.fx_px * ray[1] / ray[0]
+    v = camera.cy_px + camera.fy_px * ray[2] / ray[0]
+    cx, cy = round(u * 2000 / 639 - 1000), round(v * 2000 / 479 - 1000)
+    assume(-1000 <= cx <= 1000 and -1000 <= cy <= 1000)
+    # Half a board unit is 0.16 px horizontally and 0.12 px vertically.
+    bound = math.degrees(0.25 / min(camera.fx_px, camera.fy_px))
+    assert angle_deg(camera.bearing_camera(cx, cy), ray) <= bound
+
+
+def test_mount_pitch_down_sends_the_optical_axis_down_and_image_top_to_the_nose():
+    camera = CameraModel(
+        CameraConfig(width_px=640, height_px=480, hfov_deg=90.0, mount_rpy_deg=(0, -90, 0))
+    )
+    assert camera.to_body((1.0, 0.0, 0.0)) == pytest.approx((0.0, 0.0, 1.0))
+    top = camera.to_body(camera.bearing_camera(0, -1000))
+    assert top[0] > 0.5  # towards the nose
+    right = camera.to_body(camera.bearing_camera(1000, 0))
+    assert right[1] > 0.5  # image right is body right
+
+
+def test_gimbal_focal_lengths_override_the_configured_ones():
+    camera = CameraModel(VGA)
+    wide = camera.bearing_camera(1000, 0)
+    zoomed = camera.bearing_camera(1000, 0, fx_px=1000.0, fy_px=1000.0)
+    assert angle_deg(zoomed, (1.0, 0.0, 0.0)) < angle_deg(wide, (1.0, 0.0, 0.0)) / 2
+
+
+def test_from_mapping_reads_the_issues_example_and_defaults():
+    config = CameraConfig.from_mapping(
+        {
+            "width_px": 640,
+            "height_px": 480,
+            "hfov_deg": 90.0,
+            "mount_rpy_deg": [0.0, -90.0, 0.0],
+            "mount_position_frd_m": [0.0, 0.0, 0.1],
+            "rflysim_sensor": 1,
+        }
+    )
+    assert config.mount_rpy_deg == (0.0, -90.0, 0.0) and config.rflysim_sensor == 1
+    from_sensor = CameraConfig.from_mapping(
+        {"fx_px": 400.0}, defaults={"width_px": 320, "height_px": 240, "hfov_deg": 70.0}
+    )
+    assert (from_sensor.width_px, from_sensor.hfov_deg, from_sensor.fx_px) == (320, None, 400.0)
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"height_px": 480, "hfov_deg": 90}, "camera.width_px: expected an integer >= 2"),
+        ({"width_px": 640, "height_px": 480}, "camera: expected exactly one of hfov_deg or fx_px"),
+        (
+            {"width_px": 640, "height_px": 480, "hfov_deg": 90, "fx_px": 300},
+            "got both",
+        ),
+        ({"width_px": 640, "height_px": 480, "hfov_deg": 200}, "camera.hfov_deg: expected"),
+        ({"width_px": 1, "height_px": 480, "hfov_deg": 90}, "camera.width_px"),
+        ({"width_px": 640, "height_px": 480, "fx_px": -3}, "camera.fx_px"),
+        (
+            {"width_px": 640, "height_px": 480, "hfov_deg": 90, "fy_px": 300},
+            "camera.fy_px: expected only with fx_px",
+        ),
+        (
+            {"width_px": 640, "height_px": 480, "hfov_deg": 90, "mount_rpy_deg": [0, 1]},
+            "camera.mount_rpy_deg: expected a list of 3 numbers",
+        ),
+        (
+            {"width_px": 640, "height_px": 480, "hfov_deg": 90, "mount_rpy_deg": [0, "x", 0]},
+            r"camera.mount_rpy_deg\[1\]",
+        ),
+        ({"width_px": 640, "height_px": 480, "hfov_deg": 90, "zoom": 2}, "unknown key 'zoom'"),
+        (
+            {"width_px": 640, "height_px": 480, "hfov_deg": 90, "on_gimbal": "yes"},
+            "camera.on_gimbal: expected true or false",
+        ),
+        (
+            {"width_px": 640, "height_px": 480, "hfov_deg": 90, "rflysim_sensor": 0},
+            "camera.rflysim_sensor",
+        ),
+    ],
+)
+def test_config_errors_name_the_key(table, message):
+    with pytest.raises(ConfigError, match=message):
+        CameraConfig.from_mapping(table)

@@ -1,0 +1,113 @@
+"""Sim clock -> host clock: lower envelope, never fresher than the skew bound, epochs."""
+
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fusion import SimClockEstimator, SimClockStatus
+
+MS = 1_000_000
+OFFSET = 5_000 * MS  # host clock minus sim clock
+
+
+def feed(clock, delays_ms, *, period_ms=10, start_ms=0, skew_ppm=0.0, offset=OFFSET):
+    out = []
+    for k, delay in enumerate(delays_ms):
+        sim = (start_ms + k * period_ms) * MS
+        true_host = offset + sim * (1 + skew_ppm * 1e-6)
+        out.append((sim, true_host, clock.observe(sim, round(true_host + delay * MS))))
+    return out
+
+
+def test_the_mapping_follows_the_lowest_delay():
+    rng = random.Random(3)
+    clock = SimClockEstimator()
+    delays = [2.0 + rng.random() * 8.0 for _ in range(300)]
+    delays[50] = 2.0
+    samples = feed(clock, delays)
+    for i, (_, true_host, s) in enumerate(samples[60:], start=60):
+        # Never below the true time plus the minimum delay (2 ms), never above the lowest
+        # recent delay plus what the skew bound let it rise in that second.
+        recent = min(delays[max(0, i - 100) : i + 1])
+        assert 2.0 * MS <= s.host_ns - true_host <= (recent + 0.2) * MS
+        assert s.status is SimClockStatus.LOCKED and s.epoch == 0
+
+
+def test_a_late_packet_never_makes_later_data_look_fresher():
+    clock = SimClockEstimator(max_skew_ppm=200.0)
+    feed(clock, [1.0] * 10)
+    late = clock.observe(100 * MS, OFFSET + 100 * MS + 15 * MS)  # 15 ms late
+    assert late.host_ns - (OFFSET + 100 * MS) <= 1 * MS + 200e-6 * 10 * MS + 1
+    assert late.reason is None
+
+
+@given(
+    st.lists(st.floats(0.0, 50.0), min_size=2, max_size=200),
+    st.floats(-150.0, 150.0),
+)
+def test_offset_never_rises_faster_than_the_skew_bound_within_an_epoch(delays, skew_ppm):
+    clock = SimClockEstimator(max_skew_ppm=200.0, jump_threshold_ms=1e6)
+    previous = None
+    for sim, _, s in feed(clock, delays, skew_ppm=skew_ppm):
+        offset = s.host_ns - sim
+        if previous is not None and s.epoch == previous[2]:
+            assert offset - previous[1] <= 200e-6 * (sim - previous[0]) + 1
+        previous = (sim, offset, s.epoch)
+
+
+def test_skew_within_the_bound_is_tracked():
+    clock = SimClockEstimator(max_skew_ppm=200.0)
+    samples = feed(clock, [1.0] * 6000, skew_ppm=100.0)  # 60 s, +6 ms of drift
+    _, true_host, last = samples[-1]
+    assert last.epoch == 0 and abs(last.host_ns - true_host - 1 * MS) < 0.1 * MS
+
+
+def test_a_pause_is_a_jump_to_a_new_epoch_reported_until_the_hold_ends():
+    clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0, jump_hold_ms=500.0)
+    feed(clock, [1.0] * 100)  # sim 0..990 ms
+    # The simulation paused for 2 s of host time: every later offset is 2 s higher.
+    after = feed(clock, [1.0] * 100, start_ms=1000, offset=OFFSET + 2000 * MS)
+    statuses = [(s.epoch, s.status, s.reason) for _, _, s in after]
+    jump = next(i for i, (_, _, reason) in enumerate(statuses) if reason)
+    assert 9 <= jump <= 12  # confirmed after 100 ms of sim time, not on the first sample
+    assert statuses[jump][0] == 1 and "jumped +2000" in statuses[jump][2]
+    assert all(s.host_ns < t for _, t, s in after[:jump])  # looked older, never fresher
+    _, true_host, s = after[jump + 1]
+    assert s.status is SimClockStatus.JUMPED and abs(s.host_ns - true_host - 1 * MS) < 1000
+    assert after[jump + 60][2].status is SimClockStatus.LOCKED  # 600 ms later
+    assert clock.stats().jumps == 1
+
+
+def test_a_single_late_burst_shorter_than_the_confirmation_is_not_a_jump():
+    clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0)
+    samples = feed(clock, [1.0] * 50 + [40.0] * 5 + [1.0] * 50)
+    assert {s.epoch for _, _, s in samples} == {0}
+
+
+def test_sim_time_falling_back_is_a_reset_and_a_new_epoch():
+    clock = SimClockEstimator()
+    feed(clock, [1.0] * 50)
+    restarted = clock.observe(0, OFFSET + 10_000 * MS)
+    assert restarted.epoch == 1 and restarted.status is SimClockStatus.JUMPED
+    assert restarted.reason.startswith("sim clock reset")
+    assert restarted.host_ns == OFFSET + 10_000 * MS
+    assert clock.stats().resets == 1
+
+
+def test_discontinuity_starts_an_epoch_and_keeps_the_mapping():
+    clock = SimClockEstimator()
+    feed(clock, [1.0] * 10)
+    s = clock.observe(100 * MS, OFFSET + 101 * MS, discontinuity=True)
+    assert (s.epoch, s.status, s.reason) == (1, SimClockStatus.LOCKED, "discontinuity")
+    assert s.host_ns == OFFSET + 101 * MS
+    assert clock.to_host_ns(200 * MS) == OFFSET + 201 * MS
+
+
+def test_no_mapping_before_the_first_sample_and_bad_settings_raise():
+    assert SimClockEstimator().to_host_ns(0) is None
+    with pytest.raises(ValueError, match="max_skew_ppm"):
+        SimClockEstimator(max_skew_ppm=-1)
+    with pytest.raises(ValueError, match="jump_threshold_ms"):
+        SimClockEstimator(jump_threshold_ms=0)
