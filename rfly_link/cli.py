@@ -6,8 +6,9 @@ clouds and images are summarised); receiver statistics, with drops by cause, go 
 the end. Registered in ``gizmo_host.cli.SUBCOMMANDS`` as ``"rfly"``.
 
 Output is strict JSON: NaN and infinities sent by the peer become ``null`` (``json.dumps``
-would otherwise write the non-JSON tokens ``NaN``/``Infinity``). A configuration, file or bind
-error is one line on stderr and exit status 2, never a traceback.
+would otherwise write the non-JSON tokens ``NaN``/``Infinity``). A configuration, file, bind or
+option error (a CopterID whose ports exceed 65535, a negative or NaN duration, a malformed
+address) is one line on stderr and exit status 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ipaddress
 import json
 import math
 import sys
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from rfly_link import endpoints
@@ -28,37 +31,121 @@ EXIT_USAGE = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # Numbers stay text here and are checked by parse_options(): argparse's own errors print
+    # the whole usage, and an out-of-range value must be one line naming the flag.
     parser.add_argument("--config", help="RflySim Config.json: one receiver per UDP sensor")
     parser.add_argument(
-        "--copter", type=int, action="append", default=[], help="CopterSim CopterID (repeatable)"
+        "--copter",
+        action="append",
+        default=[],
+        metavar="ID",
+        help=f"CopterSim CopterID 1..{endpoints.MAX_COPTER_ID} (repeatable)",
     )
     parser.add_argument("--rflysim3d", action="store_true", help="listen on port 20006")
     parser.add_argument("--multicast", action="store_true", help="also join 224.0.0.10 on 20006")
     parser.add_argument(
         "--multicast-interface",
         default=None,
+        metavar="IPV4",
         help="local interface address for --multicast (default: --bind if it is a LAN "
         "address, else the kernel's choice by route)",
     )
     parser.add_argument("--bind", default="127.0.0.1", help="local address (default 127.0.0.1)")
     parser.add_argument(
-        "--allow", action="append", default=None, help="accept only this sender IP (repeatable)"
+        "--allow",
+        action="append",
+        default=None,
+        metavar="IPV4",
+        help="accept only this sender IP (repeatable)",
     )
-    parser.add_argument("--count", type=int, default=0, help="stop after N events (0: never)")
-    parser.add_argument("--duration", type=float, default=0.0, help="stop after S seconds")
+    parser.add_argument("--count", default="0", metavar="N", help="stop after N events (0: never)")
+    parser.add_argument(
+        "--duration", default="0", metavar="S", help="stop after S seconds (0: never)"
+    )
 
 
-def build_receivers(args: argparse.Namespace) -> list[endpoints.UdpReceiver]:
-    common = {"host": args.bind, "allowed_senders": args.allow}
+class UsageError(ValueError):
+    """A command-line value that is malformed or out of range; the message names the flag."""
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """The ``rfly`` command line, checked."""
+
+    config: str | None
+    copter_ids: tuple[int, ...]
+    rflysim3d: bool
+    multicast: bool
+    multicast_interface: str | None
+    bind: str
+    allowed_senders: tuple[str, ...] | None
+    count: int
+    duration_s: float
+
+
+def parse_options(args: argparse.Namespace) -> Options:
+    """Check every value of ``args``; raises :class:`UsageError` for the first bad one."""
+    interface = args.multicast_interface
+    return Options(
+        config=args.config,
+        copter_ids=tuple(
+            _integer("--copter", text, 1, endpoints.MAX_COPTER_ID) for text in args.copter
+        ),
+        rflysim3d=args.rflysim3d,
+        multicast=args.multicast,
+        multicast_interface=None
+        if interface is None
+        else _ipv4("--multicast-interface", interface),
+        bind=args.bind,
+        allowed_senders=None
+        if args.allow is None
+        else tuple(_ipv4("--allow", a) for a in args.allow),
+        count=_integer("--count", args.count, 0, None),
+        duration_s=_seconds("--duration", args.duration),
+    )
+
+
+def _integer(flag: str, text: str, low: int, high: int | None) -> int:
+    wanted = f"an integer {low}..{high}" if high is not None else f"an integer >= {low}"
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"{flag}: expected {wanted}, got {text!r}") from None
+    if value < low or (high is not None and value > high):
+        raise UsageError(f"{flag}: expected {wanted}, got {value}")
+    return value
+
+
+def _seconds(flag: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise UsageError(f"{flag}: expected a finite number of seconds >= 0, got {text!r}")
+    return value
+
+
+def _ipv4(flag: str, text: str) -> str:
+    try:
+        return str(ipaddress.IPv4Address(text))
+    except ValueError:
+        raise UsageError(f"{flag}: expected an IPv4 address, got {text!r}") from None
+
+
+def build_receivers(options: Options) -> list[endpoints.UdpReceiver]:
+    common: dict[str, Any] = {"host": options.bind, "allowed_senders": options.allowed_senders}
     receivers: list[endpoints.UdpReceiver] = []
-    if args.config:
-        receivers += endpoints.vision_sensor_receivers(load_config(args.config), **common)
-    for copter_id in args.copter:
+    if options.config:
+        receivers += endpoints.vision_sensor_receivers(load_config(options.config), **common)
+    for copter_id in options.copter_ids:
         receivers += endpoints.coptersim_receivers(copter_id, **common)
-    if args.rflysim3d:
+    if options.rflysim3d:
         receivers.append(
             endpoints.rflysim3d_receiver(
-                multicast=args.multicast, multicast_interface=args.multicast_interface, **common
+                multicast=options.multicast,
+                multicast_interface=options.multicast_interface,
+                **common,
             )
         )
     return receivers
@@ -142,7 +229,8 @@ async def listen(
 
 def run(args: argparse.Namespace) -> int:
     try:
-        receivers = build_receivers(args)
+        options = parse_options(args)
+        receivers = build_receivers(options)
     except (ConfigError, OSError, ValueError) as exc:
         print(f"rfly: {_describe(exc)}", file=sys.stderr)
         return EXIT_USAGE
@@ -151,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends listening; stats still print
-            asyncio.run(listen(receivers, count=args.count, duration_s=args.duration))
+            asyncio.run(listen(receivers, count=options.count, duration_s=options.duration_s))
     except OSError as exc:  # bind failed (port in use, address not local, permission)
         print(f"rfly: cannot listen: {_describe(exc)}", file=sys.stderr)
         return EXIT_USAGE

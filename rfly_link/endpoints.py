@@ -295,6 +295,8 @@ class UdpReceiver:
         clock: Callable[[], int] = time.monotonic_ns,
         name: str | None = None,
     ) -> None:
+        if not 0 <= port <= 65535:  # bind() would raise OverflowError, not OSError
+            raise ValueError(f"port: expected 0..65535, got {port}")
         self.pipeline = pipeline
         self.host = host
         self.port = port
@@ -608,6 +610,10 @@ def vision_sensor_receivers(
     return receivers
 
 
+# The largest CopterID whose ports all exist: its state port 30100 + 2N - 1 is 65535.
+MAX_COPTER_ID = (65535 - 30100 + 1) // 2
+
+
 def coptersim_state_port(copter_id: int) -> int:
     return 30100 + 2 * copter_id - 1
 
@@ -624,8 +630,8 @@ def coptersim_receivers(
     copter_id: int, *, replies: bool = True, **kwargs: Any
 ) -> list[UdpReceiver]:
     """Receivers for CopterSim vehicle ``copter_id``: state, and IMU/odometry replies."""
-    if copter_id < 1:
-        raise ValueError(f"copter_id: expected >= 1, got {copter_id}")
+    if not 1 <= copter_id <= MAX_COPTER_ID:
+        raise ValueError(f"copter_id: expected 1..{MAX_COPTER_ID}, got {copter_id}")
     ports = [coptersim_state_port(copter_id)]
     if replies:
         ports.append(coptersim_reply_port(copter_id))

@@ -288,10 +288,10 @@ def test_cli_listens_and_prints_json_lines() -> None:
     parser = argparse.ArgumentParser()
     cli.add_arguments(parser)
     args = parser.parse_args(["--copter", "1", "--count", "1"])
-    receivers = cli.build_receivers(args)
+    receivers = cli.build_receivers(cli.parse_options(args))
     assert [r.port for r in receivers] == [30101, 31000]
     args = parser.parse_args(["--rflysim3d", "--multicast", "--multicast-interface", "10.1.2.3"])
-    (rx3d,) = cli.build_receivers(args)
+    (rx3d,) = cli.build_receivers(cli.parse_options(args))
     assert rx3d.multicast_group == "224.0.0.10" and rx3d.multicast_interface == "10.1.2.3"
     assert cli.run(parser.parse_args([])) == 2  # nothing to listen to
 
