@@ -38,7 +38,7 @@ _LIVE_LINK = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     module = _LIVE_LINK.get(name)
     if module is None:
         raise AttributeError(f"module 'gizmo_host' has no attribute {name!r}")

@@ -8,6 +8,8 @@ bytes after each good frame, so both decoders agree frame for frame on any input
 
 from __future__ import annotations
 
+from typing import Literal, overload
+
 import numpy as np
 
 from .protocol import (
@@ -64,7 +66,8 @@ def _frame_crcs(windows: np.ndarray) -> np.ndarray:
     for row in words:
         reg = _TABLE16[reg ^ row]
     last = windows[:, CRC_END - 1]
-    return (reg << np.uint16(8)) ^ _TABLE8[(reg >> np.uint16(8)) ^ last]
+    crcs: np.ndarray = (reg << np.uint16(8)) ^ _TABLE8[(reg >> np.uint16(8)) ^ last]
+    return crcs
 
 
 def _non_overlapping(starts: np.ndarray) -> np.ndarray:
@@ -78,7 +81,17 @@ def _non_overlapping(starts: np.ndarray) -> np.ndarray:
     return np.asarray(kept, dtype=starts.dtype)
 
 
-def decode_capture(data: bytes | bytearray | memoryview, *, with_offsets: bool = False):
+@overload
+def decode_capture(
+    data: bytes | bytearray | memoryview, *, with_offsets: Literal[False] = False
+) -> np.ndarray: ...
+@overload
+def decode_capture(
+    data: bytes | bytearray | memoryview, *, with_offsets: Literal[True]
+) -> tuple[np.ndarray, np.ndarray]: ...
+def decode_capture(
+    data: bytes | bytearray | memoryview, *, with_offsets: bool = False
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Every valid frame in a raw byte capture as a structured array (dtype ``FRAME_DTYPE``).
 
     With ``with_offsets=True`` returns ``(frames, offsets)``, the byte offset of each frame.

@@ -15,7 +15,7 @@ import json
 import string
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from .errors import CrcMismatch, FrameError
 from .parser import StreamParser
@@ -78,7 +78,7 @@ def _decode_lines(lines: Iterable[str], out: TextIO, err: TextIO, allow_bad_crc:
     return 1 if failures else 0
 
 
-def _decode_binary(stream, out: TextIO, err: TextIO) -> int:
+def _decode_binary(stream: BinaryIO, out: TextIO, err: TextIO) -> int:
     parser = StreamParser()
     while chunk := stream.read(_READ_CHUNK):
         for result in parser.feed(chunk):
@@ -106,7 +106,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None, *, stdin=None, stdout=None, stderr=None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
     stdin = stdin or sys.stdin
     out, err = stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
@@ -115,7 +121,7 @@ def main(argv: Sequence[str] | None = None, *, stdin=None, stdout=None, stderr=N
             print("error: give either hex text or --binary, not both", file=err)
             return 2
         if args.binary == "-":
-            return _decode_binary(stdin.buffer if hasattr(stdin, "buffer") else stdin, out, err)
+            return _decode_binary(stdin.buffer, out, err)
         try:
             with open(args.binary, "rb") as capture:
                 return _decode_binary(capture, out, err)

@@ -204,7 +204,7 @@ def _explain_missing(path: str) -> str:
 def _pids_locking(proc_root: Path, device: os.stat_result) -> set[int]:
     """PIDs in ``/proc/locks`` holding a lock on the same inode as ``device``."""
     want = (os.major(device.st_dev), os.minor(device.st_dev), device.st_ino)
-    pids = set()
+    pids: set[int] = set()
     try:
         lines = (proc_root / "locks").read_text().splitlines()
     except OSError:

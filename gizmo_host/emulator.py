@@ -42,9 +42,11 @@ class BoardModel:
         if self.boot_host_ms is None and self.live_clock:
             self.boot_host_ms = self.clock() // 1_000_000 - self.timestamp_ms
 
-    def another_source(self, source_id: int, **changes: int) -> BoardModel:
+    def another_source(self, source_id: int, *, result_type: int, result_id: int = 0) -> BoardModel:
         """A second result stream of the same board: same device clock, its own sequence."""
-        return replace(self, source_id=source_id, sequence=0, **changes)
+        return replace(
+            self, source_id=source_id, result_type=result_type, result_id=result_id, sequence=0
+        )
 
     def next_result(self, *, flags: int = TRACKED_RELATIVE, **fields: int) -> VisionResult:
         """The next frame's value; the sequence and device clock advance (and wrap)."""

@@ -391,9 +391,10 @@ class _FrameReads:
         if not isinstance(vmin, int) or vtime != 0:
             return None
         attrs[6] = list(attrs[6])
-        raw: bytearray | None = bytearray(_KERNEL_TERMIOS_SIZE)
+        kernel_termios = bytearray(_KERNEL_TERMIOS_SIZE)
+        raw: bytearray | None = kernel_termios
         try:
-            fcntl.ioctl(fd, termios.TCGETS, raw)
+            fcntl.ioctl(fd, termios.TCGETS, kernel_termios)
         except (AttributeError, OSError):  # no TCGETS (macOS, the BSDs): use tcsetattr
             raw = None
         if raw is not None and (

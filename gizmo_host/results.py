@@ -12,6 +12,7 @@ negative, ``centre = pixel * 2000 / (extent - 1) - 1000``; the size is in 0..200
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, ClassVar, Protocol
@@ -131,7 +132,8 @@ class _Typed:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
-        for name in self.__slots__:
+        names: tuple[str, ...] = self.__slots__
+        for name in names:
             value = getattr(self, name)
             if isinstance(value, IntEnum):
                 value = value.name.lower()
@@ -226,13 +228,22 @@ class Unknown(_Typed):
 
 
 class _Fields(Protocol):
-    result_type: int
-    id: int
-    x: int
-    y: int
-    w: int
-    h: int
-    aux: int
+    """The payload fields an interpretation reads (a ``VisionResult``, or a numpy record)."""
+
+    @property
+    def result_type(self) -> int: ...
+    @property
+    def id(self) -> int: ...
+    @property
+    def x(self) -> int: ...
+    @property
+    def y(self) -> int: ...
+    @property
+    def w(self) -> int: ...
+    @property
+    def h(self) -> int: ...
+    @property
+    def aux(self) -> int: ...
 
 
 def _box(r: _Fields) -> NormBox:
@@ -258,7 +269,7 @@ def _detector(r: _Fields) -> Interpretation:
     return Detection(label, _box(r))
 
 
-_INTERPRETERS = {
+_INTERPRETERS: dict[int, Callable[[_Fields], Interpretation]] = {
     ResultType.NONE: lambda r: NoResult(),
     ResultType.COLOR_BLOB: _color_blob,
     ResultType.LINE: lambda r: LineFollow(lateral_offset=r.x, coverage=r.w, slope_scale=r.h),
@@ -286,7 +297,7 @@ def is_target(result_type: int, ident: int) -> bool:
 
 def interpret(result: _Fields) -> Interpretation:
     """The typed meaning of one result's payload fields."""
-    interpreter = _INTERPRETERS.get(result.result_type)  # type: ignore[call-overload]
+    interpreter = _INTERPRETERS.get(result.result_type)
     if interpreter is None:
         return Unknown(result.result_type, result.id, "result_type: expected 0..5")
     return interpreter(result)

@@ -195,11 +195,7 @@ class GizmoService:
         # A task that died has been reported through ``failure``; stopping must still finish.
         await asyncio.gather(*tasks, return_exceptions=True)
         self._cancel_timers()  # a last read or link event while the link closed may arm one
-        for sub in [
-            *self._result_subs,
-            *self._link_subs,
-            *(s for subs in self._verdict_subs.values() for s in subs),
-        ]:
+        for sub in self._all_subs():
             sub.close()
 
     def _cancel_timers(self) -> None:

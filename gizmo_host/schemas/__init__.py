@@ -16,4 +16,5 @@ def load_schema(message_type: str) -> dict[str, Any]:
             f"message_type: expected one of {', '.join(MESSAGE_TYPES)}, got {message_type!r}"
         )
     text = resources.files(__name__).joinpath(f"{message_type}.schema.json").read_text()
-    return json.loads(text)
+    schema: dict[str, Any] = json.loads(text)
+    return schema
