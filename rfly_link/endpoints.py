@@ -25,62 +25,70 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
-import os
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
-from pathlib import Path
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple
 
-from rfly_link import dispatch
 from rfly_link.config import LoadedConfig, VisionSensorConfig
-from rfly_link.errors import DecodeError, DropCause
+from rfly_link.errors import DropCause
 from rfly_link.handoff import Handoff
-from rfly_link.pool import ArrayPool
-from rfly_link.reassembly import Reassembler, SensorFrame
-from rfly_link.sensors import decode_sensor
+from rfly_link.pipelines import (
+    DEFAULT_IN_FLIGHT,
+    Event,
+    InPlacePipeline,
+    MessagePipeline,
+    Pipeline,
+    SensorPipeline,
+    sensor_reassembler,
+)
+from rfly_link.sockinfo import (
+    SO_RCVBUFFORCE,
+    is_loopback,
+    is_wildcard,
+    read_socket_drops,
+    read_udp_rcvbuf_errors,
+    serves_destination,
+    usable_rcvbuf,
+)
+
+# Receivers, their pipelines and socket facts are used together: one import for all of them.
+__all__ = [
+    "DEFAULT_IN_FLIGHT",
+    "DEFAULT_RCVBUF",
+    "MAX_COPTER_ID",
+    "Event",
+    "MessagePipeline",
+    "Pipeline",
+    "ReceiverStats",
+    "SensorPipeline",
+    "UdpReceiver",
+    "coptersim_control_port",
+    "coptersim_receivers",
+    "coptersim_reply_port",
+    "coptersim_state_port",
+    "read_socket_drops",
+    "read_udp_rcvbuf_errors",
+    "rflysim3d_receiver",
+    "sensor_reassembler",
+    "serves_destination",
+    "socket_error_backoff_s",
+    "usable_rcvbuf",
+    "vision_sensor_receivers",
+]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_RCVBUF = 8 * 1024 * 1024
-DEFAULT_IN_FLIGHT = 64 * 1024 * 1024  # Reassembler's default max_bytes_in_flight
 MAX_DATAGRAM = 65535
 RFLYSIM3D_PORT = 20006
 RFLYSIM3D_GROUP = "224.0.0.10"
-_LINUX = sys.platform.startswith("linux")
-# Python's socket module has no SO_RCVBUFFORCE; Linux's value is 33 (asm-generic/socket.h).
-SO_RCVBUFFORCE: int | None = getattr(socket, "SO_RCVBUFFORCE", 33 if _LINUX else None)
 # A persistent socket error must not spin a core: back off, doubling, up to this long.
 SOCKET_ERROR_BACKOFF_S = (0.001, 0.1)
 # A consumer that falls behind is reported on the log at most this often.
 DROP_REPORT_INTERVAL_NS = 5_000_000_000
-
-
-class Event(NamedTuple):
-    """One decoded value with where and when it arrived (``rx_ns``: host monotonic clock)."""
-
-    value: Any
-    sender: tuple[str, int]
-    port: int
-    rx_ns: int
-    frame: SensorFrame | None = None
-    sensor: VisionSensorConfig | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        to_dict = getattr(self.value, "to_dict", None)
-        return {
-            "type": "Event",
-            "value": to_dict() if to_dict is not None else repr(self.value),
-            "sender": list(self.sender),
-            "port": self.port,
-            "rx_ns": self.rx_ns,
-            "frame": self.frame.to_dict() if self.frame is not None else None,
-            "seq_id": self.sensor.seq_id if self.sensor is not None else None,
-        }
 
 
 class ReceiverStats(NamedTuple):
@@ -92,174 +100,6 @@ class ReceiverStats(NamedTuple):
     rcvbuf_granted: int
     socket_drops: int | None  # this socket's drops in /proc/net/udp
     kernel_rcvbuf_errors: int | None  # system-wide Udp RcvbufErrors in /proc/net/snmp
-
-
-class Pipeline(Protocol):
-    """Sans-I/O processing of one datagram; runs in the reader thread.
-
-    Optional extras used when present: ``urgent = True`` (hand each event over at once),
-    and ``receive_slot()`` / ``process_in_place()`` / ``cancel_in_place()`` to receive
-    straight into the consumer's buffer (see :class:`SensorPipeline`).
-    """
-
-    def process(self, data: memoryview, sender: tuple[str, int], now_ns: int) -> list[Event]: ...
-
-    def drop_counts(self) -> dict[str, int]: ...
-
-
-@runtime_checkable
-class InPlacePipeline(Pipeline, Protocol):
-    """A pipeline that offers where the next datagram may land (see :class:`SensorPipeline`)."""
-
-    def receive_slot(self) -> memoryview | None: ...
-
-    def process_in_place(
-        self, nbytes: int, overflow: memoryview, sender: tuple[str, int], now_ns: int
-    ) -> list[Event]: ...
-
-    def cancel_in_place(self) -> None: ...
-
-
-def _zero_drops() -> dict[str, int]:
-    # Every key exists up front: the loop thread may read while the reader thread counts.
-    return dict.fromkeys((cause.value for cause in DropCause), 0)
-
-
-class MessagePipeline:
-    """CopterSim / RflySim3D datagrams, disambiguated by the port's role in RflySim's map."""
-
-    def __init__(self, logical_port: int) -> None:
-        self.logical_port = logical_port
-        self._drops = _zero_drops()
-
-    def process(self, data: memoryview, sender: tuple[str, int], now_ns: int) -> list[Event]:
-        try:
-            value = dispatch.decode(data, port=self.logical_port)
-        except DecodeError as exc:
-            self._drops[exc.cause.value] += 1
-            return []
-        return [Event(value, sender, self.logical_port, now_ns)]
-
-    def drop_counts(self) -> dict[str, int]:
-        return {cause: n for cause, n in self._drops.items() if n}
-
-
-def sensor_reassembler(sensor: VisionSensorConfig) -> Reassembler:
-    """A :class:`Reassembler` whose frame size limit comes from the sensor's Config.json entry.
-
-    Without sizes in the configuration the defaults apply (32 MiB a frame, 64 MiB in flight).
-    """
-    bound = sensor.max_frame_bytes()
-    if bound is None:
-        return Reassembler()
-    return Reassembler(max_frame_bytes=bound, max_bytes_in_flight=max(DEFAULT_IN_FLIGHT, 2 * bound))
-
-
-class SensorPipeline:
-    """One vision sensor: fragments -> :class:`Reassembler` -> :func:`decode_sensor`."""
-
-    urgent = True  # hand each frame to the loop as soon as it is complete
-
-    def __init__(self, sensor: VisionSensorConfig, reassembler: Reassembler | None = None) -> None:
-        self.sensor = sensor
-        self.destination_ip = sensor.receiver_ip  # where Config.json has RflySim3D send data
-        self.reassembler = reassembler or sensor_reassembler(sensor)
-        self.arrays = ArrayPool()
-        self._params = {**sensor.decode_params(), "allocate": self.arrays.take}
-        self._drops = _zero_drops()
-        # Bound once: these run for every fragment (27 per 1.6 MB LiDAR frame).
-        self._feed = self.reassembler.feed
-        self._feed_in_place = self.reassembler.feed_in_place
-        self._receive_slot = self.reassembler.receive_slot
-
-    def receive_slot(self) -> memoryview | None:
-        return self._receive_slot()
-
-    def cancel_in_place(self) -> None:
-        self.reassembler.cancel_in_place()
-
-    def process_in_place(
-        self, nbytes: int, overflow: memoryview, sender: tuple[str, int], now_ns: int
-    ) -> list[Event]:
-        frames = self._feed_in_place(nbytes, overflow, sender, now_ns)
-        return self._decode(frames, sender, now_ns) if frames else []
-
-    def process(self, data: memoryview, sender: tuple[str, int], now_ns: int) -> list[Event]:
-        frames = self._feed(data, sender, now_ns)
-        return self._decode(frames, sender, now_ns) if frames else []
-
-    def _decode(
-        self, frames: list[SensorFrame], sender: tuple[str, int], now_ns: int
-    ) -> list[Event]:
-        out = []
-        for frame in frames:
-            try:
-                value = decode_sensor(self.sensor.type_id, frame.payload, **self._params)
-            except DecodeError as exc:
-                self._drops[exc.cause.value] += 1
-                continue
-            out.append(Event(value, sender, self.sensor.port, now_ns, frame, self.sensor))
-        return out
-
-    def drop_counts(self) -> dict[str, int]:
-        counts = dict(self.reassembler.stats.drops)
-        for cause, n in self._drops.items():
-            if n:
-                counts[cause] = counts.get(cause, 0) + n
-        return counts
-
-
-def read_udp_rcvbuf_errors(path: str = "/proc/net/snmp") -> int | None:
-    """System-wide ``Udp: RcvbufErrors`` (None where /proc is unavailable)."""
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError:
-        return None
-    udp = [line.split() for line in lines if line.startswith("Udp:")]
-    if len(udp) < 2 or "RcvbufErrors" not in udp[0]:
-        return None
-    return int(udp[1][udp[0].index("RcvbufErrors")])
-
-
-def read_socket_drops(sock: socket.socket) -> int | None:
-    """This socket's drop counter from /proc/net/udp, found by inode."""
-    try:
-        inode = str(os.fstat(sock.fileno()).st_ino)
-        lines = Path("/proc/net/udp").read_text().splitlines()[1:]
-    except OSError:
-        return None
-    for line in lines:
-        fields = line.split()
-        if len(fields) > 12 and fields[9] == inode:
-            return int(fields[-1])
-    return None
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def is_wildcard(host: str) -> bool:
-    """True for the addresses that bind every local interface."""
-    return host in ("", "0.0.0.0")
-
-
-def serves_destination(bind_host: str, destination_ip: str) -> bool:
-    """Whether a socket bound to ``bind_host`` receives datagrams sent to ``destination_ip``."""
-    if is_wildcard(bind_host):
-        return True
-    bind = "127.0.0.1" if bind_host == "localhost" else bind_host
-    return bind == destination_ip
-
-
-def usable_rcvbuf(granted: int) -> int:
-    """Payload bytes a granted ``SO_RCVBUF`` holds: Linux reports twice the size (bookkeeping)."""
-    return granted // 2 if _LINUX else granted
 
 
 def socket_error_backoff_s(consecutive_errors: int) -> float:
