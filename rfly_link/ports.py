@@ -3,8 +3,8 @@
 DECISIONS.md gives the CopterSim and RflySim3D ports; the public SDK gives the rest (the
 20100/40100 series, 20002, 20005, 20007, 50000). A port's :class:`PortRole` decides which
 structures may be decoded there (:mod:`rfly_link.dispatch`); ``MESSAGE_ROLES`` is the one map
-from each structure to the roles it travels on, and :func:`message_table` renders it for the
-README.
+from each structure to the roles it travels on (:mod:`rfly_link.port_table` renders it for the
+README).
 """
 
 from __future__ import annotations
@@ -236,42 +236,3 @@ MESSAGE_ROLES: Mapping[type[m.WireMessage], frozenset[PortRole]] = MappingProxyT
 def identified_by_port(cls: type[m.WireMessage]) -> bool:
     """True for structures without a fixed marker: only their port identifies them."""
     return not cls.CHECKSUMS or cls.ANY_CHECKSUM
-
-
-def _checksum_text(cls: type[m.WireMessage]) -> str:
-    if not cls.CHECKSUMS:
-        return "none (port only)"
-    if cls.ANY_CHECKSUM:
-        return f"any (default {cls.CHECKSUMS[0]}; port only)"
-    runs: list[list[int]] = []
-    for value in sorted(cls.CHECKSUMS):
-        if runs and value == runs[-1][-1] + 1:
-            runs[-1].append(value)
-        else:
-            runs.append([value])
-    return ", ".join(f"{r[0]}..{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
-
-
-def message_table() -> str:
-    """The README's table of every supported structure: one row per (structure, port role)."""
-    order = list(PortRole)
-    rows = sorted(
-        ((role, cls) for cls, roles in MESSAGE_ROLES.items() for role in roles),
-        key=lambda rc: (order.index(rc[0]), rc[1].LAYOUT.size, rc[1].__name__),
-    )
-    lines = [
-        "| port | direction | message | bytes | checksum | what |",
-        "|---|---|---|---|---|---|",
-    ]
-    for role, cls in rows:
-        info = ROLE_INFO[role]
-        what = (cls.__doc__ or "").strip().splitlines()[0].rstrip(".").replace(":class:", "")
-        lines.append(
-            f"| {info.ports} | {info.sender} → {info.receiver} | `{cls.__name__}` "
-            f"| {cls.LAYOUT.size} | {_checksum_text(cls)} | {what} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":  # python -m rfly_link.ports: print the README table
-    print(message_table(), end="")

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import rfly_link
 from rfly_link import messages as m
-from rfly_link import ports, wire
+from rfly_link import port_table, ports, wire
 from rfly_link.ports import PortRole
 from rfly_link.wire.layout import Field, Layout, _f
 
@@ -204,8 +204,8 @@ def test_readme_lists_every_message_with_its_port_and_direction() -> None:
         r"<!-- rfly-messages:begin .*?-->\n(.*?)<!-- rfly-messages:end -->", text, re.S
     )
     assert found, "README.md lacks the rfly-messages table markers"
-    assert found.group(1) == ports.message_table(), (
-        "README table is stale: regenerate it with python -m rfly_link.ports"
+    assert found.group(1) == port_table.message_table(), (
+        "README table is stale: regenerate it with python -m rfly_link.port_table"
     )
     for cls in ports.MESSAGE_ROLES:
         assert f"`{cls.__name__}`" in found.group(1)
