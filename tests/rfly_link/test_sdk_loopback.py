@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import pytest
 
+import rfly_link
 from rfly_link import cli, endpoints, ports
 from rfly_link import messages as m
 from rfly_link.ports import PortRole
@@ -209,3 +210,30 @@ def test_gizmo_host_rfly_prints_every_received_type() -> None:
     assert printed == sorted(type(msg).__name__ for msgs in sent.values() for msg in msgs)
     time_stamp = next(line["value"] for line in lines if line["value"]["type"] == "RflyTimeStmp")
     assert time_stamp == example(m.RflyTimeStmp).to_dict()
+
+
+def test_coptersim_client_sends_control_and_px4_structures_to_their_ports() -> None:
+    from rfly_link.clients import CopterSimClient, UdpSender
+
+    def received(sock: socket.socket, port: int) -> m.WireMessage:
+        return rfly_link.decode(sock.recv(65535), port=port)
+
+    with (
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as control,
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as px4,
+        UdpSender() as sender,
+    ):
+        for sock in (control, px4):
+            sock.bind(("127.0.0.1", 0))
+            sock.settimeout(WAIT_S)
+        client = CopterSimClient(
+            2, sender, control_port=control.getsockname()[1], px4_port=px4.getsockname()[1]
+        )
+        assert client.address[1] != ports.coptersim_control_port(2)  # overridden for the test
+        assert CopterSimClient(2, sender).px4_address[1] == ports.px4_control_port(2)
+        params = m.PX4DynModiParams.from_params(2, {5: 1.5})
+        offboard = m.OffboardShortData(ctrl_mode=m.OffboardMode.VELOCITY_NED, controls=(1, 0, 0, 0))
+        assert client.send(params) and client.send_px4(offboard)
+        assert received(control, ports.coptersim_control_port(2)) == params
+        assert received(px4, ports.px4_control_port(2)) == offboard
+        assert sender.stats.sent == 2
