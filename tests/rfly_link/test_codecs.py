@@ -77,7 +77,8 @@ ALL_MESSAGES.append(m.RadarTarget)
 
 
 @pytest.mark.parametrize("cls", ALL_MESSAGES, ids=lambda c: c.__name__)
-@settings(max_examples=40, deadline=None)
+# 60-odd classes: few examples each keeps the suite fast; the tables share one codec.
+@settings(max_examples=20, deadline=None)
 @given(data=st.data())
 def test_every_message_round_trips(cls: type[m.WireMessage], data: st.DataObject) -> None:
     msg = data.draw(message_strategy(cls))
@@ -91,7 +92,7 @@ def test_every_message_round_trips(cls: type[m.WireMessage], data: st.DataObject
 
 
 @pytest.mark.parametrize("cls", list(ports.MESSAGE_ROLES), ids=lambda c: c.__name__)
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(data=st.data())
 def test_dispatch_finds_every_message_on_each_of_its_ports(
     cls: type[m.WireMessage], data: st.DataObject
@@ -102,7 +103,7 @@ def test_dispatch_finds_every_message_on_each_of_its_ports(
 
 
 @pytest.mark.parametrize("cls", list(ports.MESSAGE_ROLES), ids=lambda c: c.__name__)
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(data=st.data())
 def test_no_datagram_is_decoded_as_a_type_its_port_does_not_carry(
     cls: type[m.WireMessage], data: st.DataObject
