@@ -107,6 +107,9 @@ class WorldConfig:
     ground_plane: bool = True
     ground_z_ned_m: float = 0.0
     max_ground_range_m: float = 500.0  # grazing rays meet the ground too far to trust
+    # A laser return counts for a target whose ray lies this close to the sensor's axis: keep it
+    # inside the physical beam by the alignment and timing error, or ground returns near the
+    # target pass as target returns.
     laser_beam_half_angle_deg: float = 1.0
     gimbal_laser_beam_half_angle_deg: float = 1.0
     range_max_age_ms: float = 100.0  # a laser reading this far from the capture still applies

@@ -2,16 +2,17 @@
 
 Sources, in order of preference (``range_source``):
 
-- ``laser``: the distance sensor (TypeID 5), when its hit point lies within the beam's
-  half-angle of the target's ray as seen from the camera;
+- ``laser``: the distance sensor (TypeID 5), when the target's ray at the measured distance
+  lies within the beam's half-angle of the sensor's axis;
 - ``gimbal_laser``: the gimbal status laser range, along the gimbal camera's optical axis,
   with the same beam test;
 - ``lidar``: the median distance of the points within a small cone around the ray;
 - ``ground_plane``: where the ray meets ``z = ground_z_ned_m``, for rays pointing down only.
 
-A reading is used only when it was taken within ``range_max_age_ms`` (``lidar_max_age_ms``)
-of the capture, and placed with the vehicle's pose at its own time: a laser that hit the target
-20 ms earlier still marks the same world point. A range is never carried forward from an older
+A laser reading is used only when it is the nearest before or after the capture and within
+``range_max_age_ms`` of it (for LiDAR, the latest scan within ``lidar_max_age_ms``), and it is
+placed with the vehicle's pose at its own time: a laser that hit the target 20 ms earlier
+still marks the same world point. A range is never carried forward from an older
 measurement; each measurement gets its own or none.
 """
 
@@ -19,14 +20,14 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Reversible
 from enum import Enum
 from typing import NamedTuple
 
 import numpy as np
 
 from .config import WorldConfig
-from .geometry import Quat, Vec3, angle_between_rad, norm, quat_multiply, quat_rotate
+from .geometry import Quat, Vec3, angle_between_rad, quat_multiply, quat_rotate
 from .inputs import GimbalLaserRange, LaserRange, LidarPoints, PointFrame
 from .timeline import PoseAt
 
@@ -71,15 +72,27 @@ def beam_range(
     distance_m: float,
     half_angle_rad: float,
 ) -> float | None:
-    """Distance from the camera to a laser's hit point when that point lies on the target's
-    ray within ``half_angle_rad``, else ``None``."""
-    hit = (
-        beam_origin_ned[0] + beam_direction_ned[0] * distance_m - origin_ned[0],
-        beam_origin_ned[1] + beam_direction_ned[1] * distance_m - origin_ned[1],
-        beam_origin_ned[2] + beam_direction_ned[2] * distance_m - origin_ned[2],
+    """Range along the target's ray when the laser's return can be the target, else ``None``.
+
+    The candidate is the point of the ray at ``distance_m`` from the laser (exact for any
+    offset between laser and camera); it is accepted when it lies within the beam's
+    half-angle of the laser's axis. Comparing with the laser's hit point instead would accept
+    ground returns near a target, off by the beam's footprint on slanted ground.
+    """
+    o = (
+        origin_ned[0] - beam_origin_ned[0],
+        origin_ned[1] - beam_origin_ned[1],
+        origin_ned[2] - beam_origin_ned[2],
     )
-    r = norm(hit)
-    if r <= 0.0 or angle_between_rad(ray_ned, hit) > half_angle_rad:
+    b = o[0] * ray_ned[0] + o[1] * ray_ned[1] + o[2] * ray_ned[2]
+    disc = b * b - (o[0] * o[0] + o[1] * o[1] + o[2] * o[2]) + distance_m * distance_m
+    if disc < 0.0:
+        return None
+    r = -b + math.sqrt(disc)
+    if r <= 0.0:
+        return None
+    candidate = (o[0] + ray_ned[0] * r, o[1] + ray_ned[1] * r, o[2] + ray_ned[2] * r)
+    if angle_between_rad(beam_direction_ned, candidate) > half_angle_rad:
         return None
     return r
 
@@ -152,10 +165,26 @@ class Ranger:
         return None
 
     def _nearest(
-        self, readings: deque[LaserRange] | deque[GimbalLaserRange], t_ns: int
+        self, readings: Reversible[LaserRange | GimbalLaserRange], t_ns: int
     ) -> list[LaserRange | GimbalLaserRange]:
-        near = [r for r in readings if abs(r.host_ns - t_ns) <= self._max_age_ns]
-        near.sort(key=lambda r: abs(r.host_ns - t_ns))
+        """The readings just before and just after ``t_ns`` within the age bound, nearest
+        first: a target's own time is there, and each candidate costs a pose lookup."""
+        before: LaserRange | GimbalLaserRange | None = None
+        after: LaserRange | GimbalLaserRange | None = None
+        low, high = t_ns - self._max_age_ns, t_ns + self._max_age_ns
+        for r in reversed(readings):  # arrival order, close to time order
+            t = r.host_ns
+            if t > t_ns:
+                if t <= high and (after is None or t < after.host_ns):
+                    after = r
+            elif t >= low:
+                if before is None or t > before.host_ns:
+                    before = r
+            elif before is not None:
+                break
+        near = [r for r in (before, after) if r is not None]
+        if len(near) == 2 and near[1].host_ns - t_ns < t_ns - near[0].host_ns:
+            near.reverse()
         return near
 
     def _laser(self, capture_ns: int, origin: Vec3, ray: Vec3, pose_at: PoseLookup) -> float | None:

@@ -14,7 +14,9 @@ never negative, so the mapping follows the **lower envelope** of the offsets:
   than real time beyond the skew bound), the estimator starts a **new epoch** at the lowest
   offset of that stretch and reports ``JUMPED`` for ``jump_hold_ms``, so the world HOLDs
   (``clock_jump``) instead of silently re-timing its poses;
-- simulation time falling back (a simulation restart) starts a new epoch too, also ``JUMPED``;
+- simulation time falling back by less than ``reorder_window_ms`` is a reordered datagram: it
+  is mapped with the current offset and teaches nothing. Falling back further, or for
+  ``restart_samples`` samples in a row, is a simulation restart: a new epoch, also ``JUMPED``;
 - the odometry discontinuity bit starts a new epoch with the mapping kept.
 
 One instance per stream, run by the adapter, which copies ``host_ns``, ``epoch`` and ``status``
@@ -46,6 +48,7 @@ class SimClockStats(NamedTuple):
     resets: int
     discontinuities: int
     samples: int
+    reordered: int
     offset_ns: float
 
 
@@ -59,13 +62,14 @@ class SimClockEstimator:
         jump_threshold_ms: float = 20.0,
         jump_confirm_ms: float = 100.0,
         jump_hold_ms: float = 1000.0,
-        reset_tolerance_ms: float = 1.0,
+        reorder_window_ms: float = 200.0,
+        restart_samples: int = 3,
     ) -> None:
         for name, value in (
             ("max_skew_ppm", max_skew_ppm),
             ("jump_confirm_ms", jump_confirm_ms),
             ("jump_hold_ms", jump_hold_ms),
-            ("reset_tolerance_ms", reset_tolerance_ms),
+            ("reorder_window_ms", reorder_window_ms),
         ):
             if not value >= 0:
                 raise ValueError(f"{name}: expected >= 0, got {value!r}")
@@ -75,7 +79,11 @@ class SimClockEstimator:
         self._jump_threshold_ns = jump_threshold_ms * 1e6
         self._jump_confirm_ns = jump_confirm_ms * 1e6
         self._jump_hold_ns = round(jump_hold_ms * 1e6)
-        self._reset_tolerance_ns = reset_tolerance_ms * 1e6
+        if restart_samples < 1:
+            raise ValueError(f"restart_samples: expected >= 1, got {restart_samples!r}")
+        self._reorder_window_ns = reorder_window_ms * 1e6
+        self._restart_samples = restart_samples
+        self._late_run = 0  # consecutive samples behind the newest simulation time
         self._started = False
         self._offset_ns = 0.0
         self._last_sim_ns = 0
@@ -84,6 +92,7 @@ class SimClockEstimator:
         self._high_since_sim_ns: int | None = None  # start of a stretch above the threshold
         self._high_min_offset_ns = 0.0
         self._jumps = self._resets = self._discontinuities = self._samples = 0
+        self._reordered = 0
 
     @property
     def epoch(self) -> int:
@@ -96,6 +105,7 @@ class SimClockEstimator:
             self._resets,
             self._discontinuities,
             self._samples,
+            self._reordered,
             self._offset_ns,
         )
 
@@ -113,22 +123,38 @@ class SimClockEstimator:
         if not self._started:
             self._started = True
             self._anchor(offset)
-        elif sim_time_ns < self._last_sim_ns - self._reset_tolerance_ns:
+        elif sim_time_ns < self._last_sim_ns:
+            back_ns = self._last_sim_ns - sim_time_ns
+            self._late_run += 1
+            late = back_ns <= self._reorder_window_ns and self._late_run < self._restart_samples
+            if late and not discontinuity:
+                self._reordered += 1
+                return SimClockSample(
+                    round(sim_time_ns + self._offset_ns),
+                    self._epoch,
+                    self._status(host_rx_ns),
+                    None,
+                )
             self._resets += 1
-            reason = f"sim clock reset ({(sim_time_ns - self._last_sim_ns) / 1e6:.1f} ms)"
+            reason = f"sim clock reset ({-back_ns / 1e6:.1f} ms)"
             self._new_epoch(offset, host_rx_ns)
         else:
             reason = self._follow(offset, sim_time_ns, host_rx_ns)
+        self._late_run = 0
         if discontinuity:
             self._discontinuities += 1
             if reason is None:
                 self._epoch += 1
                 reason = "discontinuity"
         self._last_sim_ns = sim_time_ns
-        status = (
-            SimClockStatus.JUMPED if host_rx_ns < self._jumped_until_ns else SimClockStatus.LOCKED
+        return SimClockSample(
+            round(sim_time_ns + self._offset_ns), self._epoch, self._status(host_rx_ns), reason
         )
-        return SimClockSample(round(sim_time_ns + self._offset_ns), self._epoch, status, reason)
+
+    def _status(self, host_rx_ns: int) -> SimClockStatus:
+        if host_rx_ns < self._jumped_until_ns:
+            return SimClockStatus.JUMPED
+        return SimClockStatus.LOCKED
 
     # -- internals -----------------------------------------------------------------------
 

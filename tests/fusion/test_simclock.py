@@ -96,6 +96,26 @@ def test_sim_time_falling_back_is_a_reset_and_a_new_epoch():
     assert clock.stats().resets == 1
 
 
+def test_a_reordered_datagram_is_mapped_but_neither_a_reset_nor_learned():
+    clock = SimClockEstimator()
+    feed(clock, [1.0] * 50)  # sim 0..490 ms
+    late = clock.observe(470 * MS, OFFSET + 500 * MS)  # 30 ms late, behind two newer ones
+    assert (late.epoch, late.status, late.reason) == (0, SimClockStatus.LOCKED, None)
+    assert late.host_ns == OFFSET + 471 * MS
+    after = clock.observe(500 * MS, OFFSET + 501 * MS)
+    assert after.epoch == 0 and after.host_ns == OFFSET + 501 * MS
+    assert clock.stats().reordered == 1 and clock.stats().resets == 0
+
+
+def test_a_restart_that_falls_back_a_little_is_confirmed_by_consecutive_samples():
+    clock = SimClockEstimator(restart_samples=3)
+    feed(clock, [1.0] * 10)  # sim 0..90 ms
+    restarted = feed(clock, [1.0] * 3, start_ms=0, offset=OFFSET + 100 * MS)
+    assert [s.epoch for _, _, s in restarted] == [0, 0, 1]
+    assert restarted[2][2].reason.startswith("sim clock reset")
+    assert restarted[2][2].host_ns == restarted[2][1] + 1 * MS
+
+
 def test_discontinuity_starts_an_epoch_and_keeps_the_mapping():
     clock = SimClockEstimator()
     feed(clock, [1.0] * 10)
