@@ -29,20 +29,22 @@ from .config import check_keys, integer, number, triple
 from .errors import ConfigError
 from .geometry import Quat, Vec3, quat_from_euler_zyx_deg, quat_rotate
 
-_KEYS = {
-    "width_px",
-    "height_px",
-    "hfov_deg",
-    "vfov_deg",
-    "fx_px",
-    "fy_px",
-    "cx_px",
-    "cy_px",
-    "mount_rpy_deg",
-    "mount_position_frd_m",
-    "on_gimbal",
-    "rflysim_sensor",
-}
+_KEYS = frozenset(
+    {
+        "width_px",
+        "height_px",
+        "hfov_deg",
+        "vfov_deg",
+        "fx_px",
+        "fy_px",
+        "cx_px",
+        "cy_px",
+        "mount_rpy_deg",
+        "mount_position_frd_m",
+        "on_gimbal",
+        "rflysim_sensor",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,22 +15,25 @@ Every error names its key and the value expected, e.g.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any
 
 from .errors import ConfigError
 from .geometry import Vec3
 
-SOURCE_STALE_MS: Mapping[str, float] = {
-    "vision": 250.0,
-    "pose": 100.0,
-    "imu": 100.0,
-    "gimbal": 250.0,
-    "laser": 250.0,
-    "gimbal_laser": 250.0,
-    "lidar": 500.0,
-}
+SOURCE_STALE_MS: Mapping[str, float] = MappingProxyType(
+    {
+        "vision": 250.0,
+        "pose": 100.0,
+        "imu": 100.0,
+        "gimbal": 250.0,
+        "laser": 250.0,
+        "gimbal_laser": 250.0,
+        "lidar": 500.0,
+    }
+)
 
 
 def number(
@@ -79,7 +82,7 @@ def triple(section: str, key: str, value: Any) -> Vec3:
     return (x, y, z)
 
 
-def check_keys(section: str, table: Mapping[str, Any], allowed: set[str]) -> None:
+def check_keys(section: str, table: Mapping[str, Any], allowed: Set[str]) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
         raise ConfigError(

@@ -1,10 +1,23 @@
 """The values the world model takes in: host-stamped, frozen, validated when built.
 
-Adapters in the app layer turn the live link's ``ReceivedResult`` and ``LinkEvent`` and
-rfly_link's messages into these, so a ROS node or a replay can feed the world model too. All
-``*_ns`` fields are host ``time.monotonic_ns()`` values. A value that exists is valid: a bad
+Adapters in the app layer build these, so a ROS node or a replay can feed the world model too.
+All ``*_ns`` fields are host ``time.monotonic_ns()`` values. A value that exists is valid: a bad
 field raises :class:`~fusion.errors.InvalidInput` naming it, so the adapter can count the drop.
 Vectors are stored as float tuples whatever sequence (list, numpy array) they were built from.
+
+What an adapter maps (one :class:`~fusion.simclock.SimClockEstimator` per RflySim stream):
+
+- ``ReceivedResult`` -> :class:`VisionObservation`: ``tracked``/``lost`` from flags bits 0/1,
+  ``has_box`` from ``results.is_target``, the box from x/y/w/h, ``host_capture_ns`` from
+  ``reference_ns()``, ``clock_locked`` when the clock status is LOCKED;
+- ``LinkEvent`` -> :class:`LinkStatus`; a device reset (sequence tracker or clock) ->
+  ``LinkStatus(rx_ns, state, device_reset=True)``;
+- CopterSim state or odometry -> ``observe(sim_time_ns, rx_ns, discontinuity=...)`` on the
+  stream's estimator, then :class:`PoseSample` with its ``host_ns``, ``epoch`` and ``status``
+  (skip samples whose position or attitude is invalid; an invalid velocity is ``None``);
+- the IMU reply -> :class:`ImuSample`; TypeID 5 -> :class:`LaserRange` with the Config.json
+  mount; the gimbal status (port 20006) -> :class:`GimbalSample` and
+  :class:`GimbalLaserRange`; point clouds -> :class:`LidarPoints` in body FRD or world NED.
 """
 
 from __future__ import annotations

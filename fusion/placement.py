@@ -50,8 +50,9 @@ class Placer:
         the measurement is placed in camera axes only.
         """
         if not required:
+            # Placed without a pose: if a pose source appears later, this one must not proceed.
             geometry, _ = self.geometry(obs, None)
-            return Placement(obs, arrival, geometry, None)
+            return Placement(obs, arrival, geometry, HoldReason.NO_POSE)
         t = obs.host_capture_ns
         history = self.history
         where = history.where(t)

@@ -10,8 +10,10 @@ counts, so they hold whatever the clock mapping did.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .inputs import LinkState
@@ -36,14 +38,18 @@ class HoldReason(Enum):
     POSE_GAP = "pose_gap"  # the capture falls in a gap of the pose history or before it
 
 
-_ORDER = {reason: index for index, reason in enumerate(HoldReason)}
+_ORDER: Mapping[HoldReason, int] = MappingProxyType(
+    {reason: index for index, reason in enumerate(HoldReason)}
+)
 
-LINK_REASONS: dict[LinkState, HoldReason] = {
-    LinkState.DOWN: HoldReason.LINK_DOWN,
-    LinkState.CONNECTING: HoldReason.LINK_DOWN,
-    LinkState.SYNCING: HoldReason.LINK_DOWN,
-    LinkState.SILENT: HoldReason.LINK_SILENT,
-}
+LINK_REASONS: Mapping[LinkState, HoldReason] = MappingProxyType(
+    {
+        LinkState.DOWN: HoldReason.LINK_DOWN,
+        LinkState.CONNECTING: HoldReason.LINK_DOWN,
+        LinkState.SYNCING: HoldReason.LINK_DOWN,
+        LinkState.SILENT: HoldReason.LINK_SILENT,
+    }
+)
 
 
 def ordered(reasons: set[HoldReason]) -> tuple[HoldReason, ...]:

@@ -14,7 +14,8 @@ showing its previous measurement, which is judged on its own capture time.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .camera import CameraConfig, CameraModel
@@ -49,12 +50,13 @@ from .verdicts import (
 )
 
 _NEVER = -(2**63)
-_RANGE_SOURCE_NAMES = {LaserRange: "laser", GimbalLaserRange: "gimbal_laser", LidarPoints: "lidar"}
+_RANGE_SOURCE_NAMES: Mapping[type, str] = MappingProxyType(
+    {LaserRange: "laser", GimbalLaserRange: "gimbal_laser", LidarPoints: "lidar"}
+)
 _DOWN_STATES = frozenset({LinkState.DOWN, LinkState.CONNECTING, LinkState.SYNCING})
-_LINK_SOURCE_STATES = {
-    LinkState.UP: SourceState.OK,
-    LinkState.SILENT: SourceState.STALE,
-}
+_LINK_SOURCE_STATES: Mapping[LinkState, SourceState] = MappingProxyType(
+    {LinkState.UP: SourceState.OK, LinkState.SILENT: SourceState.STALE}
+)
 
 
 class _Pending(NamedTuple):

@@ -193,6 +193,17 @@ def test_without_a_pose_source_the_world_publishes_camera_bearings_only():
     assert "pose" not in s.sources
 
 
+def test_a_target_placed_before_the_first_pose_does_not_proceed_once_poses_arrive():
+    w = world()
+    w.apply(up(0))
+    w.apply(observation(500 * MS))
+    assert verdict(w, 510) == (Decision.PROCEED, set())  # camera bearings only
+    poses(w, 450, 550)
+    assert verdict(w, 551) == (Decision.HOLD, {H.NO_POSE})
+    w.apply(observation(540 * MS))
+    assert verdict(w, 552) == (Decision.PROCEED, set())
+
+
 def test_pose_stale_when_the_newest_pose_is_too_old_then_fresh():
     w = ready(pose_ttl_ms=100.0)
     w.apply(observation(990 * MS))
