@@ -1,9 +1,10 @@
-"""The live service: link + tracker + clock + store, fanned out to listeners and iterators.
+"""The live service: the serial link feeding the pure ``FramePipeline``, fanned out to
+listeners and iterators, with the timers the pipeline cannot own.
 
-Flow: ``SerialLink`` reads and parses -> for each frame the ``SequenceTracker`` classifies the
-sequence, the ``DeviceClockEstimator`` maps the device time, the ``ResultStore`` keeps the
-latest -> listeners get ``ReceivedResult``, ``LinkEvent`` and ``Verdict`` values synchronously,
-in the reader's call (like python-can listeners: they must not block). ``results()``,
+Flow: ``SerialLink`` reads and parses -> ``FramePipeline.apply`` host-stamps and stores each
+frame (sequence tracker, device clock, result store) -> listeners get ``ReceivedResult``,
+``LinkEvent`` and ``Verdict`` values synchronously, in the reader's call (like python-can
+listeners: they must not block). ``results()``,
 ``verdicts()`` and ``link_events()`` are bounded async iterators built on the same fan-out: a
 consumer that falls behind loses its oldest items (counted), never slows the reader.
 
@@ -22,12 +23,12 @@ import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from .clock import ClockEvent, ClockStatus, DeviceClockEstimator, frame_transmit_ns
-from .events import LinkEvent, LinkState, ReceivedResult, ResultKey
+from .clock import ClockStatus, frame_transmit_ns
+from .events import LinkEvent, LinkState, ReceivedResult
 from .link import OpenFunction, SerialLink
+from .pipeline import FramePipeline
 from .protocol import VisionResult
-from .store import Decision, ResultStore, TargetSelector, Verdict
-from .tracker import SequenceEvent, SequenceTracker
+from .store import ResultStore, TargetSelector, Verdict
 
 LOGGER = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -35,11 +36,7 @@ Message = ReceivedResult | LinkEvent | Verdict
 Listener = Callable[[Message], None]
 _CLOSED: Any = object()
 _STALE_MARGIN_S = 0.001
-_IN_ORDER, _GAP, _LATE = SequenceEvent.IN_ORDER, SequenceEvent.GAP, SequenceEvent.LATE
-_DUPLICATE, _RESET, _LOCKED = SequenceEvent.DUPLICATE, SequenceEvent.RESET, ClockStatus.LOCKED
-_CLOCK_RESET = ClockEvent.DEVICE_RESET
-_UP, _DOWN = LinkState.UP, LinkState.DOWN
-_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+_UP = LinkState.UP
 
 
 class Subscription(Generic[T]):
@@ -103,18 +100,19 @@ class GizmoService:
         backoff_max_s: float = 2.0,
         clock: Callable[[], int] = time.monotonic_ns,
         open_connection: OpenFunction | None = None,
+        pipeline: FramePipeline | None = None,
     ) -> None:
+        """``pipeline`` replaces the one built from the store and clock settings above."""
         self._clock = clock
-        self._tracker = SequenceTracker(max_skew_ppm=max_skew_ppm)
-        self._device_clock = DeviceClockEstimator(
+        self.pipeline = pipeline or FramePipeline(
+            ttl_ms=ttl_ms,
+            ttl_ms_by_type=ttl_ms_by_type,
+            reset_hold_ms=reset_hold_ms,
             max_skew_ppm=max_skew_ppm,
             phase_error_threshold_ms=phase_error_threshold_ms,
             transport_delay_ns=(
                 frame_transmit_ns(baudrate) if transport_delay_ns is None else transport_delay_ns
             ),
-        )
-        self._store = ResultStore(
-            ttl_ms=ttl_ms, ttl_ms_by_type=ttl_ms_by_type, reset_hold_ms=reset_hold_ms
         )
         link_kwargs: dict[str, Any] = {}
         if open_connection is not None:
@@ -135,17 +133,13 @@ class GizmoService:
         self._result_subs: list[Subscription[ReceivedResult]] = []
         self._link_subs: list[Subscription[LinkEvent]] = []
         self._verdict_subs: dict[TargetSelector, list[Subscription[Verdict]]] = {}
-        self._watched: dict[TargetSelector, Verdict | None] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._stale_timer: asyncio.TimerHandle | None = None
-        self._target_expiry_ns: dict[ResultKey, int] = {}  # current verdict targets' stale times
         self._stale_at_ns = 0  # host time the pending stale timer is for
         # The stale timer is moved later only once it is due within half the shortest TTL.
         self._stale_lead_ns = round(min([ttl_ms, *(ttl_ms_by_type or {}).values()]) * 1e6) // 2
         self._verdict_tick: asyncio.TimerHandle | None = None
-        self._routine_keys: dict[tuple[int, int, int], bool] = {}
-        self._results_total = self._duplicates_dropped = self._listener_errors = 0
-        self._evaluation_due = False  # a link event waits for the results read with it
+        self._listener_errors = 0
         self._failure: BaseException | None = None
         self._failed = asyncio.Event()
 
@@ -203,7 +197,6 @@ class GizmoService:
             if timer is not None:
                 timer.cancel()
         self._stale_timer = self._verdict_tick = None
-        self._target_expiry_ns = {}
 
     def _fail(self, exc: BaseException, where: str) -> None:
         """A bug in the service's own work: from now on it is not trustworthy (``failure``)."""
@@ -223,9 +216,7 @@ class GizmoService:
 
     def watch(self, selector: TargetSelector) -> None:
         """Publish verdicts for ``selector`` to listeners (on change and at the steady rate)."""
-        self._watched.setdefault(selector, None)
-        self._store.watch(selector)
-        self._routine_keys.clear()
+        self.pipeline.watch(selector)
 
     def results(self, maxsize: int = 1024) -> Subscription[ReceivedResult]:
         sub: Subscription[ReceivedResult] = Subscription(maxsize, self._result_subs.remove)
@@ -250,11 +241,8 @@ class GizmoService:
 
     def verdict(self, selector: TargetSelector | None = None, now_ns: int | None = None) -> Verdict:
         """The verdict right now."""
-        return self._store.verdict(
-            selector or TargetSelector(),
-            self._clock() if now_ns is None else now_ns,
-            link_state=self.link.state,
-            clock_status=self._device_clock.status,
+        return self.pipeline.verdict(
+            selector or TargetSelector(), self._clock() if now_ns is None else now_ns
         )
 
     @property
@@ -263,32 +251,19 @@ class GizmoService:
 
     @property
     def clock_status(self) -> ClockStatus:
-        return self._device_clock.status
+        return self.pipeline.device_clock.status
 
     @property
     def store(self) -> ResultStore:
-        return self._store
+        return self.pipeline.store
 
     def stats(self, now_ns: int | None = None) -> dict[str, Any]:
         """Counters of every stage, as a JSON-ready ``stats`` message."""
-        clock = self._device_clock.stats()
         return {
             "type": "stats",
             "host_ns": self._clock() if now_ns is None else now_ns,
             "link": self.link.stats()._asdict(),
-            "clock": {
-                "status": clock.status.value,
-                "epoch": clock.epoch,
-                "skew_ppm": round(clock.skew_ppm, 3),
-                "resets": clock.resets,
-                "phase_errors": clock.phase_errors,
-                "jumps": clock.jumps,
-                "samples": clock.samples,
-            },
-            "sources": {str(k): v._asdict() for k, v in self._tracker.stats().items()},
-            "store": self._store.stats(),
-            "results": self._results_total,
-            "duplicates_dropped": self._duplicates_dropped,
+            **self.pipeline.stats(),
             "listener_errors": self._listener_errors,
             "subscriber_drops": sum(s.dropped for s in self._all_subs()),
         }
@@ -296,44 +271,23 @@ class GizmoService:
     # -- the reader path (synchronous: called from the link's data_received) ----------------
 
     def _on_results(self, results: list[VisionResult], rx_ns: int) -> None:
-        # This runs for every frame: attribute lookups are hoisted, enum members compared by
-        # identity, and tuples built without their Python-level constructors.
-        observe_sequence, device_clock = self._tracker.observe, self._device_clock
-        store, result_subs = self._store, self._result_subs
-        verdicts_may_change = False
-        for result in results:
-            source_id, timestamp_ms = result.source_id, result.timestamp_ms
-            event = observe_sequence(source_id, result.sequence, timestamp_ms, rx_ns)
-            if event is _DUPLICATE:
-                self._duplicates_dropped += 1
-                continue
-            sample = device_clock.observe(timestamp_ms, rx_ns, reset=event is _RESET)
-            device_ms, epoch, clock_status, clock_event = sample
-            if event is _RESET or clock_event is _CLOCK_RESET:
-                store.device_reset(source_id, rx_ns)
-            received = _new_tuple(
-                ReceivedResult,
-                (
-                    result,
-                    rx_ns,
-                    device_clock.tick_to_host_ns(device_ms - result.age_ms),
-                    device_ms,
-                    epoch,
-                    clock_status,
-                    event,
-                ),
-            )
-            if event is not _LATE:  # a late frame is older than the stored one
-                store.update(received)
-            self._results_total += 1
-            if not verdicts_may_change and not self._is_routine(received, event, rx_ns):
-                verdicts_may_change = True
+        pipeline, result_subs = self.pipeline, self._result_subs
+        for received in pipeline.apply(results, rx_ns):
             for sub in result_subs:
                 sub.put(received)
             self._dispatch(received)
-        if verdicts_may_change or self._evaluation_due:
-            self._evaluation_due = False
+        if pipeline.evaluation_due:
             self._evaluate_verdicts(self._clock())  # not rx_ns: keep host_ns monotonic
+            return
+        refreshed, earlier = pipeline.take_stale_move()
+        # Moving the stale timer later waits until it is due within half a TTL (a steady
+        # stream costs a couple of timer moves per TTL and no timer wake-ups); moving it
+        # earlier (a result with an older capture time) is done at once. So it never fires
+        # after a target goes stale.
+        if refreshed and (earlier or self._stale_at_ns - rx_ns < self._stale_lead_ns):
+            stale_at_ns = pipeline.stale_at_ns()
+            if stale_at_ns is not None:
+                self._arm_stale_timer(stale_at_ns, self._clock(), later=True)
 
     def _dispatch(self, item: ReceivedResult | LinkEvent | Verdict) -> None:
         """Hand ``item`` to every listener; one that raises is counted, never propagated, so a
@@ -347,78 +301,24 @@ class GizmoService:
                 if count & (count - 1) == 0:  # log the 1st, 2nd, 4th, 8th, ... failure
                     LOGGER.exception("listener %r failed (%d so far)", listener, count)
 
-    def _is_routine(self, received: ReceivedResult, event: SequenceEvent, rx_ns: int) -> bool:
-        """True when ``received`` cannot change any watched verdict, so none is re-evaluated.
-
-        That is: an in-order, tracked, fresh result with the clock locked, whose key is either
-        matched by no watched selector or only by selectors whose verdict is already PROCEED.
-        A routine result that refreshes a verdict's target moves that target's stale time
-        (``_move_stale_timer``).
-        """
-        result = received.result
-        capture_ns = received.host_capture_ns
-        if (
-            (event is not _IN_ORDER and event is not _GAP)
-            or received.clock_status is not _LOCKED
-            or result.flags & 0x03 != 0x01  # tracked and not lost
-            or capture_ns is None
-        ):
-            return False
-        expiry_ns = capture_ns + self._store.ttl_ns(result.result_type)
-        if rx_ns > expiry_ns:
-            return False
-        key = (result.source_id, result.result_type, result.id)
-        routine = self._routine_keys.get(key)
-        if routine is None:
-            routine = self._routine_keys[key] = all(
-                not selector.matches(key)
-                or (last is not None and last.decision is Decision.PROCEED)
-                for selector, last in self._watched.items()
-            )
-        if routine and key in self._target_expiry_ns:
-            earlier = expiry_ns < self._target_expiry_ns[key]  # an older capture (larger age)
-            self._target_expiry_ns[key] = expiry_ns
-            if earlier or self._stale_at_ns - rx_ns < self._stale_lead_ns:
-                self._move_stale_timer()
-        return routine
-
     def _on_link_event(self, event: LinkEvent) -> None:
-        state = event.state
-        if event.previous is _UP or state is _DOWN:
-            # Whatever was read before a break cannot justify a PROCEED after it; after a
-            # disconnection the board may have rebooted, so its clock starts a new epoch.
-            self._store.link_break()
-            if state is _DOWN:
-                self._device_clock.new_epoch()
+        self.pipeline.link_changed(event)
         for sub in self._link_subs:
             sub.put(event)
         self._dispatch(event)
-        if state is _UP:
-            # UP comes with the read that holds the first valid frames: evaluate once they
-            # are applied (in ``_on_results``), never before.
-            self._evaluation_due = True
-        else:
+        if event.state is not _UP:
+            # UP comes with the read that holds the first valid frames: its verdict waits
+            # until they are applied (``_on_results``), never before.
             self._evaluate_verdicts(event.host_ns)
 
     def _evaluate_verdicts(self, now_ns: int, *, force: bool = False) -> None:
-        expiry_ns: dict[ResultKey, int] = {}
-        for selector, last in self._watched.items():
-            verdict = self.verdict(selector, now_ns)
-            target = verdict.result
-            if target is not None:
-                expiry_ns[target.key] = target.reference_ns() + self._store.ttl_ns(
-                    target.result.result_type
-                )
-            if not force and verdict.same_as(last):
-                continue
-            self._watched[selector] = verdict
-            for sub in self._verdict_subs.get(selector, ()):
+        for verdict in self.pipeline.evaluate(now_ns, force=force):
+            for sub in self._verdict_subs.get(verdict.selector, ()):
                 sub.put(verdict)
             self._dispatch(verdict)
-        self._routine_keys.clear()
-        self._target_expiry_ns = expiry_ns
-        if expiry_ns:
-            self._arm_stale_timer(min(expiry_ns.values()), now_ns)
+        stale_at_ns = self.pipeline.stale_at_ns()
+        if stale_at_ns is not None:
+            self._arm_stale_timer(stale_at_ns, now_ns)
 
     def _arm_stale_timer(self, stale_at_ns: int, now_ns: int, *, later: bool = False) -> None:
         """Re-evaluate when the first current target goes stale: a timer, not polling.
@@ -435,15 +335,6 @@ class GizmoService:
             handle.cancel()
         self._stale_timer = loop.call_at(when, self._on_stale_timer)
         self._stale_at_ns = stale_at_ns
-
-    def _move_stale_timer(self) -> None:
-        """Move the stale timer to the targets' new first stale time.
-
-        Moving it later waits until the pending timer is due within half a TTL (a steady
-        stream costs a couple of timer moves per TTL and no timer wake-ups); moving it
-        earlier (a result with an older capture time) is done at once. So it never fires
-        after a target goes stale."""
-        self._arm_stale_timer(min(self._target_expiry_ns.values()), self._clock(), later=True)
 
     def _on_stale_timer(self) -> None:
         self._stale_timer = None

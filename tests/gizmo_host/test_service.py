@@ -12,6 +12,7 @@ import jsonschema
 from gizmo_host.clock import ClockStatus
 from gizmo_host.emulator import BoardModel, PtyBoard, play
 from gizmo_host.events import LinkState
+from gizmo_host.pipeline import FramePipeline
 from gizmo_host.schemas import load_schema
 from gizmo_host.service import GizmoService
 from gizmo_host.store import Decision, HoldReason, TargetSelector
@@ -257,12 +258,14 @@ def test_a_failing_verdict_evaluation_is_reported_to_the_owner(link_path):
     """The steady re-publication runs on a loop timer, not a task: a bug in it must still
     reach ``wait_failed`` (``gizmo-host run`` then exits non-zero for systemd to restart)."""
 
-    class BrokenVerdicts(GizmoService):
-        def verdict(self, selector=None, now_ns=None):
+    class BrokenVerdicts(FramePipeline):
+        def evaluate(self, now_ns, *, force=False):
             raise RuntimeError("a bug in the verdict path")
 
     async def main():
-        async with BrokenVerdicts(link_path, verdict_interval_s=0.05) as svc:
+        async with GizmoService(
+            link_path, verdict_interval_s=0.05, pipeline=BrokenVerdicts()
+        ) as svc:
             svc.watch(TargetSelector())
             failure = await asyncio.wait_for(svc.wait_failed(), TIMEOUT_S)
             assert isinstance(failure, RuntimeError) and svc.failure is failure

@@ -1,0 +1,222 @@
+"""The pure per-frame pipeline: parsed frames -> host-stamped results -> verdicts.
+
+Sans-I/O: every host time is an argument, nothing here reads a clock, sleeps or touches a port.
+The live service feeds it from the serial link and keeps the timers; offline replay and the
+fusion adapters feed it the same way with recorded times.
+
+Per frame (``apply``): the ``SequenceTracker`` classifies the sequence, the
+``DeviceClockEstimator`` maps the device time to the host clock, the ``ResultStore`` keeps the
+latest per key. A link transition (``link_changed``) and the verdicts (``evaluate``) follow the
+safety rules: nothing read before a break or a device reset justifies a PROCEED, and a verdict
+is evaluated only once every result read so far has been applied (``evaluation_due``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .clock import ClockEvent, ClockStatus, DeviceClockEstimator
+from .events import LinkEvent, LinkState, ReceivedResult, ResultKey
+from .protocol import ResultFlags, VisionResult
+from .store import Decision, ResultStore, TargetSelector, Verdict
+from .tracker import SequenceEvent, SequenceTracker
+
+_IN_ORDER, _GAP, _LATE = SequenceEvent.IN_ORDER, SequenceEvent.GAP, SequenceEvent.LATE
+_DUPLICATE, _RESET, _LOCKED = SequenceEvent.DUPLICATE, SequenceEvent.RESET, ClockStatus.LOCKED
+_CLOCK_RESET = ClockEvent.DEVICE_RESET
+_UP, _DOWN = LinkState.UP, LinkState.DOWN
+_TRACKED_OR_LOST = int(ResultFlags.TRACKED | ResultFlags.LOST)
+_TRACKED = int(ResultFlags.TRACKED)
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+
+
+class FramePipeline:
+    """One link's tracker, device clock, store and watched verdicts."""
+
+    def __init__(
+        self,
+        *,
+        ttl_ms: float = 250.0,
+        ttl_ms_by_type: dict[int, float] | None = None,
+        reset_hold_ms: float = 2000.0,
+        max_skew_ppm: float = 200.0,
+        phase_error_threshold_ms: float = 5.0,
+        transport_delay_ns: int = 0,
+    ) -> None:
+        self.tracker = SequenceTracker(max_skew_ppm=max_skew_ppm)
+        self.device_clock = DeviceClockEstimator(
+            max_skew_ppm=max_skew_ppm,
+            phase_error_threshold_ms=phase_error_threshold_ms,
+            transport_delay_ns=transport_delay_ns,
+        )
+        self.store = ResultStore(
+            ttl_ms=ttl_ms, ttl_ms_by_type=ttl_ms_by_type, reset_hold_ms=reset_hold_ms
+        )
+        self.link_state = LinkState.DOWN
+        self.evaluation_due = False  # a result or link event may have changed a verdict
+        # A routine result refreshed a verdict's target: its stale time moved (``earlier``:
+        # an older capture, so the stale time must move at once).
+        self.stale_refreshed = self.stale_earlier = False
+        self.results_total = self.duplicates_dropped = 0
+        self._watched: dict[TargetSelector, Verdict | None] = {}
+        self._routine_keys: dict[ResultKey, bool] = {}
+        self._target_expiry_ns: dict[ResultKey, int] = {}  # current verdict targets' stale times
+
+    # -- inputs ----------------------------------------------------------------------------
+
+    def apply(self, results: list[VisionResult], rx_ns: int) -> list[ReceivedResult]:
+        """Host-stamp and store ``results`` read at ``rx_ns``; duplicates are dropped (counted).
+
+        This runs for every frame: attribute lookups are hoisted, enum members compared by
+        identity, and tuples built without their Python-level constructors.
+        """
+        observe_sequence, device_clock, store = (
+            self.tracker.observe,
+            self.device_clock,
+            self.store,
+        )
+        out: list[ReceivedResult] = []
+        for result in results:
+            source_id, timestamp_ms = result.source_id, result.timestamp_ms
+            event = observe_sequence(source_id, result.sequence, timestamp_ms, rx_ns)
+            if event is _DUPLICATE:
+                self.duplicates_dropped += 1
+                continue
+            sample = device_clock.observe(timestamp_ms, rx_ns, reset=event is _RESET)
+            device_ms, epoch, clock_status, clock_event = sample
+            if event is _RESET or clock_event is _CLOCK_RESET:
+                store.device_reset(source_id, rx_ns)
+            received = _new_tuple(
+                ReceivedResult,
+                (
+                    result,
+                    rx_ns,
+                    device_clock.tick_to_host_ns(device_ms - result.age_ms),
+                    device_ms,
+                    epoch,
+                    clock_status,
+                    event,
+                ),
+            )
+            if event is not _LATE:  # a late frame is older than the stored one
+                store.update(received)
+            if not self.evaluation_due and not self._is_routine(received, event, rx_ns):
+                self.evaluation_due = True
+            out.append(received)
+        self.results_total += len(out)
+        return out
+
+    def link_changed(self, event: LinkEvent) -> None:
+        """Apply a link transition. Whatever was read before a break cannot justify a PROCEED
+        after it; after a disconnection the board may have rebooted, so its clock starts a new
+        epoch. Every transition may change a verdict (``evaluation_due``); the switch to UP
+        comes with the read that holds the first valid frames, so evaluate it after ``apply``.
+        """
+        state = event.state
+        if event.previous is _UP or state is _DOWN:
+            self.store.link_break()
+            if state is _DOWN:
+                self.device_clock.new_epoch()
+        self.link_state = state
+        self.evaluation_due = True
+
+    # -- verdicts --------------------------------------------------------------------------
+
+    def watch(self, selector: TargetSelector) -> None:
+        """Keep ``selector``'s verdict: ``evaluate`` reports it when it changes."""
+        self._watched.setdefault(selector, None)
+        self.store.watch(selector)
+        self._routine_keys.clear()
+
+    def verdict(self, selector: TargetSelector, now_ns: int) -> Verdict:
+        """The verdict for ``selector`` at ``now_ns``."""
+        return self.store.verdict(
+            selector,
+            now_ns,
+            link_state=self.link_state,
+            clock_status=self.device_clock.status,
+        )
+
+    def evaluate(self, now_ns: int, *, force: bool = False) -> list[Verdict]:
+        """Re-evaluate every watched verdict; returns those that changed (all with ``force``)."""
+        self.evaluation_due = self.stale_refreshed = self.stale_earlier = False
+        changed = []
+        expiry_ns: dict[ResultKey, int] = {}
+        for selector, last in self._watched.items():
+            verdict = self.verdict(selector, now_ns)
+            target = verdict.result
+            if target is not None:
+                expiry_ns[target.key] = target.reference_ns() + self.store.ttl_ns(
+                    target.result.result_type
+                )
+            if force or not verdict.same_as(last):
+                self._watched[selector] = verdict
+                changed.append(verdict)
+        self._routine_keys.clear()
+        self._target_expiry_ns = expiry_ns
+        return changed
+
+    def take_stale_move(self) -> tuple[bool, bool]:
+        """Whether routine results moved a target's stale time since the last call or
+        evaluation, and whether any moved it earlier; both are cleared."""
+        moved = self.stale_refreshed, self.stale_earlier
+        self.stale_refreshed = self.stale_earlier = False
+        return moved
+
+    def stale_at_ns(self) -> int | None:
+        """When the first current target goes stale (a verdict may change then), if any."""
+        return min(self._target_expiry_ns.values(), default=None)
+
+    def _is_routine(self, received: ReceivedResult, event: SequenceEvent, rx_ns: int) -> bool:
+        """True when ``received`` cannot change any watched verdict, so none is re-evaluated.
+
+        That is: an in-order, tracked, fresh result with the clock locked, whose key is either
+        matched by no watched selector or only by selectors whose verdict is already PROCEED.
+        A routine result that refreshes a verdict's target moves that target's stale time
+        (``stale_refreshed``, and ``stale_earlier`` when it moved earlier).
+        """
+        result = received.result
+        capture_ns = received.host_capture_ns
+        if (
+            (event is not _IN_ORDER and event is not _GAP)
+            or received.clock_status is not _LOCKED
+            or result.flags & _TRACKED_OR_LOST != _TRACKED
+            or capture_ns is None
+        ):
+            return False
+        expiry_ns = capture_ns + self.store.ttl_ns(result.result_type)
+        if rx_ns > expiry_ns:
+            return False
+        key = (result.source_id, result.result_type, result.id)
+        routine = self._routine_keys.get(key)
+        if routine is None:
+            routine = self._routine_keys[key] = all(
+                not selector.matches(key)
+                or (last is not None and last.decision is Decision.PROCEED)
+                for selector, last in self._watched.items()
+            )
+        if routine and key in self._target_expiry_ns:
+            if expiry_ns < self._target_expiry_ns[key]:  # an older capture (larger age)
+                self.stale_earlier = True
+            self._target_expiry_ns[key] = expiry_ns
+            self.stale_refreshed = True
+        return routine
+
+    def stats(self) -> dict[str, Any]:
+        """Counters of the tracker, clock and store (JSON-ready)."""
+        clock = self.device_clock.stats()
+        return {
+            "clock": {
+                "status": clock.status.value,
+                "epoch": clock.epoch,
+                "skew_ppm": round(clock.skew_ppm, 3),
+                "resets": clock.resets,
+                "phase_errors": clock.phase_errors,
+                "jumps": clock.jumps,
+                "samples": clock.samples,
+            },
+            "sources": {str(k): v._asdict() for k, v in self.tracker.stats().items()},
+            "store": self.store.stats(),
+            "results": self.results_total,
+            "duplicates_dropped": self.duplicates_dropped,
+        }
