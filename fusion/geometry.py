@@ -79,6 +79,8 @@ def azimuth_elevation_deg(v_ned: Vec3) -> tuple[float, float]:
     """Azimuth from north towards east in [0, 360), elevation negative below the horizon."""
     north, east, down = v_ned
     azimuth = math.degrees(math.atan2(east, north)) % 360.0
+    if azimuth >= 360.0:  # a tiny negative angle rounds to 360.0 after the modulo
+        azimuth = 0.0
     elevation = math.degrees(math.atan2(-down, math.hypot(north, east)))
     return azimuth, elevation
 

@@ -119,6 +119,29 @@ def test_camera_looking_down_has_image_top_to_the_nose():
     assert np.allclose(g.mat_vec(m, (0, 1, 0)), (0, 1, 0), atol=1e-12)
 
 
+def test_azimuth_never_reaches_360():
+    assert g.azimuth_elevation_deg((1.0, -1e-300, 0.0))[0] == 0.0
+
+
+@given(
+    quaternions(),
+    st.tuples(st.floats(-180, 180), st.floats(-89, 89), st.floats(-180, 180)),
+    st.tuples(st.integers(-1000, 1000), st.integers(-1000, 1000)),
+)
+def test_pixel_to_world_chain_matches_scipy(attitude, mount_rpy_deg, centre):
+    """Board units -> camera axes -> body FRD (mount Z-Y-X) -> NED, against scipy."""
+    from fusion import CameraConfig, CameraModel
+
+    camera = CameraModel(
+        CameraConfig(width_px=640, height_px=480, hfov_deg=90.0, mount_rpy_deg=mount_rpy_deg)
+    )
+    ray_camera = camera.bearing_camera(*centre)
+    ours = g.quat_rotate(attitude, camera.to_body(ray_camera))
+    roll, pitch_deg, yaw = mount_rpy_deg
+    mount = Rotation.from_euler("ZYX", [yaw, pitch_deg, roll], degrees=True)
+    assert np.allclose(ours, (oracle(attitude) * mount).apply(ray_camera), atol=1e-9)
+
+
 @pytest.mark.parametrize(
     ("v", "azimuth", "elevation"),
     [
