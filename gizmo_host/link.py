@@ -35,8 +35,10 @@ from typing import Any, NamedTuple
 import serialx
 
 from .events import LinkEvent, LinkState
+from .linkstate import LinkInput, LinkStateMachine
 from .parser import StreamParser
 from .protocol import FRAME_LEN, VisionResult
+from .timing import LoopScheduler, Scheduler, Timer
 
 LOGGER = logging.getLogger(__name__)
 
@@ -61,18 +63,6 @@ class LinkStats(NamedTuple):
     header_errors: int
     bytes_discarded: int
     callback_errors: int  # consumer callbacks that raised; the link went on reading
-
-
-def explain_open_error(path: str, exc: BaseException) -> str:
-    """One line for a failed open; uses ``gizmo_host.diagnostics`` when it is installed."""
-    try:
-        from .diagnostics import explain_open_error as explain  # noqa: PLC0415 - optional
-
-        if isinstance(exc, OSError):
-            return str(explain(path, exc))
-    except Exception:  # diagnostics must never break the reconnect loop
-        pass
-    return f"{path}: {exc}"
 
 
 class _ReaderProtocol(asyncio.Protocol):
@@ -112,8 +102,13 @@ class SerialLink:
         backoff_max_s: float = 2.0,
         coalesce_reads: bool = True,
         clock: Callable[[], int] = time.monotonic_ns,
+        scheduler: Scheduler | None = None,
         open_connection: OpenFunction = serialx.create_serial_connection,
+        explain_open_error: Callable[[str, OSError], str] | None = None,
     ) -> None:
+        """``scheduler`` (default: the loop's timers on ``clock``) runs the backoff and the
+        silence check; ``explain_open_error`` turns a failed open into one line (the CLI
+        injects the deployment diagnostics)."""
         if baudrate <= 0:
             raise ValueError(f"baudrate: expected a positive integer, got {baudrate!r}")
         if not 0 < backoff_min_s <= backoff_max_s:
@@ -128,14 +123,17 @@ class SerialLink:
         self._on_results = on_results
         self._on_event = on_event
         self._silent_after_s = silent_after_s
+        self._silent_ns = round(silent_after_s * 1e9)
         self._backoff_min_s = backoff_min_s
         self._backoff_max_s = backoff_max_s
         self._coalesce = coalesce_reads
-        self._clock = clock
+        self._scheduler = scheduler or LoopScheduler(clock)
+        self._clock = self._scheduler.now_ns
         self._open = open_connection
+        self._explain = explain_open_error
         self._parser = StreamParser()
-        self._state = LinkState.DOWN
-        self._transitions = self._open_attempts = self._open_failures = self._disconnects = 0
+        self._machine = LinkStateMachine(path)
+        self._open_attempts = self._open_failures = self._disconnects = 0
         self._callback_errors = 0
         self._last_frame_ns = 0
         self._reached_up = False
@@ -143,17 +141,17 @@ class SerialLink:
         self._fd = -1  # the tty descriptor read directly, -1 when the transport reads
         self._read_size = TTY_READ_SIZE
         self._lost: asyncio.Future[BaseException | None] | None = None
-        self._silent_check: asyncio.TimerHandle | None = None
+        self._silent_check: Timer | None = None
 
     @property
     def state(self) -> LinkState:
-        return self._state
+        return self._machine.state
 
     def stats(self) -> LinkStats:
         p = self._parser.stats
         return LinkStats(
-            self._state.value,
-            self._transitions,
+            self._machine.state.value,
+            self._machine.transitions,
             self._open_attempts,
             self._open_failures,
             self._disconnects,
@@ -172,8 +170,8 @@ class SerialLink:
         try:
             while True:
                 self._open_attempts += 1
-                self._transition(
-                    LinkState.CONNECTING,
+                self._feed(
+                    LinkInput.OPEN_STARTED,
                     f"opening at {self.baudrate} baud, attempt {self._open_attempts}",
                 )
                 lost: asyncio.Future[BaseException | None] = loop.create_future()
@@ -190,20 +188,19 @@ class SerialLink:
                 except (OSError, serialx.SerialException) as exc:
                     self._open_failures += 1
                     # The explanation may scan /proc: keep it off the event loop.
-                    reason = await loop.run_in_executor(None, explain_open_error, self.path, exc)
-                    self._transition(LinkState.DOWN, reason)
-                    await asyncio.sleep(backoff_s)
+                    reason = await loop.run_in_executor(None, self._explain_failure, exc)
+                    self._feed(LinkInput.OPEN_FAILED, reason)
+                    await self._scheduler.sleep(backoff_s)
                     backoff_s = min(backoff_s * 2, self._backoff_max_s)
                     continue
                 reached_up = await self._serve(transport, protocol)
                 if reached_up:
                     backoff_s = self._backoff_min_s
-                await asyncio.sleep(backoff_s)
+                await self._scheduler.sleep(backoff_s)
                 if not reached_up:
                     backoff_s = min(backoff_s * 2, self._backoff_max_s)
         finally:
-            if self._state is not LinkState.DOWN:
-                self._transition(LinkState.DOWN, "stopped")
+            self._feed(LinkInput.STOPPED, "stopped")
 
     async def _serve(self, transport: Any, protocol: _ReaderProtocol) -> bool:
         """Read until the connection ends; returns whether it ever reached UP."""
@@ -212,12 +209,14 @@ class SerialLink:
         self._reached_up = False
         try:  # everything set up here is undone below, whatever fails or is cancelled
             self._read_directly(loop, transport, protocol.lost)
-            self._last_frame_ns = self._clock()
-            self._transition(LinkState.SYNCING, "port open, waiting for a valid frame")
-            self._silent_check = loop.call_later(self._silent_after_s, self._check_silent)
+            self._last_frame_ns = now_ns = self._clock()
+            self._feed(LinkInput.OPENED, "port open, waiting for a valid frame")
+            self._silent_check = self._scheduler.call_at_ns(
+                now_ns + self._silent_ns, self._check_silent
+            )
             exc = await protocol.lost
             self._disconnects += 1
-            self._transition(LinkState.DOWN, f"disconnected: {_describe(exc)}")
+            self._feed(LinkInput.LOST, f"disconnected: {_describe(exc)}")
             return self._reached_up
         finally:
             if self._silent_check is not None:
@@ -283,15 +282,12 @@ class SerialLink:
     def _check_silent(self) -> None:
         """A timer, re-armed for when the link would be silent: one wake-up per
         ``silent_after_s`` while frames flow, none per frame."""
-        silent_ns = round(self._silent_after_s * 1e9)
-        remaining_ns = self._last_frame_ns + silent_ns - self._clock()
+        now_ns = self._clock()
+        remaining_ns = self._last_frame_ns + self._silent_ns - now_ns
         if remaining_ns <= _TIMER_SLACK_NS:
-            if self._state is LinkState.UP or self._state is LinkState.SYNCING:
-                self._transition(LinkState.SILENT, f"no valid frame for {self._silent_after_s:g} s")
-            remaining_ns = silent_ns
-        self._silent_check = asyncio.get_running_loop().call_later(
-            remaining_ns / 1e9, self._check_silent
-        )
+            self._feed(LinkInput.SILENCE, f"no valid frame for {self._silent_after_s:g} s")
+            remaining_ns = self._silent_ns
+        self._silent_check = self._scheduler.call_at_ns(now_ns + remaining_ns, self._check_silent)
 
     def _data_received(self, data: bytes) -> None:
         """The per-read path (the transport calls it directly)."""
@@ -307,22 +303,28 @@ class SerialLink:
                 wakeup.expect(missing)
         if results:
             self._last_frame_ns = now_ns
-            if self._state is not _UP:
+            if self._machine.state is not _UP:
                 self._reached_up = True
-                self._transition(LinkState.UP, "valid frame received")
+                self._feed(LinkInput.FRAME, "valid frame received")
             try:
                 self._on_results(results, now_ns)
             except Exception:
                 self._callback_failed("on_results")
 
-    def _transition(self, state: LinkState, reason: str) -> None:
-        previous = self._state
-        if state is previous:
+    def _explain_failure(self, exc: BaseException) -> str:
+        """One line for a failed open: the injected explanation, or the error itself."""
+        if self._explain is not None and isinstance(exc, OSError):
+            try:
+                return self._explain(self.path, exc)
+            except Exception:  # an explanation must never break the reconnect loop
+                LOGGER.debug("explaining %s failed", self.path, exc_info=True)
+        return f"{self.path}: {exc}"
+
+    def _feed(self, link_input: LinkInput, reason: str) -> None:
+        event = self._machine.feed(link_input, reason, self._clock())
+        if event is None:
             return
-        self._state = state
-        self._transitions += 1
-        event = LinkEvent(state, previous, self._clock(), reason, self.path, self._transitions)
-        LOGGER.info("%s: %s -> %s (%s)", self.path, previous.value, state.value, reason)
+        LOGGER.info("%s: %s -> %s (%s)", self.path, event.previous.value, event.state.value, reason)
         if self._on_event is not None:
             try:
                 self._on_event(event)

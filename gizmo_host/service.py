@@ -29,13 +29,14 @@ from .link import OpenFunction, SerialLink
 from .pipeline import FramePipeline
 from .protocol import VisionResult
 from .store import ResultStore, TargetSelector, Verdict
+from .timing import LoopScheduler, Scheduler, Timer
 
 LOGGER = logging.getLogger(__name__)
 T = TypeVar("T")
 Message = ReceivedResult | LinkEvent | Verdict
 Listener = Callable[[Message], None]
 _CLOSED: Any = object()
-_STALE_MARGIN_S = 0.001
+_STALE_MARGIN_NS = 1_000_000
 _UP = LinkState.UP
 
 
@@ -75,6 +76,15 @@ class Subscription(Generic[T]):
             raise StopAsyncIteration
         return item
 
+    def get_nowait(self) -> T:
+        """The next item already queued; raises ``asyncio.QueueEmpty`` when there is none,
+        ``StopAsyncIteration`` once closed."""
+        item = self._queue.get_nowait()
+        if item is _CLOSED:
+            self._queue.put_nowait(item)  # stays closed for the next call
+            raise StopAsyncIteration
+        return item
+
     async def get(self, timeout: float | None = None) -> T:
         """The next item; raises ``StopAsyncIteration`` once closed, ``TimeoutError`` on timeout."""
         return await asyncio.wait_for(self.__anext__(), timeout)
@@ -99,11 +109,15 @@ class GizmoService:
         backoff_min_s: float = 0.1,
         backoff_max_s: float = 2.0,
         clock: Callable[[], int] = time.monotonic_ns,
+        scheduler: Scheduler | None = None,
         open_connection: OpenFunction | None = None,
+        explain_open_error: Callable[[str, OSError], str] | None = None,
         pipeline: FramePipeline | None = None,
     ) -> None:
-        """``pipeline`` replaces the one built from the store and clock settings above."""
-        self._clock = clock
+        """``scheduler`` (default: the loop's timers on ``clock``) runs every timer and sleep;
+        ``pipeline`` replaces the one built from the store and clock settings above."""
+        self._scheduler = scheduler or LoopScheduler(clock)
+        self._clock = clock = self._scheduler.now_ns
         self.pipeline = pipeline or FramePipeline(
             ttl_ms=ttl_ms,
             ttl_ms_by_type=ttl_ms_by_type,
@@ -125,20 +139,22 @@ class GizmoService:
             silent_after_s=silent_after_s,
             backoff_min_s=backoff_min_s,
             backoff_max_s=backoff_max_s,
-            clock=clock,
+            scheduler=self._scheduler,
+            explain_open_error=explain_open_error,
             **link_kwargs,
         )
-        self._verdict_interval_s = verdict_interval_s
+        self._verdict_interval_ns = round(verdict_interval_s * 1e9)
         self._listeners: list[Listener] = []
         self._result_subs: list[Subscription[ReceivedResult]] = []
         self._link_subs: list[Subscription[LinkEvent]] = []
         self._verdict_subs: dict[TargetSelector, list[Subscription[Verdict]]] = {}
         self._tasks: list[asyncio.Task[None]] = []
-        self._stale_timer: asyncio.TimerHandle | None = None
+        self._stale_timer: Timer | None = None
+        self._stale_due_ns = 0  # host time the pending stale timer fires
         self._stale_at_ns = 0  # host time the pending stale timer is for
         # The stale timer is moved later only once it is due within half the shortest TTL.
         self._stale_lead_ns = round(min([ttl_ms, *(ttl_ms_by_type or {}).values()]) * 1e6) // 2
-        self._verdict_tick: asyncio.TimerHandle | None = None
+        self._verdict_tick: Timer | None = None
         self._listener_errors = 0
         self._failure: BaseException | None = None
         self._failed = asyncio.Event()
@@ -158,9 +174,7 @@ class GizmoService:
         self._tasks = [asyncio.create_task(self.link.run(), name=f"gizmo-link {self.link.path}")]
         for task in self._tasks:
             task.add_done_callback(self._task_done)
-        self._verdict_tick = asyncio.get_running_loop().call_later(
-            self._verdict_interval_s, self._on_verdict_tick
-        )
+        self._schedule_verdict_tick()
 
     @property
     def failure(self) -> BaseException | None:
@@ -326,15 +340,14 @@ class GizmoService:
         A pending timer that fires earlier is kept unless ``later`` (a routine result moved
         the stale time back): a timer that fires early only re-evaluates and re-arms.
         """
-        loop = asyncio.get_running_loop()
-        when = loop.time() + (stale_at_ns - now_ns) / 1e9 + _STALE_MARGIN_S
+        due_ns = stale_at_ns + _STALE_MARGIN_NS
         handle = self._stale_timer
         if handle is not None:
-            if not later and not handle.cancelled() and handle.when() <= when:
+            if not later and self._stale_due_ns <= due_ns:
                 return
             handle.cancel()
-        self._stale_timer = loop.call_at(when, self._on_stale_timer)
-        self._stale_at_ns = stale_at_ns
+        self._stale_timer = self._scheduler.call_at_ns(due_ns, self._on_stale_timer)
+        self._stale_due_ns, self._stale_at_ns = due_ns, stale_at_ns
 
     def _on_stale_timer(self) -> None:
         self._stale_timer = None
@@ -343,11 +356,14 @@ class GizmoService:
         except Exception as exc:
             self._fail(exc, "stale timer")
 
+    def _schedule_verdict_tick(self) -> None:
+        self._verdict_tick = self._scheduler.call_at_ns(
+            self._clock() + self._verdict_interval_ns, self._on_verdict_tick
+        )
+
     def _on_verdict_tick(self) -> None:
         """Re-publish every watched verdict at the steady rate (a timer: no task to wake)."""
-        self._verdict_tick = asyncio.get_running_loop().call_later(
-            self._verdict_interval_s, self._on_verdict_tick
-        )
+        self._schedule_verdict_tick()
         try:
             self._evaluate_verdicts(self._clock(), force=True)
         except Exception as exc:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import itertools
 import os
 import random
 
@@ -90,18 +89,6 @@ def test_missing_device_at_start_is_retried_until_it_appears(link_path):
                 assert h.link.stats().open_failures >= 2
         finally:
             board.close()
-
-    asyncio.run(main())
-
-
-def test_reopening_backs_off_exponentially_to_the_cap_and_never_spins(link_path):
-    async def main():
-        async with LinkHarness(link_path, backoff_min_s=0.02, backoff_max_s=0.1) as h:
-            attempts = [(await h.wait_state(LinkState.CONNECTING)).host_ns for _ in range(8)]
-        gaps_s = [(b - a) / 1e9 for a, b in itertools.pairwise(attempts)]
-        waits_s = [min(0.02 * 2**i, 0.1) for i in range(len(gaps_s))]  # 0.02 0.04 0.08 0.1 ...
-        assert all(gap >= wait * 0.95 for gap, wait in zip(gaps_s, waits_s, strict=True)), gaps_s
-        assert h.link.stats().open_failures >= 7
 
     asyncio.run(main())
 

@@ -1,0 +1,109 @@
+"""Timers and sleeps on an injected clock, so timing is testable without waiting.
+
+Everything in the live layer that waits (the reconnect backoff, the silence check, the stale
+timer, the verdict re-publication) goes through a ``Scheduler``. ``LoopScheduler`` is the real
+one: host time is ``time.monotonic_ns()`` (or the injected clock) and callbacks run on the
+running asyncio loop. ``FakeScheduler`` is a manual clock for tests: time moves only when the
+test calls ``advance``, and every timer due by then runs, in order, exactly at its time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+
+class Timer(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Scheduler(Protocol):
+    """Host time in ns, one-shot timers at a host time, and sleeps."""
+
+    def now_ns(self) -> int: ...
+
+    def call_at_ns(self, when_ns: int, callback: Callable[[], None]) -> Timer: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class LoopScheduler:
+    """The running asyncio loop's timers, on ``clock`` (host monotonic time by default)."""
+
+    def __init__(self, clock: Callable[[], int] = time.monotonic_ns) -> None:
+        self.now_ns = clock
+
+    def call_at_ns(self, when_ns: int, callback: Callable[[], None]) -> Timer:
+        delay_s = max(0.0, (when_ns - self.now_ns()) / 1e9)
+        return asyncio.get_running_loop().call_later(delay_s, callback)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+class _FakeTimer:
+    __slots__ = ("callback", "cancelled", "when_ns")
+
+    def __init__(self, when_ns: int, callback: Callable[[], None]) -> None:
+        self.when_ns = when_ns
+        self.callback = callback
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class FakeScheduler:
+    """A manual clock: ``advance(ns)`` runs every timer due, in time order, at its own time.
+
+    Sleeps are timers that resolve a future, so a coroutine sleeping on this clock wakes when
+    the test advances past its deadline (after the loop gets a turn: ``await settle()``).
+    """
+
+    def __init__(self, start_ns: int = 1_000_000_000) -> None:
+        self._now_ns = start_ns
+        self._timers: list[tuple[int, int, _FakeTimer]] = []
+        self._order = itertools.count()
+
+    def now_ns(self) -> int:
+        return self._now_ns
+
+    def call_at_ns(self, when_ns: int, callback: Callable[[], None]) -> Timer:
+        timer = _FakeTimer(when_ns, callback)
+        heapq.heappush(self._timers, (when_ns, next(self._order), timer))
+        return timer
+
+    async def sleep(self, seconds: float) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def wake() -> None:
+            if not future.done():
+                future.set_result(None)
+
+        self.call_at_ns(self._now_ns + round(seconds * 1e9), wake)
+        await future
+
+    def pending(self) -> list[int]:
+        """Due times of the timers not yet run or cancelled, earliest first."""
+        return sorted(when for when, _, t in self._timers if not t.cancelled)
+
+    def advance(self, ns: int) -> None:
+        """Move time forward by ``ns``, running each due timer at its own due time."""
+        end_ns = self._now_ns + ns
+        while self._timers and self._timers[0][0] <= end_ns:
+            when_ns, _, timer = heapq.heappop(self._timers)
+            if timer.cancelled:
+                continue
+            self._now_ns = max(self._now_ns, when_ns)
+            timer.callback()
+        self._now_ns = end_ns
+
+
+async def settle(turns: int = 5) -> None:
+    """Give the event loop a few turns, so woken coroutines run up to their next wait."""
+    for _ in range(turns):
+        await asyncio.sleep(0)
