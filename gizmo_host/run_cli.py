@@ -88,6 +88,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# section.key -> the flag that sets it: an error in a flag's value names the flag.
+FLAGS = {
+    "serial.path": "--serial",
+    "serial.baudrate": "--baud",
+    "serial.silent_after_s": "--silent-after-s",
+    "serial.transport_delay_ms": "--transport-delay-ms",
+    "store.ttl_ms": "--ttl-ms",
+    "verdict.select": "--select",
+    "publish.unix_socket": "--unix-socket",
+    "publish.udp": "--udp",
+    "publish.stats_interval_s": "--stats-interval-s",
+    "runtime.event_loop": "--event-loop",
+}
+
+
 def config_from_args(args: argparse.Namespace) -> Config:
     overrides: dict[str, dict[str, Any]] = {
         "serial": {
@@ -106,7 +121,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         },
         "runtime": {"event_loop": args.event_loop},
     }
-    config = load_config(args.config, overrides)
+    config = load_config(args.config, overrides, FLAGS)
     if config.serial.path is None:
         raise ConfigError("serial.path: expected a device path (--serial PATH or [serial] path)")
     return config
@@ -175,25 +190,9 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
     with contextlib.suppress(NotImplementedError, RuntimeError):
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
+    service = build_service(config)
     path = config.serial.path
     assert path is not None
-    serial = config.serial
-    service = GizmoService(
-        path,
-        baudrate=serial.baudrate,
-        silent_after_s=serial.silent_after_s,
-        backoff_min_s=serial.backoff_min_s,
-        backoff_max_s=serial.backoff_max_s,
-        transport_delay_ns=(
-            None if serial.transport_delay_ms is None else round(serial.transport_delay_ms * 1e6)
-        ),
-        max_skew_ppm=config.clock.max_skew_ppm,
-        phase_error_threshold_ms=config.clock.phase_error_threshold_ms,
-        ttl_ms=config.store.ttl_ms,
-        ttl_ms_by_type=dict(config.store.ttl_ms_by_type),
-        reset_hold_ms=config.store.reset_hold_ms,
-        verdict_interval_s=config.verdict.interval_s,
-    )
     publisher = JsonLinesPublisher()
     socket_server: UnixSocketServer | None = None
     udp: UdpSink | None = None
@@ -205,16 +204,26 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
             encode_line(version_message(__version__, path)),
             max_buffer_bytes=config.publish.unix_max_buffer_bytes,
         )
-        await socket_server.start()
+        try:
+            await socket_server.start()
+        except OSError as exc:  # a missing directory, no permission, another instance
+            raise ServiceFailed(
+                f"publish.unix_socket {socket_server.path}: cannot serve: {exc.strerror or exc}"
+            ) from None
         publisher.add_sink(socket_server)
     if config.publish.udp:
         udp = UdpSink(*parse_host_port(config.publish.udp))
-        await udp.start()
+        try:
+            await udp.start()
+        except OSError as exc:  # e.g. a host name that does not resolve
+            raise ServiceFailed(
+                f"publish.udp {config.publish.udp}: cannot send: {exc.strerror or exc}"
+            ) from None
         publisher.add_sink(udp)
     service.watch(config.selector)
     service.add_listener(publisher)
     notifier = _notifier()
-    tasks: list[asyncio.Task[None]] = []
+    tasks: list[asyncio.Task[Any]] = []
     try:
         async with service:
             publisher.publish(version_message(__version__, path))
@@ -250,6 +259,29 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
             await socket_server.close()
         if udp is not None:
             udp.close()
+
+
+def build_service(config: Config) -> GizmoService:
+    """The service for a validated ``config`` (every value is within ``config.LIMITS``)."""
+    path = config.serial.path
+    assert path is not None
+    serial = config.serial
+    return GizmoService(
+        path,
+        baudrate=serial.baudrate,
+        silent_after_s=serial.silent_after_s,
+        backoff_min_s=serial.backoff_min_s,
+        backoff_max_s=serial.backoff_max_s,
+        transport_delay_ns=(
+            None if serial.transport_delay_ms is None else round(serial.transport_delay_ms * 1e6)
+        ),
+        max_skew_ppm=config.clock.max_skew_ppm,
+        phase_error_threshold_ms=config.clock.phase_error_threshold_ms,
+        ttl_ms=config.store.ttl_ms,
+        ttl_ms_by_type=dict(config.store.ttl_ms_by_type),
+        reset_hold_ms=config.store.reset_hold_ms,
+        verdict_interval_s=config.verdict.interval_s,
+    )
 
 
 def stats_message(

@@ -1,12 +1,27 @@
 from __future__ import annotations
 
+import dataclasses
+import json
+import random
 import sys
 from importlib import resources
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from gizmo_host.config import Config, ConfigError, config_from_mapping, load_config
+from gizmo_host.config import (
+    LIMITS,
+    MAX_FILE_BYTES,
+    MAX_LINE_CHARS,
+    MIN_PERIOD_S,
+    Config,
+    ConfigError,
+    config_from_mapping,
+    load_config,
+)
 from gizmo_host.results import ResultType
+from gizmo_host.run_cli import build_service
 from gizmo_host.store import TargetSelector
 
 FULL = """
@@ -69,12 +84,12 @@ def test_the_shipped_default_config_is_valid(tmp_path):
     ("document", "message"),
     [
         ({"serial": {"baudrate": "fast"}}, "serial.baudrate: expected an integer, got 'fast'"),
-        ({"serial": {"baudrate": 0}}, "serial.baudrate: expected a positive integer, got 0"),
+        ({"serial": {"baudrate": 0}}, "serial.baudrate: expected an integer from 50 to 20000000"),
         ({"serial": {"baudrate": True}}, "serial.baudrate: expected an integer, got True"),
         ({"serial": {"baud": 9600}}, "serial.baud: unknown key; expected one of path, baudrate"),
         ({"serail": {}}, "serail: unknown section; expected one of serial"),
         ({"serial": 3}, "serial: expected a table"),
-        ({"store": {"ttl_ms": -1}}, "store.ttl_ms: expected a number of milliseconds > 0"),
+        ({"store": {"ttl_ms": -1}}, "store.ttl_ms: expected a number of milliseconds from 1 to"),
         (
             {"store": {"ttl_ms_by_type": {"LIN": 100}}},
             "store.ttl_ms_by_type.LIN: expected a result",
@@ -90,7 +105,7 @@ def test_the_shipped_default_config_is_valid(tmp_path):
             {"serial": {"backoff_min_s": 5.0}},
             "serial.backoff_max_s: expected >= serial.backoff_min_s",
         ),
-        ({"clock": {"max_skew_ppm": float("nan")}}, "clock.max_skew_ppm: expected a number"),
+        ({"clock": {"max_skew_ppm": float("nan")}}, "clock.max_skew_ppm: expected a finite"),
         (
             {"runtime": {"event_loop": "trio"}},
             "runtime.event_loop: expected one of auto, asyncio, uvloop, got 'trio'",
@@ -120,3 +135,213 @@ def test_event_loop_auto_falls_back_to_asyncio_and_uvloop_must_be_installed(monk
     assert config_from_mapping({"runtime": {"event_loop": "asyncio"}}).runtime.event_loop
     with pytest.raises(ConfigError, match=r"runtime.event_loop: uvloop is not installed"):
         config_from_mapping({"runtime": {"event_loop": "uvloop"}})
+
+
+def _document(key: str, value: object) -> dict:
+    """A document setting ``key`` (the other backoff bound at its extreme: min <= max)."""
+    section, name = key.split(".")
+    if key == "store.ttl_ms_by_type":
+        return {"store": {"ttl_ms_by_type": {"LINE": value}}}
+    if name == "backoff_min_s":
+        return {"serial": {"backoff_min_s": value, "backoff_max_s": LIMITS[key].high}}
+    if name == "backoff_max_s":
+        return {"serial": {"backoff_min_s": LIMITS[key].low, "backoff_max_s": value}}
+    return {section: {name: value}}
+
+
+_INT_KEYS = {"serial.baudrate", "publish.unix_max_buffer_bytes"}
+
+
+def _typed(key: str, value: float) -> float:
+    return int(value) if key in _INT_KEYS else value
+
+
+@pytest.mark.parametrize("key", sorted(LIMITS))
+def test_every_number_has_a_range_and_its_error_names_the_setting_and_the_bounds(key):
+    limits = LIMITS[key]
+    for accepted in (limits.low, limits.high, *([0] if limits.off else [])):
+        config_from_mapping(_document(key, _typed(key, accepted)))
+    below = limits.low - 1 if key in _INT_KEYS else limits.low / 2 or -1.0
+    for rejected in (below, limits.high * 2):
+        with pytest.raises(ConfigError) as exc:
+            config_from_mapping(_document(key, _typed(key, rejected)))
+        message = str(exc.value)
+        assert message.startswith(key.replace("ttl_ms_by_type", "ttl_ms_by_type.LINE") + ":")
+        assert limits.describe() in message and "from " in message
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "serial.silent_after_s",
+        "serial.backoff_min_s",
+        "serial.backoff_max_s",
+        "verdict.interval_s",
+        "publish.stats_interval_s",
+    ],
+)
+def test_a_period_that_would_spin_the_cpu_is_rejected_naming_the_minimum(key):
+    """Issue 10 item 11: 1e-9 s took a whole core (silent_after_s) or printed ~60k verdict
+    lines a second (verdict.interval_s)."""
+    with pytest.raises(ConfigError, match=rf"^{key}: expected .*from {MIN_PERIOD_S:g} to"):
+        config_from_mapping(_document(key, 1e-9))
+
+
+RANDOM_BYTES = random.Random(10).randbytes(300)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (  # issue 10 item 10: ValueError: invalid literal for int()
+            '[store.ttl_ms_by_type]\n"²" = 5\n'.encode(),
+            "store.ttl_ms_by_type.²: expected a result type name",
+        ),
+        (b"[store.ttl_ms_by_type]\n256 = 5\n", "ttl_ms_by_type.256: expected a result type"),
+        (RANDOM_BYTES, "expected UTF-8 text, got byte 0x"),  # issue 10: UnicodeDecodeError
+        (b"a = " + b"[\n" * 10_000 + b"]\n" * 10_000, "expected valid TOML: nested too deeply"),
+        (b"a = " + b"{b = " * 3000 + b"1" + b"}" * 3000, "line 1: expected at most"),
+        (b"a." * 3000 + b"b = 1", f"line 1: expected at most {MAX_LINE_CHARS} characters"),
+        (b"#\n" * MAX_FILE_BYTES, f"expected at most {MAX_FILE_BYTES} bytes"),
+        (b"[serial]\nbaudrate = " + b"9" * 4000, "serial.baudrate: expected an integer from"),
+        (b"[store]\nttl_ms = " + b"9" * 400, "store.ttl_ms: expected a finite number"),
+        (b"[store]\nttl_ms = inf", "store.ttl_ms: expected a finite number, got inf"),
+        (b'[serial]\npath = "/dev/a\\u0000b"', "serial.path: expected a non-empty device path"),
+        (b'[publish]\nunix_socket = "/run/' + b"x" * 200 + b'"', "at most 107 bytes"),
+        (b'[verdict]\nselect = "id=0xBEEF"', "verdict.select: id: expected -32768..32767"),
+        (b"[clock]\nmax_skew_ppm = 20000", "clock.max_skew_ppm: expected a number of ppm"),
+    ],
+)
+def test_a_bad_file_is_one_config_error_naming_the_file(tmp_path, content, message):
+    path = tmp_path / "gizmo.toml"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError) as exc:
+        load_config(str(path))
+    assert str(exc.value).startswith(f"config file {path}: ")
+    assert message in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_an_error_in_a_flag_names_the_flag_and_the_setting(tmp_path):
+    flags = {"serial.silent_after_s": "--silent-after-s"}
+    with pytest.raises(ConfigError, match=r"^--silent-after-s: serial.silent_after_s: expected"):
+        load_config(None, {"serial": {"silent_after_s": 1e-9}}, flags)
+    path = tmp_path / "gizmo.toml"
+    path.write_text("[serial]\nsilent_after_s = 1e-9\n")
+    with pytest.raises(ConfigError, match=r"^config file .*: serial.silent_after_s: expected"):
+        load_config(str(path), {"serial": {"silent_after_s": None}}, flags)  # flag not given
+
+
+# --- random input: a Config or a ConfigError, nothing else ---------------------------------
+
+_SECTIONS = {
+    name: [f.name for f in dataclasses.fields(getattr(Config(), name))]
+    for name in (f.name for f in dataclasses.fields(Config))
+}
+_text = st.text(max_size=12)
+_scalars = st.one_of(
+    st.integers(-(10**30), 10**30).map(str),
+    st.floats().map(lambda x: {"nan": "nan", "inf": "inf", "-inf": "-inf"}.get(str(x), repr(x))),
+    st.floats(0.001, 5000).map(repr),
+    st.sampled_from(["true", "false", '"any"', '"type=LINE,id=3"', '"/tmp/s"', "0", "1", "0.5"]),
+    _text.map(lambda t: json.dumps(t, ensure_ascii=False)),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3).map(lambda items: f"[{', '.join(items)}]"),
+        st.dictionaries(_text.map(json.dumps), inner, max_size=2).map(
+            lambda table: "{" + ", ".join(f"{k} = {v}" for k, v in table.items()) + "}"
+        ),
+    ),
+    max_leaves=6,
+)
+_TTL_KEYS = ["LINE", "qr_code", "4", "256", "²", "LIN", "-1"]
+
+
+@st.composite
+def toml_documents(draw: st.DrawFn) -> str:
+    lines = []
+    for section in draw(st.lists(st.sampled_from([*_SECTIONS, "serail"]) | _text, max_size=4)):
+        lines.append(f"[{json.dumps(section, ensure_ascii=False)}]")
+        keys = [*_SECTIONS.get(section, []), "bogus"]
+        for key in draw(st.lists(st.sampled_from(keys) | _text, max_size=4, unique=True)):
+            lines.append(f"{json.dumps(key, ensure_ascii=False)} = {draw(_values)}")
+    if draw(st.booleans()):
+        lines.append("[store.ttl_ms_by_type]")
+        for key in draw(st.lists(st.sampled_from(_TTL_KEYS) | _text, max_size=3, unique=True)):
+            lines.append(f"{json.dumps(key, ensure_ascii=False)} = {draw(_values)}")
+    return "\n".join(lines) + "\n"
+
+
+_PLAUSIBLE_STRINGS = {
+    "serial.path": st.just('"/dev/gizmo0"'),
+    "verdict.select": st.sampled_from(['"any"', '"type=LINE,id=3"', '"id=99999"', '"colour"']),
+    "publish.unix_socket": st.just('"/run/gizmo-host/results.sock"'),
+    "publish.udp": st.sampled_from(['"127.0.0.1:9870"', '"[::1]:9"', '"host:0"']),
+    "runtime.event_loop": st.sampled_from(['"auto"', '"asyncio"', '"trio"']),
+}
+
+
+def _plausible(key: str) -> st.SearchStrategy[str]:
+    """Values near the accepted range of ``key``: mostly accepted, sometimes just outside."""
+    if key in _PLAUSIBLE_STRINGS:
+        return _PLAUSIBLE_STRINGS[key]
+    if key == "publish.stdout":
+        return st.sampled_from(["true", "false"])
+    limits = LIMITS[key]
+    if key in _INT_KEYS:
+        return st.integers(int(limits.low) - 1, int(limits.high) + 1).map(str)
+    return st.floats(limits.low * 0.9 - 0.001, limits.high * 1.1).map(repr)
+
+
+@st.composite
+def plausible_documents(draw: st.DrawFn) -> str:
+    lines = []
+    for section, keys in _SECTIONS.items():
+        lines.append(f"[{section}]")
+        for key in draw(st.lists(st.sampled_from(keys), unique=True)):
+            if key != "ttl_ms_by_type":
+                lines.append(f"{key} = {draw(_plausible(f'{section}.{key}'))}")
+    lines.append("[store.ttl_ms_by_type]")
+    for key in draw(st.lists(st.sampled_from(_TTL_KEYS[:3]), unique=True)):
+        lines.append(f"{key} = {draw(_plausible('store.ttl_ms_by_type'))}")
+    return "\n".join(lines) + "\n"
+
+
+def _load_or_config_error(path) -> Config | None:
+    try:
+        config = load_config(str(path))
+    except ConfigError as exc:
+        assert "\n" not in str(exc)
+        return None
+    # Whatever the loader accepts, the service accepts too: no ValueError at start-up.
+    build_service(dataclasses.replace(config, serial=dataclasses.replace(config.serial, path="x")))
+    return config
+
+
+_FILE_SETTINGS = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@_FILE_SETTINGS
+@given(content=st.binary(max_size=400))
+def test_random_bytes_give_a_config_or_a_config_error(tmp_path, content):
+    path = tmp_path / "random.toml"
+    path.write_bytes(content)
+    _load_or_config_error(path)
+
+
+@_FILE_SETTINGS
+@given(document=toml_documents())
+def test_random_toml_documents_give_a_config_or_a_config_error(tmp_path, document):
+    path = tmp_path / "random.toml"
+    path.write_text(document)
+    _load_or_config_error(path)
+
+
+@_FILE_SETTINGS
+@given(document=plausible_documents())
+def test_values_the_loader_accepts_are_accepted_by_the_service(tmp_path, document):
+    path = tmp_path / "plausible.toml"
+    path.write_text(document)
+    _load_or_config_error(path)

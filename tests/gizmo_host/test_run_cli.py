@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 
 import jsonschema
@@ -170,13 +171,64 @@ def test_a_stalled_socket_client_is_dropped_while_another_gets_every_result(link
 
 def test_config_errors_name_the_key_and_exit_2(link_path, tmp_path, capsys):
     assert main(["run", "--serial", link_path, "--baud", "0"]) == 2
-    assert "serial.baudrate: expected a positive integer, got 0" in capsys.readouterr().err
+    assert "--baud: serial.baudrate: expected an integer from 50 to" in capsys.readouterr().err
     bad = tmp_path / "bad.toml"
     bad.write_text("[serial]\nbaud = 9600\n")
     assert main(["run", "--config", str(bad)]) == 2
     assert "serial.baud: unknown key" in capsys.readouterr().err
     assert main(["run"]) == 2
     assert "serial.path: expected a device path" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('[store.ttl_ms_by_type]\n"²" = 5\n'.encode(), ": store.ttl_ms_by_type.²: expected"),
+        (bytes(range(128, 256)) * 2 + bytes(44), ": expected UTF-8 text, got byte 0x80"),
+        (b"a = " + b"[\n" * 10_000 + b"]\n" * 10_000, ": expected valid TOML: nested too deeply"),
+    ],
+)
+def test_a_bad_config_file_is_one_line_naming_it_and_exit_2(
+    link_path, tmp_path, capsys, content, message
+):
+    """Issue 10 item 10: these printed a ValueError, UnicodeDecodeError or RecursionError."""
+    bad = tmp_path / "bad.toml"
+    bad.write_bytes(content)
+    assert main(["run", "--serial", link_path, "--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gizmo-host run: config error: config file {bad}{message}")
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("flags", "config", "message"),
+    [
+        (["--silent-after-s", "1e-9"], "", "--silent-after-s: serial.silent_after_s: expected"),
+        ([], "[verdict]\ninterval_s = 1e-9\n", ": verdict.interval_s: expected"),
+        (["--stats-interval-s", "0.001"], "", "--stats-interval-s: publish.stats_interval_s:"),
+    ],
+)
+def test_a_period_that_would_spin_the_cpu_exits_2_naming_the_setting_and_minimum(
+    link_path, tmp_path, flags, config, message
+):
+    """Issue 10 item 11: 1e-9 s took a whole core or printed ~60k verdict lines a second. A
+    real process with a timeout: before the fix, it ran (and spun) instead of exiting."""
+    path = tmp_path / "gizmo.toml"
+    path.write_text(config)
+    with PtyBoard(link_path):
+        done = subprocess.run(
+            [
+                *(sys.executable, "-m", "gizmo_host.cli", "run", "--serial", link_path),
+                *("--config", str(path), *flags),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert message in done.stderr and "from 0.01 to" in done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
 def test_help_lists_the_run_flags(capsys):
