@@ -8,6 +8,7 @@ I/O lives in :mod:`rfly_link.endpoints` (receivers) and :mod:`rfly_link.clients`
 
 from __future__ import annotations
 
+from rfly_link.coordinates import LocalOdometry, Odometry, WorldFrame, imu_flu, odometry_in
 from rfly_link.dispatch import decode
 from rfly_link.errors import (
     AmbiguousDatagram,
@@ -20,7 +21,6 @@ from rfly_link.errors import (
     WrongLength,
     WrongPort,
 )
-from rfly_link.frames import LocalOdometry, Odometry, WorldFrame, imu_flu, odometry_in
 from rfly_link.messages import (
     HILStateData,
     HILStateShort,

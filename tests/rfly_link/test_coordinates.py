@@ -1,4 +1,4 @@
-"""Frame conversions checked against rotation matrices, and local odometry epochs."""
+"""Coordinate-frame conversions checked against rotation matrices, and local odometry epochs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rfly_link import frames
+from rfly_link import coordinates
 from rfly_link import messages as m
 from rfly_link.errors import DropCause, UnsupportedFrame
 
@@ -29,16 +29,16 @@ def unit(q: tuple[float, ...]) -> np.ndarray:
 
 
 def test_known_values() -> None:
-    assert frames.ned_to_nwu([1, 2, 3]).tolist() == [1, -2, -3]
-    assert frames.ned_to_enu([1, 2, 3]).tolist() == [2, 1, -3]
-    assert frames.nwu_to_enu([1, 2, 3]).tolist() == [-2, 1, 3]
-    assert frames.frd_to_flu([0.1, 0.2, 0.3]).tolist() == [0.1, -0.2, -0.3]
+    assert coordinates.ned_to_nwu([1, 2, 3]).tolist() == [1, -2, -3]
+    assert coordinates.ned_to_enu([1, 2, 3]).tolist() == [2, 1, -3]
+    assert coordinates.nwu_to_enu([1, 2, 3]).tolist() == [-2, 1, 3]
+    assert coordinates.frd_to_flu([0.1, 0.2, 0.3]).tolist() == [0.1, -0.2, -0.3]
     # Facing east in NED (yaw +90°) faces east in ENU too: yaw 0 about +z up.
     yaw90 = np.array([np.cos(np.pi / 4), 0, 0, np.sin(np.pi / 4)])
-    np.testing.assert_allclose(frames.quat_ned_frd_to_enu_flu(yaw90), [1, 0, 0, 0], atol=1e-12)
+    np.testing.assert_allclose(coordinates.quat_ned_frd_to_enu_flu(yaw90), [1, 0, 0, 0], atol=1e-12)
     # ... and yaw -90° (pointing west = +y) in NWU.
     np.testing.assert_allclose(
-        frames.quat_to_matrix(frames.quat_ned_frd_to_nwu_flu(yaw90)) @ [1, 0, 0],
+        coordinates.quat_to_matrix(coordinates.quat_ned_frd_to_nwu_flu(yaw90)) @ [1, 0, 0],
         [0, -1, 0],
         atol=1e-12,
     )
@@ -47,24 +47,26 @@ def test_known_values() -> None:
 @settings(max_examples=100, deadline=None)
 @given(vectors)
 def test_vector_maps_match_matrices_and_invert(v: tuple[float, float, float]) -> None:
-    np.testing.assert_allclose(frames.ned_to_nwu(v), R_NWU_NED @ v)
-    np.testing.assert_allclose(frames.ned_to_enu(v), R_ENU_NED @ v)
-    np.testing.assert_allclose(frames.enu_to_ned(frames.ned_to_enu(v)), v)
-    np.testing.assert_allclose(frames.enu_to_nwu(frames.nwu_to_enu(v)), v)
-    np.testing.assert_allclose(frames.nwu_to_enu(frames.ned_to_nwu(v)), frames.ned_to_enu(v))
-    np.testing.assert_allclose(frames.flu_to_frd(frames.frd_to_flu(v)), v)
+    np.testing.assert_allclose(coordinates.ned_to_nwu(v), R_NWU_NED @ v)
+    np.testing.assert_allclose(coordinates.ned_to_enu(v), R_ENU_NED @ v)
+    np.testing.assert_allclose(coordinates.enu_to_ned(coordinates.ned_to_enu(v)), v)
+    np.testing.assert_allclose(coordinates.enu_to_nwu(coordinates.nwu_to_enu(v)), v)
+    np.testing.assert_allclose(
+        coordinates.nwu_to_enu(coordinates.ned_to_nwu(v)), coordinates.ned_to_enu(v)
+    )
+    np.testing.assert_allclose(coordinates.flu_to_frd(coordinates.frd_to_flu(v)), v)
 
 
 @settings(max_examples=100, deadline=None)
 @given(quats)
 def test_attitude_maps_are_the_matrix_conjugation(q: tuple[float, ...]) -> None:
-    r = frames.quat_to_matrix(unit(q))
-    nwu = frames.quat_to_matrix(frames.quat_ned_frd_to_nwu_flu(unit(q)))
+    r = coordinates.quat_to_matrix(unit(q))
+    nwu = coordinates.quat_to_matrix(coordinates.quat_ned_frd_to_nwu_flu(unit(q)))
     np.testing.assert_allclose(nwu, R_NWU_NED @ r @ R_FLU_FRD.T, atol=1e-9)
-    enu = frames.quat_to_matrix(frames.quat_ned_frd_to_enu_flu(unit(q)))
+    enu = coordinates.quat_to_matrix(coordinates.quat_ned_frd_to_enu_flu(unit(q)))
     np.testing.assert_allclose(enu, R_ENU_NED @ r @ R_FLU_FRD.T, atol=1e-9)
-    back = frames.quat_enu_flu_to_ned_frd(frames.quat_ned_frd_to_enu_flu(unit(q)))
-    np.testing.assert_allclose(frames.quat_to_matrix(back), r, atol=1e-9)
+    back = coordinates.quat_enu_flu_to_ned_frd(coordinates.quat_ned_frd_to_enu_flu(unit(q)))
+    np.testing.assert_allclose(coordinates.quat_to_matrix(back), r, atol=1e-9)
 
 
 def odom(cid: int, pos: tuple[float, float, float], flags: int = 0b1111) -> m.OdomReply:
@@ -80,7 +82,7 @@ def odom(cid: int, pos: tuple[float, float, float], flags: int = 0b1111) -> m.Od
 
 
 def test_odometry_conversion_names_its_frame() -> None:
-    out = frames.odometry_in(odom(1, (1.0, 2.0, -3.0)), frames.WorldFrame.ENU)
+    out = coordinates.odometry_in(odom(1, (1.0, 2.0, -3.0)), coordinates.WorldFrame.ENU)
     assert out.frame == "ENU/FLU"
     assert out.position_m.tolist() == [2.0, 1.0, 3.0]
     assert out.linear_velocity_m_s.tolist() == [2.0, 1.0, -3.0]
@@ -89,17 +91,17 @@ def test_odometry_conversion_names_its_frame() -> None:
 
 
 def test_imu_uses_the_same_mapping_for_acceleration_and_rate() -> None:
-    acc, rate = frames.imu_flu(m.ImuReply(acceleration_frd_m_s2=(1.0, 2.0, -9.75)))
+    acc, rate = coordinates.imu_flu(m.ImuReply(acceleration_frd_m_s2=(1.0, 2.0, -9.75)))
     assert acc.tolist() == [1.0, -2.0, 9.75]  # not the SDK's [-a0, a1, -a2]
     assert rate.tolist() == [0.0, -0.0, -0.0]
 
 
 def test_local_origin_and_discontinuity_epochs() -> None:
-    local = frames.LocalOdometry()
+    local = coordinates.LocalOdometry()
     assert local.update(odom(1, (5.0, 5.0, -1.0), flags=0)) is None  # invalid: no origin yet
     first = local.update(odom(1, (10.0, 20.0, -5.0)))
     assert first is not None and first.epoch == 0 and first.position_m.tolist() == [0, 0, 0]
-    moved = local.update(odom(1, (11.0, 20.0, -6.0)), frames.WorldFrame.NWU)
+    moved = local.update(odom(1, (11.0, 20.0, -6.0)), coordinates.WorldFrame.NWU)
     assert moved.position_m.tolist() == [1.0, -0.0, 1.0] and moved.frame == "NWU/FLU"
     assert local.update(odom(1, (500.0, 0.0, 0.0), flags=0b101111)) is None
     restarted = local.update(odom(1, (500.0, 0.0, 0.0)))
@@ -110,7 +112,7 @@ def test_local_origin_and_discontinuity_epochs() -> None:
 
 
 def test_local_table_is_bounded() -> None:
-    local = frames.LocalOdometry(max_vehicles=2)
+    local = coordinates.LocalOdometry(max_vehicles=2)
     assert local.update(odom(1, (0, 0, 0))) is not None
     assert local.update(odom(2, (0, 0, 0))) is not None
     assert local.update(odom(3, (0, 0, 0))) is None
@@ -121,16 +123,16 @@ def test_local_table_is_bounded() -> None:
 def test_odometry_in_another_frame_type_is_rejected_or_counted(frame_type: int) -> None:
     sample = dataclasses.replace(odom(1, (1.0, 2.0, 3.0)), frame_type=frame_type)
     with pytest.raises(UnsupportedFrame, match=f"frame_type: expected 1 .*got {frame_type}") as e:
-        frames.odometry_in(sample, frames.WorldFrame.NWU)
+        coordinates.odometry_in(sample, coordinates.WorldFrame.NWU)
     assert e.value.cause is DropCause.UNSUPPORTED_FRAME
-    local = frames.LocalOdometry()
+    local = coordinates.LocalOdometry()
     assert local.update(sample) is None and local.dropped_frame_type == 1
     assert local.epoch(1) is None  # no origin was set from a sample of unknown axes
 
 
 @pytest.mark.parametrize("flags", range(16))
 def test_invalid_fields_are_none_by_validity_bits(flags: int) -> None:
-    out = frames.odometry_in(odom(1, (1.0, 2.0, 3.0), flags=flags), frames.WorldFrame.NWU)
+    out = coordinates.odometry_in(odom(1, (1.0, 2.0, 3.0), flags=flags), coordinates.WorldFrame.NWU)
     fields = (
         out.position_m,
         out.quaternion_wxyz,
@@ -147,7 +149,7 @@ def test_invalid_fields_are_none_by_validity_bits(flags: int) -> None:
 
 
 def test_local_odometry_keeps_pose_but_hides_invalid_rates() -> None:
-    local = frames.LocalOdometry()
+    local = coordinates.LocalOdometry()
     out = local.update(odom(1, (1.0, 2.0, 3.0), flags=0b0011))  # pose valid, rates not
     assert out is not None and out.position_m.tolist() == [0, 0, 0]
     assert out.linear_velocity_m_s is None and out.angular_velocity_rad_s is None
@@ -158,5 +160,5 @@ def test_a_non_unit_quaternion_is_no_attitude_even_when_flagged(q) -> None:
     import dataclasses
 
     reply = dataclasses.replace(odom(1, (1.0, 2.0, 3.0)), quaternion_wxyz=q)
-    out = frames.odometry_in(reply, frames.WorldFrame.ENU)
+    out = coordinates.odometry_in(reply, coordinates.WorldFrame.ENU)
     assert out.quaternion_wxyz is None and out.position_m is not None

@@ -1,4 +1,4 @@
-"""Frame conversions between RflySim's NED/FRD and the ROS conventions NWU/FLU and ENU/FLU.
+"""Coordinate frames: RflySim's NED/FRD to and from the ROS conventions NWU/FLU and ENU/FLU.
 
 Internally everything stays NED (world) and FRD (body), as RflySim and PX4 send it
 (DECISIONS.md, frames). Quaternions are (w, x, y, z) and give the body attitude: they rotate a
