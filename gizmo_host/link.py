@@ -230,10 +230,27 @@ class SerialLink:
                 self._wakeup.restore()  # the next program to open the port gets its old VMIN
             self._wakeup = None
             transport.abort()  # no flush: nothing of ours is worth waiting for
+            await self._wait_closed(transport)
+
+    async def _wait_closed(self, transport: Any) -> None:
+        """Wait (bounded) for the close to finish, even when the link is being cancelled:
+        nothing of the connection may outlive the link's task."""
+        closing = asyncio.ensure_future(transport.wait_closed())
+        cancelled = False
+        while not closing.done():
             try:
-                await asyncio.wait_for(asyncio.shield(transport.wait_closed()), CLOSE_TIMEOUT_S)
+                await asyncio.wait_for(asyncio.shield(closing), CLOSE_TIMEOUT_S)
+            except asyncio.CancelledError:
+                cancelled = True  # finish closing first, then stop
             except (OSError, serialx.SerialException, asyncio.TimeoutError) as exc:
                 LOGGER.debug("%s: close: %s", self.path, exc)
+                break
+        if not closing.done():
+            closing.cancel()
+        elif not closing.cancelled() and closing.exception() is not None:
+            LOGGER.debug("%s: close: %s", self.path, closing.exception())
+        if cancelled:
+            raise asyncio.CancelledError
 
     def _read_directly(
         self,

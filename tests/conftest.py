@@ -1,7 +1,11 @@
-"""Shared test settings: hypothesis profiles sized for a 2-core CI machine."""
+"""Shared test settings: hypothesis profiles sized for a 2-core CI machine, and a check that
+no test leaks an asyncio task."""
 
+import asyncio
+import asyncio.runners
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -10,3 +14,24 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile("thorough", max_examples=5000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_asyncio_tasks(monkeypatch):
+    """Fail a test whose ``asyncio.run`` ends with tasks still pending: a leaked task (a
+    reader, a timer's coroutine, a service left running) that ``asyncio.run`` would otherwise
+    cancel silently on the way out."""
+    leaked: list[str] = []
+    original = asyncio.runners._cancel_all_tasks
+
+    def checking(loop):
+        leaked.extend(
+            task.get_name() + ": " + repr(task.get_coro())
+            for task in asyncio.all_tasks(loop)
+            if not task.done()
+        )
+        original(loop)
+
+    monkeypatch.setattr(asyncio.runners, "_cancel_all_tasks", checking)
+    yield
+    assert not leaked, f"asyncio tasks leaked past asyncio.run: {leaked}"
