@@ -1,12 +1,16 @@
-"""RflySim UDP protocols: sans-I/O codecs, fragment reassembly, endpoints and clients.
+"""RflySim UDP protocols: sans-I/O codecs, fragment reassembly, receivers and clients.
 
 Core (no sockets, no clocks): :func:`decode` for CopterSim / PX4 / RflySim3D datagrams, with
 the port map in :mod:`rfly_link.ports`; :class:`Reassembler` for vision-sensor fragments,
 :func:`decode_sensor` for their payloads; typed values in :mod:`rfly_link.messages`.
-I/O lives in :mod:`rfly_link.endpoints` (receivers) and :mod:`rfly_link.clients` (senders).
+I/O lives in :mod:`rfly_link.io` (receivers, and senders in :mod:`rfly_link.io.clients`);
+importing this package imports none of it.
 """
 
 from __future__ import annotations
+
+import importlib
+from types import ModuleType
 
 from rfly_link.coordinates import LocalOdometry, Odometry, WorldFrame, imu_flu, odometry_in
 from rfly_link.dispatch import decode
@@ -80,3 +84,10 @@ __all__ = [
     "odometry_in",
     "port_role",
 ]
+
+
+def __getattr__(name: str) -> ModuleType:
+    """``rfly_link.endpoints``, the I/O layer's former name, imported only when asked for."""
+    if name == "endpoints":
+        return importlib.import_module("rfly_link.io")
+    raise AttributeError(f"module 'rfly_link' has no attribute {name!r}")

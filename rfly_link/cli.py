@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from rfly_link import endpoints
+from rfly_link import io as rio
 from rfly_link.config import load_config
 from rfly_link.errors import ConfigError
 
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="ID",
-        help=f"CopterSim CopterID 1..{endpoints.MAX_COPTER_ID} (repeatable)",
+        help=f"CopterSim CopterID 1..{rio.MAX_COPTER_ID} (repeatable)",
     )
     parser.add_argument("--rflysim3d", action="store_true", help="listen on port 20006")
     parser.add_argument("--multicast", action="store_true", help="also join 224.0.0.10 on 20006")
@@ -88,9 +88,7 @@ def parse_options(args: argparse.Namespace) -> Options:
     interface = args.multicast_interface
     return Options(
         config=args.config,
-        copter_ids=tuple(
-            _integer("--copter", text, 1, endpoints.MAX_COPTER_ID) for text in args.copter
-        ),
+        copter_ids=tuple(_integer("--copter", text, 1, rio.MAX_COPTER_ID) for text in args.copter),
         rflysim3d=args.rflysim3d,
         multicast=args.multicast,
         multicast_interface=None
@@ -133,16 +131,16 @@ def _ipv4(flag: str, text: str) -> str:
         raise UsageError(f"{flag}: expected an IPv4 address, got {text!r}") from None
 
 
-def build_receivers(options: Options) -> list[endpoints.UdpReceiver]:
+def build_receivers(options: Options) -> list[rio.UdpReceiver]:
     common: dict[str, Any] = {"host": options.bind, "allowed_senders": options.allowed_senders}
-    receivers: list[endpoints.UdpReceiver] = []
+    receivers: list[rio.UdpReceiver] = []
     if options.config:
-        receivers += endpoints.vision_sensor_receivers(load_config(options.config), **common)
+        receivers += rio.vision_sensor_receivers(load_config(options.config), **common)
     for copter_id in options.copter_ids:
-        receivers += endpoints.coptersim_receivers(copter_id, **common)
+        receivers += rio.coptersim_receivers(copter_id, **common)
     if options.rflysim3d:
         receivers.append(
-            endpoints.rflysim3d_receiver(
+            rio.rflysim3d_receiver(
                 multicast=options.multicast,
                 multicast_interface=options.multicast_interface,
                 **common,
@@ -170,9 +168,9 @@ def json_line(value: Any) -> str:
         return json.dumps(_finite(value), allow_nan=False)
 
 
-async def start_all(receivers: list[endpoints.UdpReceiver]) -> None:
+async def start_all(receivers: list[rio.UdpReceiver]) -> None:
     """Start every receiver; if one fails, close those already started and re-raise."""
-    started: list[endpoints.UdpReceiver] = []
+    started: list[rio.UdpReceiver] = []
     try:
         for receiver in receivers:
             await receiver.start()
@@ -184,7 +182,7 @@ async def start_all(receivers: list[endpoints.UdpReceiver]) -> None:
 
 
 async def listen(
-    receivers: list[endpoints.UdpReceiver],
+    receivers: list[rio.UdpReceiver],
     *,
     count: int = 0,
     duration_s: float = 0.0,
@@ -196,9 +194,9 @@ async def listen(
     one event while it waits here, so events pile up only in the receivers' bounded queues,
     which drop the oldest and count them (``queue_full``).
     """
-    events: asyncio.Queue[endpoints.Event] = asyncio.Queue(maxsize=1)
+    events: asyncio.Queue[rio.Event] = asyncio.Queue(maxsize=1)
 
-    async def pump(receiver: endpoints.UdpReceiver) -> None:
+    async def pump(receiver: rio.UdpReceiver) -> None:
         async for event in receiver:
             await events.put(event)
 

@@ -1,7 +1,7 @@
 """Builders for the RflySim3D console commands documented in ``rflysim3d-ue4ctrlapi.txt``.
 
 Each returns the command string; send it with :func:`rfly_link.messages.console_command`
-(or :meth:`rfly_link.clients.RflySim3DClient.send_command`). Arguments are checked so that a
+(or :meth:`rfly_link.io.clients.RflySim3DClient.send_command`). Arguments are checked so that a
 space or an empty name cannot silently shift the console's argument list.
 """
 

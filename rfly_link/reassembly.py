@@ -14,7 +14,7 @@ Memory: ``max_bytes_in_flight`` bounds every buffer the reassembler keeps, count
 preallocated size: those of incomplete frames plus the idle ones its pool remembers. A completed
 frame's buffer belongs to the consumer until it drops the frame (then it is idle in the pool),
 so a receiver holds at most this budget plus the frames queued for or held by its consumer
-(:class:`rfly_link.endpoints.UdpReceiver` bounds that queue). The budget is per reassembler, so
+(:class:`rfly_link.io.UdpReceiver` bounds that queue). The budget is per reassembler, so
 per sensor receiver.
 """
 

@@ -1,6 +1,6 @@
 """Sans-I/O processing of one received datagram into :class:`Event` values.
 
-A :class:`UdpReceiver <rfly_link.endpoints.UdpReceiver>` runs its pipeline in its reader thread:
+A :class:`UdpReceiver <rfly_link.io.UdpReceiver>` runs its pipeline in its reader thread:
 :class:`MessagePipeline` decodes CopterSim / RflySim3D datagrams by port, and
 :class:`SensorPipeline` reassembles vision-sensor fragments (in place where it can: the kernel
 copies each expected fragment straight into the frame buffer) and decodes the frame. Nothing a

@@ -5,7 +5,7 @@ buffer (19-45 µs each on the target machine); ``recvfrom_into`` a preallocated 
 0.7-2.3 µs (PLATFORM-NOTES.md). Each :class:`UdpReceiver` therefore owns one reader thread that
 drains its socket with ``recvfrom_into``, runs the sans-I/O pipeline (allow-list, reassembly,
 decode) on the buffer in place, and hands finished events to the event loop in batches through
-a :class:`~rfly_link.handoff.Handoff`. Nothing a peer sends escapes as an exception: every
+a :class:`~rfly_link.io.handoff.Handoff`. Nothing a peer sends escapes as an exception: every
 rejected datagram is a drop counted by cause, and the one queue between the thread and the
 consumer is bounded (oldest dropped, counted as ``queue_full`` and reported on the log), even
 when the event loop itself stalls.
@@ -34,17 +34,15 @@ from typing import Any, NamedTuple
 
 from rfly_link.config import LoadedConfig, VisionSensorConfig
 from rfly_link.errors import DropCause
-from rfly_link.handoff import Handoff
-from rfly_link.pipelines import (
-    DEFAULT_IN_FLIGHT,
+from rfly_link.io.handoff import Handoff
+from rfly_link.io.pipelines import (
     Event,
     InPlacePipeline,
     MessagePipeline,
     Pipeline,
     SensorPipeline,
-    sensor_reassembler,
 )
-from rfly_link.sockinfo import (
+from rfly_link.io.sockinfo import (
     SO_RCVBUFFORCE,
     is_loopback,
     is_wildcard,
@@ -53,31 +51,6 @@ from rfly_link.sockinfo import (
     serves_destination,
     usable_rcvbuf,
 )
-
-# Receivers, their pipelines and socket facts are used together: one import for all of them.
-__all__ = [
-    "DEFAULT_IN_FLIGHT",
-    "DEFAULT_RCVBUF",
-    "MAX_COPTER_ID",
-    "Event",
-    "MessagePipeline",
-    "Pipeline",
-    "ReceiverStats",
-    "SensorPipeline",
-    "UdpReceiver",
-    "coptersim_control_port",
-    "coptersim_receivers",
-    "coptersim_reply_port",
-    "coptersim_state_port",
-    "read_socket_drops",
-    "read_udp_rcvbuf_errors",
-    "rflysim3d_receiver",
-    "sensor_reassembler",
-    "serves_destination",
-    "socket_error_backoff_s",
-    "usable_rcvbuf",
-    "vision_sensor_receivers",
-]
 
 log = logging.getLogger(__name__)
 

@@ -85,9 +85,9 @@ def test_good_values_are_accepted() -> None:
 
 
 def test_a_receiver_refuses_a_port_bind_cannot_take() -> None:
-    from rfly_link import endpoints
+    from rfly_link import io as rio
 
     with pytest.raises(ValueError, match=r"port: expected 0\.\.65535, got 65536"):
-        endpoints.UdpReceiver(endpoints.MessagePipeline(20006), port=65536)
+        rio.UdpReceiver(rio.MessagePipeline(20006), port=65536)
     with pytest.raises(ValueError, match=r"copter_id: expected 1\.\.17718, got 17719"):
-        endpoints.coptersim_receivers(17719)
+        rio.coptersim_receivers(17719)

@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rfly_link import commands, config, endpoints, sensors
+from rfly_link import commands, config, ports, sensors
+from rfly_link import io as rio
 from rfly_link import messages as m
-from rfly_link.clients import CopterSimClient, RflySim3DClient, UdpSender
+from rfly_link.io.clients import CopterSimClient, RflySim3DClient, UdpSender
 from rfly_link.reassembly import fragment_payload
 
 WAIT_S = 5.0
@@ -59,7 +60,7 @@ async def recv(sock: socket.socket) -> tuple[bytes, None]:
 
 def test_lidar_frames_through_a_sensor_receiver() -> None:
     async def main() -> None:
-        (receiver,) = endpoints.vision_sensor_receivers([LIDAR])
+        (receiver,) = rio.vision_sensor_receivers([LIDAR])
         async with receiver:
             assert receiver.stats.rcvbuf_granted > 0
             target = ("127.0.0.1", receiver.bound_port)
@@ -98,8 +99,8 @@ def test_lidar_frames_through_a_sensor_receiver() -> None:
 
 def test_allow_list_drops_and_counts_other_senders(caplog: pytest.LogCaptureFixture) -> None:
     async def main() -> None:
-        receiver = endpoints.UdpReceiver(
-            endpoints.MessagePipeline(20006), port=0, allowed_senders={"127.0.0.2"}
+        receiver = rio.UdpReceiver(
+            rio.MessagePipeline(20006), port=0, allowed_senders={"127.0.0.2"}
         )
         async with receiver:
             target = ("127.0.0.1", receiver.bound_port)
@@ -117,8 +118,8 @@ def test_allow_list_drops_and_counts_other_senders(caplog: pytest.LogCaptureFixt
 
 def test_non_loopback_bind_without_allow_list_warns(caplog: pytest.LogCaptureFixture) -> None:
     async def main() -> None:
-        receiver = endpoints.UdpReceiver(endpoints.MessagePipeline(20006), port=0, host="0.0.0.0")
-        with caplog.at_level(logging.WARNING, logger="rfly_link.endpoints"):
+        receiver = rio.UdpReceiver(rio.MessagePipeline(20006), port=0, host="0.0.0.0")
+        with caplog.at_level(logging.WARNING, logger="rfly_link.io"):
             async with receiver:
                 pass
         assert any("without an allow-list" in r.message for r in caplog.records)
@@ -128,10 +129,10 @@ def test_non_loopback_bind_without_allow_list_warns(caplog: pytest.LogCaptureFix
 
 def test_coptersim_client_and_receivers_against_a_fake_coptersim() -> None:
     async def main() -> None:
-        state_pipe = endpoints.MessagePipeline(endpoints.coptersim_state_port(2))
-        reply_pipe = endpoints.MessagePipeline(endpoints.coptersim_reply_port(2))
-        state_rx = endpoints.UdpReceiver(state_pipe, port=0)
-        reply_rx = endpoints.UdpReceiver(reply_pipe, port=0)
+        state_pipe = rio.MessagePipeline(ports.coptersim_state_port(2))
+        reply_pipe = rio.MessagePipeline(ports.coptersim_reply_port(2))
+        state_rx = rio.UdpReceiver(state_pipe, port=0)
+        reply_rx = rio.UdpReceiver(reply_pipe, port=0)
         async with state_rx, reply_rx:
             with udp_socket() as coptersim, UdpSender() as sender:
                 client = CopterSimClient(2, sender, control_port=coptersim.getsockname()[1])
@@ -163,7 +164,7 @@ def test_coptersim_client_and_receivers_against_a_fake_coptersim() -> None:
 
 def test_rflysim3d_client_and_20006_receiver_against_a_fake_rflysim3d() -> None:
     async def main() -> None:
-        receiver = endpoints.rflysim3d_receiver(port=0)
+        receiver = rio.rflysim3d_receiver(port=0)
         async with receiver:
             with udp_socket() as rflysim3d, UdpSender() as sender:
                 window0 = rflysim3d.getsockname()[1]
@@ -200,7 +201,7 @@ def _example_sensor_json() -> str:
 
 def test_queue_is_bounded_and_keeps_the_freshest() -> None:
     async def main() -> None:
-        receiver = endpoints.UdpReceiver(endpoints.MessagePipeline(20006), port=0, queue_size=2)
+        receiver = rio.UdpReceiver(rio.MessagePipeline(20006), port=0, queue_size=2)
         async with receiver:
             target = ("127.0.0.1", receiver.bound_port)
             with udp_socket() as tx:
@@ -217,17 +218,17 @@ def test_queue_is_bounded_and_keeps_the_freshest() -> None:
 
 def test_sensor_receivers_from_config_skip_shared_memory() -> None:
     shared = dataclasses.replace(LIDAR, send_protocol=(0, 127, 0, 0, 1, 10105, 0, 0))
-    receivers = endpoints.vision_sensor_receivers([LIDAR, shared])
+    receivers = rio.vision_sensor_receivers([LIDAR, shared])
     assert len(receivers) == 1 and receivers[0].port == 0
-    ports = [r.port for r in endpoints.coptersim_receivers(3)]
-    assert ports == [30105, 31002]
+    copter_ports = [r.port for r in rio.coptersim_receivers(3)]
+    assert copter_ports == [30105, 31002]
     with pytest.raises(ValueError, match="copter_id"):
-        endpoints.coptersim_receivers(0)
+        rio.coptersim_receivers(0)
 
 
 def test_multicast_group_on_loopback() -> None:
     async def main() -> None:
-        receiver = endpoints.rflysim3d_receiver(
+        receiver = rio.rflysim3d_receiver(
             port=0, multicast=True, host="127.0.0.1", multicast_interface="127.0.0.1"
         )
         try:
@@ -242,7 +243,7 @@ def test_multicast_group_on_loopback() -> None:
                 tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
                 crash = m.CopterSimCrash(copter_id=7).encode()
                 try:
-                    tx.sendto(crash, (endpoints.RFLYSIM3D_GROUP, receiver.bound_port))
+                    tx.sendto(crash, (ports.MULTICAST_GROUP, receiver.bound_port))
                     event = await asyncio.wait_for(receiver.get(), WAIT_S)
                 except (
                     OSError,
@@ -258,7 +259,7 @@ def test_multicast_group_on_loopback() -> None:
 
 def test_stranger_mid_frame_does_not_corrupt_an_in_place_frame() -> None:
     async def main() -> None:
-        (receiver,) = endpoints.vision_sensor_receivers([LIDAR], allowed_senders={"127.0.0.2"})
+        (receiver,) = rio.vision_sensor_receivers([LIDAR], allowed_senders={"127.0.0.2"})
         async with receiver:
             target = ("127.0.0.1", receiver.bound_port)
             raw = np.arange(2000 * 4, dtype=np.int16).reshape(2000, 4)
@@ -296,7 +297,7 @@ def test_cli_listens_and_prints_json_lines() -> None:
     assert cli.run(parser.parse_args([])) == 2  # nothing to listen to
 
     async def main() -> None:
-        receiver = endpoints.UdpReceiver(endpoints.MessagePipeline(30101), port=0)
+        receiver = rio.UdpReceiver(rio.MessagePipeline(30101), port=0)
         out = io.StringIO()
         task = asyncio.create_task(cli.listen([receiver], count=1, out=out))
 
@@ -317,15 +318,15 @@ def test_cli_listens_and_prints_json_lines() -> None:
 
 
 def test_message_pipeline_counts_a_structure_on_the_wrong_port() -> None:
-    pipeline = endpoints.MessagePipeline(20006)
+    pipeline = rio.MessagePipeline(20006)
     imu = memoryview(m.ImuReply().encode())  # the IMU reply belongs on 31000 + N - 1
     assert pipeline.process(imu, ("127.0.0.1", 1), 0) == []
     assert pipeline.drop_counts() == {"wrong_port": 1}
-    assert len(endpoints.MessagePipeline(31000).process(imu, ("127.0.0.1", 1), 0)) == 1
+    assert len(rio.MessagePipeline(31000).process(imu, ("127.0.0.1", 1), 0)) == 1
 
 
 def test_sensor_pipeline_limits_frames_from_the_config_sizes() -> None:
-    pipeline = endpoints.SensorPipeline(LIDAR)  # 720 x 16 rays -> 1 MiB a frame
+    pipeline = rio.SensorPipeline(LIDAR)  # 720 x 16 rays -> 1 MiB a frame
     assert pipeline.reassembler.max_frame_bytes == 1024 * 1024
     # A 40-byte datagram claiming 200 fragments of 8 KiB (1.6 MB) is refused before allocating.
     claim = fragment_payload(bytes(8192 * 200), fragment_size=8192)[0]
@@ -333,7 +334,7 @@ def test_sensor_pipeline_limits_frames_from_the_config_sizes() -> None:
     assert pipeline.drop_counts() == {"frame_too_large": 1}
     assert pipeline.reassembler.stats.bytes_in_flight == 0
     unsized = dataclasses.replace(LIDAR, data_width=0)
-    assert endpoints.SensorPipeline(unsized).reassembler.max_frame_bytes == 32 * 1024 * 1024
+    assert rio.SensorPipeline(unsized).reassembler.max_frame_bytes == 32 * 1024 * 1024
 
 
 def _warnings(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
@@ -345,10 +346,10 @@ def test_multicast_receiver_warns_for_the_address_actually_bound(
 ) -> None:
     async def main() -> None:
         # host is loopback, but a multicast socket binds every address: it is open.
-        receiver = endpoints.rflysim3d_receiver(
+        receiver = rio.rflysim3d_receiver(
             port=0, multicast=True, host="127.0.0.1", multicast_interface="127.0.0.1"
         )
-        with caplog.at_level(logging.WARNING, logger="rfly_link.endpoints"):
+        with caplog.at_level(logging.WARNING, logger="rfly_link.io"):
             try:
                 await receiver.start()
             except OSError as exc:  # no multicast route in this environment
@@ -366,10 +367,10 @@ def test_multicast_receiver_warns_for_the_address_actually_bound(
 
 def test_multicast_interface_defaults_to_route_choice_or_the_bind_address() -> None:
     # Joining on loopback would never receive multicast from the simulator's machine.
-    assert endpoints.rflysim3d_receiver(multicast=True).multicast_interface == "0.0.0.0"
-    lan = endpoints.rflysim3d_receiver(multicast=True, host="192.168.1.5")
+    assert rio.rflysim3d_receiver(multicast=True).multicast_interface == "0.0.0.0"
+    lan = rio.rflysim3d_receiver(multicast=True, host="192.168.1.5")
     assert lan.multicast_interface == "192.168.1.5"
-    chosen = endpoints.rflysim3d_receiver(multicast=True, multicast_interface="10.0.0.2")
+    chosen = rio.rflysim3d_receiver(multicast=True, multicast_interface="10.0.0.2")
     assert chosen.multicast_interface == "10.0.0.2"
 
 
@@ -388,10 +389,10 @@ def test_sensor_receiver_warns_when_config_sends_elsewhere(
     sensor = dataclasses.replace(LIDAR, send_protocol=(1, *destination, 0, 0, 1))
 
     async def main() -> None:
-        (receiver,) = endpoints.vision_sensor_receivers(
+        (receiver,) = rio.vision_sensor_receivers(
             [sensor], host=host, allowed_senders={"127.0.0.1"}
         )
-        with caplog.at_level(logging.WARNING, logger="rfly_link.endpoints"):
+        with caplog.at_level(logging.WARNING, logger="rfly_link.io"):
             async with receiver:
                 pass
 
@@ -404,7 +405,7 @@ def test_sensor_receiver_warns_when_config_sends_elsewhere(
 
 def test_socket_errors_are_counted_as_such_and_receiving_goes_on() -> None:
     async def main() -> None:
-        receiver = endpoints.UdpReceiver(endpoints.MessagePipeline(20006), port=0)
+        receiver = rio.UdpReceiver(rio.MessagePipeline(20006), port=0)
         async with receiver:
             with udp_socket() as gone:
                 peer = gone.getsockname()
@@ -431,9 +432,9 @@ def test_socket_errors_are_counted_as_such_and_receiving_goes_on() -> None:
 
 
 def test_socket_error_backoff_grows_and_is_capped() -> None:
-    delays = [endpoints.socket_error_backoff_s(n) for n in range(1, 40)]
-    assert delays[0] == endpoints.SOCKET_ERROR_BACKOFF_S[0] > 0
-    assert delays == sorted(delays) and delays[-1] == endpoints.SOCKET_ERROR_BACKOFF_S[1]
+    delays = [rio.socket_error_backoff_s(n) for n in range(1, 40)]
+    assert delays[0] == rio.SOCKET_ERROR_BACKOFF_S[0] > 0
+    assert delays == sorted(delays) and delays[-1] == rio.SOCKET_ERROR_BACKOFF_S[1]
 
 
 def _rmem_max() -> int:
@@ -446,8 +447,8 @@ def test_at_least_8_mib_is_requested_and_the_kernel_grant_is_reported(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async def main() -> None:
-        (receiver,) = endpoints.vision_sensor_receivers([LIDAR])
-        with caplog.at_level(logging.WARNING, logger="rfly_link.endpoints"):
+        (receiver,) = rio.vision_sensor_receivers([LIDAR])
+        with caplog.at_level(logging.WARNING, logger="rfly_link.io"):
             async with receiver:
                 stats = receiver.stats
         eight = 8 * 1024 * 1024
@@ -466,16 +467,14 @@ def test_rcvbuf_warning_compares_the_usable_half(caplog: pytest.LogCaptureFixtur
     # 1 GiB cannot be had even with SO_RCVBUFFORCE (the kernel caps the request at INT_MAX/2),
     # although the doubled value it reports (2 GiB - 2) is larger than the request.
     async def main() -> None:
-        receiver = endpoints.UdpReceiver(
-            endpoints.MessagePipeline(20006), port=0, rcvbuf_bytes=2**30
-        )
-        with caplog.at_level(logging.WARNING, logger="rfly_link.endpoints"):
+        receiver = rio.UdpReceiver(rio.MessagePipeline(20006), port=0, rcvbuf_bytes=2**30)
+        with caplog.at_level(logging.WARNING, logger="rfly_link.io"):
             async with receiver:
                 assert receiver.rcvbuf_usable < 2**30
 
     run(main)
     assert _warnings(caplog, "receive buffer holds")
-    assert endpoints.usable_rcvbuf(8 * 1024 * 1024) == 4 * 1024 * 1024
+    assert rio.usable_rcvbuf(8 * 1024 * 1024) == 4 * 1024 * 1024
 
 
 def _strict_json(line: str) -> object:
@@ -495,7 +494,7 @@ def test_cli_output_is_strict_json_with_nan_as_null() -> None:
     async def main() -> None:
         import io
 
-        receiver = endpoints.UdpReceiver(endpoints.MessagePipeline(30101), port=0)
+        receiver = rio.UdpReceiver(rio.MessagePipeline(30101), port=0)
         out = io.StringIO()
         task = asyncio.create_task(cli.listen([receiver], count=1, out=out))
 
@@ -555,8 +554,8 @@ def test_cli_bind_error_is_one_line_and_closes_started_receivers(
     from rfly_link import cli
 
     async def main() -> None:
-        good = endpoints.UdpReceiver(endpoints.MessagePipeline(20006), port=0)
-        bad = endpoints.UdpReceiver(endpoints.MessagePipeline(20006), port=0, host="192.0.2.1")
+        good = rio.UdpReceiver(rio.MessagePipeline(20006), port=0)
+        bad = rio.UdpReceiver(rio.MessagePipeline(20006), port=0, host="192.0.2.1")
         with pytest.raises(OSError, match=r"cannot bind 192\.0\.2\.1"):
             await cli.listen([good, bad], count=1)
         assert good._sock is None and good._thread is None  # closed, reader thread joined

@@ -8,7 +8,7 @@ import weakref
 
 import pytest
 
-from rfly_link.handoff import Handoff
+from rfly_link.io.handoff import Handoff
 
 
 class Item:

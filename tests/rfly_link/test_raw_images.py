@@ -16,7 +16,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rfly_link import config, endpoints, sensors
+from rfly_link import config, sensors
+from rfly_link import io as rio
 from rfly_link.reassembly import FRAGMENT_SIZE, fragment_payload
 
 WAIT_S = 10.0
@@ -52,13 +53,13 @@ def pixels_for(sensor: config.VisionSensorConfig, seed: int) -> bytes:
 
 async def receive(
     sensor: config.VisionSensorConfig, frames: list[list[bytes]]
-) -> tuple[list[endpoints.Event], dict[str, int]]:
+) -> tuple[list[rio.Event], dict[str, int]]:
     """Send each frame's datagrams to a fresh receiver for ``sensor``; return events and drops.
 
     A final 3-byte datagram (a ``short`` drop) marks the end: once it is counted, the reader
     thread has processed everything sent before it.
     """
-    (receiver,) = endpoints.vision_sensor_receivers([sensor])
+    (receiver,) = rio.vision_sensor_receivers([sensor])
     async with receiver:
         target = ("127.0.0.1", receiver.bound_port)
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:

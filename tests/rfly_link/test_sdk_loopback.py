@@ -17,7 +17,8 @@ from collections.abc import Awaitable, Callable, Sequence
 import pytest
 
 import rfly_link
-from rfly_link import cli, endpoints, ports
+from rfly_link import cli, ports
+from rfly_link import io as rio
 from rfly_link import messages as m
 from rfly_link.ports import PortRole
 
@@ -67,7 +68,7 @@ async def exchange(
     logical_port: int, drops: Sequence[bytes], frames: Sequence[m.WireMessage]
 ) -> tuple[list[m.WireMessage], dict[str, int]]:
     """Send ``drops`` then ``frames`` to a receiver standing for ``logical_port``."""
-    receiver = endpoints.UdpReceiver(endpoints.MessagePipeline(logical_port), port=0)
+    receiver = rio.UdpReceiver(rio.MessagePipeline(logical_port), port=0)
     async with receiver:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
             target = ("127.0.0.1", receiver.bound_port)
@@ -188,9 +189,7 @@ def test_gizmo_host_rfly_prints_every_received_type() -> None:
     }
 
     async def main() -> str:
-        receivers = [
-            endpoints.UdpReceiver(endpoints.MessagePipeline(ROLE_PORT[r]), port=0) for r in roles
-        ]
+        receivers = [rio.UdpReceiver(rio.MessagePipeline(ROLE_PORT[r]), port=0) for r in roles]
         out = io.StringIO()
         listening = asyncio.create_task(
             cli.listen(receivers, count=sum(map(len, sent.values())), out=out)
@@ -213,7 +212,7 @@ def test_gizmo_host_rfly_prints_every_received_type() -> None:
 
 
 def test_coptersim_client_sends_control_and_px4_structures_to_their_ports() -> None:
-    from rfly_link.clients import CopterSimClient, UdpSender
+    from rfly_link.io.clients import CopterSimClient, UdpSender
 
     def received(sock: socket.socket, port: int) -> m.WireMessage:
         return rfly_link.decode(sock.recv(65535), port=port)

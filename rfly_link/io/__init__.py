@@ -1,0 +1,60 @@
+"""The I/O edge of rfly_link: UDP receivers with their reader threads, and senders.
+
+Everything here touches sockets, threads or asyncio; the codecs it drives (:mod:`rfly_link.wire`,
+:mod:`rfly_link.messages`, :mod:`rfly_link.dispatch`, :mod:`rfly_link.reassembly`,
+:mod:`rfly_link.sensors`) import none of it. :mod:`~rfly_link.io.receiver` (the reader thread
+and its bounded hand-off, :mod:`~rfly_link.io.handoff`), :mod:`~rfly_link.io.pipelines` (what
+the reader runs on each datagram), :mod:`~rfly_link.io.sockinfo` (kernel socket facts) and
+:mod:`~rfly_link.io.clients` (senders). Receivers, their pipelines and socket facts are used
+together, so their public names are re-exported here.
+"""
+
+from __future__ import annotations
+
+from rfly_link.io.pipelines import (
+    DEFAULT_IN_FLIGHT,
+    Event,
+    MessagePipeline,
+    Pipeline,
+    SensorPipeline,
+    sensor_reassembler,
+)
+from rfly_link.io.receiver import (
+    DEFAULT_RCVBUF,
+    MAX_COPTER_ID,
+    SOCKET_ERROR_BACKOFF_S,
+    ReceiverStats,
+    UdpReceiver,
+    coptersim_receivers,
+    rflysim3d_receiver,
+    socket_error_backoff_s,
+    vision_sensor_receivers,
+)
+from rfly_link.io.sockinfo import (
+    read_socket_drops,
+    read_udp_rcvbuf_errors,
+    serves_destination,
+    usable_rcvbuf,
+)
+
+__all__ = [
+    "DEFAULT_IN_FLIGHT",
+    "DEFAULT_RCVBUF",
+    "MAX_COPTER_ID",
+    "SOCKET_ERROR_BACKOFF_S",
+    "Event",
+    "MessagePipeline",
+    "Pipeline",
+    "ReceiverStats",
+    "SensorPipeline",
+    "UdpReceiver",
+    "coptersim_receivers",
+    "read_socket_drops",
+    "read_udp_rcvbuf_errors",
+    "rflysim3d_receiver",
+    "sensor_reassembler",
+    "serves_destination",
+    "socket_error_backoff_s",
+    "usable_rcvbuf",
+    "vision_sensor_receivers",
+]
