@@ -2,15 +2,26 @@
 
 Everything here touches sockets, threads or asyncio; the codecs it drives (:mod:`rfly_link.wire`,
 :mod:`rfly_link.messages`, :mod:`rfly_link.dispatch`, :mod:`rfly_link.reassembly`,
-:mod:`rfly_link.sensors`) import none of it. :mod:`~rfly_link.io.receiver` (the reader thread
-and its bounded hand-off, :mod:`~rfly_link.io.handoff`), :mod:`~rfly_link.io.pipelines` (what
-the reader runs on each datagram), :mod:`~rfly_link.io.sockinfo` (kernel socket facts) and
-:mod:`~rfly_link.io.clients` (senders). Receivers, their pipelines and socket facts are used
-together, so their public names are re-exported here.
+:mod:`rfly_link.sensors`) import none of it.
+
+* :mod:`~rfly_link.io.receiver`: the socket and its reader thread;
+* :mod:`~rfly_link.io.handoff`: the bounded queue from that thread to the event loop;
+* :mod:`~rfly_link.io.pipelines`: what the reader runs on each datagram;
+* :mod:`~rfly_link.io.factories`: receivers by source (Config.json sensors, CopterSim, ...);
+* :mod:`~rfly_link.io.sockinfo`: kernel facts about sockets (buffer sizes, drop counters);
+* :mod:`~rfly_link.io.clients`: senders.
+
+Receivers, their pipelines and socket facts are used together: their names are re-exported here.
 """
 
 from __future__ import annotations
 
+from rfly_link.io.factories import (
+    MAX_COPTER_ID,
+    coptersim_receivers,
+    rflysim3d_receiver,
+    vision_sensor_receivers,
+)
 from rfly_link.io.pipelines import (
     DEFAULT_IN_FLIGHT,
     Event,
@@ -21,14 +32,10 @@ from rfly_link.io.pipelines import (
 )
 from rfly_link.io.receiver import (
     DEFAULT_RCVBUF,
-    MAX_COPTER_ID,
     SOCKET_ERROR_BACKOFF_S,
     ReceiverStats,
     UdpReceiver,
-    coptersim_receivers,
-    rflysim3d_receiver,
     socket_error_backoff_s,
-    vision_sensor_receivers,
 )
 from rfly_link.io.sockinfo import (
     read_socket_drops,

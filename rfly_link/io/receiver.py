@@ -29,18 +29,15 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable
-from typing import Any, NamedTuple
+from collections.abc import Callable, Collection
+from typing import NamedTuple
 
-from rfly_link.config import LoadedConfig, VisionSensorConfig
 from rfly_link.errors import DropCause
 from rfly_link.io.handoff import Handoff
 from rfly_link.io.pipelines import (
     Event,
     InPlacePipeline,
-    MessagePipeline,
     Pipeline,
-    SensorPipeline,
 )
 from rfly_link.io.sockinfo import (
     SO_RCVBUFFORCE,
@@ -56,8 +53,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_RCVBUF = 8 * 1024 * 1024
 MAX_DATAGRAM = 65535
-RFLYSIM3D_PORT = 20006
-RFLYSIM3D_GROUP = "224.0.0.10"
 # A persistent socket error must not spin a core: back off, doubling, up to this long.
 SOCKET_ERROR_BACKOFF_S = (0.001, 0.1)
 # A consumer that falls behind is reported on the log at most this often.
@@ -392,74 +387,3 @@ class UdpReceiver:
                     queue.dropped,
                     queue.maxsize,
                 )
-
-
-# -- factories ------------------------------------------------------------------------------
-
-
-def vision_sensor_receivers(
-    config: LoadedConfig | Iterable[VisionSensorConfig], **kwargs: Any
-) -> list[UdpReceiver]:
-    """One receiver per UDP vision sensor, on the port its ``SendProtocol[5]`` names.
-
-    Sensor frames are large (megabytes), so their event queue defaults to 8 frames (the oldest
-    is dropped and counted when the consumer falls behind).
-    """
-    sensors = config.sensors if isinstance(config, LoadedConfig) else tuple(config)
-    kwargs.setdefault("queue_size", 8)
-    receivers = []
-    for sensor in sensors:
-        if sensor.mode == 0:
-            log.info("sensor SeqID %d uses shared memory: no UDP receiver", sensor.seq_id)
-            continue
-        receivers.append(
-            UdpReceiver(
-                SensorPipeline(sensor),
-                port=sensor.port,
-                name=f"rfly-sensor{sensor.seq_id}-{sensor.port}",
-                **kwargs,
-            )
-        )
-    return receivers
-
-
-# The largest CopterID whose ports all exist: its state port 30100 + 2N - 1 is 65535.
-MAX_COPTER_ID = (65535 - 30100 + 1) // 2
-
-
-def coptersim_state_port(copter_id: int) -> int:
-    return 30100 + 2 * copter_id - 1
-
-
-def coptersim_control_port(copter_id: int) -> int:
-    return 30100 + 2 * (copter_id - 1)
-
-
-def coptersim_reply_port(copter_id: int) -> int:
-    return 31000 + copter_id - 1
-
-
-def coptersim_receivers(
-    copter_id: int, *, replies: bool = True, **kwargs: Any
-) -> list[UdpReceiver]:
-    """Receivers for CopterSim vehicle ``copter_id``: state, and IMU/odometry replies."""
-    if not 1 <= copter_id <= MAX_COPTER_ID:
-        raise ValueError(f"copter_id: expected 1..{MAX_COPTER_ID}, got {copter_id}")
-    ports = [coptersim_state_port(copter_id)]
-    if replies:
-        ports.append(coptersim_reply_port(copter_id))
-    return [
-        UdpReceiver(MessagePipeline(p), port=p, name=f"rfly-coptersim{copter_id}-{p}", **kwargs)
-        for p in ports
-    ]
-
-
-def rflysim3d_receiver(*, multicast: bool = False, **kwargs: Any) -> UdpReceiver:
-    """Port 20006: crashes, gimbal status and object data; optionally group 224.0.0.10."""
-    return UdpReceiver(
-        MessagePipeline(RFLYSIM3D_PORT),
-        port=kwargs.pop("port", RFLYSIM3D_PORT),
-        multicast_group=RFLYSIM3D_GROUP if multicast else None,
-        name="rfly-rflysim3d-20006",
-        **kwargs,
-    )
