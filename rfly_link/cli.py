@@ -7,7 +7,7 @@ the end. Registered in ``gizmo_host.cli.SUBCOMMANDS`` as ``"rfly"``.
 
 Output is strict JSON: NaN and infinities sent by the peer become ``null`` (``json.dumps``
 would otherwise write the non-JSON tokens ``NaN``/``Infinity``). A configuration, file, bind or
-option error (a CopterID whose ports exceed 65535, a negative or NaN duration, a malformed
+option error (a CopterID off the port map, a negative or NaN duration, a malformed
 address) is one line on stderr and exit status 2, never a traceback.
 """
 
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from rfly_link import io as rio
+from rfly_link import ports
 from rfly_link.config import load_config
 from rfly_link.errors import ConfigError
 
@@ -39,10 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="ID",
-        help=f"CopterSim CopterID 1..{rio.MAX_COPTER_ID} (repeatable)",
+        help=f"CopterSim CopterID 1..{ports.MAX_COPTERS} (repeatable)",
     )
-    parser.add_argument("--rflysim3d", action="store_true", help="listen on port 20006")
-    parser.add_argument("--multicast", action="store_true", help="also join 224.0.0.10 on 20006")
+    out_port, group = ports.RFLYSIM3D_OUT_PORT, ports.MULTICAST_GROUP
+    parser.add_argument("--rflysim3d", action="store_true", help=f"listen on port {out_port}")
+    parser.add_argument("--multicast", action="store_true", help=f"also join {group} on {out_port}")
     parser.add_argument(
         "--multicast-interface",
         default=None,
@@ -88,7 +90,7 @@ def parse_options(args: argparse.Namespace) -> Options:
     interface = args.multicast_interface
     return Options(
         config=args.config,
-        copter_ids=tuple(_integer("--copter", text, 1, rio.MAX_COPTER_ID) for text in args.copter),
+        copter_ids=tuple(_integer("--copter", text, 1, ports.MAX_COPTERS) for text in args.copter),
         rflysim3d=args.rflysim3d,
         multicast=args.multicast,
         multicast_interface=None

@@ -17,7 +17,6 @@ Receivers, their pipelines and socket facts are used together: their names are r
 from __future__ import annotations
 
 from rfly_link.io.factories import (
-    MAX_COPTER_ID,
     coptersim_receivers,
     rflysim3d_receiver,
     vision_sensor_receivers,
@@ -47,7 +46,6 @@ from rfly_link.io.sockinfo import (
 __all__ = [
     "DEFAULT_IN_FLIGHT",
     "DEFAULT_RCVBUF",
-    "MAX_COPTER_ID",
     "SOCKET_ERROR_BACKOFF_S",
     "Event",
     "MessagePipeline",

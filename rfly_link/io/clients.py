@@ -69,11 +69,10 @@ class CopterSimClient:
         control_port: int | None = None,
         px4_port: int | None = None,
     ) -> None:
-        if copter_id < 1:
-            raise ValueError(f"copter_id: expected >= 1, got {copter_id}")
+        control = ports.coptersim_control_port(copter_id)  # ValueError off the port map
         self.copter_id = copter_id
         self.sender = sender
-        self.address = (sim_host, control_port or ports.coptersim_control_port(copter_id))
+        self.address = (sim_host, control_port or control)
         self.px4_address = (sim_host, px4_port or ports.px4_control_port(copter_id))
 
     def send(self, message: m.WireMessage) -> bool:
@@ -153,16 +152,15 @@ class RflySim3DClient:
         sender: UdpSender,
         *,
         sim_host: str = "127.0.0.1",
-        window_base_port: int = ports.RFLYSIM3D_WINDOW_BASE,
+        window_port: Callable[[int], int] = ports.rflysim3d_window_port,
     ) -> None:
         self.sender = sender
         self.sim_host = sim_host
-        self.window_base_port = window_base_port
+        self.window_port = window_port
 
     def address(self, window_id: int = 0) -> tuple[str, int]:
-        if window_id < 0:
-            raise ValueError(f"window_id: expected >= 0, got {window_id}")
-        return (self.sim_host, self.window_base_port + window_id)
+        """Where window ``window_id`` listens (ValueError for a window off the port map)."""
+        return (self.sim_host, self.window_port(window_id))
 
     def send(self, message: m.WireMessage, window_id: int = 0) -> bool:
         return self.sender.send(message, self.address(window_id))

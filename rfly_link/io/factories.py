@@ -10,14 +10,12 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from rfly_link import ports
 from rfly_link.config import LoadedConfig, VisionSensorConfig
 from rfly_link.io.pipelines import MessagePipeline, SensorPipeline
 from rfly_link.io.receiver import UdpReceiver
 
 log = logging.getLogger(__name__)
-
-RFLYSIM3D_PORT = 20006
-RFLYSIM3D_GROUP = "224.0.0.10"
 
 
 def vision_sensor_receivers(
@@ -46,43 +44,26 @@ def vision_sensor_receivers(
     return receivers
 
 
-# The largest CopterID whose ports all exist: its state port 30100 + 2N - 1 is 65535.
-MAX_COPTER_ID = (65535 - 30100 + 1) // 2
-
-
-def coptersim_state_port(copter_id: int) -> int:
-    return 30100 + 2 * copter_id - 1
-
-
-def coptersim_control_port(copter_id: int) -> int:
-    return 30100 + 2 * (copter_id - 1)
-
-
-def coptersim_reply_port(copter_id: int) -> int:
-    return 31000 + copter_id - 1
-
-
 def coptersim_receivers(
     copter_id: int, *, replies: bool = True, **kwargs: Any
 ) -> list[UdpReceiver]:
-    """Receivers for CopterSim vehicle ``copter_id``: state, and IMU/odometry replies."""
-    if not 1 <= copter_id <= MAX_COPTER_ID:
-        raise ValueError(f"copter_id: expected 1..{MAX_COPTER_ID}, got {copter_id}")
-    ports = [coptersim_state_port(copter_id)]
-    if replies:
-        ports.append(coptersim_reply_port(copter_id))
+    """Receivers for CopterSim vehicle ``copter_id`` (1..``ports.MAX_COPTERS``): its state,
+    and IMU/odometry replies."""
+    state = ports.coptersim_state_port(copter_id)  # ValueError for a CopterID off the map
+    listen = [state, ports.coptersim_reply_port(copter_id)] if replies else [state]
     return [
         UdpReceiver(MessagePipeline(p), port=p, name=f"rfly-coptersim{copter_id}-{p}", **kwargs)
-        for p in ports
+        for p in listen
     ]
 
 
 def rflysim3d_receiver(*, multicast: bool = False, **kwargs: Any) -> UdpReceiver:
     """Port 20006: crashes, gimbal status and object data; optionally group 224.0.0.10."""
+    port = ports.RFLYSIM3D_OUT_PORT
     return UdpReceiver(
-        MessagePipeline(RFLYSIM3D_PORT),
-        port=kwargs.pop("port", RFLYSIM3D_PORT),
-        multicast_group=RFLYSIM3D_GROUP if multicast else None,
-        name="rfly-rflysim3d-20006",
+        MessagePipeline(port),
+        port=kwargs.pop("port", port),
+        multicast_group=ports.MULTICAST_GROUP if multicast else None,
+        name=f"rfly-rflysim3d-{port}",
         **kwargs,
     )

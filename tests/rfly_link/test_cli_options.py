@@ -23,14 +23,16 @@ def test_a_copter_id_beyond_the_port_range_is_one_line_and_exit_2() -> None:
         cwd=Path(__file__).resolve().parents[2],
     )
     assert proc.returncode == 2
-    assert proc.stderr.splitlines() == ["rfly: --copter: expected an integer 1..17718, got 40000"]
+    assert proc.stderr.splitlines() == ["rfly: --copter: expected an integer 1..450, got 40000"]
     assert proc.stdout == ""
 
 
 @pytest.mark.parametrize(
     ("argv", "flag", "value"),
     [
-        (["--copter", "17719"], "--copter", "17719"),  # its state port would be 65537
+        # 451: its state port 30100 + 2N - 1 would be 31001, CopterID 2's reply port.
+        (["--copter", "451"], "--copter", "451"),
+        (["--copter", "17718"], "--copter", "17718"),  # the old limit: ports up to 65535
         (["--copter", "0"], "--copter", "0"),
         (["--copter", "-3"], "--copter", "-3"),
         (["--copter", "abc"], "--copter", "'abc'"),
@@ -76,12 +78,13 @@ def test_good_values_are_accepted() -> None:
     cli.add_arguments(parser)
     options = cli.parse_options(
         parser.parse_args(
-            ["--copter", "17718", "--count", "3", "--duration", "0.5", "--allow", "10.0.0.7"]
+            ["--copter", "450", "--count", "3", "--duration", "0.5", "--allow", "10.0.0.7"]
         )
     )
-    assert options.copter_ids == (17718,) and options.count == 3 and options.duration_s == 0.5
+    assert options.copter_ids == (450,) and options.count == 3 and options.duration_s == 0.5
     assert options.allowed_senders == ("10.0.0.7",)
-    assert [r.port for r in cli.build_receivers(options)] == [65535, 48717]
+    # The last CopterID's state port stays below the reply series at 31000.
+    assert [r.port for r in cli.build_receivers(options)] == [30999, 31449]
 
 
 def test_a_receiver_refuses_a_port_bind_cannot_take() -> None:
@@ -89,5 +92,5 @@ def test_a_receiver_refuses_a_port_bind_cannot_take() -> None:
 
     with pytest.raises(ValueError, match=r"port: expected 0\.\.65535, got 65536"):
         rio.UdpReceiver(rio.MessagePipeline(20006), port=65536)
-    with pytest.raises(ValueError, match=r"copter_id: expected 1\.\.17718, got 17719"):
-        rio.coptersim_receivers(17719)
+    with pytest.raises(ValueError, match=r"copter_id: expected 1\.\.450, got 451"):
+        rio.coptersim_receivers(451)

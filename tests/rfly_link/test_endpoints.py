@@ -168,7 +168,7 @@ def test_rflysim3d_client_and_20006_receiver_against_a_fake_rflysim3d() -> None:
         async with receiver:
             with udp_socket() as rflysim3d, UdpSender() as sender:
                 window0 = rflysim3d.getsockname()[1]
-                client = RflySim3DClient(sender, window_base_port=window0)
+                client = RflySim3DClient(sender, window_port=lambda w: window0 + w)
                 gimbal = m.VisionSensorReqNew.for_sensor(3).with_angular_rate(5.0, -5.0)
                 assert client.send_gimbal(gimbal)
                 assert m.VisionSensorReqNew.decode((await recv(rflysim3d))[0]) == gimbal
@@ -561,3 +561,14 @@ def test_cli_bind_error_is_one_line_and_closes_started_receivers(
         assert good._sock is None and good._thread is None  # closed, reader thread joined
 
     run(main)
+
+
+def test_clients_refuse_ids_off_the_port_map() -> None:
+    with UdpSender() as sender:
+        assert CopterSimClient(450, sender).address == ("127.0.0.1", 30998)
+        with pytest.raises(ValueError, match=r"copter_id: expected 1\.\.450, got 451"):
+            CopterSimClient(451, sender)
+        rflysim3d = RflySim3DClient(sender)
+        assert rflysim3d.address(89) == ("127.0.0.1", 20099)
+        with pytest.raises(ValueError, match=r"window_id: expected 0\.\.89, got 90"):
+            rflysim3d.address(90)  # 20100 is CopterSim's PX4 series
