@@ -4,8 +4,12 @@
 one JSON object (always with a ``type``), encodes it once, and hands the line to every sink.
 Sinks never block the reader:
 
-- ``UnixSocketServer`` accepts any number of clients, greets each with a ``version`` line, and
-  drops a client whose unsent backlog passes ``max_buffer_bytes`` (a stalled or slow reader);
+- ``UnixSocketServer`` serves up to ``max_clients`` clients, greets each with a ``version``
+  line, and drops a client whose unsent backlog passes ``max_buffer_bytes`` (a stalled or slow
+  reader). A client that closes its sending side (``shutdown(SHUT_WR)``, ``socat`` fed from
+  ``/dev/null``) is a reader like any other: it is served until a write fails. When every slot
+  is taken, a new client takes the slot of the client furthest behind, if one has at least
+  ``EVICTABLE_BACKLOG_BYTES`` unread; otherwise it gets one ``error`` line saying why;
 - ``UdpSink`` sends one datagram per line to a fixed address; send errors are counted;
 - ``StdoutSink`` writes to stdout. It blocks if whoever reads stdout stops reading, like any
   command-line tool; use the socket for consumers that may stall.
@@ -16,15 +20,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import fcntl
 import json
 import logging
+import math
 import os
 import socket
 import stat
+import struct
 import sys
+import termios
 import time
 from collections.abc import Callable
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, cast
 
 from .events import LinkEvent, ReceivedResult
 from .store import Verdict
@@ -35,6 +43,9 @@ DEFAULT_MAX_CLIENTS = 16  # each may hold DEFAULT_MAX_BUFFER_BYTES of unsent lin
 CLOSE_TIMEOUT_S = 2.0
 MAX_UDP_BACKLOG_BYTES = 256 * 1024  # asyncio queues datagrams the kernel refused for now
 MAX_CLIENT_INPUT_BYTES = 4096  # clients have nothing to say; read and discard at most this
+# A client with this much unread (kernel accounting: a few lines) may lose its slot to a new one.
+EVICTABLE_BACKLOG_BYTES = 4096
+_OUTQ = struct.Struct("i")  # SIOCOUTQ (= TIOCOUTQ on Linux): bytes the peer has not read
 
 
 class Sink(Protocol):
@@ -129,7 +140,16 @@ class UnixSocketServer:
         self._handlers: set[asyncio.Task[Any]] = set()
         self._next_id = 0
         self.clients_accepted = self.clients_dropped = self.clients_refused = 0
+        self.clients_evicted = 0
         self.lines_sent = 0
+        self._refusal_line = encode_line(
+            {
+                "type": "error",
+                "reason": "too_many_clients",
+                "detail": f"all {max_clients} client slots are taken by clients that keep up; "
+                "try again later",
+            }
+        )
 
     @property
     def client_count(self) -> int:
@@ -187,13 +207,16 @@ class UnixSocketServer:
             "accepted": self.clients_accepted,
             "dropped": self.clients_dropped,
             "refused": self.clients_refused,
+            "evicted": self.clients_evicted,
             "lines_sent": self.lines_sent,
         }
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self._clients) >= self._max_clients:
+        if len(self._clients) >= self._max_clients and not self._evict_furthest_behind():
             self.clients_refused += 1
-            writer.transport.abort()
+            LOGGER.warning("unix socket: all %d client slots taken: refused", self._max_clients)
+            writer.write(self._refusal_line)  # a fresh socket: the kernel takes it at once
+            writer.transport.close()  # after the line
             return
         task = asyncio.current_task()
         assert task is not None
@@ -206,12 +229,49 @@ class UnixSocketServer:
         try:
             while await reader.read(MAX_CLIENT_INPUT_BYTES):
                 pass  # input is ignored
+            # End of the client's input is not the end of its reading (shutdown(SHUT_WR),
+            # `socat - UNIX:...` fed from /dev/null): serve it until a write fails or it is
+            # dropped; either closes the transport.
+            await writer.wait_closed()
         except (OSError, asyncio.CancelledError):
             pass  # a vanished client, or the server shutting down: end quietly
         finally:
             self._clients.pop(client_id, None)
             writer.transport.abort()
             self._handlers.discard(task)
+
+    def _evict_furthest_behind(self) -> bool:
+        """Free a slot by dropping the client with the most unread bytes, if it has at least
+        ``EVICTABLE_BACKLOG_BYTES``: a client that keeps up is never dropped for a newcomer."""
+        backlogs = {cid: _unread_bytes(c.transport) for cid, c in self._clients.items()}
+        victim = max(backlogs, key=backlogs.__getitem__, default=None)
+        if victim is None or backlogs[victim] < EVICTABLE_BACKLOG_BYTES:
+            return False
+        client = self._clients.pop(victim)
+        LOGGER.warning(
+            "unix socket client %s has %s bytes unread: dropped for a new client",
+            client.name,
+            backlogs[victim],
+        )
+        self.clients_evicted += 1
+        client.transport.abort()
+        return True
+
+
+def _unread_bytes(transport: asyncio.WriteTransport) -> float:
+    """What a client has not read yet: our buffer plus the socket's send queue (SIOCOUTQ, in
+    kernel accounting, so a little more than the payload). A closing transport: infinite."""
+    if transport.is_closing():
+        return math.inf
+    queued = transport.get_write_buffer_size()
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return queued
+    try:
+        (unread,) = _OUTQ.unpack(fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, bytes(_OUTQ.size)))
+    except (OSError, ValueError):  # not Linux, or the socket just closed
+        return queued
+    return queued + int(unread)
 
 
 class UdpSink:
@@ -241,7 +301,7 @@ class UdpSink:
     def send(self, line: bytes) -> None:
         if self._transport is None:
             return
-        if self._transport.get_write_buffer_size() > MAX_UDP_BACKLOG_BYTES:
+        if _buffered(self._transport) > MAX_UDP_BACKLOG_BYTES:
             self.dropped += 1  # the kernel keeps refusing (EAGAIN): drop, never queue forever
             return
         try:
@@ -249,6 +309,16 @@ class UdpSink:
             self.datagrams += 1
         except OSError:
             self._protocol.errors += 1
+
+
+class _Buffered(Protocol):
+    """Every asyncio transport has this; typeshed omits it on datagram transports."""
+
+    def get_write_buffer_size(self) -> int: ...
+
+
+def _buffered(transport: asyncio.DatagramTransport) -> int:
+    return cast(_Buffered, transport).get_write_buffer_size()
 
 
 class _UdpErrors(asyncio.DatagramProtocol):

@@ -6,7 +6,7 @@ import json
 from importlib import resources
 from typing import Any
 
-MESSAGE_TYPES = ("version", "result", "link", "verdict", "stats")
+MESSAGE_TYPES = ("version", "result", "link", "verdict", "stats", "error")
 
 
 def load_schema(message_type: str) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -218,22 +219,109 @@ def test_a_successors_socket_file_is_left_alone_on_close(socket_path):
     asyncio.run(main())
 
 
-def test_clients_beyond_the_limit_are_refused_and_counted(socket_path):
+def test_a_client_refused_when_every_client_keeps_up_is_told_why(socket_path):
+    """Issue 10 item 9: a refused client was closed without a word."""
+
     async def main():
         server = UnixSocketServer(socket_path, b"{}\n", max_clients=2)
         await server.start()
         kept = []
-        for _ in range(2):
+        try:
+            for _ in range(2):
+                reader, writer = await asyncio.open_unix_connection(socket_path)
+                assert await asyncio.wait_for(reader.readline(), TIMEOUT_S) == b"{}\n"
+                kept.append(writer)  # read everything sent so far: keeping up
             reader, writer = await asyncio.open_unix_connection(socket_path)
+            refusal = await asyncio.wait_for(reader.read(), TIMEOUT_S)  # one line, then EOF
+            assert refusal.count(b"\n") == 1
+            message = json.loads(refusal)
+            jsonschema.validate(message, load_schema("error"))
+            assert message["reason"] == "too_many_clients" and "2 client slots" in message["detail"]
+            assert server.stats()["refused"] == 1 and server.client_count == 2
+            assert server.stats()["evicted"] == 0
+            writer.close()
+        finally:
+            for w in kept:
+                w.close()
+            await server.close()
+
+    asyncio.run(main())
+
+
+def test_a_new_client_takes_the_slot_of_the_client_furthest_behind(socket_path):
+    """Issue 10 item 9: clients that never read held every slot until their backlog reached
+    the drop limit. A newcomer now evicts the one with the most unread bytes."""
+
+    async def main():
+        server = UnixSocketServer(socket_path, b"{}\n", max_clients=2)
+        await server.start()
+        publisher = JsonLinesPublisher()
+        publisher.add_sink(server)
+        idle = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        idle.connect(socket_path)  # never reads
+        try:
+            reader, writer = await asyncio.open_unix_connection(socket_path)
+            await asyncio.wait_for(reader.readline(), TIMEOUT_S)
+            while server.client_count < 2:  # the idle client's handler has run
+                await asyncio.sleep(0)
+            for n in range(1, 11):  # ~10 kB: the idle client is behind, far from any limit
+                publisher(link_event(n))
+            for n in range(1, 11):
+                line = await asyncio.wait_for(reader.readline(), TIMEOUT_S)
+                assert json.loads(line)["transitions"] == n  # the reader keeps up
+            new_reader, new_writer = await asyncio.open_unix_connection(socket_path)
+            assert await asyncio.wait_for(new_reader.readline(), TIMEOUT_S) == b"{}\n"
+            assert server.stats()["evicted"] == 1 and server.stats()["refused"] == 0
+            publisher(link_event(11))
+            for r in (reader, new_reader):
+                line = await asyncio.wait_for(r.readline(), TIMEOUT_S)
+                assert json.loads(line)["transitions"] == 11
+            idle.settimeout(TIMEOUT_S)
+            with contextlib.suppress(ConnectionResetError):
+                while idle.recv(1 << 16):  # what was queued for it, then the end
+                    pass
+            writer.close()
+            new_writer.close()
+        finally:
+            idle.close()
+            await server.close()
+
+    asyncio.run(main())
+
+
+def test_a_client_that_closes_its_sending_side_keeps_receiving(socket_path):
+    """Issue 10 item 8: shutdown(SHUT_WR) (``socat`` fed from /dev/null) got the version line,
+    then was disconnected. End of a client's input is not the end of its reading."""
+
+    async def main():
+        server = UnixSocketServer(socket_path, b"{}\n")
+        await server.start()
+        publisher = JsonLinesPublisher()
+        publisher.add_sink(server)
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.connect(socket_path)
+        client.shutdown(socket.SHUT_WR)
+        try:
+            reader, writer = await asyncio.open_unix_connection(sock=client)
             assert await asyncio.wait_for(reader.readline(), TIMEOUT_S) == b"{}\n"
-            kept.append(writer)
-        reader, writer = await asyncio.open_unix_connection(socket_path)
-        assert await asyncio.wait_for(reader.read(), TIMEOUT_S) == b""  # closed at once
-        assert server.stats()["refused"] == 1 and server.client_count == 2
-        writer.close()
-        for w in kept:
-            w.close()
-        await server.close()
+            for n in range(1, 4):
+                for _ in range(5):  # loop turns: the server reads the EOF; it must not hang up
+                    await asyncio.sleep(0)
+                publisher(link_event(n))
+                line = await asyncio.wait_for(reader.readline(), TIMEOUT_S)
+                assert json.loads(line)["transitions"] == n
+            assert server.client_count == 1 and server.clients_dropped == 0
+            writer.close()
+            await writer.wait_closed()
+            deadline = asyncio.get_running_loop().time() + TIMEOUT_S
+            n = 4
+            while server.client_count:  # gone for good: the next write fails, and it is freed
+                assert asyncio.get_running_loop().time() < deadline
+                publisher(link_event(n))
+                n += 1
+                await asyncio.sleep(0)
+        finally:
+            await server.close()
 
     asyncio.run(main())
 

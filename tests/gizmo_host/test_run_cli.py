@@ -127,8 +127,10 @@ def test_a_stalled_socket_client_is_dropped_while_another_gets_every_result(link
     are full, and the other gets every result in order."""
     socket_path = str(tmp_path / "results.sock")
     config = tmp_path / "gizmo.toml"
-    config.write_text("[publish]\nstdout = false\nunix_max_buffer_bytes = 32768\n")
-    count = 1000  # ~600 kB of result lines: more than a stalled client's socket holds
+    config.write_text("[publish]\nstdout = false\nunix_max_buffer_bytes = 131072\n")
+    # ~600 kB of result lines: more than a stalled client's socket and buffer hold, while a
+    # reader is allowed a burst of 128 kB: a 4 kB tty read makes ~70 kB of lines at once
+    count = 1000
 
     async def main_async():
         loop = asyncio.get_running_loop()
@@ -165,6 +167,60 @@ def test_a_stalled_socket_client_is_dropped_while_another_gets_every_result(link
                 proc.send_signal(signal.SIGTERM)
                 assert await asyncio.wait_for(proc.wait(), TIMEOUT_S) == 0
             assert "is not reading: dropped" in (await proc.stderr.read()).decode()
+
+    asyncio.run(main_async())
+
+
+@pytest.mark.parametrize("event_loop", ["asyncio", "uvloop"])
+def test_a_client_that_closed_its_sending_side_gets_every_result(link_path, tmp_path, event_loop):
+    """Issue 10 item 8, end to end: a client that calls shutdown(SHUT_WR) at once (as ``socat``
+    fed from /dev/null does) got the version line and was then disconnected. It is a reader:
+    it gets every result."""
+    if event_loop == "uvloop":
+        pytest.importorskip("uvloop", reason="the uvloop extra is not installed")
+    socket_path = str(tmp_path / "results.sock")
+    config = tmp_path / "gizmo.toml"
+    config.write_text("[publish]\nstdout = false\n")
+    count = 50
+
+    async def main_async():
+        loop = asyncio.get_running_loop()
+        with PtyBoard(link_path) as board:
+            proc = await start_run(
+                link_path,
+                config,
+                socket_path,
+                "--stats-interval-s",
+                "0",
+                "--event-loop",
+                event_loop,
+            )
+            assert proc.stderr is not None
+            try:
+                while b"SYNCING" not in await asyncio.wait_for(proc.stderr.readline(), TIMEOUT_S):
+                    pass
+                client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                client.connect(socket_path)
+                client.shutdown(socket.SHUT_WR)  # nothing to say, ever
+                reader, writer = await asyncio.open_unix_connection(sock=client)
+                version = json.loads(await asyncio.wait_for(reader.readline(), TIMEOUT_S))
+                assert version["type"] == "version"
+                model = BoardModel()
+                stream = b"".join(model.next_frame() for _ in range(count))
+                await loop.run_in_executor(None, board.write, stream)
+                sequences = []
+                while len(sequences) < count:
+                    line = await asyncio.wait_for(reader.readline(), TIMEOUT_S)
+                    assert line, "the server hung up on a client that only closed its input"
+                    message = json.loads(line)
+                    validate(message)
+                    if message["type"] == "result":
+                        sequences.append(message["result"]["sequence"])
+                assert sequences == list(range(count))
+                writer.close()
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                assert await asyncio.wait_for(proc.wait(), TIMEOUT_S) == 0
 
     asyncio.run(main_async())
 
