@@ -1,27 +1,24 @@
-"""Decoders for reassembled vision-sensor payloads, chosen by TypeID (VSP 2.1).
+"""Point-cloud payloads (TypeID 7, 20-23): layouts told apart by exact length, never guessed.
 
-Point clouds pick their layout from the exact payload length (DECISIONS.md, point clouds):
-``len == prefix + point_count * bytes_per_point`` is checked for every known layout before
-``point_count`` is used for anything. Images stay bytes when compressed (JPEG/PNG); they are
-decoded to numpy only on request, through OpenCV from the optional ``images`` extra.
+DECISIONS.md, point clouds: ``len == prefix + point_count * bytes_per_point`` is checked for
+every known layout before ``point_count`` is used for anything. int16 coordinates are scaled to
+metres by ``otherParams[0] / 32767``; float32 ones are metres already.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 import numpy as np
 
-from rfly_link import messages as m
 from rfly_link import wire
-from rfly_link.errors import DecodeError, DropCause, InconsistentPayload, WrongLength
+from rfly_link.errors import InconsistentPayload
 
 POINT_CLOUD_TYPES = frozenset({7, 20, 21, 22, 23})
-IMAGE_TYPES = frozenset({1, 2, 3, 4, 8, 9, 40, 41})
 INT16_FULL_SCALE = 32767.0
 
 
@@ -225,214 +222,3 @@ def encode_point_cloud(
     else:
         head = layout.prefix.pack([position_m, euler_rad, count])
     return head + pts.tobytes()
-
-
-# --- Images ---------------------------------------------------------------------------------
-
-
-class ImageEncoding(Enum):
-    RAW = "raw"
-    JPEG = "jpeg"
-    PNG = "png"
-
-
-# TypeID -> (numpy dtype, channels) of the raw pixels (VSP 2.1).
-_RAW_PIXELS: Mapping[int, tuple[str, int]] = {
-    1: ("u1", 3),
-    2: ("<u2", 1),
-    3: ("u1", 1),
-    4: ("u1", 3),
-    8: ("u1", 3),
-    9: ("u1", 3),
-    40: ("u1", 1),
-    41: ("u1", 3),
-}
-
-
-def raw_image_bytes(type_id: int, width: int, height: int) -> int:
-    """Size of a raw-pixel (mode 2) frame of an image TypeID."""
-    dtype, channels = _RAW_PIXELS[type_id]
-    return width * height * channels * np.dtype(dtype).itemsize
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Image:
-    """An image payload. ``pixels`` is set for raw mode; compressed data stays in ``data``.
-
-    Raw pixels are H×W×3 BGR uint8, H×W uint16 (depth) or H×W uint8 (grey), per TypeID.
-    """
-
-    type_id: int
-    encoding: ImageEncoding
-    data: bytes
-    pixels: np.ndarray | None = None
-
-    def to_numpy(self) -> np.ndarray:
-        """Pixels as numpy; JPEG/PNG are decoded with OpenCV (install the ``images`` extra)."""
-        if self.pixels is not None:
-            return self.pixels
-        try:
-            import cv2  # noqa: PLC0415  (optional extra, imported only when needed)
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise RuntimeError(
-                "decoding JPEG/PNG needs OpenCV: pip install 'gizmo-host[images]'"
-            ) from exc
-        array = cv2.imdecode(np.frombuffer(self.data, np.uint8), cv2.IMREAD_UNCHANGED)
-        if array is None:
-            raise DecodeError(
-                f"image TypeID {self.type_id}: {self.encoding.value} data does not decode",
-                DropCause.DECODE_FAILED,
-            )
-        return array
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "type": "Image",
-            "type_id": self.type_id,
-            "encoding": self.encoding.value,
-            "nbytes": len(self.data),
-        }
-        if self.pixels is not None:
-            out["shape"] = list(self.pixels.shape)
-            out["dtype"] = str(self.pixels.dtype)
-        return out
-
-
-def sniff_image(data: bytes | bytearray | memoryview) -> ImageEncoding | None:
-    head = bytes(data[:8])
-    if head.startswith(b"\xff\xd8\xff"):
-        return ImageEncoding.JPEG
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return ImageEncoding.PNG
-    return None
-
-
-def decode_image(
-    type_id: int,
-    payload: bytes | bytearray | memoryview,
-    *,
-    width: int | None = None,
-    height: int | None = None,
-    mode: int | None = None,
-) -> Image:
-    """Decode an image payload. ``mode`` is ``SendProtocol[0]`` (1 JPEG, 2 raw, 3 PNG).
-
-    Without a mode, JPEG/PNG are recognised by their signature and anything else is treated as
-    raw pixels, which needs ``width`` and ``height`` (``DataWidth``/``DataHeight``).
-    """
-    if type_id not in _RAW_PIXELS:
-        raise DecodeError(f"image: TypeID {type_id} is not an image type", DropCause.INCONSISTENT)
-    sniffed = sniff_image(payload)
-    if mode in (1, 3) or (mode is None and sniffed is not None):
-        if sniffed is None:
-            raise InconsistentPayload(
-                f"image TypeID {type_id}: mode {mode} but no JPEG/PNG signature"
-            )
-        return Image(type_id, sniffed, bytes(payload))
-    dtype, channels = _RAW_PIXELS[type_id]
-    if not width or not height:
-        raise InconsistentPayload(f"image TypeID {type_id}: raw pixels need width and height")
-    expected = raw_image_bytes(type_id, width, height)
-    if len(payload) != expected:
-        raise WrongLength(
-            f"image TypeID {type_id}: raw {width}x{height}x{channels} {dtype} "
-            f"needs {expected} B, got {len(payload)}"
-        )
-    data = bytes(payload)
-    shape = (height, width, channels) if channels > 1 else (height, width)
-    pixels = np.frombuffer(data, dtype=dtype).reshape(shape)
-    return Image(type_id, ImageEncoding.RAW, data, pixels)
-
-
-# --- Targets (TypeID 30, 31) ------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class TargetList:
-    """TypeID 30 boxes or TypeID 31 relative positions."""
-
-    type_id: int
-    targets: tuple[m.BoxTarget, ...] | tuple[m.RadarTarget, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "type": "TargetList",
-            "type_id": self.type_id,
-            "targets": [t.to_dict() for t in self.targets],
-        }
-
-
-def decode_targets(type_id: int, payload: bytes | bytearray | memoryview) -> TargetList:
-    entry = m.BoxTarget if type_id == 30 else m.RadarTarget
-    size = entry.LAYOUT.size
-    if len(payload) < 4:
-        raise WrongLength(f"targets TypeID {type_id}: need 4 B for target_count")
-    (count,) = wire.TARGET_COUNT.unpack_from(payload)
-    if count < 0 or len(payload) != 4 + count * size:
-        raise InconsistentPayload(
-            f"targets TypeID {type_id}: target_count {count} needs {4 + max(count, 0) * size} B, "
-            f"got {len(payload)}"
-        )
-    layout = entry.LAYOUT
-    targets = tuple(entry(*layout.unpack(payload, 4 + i * size)) for i in range(count))
-    return TargetList(type_id, targets)  # type: ignore[arg-type]
-
-
-def encode_targets(targets: Sequence[m.BoxTarget] | Sequence[m.RadarTarget]) -> bytes:
-    return wire.TARGET_COUNT.pack(len(targets)) + b"".join(t.encode() for t in targets)
-
-
-# --- Dispatch by TypeID -------------------------------------------------------------------------
-
-SensorValue = PointCloud | Image | TargetList | m.DistanceSensor | m.OpticalFlow
-
-
-def decode_sensor(
-    type_id: int, payload: bytes | bytearray | memoryview, **params: Any
-) -> SensorValue:
-    """Decode one reassembled sensor payload to its typed value.
-
-    Parameters (all optional; names follow Config.json):
-
-    * ``scale_m`` (or ``other_params``, whose [0] is used): int16 point full-scale, metres;
-    * ``channels`` or ``send_protocol`` ([7] > 0 means 4 channels) for point-cloud ties;
-    * ``width``/``height`` (or ``data_width``/``data_height``) and ``mode`` (or
-      ``send_protocol`` [0]) for images;
-    * ``allocate(shape, dtype)`` to supply point-cloud output arrays (a recycling pool).
-
-    Raises a :class:`DecodeError` subclass for bytes that fit no layout.
-    """
-    send_protocol = params.get("send_protocol")
-    if type_id in POINT_CLOUD_TYPES:
-        scale = params.get("scale_m")
-        other = params.get("other_params")
-        if scale is None and other is not None and len(other) > 0:
-            scale = other[0]
-        channels = params.get("channels")
-        if channels is None and send_protocol is not None and len(send_protocol) > 7:
-            channels = 4 if send_protocol[7] > 0 else 3
-        return decode_point_cloud(
-            type_id,
-            payload,
-            scale_m=None if scale is None else float(scale),
-            channels=channels,
-            allocate=params.get("allocate"),
-        )
-    if type_id in IMAGE_TYPES:
-        mode = params.get("mode")
-        if mode is None and send_protocol is not None and len(send_protocol) > 0:
-            mode = send_protocol[0]
-        return decode_image(
-            type_id,
-            payload,
-            width=params.get("width", params.get("data_width")),
-            height=params.get("height", params.get("data_height")),
-            mode=mode,
-        )
-    if type_id == 5:
-        return m.DistanceSensor.decode(payload)
-    if type_id == 10:
-        return m.OpticalFlow.decode(payload)
-    if type_id in (30, 31):
-        return decode_targets(type_id, payload)
-    raise DecodeError(f"sensor: TypeID {type_id} has no decoder", DropCause.INCONSISTENT)
