@@ -164,19 +164,31 @@ class _Skip(Exception):
         self.last_seq = last_seq
 
 
-def parse_config(text: str, *, change_mode: int = -1, linux: bool = True) -> LoadedConfig:
-    """Parse Config.json text; raise :class:`ConfigError` where the SDK's load fails."""
+def parse_config(
+    text: str, *, change_mode: int = -1, linux: bool = True, source: str = "Config.json"
+) -> LoadedConfig:
+    """Parse Config.json text; raise :class:`ConfigError` where the SDK's load fails.
+
+    Every error is one line; one about the whole file starts with ``source`` (its path), one
+    about a sensor with ``VisionSensors[i]``."""
+    where = _printable(source)
     try:
         doc = json.loads(strip_comments(text))
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"Config.json: JSON syntax error: {exc}") from exc
+        raise ConfigError(f"{where}: JSON syntax error: {exc}") from None
+    except RecursionError:  # the C scanner recurses once per nested array or object
+        raise ConfigError(
+            f"{where}: JSON syntax error: arrays or objects nested too deeply"
+        ) from None
+    except ValueError as exc:  # an integer beyond sys.get_int_max_str_digits()
+        raise ConfigError(f"{where}: JSON value error: {exc}") from None
     if not isinstance(doc, dict):
-        raise ConfigError("Config.json: the top level must be an object")
+        raise ConfigError(f"{where}: the top level must be an object")
     if "VisionSensors" not in doc:
-        raise ConfigError("Config.json: missing required key 'VisionSensors'")
+        raise ConfigError(f"{where}: missing required key 'VisionSensors'")
     entries = doc["VisionSensors"]
     if not isinstance(entries, list) or not entries:
-        raise ConfigError("Config.json: 'VisionSensors' must be a non-empty array")
+        raise ConfigError(f"{where}: 'VisionSensors' must be a non-empty array")
     accepted: list[VisionSensorConfig] = []
     skipped: list[tuple[int, str]] = []
     last_seq: int | None = None
@@ -193,16 +205,26 @@ def parse_config(text: str, *, change_mode: int = -1, linux: bool = True) -> Loa
             continue
         accepted.append(sensor)
     if not accepted:
-        raise ConfigError(f"Config.json: no sensor accepted ({skipped})")
+        raise ConfigError(f"{where}: no sensor accepted ({skipped})")
     _check_unique_ports(accepted)
     new_layout = any(s.has_eular_or_quat for s in accepted)
     return LoadedConfig(tuple(accepted), new_layout, tuple(skipped))
 
 
 def load_config(path: str | Path, *, change_mode: int = -1, linux: bool = True) -> LoadedConfig:
-    return parse_config(
-        Path(path).read_text(encoding="utf-8"), change_mode=change_mode, linux=linux
-    )
+    data = Path(path).read_bytes()  # OSError: the caller reports it with the path
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{_printable(str(path))}: expected UTF-8 text, got byte 0x{data[exc.start]:02x} "
+            f"at offset {exc.start}"
+        ) from None
+    return parse_config(text, change_mode=change_mode, linux=linux, source=str(path))
+
+
+def _printable(text: str) -> str:
+    return text if text.isprintable() else repr(text)
 
 
 def _require(entry: dict[str, Any], key: str, index: int) -> Any:
@@ -269,11 +291,11 @@ def _parse_sensor(
         data_check_freq=ints["DataCheckFreq"],
         camera_fov_deg=float(fov),
         send_protocol=tuple(protocol),
-        sensor_pos_xyz_m=tuple(float(v) for v in pos),
+        sensor_pos_xyz_m=(float(pos[0]), float(pos[1]), float(pos[2])),
         has_eular_or_quat=has_eoq,
         eular_or_quat=float(eoq),
-        sensor_ang_eular=tuple(float(v) for v in ang),
-        sensor_ang_quat=tuple(float(v) for v in quat),
+        sensor_ang_eular=(float(ang[0]), float(ang[1]), float(ang[2])),
+        sensor_ang_quat=(float(quat[0]), float(quat[1]), float(quat[2]), float(quat[3])),
         other_params=tuple(float(v) for v in other) + (0.0,) * (16 - len(other)),
     )
     return sensor, last_seq

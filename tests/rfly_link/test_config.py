@@ -8,7 +8,10 @@ import json
 import struct
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from gizmo_host.cli import main
 from rfly_link import config
 from rfly_link.errors import ConfigError
 
@@ -244,3 +247,66 @@ def test_frame_size_bound_from_data_width_and_height() -> None:
     assert big.max_frame_bytes() == 36 + 1800 * 128 * 4 * 16  # 4 returns of float32 x,y,z,seg
     assert targets.max_frame_bytes() is None  # no size rule: the reassembler's defaults
     assert dataclasses.replace(camera, data_width=0).max_frame_bytes() is None
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (DEEP.encode(), "JSON syntax error: arrays or objects nested too deeply"),  # RecursionError
+        (_with(("TypeID",), 0).replace(": 0,", ": " + DEEP + ",", 1).encode(), "nested too deeply"),
+        (b'{"VisionSensors": [' + b"1" * 5000 + b"]}", "JSON value error: Exceeds the limit"),
+        (bytes(range(128, 256)) * 2 + bytes(44), "expected UTF-8 text, got byte 0x80 at offset 0"),
+    ],
+)
+def test_a_hostile_file_is_one_config_error_naming_it(
+    tmp_path, capsys, content: bytes, message: str
+) -> None:
+    """Issue 10 item 10: a Config.json nested 100,000 deep printed a RecursionError."""
+    path = tmp_path / "Config.json"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError) as exc:
+        config.load_config(path)
+    assert str(exc.value).startswith(f"{path}: ") and message in str(exc.value)
+    assert main(["rfly", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"rfly: {exc.value}\n"
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=17) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=40,
+)
+_KEYS = list(EXAMPLE["VisionSensors"][0])
+
+
+@given(
+    sensor=st.integers(0, 2),
+    key=st.sampled_from(_KEYS),
+    item=st.none() | st.integers(0, 15),
+    value=_json_values,
+)
+def test_any_json_value_anywhere_gives_a_config_or_a_config_error(
+    sensor: int, key: str, item: int | None, value: object
+) -> None:
+    doc = copy.deepcopy(EXAMPLE)
+    entry = doc["VisionSensors"][sensor]
+    if item is not None and isinstance(entry[key], list) and item < len(entry[key]):
+        entry[key][item] = value
+    else:
+        entry[key] = value
+    try:
+        config.parse_config(json.dumps(doc))
+    except ConfigError as exc:
+        assert "\n" not in str(exc)
+
+
+@given(text=st.text(max_size=300) | st.binary(max_size=300).map(lambda b: b.decode("latin-1")))
+def test_any_text_gives_a_config_or_a_config_error(text: str) -> None:
+    try:
+        config.parse_config(text)
+    except ConfigError as exc:
+        assert "\n" not in str(exc)
