@@ -336,3 +336,21 @@ def test_bytes_in_flight_never_exceed_the_budget(
         assert 0 <= r.stats.bytes_in_flight <= budget
     r.expire(10 * r.timeout_ns)
     assert r.stats.bytes_in_flight == 0
+
+
+def test_fragment_headers_are_read_with_their_frame_name() -> None:
+    from rfly_link.reassembly import FragmentHeader, read_header
+
+    (d32,) = fragment_payload(b"abc", header_size=32, frame_id=77, timestamp_s=2.5)
+    assert read_header(d32) == FragmentHeader(32, 35, 0, 1, 77, 2.5, 77)
+    nan = float("nan")
+    (d24,) = fragment_payload(b"abc", header_size=24, timestamp_s=nan)
+    h24 = read_header(d24)
+    assert isinstance(h24, FragmentHeader) and (h24.size, h24.frame_id) == (24, None)
+    assert h24.frame == struct.pack("<d", nan)  # NaN names its frame by its bits
+    shifted = read_header(b"\0" + d24, offset=1)
+    assert isinstance(shifted, FragmentHeader) and shifted.frame == h24.frame
+    assert read_header(d24[:23]) is DropCause.SHORT
+    assert read_header(d32[:31]) is DropCause.SHORT  # a 24-byte prefix of a 32-byte header
+    assert read_header(d32, length=31) is DropCause.SHORT
+    assert read_header(b"\1" * 40) is DropCause.UNKNOWN_CHECKSUM

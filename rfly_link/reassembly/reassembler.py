@@ -3,8 +3,8 @@
 Unlike the SDK's single slot per socket, frames are keyed by ``(sender, frame_id)`` for the
 32-byte header and ``(sender, timestamp)`` for the 24-byte one, so fragments may arrive in any
 order, two senders may interleave, and both header types may share a socket. Each frame is
-assembled in one buffer allocated once its fragment size is known: fragment ``k`` is copied
-to ``k * fragment_size``, so assembly is linear. Everything is bounded (frames in flight, frame
+assembled in one buffer (:mod:`~rfly_link.reassembly.frame`), the header read by
+:mod:`~rfly_link.reassembly.fragments`. Everything is bounded (frames in flight, frame
 bytes, fragments per frame, and the memory of all buffers together, since a single small first
 fragment may claim a buffer of ``count * fragment_size``) and every discarded datagram or frame
 is counted by cause.
@@ -20,48 +20,15 @@ per sensor receiver.
 
 from __future__ import annotations
 
-import math
 import mmap
-import struct
 from collections import OrderedDict
 from collections.abc import Hashable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from rfly_link import wire
 from rfly_link.errors import DropCause
 from rfly_link.pool import BufferPool
-
-_CHECKSUM = struct.Struct("<i")
-_H24 = wire.FRAGMENT_HEADER_24.struct
-_H32 = wire.FRAGMENT_HEADER_32.struct
-FRAGMENT_SIZE = 60000
-
-
-class SensorFrame(NamedTuple):
-    """A complete frame: ``payload`` is a read-only view of the assembled sensor data."""
-
-    sender: Hashable
-    header_size: int
-    frame_id: int | None
-    timestamp_s: float
-    payload: memoryview
-    fragment_count: int
-    first_rx_ns: int
-    complete_ns: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready metadata (the payload is summarised by its length)."""
-        return {
-            "type": "SensorFrame",
-            "sender": list(self.sender) if isinstance(self.sender, tuple) else str(self.sender),
-            "header_size": self.header_size,
-            "frame_id": self.frame_id,
-            "timestamp_s": self.timestamp_s,
-            "payload_len": len(self.payload),
-            "fragment_count": self.fragment_count,
-            "first_rx_ns": self.first_rx_ns,
-            "complete_ns": self.complete_ns,
-        }
+from rfly_link.reassembly.fragments import FragmentHeader, read_header
+from rfly_link.reassembly.frame import PartialFrame, SensorFrame
 
 
 class ReassemblerStats(NamedTuple):
@@ -72,41 +39,6 @@ class ReassemblerStats(NamedTuple):
     frames_in_flight: int
     drops: dict[str, int]
     bytes_in_flight: int = 0  # buffer bytes (full preallocated size) of incomplete frames
-
-
-class _Frame:
-    """Assembly state of one frame; ``buffer`` exists once the fragment size is known."""
-
-    __slots__ = (
-        "buffer",
-        "count",
-        "first_rx_ns",
-        "fragment_size",
-        "frame_id",
-        "have",
-        "header_size",
-        "last_len",
-        "pending_last",
-        "received",
-        "reserved",
-        "timestamp_s",
-    )
-
-    def __init__(
-        self, count: int, header_size: int, frame_id: int | None, ts: float, now_ns: int
-    ) -> None:
-        self.count = count
-        self.header_size = header_size
-        self.frame_id = frame_id
-        self.timestamp_s = ts
-        self.first_rx_ns = now_ns
-        self.received = bytearray(count)
-        self.have = 0
-        self.fragment_size = 0
-        self.buffer: mmap.mmap | None = None
-        self.reserved = 0  # bytes counted against the in-flight budget
-        self.pending_last: bytes | None = None
-        self.last_len = 0
 
 
 class Reassembler:
@@ -144,7 +76,7 @@ class Reassembler:
         self.max_bytes_in_flight = max_bytes_in_flight
         self._bytes_in_flight = 0
         self._remember = remember_completed
-        self._frames: OrderedDict[Hashable, _Frame] = OrderedDict()
+        self._frames: OrderedDict[Hashable, PartialFrame] = OrderedDict()
         self._completed: OrderedDict[Hashable, int] = OrderedDict()
         self._drops = dict.fromkeys(DropCause, 0)
         self._datagrams = 0
@@ -154,8 +86,8 @@ class Reassembler:
         self._pool = BufferPool(slots=4)
         self._expiry_step_ns = max(1, timeout_ns // 16)
         self._next_expiry_ns = -(2**63)
-        self._hint: tuple[Hashable, _Frame, int] | None = None
-        self._slot: tuple[Hashable, _Frame, int, int, int] | None = None
+        self._hint: tuple[Hashable, PartialFrame, int] | None = None
+        self._slot: tuple[Hashable, PartialFrame, int, int, int] | None = None
         self._saved = b""
 
     # -- public ------------------------------------------------------------------------------
@@ -207,45 +139,34 @@ class Reassembler:
         self._datagrams += 1
         if now_ns >= self._next_expiry_ns:
             self.expire(now_ns)
-        size = len(datagram)
-        if size < 24:
-            return self._drop(DropCause.SHORT)
-        (checksum,) = _CHECKSUM.unpack_from(datagram)
-        if checksum == wire.FRAGMENT_CHECKSUM_32:
-            if size < 32:
-                return self._drop(DropCause.SHORT)
-            _, packet_len, seq, count, frame_id, _, ts = _H32.unpack_from(datagram)
-            header_size = 32
-            key: Hashable = (sender, 32, frame_id)
-        elif checksum == wire.FRAGMENT_CHECKSUM_24:
-            _, packet_len, seq, count, ts = _H24.unpack_from(datagram)
-            header_size = 24
-            frame_id = None
-            key = (sender, 24, bytes(datagram[16:24]))  # raw bits: NaN-safe, exact
-        else:
-            return self._drop(DropCause.UNKNOWN_CHECKSUM)
-        if packet_len != size:
+        header = read_header(datagram)
+        if not isinstance(header, FragmentHeader):
+            return self._drop(header)
+        size, seq, count = header.size, header.packet_seq, header.packet_count
+        if header.packet_len != len(datagram):
             return self._drop(DropCause.WRONG_LENGTH)
         if count < 1 or count > self.max_fragments:
             return self._drop(DropCause.ABSURD_SIZE)
         if not 0 <= seq < count:
             return self._drop(DropCause.BAD_SEQUENCE)
-        body = memoryview(datagram)[header_size:]
+        key = (sender, size, header.frame)
+        body = memoryview(datagram)[size:]
         if count == 1:
-            return self._single(key, sender, header_size, frame_id, ts, body, now_ns)
+            return self._single(key, sender, header, body, now_ns)
         if key in self._completed:
             return self._drop(DropCause.LATE_FRAGMENT)
         frame = self._frames.get(key)
         if frame is None:
-            frame = self._open(key, count, header_size, frame_id, ts, now_ns)
-            if frame is None:
-                return []
+            frame = self._open(key, header, now_ns)
         elif frame.count != count:
             return self._drop(DropCause.INCONSISTENT)
         if frame.received[seq]:
             return self._drop(DropCause.DUPLICATE)
-        if not self._store(key, frame, seq, body):
-            return []
+        refused = frame.store(seq, body, self.max_frame_bytes, self._allocate)
+        if refused is not None:
+            if frame.buffer is None:  # it will never have one: the frame is lost
+                self._forget(key)
+            return self._drop(refused)
         return self._accept(key, sender, frame, seq, now_ns)
 
     # -- receiving in place (zero-copy) ------------------------------------------------------------
@@ -324,31 +245,27 @@ class Reassembler:
         start: int,
         nbytes: int,
         key: Hashable,
-        frame: _Frame,
+        frame: PartialFrame,
         seq: int,
         sender: Hashable,
     ) -> bool:
-        if frame.header_size == 32:
-            checksum, packet_len, got_seq, count, frame_id, _, _ = _H32.unpack_from(buffer, start)
-            same_key = checksum == wire.FRAGMENT_CHECKSUM_32 and key == (sender, 32, frame_id)
-        else:
-            checksum, packet_len, got_seq, count, _ = _H24.unpack_from(buffer, start)
-            ts_bits = bytes(buffer[start + 16 : start + 24])
-            same_key = checksum == wire.FRAGMENT_CHECKSUM_24 and key == (sender, 24, ts_bits)
-        body = nbytes - frame.header_size
+        header = read_header(buffer, start, nbytes)
+        if not isinstance(header, FragmentHeader):
+            return False
+        body = nbytes - header.size
         size_ok = (
             body <= frame.fragment_size if seq == frame.count - 1 else body == frame.fragment_size
         )
         return (
-            same_key
-            and packet_len == nbytes
-            and got_seq == seq
-            and count == frame.count
+            key == (sender, header.size, header.frame)
+            and header.packet_len == nbytes
+            and header.packet_seq == seq
+            and header.packet_count == frame.count
             and size_ok
         )
 
     def _accept(
-        self, key: Hashable, sender: Hashable, frame: _Frame, seq: int, now_ns: int
+        self, key: Hashable, sender: Hashable, frame: PartialFrame, seq: int, now_ns: int
     ) -> list[SensorFrame]:
         frame.received[seq] = 1
         frame.have += 1
@@ -359,7 +276,7 @@ class Reassembler:
                 self._hint = (key, frame, nxt)
             return []
         self._hint = None
-        if (frame.count - 1) * frame.fragment_size + frame.last_len > self.max_frame_bytes:
+        if frame.size > self.max_frame_bytes:
             self._forget(key)
             self._remember_completed(key, now_ns)  # its other fragments are late, not new
             return self._drop(DropCause.FRAME_TOO_LARGE)
@@ -375,9 +292,7 @@ class Reassembler:
         self,
         key: Hashable,
         sender: Hashable,
-        header_size: int,
-        frame_id: int | None,
-        ts: float,
+        header: FragmentHeader,
         body: memoryview,
         now_ns: int,
     ) -> list[SensorFrame]:
@@ -390,68 +305,28 @@ class Reassembler:
         self._frames_done += 1
         self._bytes_done += len(body)
         payload = memoryview(bytes(body)).toreadonly()
-        return [SensorFrame(sender, header_size, frame_id, ts, payload, 1, now_ns, now_ns)]
+        return [
+            SensorFrame(
+                sender,
+                header.size,
+                header.frame_id,
+                header.timestamp_s,
+                payload,
+                1,
+                now_ns,
+                now_ns,
+            )
+        ]
 
-    def _open(
-        self,
-        key: Hashable,
-        count: int,
-        header_size: int,
-        frame_id: int | None,
-        ts: float,
-        now_ns: int,
-    ) -> _Frame | None:
+    def _open(self, key: Hashable, header: FragmentHeader, now_ns: int) -> PartialFrame:
         if len(self._frames) >= self.max_frames_in_flight:
             self._forget(next(iter(self._frames)))
             self._drops[DropCause.OVERFLOW] += 1
-        frame = _Frame(count, header_size, frame_id, ts, now_ns)
+        frame = PartialFrame(header, now_ns)
         self._frames[key] = frame
         return frame
 
-    def _store(self, key: Hashable, frame: _Frame, seq: int, body: memoryview) -> bool:
-        n = len(body)
-        last = seq == frame.count - 1
-        if frame.buffer is None:
-            if last:
-                if frame.pending_last is not None:  # pragma: no cover - guarded by received[]
-                    return False
-                frame.pending_last = bytes(body)
-                frame.last_len = n
-                return True
-            # The smallest frame these fragments can make: the last may be shorter, even empty
-            # (the SDK's sender), so a frame of exactly max_frame_bytes may reserve up to one
-            # fragment more; the exact size is checked when the frame completes.
-            if n == 0 or (frame.count - 1) * n > self.max_frame_bytes:
-                self._forget(key)
-                self._drop(DropCause.FRAME_TOO_LARGE if n else DropCause.INCONSISTENT)
-                return False
-            if frame.pending_last is not None and frame.last_len > n:
-                self._forget(key)
-                self._drop(DropCause.INCONSISTENT)
-                return False
-            buffer = self._allocate(key, frame.count * n)
-            if buffer is None:
-                self._forget(key)
-                self._drop(DropCause.BYTES_IN_FLIGHT)
-                return False
-            frame.reserved = len(buffer)
-            frame.fragment_size = n
-            frame.buffer = buffer
-            if frame.pending_last is not None:
-                start = (frame.count - 1) * n
-                frame.buffer[start : start + frame.last_len] = frame.pending_last
-                frame.pending_last = None
-        chunk = frame.fragment_size
-        if (last and n > chunk) or (not last and n != chunk):
-            self._drop(DropCause.INCONSISTENT)
-            return False
-        start = seq * chunk
-        frame.buffer[start : start + n] = body
-        if last:
-            frame.last_len = n
-        return True
-
-    def _allocate(self, key: Hashable, need: int) -> mmap.mmap | None:
+    def _allocate(self, need: int) -> mmap.mmap | None:
         """A buffer of ``need`` bytes or more within the budget, or None if ``need`` exceeds it.
 
         The oldest other frames are evicted to make room, and the pool frees idle buffers so
@@ -461,7 +336,8 @@ class Reassembler:
         if need > budget:
             return None
         while self._bytes_in_flight + need > budget:
-            victim = next(k for k, f in self._frames.items() if f.reserved and k != key)
+            # The frame asking has reserved nothing yet: the victims are all other frames.
+            victim = next(k for k, f in self._frames.items() if f.reserved)
             self._forget(victim)
             self._drops[DropCause.BYTES_IN_FLIGHT] += 1
         buffer = self._pool.take(need, budget=budget - self._bytes_in_flight)
@@ -476,11 +352,13 @@ class Reassembler:
         if self._hint is not None and self._hint[1] is frame:
             self._hint = None
 
-    def _finish(self, key: Hashable, sender: Hashable, frame: _Frame, now_ns: int) -> SensorFrame:
+    def _finish(
+        self, key: Hashable, sender: Hashable, frame: PartialFrame, now_ns: int
+    ) -> SensorFrame:
         self._forget(key)
         self._remember_completed(key, now_ns)
         assert frame.buffer is not None  # a frame of >= 2 fragments has a non-last one
-        total = (frame.count - 1) * frame.fragment_size + frame.last_len
+        total = frame.size
         self._frames_done += 1
         self._bytes_done += total
         payload = memoryview(frame.buffer)[:total].toreadonly()
@@ -500,39 +378,3 @@ class Reassembler:
         self._completed.move_to_end(key)
         while len(self._completed) > self._remember:
             self._completed.popitem(last=False)
-
-
-def fragment_payload(
-    payload: bytes | bytearray | memoryview,
-    *,
-    header_size: int = 32,
-    frame_id: int = 0,
-    timestamp_s: float = 0.0,
-    fragment_size: int = FRAGMENT_SIZE,
-    sdk_empty_last: bool = False,
-) -> list[bytes]:
-    """Split ``payload`` into datagrams with the 24- or 32-byte header.
-
-    Our sender never emits an empty fragment; ``sdk_empty_last=True`` reproduces the SDK, which
-    appends one when the length is an exact multiple of ``fragment_size``.
-    """
-    if header_size not in (24, 32):
-        raise ValueError(f"header_size: expected 24 or 32, got {header_size}")
-    if fragment_size < 1:
-        raise ValueError(f"fragment_size: expected >= 1, got {fragment_size}")
-    size = len(payload)
-    full = size // fragment_size + 1  # the SDK's count: an exact multiple adds an empty one
-    count = full if sdk_empty_last else max(1, math.ceil(size / fragment_size))
-    view = memoryview(payload)
-    out = []
-    for seq in range(count):
-        body = view[seq * fragment_size : (seq + 1) * fragment_size]
-        packet_len = header_size + len(body)
-        if header_size == 32:
-            head = _H32.pack(
-                wire.FRAGMENT_CHECKSUM_32, packet_len, seq, count, frame_id, 0, timestamp_s
-            )
-        else:
-            head = _H24.pack(wire.FRAGMENT_CHECKSUM_24, packet_len, seq, count, timestamp_s)
-        out.append(head + body)
-    return out
