@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import event_loop
-from .errors import GizmoError
+from .errors import ConfigError
 from .publish import parse_host_port
 from .results import ResultType
 from .store import TargetSelector
@@ -55,17 +55,6 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
-
-
-class ConfigError(GizmoError, ValueError):
-    """A setting is missing, unknown or out of range; the message names the key.
-
-    ``key`` is the ``section.key`` at fault, when there is one (a command line maps it back to
-    the flag that set it)."""
-
-    def __init__(self, message: str, key: str | None = None) -> None:
-        super().__init__(message)
-        self.key = key
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,8 @@ import sys
 from typing import Any
 
 from . import __version__, event_loop
-from .config import Config, ConfigError, load_config
+from .config import Config, load_config
+from .errors import ConfigError
 from .events import version_message
 from .publish import (
     JsonLinesPublisher,
