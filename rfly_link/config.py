@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rfly_link import ports
 from rfly_link.errors import ConfigError
 from rfly_link.messages import VisionSensorReq, VisionSensorReqLegacy
 from rfly_link.sensors import IMAGE_TYPES, POINT_CLOUD_TYPES, raw_image_bytes
+from rfly_link.wire import checksums as cs
 
 _COMPRESSED_SLACK = 64 * 1024  # JPEG/PNG headers and tables
 _CLOUD_PREFIX_MAX = 36
@@ -100,7 +102,7 @@ class VisionSensorConfig:
     def request(self, *, new_layout: bool = True) -> VisionSensorReq | VisionSensorReqLegacy:
         """The request record sent to ``20010 + window`` (144 B new, 92 B legacy)."""
         head = (
-            12345,
+            cs.SENSOR_REQUEST,
             self.seq_id,
             self.type_id,
             self.target_copter,
@@ -278,7 +280,7 @@ def _parse_sensor(
     if protocol[0] == 0 and linux and change_mode == -1:
         protocol[0] = 1
     if protocol[5] == 0:
-        protocol[5] = 9999 + seq
+        protocol[5] = ports.vision_sensor_default_port(seq)
     _check_values(index, seq, ints, fov, protocol, pos, eoq, ang, quat, other)
     sensor = VisionSensorConfig(
         index=index,
@@ -308,7 +310,6 @@ def _parse_sensor(
 # cause.
 
 _U16 = (0, 65535)
-_POINT_CLOUD_TYPES = frozenset({7, 20, 21, 22, 23})
 _MODES = (0, 3)  # SendProtocol[0]: shared memory, UDP, UDP raw pixels, UDP PNG
 
 
@@ -358,7 +359,7 @@ def _check_values(
     ):
         for i, value in enumerate(values):
             _check_finite(index, f"{key}[{i}]", value)
-    if ints["TypeID"] in _POINT_CLOUD_TYPES and not other[0] > 0:
+    if ints["TypeID"] in POINT_CLOUD_TYPES and not other[0] > 0:
         # int16 points are scaled by otherParams[0] / 32767: 0 would put every point at 0 m.
         raise _fail(index, "otherParams[0]", "the point-cloud range in metres, > 0", other[0])
 

@@ -34,6 +34,7 @@ COPTERSIM_BASE = 30100
 COPTERSIM_REPLY_BASE = 31000
 PX4_EXT_BASE = 40100
 CUSTOM_DATA_PORT = 50000
+VISION_SENSOR_PORT_BASE = 9999  # a sensor's SendProtocol[5] of 0 means 9999 + SeqID
 
 
 def _check_copter(copter_id: int) -> None:
@@ -45,6 +46,11 @@ def rflysim3d_window_port(window_id: int) -> int:
     if not 0 <= window_id < MAX_WINDOWS:
         raise ValueError(f"window_id: expected 0..{MAX_WINDOWS - 1}, got {window_id}")
     return RFLYSIM3D_WINDOW_BASE + window_id
+
+
+def vision_sensor_default_port(seq_id: int) -> int:
+    """``9999 + SeqID``: where RflySim3D sends a sensor whose ``SendProtocol[5]`` is 0 (CFG 4.3)."""
+    return VISION_SENSOR_PORT_BASE + seq_id
 
 
 def px4_control_port(copter_id: int) -> int:

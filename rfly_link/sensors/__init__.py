@@ -12,6 +12,7 @@ from typing import Any
 
 from rfly_link import messages as m
 from rfly_link.errors import DecodeError, DropCause
+from rfly_link.messages import TypeId
 from rfly_link.sensors.images import (
     IMAGE_TYPES,
     Image,
@@ -29,12 +30,13 @@ from rfly_link.sensors.point_clouds import (
     encode_point_cloud,
     find_point_layouts,
 )
-from rfly_link.sensors.targets import TargetList, decode_targets, encode_targets
+from rfly_link.sensors.targets import TARGET_TYPES, TargetList, decode_targets, encode_targets
 
 __all__ = [
     "IMAGE_TYPES",
     "INT16_FULL_SCALE",
     "POINT_CLOUD_TYPES",
+    "TARGET_TYPES",
     "Image",
     "ImageEncoding",
     "PointCloud",
@@ -97,10 +99,10 @@ def decode_sensor(
             height=params.get("height", params.get("data_height")),
             mode=mode,
         )
-    if type_id == 5:
+    if type_id == TypeId.DISTANCE:
         return m.DistanceSensor.decode(payload)
-    if type_id == 10:
+    if type_id == TypeId.OPTICAL_FLOW:
         return m.OpticalFlow.decode(payload)
-    if type_id in (30, 31):
+    if type_id in TARGET_TYPES:
         return decode_targets(type_id, payload)
     raise DecodeError(f"sensor: TypeID {type_id} has no decoder", DropCause.INCONSISTENT)

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from rfly_link.errors import DecodeError, DropCause, InconsistentPayload, WrongLength
-
-IMAGE_TYPES = frozenset({1, 2, 3, 4, 8, 9, 40, 41})
+from rfly_link.messages import TypeId
 
 
 class ImageEncoding(Enum):
@@ -25,16 +25,19 @@ class ImageEncoding(Enum):
 
 
 # TypeID -> (numpy dtype, channels) of the raw pixels (VSP 2.1).
-_RAW_PIXELS: Mapping[int, tuple[str, int]] = {
-    1: ("u1", 3),
-    2: ("<u2", 1),
-    3: ("u1", 1),
-    4: ("u1", 3),
-    8: ("u1", 3),
-    9: ("u1", 3),
-    40: ("u1", 1),
-    41: ("u1", 3),
-}
+_RAW_PIXELS: Mapping[int, tuple[str, int]] = MappingProxyType(
+    {
+        TypeId.RGB: ("u1", 3),
+        TypeId.DEPTH: ("<u2", 1),
+        TypeId.GRAY: ("u1", 1),
+        TypeId.SEGMENTATION: ("u1", 3),
+        TypeId.FISHEYE: ("u1", 3),
+        TypeId.GIMBAL: ("u1", 3),
+        TypeId.INFRARED_GRAY: ("u1", 1),
+        TypeId.INFRARED_COLOUR: ("u1", 3),
+    }
+)
+IMAGE_TYPES = frozenset(_RAW_PIXELS)
 
 
 def raw_image_bytes(type_id: int, width: int, height: int) -> int:

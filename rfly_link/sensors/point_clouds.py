@@ -17,24 +17,43 @@ import numpy as np
 
 from rfly_link import wire
 from rfly_link.errors import InconsistentPayload
+from rfly_link.messages import TypeId
 
-POINT_CLOUD_TYPES = frozenset({7, 20, 21, 22, 23})
+POINT_CLOUD_TYPES = frozenset(
+    {
+        TypeId.DEPTH_POINT_CLOUD,
+        TypeId.LIDAR_BODY,
+        TypeId.LIDAR_WORLD,
+        TypeId.LIVOX_PETAL,
+        TypeId.LIVOX_MID360,
+    }
+)
 INT16_FULL_SCALE = 32767.0
 
 
-class PointLayout(Enum):
-    """Point-cloud wire layouts: (prefix bytes, point dtype, channels per point)."""
+_PREFIX_36 = wire.POINT_CLOUD_PREFIX_36  # copter_id, axis_type, pose, point_count (VSP 2.3)
+_PREFIX_28 = wire.POINT_CLOUD_PREFIX_28  # pose, point_count: older senders (DEC)
 
-    PREFIX36_INT16_XYZ = (36, "<i2", 3)
-    PREFIX36_INT16_XYZS = (36, "<i2", 4)
-    PREFIX36_FLOAT32_XYZS = (36, "<f4", 4)
-    PREFIX36_FLOAT32_XYZ = (36, "<f4", 3)
-    PREFIX28_INT16_XYZ = (28, "<i2", 3)
-    PREFIX28_INT16_XYZS = (28, "<i2", 4)
+
+class PointLayout(Enum):
+    """Point-cloud wire layouts: (prefix, point dtype, channels per point)."""
+
+    PREFIX36_INT16_XYZ = (_PREFIX_36, "<i2", 3)
+    PREFIX36_INT16_XYZS = (_PREFIX_36, "<i2", 4)
+    PREFIX36_FLOAT32_XYZS = (_PREFIX_36, "<f4", 4)
+    PREFIX36_FLOAT32_XYZ = (_PREFIX_36, "<f4", 3)
+    PREFIX28_INT16_XYZ = (_PREFIX_28, "<i2", 3)
+    PREFIX28_INT16_XYZS = (_PREFIX_28, "<i2", 4)
 
     @property
     def prefix(self) -> wire.Layout:
-        return wire.POINT_CLOUD_PREFIX_36 if self.value[0] == 36 else wire.POINT_CLOUD_PREFIX_28
+        prefix: wire.Layout = self.value[0]
+        return prefix
+
+    @property
+    def names_vehicle(self) -> bool:
+        """The 36-byte prefix carries ``copter_id`` and ``axis_type``; the 28-byte one does not."""
+        return self.prefix is _PREFIX_36
 
     @property
     def dtype(self) -> np.dtype[Any]:
@@ -122,7 +141,7 @@ def find_point_layouts(payload: bytes | bytearray | memoryview) -> list[PointLay
         count = head[-1]
         if count < 0 or size != prefix.size + count * layout.bytes_per_point:
             continue
-        if prefix.size == 36 and (
+        if layout.names_vehicle and (
             head[1] not in _AXIS_TYPES or not all(map(math.isfinite, (*head[2], *head[3])))
         ):
             continue
@@ -155,7 +174,7 @@ def decode_point_cloud(
             f"point cloud TypeID {type_id}: {len(payload)} B fits no layout "
             f"(prefix 36 or 28 + point_count * 6/8/12/16)"
         )
-    if len({lay.value[0] for lay in layouts}) > 1:
+    if len({lay.prefix.size for lay in layouts}) > 1:
         raise InconsistentPayload(
             f"point cloud TypeID {type_id}: {len(payload)} B fits both the 36- and the 28-byte "
             f"prefix ({', '.join(lay.name for lay in layouts)}): expected exactly one layout; "
@@ -186,7 +205,7 @@ def decode_point_cloud(
         xyz = points[:, :3]  # already metres: a read-only view, no copy
     # The stencil is a class value as sent (never scaled): a zero-copy view when present.
     stencil = points[:, 3] if layout.channels == 4 else np.zeros(count, dtype=layout.dtype)
-    if layout.value[0] == 36:
+    if layout.names_vehicle:
         copter_id, axis_type, position, euler = head[0], head[1], head[2], head[3]
     else:
         copter_id, axis_type, position, euler = None, None, head[0], head[1]
@@ -217,7 +236,7 @@ def encode_point_cloud(
     if pts.ndim != 2 or pts.shape[1] != layout.channels:
         raise ValueError(f"points: expected N×{layout.channels}, got shape {pts.shape}")
     count = pts.shape[0]
-    if layout.value[0] == 36:
+    if layout.names_vehicle:
         head = layout.prefix.pack([copter_id, axis_type, position_m, euler_rad, count])
     else:
         head = layout.prefix.pack([position_m, euler_rad, count])

@@ -9,6 +9,9 @@ from typing import Any
 from rfly_link import messages as m
 from rfly_link import wire
 from rfly_link.errors import InconsistentPayload, WrongLength
+from rfly_link.messages import TypeId
+
+TARGET_TYPES = frozenset({TypeId.BOX_TARGETS, TypeId.RADAR_TARGETS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +30,7 @@ class TargetList:
 
 
 def decode_targets(type_id: int, payload: bytes | bytearray | memoryview) -> TargetList:
-    entry = m.BoxTarget if type_id == 30 else m.RadarTarget
+    entry = m.BoxTarget if type_id == TypeId.BOX_TARGETS else m.RadarTarget
     size = entry.LAYOUT.size
     if len(payload) < 4:
         raise WrongLength(f"targets TypeID {type_id}: need 4 B for target_count")

@@ -164,6 +164,7 @@ def test_port_formulas_and_roles_agree() -> None:
     assert (ports.px4_state_port(3), ports.px4_control_port(3)) == (20105, 20104)
     assert (ports.coptersim_reply_port(3), ports.px4_ext_port(3)) == (31002, 40105)
     assert ports.rflysim3d_window_port(2) == 20012
+    assert ports.vision_sensor_default_port(3) == 10002  # CFG 4.3: 9999 + SeqID
     assert (
         ports.port_role(ports.rflysim3d_window_port(ports.MAX_WINDOWS - 1)) is PortRole.RFLYSIM3D_IN
     )
