@@ -1,7 +1,9 @@
 """``gizmo-host rfly``: receive RflySim data and print one JSON object per line.
 
-Receivers come from the options: every UDP sensor of a ``Config.json``, the CopterSim ports of
-each ``--copter`` ID, and RflySim3D's port 20006. Events go to stdout as JSON Lines (point
+Receivers come from the options: every UDP sensor of a ``Config.json``; for each ``--copter``
+ID its state, IMU/odometry reply, PX4 state and PX4 actuator ports, and CopterSim's heartbeat
+port; RflySim3D's port; and on request the start signal, the requests to every CopterSim and
+custom data (:mod:`rfly_link.ports` has them all). Events go to stdout as JSON Lines (point
 clouds and images are summarised); receiver statistics, with drops by cause, go to stderr at
 the end. Registered in ``gizmo_host.cli.SUBCOMMANDS`` as ``"rfly"``.
 
@@ -46,11 +48,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rflysim3d", action="store_true", help=f"listen on port {out_port}")
     parser.add_argument("--multicast", action="store_true", help=f"also join {group} on {out_port}")
     parser.add_argument(
+        "--start-signal",
+        action="store_true",
+        help=f"listen for start signals on {ports.START_SIGNAL_PORT} (group {group})",
+    )
+    parser.add_argument(
+        "--coptersim-requests",
+        action="store_true",
+        help=f"listen for requests to every CopterSim on {ports.COPTERSIM_REQUEST_PORT} "
+        f"(group {group})",
+    )
+    parser.add_argument(
+        "--custom-data",
+        action="store_true",
+        help=f"listen for sendCustomData on {ports.CUSTOM_DATA_PORT}",
+    )
+    parser.add_argument(
         "--multicast-interface",
         default=None,
         metavar="IPV4",
-        help="local interface address for --multicast (default: --bind if it is a LAN "
-        "address, else the kernel's choice by route)",
+        help="local interface address for the multicast groups (default: --bind if it is a "
+        "LAN address, else the kernel's choice by route)",
     )
     parser.add_argument("--bind", default="127.0.0.1", help="local address (default 127.0.0.1)")
     parser.add_argument(
@@ -78,6 +96,9 @@ class Options:
     copter_ids: tuple[int, ...]
     rflysim3d: bool
     multicast: bool
+    start_signal: bool
+    coptersim_requests: bool
+    custom_data: bool
     multicast_interface: str | None
     bind: str
     allowed_senders: tuple[str, ...] | None
@@ -93,6 +114,9 @@ def parse_options(args: argparse.Namespace) -> Options:
         copter_ids=tuple(_integer("--copter", text, 1, ports.MAX_COPTERS) for text in args.copter),
         rflysim3d=args.rflysim3d,
         multicast=args.multicast,
+        start_signal=args.start_signal,
+        coptersim_requests=args.coptersim_requests,
+        custom_data=args.custom_data,
         multicast_interface=None
         if interface is None
         else _ipv4("--multicast-interface", interface),
@@ -140,14 +164,17 @@ def build_receivers(options: Options) -> list[rio.UdpReceiver]:
         receivers += rio.vision_sensor_receivers(load_config(options.config), **common)
     for copter_id in options.copter_ids:
         receivers += rio.coptersim_receivers(copter_id, **common)
+    if options.copter_ids:  # one port for every CopterSim's heartbeat
+        receivers.append(rio.heartbeat_receiver(**common))
+    group = {**common, "multicast_interface": options.multicast_interface}
     if options.rflysim3d:
-        receivers.append(
-            rio.rflysim3d_receiver(
-                multicast=options.multicast,
-                multicast_interface=options.multicast_interface,
-                **common,
-            )
-        )
+        receivers.append(rio.rflysim3d_receiver(multicast=options.multicast, **group))
+    if options.start_signal:
+        receivers.append(rio.start_signal_receiver(**group))
+    if options.coptersim_requests:
+        receivers.append(rio.coptersim_request_receiver(**group))
+    if options.custom_data:
+        receivers.append(rio.custom_data_receiver(**common))
     return receivers
 
 
@@ -188,7 +215,7 @@ async def listen(
     *,
     count: int = 0,
     duration_s: float = 0.0,
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
 ) -> int:
     """Print events until ``count`` events or ``duration_s`` seconds; returns events printed.
 
@@ -197,6 +224,7 @@ async def listen(
     which drop the oldest and count them (``queue_full``).
     """
     events: asyncio.Queue[rio.Event] = asyncio.Queue(maxsize=1)
+    stream = sys.stdout if out is None else out  # sys.stdout now: a test may have replaced it
 
     async def pump(receiver: rio.UdpReceiver) -> None:
         async for event in receiver:
@@ -208,8 +236,8 @@ async def listen(
         nonlocal printed
         while not count or printed < count:
             event = await events.get()
-            out.write(json_line(event.to_dict()) + "\n")
-            out.flush()
+            stream.write(json_line(event.to_dict()) + "\n")
+            stream.flush()
             printed += 1
 
     await start_all(receivers)
@@ -235,7 +263,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"rfly: {_describe(exc)}", file=sys.stderr)
         return EXIT_USAGE
     if not receivers:
-        print("rfly: nothing to listen to (use --config, --copter or --rflysim3d)", file=sys.stderr)
+        print(
+            "rfly: nothing to listen to (use --config, --copter, --rflysim3d, --start-signal, "
+            "--coptersim-requests or --custom-data)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     try:
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends listening; stats still print

@@ -18,7 +18,12 @@ from __future__ import annotations
 
 from rfly_link.io.factories import (
     coptersim_receivers,
+    coptersim_request_receiver,
+    custom_data_receiver,
+    heartbeat_receiver,
+    message_receiver,
     rflysim3d_receiver,
+    start_signal_receiver,
     vision_sensor_receivers,
 )
 from rfly_link.io.pipelines import (
@@ -54,12 +59,17 @@ __all__ = [
     "SensorPipeline",
     "UdpReceiver",
     "coptersim_receivers",
+    "coptersim_request_receiver",
+    "custom_data_receiver",
+    "heartbeat_receiver",
+    "message_receiver",
     "read_socket_drops",
     "read_udp_rcvbuf_errors",
     "rflysim3d_receiver",
     "sensor_reassembler",
     "serves_destination",
     "socket_error_backoff_s",
+    "start_signal_receiver",
     "usable_rcvbuf",
     "vision_sensor_receivers",
 ]

@@ -84,7 +84,7 @@ def test_good_values_are_accepted() -> None:
     assert options.copter_ids == (450,) and options.count == 3 and options.duration_s == 0.5
     assert options.allowed_senders == ("10.0.0.7",)
     # The last CopterID's state port stays below the reply series at 31000.
-    assert [r.port for r in cli.build_receivers(options)] == [30999, 31449]
+    assert [r.port for r in cli.build_receivers(options)] == [30999, 31449, 20999, 40999, 20005]
 
 
 def test_a_receiver_refuses_a_port_bind_cannot_take() -> None:

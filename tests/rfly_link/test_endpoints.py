@@ -221,7 +221,8 @@ def test_sensor_receivers_from_config_skip_shared_memory() -> None:
     receivers = rio.vision_sensor_receivers([LIDAR, shared])
     assert len(receivers) == 1 and receivers[0].port == 0
     copter_ports = [r.port for r in rio.coptersim_receivers(3)]
-    assert copter_ports == [30105, 31002]
+    assert copter_ports == [30105, 31002, 20105, 40105]
+    assert [r.port for r in rio.coptersim_receivers(3, replies=False, px4=False)] == [30105]
     with pytest.raises(ValueError, match="copter_id"):
         rio.coptersim_receivers(0)
 
@@ -288,9 +289,11 @@ def test_cli_listens_and_prints_json_lines() -> None:
 
     parser = argparse.ArgumentParser()
     cli.add_arguments(parser)
-    args = parser.parse_args(["--copter", "1", "--count", "1"])
+    args = parser.parse_args(["--copter", "1", "--copter", "2", "--count", "1"])
     receivers = cli.build_receivers(cli.parse_options(args))
-    assert [r.port for r in receivers] == [30101, 31000]
+    # Each vehicle's state, reply, PX4 state and PX4 actuator ports; one heartbeat port.
+    expected = [30101, 31000, 20101, 40101, 30103, 31001, 20103, 40103, 20005]
+    assert [r.port for r in receivers] == expected
     args = parser.parse_args(["--rflysim3d", "--multicast", "--multicast-interface", "10.1.2.3"])
     (rx3d,) = cli.build_receivers(cli.parse_options(args))
     assert rx3d.multicast_group == "224.0.0.10" and rx3d.multicast_interface == "10.1.2.3"
