@@ -26,6 +26,7 @@ from rfly_link.messages import ImuReply, OdomFlags, OdomFrameType, OdomReply
 ArrayLike = Sequence[float] | np.ndarray
 
 _FLIP_YZ = np.array([1.0, -1.0, -1.0])
+_FLIP_QUAT_YZ = np.array([1.0, 1.0, -1.0, -1.0])
 _HALF_SQRT2 = math.sqrt(0.5)
 # 180° about the axis (1, 1, 0)/sqrt(2): maps NED axes onto ENU axes.
 _Q_ENU_NED = np.array([0.0, _HALF_SQRT2, _HALF_SQRT2, 0.0])
@@ -44,15 +45,14 @@ def _vec(v: ArrayLike) -> np.ndarray:
 
 def ned_to_nwu(v: ArrayLike) -> np.ndarray:
     """World vectors (positions, velocities, accelerations) NED -> NWU; also NWU -> NED."""
-    return _vec(v) * _FLIP_YZ
-
-
-nwu_to_ned = ned_to_nwu
+    flipped: np.ndarray = _vec(v) * _FLIP_YZ
+    return flipped
 
 
 def frd_to_flu(v: ArrayLike) -> np.ndarray:
     """Body vectors (angular rates, specific force) FRD -> FLU; also FLU -> FRD."""
-    return _vec(v) * _FLIP_YZ
+    flipped: np.ndarray = _vec(v) * _FLIP_YZ
+    return flipped
 
 
 flu_to_frd = frd_to_flu
@@ -110,10 +110,8 @@ def quat_to_matrix(q: ArrayLike) -> np.ndarray:
 
 def quat_ned_frd_to_nwu_flu(q: ArrayLike) -> np.ndarray:
     """Attitude of FRD in NED -> attitude of FLU in NWU: ``(w, x, -y, -z)``; an involution."""
-    return _vec(q) * np.array([1.0, 1.0, -1.0, -1.0])
-
-
-quat_nwu_flu_to_ned_frd = quat_ned_frd_to_nwu_flu
+    flipped: np.ndarray = _vec(q) * _FLIP_QUAT_YZ
+    return flipped
 
 
 def _canonical(q: np.ndarray) -> np.ndarray:

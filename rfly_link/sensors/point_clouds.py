@@ -186,12 +186,12 @@ def decode_point_cloud(
     points = np.frombuffer(
         payload, dtype=layout.dtype, count=count * layout.channels, offset=layout.prefix.size
     ).reshape(count, layout.channels)
-    if layout.scaled and scale_m is None:
-        raise ValueError(
-            f"point cloud TypeID {type_id}: layout {layout.name} has int16 points, so scale_m "
-            f"(Config.json otherParams[0], metres) is required"
-        )
     if layout.scaled:
+        if scale_m is None:
+            raise ValueError(
+                f"point cloud TypeID {type_id}: layout {layout.name} has int16 points, so "
+                f"scale_m (Config.json otherParams[0], metres) is required"
+            )
         # Converting and scaling the whole contiguous block is ~8x faster than working on a
         # strided N×3 slice; the scaled fourth column stays hidden behind the N×3 view.
         if allocate is None:
