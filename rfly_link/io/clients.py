@@ -9,9 +9,8 @@ peers.
 
 from __future__ import annotations
 
-import asyncio
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rfly_link import commands, ports
@@ -100,21 +99,6 @@ class CopterSimClient:
 
     def request_odometry(self, rate_hz: int, reply_ip: str, reply_port: int | None = None) -> bool:
         return self.request_sensor(m.CopterSimSensor.ODOMETRY, rate_hz, reply_ip, reply_port)
-
-    async def keep_requesting(
-        self,
-        sensor: m.CopterSimSensor,
-        rate_hz: int,
-        reply_ip: str,
-        reply_port: int | None = None,
-        *,
-        every_s: float = 5.0,
-        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
-    ) -> None:
-        """Repeat the request every ``every_s`` so a restarted CopterSim resumes streaming."""
-        while True:
-            self.request_sensor(sensor, rate_hz, reply_ip, reply_port)
-            await sleep(every_s)
 
     def send_sil(self, message: m.SILIntFloat) -> bool:
         return self.send(message)

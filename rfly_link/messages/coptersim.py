@@ -94,10 +94,6 @@ class OdomReply(WireMessage):
     angular_velocity_frd_rad_s: tuple[float, ...] = zeros(3)
 
     @property
-    def flag_set(self) -> OdomFlags:
-        return OdomFlags(self.flags & sum(OdomFlags))
-
-    @property
     def discontinuity(self) -> bool:
         return bool(self.flags & OdomFlags.DISCONTINUITY)
 

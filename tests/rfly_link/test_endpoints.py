@@ -141,6 +141,10 @@ def test_coptersim_client_and_receivers_against_a_fake_coptersim() -> None:
                 request = m.SensorReqCopterSim.decode(data)
                 assert (request.sensor_type, request.update_freq_hz) == (0, 250)
                 assert request.reply_ip == "127.0.0.1" and request.port == reply_rx.bound_port
+                assert client.request_odometry(50, "127.0.0.1")  # to its default reply port
+                request = m.SensorReqCopterSim.decode((await recv(coptersim))[0])
+                assert (request.sensor_type, request.update_freq_hz) == (1, 50)
+                assert request.port == ports.coptersim_reply_port(2)
                 assert client.velocity_ned(1.0, -2.0, 0.5, yaw_rate_rad_s=0.1)
                 sil = m.SILIntFloat.decode((await recv(coptersim))[0])
                 assert sil.copter_id == 2 and sil.in_floats[3:6] == (1.0, -2.0, 0.5)
@@ -157,7 +161,7 @@ def test_coptersim_client_and_receivers_against_a_fake_coptersim() -> None:
                 assert got == [imu, odom]
                 assert (await asyncio.wait_for(state_rx.get(), WAIT_S)).value == state
                 assert reply_rx.stats.drops == {"wrong_length": 1}
-                assert sender.stats.sent == 2 and sender.stats.failed == 0
+                assert sender.stats.sent == 3 and sender.stats.failed == 0
 
     run(main)
 
@@ -575,3 +579,13 @@ def test_clients_refuse_ids_off_the_port_map() -> None:
         assert rflysim3d.address(89) == ("127.0.0.1", 20099)
         with pytest.raises(ValueError, match=r"window_id: expected 0\.\.89, got 90"):
             rflysim3d.address(90)  # 20100 is CopterSim's PX4 series
+
+
+def test_lan_command_goes_to_the_lan_port_of_the_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    with udp_socket() as rflysim3d, UdpSender() as sender:
+        # Unicast to a stand-in for every RflySim3D on the LAN (224.0.0.10:20009).
+        monkeypatch.setattr(ports, "RFLYSIM3D_LAN_PORT", rflysim3d.getsockname()[1])
+        assert RflySim3DClient(sender).send_lan_command("RflyClearCapture", group="127.0.0.1")
+        rflysim3d.settimeout(WAIT_S)
+        command = m.UE4CommandNet.decode(rflysim3d.recv(65535))
+    assert command == m.lan_command("RflyClearCapture")

@@ -201,6 +201,7 @@ def test_gimbal_status_accessors() -> None:
     status = rfly_link.decode(bytes(buf), port=20006)
     assert isinstance(status, m.GimbalStatus)
     assert status.camera_fov_deg == 60.0
+    assert status.focal_length_mm == 8.0
     assert (status.fx_px, status.fy_px) == (900.0, 905.0)
     assert (status.width_px, status.height_px) == (1280, 720)
     assert status.laser_range_m == 42.5
@@ -621,3 +622,99 @@ def test_cesium_origin_formats_numpy_scalars_as_plain_numbers() -> None:
     assert commands.cesium_origin(30.123456789, 114.0, 0.5) == (
         "RflyCesiumOriPos 30.123456789 114 0.5"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The console commands of rflysim3d-ue4ctrlapi.txt (sendUE4Cmd), argument order as listed.
+        (commands.show_text("hello"), "RflyShowText hello"),
+        (commands.show_text("hello", 2.5), "RflyShowTextTime hello 2.5"),
+        (commands.change_map_by_id(3), "RflyChangeMapbyID 3"),
+        (commands.change_map_by_name("Grasslands"), "RflyChangeMapbyName Grasslands"),
+        (commands.change_view_key("V", 1), "RflyChangeViewKeyCmd V 1"),
+        (
+            commands.camera_pos_ang(1, 2.5, -3, 0, 15, 90),
+            "RflyCameraPosAng 1 2.5 -3 0 15 90",
+        ),
+        (
+            commands.camera_pos_ang(0, 0, 1, 0, 0, 0, relative=True),
+            "RflyCameraPosAngAdd 0 0 1 0 0 0",
+        ),
+        (commands.camera_fov(75.5), "RflyCameraFovDegrees 75.5"),
+        (commands.change_3d_model(2, 5), "RflyChange3DModel 2 5"),
+        (commands.change_vehicle_size(2, 1.5), "RflyChangeVehicleSize 2 1.5"),
+        (
+            commands.vehicle_pos_ang(4, 1, 2, -3, 0, 0, 45, fit_ground=True),
+            "RflySetVehiclePosAng 4 1 1 2 -3 0 0 45",
+        ),
+        (
+            commands.vehicle_pos_ang(4, 1, 0, 0, 0, 0, 0, relative=True),
+            "RflyMoveVehiclePosAng 4 0 1 0 0 0 0 0",
+        ),
+        (
+            commands.scan_terrain(-100, -100, 100, 100, 200, 0.5),
+            "RflyScanTerrainH -100 -100 100 100 200 0.5",
+        ),
+        (commands.clear_capture(), "RflyClearCapture"),
+        # UE4CtrlAPI.sendUE4SetStencilValueBy*: the regex flag as Python prints a bool.
+        (
+            commands.set_stencil_by_actor_name("Tree_01", 3),
+            "RflySetStencilValueByActorName Tree_01 3 False",
+        ),
+        (
+            commands.set_stencil_by_mesh_name("Mesh.*", 7, is_name_regex=True),
+            "RflySetStencilValueByMeshComponentName Mesh.* 7 True",
+        ),
+        (commands.set_stencil_by_copter_id(2, 9), "RflySetStencilValueByCopterID 2 9"),
+    ],
+)
+def test_console_commands_as_documented(text: str, expected: str) -> None:
+    assert text == expected
+    assert m.console_command(text).command == expected.encode()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda: commands.show_text("two words"),
+        lambda: commands.change_map_by_name(""),
+        lambda: commands.set_stencil_by_actor_name("a b", 1),
+        lambda: commands.change_view_key(" ", 1),
+    ],
+)
+def test_console_command_names_never_shift_the_arguments(bad: object) -> None:
+    with pytest.raises(ValueError, match="without spaces"):
+        bad()  # type: ignore[operator]
+
+
+def test_gimbal_builders_set_the_documented_bit_and_fields() -> None:
+    # VSP 4.2: each control's bit in bitmask and the fields or other_params it uses.
+    base = m.VisionSensorReqNew.for_sensor(3)
+    cases = [
+        (base.with_fov(40.0), 1 << 1, {}, {"camera_fov_deg": 40.0}),
+        (base.with_attitude_euler(1, 2, 3), 1 << 2, {}, {"sensor_ang_eular": (1, 2, 3)}),
+        (
+            base.with_attitude_quaternion(1, 0, 0, 0),
+            (1 << 2) | (1 << 3),
+            {},
+            {"eular_or_quat": 1.0, "sensor_ang_quat": (1, 0, 0, 0)},
+        ),
+        (base.with_focal_length(35.0), 1 << 4, {0: 35.0}, {}),
+        (base.with_recenter(), 1 << 5, {1: 1.0}, {}),
+        (base.with_angular_rate(5.0, -5.0), 1 << 6, {2: 5.0, 3: -5.0}, {}),
+        (base.with_optical_zoom(4.0), 1 << 7, {4: 4.0}, {}),
+        (base.with_track_target(2), 1 << 8, {5: 2.0}, {}),
+        (base.with_laser_range(True), 1 << 9, {6: 1.0}, {}),
+        (base.with_image_source(m.GimbalImageSource.INFRARED_GREY), 1 << 10, {7: 2.0}, {}),
+        (base.with_ai_select_all(), 1 << 11, {8: 1.0}, {}),
+        (base.with_ai_select_pixel(320, 240), 1 << 11, {8: 2.0, 9: 320.0, 10: 240.0}, {}),
+    ]
+    for request, bit, params, fields in cases:
+        decoded = m.VisionSensorReqNew.decode(request.encode())
+        assert decoded.bitmask == bit and (decoded.seq_id, decoded.type_id) == (3, 9)
+        assert decoded.other_params == tuple(params.get(i, 0.0) for i in range(16))
+        for name, value in fields.items():
+            assert getattr(decoded, name) == value
+    both = base.with_fov(40.0).with_laser_range(True)
+    assert both.bitmask == (1 << 1) | (1 << 9) and both.other_params[6] == 1.0

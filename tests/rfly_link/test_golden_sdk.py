@@ -307,6 +307,8 @@ def test_hil_state_short_52(checksum: int) -> None:
     assert isinstance(value, m.HILStateShort)
     assert value.ekf_3d_fixed is (checksum == 1234567891)
     assert value.crash_target == (5 if checksum == 1234567892 else None)
+    if checksum != 1234567892:  # a crash puts the vehicle hit where the longitude was
+        assert value.gps_home == pytest.approx((40.1540302, 116.2593683, 50.0))
 
 
 def test_hil_state_data_120_and_hil_cmd_data_120() -> None:
