@@ -124,3 +124,16 @@ def test_importing_rfly_link_starts_no_io() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_the_former_endpoints_module_is_the_io_package() -> None:
+    import pytest
+
+    import rfly_link
+    from rfly_link import endpoints  # bench/udp_reassembly.py still uses this name
+    from rfly_link import io as rio
+
+    assert endpoints is rio
+    assert endpoints.vision_sensor_receivers is rio.factories.vision_sensor_receivers
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        rfly_link.nothing  # noqa: B018
