@@ -3,6 +3,8 @@
 
 ``python3 dev.py demo`` and ``python3 dev.py test`` create ``.venv`` on first use, install the
 project with its test extras there (again only when ``pyproject.toml`` changes), then run.
+``test`` runs ruff (lint and format), ``mypy --strict``, import-linter's layer contracts and
+pytest, stopping at the first that fails.
 """
 
 from __future__ import annotations
@@ -63,9 +65,17 @@ def main(argv: list[str]) -> int:
             print(f"== {script.name}", flush=True)
             rc |= run(_python(), script)
         return rc
-    # test: lint first (fast), then the whole suite.
-    rc = run(BIN / "ruff", "check", ".")
-    return rc or run(_python(), "-m", "pytest", *rest)
+    # test: the static checks first (fast, and each names what is wrong), then the suite.
+    for check in (
+        [BIN / "ruff", "check", "."],
+        [BIN / "ruff", "format", "--check", "."],
+        [BIN / "mypy", "--strict", "gizmo_host", "rfly_link", "fusion"],
+        [BIN / "lint-imports"],
+    ):
+        rc = run(*check)
+        if rc:
+            return rc
+    return run(_python(), "-m", "pytest", *rest)
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ from fusion import (
     WorldModel,
 )
 from fusion import geometry as g
-from gizmo_host.clock import DeviceClockEstimator, frame_transmit_ns
+from gizmo_host.stream.clock import DeviceClockEstimator, frame_transmit_ns
 
 MS = 1_000_000
 HOST_ORIGIN_NS = 50_000 * MS  # host monotonic time at the start of the run

@@ -43,8 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gizmo_host.emulator import PtyBoard  # noqa: E402 - after the sys.path line
-from gizmo_host.event_loop import resolve as resolve_event_loop  # noqa: E402
-from gizmo_host.protocol import VisionResult  # noqa: E402
+from gizmo_host.live.event_loop import resolve as resolve_event_loop  # noqa: E402
+from gizmo_host.wire.protocol import VisionResult  # noqa: E402
 
 WINDOW_S = float(os.environ.get("BENCH_WINDOW_S", "4"))
 REPEATS = int(os.environ.get("BENCH_REPEATS", "5"))  # an odd count: the median is a run

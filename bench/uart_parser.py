@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gizmo_host import StreamParser, VisionResult, decode_capture
-from gizmo_host.batch import to_results
-from gizmo_host.protocol import BODY
+from gizmo_host.wire.batch import to_results
+from gizmo_host.wire.protocol import BODY
 
 STREAM_BYTES = 10_000_000
 CHUNK = 4096

@@ -18,13 +18,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gizmo_host.clock import ClockStatus, DeviceClockEstimator
 from gizmo_host.emulator import LOST_RELATIVE, TRACKED_RELATIVE, BoardModel
-from gizmo_host.events import LinkState, ReceivedResult
-from gizmo_host.parser import StreamParser
-from gizmo_host.results import ResultType
-from gizmo_host.store import ResultStore, TargetSelector
-from gizmo_host.tracker import SequenceTracker
+from gizmo_host.stream.clock import ClockStatus, DeviceClockEstimator
+from gizmo_host.stream.events import LinkState, ReceivedResult
+from gizmo_host.stream.store import ResultStore, TargetSelector
+from gizmo_host.stream.tracker import SequenceTracker
+from gizmo_host.wire.parser import StreamParser
+from gizmo_host.wire.results import ResultType
 
 FRAMES = 20_000
 REPEATS = 5

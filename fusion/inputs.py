@@ -67,7 +67,7 @@ def _set(owner: object, name: str, value: object) -> None:
 
 
 class LinkState(Enum):
-    """The live link's state, as ``gizmo_host.events.LinkState`` names it."""
+    """The live link's state, as ``gizmo_host.stream.events.LinkState`` names it."""
 
     DOWN = "DOWN"
     CONNECTING = "CONNECTING"

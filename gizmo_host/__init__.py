@@ -1,11 +1,17 @@
 """gizmo_host: the Gizmo camera board's VISION_RESULT v1 UART protocol, host side.
 
-The sans-I/O core (``protocol``, ``results``, ``parser``, ``batch``) turns bytes into typed
-values with no clocks or sockets; the live link and its consumers are built on top of it.
+Layers, each importing only those below it (checked by import-linter):
+
+- ``wire``: the frame codec, interpretation, the stream parser and the batch decoder; no
+  clocks, no I/O;
+- ``stream``: the pure per-frame pipeline (sequence tracker, device clock, result store,
+  verdicts), which takes host times as arguments;
+- ``live``: asyncio at the edges (serial link, service, timers, publishing); ``emulator``: the
+  board without the board; ``deploy``: install, udev, systemd, diagnostics;
+- ``cli``: the ``gizmo-host`` subcommands and their settings.
 """
 
-from .batch import FRAME_DTYPE, decode_capture
-from .errors import (
+from gizmo_host.errors import (
     BadPayloadLength,
     BadSync,
     CrcMismatch,
@@ -17,24 +23,25 @@ from .errors import (
     UnknownMessageType,
     UnsupportedVersion,
 )
-from .parser import ParserStats, StreamParser
-from .protocol import FRAME_LEN, ResultFlags, VisionResult, crc16
-from .results import ResultType, interpret
+from gizmo_host.wire.batch import FRAME_DTYPE, decode_capture
+from gizmo_host.wire.parser import ParserStats, StreamParser
+from gizmo_host.wire.protocol import FRAME_LEN, ResultFlags, VisionResult, crc16
+from gizmo_host.wire.results import ResultType, interpret
 
 __version__ = "0.1.0"
 
 # The live link pulls in asyncio and serialx; it is imported on first use so that the codec
 # and the decode tool stay quick to start.
 _LIVE_LINK = {
-    "GizmoService": "service",
-    "SerialLink": "link",
-    "Decision": "store",
-    "HoldReason": "store",
-    "TargetSelector": "store",
-    "Verdict": "store",
-    "LinkEvent": "events",
-    "LinkState": "events",
-    "ReceivedResult": "events",
+    "GizmoService": "live.service",
+    "SerialLink": "live.link",
+    "Decision": "stream.store",
+    "HoldReason": "stream.store",
+    "TargetSelector": "stream.store",
+    "Verdict": "stream.store",
+    "LinkEvent": "stream.events",
+    "LinkState": "stream.events",
+    "ReceivedResult": "stream.events",
 }
 
 

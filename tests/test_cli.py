@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from gizmo_host.cli import SUBCOMMANDS, main
+from gizmo_host.cli.main import SUBCOMMANDS, main
 
 
 @pytest.mark.parametrize("command", sorted(SUBCOMMANDS))

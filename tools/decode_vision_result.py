@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gizmo_host.decode_tool import main
+from gizmo_host.cli.decode import main
 
 if __name__ == "__main__":
     sys.exit(main())

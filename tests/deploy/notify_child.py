@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from gizmo_host.sd_notify import SdNotifier, watchdog_loop
+from gizmo_host.deploy.sd_notify import SdNotifier, watchdog_loop
 
 
 async def main() -> int:

@@ -10,7 +10,7 @@ import sys
 
 import serialx
 
-from gizmo_host.diagnostics import explain_open_error
+from gizmo_host.deploy.diagnostics import explain_open_error
 
 
 async def main(path: str) -> int:

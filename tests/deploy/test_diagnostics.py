@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import serialx
 
-from gizmo_host.diagnostics import explain_open_error, find_port_holders
+from gizmo_host.deploy.diagnostics import explain_open_error, find_port_holders
 
 HERE = Path(__file__).parent
 OPEN_PORT_CHILD = HERE / "open_port_child.py"
@@ -38,7 +38,7 @@ def _cannot_drop_to_nobody() -> str | None:
         return f"this system has no {exc} user or group"
     try:
         probe = subprocess.run(
-            [sys.executable, "-c", "import serialx, gizmo_host.diagnostics"],
+            [sys.executable, "-c", "import serialx, gizmo_host.deploy.diagnostics"],
             user="nobody",
             cwd="/",
             capture_output=True,

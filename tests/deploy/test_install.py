@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gizmo_host.cli import main
-from gizmo_host.install import (
+from gizmo_host.deploy.install import (
     CONFIG_PATH,
     RULES_PATH,
     SYSUSERS_PATH,
@@ -19,8 +19,8 @@ from gizmo_host.install import (
     default_executable,
     render_unit,
 )
-from gizmo_host.install import shipped_file as shipped
-from gizmo_host.udev_rule import render_uart_rule, render_usb_rule
+from gizmo_host.deploy.install import shipped_file as shipped
+from gizmo_host.deploy.udev_rule import render_uart_rule, render_usb_rule
 
 EXPECTED_FILES = {RULES_PATH, UNIT_PATH, SYSUSERS_PATH, CONFIG_PATH}
 
@@ -98,7 +98,7 @@ def test_install_refuses_a_bad_value_and_writes_nothing(tmp_path, capsys):
 
 
 def test_shipped_config_is_accepted_by_the_config_loader(tmp_path):
-    from gizmo_host.config import load_config
+    from gizmo_host.cli.config import load_config
 
     assert main(["install", "--root", os.fspath(tmp_path)]) == 0
     config = load_config(os.fspath(tmp_path / CONFIG_PATH))

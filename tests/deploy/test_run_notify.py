@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("gizmo_host.run_cli") is None,
-    reason="`gizmo-host run` (gizmo_host/run_cli.py, the live-link issue) is not in the tree yet",
+    importlib.util.find_spec("gizmo_host.cli.run") is None,
+    reason="`gizmo-host run` (gizmo_host/cli/run.py, the live-link issue) is not in the tree yet",
 )
 
 GIZMO_HOST = Path(sys.executable).parent / "gizmo-host"
@@ -51,7 +51,7 @@ def test_the_units_exec_start_runs_with_the_shipped_config(notify_receiver, tmp_
     import shlex
     import socket
 
-    from gizmo_host.install import CONFIG_PATH, default_executable, render_unit, shipped_file
+    from gizmo_host.deploy.install import CONFIG_PATH, default_executable, render_unit, shipped_file
 
     (exec_start,) = [
         line.removeprefix("ExecStart=")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gizmo_host.sd_notify import SdNotifier, watchdog_loop
+from gizmo_host.deploy.sd_notify import SdNotifier, watchdog_loop
 
 CHILD = Path(__file__).with_name("notify_child.py")
 

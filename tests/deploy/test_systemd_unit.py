@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gizmo_host.install import default_executable, render_unit, shipped_file
+from gizmo_host.deploy.install import default_executable, render_unit, shipped_file
 
 UNIT_NAME = "gizmo-host@.service"
 MAX_EXPOSURE = 2.0

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from fusion import CameraConfig, CameraModel, ConfigError
 from fusion import geometry as g
-from gizmo_host.results import NormBox
+from gizmo_host.wire.results import NormBox
 
 from .helpers import angle_deg
 
@@ -24,7 +24,8 @@ VGA = CameraConfig(width_px=640, height_px=480, hfov_deg=90.0)
     st.integers(2, 4000),
 )
 def test_pixels_match_the_live_links_normbox_scaling(cx, cy, w, h, width, height):
-    """Same formula as gizmo_host.results.NormBox.to_pixels (the spec's scaling), not imported."""
+    """Same formula as gizmo_host.wire.results.NormBox.to_pixels (the spec's scaling), not
+    imported by fusion."""
     camera = CameraModel(CameraConfig(width_px=width, height_px=height, hfov_deg=60.0))
     expected = NormBox(cx, cy, w, h).to_pixels(width, height)
     u, v = camera.pixel(cx, cy)

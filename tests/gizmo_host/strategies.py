@@ -2,7 +2,7 @@
 
 from hypothesis import strategies as st
 
-from gizmo_host.protocol import _RANGES, VALUE_FIELDS, VisionResult
+from gizmo_host.wire.protocol import _RANGES, VALUE_FIELDS, VisionResult
 
 # Fields a valid v1 frame pins to one value; every other field takes its whole wire range.
 FIXED = {"version": 1, "msg_type": 0x60, "payload_len": 24}

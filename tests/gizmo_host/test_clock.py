@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import pytest
 
-from gizmo_host.clock import ClockEvent, ClockStatus, DeviceClockEstimator, frame_transmit_ns
+from gizmo_host.stream.clock import ClockEvent, ClockStatus, DeviceClockEstimator, frame_transmit_ns
 
 BAUD = 115200
 NS = 1_000_000_000

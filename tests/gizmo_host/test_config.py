@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gizmo_host.config import (
+from gizmo_host.cli.config import (
     LIMITS,
     MAX_FILE_BYTES,
     MAX_LINE_CHARS,
@@ -20,9 +20,9 @@ from gizmo_host.config import (
     config_from_mapping,
     load_config,
 )
-from gizmo_host.results import ResultType
-from gizmo_host.run_cli import build_service
-from gizmo_host.store import TargetSelector
+from gizmo_host.cli.run import build_service
+from gizmo_host.stream.store import TargetSelector
+from gizmo_host.wire.results import ResultType
 
 FULL = """
 [serial]
@@ -73,7 +73,7 @@ def test_file_then_flags_override_it(tmp_path):
 
 
 def test_the_shipped_default_config_is_valid(tmp_path):
-    shipped = resources.files("gizmo_host.data").joinpath("gizmo-host.toml")
+    shipped = resources.files("gizmo_host.deploy.data").joinpath("gizmo-host.toml")
     path = tmp_path / "shipped.toml"
     path.write_text(shipped.read_text())
     config = load_config(str(path))
@@ -128,7 +128,7 @@ def test_unreadable_and_invalid_files(tmp_path):
 
 
 def test_event_loop_auto_falls_back_to_asyncio_and_uvloop_must_be_installed(monkeypatch):
-    from gizmo_host import event_loop
+    from gizmo_host.live import event_loop
 
     monkeypatch.setitem(sys.modules, "uvloop", None)  # as if the extra were not installed
     assert event_loop.resolve("auto") == "asyncio"

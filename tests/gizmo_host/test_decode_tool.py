@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gizmo_host import VisionResult
-from gizmo_host.decode_tool import main
+from gizmo_host.cli.decode import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_HEX = (

@@ -11,12 +11,12 @@ import itertools
 import pytest
 
 from gizmo_host.emulator import BoardModel, PtyBoard
-from gizmo_host.events import LinkEvent, LinkState
-from gizmo_host.link import SerialLink
-from gizmo_host.linkstate import TRANSITIONS, IllegalTransition, LinkInput, LinkStateMachine
-from gizmo_host.service import GizmoService
-from gizmo_host.store import Decision, HoldReason, TargetSelector
-from gizmo_host.timing import FakeScheduler, settle
+from gizmo_host.live.link import SerialLink
+from gizmo_host.live.linkstate import TRANSITIONS, IllegalTransition, LinkInput, LinkStateMachine
+from gizmo_host.live.service import GizmoService
+from gizmo_host.live.timing import FakeScheduler, settle
+from gizmo_host.stream.events import LinkEvent, LinkState
+from gizmo_host.stream.store import Decision, HoldReason, TargetSelector
 
 MS = 1_000_000
 TIMEOUT_S = 5.0  # for real I/O (the pty, the open in the executor), never for fake time

@@ -9,10 +9,10 @@ import os
 import random
 
 from gizmo_host.emulator import BoardModel, PtyBoard, play
-from gizmo_host.events import LinkEvent, LinkState
-from gizmo_host.link import SerialLink
-from gizmo_host.service import GizmoService
-from gizmo_host.store import Decision, HoldReason
+from gizmo_host.live.link import SerialLink
+from gizmo_host.live.service import GizmoService
+from gizmo_host.stream.events import LinkEvent, LinkState
+from gizmo_host.stream.store import Decision, HoldReason
 
 from .waits import wait_link, wait_verdict
 
@@ -267,7 +267,7 @@ def test_no_task_or_fd_leak_after_50_unplug_replug_cycles_of_the_whole_service(l
 
 
 def test_usb_ttys_are_recognised_from_sysfs(tmp_path):
-    from gizmo_host.link import is_usb_tty
+    from gizmo_host.live.link import is_usb_tty
 
     usb = tmp_path / "devices" / "pci0000:00" / "usb1" / "1-1" / "1-1:1.0" / "ttyUSB0"
     uart = tmp_path / "devices" / "platform" / "fe201000.serial" / "tty" / "ttyAMA0"

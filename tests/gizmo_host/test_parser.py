@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gizmo_host import FrameError, StreamParser, VisionResult
-from gizmo_host.protocol import FRAME_LEN, SYNC
+from gizmo_host.wire.protocol import FRAME_LEN, SYNC
 
 from .strategies import vision_results
 

@@ -22,7 +22,7 @@ from gizmo_host import (
     VisionResult,
     crc16,
 )
-from gizmo_host.protocol import FIELDS, FRAME, FRAME_LEN
+from gizmo_host.wire.protocol import FIELDS, FRAME, FRAME_LEN
 
 from .strategies import vision_results
 
@@ -175,7 +175,7 @@ def test_the_declared_fields_are_the_wire_table_in_order():
     They must be the same names in the same order, every one an int."""
     import typing
 
-    from gizmo_host.protocol import VALUE_FIELDS
+    from gizmo_host.wire.protocol import VALUE_FIELDS
 
     assert VisionResult._fields == tuple(f.name for f in VALUE_FIELDS)
     hints = typing.get_type_hints(VisionResult)

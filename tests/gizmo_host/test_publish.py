@@ -14,9 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gizmo_host.clock import ClockStatus
-from gizmo_host.events import LinkEvent, LinkState, ReceivedResult, version_message
-from gizmo_host.publish import (
+from gizmo_host.live.publish import (
     JsonLinesPublisher,
     StdoutSink,
     UdpSink,
@@ -25,7 +23,9 @@ from gizmo_host.publish import (
     parse_host_port,
 )
 from gizmo_host.schemas import load_schema
-from gizmo_host.tracker import SequenceEvent
+from gizmo_host.stream.clock import ClockStatus
+from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult, version_message
+from gizmo_host.stream.tracker import SequenceEvent
 
 from .strategies import vision_results
 
@@ -276,9 +276,10 @@ def test_a_new_client_takes_the_slot_of_the_client_furthest_behind(socket_path):
             for r in (reader, new_reader):
                 line = await asyncio.wait_for(r.readline(), TIMEOUT_S)
                 assert json.loads(line)["transitions"] == 11
-            idle.settimeout(TIMEOUT_S)
-            with contextlib.suppress(ConnectionResetError):
-                while idle.recv(1 << 16):  # what was queued for it, then the end
+            idle.setblocking(False)
+            loop = asyncio.get_running_loop()
+            with contextlib.suppress(ConnectionResetError):  # what was queued for it, then the end
+                while await asyncio.wait_for(loop.sock_recv(idle, 1 << 16), TIMEOUT_S):
                     pass
             writer.close()
             new_writer.close()

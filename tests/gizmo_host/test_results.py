@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gizmo_host import VisionResult
-from gizmo_host.results import (
+from gizmo_host.wire.results import (
     BlobColor,
     BrightnessStats,
     BrightSpot,
@@ -130,7 +130,7 @@ def test_degenerate_image_size_is_rejected_with_the_size():
 
 
 def test_is_target_agrees_with_the_interpretation_having_a_box():
-    from gizmo_host.results import is_target
+    from gizmo_host.wire.results import is_target
 
     for result_type in range(8):
         for ident in [*range(-2, 20), 300, -300]:
@@ -140,7 +140,7 @@ def test_is_target_agrees_with_the_interpretation_having_a_box():
 
 @given(vision_results)
 def test_interpretation_json_is_exactly_the_compact_json_of_to_dict(value):
-    from gizmo_host.results import interpretation_json
+    from gizmo_host.wire.results import interpretation_json
 
     expected = json.dumps(value.interpretation.to_dict(), separators=(",", ":"))
     assert interpretation_json(value) == expected
@@ -149,7 +149,7 @@ def test_interpretation_json_is_exactly_the_compact_json_of_to_dict(value):
 @pytest.mark.parametrize("result_type", range(7))
 @pytest.mark.parametrize("ident", [*range(-1, 16), 0x7FFF, -0x8000])
 def test_interpretation_json_for_every_type_and_id(result_type, ident):
-    from gizmo_host.results import interpretation_json
+    from gizmo_host.wire.results import interpretation_json
 
     value = VisionResult(result_type=result_type, id=ident, x=-7, y=8, w=900, h=-1000)
     expected = json.dumps(value.interpretation.to_dict(), separators=(",", ":"))

@@ -127,13 +127,10 @@ def test_a_stalled_socket_client_is_dropped_while_another_gets_every_result(link
     are full, and the other gets every result in order."""
     socket_path = str(tmp_path / "results.sock")
     config = tmp_path / "gizmo.toml"
-    config.write_text("[publish]\nstdout = false\nunix_max_buffer_bytes = 131072\n")
-    # ~600 kB of result lines: more than a stalled client's socket and buffer hold, while a
-    # reader is allowed a burst of 128 kB: a 4 kB tty read makes ~70 kB of lines at once
-    count = 1000
+    config.write_text("[publish]\nstdout = false\nunix_max_buffer_bytes = 32768\n")
+    count, slice_frames = 1000, 25  # ~600 kB of result lines: more than a stalled client holds
 
     async def main_async():
-        loop = asyncio.get_running_loop()
         with PtyBoard(link_path) as board:
             proc = await start_run(link_path, config, socket_path, "--stats-interval-s", "0")
             assert proc.stderr is not None
@@ -145,15 +142,21 @@ def test_a_stalled_socket_client_is_dropped_while_another_gets_every_result(link
                 reader, writer = await asyncio.open_unix_connection(socket_path)
                 await asyncio.wait_for(reader.readline(), TIMEOUT_S)  # the version line
                 model = BoardModel()
-                stream = b"".join(model.next_frame() for _ in range(count))
-                feeding = loop.run_in_executor(None, board.write, stream)
                 sequences = []
-                while len(sequences) < count:
-                    line = await asyncio.wait_for(reader.readline(), TIMEOUT_S)
-                    message = json.loads(line)
-                    if message["type"] == "result":
-                        sequences.append(message["result"]["sequence"])
-                await feeding
+                for sent in range(slice_frames, count + 1, slice_frames):
+                    # The board's pace is the reader's: a reader that keeps up is never more
+                    # than a slice behind, whatever the machine's load (a 35 kB burst at once
+                    # is ~600 kB of lines, which a descheduled reader cannot keep up with).
+                    # Written from here, not a thread: under 4 kB, so it never blocks, and a
+                    # thread blocked on a full pty would hang asyncio.run's shutdown instead of
+                    # failing the test.
+                    board.write(b"".join(model.next_frame() for _ in range(slice_frames)))
+                    while len(sequences) < sent:
+                        line = await asyncio.wait_for(reader.readline(), TIMEOUT_S)
+                        assert line, "the reading client was dropped"
+                        message = json.loads(line)
+                        if message["type"] == "result":
+                            sequences.append(message["result"]["sequence"])
                 assert sequences == list(range(count))
                 stalled.settimeout(TIMEOUT_S)
                 got = b""
@@ -184,7 +187,6 @@ def test_a_client_that_closed_its_sending_side_gets_every_result(link_path, tmp_
     count = 50
 
     async def main_async():
-        loop = asyncio.get_running_loop()
         with PtyBoard(link_path) as board:
             proc = await start_run(
                 link_path,
@@ -206,8 +208,7 @@ def test_a_client_that_closed_its_sending_side_gets_every_result(link_path, tmp_
                 version = json.loads(await asyncio.wait_for(reader.readline(), TIMEOUT_S))
                 assert version["type"] == "version"
                 model = BoardModel()
-                stream = b"".join(model.next_frame() for _ in range(count))
-                await loop.run_in_executor(None, board.write, stream)
+                board.write(b"".join(model.next_frame() for _ in range(count)))  # < 4 kB
                 sequences = []
                 while len(sequences) < count:
                     line = await asyncio.wait_for(reader.readline(), TIMEOUT_S)

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from gizmo_host.emulator import LOST_RELATIVE, BoardModel, PtyBoard
-from gizmo_host.results import ResultType
+from gizmo_host.wire.results import ResultType
 
 TIMEOUT_S = 10.0
 TTL_MS = 200.0

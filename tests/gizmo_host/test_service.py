@@ -7,14 +7,14 @@ import random
 
 import jsonschema
 
-from gizmo_host.clock import ClockStatus
 from gizmo_host.emulator import BoardModel, PtyBoard, play
-from gizmo_host.events import LinkState
-from gizmo_host.pipeline import FramePipeline
+from gizmo_host.live.service import GizmoService
 from gizmo_host.schemas import load_schema
-from gizmo_host.service import GizmoService
-from gizmo_host.store import Decision, HoldReason, TargetSelector
-from gizmo_host.tracker import SequenceEvent
+from gizmo_host.stream.clock import ClockStatus
+from gizmo_host.stream.events import LinkState
+from gizmo_host.stream.pipeline import FramePipeline
+from gizmo_host.stream.store import Decision, HoldReason, TargetSelector
+from gizmo_host.stream.tracker import SequenceEvent
 
 from .waits import wait_link
 

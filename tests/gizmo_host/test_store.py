@@ -5,11 +5,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gizmo_host import VisionResult
-from gizmo_host.clock import ClockStatus
-from gizmo_host.events import LinkState, ReceivedResult
-from gizmo_host.results import ResultType
-from gizmo_host.store import Decision, HoldReason, ResultStore, TargetSelector
-from gizmo_host.tracker import SequenceEvent
+from gizmo_host.stream.clock import ClockStatus
+from gizmo_host.stream.events import LinkState, ReceivedResult
+from gizmo_host.stream.store import Decision, HoldReason, ResultStore, TargetSelector
+from gizmo_host.stream.tracker import SequenceEvent
+from gizmo_host.wire.results import ResultType
 
 MS = 1_000_000
 T0 = 10**12

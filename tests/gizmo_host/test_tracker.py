@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gizmo_host.tracker import SequenceEvent, SequenceTracker, device_clock_advance_ms
+from gizmo_host.stream.tracker import SequenceEvent, SequenceTracker, device_clock_advance_ms
 
 FRAME_NS = 33_333_333
 

@@ -34,11 +34,11 @@ from typing import Any, NamedTuple
 
 import serialx
 
-from .events import LinkEvent, LinkState
-from .linkstate import LinkInput, LinkStateMachine
-from .parser import StreamParser
-from .protocol import FRAME_LEN, VisionResult
-from .timing import LoopScheduler, Scheduler, Timer
+from gizmo_host.live.linkstate import LinkInput, LinkStateMachine
+from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
+from gizmo_host.stream.events import LinkEvent, LinkState
+from gizmo_host.wire.parser import StreamParser
+from gizmo_host.wire.protocol import FRAME_LEN, VisionResult
 
 LOGGER = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .protocol import VisionResult
-from .results import ResultType
+from gizmo_host.wire.protocol import VisionResult
+from gizmo_host.wire.results import ResultType
 
 TRACKED_RELATIVE = 0x05  # "detected" on the board
 LOST_RELATIVE = 0x06  # "not detected"

@@ -12,11 +12,20 @@ from collections.abc import Sequence
 
 # name -> (module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("gizmo_host.demo", "decode the spec's example frame and a noisy stream (no hardware)"),
-    "run": ("gizmo_host.run_cli", "run the live serial link and publish JSON Lines"),
-    "install": ("gizmo_host.install", "install the udev rule, systemd unit and default config"),
-    "uninstall": ("gizmo_host.uninstall", "remove what `gizmo-host install` installed"),
-    "udev-rule": ("gizmo_host.udev_rule", "print the udev rule for one board (serial or UART)"),
+    "demo": (
+        "gizmo_host.cli.demo",
+        "decode the spec's example frame and a noisy stream (no hardware)",
+    ),
+    "run": ("gizmo_host.cli.run", "run the live serial link and publish JSON Lines"),
+    "install": (
+        "gizmo_host.deploy.install",
+        "install the udev rule, systemd unit and default config",
+    ),
+    "uninstall": ("gizmo_host.deploy.uninstall", "remove what `gizmo-host install` installed"),
+    "udev-rule": (
+        "gizmo_host.deploy.udev_rule",
+        "print the udev rule for one board (serial or UART)",
+    ),
     "rfly": (
         "rfly_link.cli",
         "receive RflySim sensors, CopterSim and RflySim3D data as JSON Lines",

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from .clock import ClockStatus
-from .events import LinkState, ReceivedResult, ResultKey
-from .protocol import ResultFlags
-from .results import ResultType, is_target
+from gizmo_host.stream.clock import ClockStatus
+from gizmo_host.stream.events import LinkState, ReceivedResult, ResultKey
+from gizmo_host.wire.protocol import ResultFlags
+from gizmo_host.wire.results import ResultType, is_target
 
 DEFAULT_TTL_MS = 250.0
 DEFAULT_RESET_HOLD_MS = 2000.0

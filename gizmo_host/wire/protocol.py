@@ -16,7 +16,7 @@ import struct
 from enum import IntFlag
 from typing import Any, NamedTuple
 
-from .errors import (
+from gizmo_host.errors import (
     BadPayloadLength,
     BadSync,
     CrcMismatch,
@@ -26,7 +26,7 @@ from .errors import (
     UnknownMessageType,
     UnsupportedVersion,
 )
-from .results import Interpretation, interpret
+from gizmo_host.wire.results import Interpretation, interpret
 
 
 class Field(NamedTuple):

@@ -34,8 +34,8 @@ import time
 from collections.abc import Callable
 from typing import Any, BinaryIO, Protocol, cast
 
-from .events import LinkEvent, ReceivedResult
-from .store import Verdict
+from gizmo_host.stream.events import LinkEvent, ReceivedResult
+from gizmo_host.stream.store import Verdict
 
 LOGGER = logging.getLogger(__name__)
 DEFAULT_MAX_BUFFER_BYTES = 256 * 1024

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple
 
-from .clock import ClockStatus
-from .protocol import VisionResult
-from .results import interpretation_json
-from .tracker import SequenceEvent
+from gizmo_host.stream.clock import ClockStatus
+from gizmo_host.stream.tracker import SequenceEvent
+from gizmo_host.wire.protocol import VisionResult
+from gizmo_host.wire.results import interpretation_json
 
 JSONL_FORMAT_VERSION = 1
 

@@ -17,9 +17,9 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, BinaryIO, TextIO
 
-from .errors import CrcMismatch, FrameError
-from .parser import StreamParser
-from .protocol import BODY, CRC, CRC_END, CRC_START, VisionResult, crc16
+from gizmo_host.errors import CrcMismatch, FrameError
+from gizmo_host.wire.parser import StreamParser
+from gizmo_host.wire.protocol import BODY, CRC, CRC_END, CRC_START, VisionResult, crc16
 
 _HEX_DIGITS = frozenset(string.hexdigits)
 _READ_CHUNK = 1 << 16

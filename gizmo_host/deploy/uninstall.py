@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gizmo_host.install import (
+from gizmo_host.deploy.install import (
     CONFIG_PATH,
     RULES_PATH,
     SYSUSERS_PATH,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path, PurePosixPath
 
-from gizmo_host import udev_rule
+from gizmo_host.deploy import udev_rule
 
 __all__ = [
     "CONFIG_PATH",
@@ -61,7 +61,7 @@ class InstallFile:
 
 def shipped_file(name: str) -> str:
     """A file from ``gizmo_host/data`` (unit, rule templates, sysusers entry, default config)."""
-    return resources.files("gizmo_host.data").joinpath(name).read_text(encoding="utf-8")
+    return resources.files("gizmo_host.deploy.data").joinpath(name).read_text(encoding="utf-8")
 
 
 def render_unit(executable: str) -> str:

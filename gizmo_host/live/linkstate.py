@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import Enum
 from types import MappingProxyType
 
-from .events import LinkEvent, LinkState
+from gizmo_host.stream.events import LinkEvent, LinkState
 
 
 class LinkInput(Enum):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import binascii
 from typing import NamedTuple
 
-from .protocol import (
+from gizmo_host.wire.protocol import (
     BODY,
     CRC_END,
     CRC_INIT,

@@ -45,11 +45,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import event_loop
-from .errors import ConfigError
-from .publish import parse_host_port
-from .results import ResultType
-from .store import TargetSelector
+from gizmo_host.errors import ConfigError
+from gizmo_host.live import event_loop
+from gizmo_host.live.publish import parse_host_port
+from gizmo_host.stream.store import TargetSelector
+from gizmo_host.wire.results import ResultType
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -11,10 +11,10 @@ import argparse
 import json
 import random
 
-from .batch import decode_capture, to_results
-from .parser import StreamParser
-from .protocol import SYNC, VisionResult
-from .results import BlobColor, DetectorId, ResultType
+from gizmo_host.wire.batch import decode_capture, to_results
+from gizmo_host.wire.parser import StreamParser
+from gizmo_host.wire.protocol import SYNC, VisionResult
+from gizmo_host.wire.results import BlobColor, DetectorId, ResultType
 
 SPEC_EXAMPLE_HEX = (
     "A5 47 01 60 00 2A 00 18 00 01 01 2A 00 E8 03 00 00 57 05 0C 00 83 FF 36 00 9A 01 68 01 01 "

@@ -23,13 +23,13 @@ import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from .clock import ClockStatus, frame_transmit_ns
-from .events import LinkEvent, LinkState, ReceivedResult
-from .link import OpenFunction, SerialLink
-from .pipeline import FramePipeline
-from .protocol import VisionResult
-from .store import ResultStore, TargetSelector, Verdict
-from .timing import LoopScheduler, Scheduler, Timer
+from gizmo_host.live.link import OpenFunction, SerialLink
+from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
+from gizmo_host.stream.clock import ClockStatus, frame_transmit_ns
+from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult
+from gizmo_host.stream.pipeline import FramePipeline
+from gizmo_host.stream.store import ResultStore, TargetSelector, Verdict
+from gizmo_host.wire.protocol import VisionResult
 
 LOGGER = logging.getLogger(__name__)
 T = TypeVar("T")

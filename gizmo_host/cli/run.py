@@ -3,7 +3,7 @@
 By default it prints JSON Lines on stdout: every result, every link transition, the verdict for
 the configured target selector whenever it changes and every ``verdict.interval_s``, and a
 ``stats`` line every ``publish.stats_interval_s``. ``--unix-socket`` and ``--udp`` add the other
-sinks. Settings come from ``--config FILE`` (TOML, see ``gizmo_host.config``) and flags, which
+sinks. Settings come from ``--config FILE`` (TOML, see ``gizmo_host.cli.config``) and flags, which
 override the file. Under systemd it reports READY, pings the watchdog and reports STOPPING.
 Logs go to stderr; stdout carries only JSON.
 """
@@ -19,11 +19,12 @@ import signal
 import sys
 from typing import Any
 
-from . import __version__, event_loop
-from .config import Config, load_config
-from .errors import ConfigError
-from .events import version_message
-from .publish import (
+from gizmo_host import __version__
+from gizmo_host.cli.config import Config, load_config
+from gizmo_host.deploy.diagnostics import explain_open_error
+from gizmo_host.errors import ConfigError
+from gizmo_host.live import event_loop
+from gizmo_host.live.publish import (
     JsonLinesPublisher,
     StdoutSink,
     UdpSink,
@@ -31,7 +32,8 @@ from .publish import (
     encode_line,
     parse_host_port,
 )
-from .service import GizmoService
+from gizmo_host.live.service import GizmoService
+from gizmo_host.stream.events import version_message
 
 LOGGER = logging.getLogger("gizmo_host.run")
 
@@ -157,7 +159,7 @@ class ServiceFailed(RuntimeError):
 def _notifier() -> Any:
     """The systemd notifier, or None outside systemd (or without the sd_notify module)."""
     try:
-        from .sd_notify import SdNotifier  # noqa: PLC0415 - optional integration
+        from gizmo_host.deploy.sd_notify import SdNotifier  # noqa: PLC0415 - optional integration
     except ImportError:
         return None
     try:
@@ -178,7 +180,7 @@ def _notify(notifier: Any, method: str, *args: str) -> None:
 
 async def _watchdog(notifier: Any) -> None:
     try:
-        from .sd_notify import watchdog_loop  # noqa: PLC0415 - optional integration
+        from gizmo_host.deploy.sd_notify import watchdog_loop  # noqa: PLC0415 - optional integration
     except ImportError:
         return
     await watchdog_loop(notifier)
@@ -282,6 +284,7 @@ def build_service(config: Config) -> GizmoService:
         ttl_ms_by_type=dict(config.store.ttl_ms_by_type),
         reset_hold_ms=config.store.reset_hold_ms,
         verdict_interval_s=config.verdict.interval_s,
+        explain_open_error=explain_open_error,
     )
 
 

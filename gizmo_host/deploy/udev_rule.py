@@ -1,6 +1,6 @@
 """``gizmo-host udev-rule``: the udev rule for ONE board, by USB serial number or on-board UART.
 
-The shipped rule files (``gizmo_host/data/70-gizmo-host*.rules``, also in ``udev/``) are the
+The shipped rule files (``gizmo_host/deploy/data/70-gizmo-host*.rules``, also in ``udev/``) are the
 single source: they carry ``@VENDOR@``-style placeholders that match no real device, and this
 module fills them in. Values are validated first, because they end up inside udev match
 patterns, device symlink names and a systemd unit name, where ``*``, ``-`` or a quote would
@@ -38,7 +38,7 @@ _UART = re.compile(r"(ttyAMA|ttyS|ttyTHS)[0-9]{1,3}")
 
 def shipped_rules(file_name: str = RULES_FILE) -> str:
     """The rule template as shipped (placeholders unfilled: it matches no device)."""
-    return resources.files("gizmo_host.data").joinpath(file_name).read_text(encoding="utf-8")
+    return resources.files("gizmo_host.deploy.data").joinpath(file_name).read_text(encoding="utf-8")
 
 
 def render_usb_rule(vendor: str, product: str, serial: str, name: str = DEFAULT_NAME) -> str:

@@ -37,7 +37,7 @@ from collections import deque
 from enum import Enum
 from typing import NamedTuple
 
-from .tracker import device_clock_advance_ms
+from gizmo_host.stream.tracker import device_clock_advance_ms
 
 UART_BITS_PER_BYTE = 10  # 8N1: start + 8 data + stop
 FRAME_BYTES = 35

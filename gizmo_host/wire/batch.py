@@ -12,7 +12,7 @@ from typing import Literal, overload
 
 import numpy as np
 
-from .protocol import (
+from gizmo_host.wire.protocol import (
     CRC_END,
     CRC_INIT,
     CRC_START,

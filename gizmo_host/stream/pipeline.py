@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .clock import ClockEvent, ClockStatus, DeviceClockEstimator
-from .events import LinkEvent, LinkState, ReceivedResult, ResultKey
-from .protocol import ResultFlags, VisionResult
-from .store import Decision, ResultStore, TargetSelector, Verdict
-from .tracker import SequenceEvent, SequenceTracker
+from gizmo_host.stream.clock import ClockEvent, ClockStatus, DeviceClockEstimator
+from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult, ResultKey
+from gizmo_host.stream.store import Decision, ResultStore, TargetSelector, Verdict
+from gizmo_host.stream.tracker import SequenceEvent, SequenceTracker
+from gizmo_host.wire.protocol import ResultFlags, VisionResult
 
 _IN_ORDER, _GAP, _LATE = SequenceEvent.IN_ORDER, SequenceEvent.GAP, SequenceEvent.LATE
 _DUPLICATE, _RESET, _LOCKED = SequenceEvent.DUPLICATE, SequenceEvent.RESET, ClockStatus.LOCKED

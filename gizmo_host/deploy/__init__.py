@@ -1,0 +1,1 @@
+"""Deployment: install, uninstall, the udev rule, sd_notify, diagnostics and data."""

@@ -1,0 +1,11 @@
+"""The Gizmo board without the board: frame numbering, device clock and a pty."""
+
+from gizmo_host.emulator.board import (
+    LOST_RELATIVE,
+    TRACKED_RELATIVE,
+    BoardModel,
+    PtyBoard,
+    play,
+)
+
+__all__ = ["LOST_RELATIVE", "TRACKED_RELATIVE", "BoardModel", "PtyBoard", "play"]

@@ -1,0 +1,1 @@
+"""The frame codec: bytes <-> typed values. No clocks, no I/O."""
