@@ -13,6 +13,8 @@
      |    +-- CrcMismatch           the CRC over bytes 2..32 differs from bytes 33..34
      +-- EncodeError (also ValueError)  a local value cannot be put on the wire
      +-- ConfigError (also ValueError)  a setting (file or flag) is unknown, mistyped, out of range
+     +-- HexError (also ValueError)     hex text given to the decode tool is not whole bytes
+     +-- IllegalTransition (also RuntimeError)  a bug: the link fed its state machine a wrong input
 
 ``FrameError`` is remote: a stream parser counts it and resynchronises. ``EncodeError`` is local:
 the caller built an impossible value. ``ConfigError`` is the operator's: one line naming the key
@@ -87,3 +89,14 @@ class ConfigError(GizmoError, ValueError):
     def __init__(self, message: str, key: str | None = None) -> None:
         super().__init__(message)
         self.key = key
+
+
+class HexError(GizmoError, ValueError):
+    """The text is not a whole number of hex bytes."""
+
+
+class IllegalTransition(GizmoError, RuntimeError):
+    """A bug in the link: an input its state table does not allow in the current state."""
+
+    def __init__(self, state: str, link_input: str) -> None:
+        super().__init__(f"link state {state}: no transition for {link_input}")

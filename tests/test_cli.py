@@ -15,6 +15,15 @@ def test_every_subcommand_has_help(command, capsys):
     assert command in capsys.readouterr().out
 
 
+def test_the_top_level_help_names_every_subcommand_with_its_summary(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())  # argparse wraps long lines
+    for command, (_, summary) in SUBCOMMANDS.items():
+        assert command in out and " ".join(summary.split()) in out, command
+
+
 def test_demo_recovers_every_intact_frame(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out

@@ -17,16 +17,12 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, BinaryIO, TextIO
 
-from gizmo_host.errors import CrcMismatch, FrameError
+from gizmo_host.errors import CrcMismatch, FrameError, HexError
 from gizmo_host.wire.parser import StreamParser
 from gizmo_host.wire.protocol import BODY, CRC, CRC_END, CRC_START, VisionResult, crc16
 
 _HEX_DIGITS = frozenset(string.hexdigits)
 _READ_CHUNK = 1 << 16
-
-
-class HexError(ValueError):
-    """The text is not a whole number of hex bytes."""
 
 
 def parse_hex(text: str) -> bytes:

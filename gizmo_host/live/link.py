@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 import serialx
 
 from gizmo_host.live.linkstate import LinkInput, LinkStateMachine
+from gizmo_host.live.subscription import FailureCounter
 from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.stream.events import LinkEvent, LinkState
 from gizmo_host.wire.parser import StreamParser
@@ -134,7 +135,7 @@ class SerialLink:
         self._parser = StreamParser()
         self._machine = LinkStateMachine(path)
         self._open_attempts = self._open_failures = self._disconnects = 0
-        self._callback_errors = 0
+        self._callback_errors = FailureCounter(LOGGER)
         self._last_frame_ns = 0
         self._reached_up = False
         self._wakeup: _FrameReads | None = None
@@ -160,7 +161,7 @@ class SerialLink:
             p.crc_errors,
             p.header_errors,
             p.bytes_discarded,
-            self._callback_errors,
+            self._callback_errors.count,
         )
 
     async def run(self) -> None:
@@ -349,11 +350,8 @@ class SerialLink:
                 self._callback_failed("on_event")
 
     def _callback_failed(self, name: str) -> None:
-        """A consumer's bug must not stop the reader: count it, log the 1st, 2nd, 4th, ..."""
-        self._callback_errors += 1
-        count = self._callback_errors
-        if count & (count - 1) == 0:
-            LOGGER.exception("%s: %s callback failed (%d so far)", self.path, name, count)
+        """A consumer's bug must not stop the reader: counted and logged, never raised."""
+        self._callback_errors.failed("%s: %s callback", self.path, name)
 
 
 def _tty_descriptor(transport: Any) -> int:

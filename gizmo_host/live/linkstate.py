@@ -10,6 +10,7 @@ from __future__ import annotations
 from enum import Enum
 from types import MappingProxyType
 
+from gizmo_host.errors import IllegalTransition
 from gizmo_host.stream.events import LinkEvent, LinkState
 
 
@@ -43,11 +44,6 @@ TRANSITIONS = MappingProxyType(
 )
 
 
-class IllegalTransition(RuntimeError):
-    def __init__(self, state: LinkState, link_input: LinkInput) -> None:
-        super().__init__(f"link state {state.value}: no transition for {link_input.value}")
-
-
 class LinkStateMachine:
     """The current state of one link and the count of transitions it made."""
 
@@ -63,7 +59,7 @@ class LinkStateMachine:
         try:
             state = TRANSITIONS[self.state][link_input]
         except KeyError:
-            raise IllegalTransition(self.state, link_input) from None
+            raise IllegalTransition(self.state.value, link_input.value) from None
         previous = self.state
         if state is previous:
             return None

@@ -21,9 +21,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from gizmo_host.live.link import OpenFunction, SerialLink
+from gizmo_host.live.subscription import FailureCounter, Subscription
 from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.stream.clock import ClockStatus, frame_transmit_ns
 from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult
@@ -38,56 +39,6 @@ Listener = Callable[[Message], None]
 _CLOSED: Any = object()
 _STALE_MARGIN_NS = 1_000_000
 _UP = LinkState.UP
-
-
-class Subscription(Generic[T]):
-    """A bounded async iterator fed by the service; the oldest item goes when it is full."""
-
-    def __init__(self, maxsize: int, on_close: Callable[[Subscription[T]], None]) -> None:
-        if maxsize <= 0:
-            raise ValueError(f"maxsize: expected > 0, got {maxsize!r}")
-        self._queue: asyncio.Queue[T] = asyncio.Queue(maxsize + 1)  # +1 for the close marker
-        self._maxsize = maxsize
-        self._on_close = on_close
-        self._closed = False
-        self.dropped = 0
-
-    def put(self, item: T) -> None:
-        if self._closed:
-            return
-        if self._queue.qsize() >= self._maxsize:
-            self._queue.get_nowait()
-            self.dropped += 1
-        self._queue.put_nowait(item)
-
-    def close(self) -> None:
-        """End the iteration (after the items already queued)."""
-        if not self._closed:
-            self._closed = True
-            self._queue.put_nowait(_CLOSED)
-            self._on_close(self)
-
-    def __aiter__(self) -> Subscription[T]:
-        return self
-
-    async def __anext__(self) -> T:
-        item = await self._queue.get()
-        if item is _CLOSED:
-            raise StopAsyncIteration
-        return item
-
-    def get_nowait(self) -> T:
-        """The next item already queued; raises ``asyncio.QueueEmpty`` when there is none,
-        ``StopAsyncIteration`` once closed."""
-        item = self._queue.get_nowait()
-        if item is _CLOSED:
-            self._queue.put_nowait(item)  # stays closed for the next call
-            raise StopAsyncIteration
-        return item
-
-    async def get(self, timeout: float | None = None) -> T:
-        """The next item; raises ``StopAsyncIteration`` once closed, ``TimeoutError`` on timeout."""
-        return await asyncio.wait_for(self.__anext__(), timeout)
 
 
 class GizmoService:
@@ -155,7 +106,7 @@ class GizmoService:
         # The stale timer is moved later only once it is due within half the shortest TTL.
         self._stale_lead_ns = round(min([ttl_ms, *(ttl_ms_by_type or {}).values()]) * 1e6) // 2
         self._verdict_tick: Timer | None = None
-        self._listener_errors = 0
+        self._listener_errors = FailureCounter(LOGGER)
         self._failure: BaseException | None = None
         self._failed = asyncio.Event()
 
@@ -278,7 +229,7 @@ class GizmoService:
             "host_ns": self._clock() if now_ns is None else now_ns,
             "link": self.link.stats()._asdict(),
             **self.pipeline.stats(),
-            "listener_errors": self._listener_errors,
+            "listener_errors": self._listener_errors.count,
             "subscriber_drops": sum(s.dropped for s in self._all_subs()),
         }
 
@@ -310,10 +261,7 @@ class GizmoService:
             try:
                 listener(item)
             except Exception:
-                self._listener_errors += 1
-                count = self._listener_errors
-                if count & (count - 1) == 0:  # log the 1st, 2nd, 4th, 8th, ... failure
-                    LOGGER.exception("listener %r failed (%d so far)", listener, count)
+                self._listener_errors.failed("listener %r", listener)
 
     def _on_link_event(self, event: LinkEvent) -> None:
         self.pipeline.link_changed(event)
