@@ -243,17 +243,9 @@ class DeviceClockEstimator:
             ClockSample, (self._origin_device_ms + x_ms, self._epoch, self._status, event)
         )
 
-    def to_host_ns(self, device_ms: float) -> int | None:
-        """Host time at which the current epoch's device clock read ``device_ms`` (a point)."""
-        if self._map_offset_ms == _INF:
-            return None
-        x_ms = device_ms - self._origin_device_ms
-        return self._origin_host_ns + round((x_ms * self._map_rate + self._map_base_ms) * 1e6)
-
     def tick_to_host_ns(self, device_tick_ms: int) -> int | None:
-        """Host time of an integer device millisecond tick, taken at its midpoint.
-
-        ``to_host_ns(device_tick_ms + 0.5)``, written out: this runs for every frame."""
+        """Host time at which the current epoch's device clock read the integer millisecond
+        ``device_tick_ms``, taken at the tick's midpoint (the tick covers [k, k + 1) ms)."""
         if self._map_offset_ms == _INF:
             return None
         x_ms = device_tick_ms + 0.5 - self._origin_device_ms
