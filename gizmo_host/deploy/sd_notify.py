@@ -22,6 +22,7 @@ __all__ = ["SdNotifier", "watchdog_loop"]
 _log = logging.getLogger(__name__)
 
 _USEC_PER_S = 1_000_000
+MIN_WATCHDOG_PING_S = 0.01
 
 
 class SdNotifier:
@@ -61,10 +62,12 @@ class SdNotifier:
 
     @property
     def watchdog_interval_s(self) -> float | None:
-        """How often to ping: half of ``WATCHDOG_USEC`` as systemd recommends; ``None`` if off."""
+        """How often to ping: half of ``WATCHDOG_USEC`` as systemd recommends, but never more
+        often than every ``MIN_WATCHDOG_PING_S`` (a tiny value must not spin the CPU; a
+        watchdog that short would fire anyway); ``None`` if off."""
         if self._watchdog_usec is None:
             return None
-        return self._watchdog_usec / _USEC_PER_S / 2
+        return max(self._watchdog_usec / _USEC_PER_S / 2, MIN_WATCHDOG_PING_S)
 
     def notify(self, *assignments: str) -> None:
         """Send ``KEY=VALUE`` assignments in one datagram."""

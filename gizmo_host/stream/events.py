@@ -140,7 +140,7 @@ def version_message(package_version: str, path: str) -> dict[str, Any]:
         "format_version": JSONL_FORMAT_VERSION,
         "package_version": package_version,
         "serial_path": path,
-        "types": ["version", "result", "link", "verdict", "stats"],
+        "types": ["version", "result", "link", "verdict", "stats", "error"],
     }
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gizmo_host.deploy.sd_notify import SdNotifier, watchdog_loop
+from gizmo_host.deploy.sd_notify import MIN_WATCHDOG_PING_S, SdNotifier, watchdog_loop
 
 CHILD = Path(__file__).with_name("notify_child.py")
 
@@ -137,3 +137,9 @@ def test_watchdog_pings_stop_while_the_event_loop_is_blocked(notify_receiver):
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_tiny_watchdog_interval_never_spins_the_pings():
+    """WATCHDOG_USEC=1 would mean a ping every 0.5 us: a busy loop. The floor is 10 ms."""
+    notifier = SdNotifier.from_environment({"NOTIFY_SOCKET": "/run/notify", "WATCHDOG_USEC": "1"})
+    assert notifier is not None and notifier.watchdog_interval_s == MIN_WATCHDOG_PING_S == 0.01
