@@ -34,10 +34,10 @@ from typing import Any, NamedTuple
 
 import serialx
 
-from gizmo_host.live.linkstate import LinkInput, LinkStateMachine
 from gizmo_host.live.subscription import FailureCounter
 from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.stream.events import LinkEvent, LinkState
+from gizmo_host.stream.linkstate import LinkInput, LinkStateMachine
 from gizmo_host.wire.parser import StreamParser
 from gizmo_host.wire.protocol import FRAME_LEN, VisionResult
 

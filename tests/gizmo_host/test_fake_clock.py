@@ -13,10 +13,10 @@ import pytest
 from gizmo_host.emulator import BoardModel, PtyBoard
 from gizmo_host.errors import IllegalTransition
 from gizmo_host.live.link import SerialLink
-from gizmo_host.live.linkstate import TRANSITIONS, LinkInput, LinkStateMachine
 from gizmo_host.live.service import GizmoService
 from gizmo_host.live.timing import FakeScheduler, settle
 from gizmo_host.stream.events import LinkEvent, LinkState
+from gizmo_host.stream.linkstate import TRANSITIONS, LinkInput, LinkStateMachine
 from gizmo_host.stream.store import Decision, HoldReason, TargetSelector
 
 MS = 1_000_000
