@@ -18,7 +18,7 @@ from typing import Any
 from rfly_link import ports
 from rfly_link.errors import ConfigError
 from rfly_link.messages import VisionSensorReq, VisionSensorReqLegacy
-from rfly_link.sensors import IMAGE_TYPES, POINT_CLOUD_TYPES, raw_image_bytes
+from rfly_link.sensors import IMAGE_TYPES, POINT_CLOUD_TYPES, SensorParams, raw_image_bytes
 from rfly_link.wire import checksums as cs
 
 _COMPRESSED_SLACK = 64 * 1024  # JPEG/PNG headers and tables
@@ -72,14 +72,16 @@ class VisionSensorConfig:
     def receiver_ip(self) -> str:
         return ".".join(str(b) for b in self.send_protocol[1:5])
 
-    def decode_params(self) -> dict[str, Any]:
-        """Keyword arguments for :func:`rfly_link.decode_sensor`."""
-        return {
-            "scale_m": self.other_params[0],
-            "send_protocol": self.send_protocol,
-            "width": self.data_width,
-            "height": self.data_height,
-        }
+    def decode_params(self) -> SensorParams:
+        """What :func:`rfly_link.decode_sensor` needs to know about this sensor."""
+        protocol = self.send_protocol
+        return SensorParams(
+            scale_m=self.other_params[0],
+            channels=(4 if protocol[7] > 0 else 3) if len(protocol) > 7 else None,
+            width=self.data_width,
+            height=self.data_height,
+            mode=protocol[0] if protocol else None,
+        )
 
     def max_frame_bytes(self) -> int | None:
         """A generous bound on one frame's payload, from ``DataWidth`` × ``DataHeight``.

@@ -9,6 +9,7 @@ peer sends escapes as an exception: every rejection is a drop counted by cause.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from rfly_link import dispatch
@@ -115,7 +116,7 @@ class SensorPipeline:
         self.destination_ip = sensor.receiver_ip  # where Config.json has RflySim3D send data
         self.reassembler = reassembler or sensor_reassembler(sensor)
         self.arrays = ArrayPool()
-        self._params = {**sensor.decode_params(), "allocate": self.arrays.take}
+        self._params = replace(sensor.decode_params(), allocate=self.arrays.take)
         self._drops = _zero_drops()
         # Bound once: these run for every fragment (27 per 1.6 MB LiDAR frame).
         self._feed = self.reassembler.feed
@@ -144,7 +145,7 @@ class SensorPipeline:
         out = []
         for frame in frames:
             try:
-                value = decode_sensor(self.sensor.type_id, frame.payload, **self._params)
+                value = decode_sensor(self.sensor.type_id, frame.payload, self._params)
             except DecodeError as exc:
                 self._drops[exc.cause.value] += 1
                 continue

@@ -8,7 +8,11 @@ the decoder from the TypeID (VSP 2.1). Everything is re-exported here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from rfly_link import messages as m
 from rfly_link.errors import DecodeError, DropCause
@@ -41,6 +45,7 @@ __all__ = [
     "ImageEncoding",
     "PointCloud",
     "PointLayout",
+    "SensorParams",
     "SensorValue",
     "TargetList",
     "decode_image",
@@ -55,50 +60,62 @@ __all__ = [
 ]
 
 SensorValue = PointCloud | Image | TargetList | m.DistanceSensor | m.OpticalFlow
+Allocate = Callable[[tuple[int, ...], Any], np.ndarray]
+
+
+@dataclass(frozen=True, slots=True)
+class SensorParams:
+    """What a decoder needs to know about a sensor that its payload does not say.
+
+    ``VisionSensorConfig.decode_params()`` builds it from Config.json (``otherParams[0]``,
+    ``SendProtocol[0]`` and ``[7]``, ``DataWidth``/``DataHeight``). Typed fields: a misspelt
+    name is an error, never silently ignored.
+    """
+
+    scale_m: float | None = None  # int16 point full scale in metres (otherParams[0])
+    channels: int | None = None  # 3 or 4 int16 per point, for layouts that tie (SendProtocol[7])
+    width: int | None = None  # raw image size in pixels (DataWidth, DataHeight)
+    height: int | None = None
+    mode: int | None = None  # image encoding: SendProtocol[0]
+    allocate: Allocate | None = None  # supplies point-cloud output arrays (a recycling pool)
 
 
 def decode_sensor(
-    type_id: int, payload: bytes | bytearray | memoryview, **params: Any
+    type_id: int,
+    payload: bytes | bytearray | memoryview,
+    params: SensorParams | None = None,
+    *,
+    scale_m: float | None = None,
+    channels: int | None = None,
+    width: int | None = None,
+    height: int | None = None,
+    mode: int | None = None,
 ) -> SensorValue:
     """Decode one reassembled sensor payload to its typed value.
 
-    Parameters (all optional; names follow Config.json):
-
-    * ``scale_m`` (or ``other_params``, whose [0] is used): int16 point full-scale, metres;
-    * ``channels`` or ``send_protocol`` ([7] > 0 means 4 channels) for point-cloud ties;
-    * ``width``/``height`` (or ``data_width``/``data_height``) and ``mode`` (or
-      ``send_protocol`` [0]) for images;
-    * ``allocate(shape, dtype)`` to supply point-cloud output arrays (a recycling pool).
-
-    Raises a :class:`DecodeError` subclass for bytes that fit no layout.
+    ``params`` describes the sensor (all optional); the keywords override its fields. Raises a
+    :class:`DecodeError` subclass for bytes that fit no layout.
     """
-    send_protocol = params.get("send_protocol")
+    p = params or _NO_PARAMS
+    if (scale_m, channels, width, height, mode) != (None,) * 5:
+        p = SensorParams(
+            p.scale_m if scale_m is None else scale_m,
+            p.channels if channels is None else channels,
+            p.width if width is None else width,
+            p.height if height is None else height,
+            p.mode if mode is None else mode,
+            p.allocate,
+        )
     if type_id in POINT_CLOUD_TYPES:
-        scale = params.get("scale_m")
-        other = params.get("other_params")
-        if scale is None and other is not None and len(other) > 0:
-            scale = other[0]
-        channels = params.get("channels")
-        if channels is None and send_protocol is not None and len(send_protocol) > 7:
-            channels = 4 if send_protocol[7] > 0 else 3
         return decode_point_cloud(
             type_id,
             payload,
-            scale_m=None if scale is None else float(scale),
-            channels=channels,
-            allocate=params.get("allocate"),
+            scale_m=None if p.scale_m is None else float(p.scale_m),
+            channels=p.channels,
+            allocate=p.allocate,
         )
     if type_id in IMAGE_TYPES:
-        mode = params.get("mode")
-        if mode is None and send_protocol is not None and len(send_protocol) > 0:
-            mode = send_protocol[0]
-        return decode_image(
-            type_id,
-            payload,
-            width=params.get("width", params.get("data_width")),
-            height=params.get("height", params.get("data_height")),
-            mode=mode,
-        )
+        return decode_image(type_id, payload, width=p.width, height=p.height, mode=p.mode)
     if type_id == TypeId.DISTANCE:
         return m.DistanceSensor.decode(payload)
     if type_id == TypeId.OPTICAL_FLOW:
@@ -106,3 +123,6 @@ def decode_sensor(
     if type_id in TARGET_TYPES:
         return decode_targets(type_id, payload)
     raise DecodeError(f"sensor: TypeID {type_id} has no decoder", DropCause.INCONSISTENT)
+
+
+_NO_PARAMS = SensorParams()

@@ -241,9 +241,7 @@ def test_point_cloud_round_trip(
     payload = sensors.encode_point_cloud(
         layout, raw, copter_id=copter_id, axis_type=2, position_m=(1, 2, 3)
     )
-    cloud = rfly_link.decode_sensor(
-        20, payload, scale_m=scale, channels=layout.channels, send_protocol=None
-    )
+    cloud = rfly_link.decode_sensor(20, payload, scale_m=scale, channels=layout.channels)
     if n > 0:  # an empty cloud fits several layouts; the first one wins
         assert cloud.layout.prefix is layout.prefix
         assert cloud.layout.channels == layout.channels
@@ -290,9 +288,7 @@ def test_raw_image_round_trip(type_id: int, width: int, height: int, seed: int) 
     dtype, channels = {2: ("<u2", 1), 3: ("u1", 1), 40: ("u1", 1)}.get(type_id, ("u1", 3))
     shape = (height, width, channels) if channels > 1 else (height, width)
     pixels = np.random.default_rng(seed).integers(0, 255, size=shape).astype(dtype)
-    image = rfly_link.decode_sensor(
-        type_id, pixels.tobytes(), width=width, height=height, send_protocol=[2, 127, 0, 0, 1]
-    )
+    image = rfly_link.decode_sensor(type_id, pixels.tobytes(), width=width, height=height, mode=2)
     assert image.encoding is sensors.ImageEncoding.RAW
     np.testing.assert_array_equal(image.to_numpy(), pixels)
     assert image.to_dict()["shape"] == list(shape)
@@ -385,7 +381,7 @@ def test_int16_cloud_without_scale_is_refused_not_mislabelled() -> None:
     )
     with pytest.raises(ValueError, match="scale_m"):
         rfly_link.decode_sensor(20, payload)
-    assert rfly_link.decode_sensor(20, payload, other_params=[32767.0]).xyz_m[0, 0] == 1.0
+    assert rfly_link.decode_sensor(20, payload, scale_m=32767.0).xyz_m[0, 0] == 1.0
 
 
 def test_a_28_byte_prefix_cloud_is_not_misread_as_a_36_byte_one() -> None:
@@ -402,6 +398,13 @@ def test_a_28_byte_prefix_cloud_is_not_misread_as_a_36_byte_one() -> None:
     )
     with pytest.raises(rfly_link.InconsistentPayload, match="exactly one layout"):
         rfly_link.decode_sensor(7, ambiguous, scale_m=1.0)
-    chosen = rfly_link.decode_sensor(7, ambiguous, scale_m=32767.0, send_protocol=[0] * 8)
+    chosen = rfly_link.decode_sensor(7, ambiguous, scale_m=32767.0, channels=3)
     assert chosen.layout is sensors.PointLayout.PREFIX28_INT16_XYZ
     assert chosen.xyz_m.tolist() == pts.astype(np.float32).tolist()
+
+
+def test_decode_sensor_parameters_are_typed_a_misspelt_one_is_an_error():
+    """Config.json's aliases (otherParams, SendProtocol, DataWidth) are mapped once, by
+    VisionSensorConfig.decode_params(); decode_sensor itself takes only typed names."""
+    with pytest.raises(TypeError, match="scale_metres"):
+        rfly_link.decode_sensor(20, b"", scale_metres=1.0)  # type: ignore[call-arg]

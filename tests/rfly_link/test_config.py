@@ -89,7 +89,7 @@ def test_documented_example_is_read_like_the_sdk() -> None:
     )  # fmt: skip
     assert struct.unpack_from("<f", requests[0], 32)[0] == pytest.approx(75.5)
     lidar = loaded.sensors[1]
-    assert lidar.decode_params()["scale_m"] == 60
+    assert lidar.decode_params().scale_m == 60
     assert lidar.receiver_ip == "127.0.0.1" and lidar.mode == 1
 
 
@@ -200,7 +200,7 @@ def test_bad_values_fail_at_load_naming_the_item(path: tuple, value: object, mes
 def test_point_clouds_need_a_positive_range(type_id: int) -> None:
     doc = copy.deepcopy(EXAMPLE)
     doc["VisionSensors"][1]["TypeID"] = type_id
-    assert config.parse_config(json.dumps(doc)).sensors[1].decode_params()["scale_m"] == 60.0
+    assert config.parse_config(json.dumps(doc)).sensors[1].decode_params().scale_m == 60.0
     doc["VisionSensors"][1]["otherParams"][0] = 0
     with pytest.raises(ConfigError, match=r"VisionSensors\[1\]\.otherParams\[0\]"):
         config.parse_config(json.dumps(doc))

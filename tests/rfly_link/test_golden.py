@@ -460,7 +460,7 @@ def test_point_cloud_three_channels_and_old_prefix() -> None:
     buf = bytearray(36 + 3 * 6)
     put(buf, 32, "i", 3)
     put(buf, 36, "9h", 1, 2, 3, 4, 5, 6, 7, 8, 9)
-    cloud = rfly_link.decode_sensor(21, bytes(buf), other_params=[32767.0])
+    cloud = rfly_link.decode_sensor(21, bytes(buf), scale_m=32767.0)
     assert cloud.layout is sensors.PointLayout.PREFIX36_INT16_XYZ
     assert cloud.xyz_m.tolist() == [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
     assert not cloud.stencil.any()

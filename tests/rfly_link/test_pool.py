@@ -56,6 +56,7 @@ def test_frames_kept_by_the_consumer_are_never_overwritten() -> None:
 
 def test_pooled_point_cloud_decode_matches_and_never_clobbers_kept_clouds() -> None:
     from rfly_link import decode_sensor, sensors
+    from rfly_link.sensors import SensorParams
 
     pool = ArrayPool(slots=2)
     rng = np.random.default_rng(3)
@@ -63,7 +64,7 @@ def test_pooled_point_cloud_decode_matches_and_never_clobbers_kept_clouds() -> N
     for n in (50, 30, 50, 10, 40, 50, 20):
         raw = rng.integers(-32767, 32768, size=(n, 4)).astype(np.int16)
         payload = sensors.encode_point_cloud(sensors.PointLayout.PREFIX36_INT16_XYZS, raw)
-        pooled = decode_sensor(20, payload, scale_m=60.0, allocate=pool.take)
+        pooled = decode_sensor(20, payload, SensorParams(scale_m=60.0, allocate=pool.take))
         plain = decode_sensor(20, payload, scale_m=60.0)
         np.testing.assert_array_equal(pooled.xyz_m, plain.xyz_m)
         if n == 50:
