@@ -20,6 +20,11 @@ from typing import Any
 
 import numpy as np
 
+from fusion.geometry import Quat
+from fusion.geometry import quat_conjugate as _conjugate
+from fusion.geometry import quat_multiply as _multiply
+from fusion.geometry import quat_normalize as _normalize
+from fusion.geometry import quat_to_matrix as _to_matrix
 from rfly_link.errors import UnsupportedFrame
 from rfly_link.messages import ImuReply, OdomFlags, OdomFrameType, OdomReply
 
@@ -77,35 +82,23 @@ def enu_to_nwu(v: ArrayLike) -> np.ndarray:
     return np.stack([a[..., 1], -a[..., 0], a[..., 2]], axis=-1)
 
 
+def _quat(q: ArrayLike) -> Quat:
+    w, x, y, z = (float(c) for c in _vec(q))
+    return (w, x, y, z)
+
+
 def quat_multiply(a: ArrayLike, b: ArrayLike) -> np.ndarray:
-    """Hamilton product of (w, x, y, z) quaternions."""
-    aw, ax, ay, az = _vec(a)
-    bw, bx, by, bz = _vec(b)
-    return np.array(
-        [
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ]
-    )
+    """Hamilton product of (w, x, y, z) quaternions (``fusion.geometry``, as an array)."""
+    return np.array(_multiply(_quat(a), _quat(b)))
 
 
 def quat_conjugate(q: ArrayLike) -> np.ndarray:
-    w, x, y, z = _vec(q)
-    return np.array([w, -x, -y, -z])
+    return np.array(_conjugate(_quat(q)))
 
 
 def quat_to_matrix(q: ArrayLike) -> np.ndarray:
-    """Rotation matrix of a unit (w, x, y, z) quaternion (body -> world)."""
-    w, x, y, z = _vec(q) / np.linalg.norm(_vec(q))
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
+    """Rotation matrix of a (w, x, y, z) quaternion, normalised first (body -> world)."""
+    return np.array(_to_matrix(_normalize(_quat(q))))
 
 
 def quat_ned_frd_to_nwu_flu(q: ArrayLike) -> np.ndarray:
