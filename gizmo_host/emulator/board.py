@@ -1,26 +1,30 @@
-"""A Gizmo board emulator behind a real pseudo-terminal, built from the production encoder.
+"""The board's frame numbering and device clock, sans-I/O.
 
-``BoardModel`` is the sans-I/O part: it numbers frames, advances the device clock, wraps both
-counters and restarts them on ``reset()``. ``PtyBoard`` puts it behind a pty whose slave is
-reached through a stable symlink, like the udev link ``/dev/gizmo0``: ``unplug()`` closes the
-master (the reader sees a hang-up), ``plug()`` makes a new pty and re-points the symlink
-atomically. Used by the tests and ``bench/serial_link.py``; handy without hardware too.
+``BoardModel`` numbers frames (the header ``sequence``, wrapping 65535 -> 0), stamps them with
+the device clock (``timestamp_ms``, uint32 boot milliseconds, wrapping at 2**32) and restarts
+both on ``reset()``. Two clock modes:
+
+- stepped (default): the device clock advances ``period_ms`` per frame, whatever the host does;
+- ``live_clock``: the device clock runs with the host clock, ``device = anchor_device +
+  (host - anchor_host) * (1 + skew_ppm / 1e6)`` (ns, floored to ms), so it can be skewed
+  (``set_skew``), stepped (``jump_clock``) and restarted (``reset``) like a real oscillator.
+  Pass the host time as ``now_ns``; without it the injected ``clock`` is read. The first read
+  anchors the clock at ``timestamp_ms``, so constructing a model reads nothing.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gizmo_host.wire.protocol import VisionResult
 from gizmo_host.wire.results import ResultType
 
 TRACKED_RELATIVE = 0x05  # "detected" on the board
 LOST_RELATIVE = 0x06  # "not detected"
+SEQUENCE_MODULUS = 1 << 16
+TIMESTAMP_MODULUS = 1 << 32
 
 
 @dataclass(slots=True)
@@ -35,23 +39,66 @@ class BoardModel:
     period_ms: int = 33
     latency_ms: int = 12
     live_clock: bool = False  # the device clock runs with the host clock instead of period_ms
-    clock: Callable[[], int] = time.monotonic_ns  # host clock (ns), injected for live_clock
-    boot_host_ms: int | None = None  # host time of device time 0 (live_clock); None: from now
+    clock: Callable[[], int] = time.monotonic_ns  # host clock (ns), read only without now_ns
+    boot_host_ms: int | None = None  # host time of device time 0 (live_clock); None: first use
+    skew_ppm: float = 0.0  # how much faster than the host the device clock runs (live_clock)
+    # The live clock's anchor: device time ``_anchor_device_ns`` at host time ``_anchor_host_ns``.
+    _anchor_host_ns: int | None = field(default=None, init=False, repr=False)
+    _anchor_device_ns: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.boot_host_ms is None and self.live_clock:
-            self.boot_host_ms = self.clock() // 1_000_000 - self.timestamp_ms
+        if self.boot_host_ms is not None:
+            self._anchor_host_ns = self.boot_host_ms * 1_000_000
 
     def another_source(self, source_id: int, *, result_type: int, result_id: int = 0) -> BoardModel:
         """A second result stream of the same board: same device clock, its own sequence."""
-        return replace(
+        other = replace(
             self, source_id=source_id, result_type=result_type, result_id=result_id, sequence=0
         )
+        other._anchor_host_ns = self._anchor_host_ns
+        other._anchor_device_ns = self._anchor_device_ns
+        return other
 
-    def next_result(self, *, flags: int = TRACKED_RELATIVE, **fields: int) -> VisionResult:
-        """The next frame's value; the sequence and device clock advance (and wrap)."""
-        if self.boot_host_ms is not None:
-            self.timestamp_ms = (self.clock() // 1_000_000 - self.boot_host_ms) % 2**32
+    # -- the device clock ------------------------------------------------------------------
+
+    def device_ms(self, now_ns: int) -> int:
+        """The device clock (uint32 ms) at host time ``now_ns`` (live clock)."""
+        return self._device_ns(now_ns) // 1_000_000 % TIMESTAMP_MODULUS
+
+    def _device_ns(self, now_ns: int) -> int:
+        if self._anchor_host_ns is None:  # first use: the clock reads timestamp_ms now
+            self._anchor_host_ns = now_ns
+            self._anchor_device_ns = self.timestamp_ms * 1_000_000
+        elapsed_ns = now_ns - self._anchor_host_ns
+        return self._anchor_device_ns + round(elapsed_ns * (1.0 + self.skew_ppm * 1e-6))
+
+    def set_skew(self, skew_ppm: float, now_ns: int) -> None:
+        """The oscillator's rate changes at ``now_ns``; the device clock stays continuous."""
+        if self.live_clock:
+            self._anchor_device_ns = self._device_ns(now_ns)
+            self._anchor_host_ns = now_ns
+        self.skew_ppm = skew_ppm
+
+    def jump_clock(self, delta_ms: int, now_ns: int | None = None) -> None:
+        """The device clock steps by ``delta_ms`` (either sign)."""
+        if self.live_clock:
+            now = self.clock() if now_ns is None else now_ns
+            self._anchor_device_ns = self._device_ns(now) + delta_ms * 1_000_000
+            self._anchor_host_ns = now
+        else:
+            self.timestamp_ms = (self.timestamp_ms + delta_ms) % TIMESTAMP_MODULUS
+
+    # -- frames ----------------------------------------------------------------------------
+
+    def next_result(
+        self, *, flags: int = TRACKED_RELATIVE, now_ns: int | None = None, **fields: int
+    ) -> VisionResult:
+        """The next frame's value; the sequence and device clock advance (and wrap).
+
+        ``now_ns``: the host time the live device clock is read at (default: ``clock``).
+        """
+        if self.live_clock:
+            self.timestamp_ms = self.device_ms(self.clock() if now_ns is None else now_ns)
         values = {
             "source_id": self.source_id,
             "result_type": self.result_type,
@@ -68,77 +115,17 @@ class BoardModel:
             "h": 360,
         }
         values.update(fields)
-        self.sequence = (self.sequence + 1) % 65536
-        self.timestamp_ms = (self.timestamp_ms + self.period_ms) % 2**32
+        self.sequence = (self.sequence + 1) % SEQUENCE_MODULUS
+        self.timestamp_ms = (self.timestamp_ms + self.period_ms) % TIMESTAMP_MODULUS
         return VisionResult(**values)
 
     def next_frame(self, **fields: int) -> bytes:
         return self.next_result(**fields).encode()
 
-    def reset(self, boot_ms: int = 300) -> None:
-        """The board restarts: sequence from 0, device clock from boot."""
+    def reset(self, boot_ms: int = 300, now_ns: int | None = None) -> None:
+        """The board restarts: sequence from 0, device clock from ``boot_ms`` (now)."""
         self.sequence = 0
         self.timestamp_ms = boot_ms
         if self.live_clock:
-            self.boot_host_ms = self.clock() // 1_000_000 - boot_ms
-
-
-class PtyBoard:
-    """A pty pair whose slave is published at ``link_path``; write frames to the master."""
-
-    def __init__(self, link_path: str) -> None:
-        self.link_path = link_path
-        self.master_fd: int | None = None
-        self.slave_name: str | None = None
-
-    def plug(self) -> str:
-        """A fresh pty behind ``link_path`` (replacing the symlink atomically)."""
-        if self.master_fd is not None:
-            raise RuntimeError("already plugged")
-        master, slave = os.openpty()
-        self.slave_name = os.ttyname(slave)
-        os.close(slave)  # the reader opens it by name, as it would open /dev/ttyUSB0
-        self.master_fd = master
-        temp = f"{self.link_path}.new"
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        os.symlink(self.slave_name, temp)
-        os.replace(temp, self.link_path)
-        return self.slave_name
-
-    def unplug(self) -> None:
-        """Close the master: the slave hangs up, its /dev/pts entry disappears."""
-        if self.master_fd is not None:
-            os.close(self.master_fd)
-            self.master_fd = None
-
-    def write(self, data: bytes) -> None:
-        if self.master_fd is None:
-            raise RuntimeError("not plugged")
-        view = memoryview(data)
-        while view:
-            written = os.write(self.master_fd, view)
-            view = view[written:]
-
-    def close(self) -> None:
-        self.unplug()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.link_path)
-
-    def __enter__(self) -> PtyBoard:
-        self.plug()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-async def play(board: PtyBoard, model: BoardModel, count: int) -> None:
-    """Write ``count`` frames at the board's pace, one every ``model.period_ms`` of host time."""
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    for i in range(count):
-        board.write(model.next_frame())
-        delay = start + (i + 1) * model.period_ms / 1000 - loop.time()
-        if delay > 0:
-            await asyncio.sleep(delay)
+            self._anchor_host_ns = self.clock() if now_ns is None else now_ns
+            self._anchor_device_ns = boot_ms * 1_000_000
