@@ -15,6 +15,8 @@
      +-- ConfigError (also ValueError)  a setting (file or flag) is unknown, mistyped, out of range
      +-- HexError (also ValueError)     hex text given to the decode tool is not whole bytes
      +-- IllegalTransition (also RuntimeError)  a bug: the link fed its state machine a wrong input
+     +-- CaptureError (also ValueError)  an MCAP capture is truncated, damaged or not ours
+     +-- CaptureWriteError (also OSError)  a capture cannot be written (disk full, I/O error)
 
 ``FrameError`` is remote: a stream parser counts it and resynchronises. ``EncodeError`` is local:
 the caller built an impossible value. ``ConfigError`` is the operator's: one line naming the key
@@ -100,3 +102,12 @@ class IllegalTransition(GizmoError, RuntimeError):
 
     def __init__(self, state: str, link_input: str) -> None:
         super().__init__(f"link state {state}: no transition for {link_input}")
+
+
+class CaptureError(GizmoError, ValueError):
+    """An MCAP capture cannot be read as one: the message names the file, the byte offset
+    and the record or field at fault."""
+
+
+class CaptureWriteError(GizmoError, OSError):
+    """Writing a capture failed (a full disk, an I/O error); the message names the file."""

@@ -37,13 +37,21 @@ import serialx
 from gizmo_host.live.subscription import FailureCounter
 from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.stream.events import LinkEvent, LinkState
-from gizmo_host.stream.linkstate import LinkInput, LinkStateMachine
+from gizmo_host.stream.linkstate import (
+    REASON_FRAME,
+    REASON_OPENED,
+    REASON_STOPPED,
+    LinkInput,
+    LinkStateMachine,
+    silence_reason,
+)
 from gizmo_host.wire.parser import StreamParser
 from gizmo_host.wire.protocol import FRAME_LEN, VisionResult
 
 LOGGER = logging.getLogger(__name__)
 
 ResultsCallback = Callable[[list[VisionResult], int], None]
+BytesCallback = Callable[[bytes, int], None]
 EventCallback = Callable[[LinkEvent], None]
 OpenFunction = Callable[..., Any]
 CLOSE_TIMEOUT_S = 2.0
@@ -106,10 +114,12 @@ class SerialLink:
         scheduler: Scheduler | None = None,
         open_connection: OpenFunction = serialx.create_serial_connection,
         explain_open_error: Callable[[str, OSError], str] | None = None,
+        on_bytes: BytesCallback | None = None,
     ) -> None:
         """``scheduler`` (default: the loop's timers on ``clock``) runs the backoff and the
         silence check; ``explain_open_error`` turns a failed open into one line (the CLI
-        injects the deployment diagnostics)."""
+        injects the deployment diagnostics); ``on_bytes`` gets every chunk read with the host
+        time its results carry, before they are parsed (a recorder's tap)."""
         if baudrate <= 0:
             raise ValueError(f"baudrate: expected a positive integer, got {baudrate!r}")
         if not 0 < backoff_min_s <= backoff_max_s:
@@ -123,6 +133,7 @@ class SerialLink:
         self.baudrate = baudrate
         self._on_results = on_results
         self._on_event = on_event
+        self._on_bytes = on_bytes
         self._silent_after_s = silent_after_s
         self._silent_ns = round(silent_after_s * 1e9)
         self._backoff_min_s = backoff_min_s
@@ -201,7 +212,7 @@ class SerialLink:
                 if not reached_up:
                     backoff_s = min(backoff_s * 2, self._backoff_max_s)
         finally:
-            self._feed(LinkInput.STOPPED, "stopped")
+            self._feed(LinkInput.STOPPED, REASON_STOPPED)
 
     async def _serve(self, transport: Any, protocol: _ReaderProtocol) -> bool:
         """Read until the connection ends; returns whether it ever reached UP."""
@@ -211,7 +222,7 @@ class SerialLink:
         try:  # everything set up here is undone below, whatever fails or is cancelled
             self._read_directly(loop, transport, protocol.lost)
             self._last_frame_ns = now_ns = self._clock()
-            self._feed(LinkInput.OPENED, "port open, waiting for a valid frame")
+            self._feed(LinkInput.OPENED, REASON_OPENED)
             self._silent_check = self._scheduler.call_at_ns(
                 now_ns + self._silent_ns, self._check_silent
             )
@@ -303,13 +314,18 @@ class SerialLink:
         now_ns = self._clock()
         remaining_ns = self._last_frame_ns + self._silent_ns - now_ns
         if remaining_ns <= _TIMER_SLACK_NS:
-            self._feed(LinkInput.SILENCE, f"no valid frame for {self._silent_after_s:g} s")
+            self._feed(LinkInput.SILENCE, silence_reason(self._silent_after_s))
             remaining_ns = self._silent_ns
         self._silent_check = self._scheduler.call_at_ns(now_ns + remaining_ns, self._check_silent)
 
     def _data_received(self, data: bytes) -> None:
         """The per-read path (the transport calls it directly)."""
         now_ns = self._clock()
+        if self._on_bytes is not None:
+            try:
+                self._on_bytes(data, now_ns)
+            except Exception:
+                self._callback_failed("on_bytes")
         parser = self._parser
         results = parser.feed(data)
         wakeup = self._wakeup
@@ -323,7 +339,7 @@ class SerialLink:
             self._last_frame_ns = now_ns
             if self._machine.state is not _UP:
                 self._reached_up = True
-                self._feed(LinkInput.FRAME, "valid frame received")
+                self._feed(LinkInput.FRAME, REASON_FRAME)
             try:
                 self._on_results(results, now_ns)
             except Exception:

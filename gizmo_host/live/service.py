@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from gizmo_host.live.link import OpenFunction, SerialLink
+from gizmo_host.live.link import BytesCallback, OpenFunction, SerialLink
 from gizmo_host.live.subscription import FailureCounter, Subscription
 from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.stream.clock import ClockStatus, frame_transmit_ns
@@ -64,9 +64,11 @@ class GizmoService:
         open_connection: OpenFunction | None = None,
         explain_open_error: Callable[[str, OSError], str] | None = None,
         pipeline: FramePipeline | None = None,
+        on_bytes: BytesCallback | None = None,
     ) -> None:
         """``scheduler`` (default: the loop's timers on ``clock``) runs every timer and sleep;
-        ``pipeline`` replaces the one built from the store and clock settings above."""
+        ``pipeline`` replaces the one built from the store and clock settings above;
+        ``on_bytes`` is the link's raw-bytes tap (``SerialLink``)."""
         self._scheduler = scheduler or LoopScheduler(clock)
         self._clock = clock = self._scheduler.now_ns
         self.pipeline = pipeline or FramePipeline(
@@ -92,6 +94,7 @@ class GizmoService:
             backoff_max_s=backoff_max_s,
             scheduler=self._scheduler,
             explain_open_error=explain_open_error,
+            on_bytes=on_bytes,
             **link_kwargs,
         )
         self._verdict_interval_ns = round(verdict_interval_s * 1e9)

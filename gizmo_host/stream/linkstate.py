@@ -24,6 +24,17 @@ class LinkInput(Enum):
     STOPPED = "stopped"  # the link was told to stop
 
 
+# The reasons of the transitions that the bytes and the clock decide, and of a stop: the live
+# link and offline replay say the same.
+REASON_OPENED = "port open, waiting for a valid frame"
+REASON_FRAME = "valid frame received"
+REASON_STOPPED = "stopped"
+
+
+def silence_reason(silent_after_s: float) -> str:
+    return f"no valid frame for {silent_after_s:g} s"
+
+
 _D, _C, _SY, _U, _SI = (
     LinkState.DOWN,
     LinkState.CONNECTING,

@@ -1,0 +1,134 @@
+"""The channels of a gizmo-host MCAP capture: topics, encodings and schemas, defined once.
+
+The writer registers them, the reader recognises them and the README documents them, all from
+the definitions here. Every log time is host ``time.monotonic_ns()`` (``CLOCK_MONOTONIC``), the
+clock the live host stamps everything with, so a replay feeds the pipeline the recorded times.
+
+Inputs (what the host reads; replay feeds these):
+
+- ``/gizmo/uart``: each chunk read from the serial port, byte for byte, at its receive time.
+- ``/gizmo/uart/port``: what happened to the port that the bytes cannot tell (an open started,
+  failed or succeeded, the connection was lost, the link stopped), as JSON.
+- ``/rflysim/udp/PORT``: each RflySim datagram received on ``PORT``, byte for byte; one MCAP
+  channel per (port, sender), the sender in the channel's metadata.
+
+Outputs (what the host printed; replay recomputes them): ``/gizmo/host/TYPE`` for each JSON Lines
+``type`` (``result``, ``link``, ``verdict``, ``stats``, ``world``), one JSON object per message.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import Enum
+from types import MappingProxyType
+from typing import Any
+
+from gizmo_host.schemas import load_schema
+from gizmo_host.stream.linkstate import LinkInput
+
+CAPTURE_FORMAT_VERSION = 1
+PROFILE = ""  # no MCAP profile: the channels below say what they hold
+CAPTURE_METADATA = "gizmo-host.capture"  # format_version, package_version, clocks at start
+SETTINGS_METADATA = "gizmo-host.settings"  # the host settings in force (``HostSettings``)
+
+RAW_ENCODING = "application/octet-stream"  # message data = the bytes exactly as received
+JSON_ENCODING = "json"
+JSON_SCHEMA_ENCODING = "jsonschema"
+
+UART_TOPIC = "/gizmo/uart"
+PORT_TOPIC = "/gizmo/uart/port"
+UDP_TOPIC_PREFIX = "/rflysim/udp/"
+HOST_TOPIC_PREFIX = "/gizmo/host/"
+HOST_TYPES = ("result", "link", "verdict", "stats", "world")
+
+
+class ChannelKind(Enum):
+    UART = "uart"
+    PORT = "port"
+    UDP = "udp"
+    HOST = "host"
+
+
+# The port inputs a capture records: those the bytes and the clock cannot reproduce. A FRAME
+# follows from a chunk that parses, a SILENCE from the clock.
+PORT_EVENTS = MappingProxyType(
+    {
+        i.value: i
+        for i in (
+            LinkInput.OPEN_STARTED,
+            LinkInput.OPEN_FAILED,
+            LinkInput.OPENED,
+            LinkInput.LOST,
+            LinkInput.STOPPED,
+        )
+    }
+)
+
+PORT_EVENT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "gizmo-host serial port event",
+    "type": "object",
+    "required": ["event", "reason"],
+    "properties": {
+        "event": {"enum": list(PORT_EVENTS)},
+        "reason": {"type": "string"},
+    },
+    "additionalProperties": False,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelSpec:
+    """One channel as registered: topic, message encoding and schema (None: schemaless)."""
+
+    topic: str
+    message_encoding: str
+    schema_name: str | None = None
+    schema: dict[str, Any] | None = None
+
+    def schema_bytes(self) -> bytes:
+        return b"" if self.schema is None else json.dumps(self.schema, indent=1).encode()
+
+
+UART = ChannelSpec(UART_TOPIC, RAW_ENCODING)
+PORT = ChannelSpec(PORT_TOPIC, JSON_ENCODING, "gizmo_host.PortEvent", PORT_EVENT_SCHEMA)
+
+
+def udp_channel(port: int) -> ChannelSpec:
+    return ChannelSpec(f"{UDP_TOPIC_PREFIX}{port}", RAW_ENCODING)
+
+
+def host_channel(message_type: str) -> ChannelSpec:
+    """The channel of the host's ``message_type`` JSON Lines, with that type's JSON Schema."""
+    if message_type not in HOST_TYPES:
+        raise ValueError(f"message_type: expected one of {', '.join(HOST_TYPES)}")
+    if message_type == "world":
+        from fusion import world_schema  # noqa: PLC0415 - only captures with a world need it
+
+        schema = world_schema()
+    else:
+        schema = load_schema(message_type)
+    return ChannelSpec(
+        HOST_TOPIC_PREFIX + message_type, JSON_ENCODING, f"gizmo_host.{message_type}", schema
+    )
+
+
+def kind_of(topic: str) -> ChannelKind | None:
+    """Which of our channels ``topic`` is, None for a channel of someone else's."""
+    if topic == UART_TOPIC:
+        return ChannelKind.UART
+    if topic == PORT_TOPIC:
+        return ChannelKind.PORT
+    if topic.startswith(UDP_TOPIC_PREFIX):
+        return ChannelKind.UDP
+    if topic.startswith(HOST_TOPIC_PREFIX):
+        return ChannelKind.HOST
+    return None
+
+
+def port_event_json(event: LinkInput, reason: str) -> bytes:
+    """A ``/gizmo/uart/port`` message."""
+    if event.value not in PORT_EVENTS:
+        raise ValueError(f"event: expected one of {', '.join(PORT_EVENTS)}, got {event.value!r}")
+    return json.dumps({"event": event.value, "reason": reason}, separators=(",", ":")).encode()

@@ -1,0 +1,204 @@
+"""Reading a capture: typed messages in file order, and a typed error for any damage.
+
+The recorder writes messages in the order it received them, on one clock, so file order is
+time order. A file cut short (a recorder killed, a full disk) yields every message before the
+cut, then raises ``CaptureError`` naming the byte offset; so does any other damage, whatever
+the MCAP library raised. Channels that are not ours (a capture merged with other data) are
+skipped and counted, never guessed at.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any, NamedTuple
+
+from mcap.records import Channel, Chunk, DataEnd, Footer, Message, Metadata
+from mcap.stream_reader import StreamReader
+
+from gizmo_host.capture import channels as ch
+from gizmo_host.capture.settings import HostSettings
+from gizmo_host.errors import CaptureError
+from gizmo_host.stream.linkstate import LinkInput
+
+MAX_RECORD_BYTES = 64 * 1024 * 1024  # a damaged length field must not allocate gigabytes
+
+
+class UartChunk(NamedTuple):
+    rx_ns: int
+    data: bytes
+
+
+class PortEvent(NamedTuple):
+    host_ns: int
+    event: LinkInput
+    reason: str
+
+
+class Datagram(NamedTuple):
+    rx_ns: int
+    port: int
+    bind: str
+    sender: tuple[str, int]
+    data: bytes
+
+
+class HostLine(NamedTuple):
+    log_ns: int
+    message_type: str
+    line: bytes  # one JSON object, no newline
+
+
+CaptureMessage = UartChunk | PortEvent | Datagram | HostLine
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureInfo:
+    """The metadata written before the first message: the settings and the capture record."""
+
+    settings: HostSettings = field(default_factory=HostSettings)
+    capture: dict[str, str] = field(default_factory=dict)
+
+
+class _Decoder(NamedTuple):
+    kind: ch.ChannelKind
+    port: int = 0
+    bind: str = ""
+    sender: tuple[str, int] = ("", 0)
+    message_type: str = ""
+
+
+class CaptureReader:
+    """``CaptureReader(path).messages()``: the capture at ``path``, message by message."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.skipped = 0  # messages on channels that are not ours
+        self.info = self._read_info()
+
+    def messages(self) -> Iterator[CaptureMessage]:
+        """Every message of ours, in file order; ``CaptureError`` where the file is damaged."""
+        decoders: dict[int, _Decoder | None] = {}
+        with self._open() as stream:
+            for record in self._records(stream, emit_chunks=False):
+                if isinstance(record, Channel):
+                    decoders[record.id] = self._decoder(record, stream)
+                elif isinstance(record, Message):
+                    if record.channel_id not in decoders:
+                        raise self._error(
+                            stream, f"message on undeclared channel {record.channel_id}"
+                        )
+                    decoder = decoders[record.channel_id]
+                    if decoder is None:
+                        self.skipped += 1
+                        continue
+                    yield self._decode(decoder, record, stream)
+
+    # -- records ---------------------------------------------------------------------------
+
+    def _open(self) -> IO[bytes]:
+        try:
+            return open(self.path, "rb")
+        except OSError as exc:
+            raise CaptureError(f"{self.path}: cannot open: {exc.strerror or exc}") from None
+
+    def _records(self, stream: IO[bytes], *, emit_chunks: bool) -> Iterator[Any]:
+        records = StreamReader(
+            stream, emit_chunks=emit_chunks, record_size_limit=MAX_RECORD_BYTES
+        ).records
+        while True:
+            try:
+                record = next(records)
+            except StopIteration:
+                return
+            except Exception as exc:  # the MCAP library raises many kinds for a damaged file
+                raise self._error(stream, _describe(exc)) from None
+            yield record
+
+    def _read_info(self) -> CaptureInfo:
+        """The metadata records before the data: the recorder writes them first."""
+        metadata: dict[str, dict[str, str]] = {}
+        with self._open() as stream:
+            for record in self._records(stream, emit_chunks=True):
+                if isinstance(record, Metadata):
+                    metadata.setdefault(record.name, dict(record.metadata))
+                elif isinstance(record, (Chunk, Message, DataEnd, Footer)):
+                    break
+        capture = metadata.get(ch.CAPTURE_METADATA, {})
+        version = capture.get("format_version", str(ch.CAPTURE_FORMAT_VERSION))
+        if version != str(ch.CAPTURE_FORMAT_VERSION):
+            raise CaptureError(
+                f"{self.path}: {ch.CAPTURE_METADATA} format_version: expected "
+                f"{ch.CAPTURE_FORMAT_VERSION}, got {version!r}"
+            )
+        settings = HostSettings.from_metadata(
+            metadata.get(ch.SETTINGS_METADATA, {}), f"{self.path}: {ch.SETTINGS_METADATA}"
+        )
+        return CaptureInfo(settings, capture)
+
+    # -- channels and messages -------------------------------------------------------------
+
+    def _decoder(self, channel: Channel, stream: IO[bytes]) -> _Decoder | None:
+        kind = ch.kind_of(channel.topic)
+        if kind is None:
+            return None
+        if kind is ch.ChannelKind.HOST:
+            message_type = channel.topic.removeprefix(ch.HOST_TOPIC_PREFIX)
+            return _Decoder(kind, message_type=message_type)
+        if kind is not ch.ChannelKind.UDP:
+            return _Decoder(kind)
+        meta = channel.metadata
+        host, _, sender_port = meta.get("sender", "").rpartition(":")
+        port = _port_number(channel.topic.removeprefix(ch.UDP_TOPIC_PREFIX))
+        sender = (host, _port_number(sender_port, allow_zero=True))
+        if port <= 0 or sender[1] < 0 or not host:
+            raise self._error(
+                stream,
+                f"channel {channel.topic}: expected {ch.UDP_TOPIC_PREFIX}PORT (1..65535) with "
+                f"metadata sender HOST:PORT, got sender {meta.get('sender')!r}",
+            )
+        return _Decoder(kind, port, meta.get("bind", ""), sender)
+
+    def _decode(self, decoder: _Decoder, message: Message, stream: IO[bytes]) -> CaptureMessage:
+        kind, t, data = decoder.kind, message.log_time, bytes(message.data)
+        if kind is ch.ChannelKind.UART:
+            return UartChunk(t, data)
+        if kind is ch.ChannelKind.UDP:
+            return Datagram(t, decoder.port, decoder.bind, decoder.sender, data)
+        if kind is ch.ChannelKind.HOST:
+            return HostLine(t, decoder.message_type, data)
+        try:
+            value = json.loads(data)
+            event = ch.PORT_EVENTS[value["event"]]
+            reason = value["reason"]
+            if not isinstance(reason, str):
+                raise TypeError
+        except (ValueError, KeyError, TypeError):
+            raise self._error(
+                stream,
+                f"{ch.PORT_TOPIC} message: expected {{'event': one of "
+                f"{', '.join(ch.PORT_EVENTS)}, 'reason': text}}, got {data[:80]!r}",
+            ) from None
+        return PortEvent(t, event, reason)
+
+    def _error(self, stream: IO[bytes], what: str) -> CaptureError:
+        try:
+            offset = f" at byte {stream.tell()}"
+        except (OSError, ValueError):
+            offset = ""
+        return CaptureError(f"{self.path}: damaged or truncated{offset}: {what}")
+
+
+def _describe(exc: BaseException) -> str:
+    name = type(exc).__name__
+    text = str(exc)
+    return f"{name}: {text}" if text else name
+
+
+def _port_number(text: str, *, allow_zero: bool = False) -> int:
+    """The port number in ``text``, -1 when it is none (0 only with ``allow_zero``)."""
+    if not (text.isascii() and text.isdigit()) or len(text) > 5:
+        return -1
+    port = int(text)
+    return port if (0 if allow_zero else 1) <= port < 65536 else -1

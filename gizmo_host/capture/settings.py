@@ -1,0 +1,145 @@
+"""The host settings a capture carries, so that its replay computes what the live host did.
+
+A capture's output depends on the TTLs, the clock model, the silence timeout and the verdict
+selector as much as on its bytes; the recorder writes them in the ``gizmo-host.settings``
+metadata record (one JSON value per key, as MCAP metadata is text) and offline replay builds its
+``FramePipeline`` and timers from them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from gizmo_host.errors import CaptureError
+from gizmo_host.stream.clock import frame_transmit_ns
+from gizmo_host.stream.pipeline import FramePipeline
+from gizmo_host.stream.store import TargetSelector
+
+
+@dataclass(frozen=True, slots=True)
+class HostSettings:
+    """What decides the host's JSON output for a given input (defaults: ``gizmo-host run``'s)."""
+
+    serial_path: str = "/dev/gizmo0"
+    baudrate: int = 115200
+    silent_after_s: float = 1.0
+    transport_delay_ns: int | None = None  # None: a frame's time on the wire at ``baudrate``
+    max_skew_ppm: float = 200.0
+    phase_error_threshold_ms: float = 5.0
+    ttl_ms: float = 250.0
+    ttl_ms_by_type: tuple[tuple[int, float], ...] = ()
+    reset_hold_ms: float = 2000.0
+    verdict_interval_s: float = 1.0
+    stats_interval_s: float = 10.0  # 0: no stats lines but the last
+    selector: TargetSelector = field(default_factory=TargetSelector)
+
+    def __post_init__(self) -> None:
+        for name in ("silent_after_s", "ttl_ms", "verdict_interval_s", "baudrate"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name}: expected a finite number > 0, got {value!r}")
+        for name in ("stats_interval_s", "reset_hold_ms", "max_skew_ppm"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name}: expected a finite number >= 0, got {value!r}")
+
+    def transport_delay(self) -> int:
+        return (
+            frame_transmit_ns(self.baudrate)
+            if self.transport_delay_ns is None
+            else self.transport_delay_ns
+        )
+
+    def service_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``GizmoService(serial_path, ...)`` with these settings."""
+        return {
+            "baudrate": self.baudrate,
+            "silent_after_s": self.silent_after_s,
+            "transport_delay_ns": self.transport_delay_ns,
+            "verdict_interval_s": self.verdict_interval_s,
+            **self._pipeline_kwargs(),
+        }
+
+    def pipeline(self) -> FramePipeline:
+        pipeline = FramePipeline(
+            transport_delay_ns=self.transport_delay(), **self._pipeline_kwargs()
+        )
+        pipeline.watch(self.selector)
+        return pipeline
+
+    def _pipeline_kwargs(self) -> dict[str, Any]:
+        return {
+            "ttl_ms": self.ttl_ms,
+            "ttl_ms_by_type": dict(self.ttl_ms_by_type),
+            "reset_hold_ms": self.reset_hold_ms,
+            "max_skew_ppm": self.max_skew_ppm,
+            "phase_error_threshold_ms": self.phase_error_threshold_ms,
+        }
+
+    def to_metadata(self) -> dict[str, str]:
+        """One JSON text per setting (MCAP metadata maps strings to strings)."""
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "selector":
+                value = value.to_dict()
+            elif f.name == "ttl_ms_by_type":
+                value = {str(k): v for k, v in value}
+            out[f.name] = json.dumps(value, separators=(",", ":"))
+        return out
+
+    @classmethod
+    def from_metadata(cls, data: Mapping[str, str], where: str) -> HostSettings:
+        """The settings in a capture's metadata; keys it does not know are ignored (a newer
+        recorder), a value of the wrong kind is a ``CaptureError`` naming ``where`` and key."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in data:
+                continue
+            try:
+                values[f.name] = _parse(f.name, json.loads(data[f.name]))
+            except (ValueError, TypeError, KeyError) as exc:
+                raise CaptureError(f"{where}: setting {f.name}: {exc}") from None
+        try:
+            return cls(**values)
+        except ValueError as exc:
+            raise CaptureError(f"{where}: setting {exc}") from None
+
+
+def _parse(name: str, value: Any) -> Any:
+    if name == "serial_path":
+        return _typed(value, str)
+    if name == "baudrate":
+        return _typed(value, int)
+    if name == "transport_delay_ns":
+        return None if value is None else _typed(value, int)
+    if name == "selector":
+        keys = ("source_id", "result_type", "id")
+        if not isinstance(value, dict) or set(value) - set(keys):
+            raise ValueError(f"expected an object with keys {', '.join(keys)}, got {value!r}")
+        return TargetSelector(**{k: _optional_int(value.get(k)) for k in keys})
+    if name == "ttl_ms_by_type":
+        if not isinstance(value, dict):
+            raise ValueError(f"expected an object of result_type -> ms, got {value!r}")
+        return tuple(sorted((int(k), _number(v)) for k, v in value.items()))
+    return _number(value)
+
+
+def _typed(value: Any, kind: type) -> Any:
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ValueError(f"expected {kind.__name__}, got {value!r}")
+    return value
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(_typed(value, int))
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number, got {value!r}")
+    return float(value)
