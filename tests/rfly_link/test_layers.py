@@ -9,8 +9,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "rfly_link"
 IO_MODULES = frozenset({"asyncio", "socket", "threading", "selectors", "serial", "serialx"})
-# The I/O edge: everything else is sans-I/O and may not reach it.
-EDGE = ("rfly_link.io", "rfly_link.cli")
+# The I/O edge: everything else is sans-I/O and may not reach it. The stand-in's runner and
+# command are its asyncio edge; the rest of rfly_link.sim is sans-I/O like the codecs.
+EDGE = ("rfly_link.io", "rfly_link.cli", "rfly_link.sim.runner", "rfly_link.sim.cli")
 # The stand-in states its ground truth through fusion's camera model too (the [camera] table),
 # so its bearings are the ones the host's fusion computes.
 FUSION_CAMERA_USERS = "rfly_link.sim"
@@ -87,6 +88,8 @@ def test_the_io_edge_is_where_the_sockets_are() -> None:
     assert "socket" in GRAPH["rfly_link.io.receiver"]
     assert "asyncio" in GRAPH["rfly_link.io.handoff"]
     assert "rfly_link.io" in reach("rfly_link.cli")
+    assert "asyncio" in GRAPH["rfly_link.sim.runner"]
+    assert "rfly_link.io.clients" in reach("rfly_link.sim.runner")
 
 
 def component(name: str) -> str:

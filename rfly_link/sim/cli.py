@@ -1,0 +1,297 @@
+"""``gizmo-host sim``: a RflySim stand-in on loopback UDP, following a scripted scenario.
+
+It sends what CopterSim and RflySim3D send, on their ports (:mod:`rfly_link.ports`): the ego's
+and the other vehicles' 168-byte states, each vehicle's heartbeat (20005), the gimbal status
+(20006) and the Config.json sensors it simulates (distance, TypeID 30 boxes, LiDAR), and it
+answers odometry and IMU requests on each vehicle's control port. ``--truth`` writes the ground
+truth as JSON Lines (stdout with ``-``). It runs for ``--duration`` seconds or until Ctrl-C,
+then prints its counters on stderr as one JSON line and exits 0; a bad option, file or bind is
+one line on stderr and exit status 2. Registered in ``gizmo_host.cli.SUBCOMMANDS`` as ``sim``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from fusion.camera import CameraConfig, CameraModel
+from rfly_link import ports
+from rfly_link.cli import json_line
+from rfly_link.config import LoadedConfig, load_config
+from rfly_link.sim.core import Rates, StandIn
+from rfly_link.sim.runner import SimRunner
+from rfly_link.sim.scenario import SCENARIOS, SimTime, Truth, build_scenario
+from rfly_link.sim.sensorset import builtin_config_text
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+EXIT_USAGE = 2
+RATE_NAMES = ("state", "others", "heartbeat", "gimbal", "truth", "distance", "boxes", "lidar")
+
+
+class UsageError(ValueError):
+    """A command-line value that is malformed or out of range; the message names the flag."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # Values stay text and are checked by parse_options(): one line naming the flag, no usage.
+    parser.add_argument(
+        "--scenario", default="orbit", help=f"{' | '.join(SCENARIOS)} (default orbit)"
+    )
+    parser.add_argument("--duration", default="0", metavar="S", help="seconds (0: until Ctrl-C)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", metavar="IPV4", help="send to (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--bind",
+        default=None,
+        metavar="IPV4",
+        help="listen for requests on (default: --host if loopback, else 0.0.0.0)",
+    )
+    parser.add_argument("--copter", default="1", metavar="ID", help="the ego's CopterID (1)")
+    parser.add_argument(
+        "--config", default=None, metavar="PATH", help="RflySim Config.json (default: built-in)"
+    )
+    parser.add_argument(
+        "--write-config",
+        default=None,
+        metavar="PATH",
+        help="write the built-in Config.json (for gizmo-host rfly --config) and run",
+    )
+    parser.add_argument(
+        "--rate",
+        action="append",
+        default=[],
+        metavar="NAME=HZ",
+        help=f"a stream's rate, 0 for off (repeatable): {', '.join(RATE_NAMES)}",
+    )
+    parser.add_argument("--sim-start", default="0", metavar="S", help="simulation time at start")
+    parser.add_argument(
+        "--time-jump",
+        default=None,
+        metavar="AT:BY",
+        help="simulation time jumps BY seconds at scenario time AT (odometry flags it)",
+    )
+    parser.add_argument(
+        "--camera", default=None, metavar="TOML", help="a file with a [camera] table: bearings"
+    )
+    parser.add_argument(
+        "--truth",
+        nargs="?",
+        const="-",
+        default=None,
+        metavar="PATH",
+        help="ground truth as JSON Lines to PATH (stdout without one, or with -)",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    scenario: str
+    duration_s: float
+    host: str
+    bind: str
+    ego_id: int
+    config: LoadedConfig | None
+    write_config: str | None
+    rates: Rates
+    time: SimTime
+    camera: CameraModel | None
+    truth: str | None
+
+
+def parse_options(args: argparse.Namespace) -> Options:
+    """Check every value of ``args``; raises :class:`UsageError` for the first bad one."""
+    if args.scenario not in SCENARIOS:
+        raise UsageError(
+            f"--scenario: expected one of {', '.join(SCENARIOS)}, got {args.scenario!r}"
+        )
+    host = _ipv4("--host", args.host)
+    bind = _ipv4("--bind", args.bind) if args.bind is not None else None
+    if bind is None:
+        bind = host if ipaddress.IPv4Address(host).is_loopback else "0.0.0.0"
+    ego_id = _integer("--copter", args.copter, 1, ports.MAX_COPTERS - 2)
+    start_s = _number("--sim-start", args.sim_start)
+    jump_at, jump_by = None, 0.0
+    if args.time_jump is not None:
+        at, sep, by = args.time_jump.partition(":")
+        jump_at = _number("--time-jump AT", at if sep else "")
+        jump_by = _number("--time-jump BY", by, low=None)
+    try:
+        time = SimTime(start_s, jump_at, jump_by)
+    except ValueError as exc:
+        raise UsageError(f"--time-jump: {exc}") from None
+    return Options(
+        scenario=args.scenario,
+        duration_s=_number("--duration", args.duration),
+        host=host,
+        bind=bind,
+        ego_id=ego_id,
+        config=None if args.config is None else _config(args.config),
+        write_config=args.write_config,
+        rates=_rates(args.rate),
+        time=time,
+        camera=None if args.camera is None else _camera(args.camera),
+        truth=args.truth,
+    )
+
+
+def _integer(flag: str, text: str, low: int, high: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"{flag}: expected an integer {low}..{high}, got {text!r}") from None
+    if not low <= value <= high:
+        raise UsageError(f"{flag}: expected an integer {low}..{high}, got {value}")
+    return value
+
+
+def _number(flag: str, text: str, low: float | None = 0.0) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or (low is not None and value < low):
+        wanted = "a finite number" + (f" >= {low:g}" if low is not None else "")
+        raise UsageError(f"{flag}: expected {wanted}, got {text!r}")
+    return value
+
+
+def _ipv4(flag: str, text: str) -> str:
+    try:
+        return str(ipaddress.IPv4Address(text))
+    except ValueError:
+        raise UsageError(f"{flag}: expected an IPv4 address, got {text!r}") from None
+
+
+def _rates(items: list[str]) -> Rates:
+    values: dict[str, float] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or name not in RATE_NAMES:
+            raise UsageError(
+                f"--rate: expected NAME=HZ with NAME one of {', '.join(RATE_NAMES)}, got {item!r}"
+            )
+        values[f"{name}_hz"] = _number(f"--rate {name}", text)
+    try:
+        return Rates(**values)
+    except ValueError as exc:
+        raise UsageError(f"--rate {exc}") from None
+
+
+def _config(path: str) -> LoadedConfig:
+    try:
+        return load_config(path)
+    except OSError as exc:
+        raise UsageError(f"--config: {exc.strerror}: {path}") from None
+    except ValueError as exc:  # rfly_link's ConfigError names the file or the sensor
+        raise UsageError(f"--config: {exc}") from None
+
+
+def _camera(path: str) -> CameraModel:
+    try:
+        doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"--camera: {exc.strerror}: {path}") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"--camera: {path}: {exc}") from None
+    table = doc.get("camera")
+    if not isinstance(table, dict):
+        raise UsageError(f"--camera: {path}: expected a [camera] table")
+    try:
+        return CameraModel(CameraConfig.from_mapping(table))
+    except (TypeError, ValueError) as exc:  # fusion's ConfigError is a ValueError
+        raise UsageError(f"--camera: {path}: {exc}") from None
+
+
+def _truth_writer(stream: TextIO) -> Any:
+    def write(truth: Truth, host_ns: int) -> None:
+        stream.write(json_line({**truth.to_dict(), "host_ns": host_ns}) + "\n")
+        stream.flush()
+
+    return write
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        options = parse_options(args)
+    except UsageError as exc:
+        print(f"sim: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if options.write_config is not None:
+        try:
+            Path(options.write_config).write_text(builtin_config_text(options.host, options.ego_id))
+        except OSError as exc:
+            print(f"sim: --write-config: {exc.strerror}: {options.write_config}", file=sys.stderr)
+            return EXIT_USAGE
+    scenario = build_scenario(options.scenario, ego_id=options.ego_id, time=options.time)
+    stand_in = StandIn(
+        scenario,
+        host=options.host,
+        config=options.config,
+        rates=options.rates,
+        camera=options.camera,
+    )
+    print(json_line(_banner(options, stand_in)), file=sys.stderr, flush=True)
+    with contextlib.ExitStack() as stack:
+        sink = None
+        if options.truth is not None:
+            try:
+                out = (
+                    sys.stdout
+                    if options.truth == "-"
+                    else stack.enter_context(open(options.truth, "w", encoding="utf-8"))
+                )
+            except OSError as exc:
+                print(f"sim: --truth: {exc.strerror}: {options.truth}", file=sys.stderr)
+                return EXIT_USAGE
+            sink = _truth_writer(out)
+        runner = SimRunner(stand_in, bind_host=options.bind, on_truth=sink)
+        try:
+            with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends the run; stats still print
+                asyncio.run(runner.run(options.duration_s or None))
+        except OSError as exc:
+            print(f"sim: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_USAGE
+    stats = runner.stats
+    print(
+        json_line(
+            {
+                "sim": "stats",
+                **stats.stand_in._asdict(),
+                "send_failed": stats.send.failed,
+                "bytes": stats.send.bytes,
+            }
+        ),
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _banner(options: Options, stand_in: StandIn) -> dict[str, Any]:
+    scenario = stand_in.scenario
+    return {
+        "sim": scenario.name,
+        "host": options.host,
+        "ego": scenario.ego.copter_id,
+        "others": [v.copter_id for v in scenario.others],
+        "control_ports": sorted(stand_in.control_ports()),
+        "sensors": [
+            {"seq_id": s.seq_id, "type_id": s.type_id, "to": f"{s.receiver_ip}:{s.port}"}
+            for s in stand_in.sensors.simulated
+        ],
+        "ignored": [
+            {"seq_id": seq, "type_id": type_id, "why": why}
+            for seq, type_id, why in stand_in.sensors.ignored
+        ],
+    }
