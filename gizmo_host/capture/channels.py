@@ -25,7 +25,8 @@ from types import MappingProxyType
 from typing import Any
 
 from gizmo_host.schemas import load_schema
-from gizmo_host.stream.linkstate import LinkInput
+from gizmo_host.stream.events import LinkEvent, LinkState
+from gizmo_host.stream.linkstate import REASON_STOPPED, LinkInput
 
 CAPTURE_FORMAT_VERSION = 1
 PROFILE = ""  # no MCAP profile: the channels below say what they hold
@@ -132,3 +133,18 @@ def port_event_json(event: LinkInput, reason: str) -> bytes:
     if event.value not in PORT_EVENTS:
         raise ValueError(f"event: expected one of {', '.join(PORT_EVENTS)}, got {event.value!r}")
     return json.dumps({"event": event.value, "reason": reason}, separators=(",", ":")).encode()
+
+
+def recorded_input(event: LinkEvent) -> LinkInput | None:
+    """The port event that a live link transition records; None for a valid frame or silence,
+    which replay derives from the bytes and the clock."""
+    state = event.state
+    if state is LinkState.CONNECTING:
+        return LinkInput.OPEN_STARTED
+    if state is LinkState.SYNCING:
+        return LinkInput.OPENED
+    if state is not LinkState.DOWN:
+        return None
+    if event.reason == REASON_STOPPED:
+        return LinkInput.STOPPED
+    return LinkInput.OPEN_FAILED if event.previous is LinkState.CONNECTING else LinkInput.LOST

@@ -8,7 +8,7 @@ Single-threaded and synchronous; the recorder runs it in its own thread behind a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import BinaryIO
+from typing import IO
 
 from mcap.writer import CompressionType, Writer
 
@@ -27,7 +27,7 @@ class CaptureWriter:
 
     def __init__(
         self,
-        stream: BinaryIO,
+        stream: IO[bytes],
         name: str,
         settings: HostSettings,
         *,
@@ -146,7 +146,7 @@ class _Counted:
 
     __slots__ = ("_stream", "written")
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: IO[bytes]) -> None:
         self._stream = stream
         self.written = 0
 
