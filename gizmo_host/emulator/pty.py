@@ -19,9 +19,10 @@ from gizmo_host.emulator.board import BoardModel
 
 
 class PtyBoard:
-    """A pty pair whose slave is published at ``link_path``; write frames to the master."""
+    """A pty pair whose slave is published at ``link_path`` (None: only by its /dev/pts name);
+    write frames to the master."""
 
-    def __init__(self, link_path: str) -> None:
+    def __init__(self, link_path: str | None) -> None:
         self.link_path = link_path
         self.master_fd: int | None = None
         self.slave_name: str | None = None
@@ -37,6 +38,8 @@ class PtyBoard:
         finally:
             os.close(slave)  # the reader opens it by name, as it would open /dev/ttyUSB0
         self.master_fd = master
+        if self.link_path is None:
+            return self.slave_name
         temp = f"{self.link_path}.new"
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
@@ -68,8 +71,9 @@ class PtyBoard:
 
     def close(self) -> None:
         self.unplug()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.link_path)
+        if self.link_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.link_path)
 
     def __enter__(self) -> PtyBoard:
         self.plug()

@@ -1,0 +1,345 @@
+"""Target sources for ``gizmo-host emulate``: what the board would see at each capture.
+
+- :class:`ScenarioSource`: the built-in scenario (``scenario.py``), a function of time;
+- :class:`BoxSource`: RflySim TypeID 30 boxes received on a vision-sensor UDP port, decoded by
+  rfly_link (fragments reassembled, ``decode_targets``), pixel corners mapped to the board's
+  units with the sensor's image size;
+- :class:`PoseSource`: vehicle poses from CopterSim (the 168 B or 112 B state of the ego
+  vehicle and of the target CopterIDs) and RflySim3D object data on 20006 (``CoptReqData`` /
+  ``ObjReqData``: position and box), projected through fusion's camera mounted on the ego.
+
+The UDP sources keep the newest value of each kind (a reader thread per port, from rfly_link);
+a value older than ``max_age_ns`` at the capture is not used, so a simulator that stops sends
+the board to "not detected". Every datagram rfly_link rejects is counted in ``stats``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from fusion.camera import CameraModel
+from fusion.geometry import Quat, Vec3, quat_from_euler_zyx, quat_normalize
+from gizmo_host.emulator.projection import camera_pose, pixel_box, project_box
+from gizmo_host.emulator.scenario import Scenario
+from gizmo_host.emulator.targets import Detection
+from rfly_link import messages as m
+from rfly_link import ports
+from rfly_link.errors import DecodeError, DropCause
+from rfly_link.io import Event, UdpReceiver, message_receiver
+from rfly_link.messages import TypeId
+from rfly_link.reassembly import Reassembler
+from rfly_link.sensors import TargetList, decode_targets
+
+DEFAULT_MAX_AGE_NS = 500_000_000
+DEFAULT_HALF_EXTENT_M: Vec3 = (0.3, 0.3, 0.15)  # a small multicopter
+_PoseMessage = m.SOut2Simulator | m.SOut2SimulatorSimpleTime
+
+
+class TargetSource(Protocol):
+    def detections(self, capture_ns: int, t_s: float) -> Sequence[Detection]: ...
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+
+class ScenarioSource:
+    """The built-in scenario, at the time since the emulation started."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+
+    def detections(self, capture_ns: int, t_s: float) -> Sequence[Detection]:
+        return self.scenario.detections(t_s)
+
+    async def start(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    def stats(self) -> dict[str, Any]:
+        return {"kind": "scenario", "targets": [t.name for t in self.scenario.targets]}
+
+
+class _BoxPipeline:
+    """Vision-sensor fragments -> TypeID 30 target lists (runs in the receiver's thread)."""
+
+    def __init__(self) -> None:
+        self.reassembler = Reassembler()
+        self.decode_failed = 0
+
+    def process(self, data: memoryview, sender: tuple[str, int], now_ns: int) -> list[Event]:
+        out = []
+        for frame in self.reassembler.feed(data, sender, now_ns):
+            try:
+                value = decode_targets(TypeId.BOX_TARGETS, frame.payload)
+            except DecodeError:
+                self.decode_failed += 1
+                continue
+            out.append(Event(value, sender, 0, now_ns, frame))
+        return out
+
+    def drop_counts(self) -> dict[str, int]:
+        counts = dict(self.reassembler.stats.drops)
+        if self.decode_failed:
+            counts[DropCause.DECODE_FAILED.value] = self.decode_failed
+        return counts
+
+
+class _Receivers:
+    """UDP receivers and the task that hands each event to ``handle``."""
+
+    def __init__(self, handle: Callable[[Event], None]) -> None:
+        self.receivers: list[UdpReceiver] = []
+        self._handle = handle
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        for receiver in self.receivers:
+            await receiver.start()
+            self._tasks.append(asyncio.create_task(self._pump(receiver), name=receiver.name))
+
+    async def _pump(self, receiver: UdpReceiver) -> None:
+        async for event in receiver:
+            self._handle(event)
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        for receiver in self.receivers:
+            await receiver.close()
+
+    def stats(self) -> list[dict[str, Any]]:
+        return [
+            {"name": r.name, "datagrams": r.stats.datagrams, "drops": r.stats.drops}
+            for r in self.receivers
+        ]
+
+
+class BoxSource:
+    """TypeID 30 boxes: ``min/max_x/y`` in pixels of a ``width_px`` x ``height_px`` image;
+    ``credibility`` (0..1) becomes the confidence (0..100)."""
+
+    def __init__(
+        self,
+        port: int,
+        width_px: int,
+        height_px: int,
+        *,
+        host: str = "127.0.0.1",
+        max_age_ns: int = DEFAULT_MAX_AGE_NS,
+    ) -> None:
+        self.width_px = width_px
+        self.height_px = height_px
+        self.max_age_ns = max_age_ns
+        self._latest: tuple[TargetList, int] | None = None
+        self.lists = self.outside = 0
+        self._io = _Receivers(self._on_event)
+        self._io.receivers.append(
+            UdpReceiver(_BoxPipeline(), port=port, host=host, name=f"emulate-boxes-{port}")
+        )
+
+    @property
+    def bound_port(self) -> int:
+        return self._io.receivers[0].bound_port
+
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event.value, TargetList):
+            self.lists += 1
+            self._latest = (event.value, event.rx_ns)
+
+    def detections(self, capture_ns: int, t_s: float) -> Sequence[Detection]:
+        latest = self._latest
+        if latest is None or capture_ns - latest[1] > self.max_age_ns:
+            return []
+        out = []
+        for target in latest[0].targets:
+            if not isinstance(target, m.BoxTarget):
+                continue
+            box = pixel_box(
+                target.min_x,
+                target.min_y,
+                target.max_x,
+                target.max_y,
+                self.width_px,
+                self.height_px,
+            )
+            if box is None:
+                self.outside += 1
+                continue
+            confidence = target.credibility * 100 if math.isfinite(target.credibility) else 0
+            out.append(Detection(str(target.copter_id), box, min(max(round(confidence), 0), 100)))
+        return out
+
+    async def start(self) -> None:
+        await self._io.start()
+
+    async def close(self) -> None:
+        await self._io.close()
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "kind": "boxes",
+            "lists": self.lists,
+            "boxes_outside": self.outside,
+            "receivers": self._io.stats(),
+        }
+
+
+class _Pose:
+    __slots__ = ("half_extent_m", "position_ned_m", "quaternion_wxyz", "rx_ns")
+
+    def __init__(
+        self, position: Vec3, quaternion: Quat | None, half_extent: Vec3 | None, rx_ns: int
+    ) -> None:
+        self.position_ned_m = position
+        self.quaternion_wxyz = quaternion
+        self.half_extent_m = half_extent
+        self.rx_ns = rx_ns
+
+
+def _vec3(values: Sequence[float]) -> Vec3:
+    return (float(values[0]), float(values[1]), float(values[2]))
+
+
+def _attitude(quaternion: Sequence[float] | None, euler_rad: Sequence[float]) -> Quat | None:
+    """The attitude from a quaternion when it is one, else from roll, pitch, yaw."""
+    if quaternion is not None:
+        q = (float(quaternion[0]), float(quaternion[1]), float(quaternion[2]), float(quaternion[3]))
+        n = math.sqrt(sum(v * v for v in q))
+        if math.isfinite(n) and abs(n - 1.0) < 1e-2:
+            return quat_normalize(q)
+    roll, pitch, yaw = (float(v) for v in euler_rad)
+    if not all(math.isfinite(v) for v in (roll, pitch, yaw)):
+        return None
+    return quat_from_euler_zyx(roll, pitch, yaw)
+
+
+class PoseSource:
+    """Target vehicles' and objects' poses projected through the camera on the ego vehicle.
+
+    ``bind`` maps a port of RflySim's map to the port bound (tests and side-by-side runs
+    shift them). RflySim3D positions (``PosUE``, ``boxOrigin``) are taken as NED metres in
+    the simulator's world frame, like CopterSim's ``PosE``; ``BoxExtent`` is a half size.
+    """
+
+    def __init__(
+        self,
+        camera: CameraModel,
+        *,
+        ego: int = 1,
+        targets: Sequence[int] = (),
+        rflysim3d: bool = False,
+        host: str = "127.0.0.1",
+        bind: Callable[[int], int] = lambda port: port,
+        max_age_ns: int = DEFAULT_MAX_AGE_NS,
+        half_extent_m: Vec3 = DEFAULT_HALF_EXTENT_M,
+        max_range_m: float = 200.0,
+    ) -> None:
+        self.camera = camera
+        self.ego = ego
+        self.max_age_ns = max_age_ns
+        self.half_extent_m = half_extent_m
+        self.max_range_m = max_range_m
+        self._vehicles: dict[int, _Pose] = {}  # CopterSim states
+        self._objects: dict[str, _Pose] = {}  # RflySim3D: CopterIDs and scene objects by name
+        self.states = self.objects = 0
+        self._io = _Receivers(self._on_event)
+        for copter in dict.fromkeys((ego, *targets)):
+            logical = ports.coptersim_state_port(copter)
+            self._io.receivers.append(
+                message_receiver(logical, f"coptersim{copter}", port=bind(logical), host=host)
+            )
+        if rflysim3d:
+            logical = ports.RFLYSIM3D_OUT_PORT
+            self._io.receivers.append(
+                message_receiver(logical, "rflysim3d", port=bind(logical), host=host)
+            )
+
+    def bound_ports(self) -> dict[str, int]:
+        return {r.name: r.bound_port for r in self._io.receivers}
+
+    def _on_event(self, event: Event) -> None:
+        value, rx_ns = event.value, event.rx_ns
+        if isinstance(value, (m.SOut2Simulator, m.SOut2SimulatorSimpleTime)):
+            quaternion = value.quaternion_wxyz if isinstance(value, m.SOut2Simulator) else None
+            attitude = _attitude(quaternion, value.euler_rad)
+            self._vehicles[value.copter_id] = _Pose(
+                _vec3(value.position_ned_m), attitude, None, rx_ns
+            )
+            self.states += 1
+        elif isinstance(value, (m.CoptReqData, m.CoptReqDataQuat, m.ObjReqData, m.ObjReqDataQuat)):
+            quaternion = getattr(value, "quaternion_wxyz", None)
+            origin, extent = _vec3(value.box_origin_m), _vec3(value.box_extent_m)
+            center = origin if any(origin) else _vec3(value.position_ue_m)
+            if isinstance(value, (m.CoptReqData, m.CoptReqDataQuat)):
+                name = str(value.copter_id)
+            else:
+                name = value.object_name.split(b"\0", 1)[0].decode("utf-8", "replace")
+                name = name or f"object{value.seq_id}"
+            self._objects[name] = _Pose(
+                center, _attitude(quaternion, value.euler), extent if any(extent) else None, rx_ns
+            )
+            self.objects += 1
+
+    def _fresh(self, pose: _Pose | None, capture_ns: int) -> _Pose | None:
+        if pose is None or capture_ns - pose.rx_ns > self.max_age_ns:
+            return None
+        return pose
+
+    def ego_pose(self, capture_ns: int) -> tuple[Vec3, Quat] | None:
+        for pose in (self._vehicles.get(self.ego), self._objects.get(str(self.ego))):
+            fresh = self._fresh(pose, capture_ns)
+            if fresh is not None and fresh.quaternion_wxyz is not None:
+                return fresh.position_ned_m, fresh.quaternion_wxyz
+        return None
+
+    def detections(self, capture_ns: int, t_s: float) -> Sequence[Detection]:
+        ego = self.ego_pose(capture_ns)
+        if ego is None:
+            return []
+        position, attitude = camera_pose(self.camera, *ego)
+        targets: dict[str, tuple[Vec3, Vec3]] = {}
+        for name, pose in self._objects.items():
+            fresh = self._fresh(pose, capture_ns)
+            if fresh is not None and name != str(self.ego):
+                targets[name] = (fresh.position_ned_m, fresh.half_extent_m or self.half_extent_m)
+        for copter, pose in self._vehicles.items():
+            fresh = self._fresh(pose, capture_ns)
+            if fresh is not None and copter != self.ego:
+                known = targets.get(str(copter))
+                extent = known[1] if known is not None else self.half_extent_m
+                targets[str(copter)] = (fresh.position_ned_m, extent)
+        out = []
+        for name, (center, extent) in sorted(targets.items()):
+            box = project_box(
+                self.camera, position, attitude, center, extent, max_range_m=self.max_range_m
+            )
+            if box is not None:
+                out.append(Detection(name, box, 87))
+        return out
+
+    async def start(self) -> None:
+        await self._io.start()
+
+    async def close(self) -> None:
+        await self._io.close()
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "kind": "poses",
+            "states": self.states,
+            "objects": self.objects,
+            "receivers": self._io.stats(),
+        }
