@@ -33,6 +33,9 @@ CPU. Example file::
 
     [runtime]
     event_loop = "auto"  # uvloop when installed, else asyncio; or "asyncio" / "uvloop"
+
+``[camera]``, ``[world]`` and ``[rflysim]`` (the world model) are described in
+:mod:`gizmo_host.cli.world_config`.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gizmo_host.cli.world_config import RflySimConfig, WorldSetup, resolve_world
 from gizmo_host.errors import ConfigError
 from gizmo_host.live import event_loop
 from gizmo_host.live.publish import parse_host_port
@@ -108,10 +112,17 @@ class Config:
     verdict: VerdictConfig = field(default_factory=VerdictConfig)
     publish: PublishConfig = field(default_factory=PublishConfig)
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+    rflysim: RflySimConfig = field(default_factory=RflySimConfig)
+    world: Mapping[str, Any] = field(default_factory=dict)  # checked by world_setup()
+    camera: Mapping[str, Any] | None = None  # None: no [camera], no world model
 
     @property
     def selector(self) -> TargetSelector:
         return TargetSelector.parse(self.verdict.select)
+
+    def world_setup(self) -> WorldSetup | None:
+        """The world model's settings, resolved (Config.json read); None when it is off."""
+        return resolve_world(self.camera, self.world, self.rflysim, self.store, self.selector)
 
 
 # --- limits ----------------------------------------------------------------------------------
@@ -166,7 +177,11 @@ LIMITS: dict[str, Limits] = {
     "verdict.interval_s": Limits(MIN_PERIOD_S, MAX_PERIOD_S, _SECONDS),
     "publish.unix_max_buffer_bytes": Limits(4096, 64 * 1024 * 1024, "a number of bytes"),
     "publish.stats_interval_s": Limits(MIN_PERIOD_S, 24 * MAX_PERIOD_S, _SECONDS, off=True),
+    "rflysim.copter_id": Limits(1, 450, "a CopterID"),  # rfly_link.ports.MAX_COPTERS
+    "rflysim.request_odometry_hz": Limits(1, 1000, "a rate in Hz", off=True),
+    "rflysim.request_imu_hz": Limits(1, 1000, "a rate in Hz", off=True),
 }
+_TABLES = ("world", "camera")  # free-form tables, checked whole by world_setup()
 _SELECTOR_LIMITS = {"source_id": (0, 255), "result_type": (0, 255), "id": (-32768, 32767)}
 
 
@@ -231,6 +246,8 @@ def _check_value(key: str, value: Any) -> None:
         _check_path(key, value, "device path")
     elif key == "publish.unix_socket":
         _check_path(key, value, "socket path")
+    elif key == "rflysim.config":
+        _check_path(key, value, "file path")
     elif key in LIMITS and not LIMITS[key].accepts(value):
         raise _fail(key, LIMITS[key].describe(), value)
 
@@ -289,6 +306,9 @@ def config_from_mapping(data: Mapping[str, Any], base: Config | None = None) -> 
             )
         if not isinstance(values, Mapping):
             raise _fail(name, "a table", values)
+        if name in _TABLES:
+            changes[name] = {**(getattr(config, name) or {}), **values}
+            continue
         section_cls = type(getattr(config, name))
         changes[name] = _build_section(name, section_cls, values, getattr(config, name))
     result = dataclasses.replace(config, **changes)
@@ -322,6 +342,7 @@ def _check_whole(config: Config) -> None:
         event_loop.resolve(config.runtime.event_loop)
     except ValueError as exc:
         raise ConfigError(f"runtime.event_loop: {exc}", "runtime.event_loop") from None
+    config.world_setup()  # [camera], [world], [rflysim]: raises a ConfigError naming the key
 
 
 def read_document(path: str) -> dict[str, Any]:

@@ -17,6 +17,12 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "decode the spec's example frame and a noisy stream (no hardware)",
     ),
     "run": ("gizmo_host.cli.run", "run the live serial link and publish JSON Lines"),
+    "emulate": ("gizmo_host.cli.emulate", "emulate the board on a pty or device, with faults"),
+    "record": ("gizmo_host.cli.record", "run the live link and record it all in an MCAP file"),
+    "replay": (
+        "gizmo_host.cli.replay",
+        "play an MCAP capture into a pty and UDP, or through the pipeline (--offline)",
+    ),
     "install": (
         "gizmo_host.deploy.install",
         "install the udev rule, systemd unit and default config",
@@ -29,6 +35,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "rfly": (
         "rfly_link.cli",
         "receive RflySim sensors, CopterSim and RflySim3D data as JSON Lines",
+    ),
+    "sim": (
+        "rfly_link.sim.cli",
+        "a RflySim stand-in: a scripted scenario sent over UDP with its ground truth",
     ),
 }
 

@@ -3,7 +3,9 @@
 By default it prints JSON Lines on stdout: every result, every link transition, the verdict for
 the configured target selector whenever it changes and every ``verdict.interval_s``, and a
 ``stats`` line every ``publish.stats_interval_s``. ``--unix-socket`` and ``--udp`` add the other
-sinks. Settings come from ``--config FILE`` (TOML, see ``gizmo_host.cli.config``) and flags, which
+sinks. With ``[camera]`` configured it also runs the world model (``[world]``, ``[rflysim]``:
+see ``gizmo_host.cli.world_config``) and publishes ``world`` snapshots on the same sinks.
+Settings come from ``--config FILE`` (TOML, see ``gizmo_host.cli.config``) and flags, which
 override the file. Under systemd it reports READY, pings the watchdog and reports STOPPING.
 Logs go to stderr; stdout carries only JSON.
 """
@@ -19,8 +21,10 @@ import signal
 import sys
 from typing import Any
 
+from fusion import WorldModel
 from gizmo_host import __version__
 from gizmo_host.cli.config import Config, load_config
+from gizmo_host.cli.world_config import WorldSetup
 from gizmo_host.deploy.diagnostics import explain_open_error
 from gizmo_host.errors import ConfigError
 from gizmo_host.live import event_loop
@@ -31,8 +35,10 @@ from gizmo_host.live.publish import (
     UnixSocketServer,
     encode_line,
     parse_host_port,
+    with_types,
 )
 from gizmo_host.live.service import GizmoService
+from gizmo_host.live.world import WorldService
 from gizmo_host.stream.events import version_message
 
 LOGGER = logging.getLogger("gizmo_host.run")
@@ -83,6 +89,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=event_loop.EVENT_LOOPS,
         help="auto (default: uvloop when installed), asyncio or uvloop",
     )
+    world = parser.add_argument_group("world model (with [camera] configured)")
+    world.add_argument("--rflysim-copter-id", type=int, metavar="N", help="the vehicle's CopterID")
+    world.add_argument("--rflysim-config", metavar="FILE", help="RflySim Config.json")
+    world.add_argument(
+        "--rflysim-bind", metavar="IPV4", help="local address for RflySim (default 127.0.0.1)"
+    )
+    world.add_argument(
+        "--rflysim-sim-host", metavar="IPV4", help="the simulator's address (default 127.0.0.1)"
+    )
+    world.add_argument(
+        "--rflysim-request-odometry-hz",
+        type=int,
+        metavar="HZ",
+        help="ask CopterSim for odometry at this rate and take the pose from it (default 0: "
+        "the pose comes from the state port)",
+    )
+    world.add_argument(
+        "--rflysim-request-imu-hz", type=int, metavar="HZ", help="ask CopterSim for IMU replies"
+    )
     parser.add_argument(
         "--log-level",
         default="INFO",
@@ -103,6 +128,12 @@ FLAGS = {
     "publish.udp": "--udp",
     "publish.stats_interval_s": "--stats-interval-s",
     "runtime.event_loop": "--event-loop",
+    "rflysim.copter_id": "--rflysim-copter-id",
+    "rflysim.config": "--rflysim-config",
+    "rflysim.bind": "--rflysim-bind",
+    "rflysim.sim_host": "--rflysim-sim-host",
+    "rflysim.request_odometry_hz": "--rflysim-request-odometry-hz",
+    "rflysim.request_imu_hz": "--rflysim-request-imu-hz",
 }
 
 
@@ -123,6 +154,14 @@ def config_from_args(args: argparse.Namespace) -> Config:
             "stats_interval_s": args.stats_interval_s,
         },
         "runtime": {"event_loop": args.event_loop},
+        "rflysim": {
+            "copter_id": args.rflysim_copter_id,
+            "config": args.rflysim_config,
+            "bind": args.rflysim_bind,
+            "sim_host": args.rflysim_sim_host,
+            "request_odometry_hz": args.rflysim_request_odometry_hz,
+            "request_imu_hz": args.rflysim_request_imu_hz,
+        },
     }
     config = load_config(args.config, overrides, FLAGS)
     if config.serial.path is None:
@@ -145,6 +184,9 @@ def run(args: argparse.Namespace) -> int:
     LOGGER.info("event loop: %s", loop)
     try:
         event_loop.run(serve(config), loop)
+    except ConfigError as exc:  # Config.json changed since the check
+        print(f"gizmo-host run: config error: {exc}", file=sys.stderr)
+        return 2
     except (OSError, ServiceFailed) as exc:  # e.g. the Unix socket path cannot be bound
         print(f"gizmo-host run: {exc}", file=sys.stderr)
         return 1
@@ -194,8 +236,13 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
     service = build_service(config)
+    world_setup = config.world_setup()
+    world = None if world_setup is None else build_world(world_setup)
     path = config.serial.path
     assert path is not None
+    version = version_message(__version__, path)
+    if world is not None:
+        version = with_types(version, "world")
     publisher = JsonLinesPublisher()
     socket_server: UnixSocketServer | None = None
     udp: UdpSink | None = None
@@ -204,7 +251,7 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
     if config.publish.unix_socket:
         socket_server = UnixSocketServer(
             config.publish.unix_socket,
-            encode_line(version_message(__version__, path)),
+            encode_line(version),
             max_buffer_bytes=config.publish.unix_max_buffer_bytes,
         )
         try:
@@ -225,11 +272,19 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
         publisher.add_sink(udp)
     service.watch(config.selector)
     service.add_listener(publisher)
+    if world is not None:
+        service.add_listener(world.on_gizmo)
+        world.add_listener(publisher)
     notifier = _notifier()
     tasks: list[asyncio.Task[Any]] = []
     try:
         async with service:
-            publisher.publish(version_message(__version__, path))
+            publisher.publish(version)
+            if world is not None:
+                try:
+                    await world.start()
+                except OSError as exc:  # a port taken by another program, an address not ours
+                    raise ServiceFailed(f"rflysim: cannot listen: {exc.strerror or exc}") from None
             gc.freeze()  # start-up objects live forever: keep them out of every collection
             _notify(notifier, "ready")
             _notify(notifier, "status", f"reading {path}")
@@ -239,7 +294,12 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
                 tasks.append(
                     asyncio.create_task(
                         _stats_loop(
-                            service, publisher, socket_server, udp, config.publish.stats_interval_s
+                            service,
+                            publisher,
+                            socket_server,
+                            udp,
+                            config.publish.stats_interval_s,
+                            world,
                         ),
                         name="gizmo-stats",
                     )
@@ -247,10 +307,13 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
             stopped = asyncio.create_task(stop.wait(), name="gizmo-stop")
             failed = asyncio.create_task(service.wait_failed(), name="gizmo-failure")
             tasks += [stopped, failed]
-            await asyncio.wait((stopped, failed), return_when=asyncio.FIRST_COMPLETED)
+            if world is not None:
+                tasks.append(asyncio.create_task(world.wait_failed(), name="world-failure"))
+            done, _ = await asyncio.wait(tasks[-3:], return_when=asyncio.FIRST_COMPLETED)
             _notify(notifier, "stopping")
-            if failed.done():
-                raise ServiceFailed(f"service failed: {failed.result()!r}")
+            for task in done:
+                if task is not stopped:
+                    raise ServiceFailed(f"service failed: {task.result()!r}")
             LOGGER.info("stopping")
     finally:
         for task in tasks:
@@ -258,6 +321,8 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if world is not None:
+            await world.stop()
         if socket_server is not None:
             await socket_server.close()
         if udp is not None:
@@ -288,8 +353,17 @@ def build_service(config: Config) -> GizmoService:
     )
 
 
+def build_world(setup: WorldSetup) -> WorldService:
+    """The world service for resolved settings: the model, and RflySim's receivers if any."""
+    model = WorldModel(setup.camera, setup.world, selector=setup.selector)
+    return WorldService.for_rflysim(model, setup.rflysim)
+
+
 def stats_message(
-    service: GizmoService, socket_server: UnixSocketServer | None, udp: UdpSink | None
+    service: GizmoService,
+    socket_server: UnixSocketServer | None,
+    udp: UdpSink | None,
+    world: WorldService | None = None,
 ) -> dict[str, Any]:
     message = service.stats()
     message["publish"] = {
@@ -298,6 +372,8 @@ def stats_message(
         if udp is None
         else {"datagrams": udp.datagrams, "errors": udp.errors, "dropped": udp.dropped},
     }
+    if world is not None:
+        message["world"] = world.stats()
     return message
 
 
@@ -307,7 +383,8 @@ async def _stats_loop(
     socket_server: UnixSocketServer | None,
     udp: UdpSink | None,
     interval_s: float,
+    world: WorldService | None,
 ) -> None:
     while True:
         await asyncio.sleep(interval_s)
-        publisher.publish(stats_message(service, socket_server, udp))
+        publisher.publish(stats_message(service, socket_server, udp, world))

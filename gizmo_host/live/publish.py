@@ -1,7 +1,8 @@
 """JSON Lines publishing: stdout, a Unix domain socket server, and UDP datagrams.
 
-``JsonLinesPublisher`` is a service listener: it turns each result, link event and verdict into
-one JSON object (always with a ``type``), encodes it once, and hands the line to every sink.
+``JsonLinesPublisher`` is a service listener: it turns each result, link event and verdict (and,
+as a world service listener, each world snapshot) into one JSON object (always with a
+``type``), encodes it once, and hands the line to every sink.
 Sinks never block the reader:
 
 - ``UnixSocketServer`` serves up to ``max_clients`` clients, greets each with a ``version``
@@ -34,6 +35,7 @@ import time
 from collections.abc import Callable
 from typing import Any, BinaryIO, Protocol, cast
 
+from fusion import WorldSnapshot
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.store import Verdict
 
@@ -48,11 +50,19 @@ EVICTABLE_BACKLOG_BYTES = 4096
 _OUTQ = struct.Struct("i")  # SIOCOUTQ (= TIOCOUTQ on Linux): bytes the peer has not read
 
 
+Message = ReceivedResult | LinkEvent | Verdict | WorldSnapshot
+
+
 class Sink(Protocol):
     def send(self, line: bytes) -> None: ...
 
 
-def message_dict(message: ReceivedResult | LinkEvent | Verdict, now_ns: int) -> dict[str, Any]:
+def with_types(version: dict[str, Any], *types: str) -> dict[str, Any]:
+    """A ``version`` message whose ``types`` also lists ``types`` (e.g. ``"world"``)."""
+    return {**version, "types": [*version["types"], *types]}
+
+
+def message_dict(message: Message, now_ns: int) -> dict[str, Any]:
     if isinstance(message, ReceivedResult):
         return message.to_dict(now_ns)
     return message.to_dict()
@@ -76,7 +86,7 @@ class JsonLinesPublisher:
     def add_sink(self, sink: Sink) -> None:
         self._sinks.append(sink)
 
-    def __call__(self, message: ReceivedResult | LinkEvent | Verdict) -> None:
+    def __call__(self, message: Message) -> None:
         if isinstance(message, ReceivedResult):  # the per-frame path: a template, no dict
             line = message.to_json_line(self._clock())
         else:

@@ -1,4 +1,8 @@
-"""JSON Schemas (draft 2020-12), one per JSON Lines message ``type`` that gizmo-host emits."""
+"""JSON Schemas (draft 2020-12), one per JSON Lines message ``type`` that gizmo-host emits.
+
+``world`` snapshots are fusion's own ``WorldSnapshot.to_dict()``: their schema is the one
+``fusion/schemas/world.json`` defines (``fusion.world_schema()``), not a copy that could drift.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,9 @@ import json
 from importlib import resources
 from typing import Any
 
-MESSAGE_TYPES = ("version", "result", "link", "verdict", "stats", "error")
+from fusion import world_schema
+
+MESSAGE_TYPES = ("version", "result", "link", "verdict", "stats", "error", "world")
 
 
 def load_schema(message_type: str) -> dict[str, Any]:
@@ -15,6 +21,8 @@ def load_schema(message_type: str) -> dict[str, Any]:
         raise ValueError(
             f"message_type: expected one of {', '.join(MESSAGE_TYPES)}, got {message_type!r}"
         )
+    if message_type == "world":
+        return world_schema()
     text = resources.files(__name__).joinpath(f"{message_type}.schema.json").read_text()
     schema: dict[str, Any] = json.loads(text)
     return schema

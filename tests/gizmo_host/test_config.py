@@ -146,10 +146,19 @@ def _document(key: str, value: object) -> dict:
         return {"serial": {"backoff_min_s": value, "backoff_max_s": LIMITS[key].high}}
     if name == "backoff_max_s":
         return {"serial": {"backoff_min_s": LIMITS[key].low, "backoff_max_s": value}}
+    if section == "rflysim":  # the world model needs a camera; replies need a vehicle
+        return {"rflysim": {"copter_id": 1, name: value}, "camera": _CAMERA}
     return {section: {name: value}}
 
 
-_INT_KEYS = {"serial.baudrate", "publish.unix_max_buffer_bytes"}
+_CAMERA = {"width_px": 640, "height_px": 480, "hfov_deg": 90.0}
+_INT_KEYS = {
+    "serial.baudrate",
+    "publish.unix_max_buffer_bytes",
+    "rflysim.copter_id",
+    "rflysim.request_odometry_hz",
+    "rflysim.request_imu_hz",
+}
 
 
 def _typed(key: str, value: float) -> float:
@@ -161,7 +170,7 @@ def test_every_number_has_a_range_and_its_error_names_the_setting_and_the_bounds
     limits = LIMITS[key]
     for accepted in (limits.low, limits.high, *([0] if limits.off else [])):
         config_from_mapping(_document(key, _typed(key, accepted)))
-    below = limits.low - 1 if key in _INT_KEYS else limits.low / 2 or -1.0
+    below = limits.low - 1 - limits.off if key in _INT_KEYS else limits.low / 2 or -1.0
     for rejected in (below, limits.high * 2):
         with pytest.raises(ConfigError) as exc:
             config_from_mapping(_document(key, _typed(key, rejected)))
@@ -237,6 +246,7 @@ def test_an_error_in_a_flag_names_the_flag_and_the_setting(tmp_path):
 _SECTIONS = {
     name: [f.name for f in dataclasses.fields(getattr(Config(), name))]
     for name in (f.name for f in dataclasses.fields(Config))
+    if dataclasses.is_dataclass(getattr(Config(), name))  # [world], [camera]: test_world_config
 }
 _text = st.text(max_size=12)
 _scalars = st.one_of(
@@ -280,6 +290,9 @@ _PLAUSIBLE_STRINGS = {
     "publish.unix_socket": st.just('"/run/gizmo-host/results.sock"'),
     "publish.udp": st.sampled_from(['"127.0.0.1:9870"', '"[::1]:9"', '"host:0"']),
     "runtime.event_loop": st.sampled_from(['"auto"', '"asyncio"', '"trio"']),
+    "rflysim.config": st.sampled_from(['"/nonexistent/Config.json"', '""']),
+    "rflysim.bind": st.sampled_from(['"127.0.0.1"', '"0.0.0.0"', '"::1"']),
+    "rflysim.sim_host": st.sampled_from(['"127.0.0.1"', '"sim"']),
 }
 
 

@@ -1,0 +1,244 @@
+"""``[camera]``, ``[world]`` and ``[rflysim]`` of ``gizmo-host run``: the world model's settings.
+
+The world model runs when ``[camera]`` is configured (it cannot place anything without the
+camera) unless ``[world] enabled = false``; ``[world]`` or ``[rflysim]`` without ``[camera]``
+is an error rather than a silently idle model. ``[camera]`` and ``[world]`` are checked by
+fusion's own ``CameraConfig`` and ``WorldConfig``; ``[world]`` inherits ``ttl_ms``,
+``ttl_ms_by_type`` and ``reset_hold_ms`` from ``[store]`` unless it sets them, and requires a
+pose for PROCEED (``pose_required``) when ``[rflysim] copter_id`` names a vehicle.
+``camera.rflysim_sensor`` takes the size, field of view and mount of that Config.json sensor
+(``[rflysim] config``); keys in ``[camera]`` override them. Example::
+
+    [camera]
+    width_px = 640
+    height_px = 480
+    hfov_deg = 90.0
+    mount_rpy_deg = [0.0, -90.0, 0.0]
+    mount_position_frd_m = [0.0, 0.0, 0.1]
+
+    [world]
+    rate_hz = 50
+    publish_on_change = true
+
+    [rflysim]
+    copter_id = 1
+    config = "Config.json"
+    bind = "127.0.0.1"
+    sim_host = "127.0.0.1"
+    request_odometry_hz = 100
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from fusion import CameraConfig, Selector, WorldConfig
+from fusion import ConfigError as FusionConfigError
+from gizmo_host.errors import ConfigError
+from gizmo_host.live.rfly_adapter import sensor_rpy_deg
+from gizmo_host.live.rfly_sources import RflySimSetup
+from gizmo_host.stream.store import TargetSelector
+from gizmo_host.wire.results import ResultType
+from rfly_link.config import LoadedConfig, VisionSensorConfig, load_config
+from rfly_link.errors import ConfigError as RflyConfigError
+from rfly_link.messages import TypeId
+from rfly_link.sensors import IMAGE_TYPES
+
+MIN_RATE_HZ = 0.01
+MAX_RATE_HZ = 100.0  # no timer under 10 ms (config.MIN_PERIOD_S)
+MAX_MS = 3_600_000.0  # an hour: beyond it a time no longer means anything (config.MAX_PERIOD_S)
+_INHERITED = ("ttl_ms", "ttl_ms_by_type", "reset_hold_ms")
+_BODY_MOUNTS = (0, 1)  # TargetMountType: rigidly on the vehicle (centre, bottom centre)
+_GIMBAL_MOUNT = 3  # on the vehicle, attitude in the ground frame: only with the gimbal's angles
+
+
+@dataclass(frozen=True, slots=True)
+class RflySimConfig:
+    """The ``[rflysim]`` table as written (checked by ``gizmo_host.cli.config``)."""
+
+    copter_id: int | None = None
+    config: str | None = None  # a Config.json: distance sensors and camera.rflysim_sensor
+    bind: str = "127.0.0.1"
+    sim_host: str = "127.0.0.1"
+    request_odometry_hz: int = 0  # 0: off; the pose then comes from the state port
+    request_imu_hz: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WorldSetup:
+    """Everything the world service needs, resolved and checked."""
+
+    camera: CameraConfig
+    world: WorldConfig
+    selector: Selector
+    rflysim: RflySimSetup | None
+
+
+def _error(exc: Exception, default_key: str) -> ConfigError:
+    text = str(exc)
+    head = text.split(":", 1)[0]
+    key = head if head.replace(".", "").replace("_", "").isalnum() else default_key
+    return ConfigError(text, key)
+
+
+def _ipv4(key: str, value: str) -> str:
+    if value == "localhost":
+        return "127.0.0.1"
+    try:
+        return str(ipaddress.IPv4Address(value))
+    except ValueError:
+        raise ConfigError(f"{key}: expected an IPv4 address, got {value!r}", key) from None
+
+
+def _load(path: str) -> LoadedConfig:
+    key = "rflysim.config"
+    try:
+        return load_config(path)
+    except OSError as exc:
+        raise ConfigError(f"{key} {path}: cannot read: {exc.strerror or exc}", key) from None
+    except (RflyConfigError, ValueError, RecursionError) as exc:
+        raise ConfigError(f"{key}: {exc}", key) from None
+
+
+def _camera_sensor(loaded: LoadedConfig | None, seq_id: Any, on_gimbal: bool) -> VisionSensorConfig:
+    key = "camera.rflysim_sensor"
+    if not isinstance(seq_id, int) or isinstance(seq_id, bool):
+        raise ConfigError(f"{key}: expected a Config.json SeqID (an integer), got {seq_id!r}", key)
+    if loaded is None:
+        raise ConfigError(f"{key}: expected [rflysim] config, the Config.json to read it from", key)
+    cameras = {s.seq_id: s for s in loaded.sensors if s.type_id in IMAGE_TYPES}
+    sensor = cameras.get(seq_id)
+    if sensor is None:
+        known = ", ".join(str(n) for n in sorted(cameras)) or "none"
+        raise ConfigError(
+            f"{key}: expected the SeqID of a Config.json camera sensor ({known}), got {seq_id}", key
+        )
+    mount = sensor.target_mount_type
+    if mount not in _BODY_MOUNTS and not (on_gimbal and mount == _GIMBAL_MOUNT):
+        raise ConfigError(
+            f"{key}: expected a sensor on the vehicle (TargetMountType 0 or 1, or 3 with "
+            f"camera.on_gimbal), got TargetMountType {mount}",
+            key,
+        )
+    return sensor
+
+
+def camera_defaults(sensor: VisionSensorConfig) -> dict[str, Any]:
+    """The ``[camera]`` keys a Config.json camera sensor gives."""
+    rpy = sensor_rpy_deg(sensor.eular_or_quat, sensor.sensor_ang_eular, sensor.sensor_ang_quat)
+    return {
+        "width_px": sensor.data_width,
+        "height_px": sensor.data_height,
+        "hfov_deg": sensor.camera_fov_deg,
+        "mount_rpy_deg": list(rpy),
+        "mount_position_frd_m": list(sensor.sensor_pos_xyz_m),
+    }
+
+
+def _ttl_names(table: Mapping[str, Any]) -> dict[str, Any]:
+    """``ttl_ms_by_type`` keys may be result type names, as in ``[store]``."""
+    raw = table.get("ttl_ms_by_type")
+    if not isinstance(raw, Mapping):
+        return dict(table)
+    named = {}
+    for name, value in raw.items():
+        member = ResultType.__members__.get(str(name).upper())
+        named[str(int(member)) if member is not None else name] = value
+    return {**table, "ttl_ms_by_type": named}
+
+
+def _check_ranges(world: WorldConfig) -> None:
+    if not MIN_RATE_HZ <= world.rate_hz <= MAX_RATE_HZ:
+        raise ConfigError(
+            f"world.rate_hz: expected a number from {MIN_RATE_HZ:g} to {MAX_RATE_HZ:g}, "
+            f"got {world.rate_hz:g}",
+            "world.rate_hz",
+        )
+    times = {
+        f.name: getattr(world, f.name)
+        for f in fields(world)
+        if f.name.endswith("_ms") and not isinstance(getattr(world, f.name), Mapping)
+    }
+    for table in ("ttl_ms_by_type", "source_stale_ms"):
+        times.update({f"{table}.{k}": v for k, v in getattr(world, table).items()})
+    for name, value in times.items():
+        if not (math.isfinite(value) and value <= MAX_MS):
+            key = f"world.{name}"
+            raise ConfigError(f"{key}: expected at most {MAX_MS:g} ms, got {value:g}", key)
+
+
+def world_config(table: Mapping[str, Any], store: Any, *, pose_required: bool) -> WorldConfig:
+    """``[world]`` over the inherited ``[store]`` times; ``enabled`` is not fusion's key."""
+    merged = _ttl_names({k: v for k, v in table.items() if k != "enabled"})
+    for key in _INHERITED:
+        inherited = getattr(store, key)
+        merged.setdefault(key, dict(inherited) if isinstance(inherited, Mapping) else inherited)
+    merged.setdefault("pose_required", pose_required)
+    try:
+        world = WorldConfig.from_mapping(merged)
+    except FusionConfigError as exc:
+        raise _error(exc, "world") from None
+    _check_ranges(world)
+    return world
+
+
+def resolve_world(
+    camera_table: Mapping[str, Any] | None,
+    world_table: Mapping[str, Any],
+    rflysim: RflySimConfig,
+    store: Any,
+    selector: TargetSelector,
+) -> WorldSetup | None:
+    """The world model's settings, or None when it is off; a ConfigError names the key."""
+    enabled = world_table.get("enabled")
+    if enabled is not None and not isinstance(enabled, bool):
+        key = "world.enabled"
+        raise ConfigError(f"{key}: expected true or false, got {enabled!r}", key)
+    if enabled is False:
+        return None
+    if camera_table is None:
+        if enabled or set(world_table) - {"enabled"} or rflysim != RflySimConfig():
+            raise ConfigError(
+                "camera: expected a [camera] table (width_px, height_px, and hfov_deg or "
+                "fx_px): the world model ([world], [rflysim]) needs it",
+                "camera",
+            )
+        return None
+    copter = rflysim.copter_id
+    if copter is None and (rflysim.request_odometry_hz or rflysim.request_imu_hz):
+        raise ConfigError(
+            "rflysim.copter_id: expected the vehicle's CopterID to request replies from",
+            "rflysim.copter_id",
+        )
+    loaded = None if rflysim.config is None else _load(rflysim.config)
+    on_gimbal = camera_table.get("on_gimbal") is True
+    defaults = None
+    if camera_table.get("rflysim_sensor") is not None:
+        sensor = _camera_sensor(loaded, camera_table["rflysim_sensor"], on_gimbal)
+        defaults = camera_defaults(sensor)
+    try:
+        camera = CameraConfig.from_mapping(camera_table, defaults)
+    except FusionConfigError as exc:
+        raise _error(exc, "camera") from None
+    world = world_config(world_table, store, pose_required=copter is not None)
+    setup = None
+    if copter is not None:
+        sensors = () if loaded is None else loaded.sensors
+        setup = RflySimSetup(
+            copter,
+            bind=_ipv4("rflysim.bind", rflysim.bind),
+            sim_host=_ipv4("rflysim.sim_host", rflysim.sim_host),
+            request_odometry_hz=rflysim.request_odometry_hz,
+            request_imu_hz=rflysim.request_imu_hz,
+            distance_sensors=tuple(
+                s for s in sensors if s.type_id == TypeId.DISTANCE and s.target_copter == copter
+            ),
+            gimbal=camera.on_gimbal,
+            gimbal_seq_id=camera.rflysim_sensor if camera.on_gimbal else None,
+        )
+    fusion_selector = Selector(selector.source_id, selector.result_type, selector.id)
+    return WorldSetup(camera, world, fusion_selector, setup)

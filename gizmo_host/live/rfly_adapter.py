@@ -1,0 +1,324 @@
+"""rfly_link's messages for one vehicle as :mod:`fusion` inputs.
+
+Pure, like :mod:`gizmo_host.live.world_adapters`. As :mod:`fusion.inputs` describes:
+
+- CopterSim state (168 B or 112 B) or odometry (88 B) -> ``PoseSample``, its simulation time
+  mapped to the host clock by one ``SimClockEstimator`` per stream. Only the configured pose
+  source becomes poses (two streams with their own epochs would fight over one history):
+  odometry when it is requested, otherwise the state. The source's angular rate, and every IMU
+  reply, become ``ImuSample``;
+- distance sensor (TypeID 5) frames -> ``LaserRange`` with the Config.json mount, timed by
+  the frame's RflySim3D simulation time (its own estimator per sensor);
+- the gimbal status (port 20006) -> ``GimbalSample`` and ``GimbalLaserRange``, at its
+  arrival time (the status carries none).
+
+What cannot be used is counted by cause in ``counts``, never raised.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from enum import Enum
+from typing import Any
+
+from fusion import (
+    GimbalLaserRange,
+    GimbalSample,
+    ImuSample,
+    Input,
+    InvalidInput,
+    LaserRange,
+    PoseSample,
+    SensorMount,
+    SimClockEstimator,
+)
+from fusion.geometry import (
+    Quat,
+    Vec3,
+    quat_from_euler_zyx,
+    quat_norm,
+    quat_normalize,
+    quat_to_euler_zyx,
+)
+from rfly_link import messages as m
+from rfly_link.config import VisionSensorConfig
+
+_UNIT_TOLERANCE = 1e-3  # as fusion.PoseSample checks
+_QUATERNION_MODE = 0.5  # Config.json / gimbal EularOrQuat above this: the quaternion applies
+
+
+class PoseSource(Enum):
+    """Which CopterSim stream gives the vehicle's pose."""
+
+    STATE = "state"  # 30100 + 2N - 1: SOut2Simulator (168 B) or the 112 B state
+    ODOMETRY = "odometry"  # 31000 + N - 1: replies to the odometry request (88 B)
+
+
+def _finite(values: tuple[float, ...]) -> bool:
+    return all(math.isfinite(v) for v in values)
+
+
+def _vec3(values: tuple[float, ...]) -> Vec3:
+    return (values[0], values[1], values[2])
+
+
+def _quat(values: tuple[float, ...]) -> Quat:
+    return (values[0], values[1], values[2], values[3])
+
+
+def _attitude(quaternion: tuple[float, ...] | None, euler_rad: tuple[float, ...]) -> Quat | None:
+    """The wire quaternion when it is a unit one, else the Z-Y-X Euler angles; None if neither."""
+    if quaternion is not None and _finite(quaternion):
+        q = _quat(quaternion)
+        if abs(quat_norm(q) - 1.0) <= _UNIT_TOLERANCE:
+            return q
+    if _finite(euler_rad):
+        return quat_from_euler_zyx(euler_rad[0], euler_rad[1], euler_rad[2])
+    return None
+
+
+def sensor_rpy_deg(
+    has_quaternion: float, euler: tuple[float, ...], quaternion: tuple[float, ...]
+) -> Vec3:
+    """A Config.json / gimbal attitude as roll, pitch, yaw in degrees (Z-Y-X from body FRD).
+
+    ``SensorAngEular`` is taken as degrees (the spec leaves the unit to RflySim3D; its examples,
+    such as a pitch of -15, are degrees); ``EularOrQuat > 0.5`` selects ``SensorAngQuat``.
+    """
+    if has_quaternion > _QUATERNION_MODE and _finite(quaternion) and quat_norm(_quat(quaternion)):
+        roll, pitch, yaw = quat_to_euler_zyx(quat_normalize(_quat(quaternion)))
+        return (math.degrees(roll), math.degrees(pitch), math.degrees(yaw))
+    return _vec3(euler)
+
+
+def sensor_mount(sensor: VisionSensorConfig) -> SensorMount:
+    """Where a Config.json sensor sits on the body (``SensorPosXYZ`` is body FRD, metres)."""
+    rpy = sensor_rpy_deg(sensor.eular_or_quat, sensor.sensor_ang_eular, sensor.sensor_ang_quat)
+    return SensorMount(sensor.sensor_pos_xyz_m, rpy)
+
+
+class RflyAdapter:
+    """rfly_link messages for one vehicle as fusion inputs, one sim clock per stream."""
+
+    def __init__(
+        self,
+        copter_id: int,
+        *,
+        pose_source: PoseSource = PoseSource.STATE,
+        gimbal_seq_id: int | None = None,
+        estimator: Callable[[], SimClockEstimator] = SimClockEstimator,
+    ) -> None:
+        """``gimbal_seq_id``: accept only this gimbal's status (None: any of this vehicle's)."""
+        self.copter_id = copter_id
+        self.pose_source = pose_source
+        self._gimbal_seq_id = gimbal_seq_id
+        self._new_estimator = estimator
+        self._clocks: dict[str, SimClockEstimator] = {}
+        self._mounts: dict[int, SensorMount] = {}
+        self.last_odometry_rx_ns: int | None = None  # any odometry reply: it is streaming
+        self.last_imu_rx_ns: int | None = None
+        self.counts: dict[str, int] = dict.fromkeys(
+            (
+                "poses",
+                "imu",
+                "laser",
+                "gimbal",
+                "not_pose_source",
+                "other_copter",
+                "other_gimbal",
+                "dropped_invalid",
+                "ignored",
+            ),
+            0,
+        )
+        self._handlers: dict[type, Callable[[Any, int, float | None, Any], list[Input]]] = {
+            m.SOut2Simulator: self._state,
+            m.SOut2SimulatorSimpleTime: self._state,
+            m.OdomReply: self._odometry,
+            m.ImuReply: self._imu,
+            m.DistanceSensor: self._distance,
+            m.GimbalStatus: self._gimbal,
+        }
+
+    def clock_stats(self) -> dict[str, dict[str, Any]]:
+        """Each stream's sim clock mapping: epoch, jumps, resets, samples, offset."""
+        return {name: clock.stats()._asdict() for name, clock in self._clocks.items()}
+
+    def message(
+        self,
+        value: object,
+        rx_ns: int,
+        *,
+        frame_time_s: float | None = None,
+        sensor: VisionSensorConfig | None = None,
+    ) -> list[Input]:
+        """The inputs one received message gives (often none); never raises on its content.
+
+        ``frame_time_s`` and ``sensor``: a vision-sensor frame's simulation time and
+        Config.json entry (``rfly_link.io.Event.frame`` and ``.sensor``).
+        """
+        handler = self._handlers.get(type(value))
+        if handler is None:
+            self.counts["ignored"] += 1  # e.g. the GPS origin or a crash report
+            return []
+        try:
+            return handler(value, rx_ns, frame_time_s, sensor)
+        except InvalidInput:
+            self.counts["dropped_invalid"] += 1
+            return []
+
+    def _clock(self, stream: str) -> SimClockEstimator:
+        clock = self._clocks.get(stream)
+        if clock is None:  # a fixed set of streams: state, odometry, imu, one per sensor
+            clock = self._clocks[stream] = self._new_estimator()
+        return clock
+
+    def _time(
+        self, stream: str, sim_time_s: float, rx_ns: int, *, discontinuity: bool = False
+    ) -> tuple[int, int, Any] | None:
+        if not math.isfinite(sim_time_s) or abs(sim_time_s) > 1e9:
+            return None
+        sample = self._clock(stream).observe(
+            round(sim_time_s * 1e9), rx_ns, discontinuity=discontinuity
+        )
+        return sample.host_ns, sample.epoch, sample.status
+
+    def _state(
+        self,
+        value: m.SOut2Simulator | m.SOut2SimulatorSimpleTime,
+        rx_ns: int,
+        _frame_time_s: float | None,
+        _sensor: object,
+    ) -> list[Input]:
+        if value.copter_id != self.copter_id:
+            self.counts["other_copter"] += 1
+            return []
+        if self.pose_source is not PoseSource.STATE:
+            self.counts["not_pose_source"] += 1
+            return []
+        quaternion = value.quaternion_wxyz if isinstance(value, m.SOut2Simulator) else None
+        attitude = _attitude(quaternion, value.euler_rad)
+        timed = self._time("state", value.runned_time_s, rx_ns)
+        if attitude is None or timed is None:
+            self.counts["dropped_invalid"] += 1
+            return []
+        host_ns, epoch, status = timed
+        velocity = value.velocity_ned_m_s
+        pose = PoseSample(
+            host_ns,
+            round(value.runned_time_s * 1e9),
+            epoch,
+            _vec3(value.position_ned_m),
+            attitude,
+            _vec3(velocity) if _finite(velocity) else None,
+            value.copter_id,
+            status,
+        )
+        self.counts["poses"] += 1
+        out: list[Input] = [pose]
+        if isinstance(value, m.SOut2Simulator) and _finite(value.angular_rate_frd_rad_s):
+            out.append(ImuSample(host_ns, _vec3(value.angular_rate_frd_rad_s)))
+            self.counts["imu"] += 1
+        return out
+
+    def _odometry(
+        self, value: m.OdomReply, rx_ns: int, _frame_time_s: float | None, _sensor: object
+    ) -> list[Input]:
+        if value.copter_id != self.copter_id:
+            self.counts["other_copter"] += 1
+            return []
+        self.last_odometry_rx_ns = rx_ns
+        if self.pose_source is not PoseSource.ODOMETRY:
+            self.counts["not_pose_source"] += 1
+            return []
+        if value.frame_type != m.OdomFrameType.NED_FRD or not value.pose_valid:
+            self.counts["dropped_invalid"] += 1
+            return []
+        timed = self._time(
+            "odometry", value.simulation_time_s, rx_ns, discontinuity=value.discontinuity
+        )
+        if timed is None:
+            self.counts["dropped_invalid"] += 1
+            return []
+        host_ns, epoch, status = timed
+        flags = value.flags
+        velocity = value.velocity_ned_m_s
+        has_velocity = bool(flags & m.OdomFlags.VELOCITY_VALID) and _finite(velocity)
+        pose = PoseSample(
+            host_ns,
+            round(value.simulation_time_s * 1e9),
+            epoch,
+            _vec3(value.position_ned_m),
+            _quat(value.quaternion_wxyz),
+            _vec3(velocity) if has_velocity else None,
+            value.copter_id,
+            status,
+        )
+        self.counts["poses"] += 1
+        out: list[Input] = [pose]
+        rate = value.angular_velocity_frd_rad_s
+        if flags & m.OdomFlags.ANGULAR_VELOCITY_VALID and _finite(rate):
+            out.append(ImuSample(host_ns, _vec3(rate)))
+            self.counts["imu"] += 1
+        return out
+
+    def _imu(
+        self, value: m.ImuReply, rx_ns: int, _frame_time_s: float | None, _sensor: object
+    ) -> list[Input]:
+        self.last_imu_rx_ns = rx_ns
+        timed = self._time("imu", value.simulation_time_s, rx_ns)
+        if timed is None:
+            self.counts["dropped_invalid"] += 1
+            return []
+        sample = ImuSample(timed[0], _vec3(value.angular_rate_frd_rad_s))
+        self.counts["imu"] += 1
+        return [sample]
+
+    def _distance(
+        self,
+        value: m.DistanceSensor,
+        rx_ns: int,
+        frame_time_s: float | None,
+        sensor: VisionSensorConfig | None,
+    ) -> list[Input]:
+        if sensor is None:
+            self.counts["ignored"] += 1  # no Config.json entry: no mount
+            return []
+        if value.copter_id != self.copter_id:
+            self.counts["other_copter"] += 1
+            return []
+        host_ns = rx_ns
+        if frame_time_s is not None:
+            timed = self._time(f"sensor{sensor.seq_id}", frame_time_s, rx_ns)
+            if timed is not None:
+                host_ns = timed[0]
+        mount = self._mounts.get(sensor.seq_id)
+        if mount is None:
+            mount = self._mounts[sensor.seq_id] = sensor_mount(sensor)
+        distance = value.distance_m
+        self.counts["laser"] += 1
+        # No return (0, negative or not a number) is a reading of "nothing in range".
+        hit = math.isfinite(distance) and distance > 0
+        return [LaserRange(host_ns, distance if hit else None, mount)]
+
+    def _gimbal(
+        self, value: m.GimbalStatus, rx_ns: int, _frame_time_s: float | None, _sensor: object
+    ) -> list[Input]:
+        if self._gimbal_seq_id is not None and value.seq_id != self._gimbal_seq_id:
+            self.counts["other_gimbal"] += 1
+            return []
+        if value.target_copter != self.copter_id:
+            self.counts["other_copter"] += 1
+            return []
+        rpy = sensor_rpy_deg(value.eular_or_quat, value.sensor_ang_eular, value.sensor_ang_quat)
+        # fx/fy sit in version-dependent otherParams slots: used only when they look like
+        # focal lengths (finite, positive), else the configured intrinsics apply.
+        fx, fy = value.fx_px, value.fy_px
+        focal = math.isfinite(fx) and math.isfinite(fy) and fx > 0 and fy > 0
+        laser = value.laser_range_m
+        self.counts["gimbal"] += 1
+        return [
+            GimbalSample(rx_ns, rpy, fx if focal else None, fy if focal else None),
+            GimbalLaserRange(rx_ns, laser if math.isfinite(laser) and laser > 0 else None),
+        ]

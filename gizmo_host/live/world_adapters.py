@@ -1,0 +1,105 @@
+"""The live link's values as :mod:`fusion` inputs.
+
+Pure: values in, frozen fusion inputs out, no clock read and no I/O, so a replay or a test
+feeds the world model exactly as ``gizmo-host run`` does. As :mod:`fusion.inputs` describes:
+
+- ``ReceivedResult`` -> ``VisionObservation``: tracked/lost from flags bits 0/1, ``has_box``
+  from ``is_target``, the capture time from ``reference_ns()``, ``clock_locked`` when the
+  device clock is LOCKED; preceded by ``LinkStatus(device_reset=True)`` when the sequence
+  tracker saw the board restart;
+- ``LinkEvent`` -> ``LinkStatus``.
+
+A result the model cannot take (a box off the spec's scale) is counted, never raised.
+"""
+
+from __future__ import annotations
+
+from fusion import Input, InvalidInput, LinkState, LinkStatus, VisionObservation
+from gizmo_host.stream.clock import ClockStatus
+from gizmo_host.stream.events import LinkEvent, ReceivedResult
+from gizmo_host.stream.tracker import SequenceEvent
+from gizmo_host.wire.protocol import ResultFlags
+from gizmo_host.wire.results import interpret, is_target
+
+_LOCKED = ClockStatus.LOCKED
+_RESET = SequenceEvent.RESET
+_TRACKED = int(ResultFlags.TRACKED)
+_LOST = int(ResultFlags.LOST)
+_MAX_LABELS = 1024  # label cache entries: (result_type, id) pairs seen
+
+
+def result_label(result_type: int, ident: int) -> str:
+    """A result's class as a word: ``pedestrian``, ``red``, ``qr_code``, ``motion``..."""
+    fields = _Fields(result_type, ident)
+    interpretation = interpret(fields)
+    named = getattr(interpretation, "label", None) or getattr(interpretation, "color", None)
+    return named.name.lower() if named is not None else str(interpretation.kind)
+
+
+class _Fields:
+    """The payload fields ``interpret`` reads; only type and id decide the label."""
+
+    __slots__ = ("id", "result_type")
+    x = y = w = h = aux = 0
+
+    def __init__(self, result_type: int, ident: int) -> None:
+        self.result_type = result_type
+        self.id = ident
+
+
+def link_state(event: LinkEvent) -> LinkState:
+    return LinkState(event.state.value)
+
+
+class GizmoAdapter:
+    """``ReceivedResult`` and ``LinkEvent`` from the live link as fusion inputs."""
+
+    def __init__(self) -> None:
+        self._state = LinkState.DOWN
+        self._labels: dict[tuple[int, int], str] = {}
+        self.counts: dict[str, int] = {"results": 0, "device_resets": 0, "dropped_invalid": 0}
+
+    def link(self, event: LinkEvent) -> LinkStatus:
+        self._state = link_state(event)
+        return LinkStatus(event.host_ns, self._state)
+
+    def result(self, received: ReceivedResult) -> list[Input]:
+        """The observation, after a device reset marker when the board restarted."""
+        r = received.result
+        out: list[Input] = []
+        if received.sequence_event is _RESET:
+            self.counts["device_resets"] += 1
+            out.append(LinkStatus(received.host_rx_ns, self._state, device_reset=True))
+        key = (r.result_type, r.id)
+        label = self._labels.get(key)
+        if label is None:
+            label = result_label(*key)
+            if len(self._labels) < _MAX_LABELS:
+                self._labels[key] = label
+        flags = r.flags
+        try:
+            out.append(
+                VisionObservation(
+                    r.source_id,
+                    r.result_type,
+                    r.id,
+                    label,
+                    r.confidence,
+                    bool(flags & _TRACKED),
+                    bool(flags & _LOST),
+                    is_target(r.result_type, r.id),
+                    r.x,
+                    r.y,
+                    r.w,
+                    r.h,
+                    received.reference_ns(),
+                    received.host_rx_ns,
+                    received.epoch,
+                    received.clock_status is _LOCKED,
+                )
+            )
+        except InvalidInput:
+            self.counts["dropped_invalid"] += 1  # a box off the spec's scale
+            return out
+        self.counts["results"] += 1
+        return out
