@@ -104,13 +104,17 @@ def _load(path: str) -> LoadedConfig:
         raise ConfigError(f"{key}: {exc}", key) from None
 
 
+CAMERA_TYPES = IMAGE_TYPES | {TypeId.BOX_TARGETS}
+
+
 def _camera_sensor(loaded: LoadedConfig | None, seq_id: Any, on_gimbal: bool) -> VisionSensorConfig:
     key = "camera.rflysim_sensor"
     if not isinstance(seq_id, int) or isinstance(seq_id, bool):
         raise ConfigError(f"{key}: expected a Config.json SeqID (an integer), got {seq_id!r}", key)
     if loaded is None:
         raise ConfigError(f"{key}: expected [rflysim] config, the Config.json to read it from", key)
-    cameras = {s.seq_id: s for s in loaded.sensors if s.type_id in IMAGE_TYPES}
+    # A TypeID 30 sensor's boxes are in its image, so its size, FOV and mount are a camera's.
+    cameras = {s.seq_id: s for s in loaded.sensors if s.type_id in CAMERA_TYPES}
     sensor = cameras.get(seq_id)
     if sensor is None:
         known = ", ".join(str(n) for n in sorted(cameras)) or "none"
