@@ -111,3 +111,8 @@ class CaptureError(GizmoError, ValueError):
 
 class CaptureWriteError(GizmoError, OSError):
     """Writing a capture failed (a full disk, an I/O error); the message names the file."""
+
+
+class ServiceFailed(GizmoError, RuntimeError):
+    """The service's own work failed (a task died, a timer raised, a sink cannot be served):
+    the command exits non-zero so that systemd restarts it."""

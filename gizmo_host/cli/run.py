@@ -19,6 +19,7 @@ import gc
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from fusion import WorldModel
@@ -26,7 +27,8 @@ from gizmo_host import __version__
 from gizmo_host.cli.config import Config, load_config
 from gizmo_host.cli.world_config import WorldSetup
 from gizmo_host.deploy.diagnostics import explain_open_error
-from gizmo_host.errors import ConfigError
+from gizmo_host.deploy.sd_notify import SdNotifier, watchdog_loop
+from gizmo_host.errors import ConfigError, ServiceFailed
 from gizmo_host.live import event_loop
 from gizmo_host.live.publish import (
     JsonLinesPublisher,
@@ -193,17 +195,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-class ServiceFailed(RuntimeError):
-    """The service's own work failed (a task died, a timer raised): exit non-zero so that
-    systemd restarts us."""
-
-
-def _notifier() -> Any:
-    """The systemd notifier, or None outside systemd (or without the sd_notify module)."""
-    try:
-        from gizmo_host.deploy.sd_notify import SdNotifier  # noqa: PLC0415 - optional integration
-    except ImportError:
-        return None
+def _notifier() -> SdNotifier | None:
+    """The systemd notifier, or None outside systemd (or when its address is unusable)."""
     try:
         return SdNotifier.from_environment()
     except ValueError as exc:
@@ -211,21 +204,14 @@ def _notifier() -> Any:
         return None
 
 
-def _notify(notifier: Any, method: str, *args: str) -> None:
+def _notify(notifier: SdNotifier | None, send: Callable[[SdNotifier], None], what: str) -> None:
+    """Tell systemd ``what``; a failed send is logged, never fatal (systemd decides)."""
     if notifier is None:
         return
     try:
-        getattr(notifier, method)(*args)
+        send(notifier)
     except OSError as exc:
-        LOGGER.warning("systemd notification %s failed: %s", method, exc)
-
-
-async def _watchdog(notifier: Any) -> None:
-    try:
-        from gizmo_host.deploy.sd_notify import watchdog_loop  # noqa: PLC0415 - optional integration
-    except ImportError:
-        return
-    await watchdog_loop(notifier)
+        LOGGER.warning("systemd notification %s failed: %s", what, exc)
 
 
 async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
@@ -286,10 +272,10 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
                 except OSError as exc:  # a port taken by another program, an address not ours
                     raise ServiceFailed(f"rflysim: cannot listen: {exc.strerror or exc}") from None
             gc.freeze()  # start-up objects live forever: keep them out of every collection
-            _notify(notifier, "ready")
-            _notify(notifier, "status", f"reading {path}")
+            _notify(notifier, SdNotifier.ready, "ready")
+            _notify(notifier, lambda n: n.status(f"reading {path}"), "status")
             if notifier is not None:
-                tasks.append(asyncio.create_task(_watchdog(notifier), name="gizmo-watchdog"))
+                tasks.append(asyncio.create_task(watchdog_loop(notifier), name="gizmo-watchdog"))
             if config.publish.stats_interval_s > 0:
                 tasks.append(
                     asyncio.create_task(
@@ -310,7 +296,7 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
             if world is not None:
                 tasks.append(asyncio.create_task(world.wait_failed(), name="world-failure"))
             done, _ = await asyncio.wait(tasks[-3:], return_when=asyncio.FIRST_COMPLETED)
-            _notify(notifier, "stopping")
+            _notify(notifier, SdNotifier.stopping, "stopping")
             for task in done:
                 if task is not stopped:
                     raise ServiceFailed(f"service failed: {task.result()!r}")

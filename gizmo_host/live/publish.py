@@ -62,12 +62,6 @@ def with_types(version: dict[str, Any], *types: str) -> dict[str, Any]:
     return {**version, "types": [*version["types"], *types]}
 
 
-def message_dict(message: Message, now_ns: int) -> dict[str, Any]:
-    if isinstance(message, ReceivedResult):
-        return message.to_dict(now_ns)
-    return message.to_dict()
-
-
 _ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)  # stateless, reused
 
 
