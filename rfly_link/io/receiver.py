@@ -255,6 +255,15 @@ class UdpReceiver:
     # -- consumer side -----------------------------------------------------------------------------
 
     @property
+    def local_address(self) -> tuple[str, int] | None:
+        """The socket's own (address, port) while open (the kernel's view of the bind), else
+        None: closed, and its reader thread joined."""
+        if self._sock is None:
+            return None
+        host, port = self._sock.getsockname()[:2]
+        return str(host), int(port)
+
+    @property
     def bound_port(self) -> int:
         if self._sock is None:
             return self.port

@@ -362,8 +362,8 @@ def test_multicast_receiver_warns_for_the_address_actually_bound(
             except OSError as exc:  # no multicast route in this environment
                 pytest.skip(f"multicast unavailable: {exc}")
             try:
-                assert receiver._sock is not None
-                assert receiver._sock.getsockname()[0] == "0.0.0.0"
+                address = receiver.local_address
+                assert address is not None and address[0] == "0.0.0.0"
             finally:
                 await receiver.close()
         (message,) = _warnings(caplog, "without an allow-list")
@@ -417,7 +417,8 @@ def test_socket_errors_are_counted_as_such_and_receiving_goes_on() -> None:
             with udp_socket() as gone:
                 peer = gone.getsockname()
             # A connected UDP socket reports the ICMP "port unreachable" for its datagram as
-            # ECONNREFUSED on the next receive: a real socket error in the reader thread.
+            # ECONNREFUSED on the next receive: a real socket error in the reader thread. (The
+            # one white-box step of this file: only a connected socket hears the ICMP error.)
             assert receiver._sock is not None
             receiver._sock.connect(peer)
             receiver._sock.send(b"probe")
@@ -565,7 +566,7 @@ def test_cli_bind_error_is_one_line_and_closes_started_receivers(
         bad = rio.UdpReceiver(rio.MessagePipeline(20006), port=0, host="192.0.2.1")
         with pytest.raises(OSError, match=r"cannot bind 192\.0\.2\.1"):
             await cli.listen([good, bad], count=1)
-        assert good._sock is None and good._thread is None  # closed, reader thread joined
+        assert good.local_address is None  # closed, reader thread joined
 
     run(main)
 
