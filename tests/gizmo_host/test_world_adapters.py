@@ -1,0 +1,109 @@
+"""The adapters from rfly_link messages and the live link to fusion inputs: what becomes an
+input, what is counted instead, and how each stream's sim time is mapped."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from fusion import GimbalLaserRange, GimbalSample, ImuSample, LaserRange, PoseSample
+from gizmo_host.live.rfly_adapter import PoseSource, RflyAdapter
+from gizmo_host.live.world_adapters import result_label
+from rfly_link import messages as m
+from rfly_link.sim import builders, sensorset
+from rfly_link.sim.kinematics import VehicleState
+
+MS = 1_000_000
+STATE = VehicleState(
+    position_ned_m=(1.0, 2.0, -10.0),
+    velocity_ned_m_s=(0.5, 0.0, 0.0),
+    acceleration_ned_m_s2=(0.0, 0.0, 0.0),
+    quaternion_wxyz=(1.0, 0.0, 0.0, 0.0),
+    euler_rad=(0.0, 0.0, 0.0),
+    angular_rate_frd_rad_s=(0.0, 0.0, 0.3),
+    specific_force_frd_m_s2=(0.0, 0.0, -9.81),
+)
+SENSORS = sensorset.builtin_config().sensors
+DISTANCE = next(s for s in SENSORS if s.type_id == m.TypeId.DISTANCE)
+GIMBAL_CAMERA = next(s for s in SENSORS if s.type_id == m.TypeId.GIMBAL)
+
+
+def test_the_state_of_the_configured_vehicle_is_a_pose_and_a_rate() -> None:
+    adapter = RflyAdapter(1)
+    rx_ns = 5_000 * MS
+    pose, rate = adapter.message(builders.state_168(1, 3, STATE, 12.5), rx_ns)
+    assert isinstance(pose, PoseSample) and isinstance(rate, ImuSample)
+    assert pose.position_ned_m == (1.0, 2.0, -10.0) and pose.sim_time_ns == 12_500_000_000
+    assert pose.host_ns <= rx_ns  # mapped sim time: never after its own arrival
+    assert rate.angular_rate_frd_rad_s == pytest.approx((0.0, 0.0, 0.3))
+    assert adapter.message(builders.state_168(2, 3, STATE, 12.5), rx_ns) == []
+    assert adapter.counts["other_copter"] == 1
+
+
+def test_only_the_configured_pose_source_makes_poses() -> None:
+    """Two streams with their own sim clocks would fight over one pose history."""
+    adapter = RflyAdapter(1, pose_source=PoseSource.ODOMETRY)
+    assert adapter.message(builders.state_168(1, 3, STATE, 1.0), 10 * MS) == []
+    assert adapter.counts["not_pose_source"] == 1
+    odom = builders.odometry(1, 1, STATE, 1.0, discontinuity=False)
+    items = adapter.message(odom, 11 * MS)
+    assert [type(i) for i in items] == [PoseSample, ImuSample]
+    assert adapter.last_odometry_rx_ns == 11 * MS
+
+
+def test_an_odometry_discontinuity_starts_a_new_pose_epoch() -> None:
+    adapter = RflyAdapter(1, pose_source=PoseSource.ODOMETRY)
+    epochs = []
+    for n in range(5):
+        odom = builders.odometry(n, 1, STATE, 1.0 + n * 0.01, discontinuity=n == 3)
+        pose = adapter.message(odom, (100 + 10 * n) * MS)[0]
+        assert isinstance(pose, PoseSample)
+        epochs.append(pose.epoch)
+    assert epochs[:3] == [epochs[0]] * 3 and epochs[3] == epochs[4] > epochs[0]
+
+
+def test_unusable_values_are_counted_never_raised() -> None:
+    adapter = RflyAdapter(1, pose_source=PoseSource.ODOMETRY)
+    nan_time = builders.odometry(1, 1, STATE, math.nan, discontinuity=False)
+    # frame_type 2 is not NED/FRD: axes the adapter cannot know.
+    body_frame = dataclasses.replace(nan_time, simulation_time_s=1.0, frame_type=2)
+    assert adapter.message(nan_time, MS) == [] and adapter.message(body_frame, MS) == []
+    assert adapter.counts["dropped_invalid"] == 2
+    assert adapter.message(m.CopterSimCrash(copter_id=1), MS) == []
+    assert adapter.counts["ignored"] == 1
+
+
+def test_a_distance_frame_needs_its_config_entry_and_zero_is_no_return() -> None:
+    adapter = RflyAdapter(1)
+    reading = m.DistanceSensor(distance_m=7.5, copter_id=1)
+    assert adapter.message(reading, MS) == []  # no Config.json entry: no mount
+    (hit,) = adapter.message(reading, 2 * MS, frame_time_s=3.0, sensor=DISTANCE)
+    (miss,) = adapter.message(dataclasses.replace(reading, distance_m=0.0), 3 * MS, sensor=DISTANCE)
+    assert isinstance(hit, LaserRange) and hit.distance_m == 7.5
+    assert hit.mount.rpy_deg == pytest.approx(sensorset.mount_rpy_deg(DISTANCE))
+    assert isinstance(miss, LaserRange) and miss.distance_m is None
+
+
+def test_gimbal_status_gives_angles_and_a_laser_only_for_its_own_gimbal() -> None:
+    camera = sensorset.sensor_camera(GIMBAL_CAMERA)
+    status = builders.gimbal_status(GIMBAL_CAMERA, camera, 12.0)
+    adapter = RflyAdapter(1, gimbal_seq_id=GIMBAL_CAMERA.seq_id)
+    sample, laser = adapter.message(status, 7 * MS)
+    assert isinstance(sample, GimbalSample) and isinstance(laser, GimbalLaserRange)
+    assert sample.fx_px == pytest.approx(camera.fx_px) and laser.distance_m == 12.0
+    other = RflyAdapter(1, gimbal_seq_id=GIMBAL_CAMERA.seq_id + 1)
+    assert other.message(status, 7 * MS) == [] and other.counts["other_gimbal"] == 1
+    no_focal = dataclasses.replace(status, other_params=(0.0,) * 16)
+    sample, laser = adapter.message(no_focal, 8 * MS)
+    assert isinstance(sample, GimbalSample) and sample.fx_px is None
+    assert isinstance(laser, GimbalLaserRange) and laser.distance_m is None
+
+
+@pytest.mark.parametrize(
+    ("result_type", "ident", "label"),
+    [(5, 11, "pedestrian"), (1, 1, "red")],
+)
+def test_result_labels_are_words(result_type: int, ident: int, label: str) -> None:
+    assert result_label(result_type, ident) == label

@@ -1,0 +1,139 @@
+"""The world service on a fake clock: when snapshots are published, and who gets them.
+
+Fusion inputs go in through ``apply`` (what the adapters give); time moves only when the test
+advances the ``FakeScheduler``, so every publication time is exact and no test sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from fusion import Decision, HoldReason, WorldSnapshot
+from gizmo_host.live.timing import FakeScheduler, settle
+from gizmo_host.live.world import WorldService
+from tests.fusion.helpers import MS, observation, up, world
+
+T0 = 1_000_000_000
+
+
+def service(scheduler: FakeScheduler, **config: object) -> WorldService:
+    return WorldService(world(**config), scheduler=scheduler, clock=scheduler.now_ns)
+
+
+def run(body: Callable[[FakeScheduler], Awaitable[None]]) -> None:
+    async def main() -> None:
+        await body(FakeScheduler(start_ns=T0))
+
+    asyncio.run(main())
+
+
+def test_snapshots_follow_rate_hz_with_consecutive_seq() -> None:
+    async def body(clock: FakeScheduler) -> None:
+        got: list[WorldSnapshot] = []
+        async with service(clock, rate_hz=10.0, publish_on_change=False) as svc:
+            svc.add_listener(got.append)
+            clock.advance(1_000 * MS)
+        assert [s.seq for s in got] == list(range(1, 11))
+        assert [s.host_ns - T0 for s in got] == [n * 100 * MS for n in range(1, 11)]
+        assert all(s.verdict is Decision.HOLD for s in got)  # nothing seen yet
+
+    run(body)
+
+
+def test_a_verdict_change_is_published_at_once_and_a_hold_at_its_deadline() -> None:
+    """PROCEED the moment the result arrives, HOLD (stale) at capture + TTL exactly, with no
+    input in between and the periodic tick a second away."""
+
+    async def body(clock: FakeScheduler) -> None:
+        got: list[WorldSnapshot] = []
+        async with service(clock, rate_hz=1.0, ttl_ms=250.0) as svc:
+            svc.add_listener(got.append)
+            clock.advance(10 * MS)
+            capture_ns = clock.now_ns() - 20 * MS
+            svc.apply(up(capture_ns - 100 * MS))
+            svc.apply(observation(capture_ns, rx_ns=clock.now_ns()))
+            clock.advance(0)  # the end of this loop turn
+            assert [s.verdict for s in got] == [Decision.PROCEED]
+            assert got[0].host_ns == clock.now_ns()
+            clock.advance(300 * MS)
+        assert [s.verdict for s in got] == [Decision.PROCEED, Decision.HOLD]
+        assert got[1].host_ns == capture_ns + 250 * MS + 1  # the first nanosecond past the TTL
+        assert HoldReason.STALE in got[1].reasons
+        held = got[1].targets[0]
+        assert held.bearing_camera is None and held.position_ned_m is None
+
+    run(body)
+
+
+def test_a_burst_of_inputs_costs_one_snapshot_and_unchanged_verdicts_none() -> None:
+    async def body(clock: FakeScheduler) -> None:
+        got: list[WorldSnapshot] = []
+        async with service(clock, rate_hz=1.0) as svc:
+            svc.add_listener(got.append)
+            svc.apply(up(clock.now_ns()))
+            for n in range(5):  # five frames read in one chunk
+                svc.apply(observation(clock.now_ns() - (30 - n) * MS, rx_ns=clock.now_ns()))
+            clock.advance(0)
+            clock.advance(20 * MS)
+            svc.apply(observation(clock.now_ns() - 20 * MS, rx_ns=clock.now_ns()))
+            clock.advance(0)  # still PROCEED on the same target: nothing new to say
+        assert [s.verdict for s in got] == [Decision.PROCEED]
+        assert svc.stats()["inputs"] == 7
+
+    run(body)
+
+
+def test_iterators_are_bounded_and_end_when_the_service_stops() -> None:
+    async def body(clock: FakeScheduler) -> None:
+        svc = service(clock, rate_hz=100.0, publish_on_change=False)
+        await svc.start()
+        slow = svc.snapshots(maxsize=2)
+        clock.advance(50 * MS)  # five snapshots for a consumer that takes none
+        assert svc.stats()["subscriber_drops"] == 3
+        await svc.stop()
+        assert [s.seq async for s in slow] == [4, 5]
+        with pytest.raises(ValueError, match="maxsize"):
+            svc.snapshots(maxsize=0)
+
+    run(body)
+
+
+def test_a_listener_that_raises_is_counted_and_the_others_still_hear() -> None:
+    async def body(clock: FakeScheduler) -> None:
+        got: list[int] = []
+
+        def broken(_snapshot: WorldSnapshot) -> None:
+            raise RuntimeError("consumer bug")
+
+        async with service(clock, rate_hz=50.0, publish_on_change=False) as svc:
+            svc.add_listener(broken)
+            svc.add_listener(lambda s: got.append(s.seq))
+            clock.advance(100 * MS)
+            stats = svc.stats()
+        assert got == [1, 2, 3, 4, 5]
+        assert stats["listener_errors"] == 5 and svc.failure is None
+
+    run(body)
+
+
+def test_no_timer_before_start_or_after_stop() -> None:
+    async def body(clock: FakeScheduler) -> None:
+        svc = service(clock)
+        svc.apply(up(clock.now_ns()))
+        svc.apply(observation(clock.now_ns(), rx_ns=clock.now_ns()))
+        assert clock.pending() == []  # applied, but not running: nothing armed
+        await svc.start()
+        svc.apply(observation(clock.now_ns(), rx_ns=clock.now_ns()))
+        assert clock.pending()
+        await svc.stop()
+        await settle()
+        assert clock.pending() == []
+        with pytest.raises(RuntimeError, match="already running"):
+            await svc.start()
+            await svc.start()
+        await svc.stop()
+
+    run(body)
