@@ -42,6 +42,7 @@ _LIVE_LINK = {
     "LinkEvent": "stream.events",
     "LinkState": "stream.events",
     "ReceivedResult": "stream.events",
+    "WorldService": "live.world",
 }
 
 
@@ -81,6 +82,7 @@ __all__ = [
     "UnsupportedVersion",
     "Verdict",
     "VisionResult",
+    "WorldService",
     "__version__",
     "crc16",
     "decode_capture",
