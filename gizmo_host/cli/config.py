@@ -51,7 +51,6 @@ from typing import Any
 from gizmo_host.cli.world_config import RflySimConfig, WorldSetup, resolve_world
 from gizmo_host.errors import ConfigError
 from gizmo_host.live import event_loop
-from gizmo_host.live.publish import parse_host_port
 from gizmo_host.stream.store import TargetSelector
 from gizmo_host.wire.results import ResultType
 
@@ -406,3 +405,12 @@ def load_config(
                 raise
             raise ConfigError(f"{flag}: {exc}", exc.key) from None
     return config
+
+
+def parse_host_port(text: str) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port`` for IPv6) -> (host, port)."""
+    host, sep, port_text = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ValueError(f"expected HOST:PORT with a port in 1..65535, got {text!r}")
+    return host, int(port_text)

@@ -24,7 +24,7 @@ from typing import Any
 
 from fusion import WorldModel
 from gizmo_host import __version__
-from gizmo_host.cli.config import Config, load_config
+from gizmo_host.cli.config import Config, load_config, parse_host_port
 from gizmo_host.cli.world_config import WorldSetup
 from gizmo_host.deploy.diagnostics import explain_open_error
 from gizmo_host.deploy.sd_notify import SdNotifier, watchdog_loop
@@ -36,7 +36,6 @@ from gizmo_host.live.publish import (
     UdpSink,
     UnixSocketServer,
     encode_line,
-    parse_host_port,
     with_types,
 )
 from gizmo_host.live.service import GizmoService

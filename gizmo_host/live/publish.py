@@ -333,15 +333,6 @@ class _UdpErrors(asyncio.DatagramProtocol):
         self.errors += 1  # e.g. ECONNREFUSED: nobody listens yet; keep sending
 
 
-def parse_host_port(text: str) -> tuple[str, int]:
-    """``host:port`` (``[v6]:port`` for IPv6) -> (host, port)."""
-    host, sep, port_text = text.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise ValueError(f"expected HOST:PORT with a port in 1..65535, got {text!r}")
-    return host, int(port_text)
-
-
 def _is_live(path: str) -> bool:
     """Whether something accepts connections on the Unix socket ``path``."""
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

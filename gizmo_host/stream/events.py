@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.tracker import SequenceEvent
-from gizmo_host.wire.protocol import VisionResult
+from gizmo_host.wire.protocol import ResultFlags, VisionResult
 from gizmo_host.wire.results import interpretation_json
 
 JSONL_FORMAT_VERSION = 1
@@ -124,9 +124,9 @@ class ReceivedResult(NamedTuple):
                 clock_status._value_,
                 sequence_event._value_,
                 *r,
-                _JSON_BOOL[flags & 0x01],
-                _JSON_BOOL[flags & 0x02],
-                _JSON_BOOL[flags & 0x04],
+                _JSON_BOOL[flags & _TRACKED],
+                _JSON_BOOL[flags & _LOST],
+                _JSON_BOOL[flags & _RELATIVE],
                 interpretation_json(r),
             )
         ).encode()
@@ -150,4 +150,10 @@ _RESULT_LINE = (
     + "".join(f'"{name}":%d,' for name in VisionResult._fields)
     + '"tracked":%s,"lost":%s,"relative":%s,"interpretation":%s}}\n'
 )
-_JSON_BOOL = {0: "false", 1: "true", 2: "true", 4: "true"}
+# The flag bits as plain ints (an IntFlag operation costs a call on the per-frame path).
+_TRACKED, _LOST, _RELATIVE = (
+    int(ResultFlags.TRACKED),
+    int(ResultFlags.LOST),
+    int(ResultFlags.RELATIVE),
+)
+_JSON_BOOL = {0: "false", _TRACKED: "true", _LOST: "true", _RELATIVE: "true"}

@@ -14,13 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gizmo_host.cli.config import parse_host_port
 from gizmo_host.live.publish import (
     JsonLinesPublisher,
     StdoutSink,
     UdpSink,
     UnixSocketServer,
     encode_line,
-    parse_host_port,
 )
 from gizmo_host.schemas import load_schema
 from gizmo_host.stream.clock import ClockStatus
