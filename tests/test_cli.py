@@ -25,14 +25,14 @@ def test_the_top_level_help_names_every_subcommand_with_its_summary(capsys):
 
 
 def test_demo_recovers_every_intact_frame(capsys):
-    assert main(["demo"]) == 0
+    assert main(["demo", "--protocol"]) == 0
     out = capsys.readouterr().out
     assert "tracked=true lost=false id=1" in out
     assert "batch decoder agrees: yes" in out
 
 
 def test_demo_json_lines(capsys):
-    assert main(["demo", "--json", "--frames", "60", "--seed", "11"]) == 0
+    assert main(["demo", "--protocol", "--json", "--frames", "60", "--seed", "11"]) == 0
     objects = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert objects[0]["type"] == "result" and objects[0]["sequence"] == 42
     stats = objects[-1]

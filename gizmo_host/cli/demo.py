@@ -1,127 +1,294 @@
-"""``gizmo-host demo``: the protocol core at work with no hardware attached.
+"""``gizmo-host demo``: the whole loop with no hardware, and the world model it produces, live.
 
-It decodes the spec's example frame, then builds a noisy byte stream the way a real UART line
-looks on a bad day (garbage, false ``A5 47`` starts, corrupted frames, ragged read sizes) and
-shows that the stream parser recovers every intact frame and accounts for every other byte.
+One process, one asyncio loop (:mod:`gizmo_host.cli.demo_rig`): the RflySim stand-in flies a
+scenario and sends its TypeID 30 boxes, the emulated board turns them into VISION_RESULT frames
+on a pty, and the host reads the pty and fuses the frames with the stand-in's odometry into
+``world`` snapshots. The terminal shows the newest one (:mod:`gizmo_host.cli.demo_table`, or a
+plain line without rich); ``--json`` prints every snapshot as JSON Lines instead, exactly as
+``gizmo-host run`` does. ``--faults`` plays the built-in fault timeline (``--faults FILE``: a
+``gizmo-host emulate --faults`` timeline). It runs for ``--duration`` seconds or until
+Ctrl-C/SIGTERM, then prints a summary (stderr, one JSON line, with ``--json``) and exits 0.
+A bad option is one line on stderr and exit status 2. ``--protocol`` runs the older
+walkthrough of the frame codec instead (:mod:`gizmo_host.cli.demo_protocol`).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
-import random
+import logging
+import math
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from gizmo_host.wire.batch import decode_capture, to_results
-from gizmo_host.wire.parser import StreamParser
-from gizmo_host.wire.protocol import SYNC, VisionResult
-from gizmo_host.wire.results import BlobColor, DetectorId, ResultType
-
-SPEC_EXAMPLE_HEX = (
-    "A5 47 01 60 00 2A 00 18 00 01 01 2A 00 E8 03 00 00 57 05 0C 00 83 FF 36 00 9A 01 68 01 01 "
-    "00 00 00 9C D9"
+from gizmo_host.cli import demo_protocol
+from gizmo_host.cli.demo_rig import DemoFailed, DemoRig, DemoSettings
+from gizmo_host.cli.demo_view import PlainView, View, summary
+from gizmo_host.emulator.faults import (
+    FaultTimeline,
+    load_timeline,
+    parse_fault,
+    validate_for_port,
 )
+from gizmo_host.errors import ConfigError
+from gizmo_host.live import event_loop
+from gizmo_host.live.publish import JsonLinesPublisher, StdoutSink
+from rfly_link.sim.scenario import SCENARIOS
+
+EXIT_USAGE = 2
+BUILTIN = ""  # --faults without a file
+BLOCK_S = 20.0  # the built-in timeline repeats every 20 s (the orbit's spins are 20 s apart too)
+MAX_BLOCKS = 30  # without --duration: ten minutes of faults, then a clean run
+# The built-in block, in seconds after the board starts (the first PROCEED comes after ~1 s):
+# a silence longer than the TTL (HOLD stale), a garbage burst, a device reset (HOLD
+# device_reset for [store] reset_hold_ms), a hang-up and replug (HOLD link_down), bit errors
+# (CRC errors, gaps) and a sequence wrap. 8..12.6 s is the orbit's spin: the target leaves.
+BUILTIN_BLOCK: tuple[dict[str, Any], ...] = (
+    {"kind": "silence", "at_s": 2.0, "duration_s": 0.6},
+    {"kind": "garbage", "at_s": 3.5, "duration_s": 1.0, "probability": 0.2, "bytes": 48},
+    {"kind": "reset", "at_s": 5.0, "down_s": 0.5},
+    {"kind": "hangup", "at_s": 13.5, "duration_s": 0.5},
+    {"kind": "bit_errors", "at_s": 17.0, "duration_s": 1.0, "ber": 0.002},
+    {"kind": "wrap", "at_s": 18.5, "sequence": 65500},
+)
+LOGGER = logging.getLogger("gizmo_host.demo")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--frames", type=int, default=40, help="frames in the noisy stream")
-    parser.add_argument("--seed", type=int, default=7, help="random seed of the noisy stream")
-    parser.add_argument("--json", action="store_true", help="print JSON Lines instead of text")
+    # Values stay text and are checked by parse_options(): one line naming the flag.
+    parser.add_argument("--duration", metavar="S", help="stop after S seconds (default: Ctrl-C)")
+    parser.add_argument(
+        "--faults",
+        nargs="?",
+        const=BUILTIN,
+        metavar="FILE",
+        help="inject faults: the built-in timeline, or a TOML timeline as for emulate --faults",
+    )
+    parser.add_argument("--seed", metavar="N", help="the faults' seed (--protocol: the stream's)")
+    parser.add_argument(
+        "--scenario", default="orbit", help=f"{' | '.join(SCENARIOS)} (default orbit)"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print world snapshots as JSON Lines, not the table"
+    )
+    parser.add_argument(
+        "--protocol", action="store_true", help="decode the spec's frame and a noisy stream"
+    )
+    parser.add_argument("--frames", metavar="N", help="--protocol: frames in the noisy stream")
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="stderr log level",
+    )
 
 
-def synthetic_results(count: int, rng: random.Random) -> list[VisionResult]:
-    """A plausible 30 Hz sequence: a red blob drifting right, a face, a lost frame now and then."""
-    results = []
-    for n in range(count):
-        lost = rng.random() < 0.1
-        kind = n % 3
-        result_type, ident = (
-            (ResultType.COLOR_BLOB, BlobColor.RED),
-            (ResultType.DETECTOR, DetectorId.FACE),
-            (ResultType.LINE, 0),
-        )[kind]
-        results.append(
-            VisionResult(
-                sequence=(65530 + n) & 0xFFFF,
-                result_sequence=(65530 + n) & 0xFFFF,
-                result_type=result_type,
-                id=ident,
-                timestamp_ms=1000 + 33 * n,
-                confidence=0 if lost else rng.randint(60, 99),
-                flags=0x06 if lost else 0x05,
-                age_ms=rng.randint(8, 20),
-                x=-600 + 30 * n,
-                y=rng.randint(-50, 50) if kind != 2 else 500,
-                w=rng.randint(200, 400),
-                h=(h := rng.randint(200, 400)),
-                aux=h if result_type == ResultType.LINE else 0,
-            )
+class UsageError(ValueError):
+    """A command-line value that is malformed or out of range; the message names the flag."""
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    duration_s: float | None
+    faults: str | None  # BUILTIN, a file, or None
+    seed: int | None
+    scenario: str
+    json: bool
+    protocol: bool
+    frames: int | None
+
+
+def _integer(flag: str, text: str, low: int, high: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"{flag}: expected an integer {low}..{high}, got {text!r}") from None
+    if not low <= value <= high:
+        raise UsageError(f"{flag}: expected an integer {low}..{high}, got {value}")
+    return value
+
+
+def parse_options(args: argparse.Namespace) -> Options:
+    """Check every value of ``args``; raises :class:`UsageError` for the first bad one."""
+    duration = None
+    if args.duration is not None:
+        try:
+            duration = float(args.duration)
+        except ValueError:
+            duration = math.nan
+        if not (math.isfinite(duration) and 0 < duration <= 1e7):
+            raise UsageError(f"--duration: expected seconds > 0, got {args.duration!r}")
+    if args.scenario not in SCENARIOS:
+        raise UsageError(
+            f"--scenario: expected one of {', '.join(SCENARIOS)}, got {args.scenario!r}"
         )
-    return results
+    seed = None if args.seed is None else _integer("--seed", args.seed, 0, 2**63 - 1)
+    frames = None if args.frames is None else _integer("--frames", args.frames, 1, 100_000)
+    if not args.protocol:
+        if frames is not None:
+            raise UsageError("--frames: only with --protocol")
+    elif args.faults is not None or args.duration is not None or args.scenario != "orbit":
+        raise UsageError("--protocol: takes only --frames, --seed and --json")
+    return Options(duration, args.faults, seed, args.scenario, args.json, args.protocol, frames)
 
 
-def noisy_stream(results: list[VisionResult], rng: random.Random) -> tuple[bytes, set[int]]:
-    """Frames with garbage between them; returns the stream and the indices left intact."""
-    out, intact = bytearray(), set()
-    for index, result in enumerate(results):
-        roll = rng.random()
-        if roll < 0.15:
-            out += bytes(rng.randrange(256) for _ in range(rng.randint(1, 20)))
-        elif roll < 0.25:
-            out += SYNC + bytes(rng.randrange(256) for _ in range(rng.randint(0, 40)))
-        frame = bytearray(result.encode())
-        if rng.random() < 0.1:
-            frame[rng.randrange(2, len(frame))] ^= 1 << rng.randrange(8)
-        else:
-            intact.add(index)
-        out += frame
-    return bytes(out), intact
+def builtin_timeline(duration_s: float | None, seed: int = 0) -> FaultTimeline:
+    """:data:`BUILTIN_BLOCK` every :data:`BLOCK_S` seconds, over ``duration_s`` (or
+    :data:`MAX_BLOCKS` blocks)."""
+    blocks = MAX_BLOCKS if duration_s is None else max(1, math.ceil(duration_s / BLOCK_S))
+    faults = []
+    for block in range(blocks):
+        for index, values in enumerate(BUILTIN_BLOCK):
+            shifted = {**values, "at_s": values["at_s"] + block * BLOCK_S}
+            faults.append(parse_fault(shifted, f"built-in fault {index}"))
+    return FaultTimeline(tuple(faults), seed)
+
+
+def timeline_for(options: Options) -> FaultTimeline:
+    if options.faults is None:
+        return FaultTimeline()
+    if options.faults == BUILTIN:
+        timeline = builtin_timeline(options.duration_s)
+    else:
+        try:
+            timeline = load_timeline(options.faults)
+        except ConfigError as exc:
+            raise UsageError(f"--faults: {exc}") from None
+    if options.seed is not None:
+        timeline = FaultTimeline(timeline.faults, options.seed)
+    validate_for_port(timeline, can_hang_up=True)  # the board's pty has a link
+    return timeline
 
 
 def run(args: argparse.Namespace) -> int:
-    rng = random.Random(args.seed)
-    example = VisionResult.decode(bytes.fromhex(SPEC_EXAMPLE_HEX))
-    emit = (lambda obj: print(json.dumps(obj))) if args.json else None
-    if emit:
-        emit({"type": "result", **example.to_dict()})
-    else:
-        print("spec example frame:", SPEC_EXAMPLE_HEX)
-        print(
-            f"  tracked={str(example.tracked).lower()} lost={str(example.lost).lower()} "
-            f"id={example.id} -> {example.interpretation}"
+    try:
+        options = parse_options(args)
+    except UsageError as exc:
+        print(f"gizmo-host demo: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if options.protocol:
+        return demo_protocol.run(
+            options.frames or demo_protocol.DEFAULT_FRAMES,
+            demo_protocol.DEFAULT_SEED if options.seed is None else options.seed,
+            options.json,
         )
+    try:
+        timeline = timeline_for(options)
+    except UsageError as exc:
+        print(f"gizmo-host demo: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    view = None if options.json else _table_view(timeline)
+    logging.basicConfig(
+        level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
+    settings = DemoSettings(options.scenario, timeline)
+    try:
+        with tempfile.TemporaryDirectory(prefix="gizmo-demo-") as workdir:
+            loop = event_loop.resolve("auto")
+            data = event_loop.run(play(settings, Path(workdir), options, view), loop)
+    except OSError as exc:  # a port taken between the pick and the bind, a pty refused
+        print(f"gizmo-host demo: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except DemoFailed as exc:
+        print(f"gizmo-host demo: failed: {exc}", file=sys.stderr)
+        return 1
+    if view is None:
+        print(json.dumps(data, sort_keys=False), file=sys.stderr, flush=True)
+    else:
+        view.final(data)
+    return 0
 
-    sent = synthetic_results(args.frames, rng)
-    stream, intact = noisy_stream(sent, rng)
-    parser = StreamParser()
-    received: list[VisionResult] = []
-    offset = 0
-    while offset < len(stream):  # ragged reads, as a serial port delivers them
-        size = rng.randint(1, 64)
-        received += parser.feed(stream[offset : offset + size])
-        offset += size
-    expected = [sent[i] for i in sorted(intact)]
-    batch = to_results(decode_capture(stream))
-    stats = parser.stats
-    if emit:
-        for result in received:
-            emit({"type": "result", **result.to_dict()})
-        emit({"type": "stats", **stats._asdict(), "bytes_pending": parser.buffered})
-    else:
+
+def _table_view(timeline: FaultTimeline) -> View:
+    try:
+        from gizmo_host.cli.demo_table import RichView  # noqa: PLC0415 - optional extra
+    except ImportError:
         print(
-            f"\nnoisy stream: {len(stream)} bytes, {len(sent)} frames sent, "
-            f"{len(sent) - len(intact)} corrupted on purpose"
+            "gizmo-host demo: rich is not installed (pip install 'gizmo-host[demo]'): "
+            "a plain status line every second instead of the table",
+            file=sys.stderr,
         )
-        for result in received:
-            flag = "lost" if result.lost else "tracked" if result.tracked else "-"
-            print(
-                f"  seq={result.sequence:5d} t={result.timestamp_ms:6d} ms {flag:7s} "
-                f"{result.interpretation}"
-            )
-        print(f"\nparser stats: {dict(stats._asdict())}, pending={parser.buffered}")
-    ok = received == expected and batch == received
-    if not emit:
-        print(
-            "every intact frame recovered, nothing else emitted, batch decoder agrees:",
-            "yes" if ok else "NO",
-        )
-    return 0 if ok else 1
+        return PlainView(sys.stdout)
+    return RichView(scheduled=frozenset(f.kind.value for f in timeline.faults))
+
+
+async def play(
+    settings: DemoSettings, workdir: Path, options: Options, view: View | None
+) -> dict[str, Any]:
+    """Run the rig until the duration is over or a signal comes; return the summary."""
+    t0_ns = time.monotonic_ns()
+    rig = DemoRig(settings, workdir)
+    if view is None:
+        publisher = JsonLinesPublisher()
+        publisher.add_sink(StdoutSink())
+        rig.world.add_listener(publisher)
+    faults = "none" if options.faults is None else (options.faults or "built-in")
+    title = f"gizmo-host demo · {settings.scenario} · faults: {faults}"
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    for signum in signals:
+        loop.add_signal_handler(signum, stop.set)
+    timer = None if options.duration_s is None else loop.call_later(options.duration_s, stop.set)
+    refresh: asyncio.Task[None] | None = None
+    try:
+        with view or contextlib.nullcontext():
+            await rig.start()
+            if view is not None:
+                refresh = asyncio.create_task(_refresh(view, rig, t0_ns, title), name="demo view")
+            await rig.wait(stop)
+            await _cancel(refresh)
+            if view is not None:
+                _show(view, rig, t0_ns, title)  # the last picture stays on the screen
+    finally:
+        await _cancel(refresh)
+        await rig.stop()
+        if timer is not None:
+            timer.cancel()
+        for signum in signals:
+            loop.remove_signal_handler(signum)
+    leaks = [t.get_name() for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    if leaks:
+        LOGGER.warning("tasks still running at exit: %s", ", ".join(sorted(leaks)))
+    return summary(
+        rig.tally,
+        rig.stats(),
+        elapsed_s=(time.monotonic_ns() - t0_ns) / 1e9,
+        extra={
+            "scenario": settings.scenario,
+            "fault_timeline": faults,
+            "first_frame_s": _since(rig.first_frame_ns, t0_ns),
+            "first_proceed_s": _since(rig.tally.first_proceed_ns, t0_ns),
+            "sim_start_ns": rig.truth.start_ns,
+            "tasks_left": len(leaks),
+        },
+    )
+
+
+async def _cancel(task: asyncio.Task[None] | None) -> None:
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def _since(when_ns: int | None, t0_ns: int) -> float | None:
+    return None if when_ns is None else round((when_ns - t0_ns) / 1e9, 3)
+
+
+def _show(view: View, rig: DemoRig, t0_ns: int, title: str) -> None:
+    elapsed = (time.monotonic_ns() - t0_ns) / 1e9
+    view.show(rig.tally.latest, rig.tally, rig.stats(), elapsed, title)
+
+
+async def _refresh(view: View, rig: DemoRig, t0_ns: int, title: str) -> None:
+    while True:
+        _show(view, rig, t0_ns, title)
+        await asyncio.sleep(view.period_s)

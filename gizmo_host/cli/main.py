@@ -14,7 +14,7 @@ from collections.abc import Sequence
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": (
         "gizmo_host.cli.demo",
-        "decode the spec's example frame and a noisy stream (no hardware)",
+        "the whole loop live with no hardware: stand-in, emulated board, host, world model",
     ),
     "run": ("gizmo_host.cli.run", "run the live serial link and publish JSON Lines"),
     "emulate": ("gizmo_host.cli.emulate", "emulate the board on a pty or device, with faults"),

@@ -102,10 +102,17 @@ class SensorRequester:
     """Keeps CopterSim streaming odometry and IMU replies to our reply port."""
 
     def __init__(
-        self, setup: RflySimSetup, *, refresh_s: float = REQUEST_REFRESH_S, reply_port: int = 0
+        self,
+        setup: RflySimSetup,
+        *,
+        refresh_s: float = REQUEST_REFRESH_S,
+        reply_port: int = 0,
+        control_port: int = 0,
     ) -> None:
-        """``reply_port``: where replies go (0: the port map's ``31000 + N - 1``)."""
+        """``reply_port``: where replies go (0: the port map's ``31000 + N - 1``);
+        ``control_port``: where CopterSim listens (0: the port map's ``30100 + 2(N - 1)``)."""
         self._setup = setup
+        self._control_port = control_port
         self._refresh_ns = round(refresh_s * 1e9)
         self._refresh_s = refresh_s
         self._reply_ip = reply_address(setup.bind, setup.sim_host)
@@ -122,7 +129,12 @@ class SensorRequester:
         """Request now, then again every ``refresh_s`` while a stream has been silent as long."""
         setup = self._setup
         self._sender = sender = UdpSender()
-        client = CopterSimClient(setup.copter_id, sender, sim_host=setup.sim_host)
+        client = CopterSimClient(
+            setup.copter_id,
+            sender,
+            sim_host=setup.sim_host,
+            control_port=self._control_port or None,
+        )
         try:
             while True:
                 now = scheduler.now_ns()

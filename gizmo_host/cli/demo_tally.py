@@ -1,0 +1,185 @@
+"""The demo's tally of the world it watched: verdicts, HOLD reasons, and bearing errors.
+
+Pure (no clock, no I/O): :class:`Tally` takes every published ``WorldSnapshot`` and compares
+each newly captured, PROCEED target's NED bearing with the stand-in's ground truth at that
+capture time (the scenario is a function of time, so the truth is exact, not a sample): the ray
+through the centre of the target's box in the image, which is what the board reports. Errors
+go into a fixed histogram (:class:`ErrorHistogram`), so a demo left running for a day holds
+the same few kilobytes as one of ten seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from fusion import Decision, WorldSnapshot
+from fusion.camera import CameraModel
+from fusion.geometry import (
+    Vec3,
+    angle_between_rad,
+    azimuth_elevation_deg,
+    norm,
+    quat_rotate,
+    sub,
+)
+from rfly_link.sim.scenario import Scenario
+from rfly_link.sim.views import camera_pose, image_box
+
+BIN_DEG = 0.005  # the percentiles' resolution
+MAX_BINNED_DEG = 20.0  # errors beyond it share the last bin (the maximum is kept exactly)
+
+
+class ErrorHistogram:
+    """Angles in degrees, binned ``BIN_DEG`` wide up to ``MAX_BINNED_DEG``: bounded memory."""
+
+    def __init__(self) -> None:
+        self._bins = [0] * (round(MAX_BINNED_DEG / BIN_DEG) + 1)
+        self.count = 0
+        self.max_deg = 0.0
+
+    def add(self, error_deg: float) -> None:
+        index = min(int(error_deg / BIN_DEG), len(self._bins) - 1)
+        self._bins[index] += 1
+        self.count += 1
+        self.max_deg = max(self.max_deg, error_deg)
+
+    def percentile(self, fraction: float) -> float | None:
+        """The upper edge of the bin holding the ``fraction`` quantile (None when empty)."""
+        if not self.count:
+            return None
+        rank = max(1, math.ceil(fraction * self.count))
+        seen = 0
+        for index, count in enumerate(self._bins):
+            seen += count
+            if seen >= rank:
+                return min((index + 1) * BIN_DEG, self.max_deg)
+        return self.max_deg  # pragma: no cover - the bins hold every sample
+
+    def to_dict(self) -> dict[str, Any]:
+        p50, p95 = self.percentile(0.5), self.percentile(0.95)
+        return {
+            "samples": self.count,
+            "p50": None if p50 is None else round(p50, 3),
+            "p95": None if p95 is None else round(p95, 3),
+            "max": round(self.max_deg, 3) if self.count else None,
+        }
+
+
+class TruthView(NamedTuple):
+    """What the camera sees of one target: the ray through the centre of its image box (what
+    a detector reports; from 45° above it is about 1° off the vehicle's centre) and the range
+    to the vehicle's centre."""
+
+    copter_id: int
+    bearing_ned: Vec3
+    azimuth_deg: float
+    elevation_deg: float
+    range_m: float
+
+
+class GroundTruth:
+    """The stand-in's truth for the host's targets: a target's class id names its vehicle.
+
+    ``start_ns`` is the host time of scenario time 0 (the stand-in reports it with its first
+    truth record); before it is known there is no truth.
+    """
+
+    def __init__(
+        self, scenario: Scenario, camera: CameraModel, vehicle_by_class: Mapping[int, int]
+    ) -> None:
+        self.scenario = scenario
+        self.camera = camera
+        self.vehicle_by_class = dict(vehicle_by_class)
+        self.start_ns: int | None = None
+
+    def view(self, class_id: int, capture_ns: int) -> TruthView | None:
+        """The camera's view at host time ``capture_ns`` of the vehicle reported as
+        ``class_id``; None for an unknown class, a vehicle outside the image, or before the
+        truth's start is known."""
+        copter = self.vehicle_by_class.get(class_id)
+        if copter is None or self.start_ns is None:
+            return None
+        truth = self.scenario.truth(max(0.0, (capture_ns - self.start_ns) / 1e9))
+        placed = next((p for p in self.scenario.placed(truth) if p.body.copter_id == copter), None)
+        if placed is None:
+            return None
+        pose = camera_pose(self.camera, truth.ego.state)
+        box = image_box(self.camera, pose, placed)
+        if box is None:
+            return None
+        ray = self.camera.ray_camera((box.min_x + box.max_x) / 2, (box.min_y + box.max_y) / 2)
+        bearing = quat_rotate(pose.quaternion_wxyz, ray)
+        azimuth, elevation = azimuth_elevation_deg(bearing)
+        distance = norm(sub(placed.position_ned_m, pose.position_ned_m))
+        return TruthView(copter, bearing, azimuth, elevation, distance)
+
+
+def bearing_error_deg(measured_ned: Vec3, truth: TruthView) -> float:
+    return math.degrees(angle_between_rad(measured_ned, truth.bearing_ned))
+
+
+class TargetTruth(NamedTuple):
+    azimuth_deg: float
+    elevation_deg: float
+    range_m: float
+    error_deg: float | None  # None while the target holds (no bearing to compare)
+
+
+class Tally:
+    """Counts over every snapshot; bearing errors over every new PROCEED capture."""
+
+    def __init__(self, truth: GroundTruth | None = None) -> None:
+        self.truth = truth
+        self.snapshots = self.proceed = self.hold = self.hold_episodes = 0
+        self.hold_reasons: Counter[str] = Counter()
+        self.errors = ErrorHistogram()
+        self.latest: WorldSnapshot | None = None
+        self.first_proceed_ns: int | None = None
+        self.target_truth: dict[str, TargetTruth] = {}  # the newest, by target key
+        self._seen: dict[str, int] = {}  # target key -> the newest capture compared
+
+    def __call__(self, snapshot: WorldSnapshot) -> None:
+        """A ``WorldService`` listener."""
+        was_proceed = self.latest is not None and self.latest.proceed
+        self.latest = snapshot
+        self.snapshots += 1
+        if snapshot.verdict is Decision.PROCEED:
+            self.proceed += 1
+            if self.first_proceed_ns is None:
+                self.first_proceed_ns = snapshot.host_ns
+        else:
+            self.hold += 1
+            self.hold_reasons.update(r.value for r in snapshot.reasons)
+            self.hold_episodes += was_proceed
+        if self.truth is not None:
+            self._compare(snapshot)
+
+    def _compare(self, snapshot: WorldSnapshot) -> None:
+        assert self.truth is not None
+        for target in snapshot.targets:
+            if self._seen.get(target.key) == target.capture_ns:
+                continue
+            self._seen[target.key] = target.capture_ns
+            view = self.truth.view(target.id, target.capture_ns)
+            if view is None:  # not in the image (or no truth yet): nothing to compare
+                self.target_truth.pop(target.key, None)
+                continue
+            error = None
+            if target.verdict is Decision.PROCEED and target.bearing_ned is not None:
+                error = bearing_error_deg(target.bearing_ned, view)
+                self.errors.add(error)
+            self.target_truth[target.key] = TargetTruth(
+                view.azimuth_deg, view.elevation_deg, view.range_m, error
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "snapshots": self.snapshots,
+            "proceed": self.proceed,
+            "hold": self.hold,
+            "hold_episodes": self.hold_episodes,
+            "hold_reasons": dict(sorted(self.hold_reasons.items())),
+        }
