@@ -95,6 +95,7 @@ class WorldModel:
         self._down_barrier = self._reset_barrier = -1
         self._arrivals = 0
         self._vision_epoch: int | None = None
+        self._down_since_vision = False  # a link outage since the last vision observation
         self._vision_locked = False
         self._pose_clock = SimClockStatus.LOCKED
         self._pose_seen = False
@@ -158,9 +159,14 @@ class WorldModel:
         self._arrivals = arrival = self._arrivals + 1
         self._sources.seen("vision", obs.host_rx_ns)
         self._vision_locked = obs.clock_locked
-        if self._vision_epoch is not None and obs.epoch != self._vision_epoch:
-            self._device_reset(obs.host_rx_ns, barrier=arrival - 1)  # a new device clock epoch
+        # A new device clock epoch is a reset, unless the link went down since the last
+        # observation: a reconnection starts a new epoch too, and its DOWN already bars
+        # everything older (a board that restarted meanwhile says so: ``device_reset``).
+        new_epoch = self._vision_epoch is not None and obs.epoch != self._vision_epoch
+        if new_epoch and not self._down_since_vision:
+            self._device_reset(obs.host_rx_ns, barrier=arrival - 1)
         self._vision_epoch = obs.epoch
+        self._down_since_vision = False
         if obs.reports_nothing:
             self._targets.saw_nothing(obs.source_id, arrival)
             if obs.has_box:
@@ -203,6 +209,7 @@ class WorldModel:
         self._link_state = status.state
         if status.state in _DOWN_STATES:
             self._down_barrier = self._arrivals
+            self._down_since_vision = True
         if status.device_reset:
             self._device_reset(status.host_ns, barrier=self._arrivals)
         self._witness(status.host_ns)

@@ -168,6 +168,23 @@ def test_a_new_device_clock_epoch_is_a_reset():
     assert s.selected == "1:1:2" and s.verdict is Decision.PROCEED
 
 
+def test_a_new_epoch_after_a_reconnection_is_not_a_reset_and_old_data_stays_barred():
+    """The host starts a new device clock epoch on every reconnection: the DOWN bars what came
+    before, and no reset hold follows unless the board says it restarted."""
+    w = ready(reset_hold_ms=2000.0, ttl_ms=1000.0)
+    w.apply(observation(500 * MS, epoch=0, rx_ns=520 * MS))
+    w.apply(LinkStatus(600 * MS, LinkState.DOWN))
+    w.apply(LinkStatus(700 * MS, LinkState.UP))
+    assert verdict(w, 710) == (Decision.HOLD, {H.LINK_DOWN})  # the old result: barred
+    w.apply(observation(720 * MS, epoch=1, ident=2, rx_ns=740 * MS))
+    s = w.snapshot(750 * MS)
+    assert s.verdict is Decision.PROCEED and s.selected == "1:1:2"
+    assert w.stats()["device_resets"] == 0
+    # The same epoch change with no outage in between is a reset.
+    w.apply(observation(800 * MS, epoch=2, ident=3, rx_ns=820 * MS))
+    assert verdict(w, 830) == (Decision.HOLD, {H.DEVICE_RESET})
+
+
 def test_no_pose_when_a_pose_source_is_configured_then_poses_arrive():
     w = world(pose_required=True)
     w.apply(up(0))
