@@ -4,7 +4,9 @@
 ``python3 dev.py demo`` and ``python3 dev.py test`` create ``.venv`` on first use, install the
 project with its test extras there (again only when ``pyproject.toml`` changes), then run.
 ``test`` runs ruff (lint and format), ``mypy --strict``, import-linter's layer contracts and
-pytest, stopping at the first that fails.
+pytest, stopping at the first that fails. ``regen-goldens`` rewrites the golden outputs in
+``tests/captures`` from their captures, on purpose (``--captures``: rebuild the synthetic
+captures first).
 """
 
 from __future__ import annotations
@@ -48,15 +50,17 @@ def run(*args: str) -> int:
 def main(argv: list[str]) -> int:
     task = argv[0] if argv else "help"
     rest = argv[1:]
-    if task == "help" or task not in {"demo", "test", "lint", "bench", "env"}:
+    if task == "help" or task not in {"demo", "test", "lint", "bench", "env", "regen-goldens"}:
         print(__doc__.strip())
-        print("\ntasks: demo, test [pytest args], lint, bench, env")
+        print("\ntasks: demo, test [pytest args], lint, bench, env, regen-goldens [--captures]")
         return 0 if task == "help" else 2
     ensure_env()
     if task == "env":
         return 0
     if task == "demo":
         return run(BIN / "gizmo-host", "demo", *rest)
+    if task == "regen-goldens":
+        return run(_python(), "-m", "tests.captures.generate", *rest)
     if task == "lint":
         return run(BIN / "ruff", "check", ".") or run(BIN / "ruff", "format", "--check", ".")
     if task == "bench":

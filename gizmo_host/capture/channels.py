@@ -32,6 +32,7 @@ CAPTURE_FORMAT_VERSION = 1
 PROFILE = ""  # no MCAP profile: the channels below say what they hold
 CAPTURE_METADATA = "gizmo-host.capture"  # format_version, package_version, clocks at start
 SETTINGS_METADATA = "gizmo-host.settings"  # the host settings in force (``HostSettings``)
+WORLD_METADATA = "gizmo-host.world"  # the world model's settings, when it ran
 
 RAW_ENCODING = "application/octet-stream"  # message data = the bytes exactly as received
 JSON_ENCODING = "json"

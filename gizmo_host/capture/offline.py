@@ -9,17 +9,20 @@ chunk that held it was read has ``host_published_ns == host_rx_ns``.
 
 What it prints is what ``gizmo-host run`` prints for the same input (results, link events,
 verdicts, stats), except the ``version`` line, and with one more ``stats`` line at the end that
-also counts what replay saw (``replay``). Timer-driven lines may come earlier than live ones did:
-live timers fire a little late, replay's exactly on time.
+also counts what replay saw (``replay``). Timer-driven lines (the periodic verdict and stats,
+a verdict at a target's stale time) may come at other times and in another number: live timers
+fire a little late, replay's exactly on time, and the periodic ones count from the first
+recorded input rather than from the service's start. The UP transition carries the receive
+time of the chunk that held the first frame; the live link stamps it microseconds later.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from gizmo_host.capture.lines import encode_line
-from gizmo_host.capture.reader import CaptureMessage, Datagram, HostLine, PortEvent, UartChunk
+from gizmo_host.capture.lines import HostMessage, encode_line
+from gizmo_host.capture.reader import CaptureMessage, HostLine, PortEvent, UartChunk
 from gizmo_host.capture.settings import HostSettings
 from gizmo_host.errors import IllegalTransition
 from gizmo_host.stream.events import LinkEvent, LinkState
@@ -38,11 +41,25 @@ _UP, _SYNCING = LinkState.UP, LinkState.SYNCING
 
 
 class OfflineHost:
-    """Feed it a capture's messages in order (``feed``), then ``finish``; both return lines."""
+    """Feed it a capture's messages in order (``feed``), then ``finish``; both return lines.
 
-    def __init__(self, settings: HostSettings) -> None:
+    ``listener`` gets every result, link event and verdict as the live service's listeners
+    do (a world model, in ``gizmo_host.cli.capture_world``); ``extra_stats`` adds to each
+    ``stats`` line. A composition that has timers of its own interleaves them with these
+    through ``next_due_ns``, ``run_due`` and ``apply``, and prints through ``emit_line``.
+    """
+
+    def __init__(
+        self,
+        settings: HostSettings,
+        *,
+        listener: Callable[[HostMessage], None] | None = None,
+        extra_stats: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         self.settings = settings
         self.pipeline = settings.pipeline()
+        self._listener = listener
+        self._extra_stats = extra_stats
         self._parser = StreamParser()
         self._machine = LinkStateMachine(settings.serial_path)
         self._silent_ns = round(settings.silent_after_s * 1e9)
@@ -65,33 +82,41 @@ class OfflineHost:
     def feed(self, message: CaptureMessage) -> list[bytes]:
         """Apply one captured message; the JSON lines the host printed because of it (and of
         every timer due up to its time)."""
+        if not isinstance(message, HostLine):
+            self.advance(message[0])
+        self.apply(message)
+        return self.take()
+
+    def apply(self, message: CaptureMessage) -> None:
+        """Apply one message at its own time, the timers due before it having run."""
         if isinstance(message, HostLine):
             self.host_lines += 1  # the recorded output: replay recomputes it
-            return []
-        t = message[0]
-        self._advance(t)
-        if isinstance(message, UartChunk):
-            self._chunk(message.data, t)
+        elif isinstance(message, UartChunk):
+            self._chunk(message.data, message.rx_ns)
         elif isinstance(message, PortEvent):
-            self._port_event(message.event, message.reason, t)
-        elif isinstance(message, Datagram):
-            self.datagrams += 1
-        return self._take()
+            self._port_event(message.event, message.reason, message.host_ns)
+        else:
+            self.datagrams += 1  # a world model, if any, takes it (``cli.capture_world``)
 
     def finish(self, end_ns: int | None = None) -> list[bytes]:
         """Run the timers up to ``end_ns`` (default: the last input), then one ``stats`` line."""
         if self._now_ns is None:
             return []
         end_ns = self._now_ns if end_ns is None else max(end_ns, self._now_ns)
-        self._advance(end_ns)
-        self._emit(self.stats(end_ns))
-        return self._take()
+        self.advance(end_ns)
+        self.emit(self.stats(end_ns))
+        return self.take()
 
     def replay(self, messages: Iterable[CaptureMessage]) -> Iterator[bytes]:
         """Every line for ``messages``, then ``finish``'s."""
         for message in messages:
             yield from self.feed(message)
         yield from self.finish()
+
+    @property
+    def now_ns(self) -> int | None:
+        """The latest time applied (None before the first input)."""
+        return self._now_ns
 
     # -- the link --------------------------------------------------------------------------
 
@@ -110,6 +135,7 @@ class OfflineHost:
         pipeline = self.pipeline
         for received in pipeline.apply(results, t):
             self._out.append(received.to_json_line(t))
+            self._dispatch(received)
         if pipeline.evaluation_due:
             self._evaluate(t)
             return
@@ -149,35 +175,48 @@ class OfflineHost:
 
     def _link_changed(self, event: LinkEvent) -> None:
         self.pipeline.link_changed(event)
-        self._emit(event.to_dict())
+        self.emit(event.to_dict())
+        self._dispatch(event)
         if event.state is not _UP:  # UP waits for the results of its read (``_chunk``)
             self._evaluate(event.host_ns)
 
     # -- timers ----------------------------------------------------------------------------
 
-    def _advance(self, t: int) -> None:
+    def advance(self, t: int) -> None:
         """Run every timer due by ``t``, earliest first, each at its own due time."""
+        self.start(t)
+        if t < self._now_ns_or(t):
+            self.time_reversals += 1  # file order is time order; apply it at its own time
+            return
+        while True:
+            due = self.next_due_ns()
+            if due is None or due > t:
+                break
+            self.run_due(due)
+        self._now_ns = t
+
+    def start(self, t: int) -> None:
+        """The clock starts at the first input: the periodic timers count from there."""
         if self._now_ns is None:
             self._now_ns = t
             self._tick_due_ns = t + self._tick_ns
             self._stats_due_ns = t + self._stats_ns if self._stats_ns > 0 else None
-        if t < self._now_ns:
-            self.time_reversals += 1  # file order is time order; apply it at its own time
-            return
-        while True:
-            due = [
-                (when, order)
-                for order, when in enumerate(
-                    (self._silence_due(), self._stale_due_ns, self._tick_due_ns, self._stats_due_ns)
-                )
-                if when is not None and when <= t
-            ]
-            if not due:
-                break
-            when, which = min(due)
-            self._now_ns = when
-            self._run_timer(which, when)
-        self._now_ns = t
+
+    def _now_ns_or(self, t: int) -> int:
+        return t if self._now_ns is None else self._now_ns
+
+    def _timers(self) -> tuple[int | None, ...]:
+        return (self._silence_due(), self._stale_due_ns, self._tick_due_ns, self._stats_due_ns)
+
+    def next_due_ns(self) -> int | None:
+        """When the earliest timer is due (None: none armed)."""
+        return min((when for when in self._timers() if when is not None), default=None)
+
+    def run_due(self, when: int) -> None:
+        """Run the first timer due at ``when`` (``next_due_ns``), at that time."""
+        which = next(i for i, due in enumerate(self._timers()) if due == when)
+        self._now_ns = max(when, self._now_ns_or(when))
+        self._run_timer(which, when)
 
     def _silence_due(self) -> int | None:
         state = self._machine.state
@@ -196,11 +235,12 @@ class OfflineHost:
             self._evaluate(when, force=True)
         else:
             self._stats_due_ns = when + self._stats_ns
-            self._emit(self.stats(when))
+            self.emit(self.stats(when))
 
     def _evaluate(self, now_ns: int, *, force: bool = False) -> None:
         for verdict in self.pipeline.evaluate(now_ns, force=force):
-            self._emit(verdict.to_dict())
+            self.emit(verdict.to_dict())
+            self._dispatch(verdict)
         self._arm_stale()
 
     def _arm_stale(self) -> None:
@@ -212,6 +252,7 @@ class OfflineHost:
     def stats(self, now_ns: int) -> dict[str, Any]:
         """The live service's ``stats`` message, plus what replay counted (``replay``)."""
         p = self._parser.stats
+        extra = {} if self._extra_stats is None else self._extra_stats()
         return {
             "type": "stats",
             "host_ns": now_ns,
@@ -231,6 +272,7 @@ class OfflineHost:
             **self.pipeline.stats(),
             "listener_errors": 0,
             "subscriber_drops": 0,
+            **extra,
             "replay": {
                 "datagrams": self.datagrams,
                 "host_lines": self.host_lines,
@@ -240,9 +282,18 @@ class OfflineHost:
             },
         }
 
-    def _emit(self, obj: dict[str, Any]) -> None:
+    def _dispatch(self, message: HostMessage) -> None:
+        if self._listener is not None:
+            self._listener(message)
+
+    def emit(self, obj: dict[str, Any]) -> None:
         self._out.append(encode_line(obj))
 
-    def _take(self) -> list[bytes]:
+    def emit_line(self, line: bytes) -> None:
+        """A line of the composition's own (a ``world`` snapshot), in time order."""
+        self._out.append(line)
+
+    def take(self) -> list[bytes]:
+        """The lines emitted since the last call."""
         out, self._out = self._out, []
         return out

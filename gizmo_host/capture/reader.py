@@ -55,10 +55,12 @@ CaptureMessage = UartChunk | PortEvent | Datagram | HostLine
 
 @dataclass(frozen=True, slots=True)
 class CaptureInfo:
-    """The metadata written before the first message: the settings and the capture record."""
+    """The metadata written before the first message: the settings, the capture record and
+    the world model's settings (None: the host ran without one)."""
 
     settings: HostSettings = field(default_factory=HostSettings)
     capture: dict[str, str] = field(default_factory=dict)
+    world: dict[str, str] | None = None
 
 
 class _Decoder(NamedTuple):
@@ -135,7 +137,7 @@ class CaptureReader:
         settings = HostSettings.from_metadata(
             metadata.get(ch.SETTINGS_METADATA, {}), f"{self.path}: {ch.SETTINGS_METADATA}"
         )
-        return CaptureInfo(settings, capture)
+        return CaptureInfo(settings, capture, metadata.get(ch.WORLD_METADATA))
 
     # -- channels and messages -------------------------------------------------------------
 

@@ -32,11 +32,13 @@ class CaptureWriter:
         settings: HostSettings,
         *,
         info: Mapping[str, str] | None = None,
+        metadata: Mapping[str, Mapping[str, str]] | None = None,
         compress: bool = True,
         chunk_bytes: int = DEFAULT_CHUNK_BYTES,
         max_udp_channels: int = DEFAULT_MAX_UDP_CHANNELS,
     ) -> None:
-        """``info`` joins the ``gizmo-host.capture`` metadata (package version, clocks)."""
+        """``info`` joins the ``gizmo-host.capture`` metadata (package version, clocks);
+        ``metadata`` adds records of its own (``channels.WORLD_METADATA``: the world's settings)."""
         self.name = name
         self._stream = _Counted(stream)
         self._max_udp_channels = max_udp_channels
@@ -56,6 +58,10 @@ class CaptureWriter:
             capture_info = {"format_version": str(ch.CAPTURE_FORMAT_VERSION), **(info or {})}
             self._writer.add_metadata(ch.CAPTURE_METADATA, capture_info)
             self._writer.add_metadata(ch.SETTINGS_METADATA, settings.to_metadata())
+            for record_name, record in (metadata or {}).items():
+                if record_name in (ch.CAPTURE_METADATA, ch.SETTINGS_METADATA):
+                    raise ValueError(f"metadata: {record_name!r} comes from info and settings")
+                self._writer.add_metadata(record_name, dict(record))
             self._uart = self._register(ch.UART, {"path": settings.serial_path})
             self._port = self._register(ch.PORT, {"path": settings.serial_path})
 

@@ -1,0 +1,264 @@
+"""The world model in a capture: its settings as metadata, and recorded datagrams through it.
+
+``gizmo-host record`` and ``gizmo-host replay --offline`` share this, so that replay feeds the
+world exactly as the recorder's live host did:
+
+- ``world_metadata`` / ``world_setup_from``: the resolved ``[camera]``, ``[world]``, selector
+  and ``[rflysim]`` (with its Config.json distance sensors) as the ``gizmo-host.world``
+  record, one JSON text per key; replay needs neither the TOML nor the Config.json file;
+- ``DatagramRouter``: the ports ``gizmo-host run``'s receivers hear for these settings, each
+  with the receiver's own sans-I/O pipeline (decode, fragment reassembly) and sender filter,
+  turning a datagram into rfly_link events without a socket;
+- ``OfflineReplay``: ``capture.offline.OfflineHost`` plus the live ``WorldService`` on a
+  manual clock (``FakeScheduler``). The host's timers and the world's (snapshot ticks,
+  on-change checks, deadlines) run in one time order, so the output is deterministic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Coroutine, Iterable, Iterator, Mapping
+from typing import Any
+
+from fusion import CameraConfig, Selector, WorldConfig, WorldModel, WorldSnapshot
+from fusion import ConfigError as FusionConfigError
+from gizmo_host.capture.lines import HostMessage, encode_line
+from gizmo_host.capture.offline import OfflineHost
+from gizmo_host.capture.reader import CaptureInfo, CaptureMessage, Datagram, HostLine
+from gizmo_host.cli.world_config import WorldSetup
+from gizmo_host.errors import CaptureError
+from gizmo_host.live.rfly_sources import RflySimSetup, SensorRequester, rfly_receivers
+from gizmo_host.live.timing import FakeScheduler, Scheduler
+from gizmo_host.live.world import WorldService
+from rfly_link.config import VisionSensorConfig
+from rfly_link.io import Event, UdpReceiver
+
+_KEYS = ("camera", "world", "selector", "rflysim")
+
+
+# -- settings as metadata ------------------------------------------------------------------
+
+
+def world_metadata(setup: WorldSetup) -> dict[str, str]:
+    """The ``gizmo-host.world`` record for ``setup``."""
+    rflysim: dict[str, Any] | None = None
+    if setup.rflysim is not None:
+        rflysim = dataclasses.asdict(setup.rflysim)
+    values = {
+        "camera": dataclasses.asdict(setup.camera),
+        "world": dataclasses.asdict(setup.world),
+        "selector": dataclasses.asdict(setup.selector),
+        "rflysim": rflysim,
+    }
+    return {key: json.dumps(value, separators=(",", ":")) for key, value in values.items()}
+
+
+def world_setup_from(record: Mapping[str, str], where: str) -> WorldSetup:
+    """The settings in a ``gizmo-host.world`` record; ``CaptureError`` naming the key."""
+    values: dict[str, Any] = {}
+    for key in _KEYS:
+        try:
+            values[key] = json.loads(record[key])
+        except KeyError:
+            raise CaptureError(f"{where}: {key}: expected a value, got none") from None
+        except ValueError as exc:
+            raise CaptureError(f"{where}: {key}: expected JSON: {exc}") from None
+    key = "camera"
+    try:
+        camera = CameraConfig(**values["camera"])
+        key = "world"
+        world = WorldConfig.from_mapping(values["world"])
+        key = "selector"
+        selector = Selector(**values["selector"])
+        key = "rflysim"
+        raw = values["rflysim"]
+        rflysim = None if raw is None else _rflysim(raw)
+    except KeyError as exc:
+        raise CaptureError(f"{where}: {key}: expected a value for {exc}, got none") from None
+    except (FusionConfigError, TypeError, ValueError, AttributeError) as exc:
+        raise CaptureError(f"{where}: {key}: {exc}") from None
+    return WorldSetup(camera, world, selector, rflysim)
+
+
+def _rflysim(raw: dict[str, Any]) -> RflySimSetup:
+    sensors = tuple(_sensor(entry) for entry in raw.pop("distance_sensors"))
+    return RflySimSetup(**raw, distance_sensors=sensors)
+
+
+def _sensor(entry: dict[str, Any]) -> VisionSensorConfig:
+    tuples = {k: tuple(v) for k, v in entry.items() if isinstance(v, list)}
+    return VisionSensorConfig(**{**entry, **tuples})
+
+
+# -- datagrams -----------------------------------------------------------------------------
+
+
+class DatagramRouter:
+    """The ports ``gizmo-host run`` hears for ``setup``, each through its receiver's pipeline.
+
+    The receivers are built (never started: no socket) only for their ports, names, sender
+    filters and pipelines. Datagrams to other ports are counted in ``other_ports``.
+    """
+
+    def __init__(self, setup: RflySimSetup) -> None:
+        self._receivers: dict[int, UdpReceiver] = {r.port: r for r in rfly_receivers(setup)}
+        self._datagrams = dict.fromkeys(self._receivers, 0)
+        self._not_allowed = dict.fromkeys(self._receivers, 0)
+        self.other_ports = 0
+
+    @property
+    def ports(self) -> list[int]:
+        return sorted(self._receivers)
+
+    def feed(self, port: int, sender: tuple[str, int], data: bytes, rx_ns: int) -> list[Event]:
+        """The events one datagram gives (fragments may give none until a frame completes)."""
+        receiver = self._receivers.get(port)
+        if receiver is None:
+            self.other_ports += 1
+            return []
+        self._datagrams[port] += 1
+        allowed = receiver.allowed_senders
+        if allowed is not None and sender[0] not in allowed:
+            self._not_allowed[port] += 1
+            return []
+        return receiver.pipeline.process(memoryview(data), sender, rx_ns)
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Per receiver, as the live world's ``stats`` reports them: datagrams and drops."""
+        out = {}
+        for port, receiver in sorted(self._receivers.items()):
+            drops = receiver.pipeline.drop_counts()
+            if self._not_allowed[port]:
+                drops["sender_not_allowed"] = self._not_allowed[port]
+            out[receiver.name] = {"datagrams": self._datagrams[port], "drops": drops}
+        return out
+
+
+def apply_events(world: WorldService, events: Iterable[Event]) -> None:
+    """Feed rfly_link events to ``world`` as its receivers' consumers do."""
+    rfly = world.rfly
+    assert rfly is not None
+    for event in events:
+        frame = event.frame
+        items = rfly.message(
+            event.value,
+            event.rx_ns,
+            frame_time_s=None if frame is None else frame.timestamp_s,
+            sensor=event.sensor,
+        )
+        for item in items:
+            world.apply(item)
+
+
+def world_stats(world: WorldService, router: DatagramRouter | None) -> dict[str, Any]:
+    """``world.stats()`` with the router's per-port counts as its receivers'."""
+    stats = world.stats()
+    if router is not None and "rflysim" in stats:
+        stats["rflysim"]["receivers"] = router.stats()
+        stats["rflysim"]["other_ports"] = router.other_ports
+    return stats
+
+
+def build_world(
+    setup: WorldSetup,
+    scheduler: Scheduler | None = None,
+    requester: SensorRequester | None = None,
+) -> tuple[WorldService, DatagramRouter | None]:
+    """The world service (no receivers of its own) and the router for ``setup``'s ports."""
+    model = WorldModel(setup.camera, setup.world, selector=setup.selector)
+    if setup.rflysim is None:
+        return WorldService(model, scheduler=scheduler), None
+    world = WorldService(
+        model, scheduler=scheduler, rfly=setup.rflysim.adapter(), requester=requester
+    )
+    return world, DatagramRouter(setup.rflysim)
+
+
+# -- offline replay ------------------------------------------------------------------------
+
+
+class OfflineReplay:
+    """A capture through the host and, when it ran one, the world model: ``replay(messages)``."""
+
+    def __init__(self, info: CaptureInfo, where: str = "capture") -> None:
+        self.world: WorldService | None = None
+        self.router: DatagramRouter | None = None
+        self._scheduler: FakeScheduler | None = None
+        listener = None
+        extra = None
+        if info.world is not None:
+            setup = world_setup_from(info.world, f"{where}: gizmo-host.world")
+            self._scheduler = FakeScheduler(0)
+            self.world, self.router = build_world(setup, self._scheduler)
+            listener = self._on_host
+            extra = self._world_stats
+        self.host = OfflineHost(info.settings, listener=listener, extra_stats=extra)
+        if self.world is not None:
+            self.world.add_listener(self._on_snapshot)
+
+    def replay(self, messages: Iterable[CaptureMessage]) -> Iterator[bytes]:
+        """Every line for ``messages``, then the final ``stats`` line."""
+        for message in messages:
+            yield from self.feed(message)
+        end_ns = self.host.now_ns
+        if end_ns is not None and self.world is not None:
+            self._advance(end_ns)
+        yield from self.host.finish()
+
+    def feed(self, message: CaptureMessage) -> list[bytes]:
+        host = self.host
+        if isinstance(message, HostLine):
+            host.apply(message)
+            return []
+        if self.world is None:
+            return host.feed(message)
+        self._advance(message[0])
+        host.apply(message)
+        if isinstance(message, Datagram) and self.router is not None:
+            events = self.router.feed(message.port, message.sender, message.data, message.rx_ns)
+            apply_events(self.world, events)
+        return host.take()
+
+    def _advance(self, t: int) -> None:
+        """The host's timers and the world's, in time order up to ``t`` (the world's first
+        at equal times: they were armed earlier)."""
+        host, scheduler = self.host, self._scheduler
+        assert scheduler is not None and self.world is not None
+        if host.now_ns is None:  # as ``record`` does: the world starts, then the link
+            host.start(t)
+            scheduler.advance(t - scheduler.now_ns())
+            _run_now(self.world.start())
+        while True:
+            host_due = host.next_due_ns()
+            world_due = min(scheduler.pending(), default=None)
+            host_first = host_due is not None and (world_due is None or host_due < world_due)
+            due = host_due if host_first else world_due
+            if due is None or due > t:
+                break
+            scheduler.advance(max(0, due - scheduler.now_ns()))  # runs the world's due timers
+            if host_first:
+                host.run_due(due)
+        scheduler.advance(max(0, t - scheduler.now_ns()))
+        host.advance(t)
+
+    def _on_host(self, message: HostMessage) -> None:
+        assert self.world is not None
+        self.world.on_gizmo(message)
+
+    def _on_snapshot(self, snapshot: WorldSnapshot) -> None:
+        self.host.emit_line(encode_line(snapshot.to_dict()))
+
+    def _world_stats(self) -> dict[str, Any]:
+        assert self.world is not None
+        return {"world": world_stats(self.world, self.router)}
+
+
+def _run_now(coroutine: Coroutine[Any, Any, None]) -> None:
+    """Run a coroutine that never waits (``WorldService.start`` without receivers)."""
+    try:
+        coroutine.send(None)
+    except StopIteration:
+        return
+    coroutine.close()
+    raise RuntimeError("expected a coroutine that completes without waiting")
