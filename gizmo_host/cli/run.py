@@ -263,13 +263,13 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
     notifier = _notifier()
     tasks: list[asyncio.Task[Any]] = []
     try:
+        publisher.publish(version)
+        if world is not None:  # before the link, so it hears the link's first events running
+            try:
+                await world.start()
+            except OSError as exc:  # a port taken by another program, an address not ours
+                raise ServiceFailed(f"rflysim: cannot listen: {exc.strerror or exc}") from None
         async with service:
-            publisher.publish(version)
-            if world is not None:
-                try:
-                    await world.start()
-                except OSError as exc:  # a port taken by another program, an address not ours
-                    raise ServiceFailed(f"rflysim: cannot listen: {exc.strerror or exc}") from None
             gc.freeze()  # start-up objects live forever: keep them out of every collection
             _notify(notifier, SdNotifier.ready, "ready")
             _notify(notifier, lambda n: n.status(f"reading {path}"), "status")
