@@ -137,18 +137,8 @@ class DatagramRouter:
 
 def apply_events(world: WorldService, events: Iterable[Event]) -> None:
     """Feed rfly_link events to ``world`` as its receivers' consumers do."""
-    rfly = world.rfly
-    assert rfly is not None
     for event in events:
-        frame = event.frame
-        items = rfly.message(
-            event.value,
-            event.rx_ns,
-            frame_time_s=None if frame is None else frame.timestamp_s,
-            sensor=event.sensor,
-        )
-        for item in items:
-            world.apply(item)
+        world.on_rfly(event)
 
 
 def world_stats(world: WorldService, router: DatagramRouter | None) -> dict[str, Any]:

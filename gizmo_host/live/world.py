@@ -46,7 +46,7 @@ from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.live.world_adapters import GizmoAdapter
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.store import Verdict
-from rfly_link.io import UdpReceiver
+from rfly_link.io import Event, UdpReceiver
 
 LOGGER = logging.getLogger(__name__)
 SnapshotListener = Callable[[WorldSnapshot], None]
@@ -219,20 +219,25 @@ class WorldService:
         ):
             self._check = self._scheduler.call_at_ns(self._scheduler.now_ns(), self._on_check)
 
-    async def _consume(self, receiver: UdpReceiver) -> None:
+    def on_rfly(self, event: Event) -> None:
+        """One rfly_link event (a receiver's, or a replayed one) through the adapter."""
         rfly = self.rfly
-        assert rfly is not None
+        if rfly is None:
+            raise ValueError("rfly: expected an RflyAdapter for RflySim events")
+        frame = event.frame
+        items = rfly.message(
+            event.value,
+            event.rx_ns,
+            frame_time_s=None if frame is None else frame.timestamp_s,
+            sensor=event.sensor,
+        )
+        for item in items:
+            self.apply(item)
+
+    async def _consume(self, receiver: UdpReceiver) -> None:
         async for event in receiver:
             try:
-                frame = event.frame
-                items = rfly.message(
-                    event.value,
-                    event.rx_ns,
-                    frame_time_s=None if frame is None else frame.timestamp_s,
-                    sensor=event.sensor,
-                )
-                for item in items:
-                    self.apply(item)
+                self.on_rfly(event)
             except Exception:  # a bug on one message must not end the stream
                 self._input_errors.failed("world input from %s", receiver.name)
 
