@@ -4,7 +4,11 @@ Simulated targets in, VISION_RESULT v1 frames out on a serial port: a pty it cre
 is printed as a JSON line on stdout, ``--link`` keeps a stable symlink to it) or a real device
 (``--device``, opened with serialx). Targets come from RflySim TypeID 30 boxes (``--boxes``),
 from vehicle poses projected through ``[camera]`` (``--ego``/``--targets``/``--rflysim3d``) or,
-by default, the built-in scenario. Faults come from ``--faults FILE`` and ``--fault SPEC``.
+by default, the built-in scenario. ``[camera] rflysim_sensor = N`` takes that Config.json
+sensor's size, field of view and mount (``--rfly-config``, else the file's ``[rflysim] config``)
+exactly as ``gizmo-host run`` does. Beside ``gizmo-host run``, which binds the ego's CopterSim
+state port, the pose source listens at ``--port-offset N`` and ``gizmo-host sim --mirror-offset
+N`` sends the states there too. Faults come from ``--faults FILE`` and ``--fault SPEC``.
 It runs for ``--duration`` or until SIGINT/SIGTERM, then prints every count as JSON
 (``--stats``: stderr, or ``--stats FILE``). Settings: ``gizmo_host.emulator.settings``.
 """
@@ -18,9 +22,12 @@ import json
 import logging
 import signal
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from fusion.camera import CameraModel
+from gizmo_host.cli.config import StoreConfig
+from gizmo_host.cli.world_config import RflySimConfig, resolve_world
 from gizmo_host.emulator.board import BoardModel
 from gizmo_host.emulator.emulation import Emulation
 from gizmo_host.emulator.faults import (
@@ -32,9 +39,10 @@ from gizmo_host.emulator.faults import (
 from gizmo_host.emulator.port import DevicePort, Port, PtyPort
 from gizmo_host.emulator.runner import Runner
 from gizmo_host.emulator.scenario import Scenario
-from gizmo_host.emulator.settings import EmulateSettings, load_settings
+from gizmo_host.emulator.settings import EmulateSettings, load_settings, read_toml
 from gizmo_host.emulator.sources import BoxSource, PoseSource, ScenarioSource, TargetSource
 from gizmo_host.errors import ConfigError
+from gizmo_host.stream.store import TargetSelector
 from rfly_link.config import load_config as load_rfly_config
 from rfly_link.errors import ConfigError as RflyConfigError
 from rfly_link.messages import TypeId
@@ -68,7 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument(
         "--rfly-config",
         metavar="FILE",
-        help="RflySim Config.json: the TypeID 30 sensor's port and image size",
+        help="RflySim Config.json: the TypeID 30 sensor's port and image size (unless poses "
+        "are the source), and the sensor [camera] rflysim_sensor names",
     )
     source.add_argument("--ego", type=int, metavar="ID", help="ego CopterID (camera carrier)")
     source.add_argument("--targets", metavar="IDS", help="target CopterIDs, e.g. 2,3")
@@ -76,7 +85,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rflysim3d", action="store_true", help="also RflySim3D object data on 20006"
     )
     source.add_argument("--listen", metavar="HOST", help="address to receive on (127.0.0.1)")
-    source.add_argument("--port-offset", type=int, metavar="N", help="shift RflySim's ports")
+    source.add_argument(
+        "--port-offset",
+        type=int,
+        metavar="N",
+        help="shift the RflySim ports bound (beside gizmo-host run: gizmo-host sim "
+        "--mirror-offset N sends the states there)",
+    )
     output = parser.add_argument_group("output policy")
     output.add_argument("--result-type", metavar="TYPE", help="DETECTOR, COLOR_BLOB, QR_CODE")
     output.add_argument(
@@ -165,13 +180,43 @@ def _rfly_boxes(path: str) -> dict[str, Any]:
     raise ConfigError(f"{path}: no TypeID 30 sensor in VisionSensors")
 
 
+def _sensor_camera(path: str, data: Mapping[str, Any], rfly_config: str | None) -> Any:
+    """The ``[camera]`` of ``data`` resolved as ``gizmo-host run`` resolves it, when it names
+    ``rflysim_sensor`` (None otherwise): size, field of view and mount from that Config.json
+    sensor (``--rfly-config``, else the file's ``[rflysim] config``), overridden by the table."""
+    camera = data.get("camera")
+    if not isinstance(camera, Mapping) or camera.get("rflysim_sensor") is None:
+        return None
+    rflysim = data.get("rflysim")
+    config = rfly_config or (rflysim.get("config") if isinstance(rflysim, Mapping) else None)
+    if not isinstance(config, str):
+        raise ConfigError(
+            f"{path}: camera.rflysim_sensor: expected --rfly-config (or [rflysim] config), "
+            "the Config.json to read the sensor from"
+        )
+    try:
+        setup = resolve_world(
+            camera, {}, RflySimConfig(config=config), StoreConfig(), TargetSelector()
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    assert setup is not None  # a [camera] table and no [world] enabled = false
+    return setup.camera
+
+
 def settings_from_args(args: argparse.Namespace) -> tuple[EmulateSettings, FaultTimeline]:
     overrides = _overrides(args)
-    if args.rfly_config is not None:
+    data = read_toml(args.config) if args.config is not None else {}
+    emulate_table = data.get("emulate")
+    poses = "poses" in overrides["emulate"] or (
+        isinstance(emulate_table, Mapping) and "poses" in emulate_table
+    )
+    if args.rfly_config is not None and not poses:
         boxes = _rfly_boxes(args.rfly_config)
         given = overrides["emulate"].get("boxes", {})
         overrides["emulate"]["boxes"] = {**boxes, **{k: v for k, v in given.items() if v}}
-    settings = load_settings(args.config, overrides)
+    camera = None if args.config is None else _sensor_camera(args.config, data, args.rfly_config)
+    settings = load_settings(args.config, overrides, camera_config=camera)
     timeline = load_timeline(args.faults) if args.faults else FaultTimeline()
     timeline = timeline.with_faults([parse_fault_flag(spec) for spec in args.fault])
     if args.seed is not None:

@@ -3,9 +3,11 @@
 ``Emulation.cycle(index, detections, connected=...)`` runs recognition cycle ``index`` (captured
 at ``start_ns + index * period``): it applies the board faults due by then (wrap, reset, clock
 skew and jumps, silence, hang-up), asks the output policy for the cycle's frames, numbers and
-stamps them on the board (``timestamp_ms`` = the device clock at capture + latency, ``age_ms`` =
-latency) and passes each through the fault injector. The I/O shell sleeps until ``emit_ns``,
-writes the chunks at the line rate and performs a hang-up when one is due.
+stamps them on the board (``timestamp_ms`` = the device clock when the frame leaves, capture +
+latency or later behind a slower frame; ``age_ms`` = from the image's instant to then: the
+capture, or a detection's older ``seen_ns``) and passes each through the fault injector. The
+I/O shell sleeps until ``emit_ns``, writes the chunks at the line rate and performs a hang-up
+when one is due.
 
 ``host`` in :meth:`stats` is what a receiver that read every byte written should count, in the
 host's own counter names: frames that left intact (``frames_ok``), bytes that were not part of
@@ -24,7 +26,11 @@ from gizmo_host.emulator.board import BoardModel
 from gizmo_host.emulator.faults import Fault, FaultKind, FaultTimeline
 from gizmo_host.emulator.injector import FaultInjector
 from gizmo_host.emulator.targets import Detection, LatencyModel, OutputPolicy
-from gizmo_host.stream.tracker import ADVANCE_TOLERANCE_MS, SEQUENCE_MODULUS
+from gizmo_host.stream.tracker import (
+    ADVANCE_TOLERANCE_MS,
+    SEQUENCE_MODULUS,
+    device_clock_advance_ms,
+)
 from gizmo_host.wire.protocol import FRAME_LEN, VisionResult
 
 _BOARD_EVENTS = (
@@ -35,6 +41,11 @@ _BOARD_EVENTS = (
     FaultKind.CLOCK_SKEW,
     FaultKind.CLOCK_JUMP,
 )
+
+
+def _age_ms(emit_ns: int, seen_ns: int) -> int:
+    """``age_ms`` of a frame sent at ``emit_ns`` whose image was taken at ``seen_ns``."""
+    return min(max(round((emit_ns - min(seen_ns, emit_ns)) / 1e6), 0), 65535)
 
 
 class Cycle(NamedTuple):
@@ -84,7 +95,8 @@ class Emulation:
         self.skew_events = self.jump_events = self.jumps_forward = self.jumps_backward = 0
         self.jump_restarts = 0
         # The host's view, from the valid frames written.
-        self._last_valid: int | None = None
+        self._last_valid: int | None = None  # the sequence, device time, send time of the last
+        self._last_valid_ms = self._last_valid_ns = 0  # valid frame
         self._restart_seen = False  # a restart since the last valid frame
         self._hung_up = False
         self.host_frames_ok = self.host_bytes_discarded = self.host_lost = 0
@@ -109,8 +121,10 @@ class Emulation:
             self.quiet_cycles += 1
             return Cycle(capture_ns, capture_ns, (), (), hangup)
         latency_ms = self.latency.draw(self._latency_rng)
-        # Frames leave in order: a long latency delays the next cycle's frames too.
-        emit_ns = max(capture_ns + latency_ms * 1_000_000, self._last_emit_ns)
+        # The recognition starts with the image: the capture, or a source's newer one (a late
+        # cycle). Frames leave in order: a long latency delays the next cycle's frames too.
+        image_ns = max([capture_ns, *(d.seen_ns for d in detections if d.seen_ns is not None)])
+        emit_ns = max(image_ns + latency_ms * 1_000_000, self._last_emit_ns)
         self._last_emit_ns = emit_ns
         t_s = self.elapsed_s(capture_ns)
         chunks: list[bytes] = []
@@ -121,7 +135,7 @@ class Emulation:
                 now_ns=emit_ns,
                 id=fields.id,
                 confidence=fields.confidence,
-                age_ms=latency_ms,
+                age_ms=_age_ms(emit_ns, capture_ns if fields.seen_ns is None else fields.seen_ns),
                 x=fields.x,
                 y=fields.y,
                 w=fields.w,
@@ -140,7 +154,7 @@ class Emulation:
             self.frames_written += 1
             self.host_bytes_discarded += written - FRAME_LEN * outcome.valid_copies
             for _ in range(outcome.valid_copies):
-                self._valid(result.sequence)
+                self._valid(result, emit_ns)
         return Cycle(capture_ns, emit_ns, tuple(chunks), tuple(results), hangup)
 
     def reconnected(self) -> None:
@@ -215,18 +229,30 @@ class Emulation:
             self.wraps += 1
         self._last_produced = result.sequence
 
-    def _valid(self, sequence: int) -> None:
+    def _valid(self, result: VisionResult, sent_ns: int) -> None:
         """A valid frame went out: what the host's sequence tracking makes of it."""
         self.host_frames_ok += 1
-        last = self._last_valid
-        self._last_valid = sequence
+        last, last_ms, last_ns = self._last_valid, self._last_valid_ms, self._last_valid_ns
+        sequence = result.sequence
+        self._last_valid, self._last_valid_ms, self._last_valid_ns = (
+            sequence,
+            result.timestamp_ms,
+            sent_ns,
+        )
         if last is None:
             return
+        step = (sequence - last) % SEQUENCE_MODULUS
         if self._restart_seen:
             self._restart_seen = False
-            self.host_resets += 1
-            return
-        step = (sequence - last) % SEQUENCE_MODULUS
+            # A restart shows when the device clock fell back (the protocol rule); hidden behind
+            # enough destroyed frames, the clock seems to advance and only the sequence shows.
+            advance = device_clock_advance_ms(last_ms, result.timestamp_ms, sent_ns - last_ns)
+            if advance is None or advance < 0:
+                self.host_resets += 1
+                return
+            if step == 0:
+                self.host_discontinuities += 1  # the same number at another time
+                return
         if step == 0:
             self.host_duplicates += 1
         elif step < SEQUENCE_MODULUS // 2:

@@ -4,7 +4,10 @@
 produced ``t_s`` after the start: a garbage burst before it, the frame itself (intact,
 truncated, short of some bytes or with flipped bits) and maybe a second copy. Every fault is
 counted as it is injected, and the arithmetic closes: ``bytes_out == 35 * valid_copies +
-garbage bytes + bytes of destroyed frames``.
+garbage bytes + bytes of destroyed frames``. A destroyed frame stays destroyed: flips the CRC
+cannot see get one more flip, and a cut that the next frame's first bytes would complete (its
+last byte equal to 0xA5, say) cuts one byte more, so the host never finds a frame that the
+injector counts as lost (both about 2**-16 per damaged frame).
 
 Each fault draws from its own generator, seeded from the timeline's seed and the fault's place
 in it, so the same timeline and seed give the same bytes, and adding a fault does not change
@@ -23,9 +26,43 @@ from gizmo_host.emulator.faults import (
     FaultTimeline,
     geometric_gap,
 )
-from gizmo_host.wire.protocol import FRAME_LEN
+from gizmo_host.errors import FrameError
+from gizmo_host.wire.protocol import (
+    CRC_END,
+    FRAME_LEN,
+    HEADER_LEN,
+    MSG_TYPE_VISION_RESULT,
+    SYNC,
+    VERSION,
+    VisionResult,
+)
 
 _FRAME_BITS = FRAME_LEN * 8
+
+
+_NEXT_FRAME = SYNC + bytes([VERSION, MSG_TYPE_VISION_RESULT])  # how the next frame begins
+
+
+def _decodes(data: bytes) -> bool:
+    try:
+        VisionResult.decode(data)
+    except FrameError:
+        return False
+    return True
+
+
+def _completes(damaged: bytes) -> bool:
+    """Whether the next frame's first bytes would make ``damaged`` a valid frame again."""
+    missing = FRAME_LEN - len(damaged)
+    return 0 < missing <= len(_NEXT_FRAME) and _decodes(damaged + _NEXT_FRAME[:missing])
+
+
+def _not_completed(damaged: bytes) -> bytes:
+    """``damaged``, shortened while the next frame's first bytes would complete it (a frame cut
+    just before a last byte equal to 0xA5, say): a destroyed frame stays destroyed."""
+    while _completes(damaged):
+        damaged = damaged[:-1]
+    return damaged
 
 
 class FrameOutcome(NamedTuple):
@@ -123,14 +160,16 @@ class FaultInjector:
             keep = (
                 fault.keep_bytes if fault.keep_bytes is not None else rng.randint(1, FRAME_LEN - 1)
             )
+            damaged = _not_completed(frame[:keep])
             self.truncated_frames += 1
-            self.bytes_cut += FRAME_LEN - keep
-            return frame[:keep]
+            self.bytes_cut += FRAME_LEN - len(damaged)
+            return damaged
         if kind is FaultKind.DROP_BYTES:
             gone = set(rng.sample(range(FRAME_LEN), fault.bytes))
+            damaged = _not_completed(bytes(b for i, b in enumerate(frame) if i not in gone))
             self.drop_frames += 1
-            self.bytes_dropped += len(gone)
-            return bytes(b for i, b in enumerate(frame) if i not in gone)
+            self.bytes_dropped += FRAME_LEN - len(damaged)
+            return damaged
         bits = []
         position = geometric_gap(rng.random(), fault.ber)
         while position < _FRAME_BITS:
@@ -141,8 +180,14 @@ class FaultInjector:
         out = bytearray(frame)
         for bit in bits:
             out[bit >> 3] ^= 1 << (bit & 7)  # bit i: byte i // 8, LSB first as a UART sends it
+        flipped = len(bits)
+        while _decodes(bytes(out)) or _completes(bytes(out)):
+            # A pattern the CRC cannot see (p ~ 2**-16): one more flip, in the payload.
+            bit = rng.randrange(HEADER_LEN * 8, CRC_END * 8)
+            out[bit >> 3] ^= 1 << (bit & 7)
+            flipped += 1
         self.bit_error_frames += 1
-        self.bits_flipped += len(bits)
+        self.bits_flipped += flipped
         return bytes(out)
 
     def stats(self) -> dict[str, Any]:

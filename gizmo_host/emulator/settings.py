@@ -1,8 +1,10 @@
 """``gizmo-host emulate`` settings: the ``[emulate]`` and ``[camera]`` tables of a TOML file,
-then flags that override them. The same file can serve ``gizmo-host run`` (it reads its own
-tables and the shared ``[camera]``); other tables are left alone. Example::
+then flags that override them. A ``gizmo-host run`` file can serve it too: it reads ``[camera]``
+(and ``[rflysim] config`` for ``rflysim_sensor``) and leaves the other tables alone; ``gizmo-host
+run`` rejects ``[emulate]``, so that table lives in a file of its own. Example::
 
     [camera]                       # fusion's camera model (fusion.camera)
+    # rflysim_sensor = 1           # or a Config.json sensor's (--rfly-config, [rflysim] config)
     width_px = 640
     height_px = 480
     hfov_deg = 90.0
@@ -140,17 +142,24 @@ def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def load_settings(
-    path: str | Path | None, overrides: Mapping[str, Any] | None = None
+    path: str | Path | None,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    camera_config: CameraConfig | None = None,
 ) -> EmulateSettings:
     """Settings from a TOML file's ``[emulate]`` and ``[camera]`` tables, then ``overrides``
-    (flags: ``{"emulate": {...}, "camera": {...}}``, None values ignored)."""
+    (flags: ``{"emulate": {...}, "camera": {...}}``, None values ignored). ``camera_config``,
+    when given, is the camera already resolved by the caller (a ``[camera]`` table naming a
+    Config.json sensor, ``gizmo_host.cli.emulate``) and replaces the table."""
     data: dict[str, Any] = read_toml(path) if path is not None else {}
     where = f"{path}: " if path is not None else ""
     merged = _merge(data, overrides or {})
     emulate = table(f"{where}emulate", merged.get("emulate", {}))
     camera = merged.get("camera")
     settings = parse_emulate(emulate, where)
-    if camera is not None:
+    if camera_config is not None:
+        settings = _replace_camera(settings, camera_config)
+    elif camera is not None:
         try:
             config = CameraConfig.from_mapping(table(f"{where}camera", camera))
         except FusionConfigError as exc:

@@ -10,7 +10,10 @@
 
 The UDP sources keep the newest value of each kind (a reader thread per port, from rfly_link);
 a value older than ``max_age_ns`` at the capture is not used, so a simulator that stops sends
-the board to "not detected". Every datagram rfly_link rejects is counted in ``stats``.
+the board to "not detected". Every datagram rfly_link rejects is counted in ``stats``. Their
+detections carry the instant of what they show (``Detection.seen_ns``: the box list's or the
+ego's pose's simulation time on the host clock, :class:`SeenClock`), so the frame's ``age_ms``
+counts from the image's instant, not the cycle's.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any, Protocol
 
 from fusion.camera import CameraModel
 from fusion.geometry import Quat, Vec3, quat_from_euler_zyx, quat_normalize
+from fusion.simclock import SimClockEstimator
 from gizmo_host.emulator.projection import camera_pose, pixel_box, project_box
 from gizmo_host.emulator.scenario import Scenario
 from gizmo_host.emulator.targets import Detection
@@ -35,6 +39,7 @@ from rfly_link.reassembly import Reassembler
 from rfly_link.sensors import TargetList, decode_targets
 
 DEFAULT_MAX_AGE_NS = 500_000_000
+MAX_SEEN_LAG_NS = 100_000_000  # a source timestamp mapped further back than this is not one
 DEFAULT_HALF_EXTENT_M: Vec3 = (0.3, 0.3, 0.15)  # a small multicopter
 _PoseMessage = m.SOut2Simulator | m.SOut2SimulatorSimpleTime
 
@@ -66,6 +71,22 @@ class ScenarioSource:
 
     def stats(self) -> dict[str, Any]:
         return {"kind": "scenario", "targets": [t.name for t in self.scenario.targets]}
+
+
+class SeenClock:
+    """A source's own timestamps (simulation seconds) on the host clock, through fusion's
+    lower-envelope estimator: a datagram read late (a busy process) does not make its image
+    look later. Without usable timestamps (constant, or mapped more than ``MAX_SEEN_LAG_NS``
+    before the arrival) the arrival time stands."""
+
+    def __init__(self) -> None:
+        self._clock = SimClockEstimator()
+
+    def seen_ns(self, sim_time_s: float, rx_ns: int) -> int:
+        if not (math.isfinite(sim_time_s) and 0.0 <= sim_time_s < 1e9):
+            return rx_ns
+        mapped = self._clock.observe(round(sim_time_s * 1e9), rx_ns).host_ns
+        return mapped if 0 <= rx_ns - mapped <= MAX_SEEN_LAG_NS else rx_ns
 
 
 class _BoxPipeline:
@@ -122,7 +143,12 @@ class _Receivers:
 
     def stats(self) -> list[dict[str, Any]]:
         return [
-            {"name": r.name, "datagrams": r.stats.datagrams, "drops": r.stats.drops}
+            {
+                "name": r.name,
+                "port": r.bound_port,
+                "datagrams": r.stats.datagrams,
+                "drops": r.stats.drops,
+            }
             for r in self.receivers
         ]
 
@@ -143,7 +169,8 @@ class BoxSource:
         self.width_px = width_px
         self.height_px = height_px
         self.max_age_ns = max_age_ns
-        self._latest: tuple[TargetList, int] | None = None
+        self._latest: tuple[TargetList, int, int] | None = None  # (list, rx_ns, seen_ns)
+        self._clock = SeenClock()
         self.lists = self.outside = 0
         self._io = _Receivers(self._on_event)
         self._io.receivers.append(
@@ -157,7 +184,10 @@ class BoxSource:
     def _on_event(self, event: Event) -> None:
         if isinstance(event.value, TargetList):
             self.lists += 1
-            self._latest = (event.value, event.rx_ns)
+            seen = event.rx_ns
+            if event.frame is not None:
+                seen = self._clock.seen_ns(event.frame.timestamp_s, event.rx_ns)
+            self._latest = (event.value, event.rx_ns, seen)
 
     def detections(self, capture_ns: int, t_s: float) -> Sequence[Detection]:
         latest = self._latest
@@ -179,7 +209,8 @@ class BoxSource:
                 self.outside += 1
                 continue
             confidence = target.credibility * 100 if math.isfinite(target.credibility) else 0
-            out.append(Detection(str(target.copter_id), box, min(max(round(confidence), 0), 100)))
+            confidence = min(max(round(confidence), 0), 100)
+            out.append(Detection(str(target.copter_id), box, confidence, latest[2]))
         return out
 
     async def start(self) -> None:
@@ -198,15 +229,21 @@ class BoxSource:
 
 
 class _Pose:
-    __slots__ = ("half_extent_m", "position_ned_m", "quaternion_wxyz", "rx_ns")
+    __slots__ = ("half_extent_m", "position_ned_m", "quaternion_wxyz", "rx_ns", "seen_ns")
 
     def __init__(
-        self, position: Vec3, quaternion: Quat | None, half_extent: Vec3 | None, rx_ns: int
+        self,
+        position: Vec3,
+        quaternion: Quat | None,
+        half_extent: Vec3 | None,
+        rx_ns: int,
+        seen_ns: int | None = None,
     ) -> None:
         self.position_ned_m = position
         self.quaternion_wxyz = quaternion
         self.half_extent_m = half_extent
         self.rx_ns = rx_ns
+        self.seen_ns = rx_ns if seen_ns is None else seen_ns
 
 
 def _vec3(values: Sequence[float]) -> Vec3:
@@ -254,6 +291,7 @@ class PoseSource:
         self.max_range_m = max_range_m
         self._vehicles: dict[int, _Pose] = {}  # CopterSim states
         self._objects: dict[str, _Pose] = {}  # RflySim3D: CopterIDs and scene objects by name
+        self._clock = SeenClock()  # the ego's CopterSim time
         self.states = self.objects = 0
         self._io = _Receivers(self._on_event)
         for copter in dict.fromkeys((ego, *targets)):
@@ -275,8 +313,11 @@ class PoseSource:
         if isinstance(value, (m.SOut2Simulator, m.SOut2SimulatorSimpleTime)):
             quaternion = value.quaternion_wxyz if isinstance(value, m.SOut2Simulator) else None
             attitude = _attitude(quaternion, value.euler_rad)
+            seen = None
+            if value.copter_id == self.ego:
+                seen = self._clock.seen_ns(value.runned_time_s, rx_ns)
             self._vehicles[value.copter_id] = _Pose(
-                _vec3(value.position_ned_m), attitude, None, rx_ns
+                _vec3(value.position_ned_m), attitude, None, rx_ns, seen
             )
             self.states += 1
         elif isinstance(value, (m.CoptReqData, m.CoptReqDataQuat, m.ObjReqData, m.ObjReqDataQuat)):
@@ -298,18 +339,25 @@ class PoseSource:
             return None
         return pose
 
-    def ego_pose(self, capture_ns: int) -> tuple[Vec3, Quat] | None:
+    def _ego(self, capture_ns: int) -> _Pose | None:
         for pose in (self._vehicles.get(self.ego), self._objects.get(str(self.ego))):
             fresh = self._fresh(pose, capture_ns)
             if fresh is not None and fresh.quaternion_wxyz is not None:
-                return fresh.position_ned_m, fresh.quaternion_wxyz
+                return fresh
         return None
 
+    def ego_pose(self, capture_ns: int) -> tuple[Vec3, Quat] | None:
+        ego = self._ego(capture_ns)
+        if ego is None or ego.quaternion_wxyz is None:
+            return None
+        return ego.position_ned_m, ego.quaternion_wxyz
+
     def detections(self, capture_ns: int, t_s: float) -> Sequence[Detection]:
-        ego = self.ego_pose(capture_ns)
-        if ego is None:
+        ego = self._ego(capture_ns)
+        if ego is None or ego.quaternion_wxyz is None:
             return []
-        position, attitude = camera_pose(self.camera, *ego)
+        # The image is the ego's view when its pose arrived: that is the capture.
+        position, attitude = camera_pose(self.camera, ego.position_ned_m, ego.quaternion_wxyz)
         targets: dict[str, tuple[Vec3, Vec3]] = {}
         for name, pose in self._objects.items():
             fresh = self._fresh(pose, capture_ns)
@@ -327,7 +375,7 @@ class PoseSource:
                 self.camera, position, attitude, center, extent, max_range_m=self.max_range_m
             )
             if box is not None:
-                out.append(Detection(name, box, 87))
+                out.append(Detection(name, box, 87, ego.seen_ns))
         return out
 
     async def start(self) -> None:

@@ -31,11 +31,16 @@ _INT16 = (-0x8000, 0x7FFF)
 
 
 class Detection(NamedTuple):
-    """One target in view at a capture: its name at the source, box and confidence."""
+    """One target in view at a capture: its name at the source, box and confidence.
+
+    ``seen_ns``: the host time the source's data describe (a box list's or a pose's arrival),
+    when it is older than the cycle's capture; None: the capture itself.
+    """
 
     target: str  # a CopterID ("2"), or a scene object's name
     box: NormBox
     confidence: int  # 0..100
+    seen_ns: int | None = None
 
 
 class FrameFields(NamedTuple):
@@ -49,6 +54,7 @@ class FrameFields(NamedTuple):
     w: int
     h: int
     target: str | None  # None: a not-detected frame
+    seen_ns: int | None = None  # the detection's (None: the cycle's capture)
 
 
 class PerCycle(Enum):
@@ -139,6 +145,7 @@ class OutputPolicy:
                 d.box.width,
                 d.box.height,
                 d.target,
+                d.seen_ns,
             )
             for d, ident in reported
         ]

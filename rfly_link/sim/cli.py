@@ -4,7 +4,9 @@ It sends what CopterSim and RflySim3D send, on their ports (:mod:`rfly_link.port
 and the other vehicles' 168-byte states, each vehicle's heartbeat (20005), the gimbal status
 (20006) and the Config.json sensors it simulates (distance, TypeID 30 boxes, LiDAR), and it
 answers odometry and IMU requests on each vehicle's control port. ``--truth`` writes the ground
-truth as JSON Lines (stdout with ``-``). It runs for ``--duration`` seconds or until Ctrl-C,
+truth as JSON Lines (stdout with ``-``). ``--mirror-offset N`` also sends every vehicle state to
+its port + N, so ``gizmo-host emulate --ego ... --port-offset N`` hears them beside ``gizmo-host
+run``, which binds the ego's state port. It runs for ``--duration`` seconds or until Ctrl-C,
 then prints its counters on stderr as one JSON line and exits 0; a bad option, file or bind is
 one line on stderr and exit status 2. Registered in ``gizmo_host.cli.SUBCOMMANDS`` as ``sim``.
 """
@@ -86,6 +88,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--camera", default=None, metavar="TOML", help="a file with a [camera] table: bearings"
     )
     parser.add_argument(
+        "--mirror-offset",
+        default="0",
+        metavar="N",
+        help="also send each vehicle state to its port + N, for gizmo-host emulate "
+        "--port-offset N beside gizmo-host run (default 0: off)",
+    )
+    parser.add_argument(
         "--truth",
         nargs="?",
         const="-",
@@ -108,6 +117,7 @@ class Options:
     time: SimTime
     camera: CameraModel | None
     truth: str | None
+    mirror_offset: int = 0
 
 
 def parse_options(args: argparse.Namespace) -> Options:
@@ -143,6 +153,7 @@ def parse_options(args: argparse.Namespace) -> Options:
         time=time,
         camera=None if args.camera is None else _camera(args.camera),
         truth=args.truth,
+        mirror_offset=_integer("--mirror-offset", args.mirror_offset, -65535, 65535),
     )
 
 
@@ -235,13 +246,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"sim: --write-config: {exc.strerror}: {options.write_config}", file=sys.stderr)
             return EXIT_USAGE
     scenario = build_scenario(options.scenario, ego_id=options.ego_id, time=options.time)
-    stand_in = StandIn(
-        scenario,
-        host=options.host,
-        config=options.config,
-        rates=options.rates,
-        camera=options.camera,
-    )
+    try:
+        stand_in = StandIn(
+            scenario,
+            host=options.host,
+            config=options.config,
+            rates=options.rates,
+            camera=options.camera,
+            mirror_offset=options.mirror_offset,
+        )
+    except ValueError as exc:  # the mirrored ports leave the port range
+        print(f"sim: --mirror-offset: {str(exc).removeprefix('mirror_offset: ')}", file=sys.stderr)
+        return EXIT_USAGE
     print(json_line(_banner(options, stand_in)), file=sys.stderr, flush=True)
     with contextlib.ExitStack() as stack:
         sink = None
@@ -286,6 +302,7 @@ def _banner(options: Options, stand_in: StandIn) -> dict[str, Any]:
         "ego": scenario.ego.copter_id,
         "others": [v.copter_id for v in scenario.others],
         "control_ports": sorted(stand_in.control_ports()),
+        "mirror_offset": stand_in.mirror_offset,
         "sensors": [
             {"seq_id": s.seq_id, "type_id": s.type_id, "to": f"{s.receiver_ip}:{s.port}"}
             for s in stand_in.sensors.simulated

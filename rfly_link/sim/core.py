@@ -13,6 +13,10 @@ bursting to catch up. Odometry and IMU answer ``SensorReqCopterSim`` the way Cop
 they stream at the request's rate to its IP and port, and a request naming a loopback address
 (the SDK's default) is answered to the address it came from. A repeated request (same vehicle,
 sensor and reply address) changes the rate; at most ``max_subscriptions`` run at once.
+
+``mirror_offset`` (0: off) sends every vehicle state a second time, to its port plus the offset
+(kind ``state_mirror``): a program that needs the states beside the host, which binds the
+ego's state port, listens there (``gizmo-host emulate --port-offset N`` for its pose source).
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ MAX_REQUEST_HZ = 1000  # SensorReqCopterSim.update_freq: 1..1000 Hz
 
 
 class Datagram(NamedTuple):
-    kind: str  # state, other_state, heartbeat, gimbal, distance, boxes, lidar, odometry, imu
+    # state, other_state, state_mirror, heartbeat, gimbal, distance, boxes, lidar, odometry, imu
+    kind: str
     address: Address
     data: bytes
 
@@ -109,12 +114,21 @@ class StandIn:
         rates: Rates = Rates(),
         camera: CameraModel | None = None,
         max_subscriptions: int = 16,
+        mirror_offset: int = 0,
     ) -> None:
         self.scenario = scenario
         self.host = host
         self.rates = rates
         self.camera = camera
         self.max_subscriptions = max_subscriptions
+        self.mirror_offset = mirror_offset
+        for vehicle in scenario.vehicles:
+            mirrored = ports.coptersim_state_port(vehicle.copter_id) + mirror_offset
+            if mirror_offset and not 1 <= mirrored <= 65535:
+                raise ValueError(
+                    f"mirror_offset: expected state ports + offset within 1..65535, got "
+                    f"{mirrored} for CopterID {vehicle.copter_id}"
+                )
         ego_id = scenario.ego.copter_id
         self.sensors = sensorset.select_sensors(
             config or sensorset.builtin_config(host, ego_id), ego_id
@@ -178,10 +192,16 @@ class StandIn:
         address = (self.host, ports.coptersim_state_port(copter_id))
         kind = "state" if copter_id == self.scenario.ego.copter_id else "other_state"
 
+        mirror = (self.host, address[1] + self.mirror_offset) if self.mirror_offset else None
+
         def emit(truth: Truth, t_ns: int) -> list[Datagram]:
             state = truth.ego if copter_id == truth.ego.copter_id else truth.target(copter_id)
-            msg = builders.state_168(copter_id, vehicle_type, state.state, truth.sim_time_s)
-            return [Datagram(kind, address, msg.encode())]
+            data = builders.state_168(copter_id, vehicle_type, state.state, truth.sim_time_s)
+            encoded = data.encode()
+            out = [Datagram(kind, address, encoded)]
+            if mirror is not None:
+                out.append(Datagram("state_mirror", mirror, encoded))
+            return out
 
         return emit
 

@@ -90,6 +90,12 @@ class SimRunner:
         self.started = asyncio.Event()  # set once the control ports are bound
 
     @property
+    def start_ns(self) -> int:
+        """Host time of scenario time 0 (valid once ``started`` is set): a host time ``h`` is
+        scenario time ``(h - start_ns) / 1e9``, where the truth can be asked for."""
+        return self._start_ns
+
+    @property
     def stats(self) -> RunStats:
         send = self._sender.stats if self._sender is not None else self._send_stats
         return RunStats(self.stand_in.stats, send, dict(self._bound))
