@@ -182,11 +182,16 @@ class DeviceClockEstimator:
             self._started = False
             self._epoch += 1
 
-    def observe(self, timestamp_ms: int, host_rx_ns: int, *, reset: bool = False) -> ClockSample:
+    def observe(
+        self, timestamp_ms: int, host_rx_ns: int, *, reset: bool = False, forward: bool = False
+    ) -> ClockSample:
         """Add one frame's device timestamp and host receive time.
 
         ``reset=True`` tells the estimator that the sequence tracker saw a device reset; the
-        estimator also detects one itself when the device clock falls back.
+        estimator also detects one itself when the device clock falls back. ``forward=True``
+        says the frame's sequence moved forward (in order, or after a gap): its timestamp
+        then cannot be earlier than the last one's, so a step back is the device clock
+        jumping, known at once rather than after two late segments.
         """
         self._samples += 1
         event: ClockEvent | None = None
@@ -210,6 +215,12 @@ class DeviceClockEstimator:
                 self._start_epoch(timestamp_ms, host_rx_ns)
             else:
                 self._last_x_ms += advance
+                if forward and advance < -self._threshold_ms and self._status is not _JUMPED:
+                    # A monotonic clock stepped back: captures would map too early (onto the
+                    # wrong pose). The mapping stays (never fresher); verdicts hold.
+                    event = ClockEvent.CLOCK_JUMP
+                    self._jumps += 1
+                    self._status = _JUMPED
         self._last_ts_ms = timestamp_ms
         self._last_host_ns = host_rx_ns
         x_ms = self._last_x_ms

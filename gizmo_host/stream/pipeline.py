@@ -82,7 +82,12 @@ class FramePipeline:
             if event is _DUPLICATE:
                 self.duplicates_dropped += 1
                 continue
-            sample = device_clock.observe(timestamp_ms, rx_ns, reset=event is _RESET)
+            sample = device_clock.observe(
+                timestamp_ms,
+                rx_ns,
+                reset=event is _RESET,
+                forward=event is _IN_ORDER or event is _GAP,
+            )
             device_ms, epoch, clock_status, clock_event = sample
             if event is _RESET or clock_event is _CLOCK_RESET:
                 store.device_reset(source_id, rx_ns)

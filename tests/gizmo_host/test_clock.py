@@ -212,3 +212,36 @@ def test_a_reset_after_a_jump_starts_a_new_epoch_that_locks_again():
     for k in range(1, 60):
         sample = clock.observe(300 + 33 * k, host_ns + 33_000_000 * k)
     assert sample.status is ClockStatus.LOCKED and sample.epoch == 1
+
+
+@pytest.mark.parametrize("step_back_ms", [45, 150, 900])
+def test_a_device_clock_step_back_on_an_in_order_frame_is_a_jump_at_once(step_back_ms):
+    """Found by the HIL chain: a 150 ms step back was taken as a reordered frame, so captures
+    mapped 150 ms early (onto the wrong pose) with PROCEED for 1.3 s. A frame whose sequence
+    moved forward cannot carry an earlier stamp: the status is ``jumped`` from that frame on.
+    (A step back shorter than the 33 ms frame period still reads as a step forward: the two
+    late segments catch it, as they catch a latency rise.)"""
+    frames = simulate(5, 0.0, duration_s=4.0, reset_at_s=1000.0, outlier_rate=0.0)
+    clock = DeviceClockEstimator(
+        phase_error_threshold_ms=5.0, transport_delay_ns=frame_transmit_ns(BAUD)
+    )
+    at = 75
+    for i, frame in enumerate(frames):
+        stamp = frame.timestamp_ms - (step_back_ms if i >= at else 0)
+        sample = clock.observe(stamp, frame.host_rx_ns, forward=i > 0)
+        if i == at - 1:
+            assert sample.status is ClockStatus.LOCKED
+        if i == at:
+            assert sample.event is ClockEvent.CLOCK_JUMP and sample.epoch == 0
+    assert clock.status is ClockStatus.JUMPED and clock.stats().jumps == 1
+
+
+def test_a_late_frame_with_an_earlier_stamp_is_no_jump():
+    """Over transports that reorder, a late frame (sequence behind) carries an earlier stamp."""
+    frames = simulate(5, 0.0, duration_s=3.0, reset_at_s=1000.0, outlier_rate=0.0)
+    clock = DeviceClockEstimator(phase_error_threshold_ms=5.0)
+    for frame in frames[:60]:
+        clock.observe(frame.timestamp_ms, frame.host_rx_ns, forward=True)
+    late = frames[50]
+    sample = clock.observe(late.timestamp_ms, frames[59].host_rx_ns + 1000, forward=False)
+    assert sample.event is not ClockEvent.CLOCK_JUMP and clock.stats().jumps == 0

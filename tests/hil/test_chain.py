@@ -300,13 +300,6 @@ def test_a_clock_step_back_holds_clock_jump_until_the_resets_new_epoch(
     assert host["clock_jumps"] == 1 and host["resets"] == host["clock_resets"] == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="host bug: after a device clock step back of 150 ms (timestamps fall while the "
-    "sequence advances by one) the clock keeps its mapping, so captures are placed 150 ms early "
-    "and PROCEED goes on with bearings up to ~10° and positions ~2 m off until two late 500 ms "
-    "segments flag clock_jump ~1.3 s later",
-)
 def test_a_clock_step_back_holds_within_a_vision_period_plus_the_ttl(
     chains: dict[str, Chain],
 ) -> None:
