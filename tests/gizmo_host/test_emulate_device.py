@@ -52,7 +52,8 @@ def test_frames_reach_a_device_in_order_and_intact() -> None:
 
 def test_a_device_that_cannot_be_opened_is_one_line_and_a_nonzero_exit(tmp_path) -> None:
     missing = str(tmp_path / "ttyUSB9")
-    cmd = [sys.executable, "-m", "gizmo_host.cli", "emulate", "--device", missing, "--duration", "1"]
+    cmd = [sys.executable, "-m", "gizmo_host.cli", "emulate", "--device", missing]
+    cmd += ["--duration", "1"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=DEADLINE_S, check=False)
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()
