@@ -93,11 +93,12 @@ async def stop(run: Run) -> list[dict]:
 
 
 def frame(model: BoardModel, truth: Truth, **fields: int) -> bytes:
-    """The board's next frame, captured ``model.latency_ms`` ago on the host clock."""
-    truth.capture_ns[model.source_id, model.sequence] = (
-        time.monotonic_ns() - model.latency_ms * 1_000_000
-    )
-    return model.next_frame(**fields)
+    """The board's next frame, captured ``model.latency_ms`` ago on the host clock. The truth
+    and a live device clock read the same instant: two reads could be milliseconds apart on a
+    loaded machine (a GC pause), and the test would blame the host for its own gap."""
+    now_ns = time.monotonic_ns()
+    truth.capture_ns[model.source_id, model.sequence] = now_ns - model.latency_ms * 1_000_000
+    return model.next_result(now_ns=now_ns, **fields).encode()
 
 
 def send(board: PtyBoard, model: BoardModel, truth: Truth, **fields: int) -> None:
@@ -125,7 +126,10 @@ def violations(messages: list[dict], truth: Truth, ttl_ms: float = TTL_MS) -> li
             key = (r["source_id"], r["sequence"])
             target_rx[key] = m["host_rx_ns"]
             true_age_ms = (m["host_published_ns"] - truth.capture_ns[key]) / 1e6
-            if m["age_ms"] < true_age_ms - ACCURACY_MS:
+            # Until the clock locks its mapping is one frame's delivery (a loaded host delays
+            # the first frames too): those ages are not promised, and no verdict uses them.
+            locked = m["clock"] in ("locked", "jumped")
+            if locked and m["age_ms"] < true_age_ms - ACCURACY_MS:
                 found.append(
                     f"result {key}: reported {m['age_ms']} ms old, truly {true_age_ms:.1f} ms"
                 )
