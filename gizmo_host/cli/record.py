@@ -30,7 +30,8 @@ from typing import IO, TYPE_CHECKING, Any
 from gizmo_host import __version__
 from gizmo_host.capture.channels import recorded_input
 from gizmo_host.capture.settings import HostSettings
-from gizmo_host.cli.config import Config, load_config
+from gizmo_host.cli.config import Config
+from gizmo_host.cli.run import config_from_args
 from gizmo_host.cli.world_config import WorldSetup
 from gizmo_host.deploy.diagnostics import explain_open_error
 from gizmo_host.errors import ConfigError
@@ -44,19 +45,6 @@ if TYPE_CHECKING:
     from gizmo_host.cli.capture_world import DatagramRouter
 
 LOGGER = logging.getLogger("gizmo_host.record")
-
-FLAGS = {
-    "serial.path": "--serial",
-    "serial.baudrate": "--baud",
-    "serial.silent_after_s": "--silent-after-s",
-    "serial.transport_delay_ms": "--transport-delay-ms",
-    "store.ttl_ms": "--ttl-ms",
-    "verdict.select": "--select",
-    "publish.stats_interval_s": "--stats-interval-s",
-    "rflysim.copter_id": "--rflysim-copter-id",
-    "rflysim.config": "--rflysim-config",
-    "rflysim.request_odometry_hz": "--rflysim-request-odometry-hz",
-}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -111,29 +99,6 @@ def udp_ports(world_ports: list[int], ports: list[int]) -> list[int]:
     return sorted({*world_ports, *ports})
 
 
-def _config(args: argparse.Namespace) -> Config:
-    overrides: dict[str, dict[str, Any]] = {
-        "serial": {
-            "path": args.serial,
-            "baudrate": args.baud,
-            "silent_after_s": args.silent_after_s,
-            "transport_delay_ms": args.transport_delay_ms,
-        },
-        "store": {"ttl_ms": args.ttl_ms},
-        "verdict": {"select": args.select},
-        "publish": {"stats_interval_s": args.stats_interval_s},
-        "rflysim": {
-            "copter_id": args.rflysim_copter_id,
-            "config": args.rflysim_config,
-            "request_odometry_hz": args.rflysim_request_odometry_hz,
-        },
-    }
-    config = load_config(args.config, overrides, FLAGS)
-    if config.serial.path is None:
-        raise ConfigError("serial.path: expected a device path (--serial PATH or [serial] path)")
-    return config
-
-
 def host_settings(config: Config) -> HostSettings:
     """What decides the host's output, from a checked ``config``."""
     serial = config.serial
@@ -159,7 +124,7 @@ def host_settings(config: Config) -> HostSettings:
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(levelname)s %(message)s")
     try:
-        config = _config(args)
+        config = config_from_args(args)
         setup = config.world_setup()
         if args.duration is not None and not args.duration > 0:
             raise ValueError(f"--duration: expected > 0, got {args.duration}")

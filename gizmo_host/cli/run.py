@@ -139,29 +139,32 @@ FLAGS = {
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
+    """The checked settings: the file's, with the flags given over them. A command that lacks
+    some of ``run``'s flags (``record``) leaves those keys to the file."""
+    flag = vars(args).get
     overrides: dict[str, dict[str, Any]] = {
         "serial": {
-            "path": args.serial,
-            "baudrate": args.baud,
-            "silent_after_s": args.silent_after_s,
-            "transport_delay_ms": args.transport_delay_ms,
+            "path": flag("serial"),
+            "baudrate": flag("baud"),
+            "silent_after_s": flag("silent_after_s"),
+            "transport_delay_ms": flag("transport_delay_ms"),
         },
-        "store": {"ttl_ms": args.ttl_ms},
-        "verdict": {"select": args.select},
+        "store": {"ttl_ms": flag("ttl_ms")},
+        "verdict": {"select": flag("select")},
         "publish": {
-            "unix_socket": args.unix_socket,
-            "udp": args.udp,
-            "stdout": False if args.no_stdout else None,
-            "stats_interval_s": args.stats_interval_s,
+            "unix_socket": flag("unix_socket"),
+            "udp": flag("udp"),
+            "stdout": False if flag("no_stdout") else None,
+            "stats_interval_s": flag("stats_interval_s"),
         },
-        "runtime": {"event_loop": args.event_loop},
+        "runtime": {"event_loop": flag("event_loop")},
         "rflysim": {
-            "copter_id": args.rflysim_copter_id,
-            "config": args.rflysim_config,
-            "bind": args.rflysim_bind,
-            "sim_host": args.rflysim_sim_host,
-            "request_odometry_hz": args.rflysim_request_odometry_hz,
-            "request_imu_hz": args.rflysim_request_imu_hz,
+            "copter_id": flag("rflysim_copter_id"),
+            "config": flag("rflysim_config"),
+            "bind": flag("rflysim_bind"),
+            "sim_host": flag("rflysim_sim_host"),
+            "request_odometry_hz": flag("rflysim_request_odometry_hz"),
+            "request_imu_hz": flag("rflysim_request_imu_hz"),
         },
     }
     config = load_config(args.config, overrides, FLAGS)
