@@ -15,7 +15,7 @@ On a tty the link reads the descriptor itself (serialx's transport is paused onc
 ``os.read`` per wake-up and nothing else between the event loop and the parser. Wake-ups are
 few. On ptys and on-board UARTs the tty's VMIN is the number of bytes the current frame still
 lacks, so the loop wakes when a frame can be complete, not for every few bytes the UART driver
-delivers, and each read stops at that frame's end (``_FrameReads``). USB adapters batch bytes
+delivers, and each read stops at that frame's end (``FrameReads``). USB adapters batch bytes
 themselves and get plain reads of up to ``TTY_READ_SIZE``.
 """
 
@@ -23,11 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import fcntl
 import logging
 import os
-import struct
-import termios
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -36,6 +33,7 @@ import serialx
 
 from gizmo_host.live.subscription import FailureCounter
 from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
+from gizmo_host.live.tty_reads import FrameReads, tty_descriptor
 from gizmo_host.stream.events import LinkEvent, LinkState
 from gizmo_host.stream.linkstate import (
     REASON_FRAME,
@@ -149,7 +147,7 @@ class SerialLink:
         self._callback_errors = FailureCounter(LOGGER)
         self._last_frame_ns = 0
         self._reached_up = False
-        self._wakeup: _FrameReads | None = None
+        self._wakeup: FrameReads | None = None
         self._fd = -1  # the tty descriptor read directly, -1 when the transport reads
         self._read_size = TTY_READ_SIZE
         self._lost: asyncio.Future[BaseException | None] | None = None
@@ -272,7 +270,7 @@ class SerialLink:
     ) -> None:
         """Read a tty's descriptor here (``_read_ready``) rather than through the transport,
         with frame-aligned wake-ups where they apply; other transports read for themselves."""
-        fd = _tty_descriptor(transport)
+        fd = tty_descriptor(transport)
         if fd < 0:
             return
         try:
@@ -281,7 +279,7 @@ class SerialLink:
             return
         self._fd, self._lost, self._read_size = fd, lost, TTY_READ_SIZE
         loop.add_reader(fd, self._read_ready)
-        self._wakeup = _FrameReads.for_descriptor(fd) if self._coalesce else None
+        self._wakeup = FrameReads.for_descriptor(fd) if self._coalesce else None
         if self._wakeup is not None:
             self._read_size = FRAME_LEN
             self._wakeup.expect(FRAME_LEN)
@@ -368,104 +366,6 @@ class SerialLink:
     def _callback_failed(self, name: str) -> None:
         """A consumer's bug must not stop the reader: counted and logged, never raised."""
         self._callback_errors.failed("%s: %s callback", self.path, name)
-
-
-def _tty_descriptor(transport: Any) -> int:
-    """The transport's tty descriptor, or -1 when it is no tty (a socket URL, say)."""
-    serial = transport.get_extra_info("serial")
-    try:
-        fd = serial.fileno()
-    except (AttributeError, OSError, TypeError):
-        return -1
-    return fd if isinstance(fd, int) and os.isatty(fd) else -1
-
-
-class _FrameReads:
-    """Wake when the current frame can be complete.
-
-    In non-canonical mode the tty layer reports a descriptor readable only once VMIN bytes are
-    queued (with VTIME 0; a non-blocking read still returns whatever is there, and a hang-up is
-    reported at once). With VMIN at the bytes the frame still lacks, the event loop wakes when
-    the frame can be complete rather than for every few bytes the UART driver pushes: one
-    wake-up per frame, no added latency.
-
-    The link reads at most those same bytes, so on a busy line the next frame's first bytes
-    stay queued instead of being read early: reads end on frame boundaries, VMIN stays at a
-    whole frame, and no ``TCSETS`` is needed per frame. A backlog drains one frame per loop
-    iteration without sleeping. VMIN changes only after a partial or bad frame, by one
-    ``TCSETS`` ioctl on the kernel ``struct termios`` read once at set-up (``termios.tcsetattr``
-    would add a ``TCGETS`` each time; it is the fallback where that struct's layout is not the
-    generic one).
-
-    Only for ptys and on-board UARTs: a USB-serial driver may turn every ``TCSETS`` into a
-    blocking USB control transfer (ftdi_sio does), and its own latency timer already batches
-    bytes into packets, so USB adapters get plain wake-ups and large reads.
-    """
-
-    __slots__ = ("_attrs", "_fd", "_original_vmin", "_raw", "_vmin_offset", "vmin")
-
-    def __init__(self, fd: int, attrs: list[Any], raw: bytearray | None) -> None:
-        self._fd = fd
-        self._attrs = attrs
-        self._raw = raw
-        self._vmin_offset = _KERNEL_CC_OFFSET + termios.VMIN
-        self.vmin = self._original_vmin = attrs[6][termios.VMIN]  # as set on the tty
-
-    @classmethod
-    def for_descriptor(cls, fd: int) -> _FrameReads | None:
-        try:
-            attrs = termios.tcgetattr(fd)
-            name = os.path.relpath(os.ttyname(fd), "/dev")  # ttyUSB0, pts/3
-        except (OSError, termios.error):
-            return None
-        if is_usb_tty(name):
-            return None
-        vtime, vmin = attrs[6][termios.VTIME], attrs[6][termios.VMIN]
-        if not isinstance(vmin, int) or vtime != 0:
-            return None
-        attrs[6] = list(attrs[6])
-        kernel_termios = bytearray(_KERNEL_TERMIOS_SIZE)
-        raw: bytearray | None = kernel_termios
-        try:
-            fcntl.ioctl(fd, termios.TCGETS, kernel_termios)
-        except (AttributeError, OSError):  # no TCGETS (macOS, the BSDs): use tcsetattr
-            raw = None
-        if raw is not None and (
-            struct.unpack_from("=I", raw, 12)[0] != attrs[3]  # c_lflag where expected?
-            or raw[_KERNEL_CC_OFFSET + termios.VMIN] != vmin
-        ):
-            raw = None  # another kernel struct layout (alpha, powerpc): use tcsetattr
-        return cls(fd, attrs, raw)
-
-    def restore(self) -> None:
-        """Give the tty its VMIN back for the next program that opens it."""
-        self.expect(self._original_vmin)
-
-    def expect(self, nbytes: int) -> None:
-        """Wake when ``nbytes`` more bytes are queued (VMIN)."""
-        if nbytes == self.vmin:
-            return
-        try:
-            if self._raw is not None:
-                self._raw[self._vmin_offset] = nbytes
-                fcntl.ioctl(self._fd, termios.TCSETS, self._raw)
-            else:
-                self._attrs[6][termios.VMIN] = nbytes
-                termios.tcsetattr(self._fd, termios.TCSANOW, self._attrs)
-        except (OSError, termios.error):
-            return  # hung up: the read path reports it
-        self.vmin = nbytes
-
-
-def is_usb_tty(name: str, sys_root: str = "/sys") -> bool:
-    """Whether the tty ``name`` (``ttyUSB0``, ``ttyACM0``, ``pts/3``...) sits on a USB device."""
-    device = os.path.join(sys_root, "class", "tty", name.replace("/", "!"), "device")
-    return "/usb" in os.path.realpath(device)
-
-
-# Generic Linux kernel ``struct termios``: four tcflag_t, c_line, c_cc[19].
-_KERNEL_CC_OFFSET = 17
-_KERNEL_TERMIOS_SIZE = 36
 
 
 def _describe(exc: BaseException | None) -> str:

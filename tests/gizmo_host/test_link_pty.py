@@ -269,7 +269,7 @@ def test_no_task_or_fd_leak_after_50_unplug_replug_cycles_of_the_whole_service(l
 
 
 def test_usb_ttys_are_recognised_from_sysfs(tmp_path):
-    from gizmo_host.live.link import is_usb_tty
+    from gizmo_host.live.tty_reads import is_usb_tty
 
     usb = tmp_path / "devices" / "pci0000:00" / "usb1" / "1-1" / "1-1:1.0" / "ttyUSB0"
     uart = tmp_path / "devices" / "platform" / "fe201000.serial" / "tty" / "ttyAMA0"
