@@ -102,6 +102,7 @@ class GizmoService:
         self._result_subs: list[Subscription[ReceivedResult]] = []
         self._link_subs: list[Subscription[LinkEvent]] = []
         self._verdict_subs: dict[TargetSelector, list[Subscription[Verdict]]] = {}
+        self._closed_drops = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._stale_timer: Timer | None = None
         self._stale_due_ns = 0  # host time the pending stale timer fires
@@ -187,12 +188,14 @@ class GizmoService:
         self.pipeline.watch(selector)
 
     def results(self, maxsize: int = 1024) -> Subscription[ReceivedResult]:
-        sub: Subscription[ReceivedResult] = Subscription(maxsize, self._result_subs.remove)
+        sub: Subscription[ReceivedResult] = Subscription(
+            maxsize, self._unsubscriber(self._result_subs)
+        )
         self._result_subs.append(sub)
         return sub
 
     def link_events(self, maxsize: int = 256) -> Subscription[LinkEvent]:
-        sub: Subscription[LinkEvent] = Subscription(maxsize, self._link_subs.remove)
+        sub: Subscription[LinkEvent] = Subscription(maxsize, self._unsubscriber(self._link_subs))
         self._link_subs.append(sub)
         return sub
 
@@ -203,7 +206,7 @@ class GizmoService:
         selector = selector or TargetSelector()
         self.watch(selector)
         subs = self._verdict_subs.setdefault(selector, [])
-        sub: Subscription[Verdict] = Subscription(maxsize, subs.remove)
+        sub: Subscription[Verdict] = Subscription(maxsize, self._unsubscriber(subs))
         subs.append(sub)
         return sub
 
@@ -233,7 +236,7 @@ class GizmoService:
             "link": self.link.stats()._asdict(),
             **self.pipeline.stats(),
             "listener_errors": self._listener_errors.count,
-            "subscriber_drops": sum(s.dropped for s in self._all_subs()),
+            "subscriber_drops": self._closed_drops + sum(s.dropped for s in self._all_subs()),
         }
 
     # -- the reader path (synchronous: called from the link's data_received) ----------------
@@ -319,6 +322,15 @@ class GizmoService:
             self._evaluate_verdicts(self._clock(), force=True)
         except Exception as exc:
             self._fail(exc, "verdict tick")
+
+    def _unsubscriber(self, subs: list[Any]) -> Callable[[Subscription[Any]], None]:
+        """A closing iterator leaves ``subs``; its drop count stays in the statistics."""
+
+        def unsubscribe(sub: Subscription[Any]) -> None:
+            subs.remove(sub)
+            self._closed_drops += sub.dropped
+
+        return unsubscribe
 
     def _all_subs(self) -> list[Subscription[Any]]:
         return [

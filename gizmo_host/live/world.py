@@ -93,6 +93,7 @@ class WorldService:
         self.requester = requester
         self._listeners: list[SnapshotListener] = []
         self._subs: list[Subscription[WorldSnapshot]] = []
+        self._closed_drops = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._tick: Timer | None = None
         self._tick_due_ns = 0
@@ -252,9 +253,13 @@ class WorldService:
 
     def snapshots(self, maxsize: int = 64) -> Subscription[WorldSnapshot]:
         """Every published snapshot; when ``maxsize`` are waiting the oldest goes (counted)."""
-        sub: Subscription[WorldSnapshot] = Subscription(maxsize, self._subs.remove)
+        sub: Subscription[WorldSnapshot] = Subscription(maxsize, self._unsubscribe)
         self._subs.append(sub)
         return sub
+
+    def _unsubscribe(self, sub: Subscription[WorldSnapshot]) -> None:
+        self._subs.remove(sub)
+        self._closed_drops += sub.dropped  # the count outlives the iterator
 
     def snapshot(self, now_ns: int | None = None) -> WorldSnapshot:
         """The world right now, unpublished (its ``seq`` is the model's own count)."""
@@ -269,7 +274,7 @@ class WorldService:
             "gizmo": dict(self.gizmo.counts),
             "listener_errors": self._listener_errors.count,
             "input_errors": self._input_errors.count,
-            "subscriber_drops": sum(s.dropped for s in self._subs),
+            "subscriber_drops": self._closed_drops + sum(s.dropped for s in self._subs),
         }
         if self.rfly is not None:
             out["rflysim"] = {

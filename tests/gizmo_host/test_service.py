@@ -117,6 +117,7 @@ def test_iterators_end_when_the_service_stops_and_slow_iterators_drop_oldest(lin
                     await full.get(TIMEOUT_S)
             got = [r.result.sequence async for r in small]
             assert got == [6, 7, 8, 9] and small.dropped == 6
+            assert svc.stats()["subscriber_drops"] == 6  # counted after the iterators ended
             remaining = [e async for e in events]  # ends: the service closed it
             assert remaining[-1].state is LinkState.DOWN and remaining[-1].reason == "stopped"
 

@@ -95,6 +95,7 @@ def test_iterators_are_bounded_and_end_when_the_service_stops() -> None:
         assert svc.stats()["subscriber_drops"] == 3
         await svc.stop()
         assert [s.seq async for s in slow] == [4, 5]
+        assert svc.stats()["subscriber_drops"] == 3  # still counted once the iterator ended
         with pytest.raises(ValueError, match="maxsize"):
             svc.snapshots(maxsize=0)
 
