@@ -10,10 +10,16 @@ never negative, so the mapping follows the **lower envelope** of the offsets:
   elapsed, never more. A late packet therefore never makes the following ones look fresher
   than they are (the safety rule of the live link, applied to the sim clock);
 - when every sample for ``jump_confirm_ms`` of simulation time sits more than
-  ``jump_threshold_ms`` above the rate-limited offset (the simulation paused, or runs slower
-  than real time beyond the skew bound), the estimator starts a **new epoch** at the lowest
-  offset of that stretch and reports ``JUMPED`` for ``jump_hold_ms``, so the world HOLDs
-  (``clock_jump``) instead of silently re-timing its poses;
+  ``jump_threshold_ms`` above the rate-limited offset, the poses arrive later than the mapping
+  allows. With one-way stamps a rise in latency (a slow network, a host backlog) and a
+  simulation that paused without sending look the same, so the mapping stays where it is and
+  the status is ``JUMPED`` until the simulation restarts (its time falls back; an odometry
+  discontinuity does not end it): the world HOLDs (``clock_jump``) rather than present poses
+  hundreds of milliseconds old as current. One case is told apart: a pause
+  during which datagrams kept coming with the simulation time standing still (at least two
+  repeats over more than ``jump_threshold_ms`` of host time). Those samples were fresh, so the
+  resumed stream starts a **new epoch** at the lowest offset of the late stretch and reports
+  ``JUMPED`` for ``jump_hold_ms`` only;
 - simulation time falling back by less than ``reorder_window_ms`` is a reordered datagram: it
   is mapped with the current offset and teaches nothing. Falling back further, or for
   ``restart_samples`` samples in a row, is a simulation restart: a new epoch, also ``JUMPED``;
@@ -32,7 +38,7 @@ from typing import NamedTuple
 
 class SimClockStatus(Enum):
     LOCKED = "locked"  # the mapping follows the lower envelope within the skew bound
-    JUMPED = "jumped"  # a new epoch moved the mapping less than ``jump_hold_ms`` ago
+    JUMPED = "jumped"  # arrivals run late (until a restart), or a new epoch is < hold old
 
 
 class SimClockSample(NamedTuple):
@@ -91,6 +97,11 @@ class SimClockEstimator:
         self._jumped_until_ns = 0
         self._high_since_sim_ns: int | None = None  # start of a stretch above the threshold
         self._high_min_offset_ns = 0.0
+        self._last_host_ns = 0
+        self._frozen_since_host_ns = 0  # arrival of the first sample at the current sim time
+        self._frozen_samples = 0  # repeats of the current sim time
+        self._paused = False  # sim time stood still while datagrams kept arriving
+        self._late_until_epoch = False  # arrivals rose past the threshold: JUMPED until an epoch
         self._jumps = self._resets = self._discontinuities = self._samples = 0
         self._reordered = 0
 
@@ -139,6 +150,7 @@ class SimClockEstimator:
             reason = f"sim clock reset ({-back_ns / 1e6:.1f} ms)"
             self._new_epoch(offset, host_rx_ns)
         else:
+            self._watch_pause(sim_time_ns, host_rx_ns)
             reason = self._follow(offset, sim_time_ns, host_rx_ns)
         self._late_run = 0
         if discontinuity:
@@ -147,18 +159,21 @@ class SimClockEstimator:
                 self._epoch += 1
                 reason = "discontinuity"
         self._last_sim_ns = sim_time_ns
+        self._last_host_ns = host_rx_ns
         return SimClockSample(
             round(sim_time_ns + self._offset_ns), self._epoch, self._status(host_rx_ns), reason
         )
 
     def _status(self, host_rx_ns: int) -> SimClockStatus:
-        if host_rx_ns < self._jumped_until_ns:
+        if self._late_until_epoch or host_rx_ns < self._jumped_until_ns:
             return SimClockStatus.JUMPED
         return SimClockStatus.LOCKED
 
     # -- internals -----------------------------------------------------------------------
 
     def _follow(self, offset: float, sim_time_ns: int, host_rx_ns: int) -> str | None:
+        if sim_time_ns == self._last_sim_ns:
+            return None  # a repeat (a duplicate, or a paused simulation): nothing to learn
         elapsed = max(0, sim_time_ns - self._last_sim_ns)
         ceiling = self._offset_ns + self._max_skew * elapsed
         if offset <= ceiling:
@@ -167,7 +182,11 @@ class SimClockEstimator:
             self._offset_ns = ceiling
         if offset - self._offset_ns <= self._jump_threshold_ns:
             self._high_since_sim_ns = None
+            if sim_time_ns > self._last_sim_ns:
+                self._paused = False  # running on time again: a later rise is no pause
             return None
+        if self._late_until_epoch:
+            return None  # already holding; the mapping keeps its rate-limited course
         if self._high_since_sim_ns is None:
             self._high_since_sim_ns = sim_time_ns
             self._high_min_offset_ns = offset
@@ -177,11 +196,31 @@ class SimClockEstimator:
             return None
         self._jumps += 1
         rise_ms = (self._high_min_offset_ns - self._offset_ns) / 1e6
-        self._new_epoch(self._high_min_offset_ns, host_rx_ns)
-        return f"sim clock jumped +{rise_ms:.1f} ms"
+        if self._paused:
+            self._paused = False
+            self._new_epoch(self._high_min_offset_ns, host_rx_ns)
+            return f"sim clock resumed after a pause, jumped +{rise_ms:.1f} ms"
+        self._late_until_epoch = True
+        self._high_since_sim_ns = None
+        return f"sim clock late +{rise_ms:.1f} ms: held until a new epoch"
+
+    def _watch_pause(self, sim_time_ns: int, host_rx_ns: int) -> None:
+        """A sim time repeated over more than the jump threshold of arrivals is a pause."""
+        if sim_time_ns != self._last_sim_ns:
+            self._frozen_samples = 0
+            return
+        if self._frozen_samples == 0:
+            self._frozen_since_host_ns = self._last_host_ns
+        self._frozen_samples += 1
+        if (
+            self._frozen_samples >= 2
+            and host_rx_ns - self._frozen_since_host_ns > self._jump_threshold_ns
+        ):
+            self._paused = True
 
     def _new_epoch(self, offset: float, host_rx_ns: int) -> None:
         self._epoch += 1
+        self._late_until_epoch = False
         self._jumped_until_ns = host_rx_ns + self._jump_hold_ns
         self._anchor(offset)
 

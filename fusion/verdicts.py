@@ -28,7 +28,7 @@ class HoldReason(Enum):
     NO_DATA = "no_data"  # nothing matching the selector
     LOST = "lost"  # not tracked, flagged lost, or a later frame of its source saw nothing
     STALE = "stale"  # older than its TTL since capture
-    LINK_DOWN = "link_down"  # the link is not up, or the result came before it went down
+    LINK_DOWN = "link_down"  # the link is not up, or the result came before it went down/silent
     LINK_SILENT = "link_silent"  # the port is open but no valid frame arrives
     CLOCK_NOT_LOCKED = "clock_not_locked"  # the device clock mapping is not locked
     CLOCK_JUMP = "clock_jump"  # the pose stream's sim clock mapping jumped lately
@@ -87,7 +87,7 @@ class Conditions(NamedTuple):
     clock_jump: bool  # only when a pose is required
     pose_required: bool
     pose_now: HoldReason | None  # NO_POSE (none in this epoch), POSE_STALE (too old) or None
-    down_barrier: int  # arrivals up to this count came before the latest link DOWN
+    down_barrier: int  # arrivals up to this count came before the latest link DOWN or SILENT
     reset_barrier: int  # ... before the latest device reset
 
 

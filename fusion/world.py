@@ -207,9 +207,12 @@ class WorldModel:
         self._sources.seen("link", status.host_ns)
         self._link_ns = status.host_ns
         self._link_state = status.state
-        if status.state in _DOWN_STATES:
+        if status.state in _DOWN_STATES or status.state is LinkState.SILENT:
+            # Nothing read before a DOWN or a silence counts again: the board may have
+            # rebooted, moved or lost its target meanwhile.
             self._down_barrier = self._arrivals
-            self._down_since_vision = True
+        if status.state in _DOWN_STATES:
+            self._down_since_vision = True  # the host's next clock epoch is a reconnection
         if status.device_reset:
             self._device_reset(status.host_ns, barrier=self._arrivals)
         self._witness(status.host_ns)

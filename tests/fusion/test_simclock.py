@@ -64,20 +64,47 @@ def test_skew_within_the_bound_is_tracked():
     assert last.epoch == 0 and abs(last.host_ns - true_host - 1 * MS) < 0.1 * MS
 
 
-def test_a_pause_is_a_jump_to_a_new_epoch_reported_until_the_hold_ends():
+def test_a_late_stream_holds_until_the_simulation_restarts_and_never_looks_fresher():
+    """Found by an attack through gizmo-host run: state datagrams turning 300 ms late were
+    re-anchored as a new epoch after 100 ms, and the world then showed 300 ms old poses as
+    current. A latency rise (or a pause with no datagrams) keeps the mapping and holds."""
     clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0, jump_hold_ms=500.0)
     feed(clock, [1.0] * 100)  # sim 0..990 ms
-    # The simulation paused for 2 s of host time: every later offset is 2 s higher.
-    after = feed(clock, [1.0] * 100, start_ms=1000, offset=OFFSET + 2000 * MS)
-    statuses = [(s.epoch, s.status, s.reason) for _, _, s in after]
-    jump = next(i for i, (_, _, reason) in enumerate(statuses) if reason)
-    assert 9 <= jump <= 12  # confirmed after 100 ms of sim time, not on the first sample
-    assert statuses[jump][0] == 1 and "jumped +2000" in statuses[jump][2]
+    after = feed(clock, [1.0] * 300, start_ms=1000, offset=OFFSET + 300 * MS)
+    reasons = [(i, s.reason) for i, (_, _, s) in enumerate(after) if s.reason]
+    assert len(reasons) == 1 and 9 <= reasons[0][0] <= 12
+    assert "late +300" in reasons[0][1]
+    jump = reasons[0][0]
+    assert all(s.status is SimClockStatus.JUMPED for _, _, s in after[jump:])  # 2.9 s on
+    assert {s.epoch for _, _, s in after} == {0}
+    # Never fresher: every mapped time is at or before its true (delayed) time.
+    assert all(s.host_ns <= t for _, t, s in after)
+    assert clock.stats().jumps == 1
+    # An odometry discontinuity is a pose epoch, not a new clock: still held.
+    still = clock.observe(4_000 * MS, OFFSET + 300 * MS + 4_001 * MS, discontinuity=True)
+    assert still.status is SimClockStatus.JUMPED
+    # The simulation restarts: a new epoch, held for jump_hold_ms, then locked.
+    restart_host = OFFSET + 10_000 * MS
+    restarted = feed(clock, [1.0] * 100, start_ms=0, offset=restart_host)
+    assert restarted[0][2].reason.startswith("sim clock reset")
+    assert restarted[-1][2].status is SimClockStatus.LOCKED
+
+
+def test_a_pause_with_sim_time_standing_still_resumes_in_a_new_epoch():
+    """CopterSim paused but sending: the sim time repeats while datagrams keep coming. Those
+    were fresh, so the resumed stream is re-anchored (JUMPED for jump_hold_ms only)."""
+    clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0, jump_hold_ms=500.0)
+    feed(clock, [1.0] * 100)  # sim 0..990 ms
+    for k in range(1, 21):  # 200 ms of host time at sim 990 ms
+        clock.observe(990 * MS, OFFSET + (991 + 10 * k) * MS)
+    after = feed(clock, [1.0] * 100, start_ms=1000, offset=OFFSET + 200 * MS)
+    jump = next(i for i, (_, _, s) in enumerate(after) if s.reason)
+    assert 9 <= jump <= 12 and "resumed after a pause" in after[jump][2].reason
+    assert after[jump][2].epoch == 1
     assert all(s.host_ns < t for _, t, s in after[:jump])  # looked older, never fresher
     _, true_host, s = after[jump + 1]
     assert s.status is SimClockStatus.JUMPED and abs(s.host_ns - true_host - 1 * MS) < 1000
     assert after[jump + 60][2].status is SimClockStatus.LOCKED  # 600 ms later
-    assert clock.stats().jumps == 1
 
 
 def test_a_single_late_burst_shorter_than_the_confirmation_is_not_a_jump():

@@ -116,13 +116,18 @@ def test_link_down_then_up_and_nothing_from_before_the_down_proceeds(state):
     assert verdict(w, 600) == (Decision.PROCEED, set())
 
 
-def test_link_silent_then_up():
-    w = ready()
+def test_link_silent_then_up_needs_a_result_read_after_the_silence():
+    """Found by an attack through gizmo-host run: the result from before a silence PROCEEDed
+    again once the link was back UP (the stream-level verdict held). Like a DOWN, a silence
+    bars every result read before it."""
+    w = ready(ttl_ms=1000.0)
     w.apply(observation(500 * MS))
     w.apply(LinkStatus(520 * MS, LinkState.SILENT))
-    assert verdict(w, 530) == (Decision.HOLD, {H.LINK_SILENT})
+    assert verdict(w, 530) == (Decision.HOLD, {H.LINK_SILENT, H.LINK_DOWN})
     w.apply(LinkStatus(540 * MS, LinkState.UP))
-    assert verdict(w, 550) == (Decision.PROCEED, set())
+    assert verdict(w, 550) == (Decision.HOLD, {H.LINK_DOWN})
+    w.apply(observation(560 * MS, rx_ns=580 * MS))
+    assert verdict(w, 590) == (Decision.PROCEED, set())
 
 
 def test_clock_not_locked_then_locked():

@@ -287,13 +287,6 @@ def first_proceed(msg: dict) -> bool:
     return msg["type"] == "world" and msg["verdict"] == "PROCEED"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fusion WorldModel sets its arrival barrier only on DOWN/CONNECTING/SYNCING, not on "
-    "UP->SILENT (the store's link_break does): after SILENT->UP the pre-silence target PROCEEDs "
-    "(measured: 21 world PROCEED lines 12-397 ms after SILENT, target 175-560 ms old, TTL "
-    "1000 ms) while every verdict line says HOLD",
-)
 def test_old_target_never_proceeds_after_link_silent(link_path, tmp_path):
     """The board goes quiet (SILENT), then comes back with another key only. The target seen
     before the silence is within its (long) TTL, but it predates the break: README rule 2
@@ -325,14 +318,6 @@ def test_old_target_never_proceeds_after_link_silent(link_path, tmp_path):
     assert after_world == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SimClockEstimator treats a 300 ms latency rise as a jump: after jump_confirm_ms "
-    "(100) it re-anchors a new epoch at the delayed offset, holds clock_jump for 1 s, then "
-    "PROCEEDs with 300 ms old poses shown as current (measured: clock_jump 0.41-1.40 s after "
-    "the rise, then 11 of 11 PROCEED lines 1.20 m off the truth at 4 m/s, vehicle age_ms "
-    "1-10 while truly 301-310)",
-)
 def test_poses_turning_300_ms_late_never_give_old_positions_as_current(link_path, tmp_path):
     """Mid-flight every pose arrives 300 ms late with its true simulation time: a latency rise
     (README: the sim clock never moves towards "fresher" except at a new epoch, which is an
