@@ -92,6 +92,15 @@ def sensor_rpy_deg(
     return _vec3(euler)
 
 
+DEFAULT_DISTANCE_RANGE_M = 100.0  # a distance sensor's otherParams[0] of 0 means this
+
+
+def distance_range_m(sensor: VisionSensorConfig) -> float:
+    """A distance sensor's range from its Config.json entry (``otherParams[0]``, 0: 100 m)."""
+    configured = sensor.other_params[0] if sensor.other_params else 0.0
+    return configured if math.isfinite(configured) and configured > 0 else DEFAULT_DISTANCE_RANGE_M
+
+
 def sensor_mount(sensor: VisionSensorConfig) -> SensorMount:
     """Where a Config.json sensor sits on the body (``SensorPosXYZ`` is body FRD, metres)."""
     rpy = sensor_rpy_deg(sensor.eular_or_quat, sensor.sensor_ang_eular, sensor.sensor_ang_quat)
@@ -288,19 +297,23 @@ class RflyAdapter:
         if value.copter_id != self.copter_id:
             self.counts["other_copter"] += 1
             return []
-        host_ns = rx_ns
+        # A reading is placed at its frame's simulation time; one that cannot be timed (no
+        # frame, a time that is not a number) is not a reading of now: dropped, not stamped
+        # at its arrival.
+        timed = None
         if frame_time_s is not None:
             timed = self._time(f"sensor{sensor.seq_id}", frame_time_s, rx_ns)
-            if timed is not None:
-                host_ns = timed[0]
+        distance = value.distance_m
+        if timed is None or distance > distance_range_m(sensor):  # beyond the sensor: junk
+            self.counts["dropped_invalid"] += 1
+            return []
         mount = self._mounts.get(sensor.seq_id)
         if mount is None:
             mount = self._mounts[sensor.seq_id] = sensor_mount(sensor)
-        distance = value.distance_m
         self.counts["laser"] += 1
         # No return (0, negative or not a number) is a reading of "nothing in range".
         hit = math.isfinite(distance) and distance > 0
-        return [LaserRange(host_ns, distance if hit else None, mount)]
+        return [LaserRange(timed[0], distance if hit else None, mount)]
 
     def _gimbal(
         self, value: m.GimbalStatus, rx_ns: int, _frame_time_s: float | None, _sensor: object

@@ -80,7 +80,14 @@ def test_a_distance_frame_needs_its_config_entry_and_zero_is_no_return() -> None
     reading = m.DistanceSensor(distance_m=7.5, copter_id=1)
     assert adapter.message(reading, MS) == []  # no Config.json entry: no mount
     (hit,) = adapter.message(reading, 2 * MS, frame_time_s=3.0, sensor=DISTANCE)
-    (miss,) = adapter.message(dataclasses.replace(reading, distance_m=0.0), 3 * MS, sensor=DISTANCE)
+    zero = dataclasses.replace(reading, distance_m=0.0)
+    (miss,) = adapter.message(zero, 3 * MS, frame_time_s=3.001, sensor=DISTANCE)
+    # Untimed (no frame time, or not a number) or beyond the sensor's range: junk, counted.
+    beyond = dataclasses.replace(reading, distance_m=DISTANCE.other_params[0] + 1.0)
+    assert adapter.message(reading, 4 * MS, sensor=DISTANCE) == []
+    assert adapter.message(reading, 4 * MS, frame_time_s=math.nan, sensor=DISTANCE) == []
+    assert adapter.message(beyond, 4 * MS, frame_time_s=3.002, sensor=DISTANCE) == []
+    assert adapter.counts["dropped_invalid"] == 3
     assert isinstance(hit, LaserRange) and hit.distance_m == 7.5
     assert hit.mount.rpy_deg == pytest.approx(sensorset.mount_rpy_deg(DISTANCE))
     assert isinstance(miss, LaserRange) and miss.distance_m is None
