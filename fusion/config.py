@@ -107,6 +107,9 @@ class WorldConfig:
     pose_required: bool = False  # a pose source is configured (any pose received also counts)
     imu_max_age_ms: float = 50.0  # an IMU rate older than the newest pose by more is not used
     gimbal_max_age_ms: float = 100.0  # gimbal angles this far from the capture still apply
+    # The gimbal status has no time (it is stamped at arrival): between two statuses that
+    # differ faster than this the angle at a capture is unknown, not blended.
+    gimbal_max_rate_deg_s: float = 60.0
     ground_plane: bool = True
     ground_z_ned_m: float = 0.0
     max_ground_range_m: float = 500.0  # grazing rays meet the ground too far to trust
@@ -149,11 +152,16 @@ class WorldConfig:
                 values[key] = number(section, key, raw)
             elif key.endswith("_deg"):
                 values[key] = number(section, key, raw, low=0, high=90, open_low=True)
-            elif key in ("rate_hz", "ttl_ms", "max_pose_gap_ms", "pose_ttl_ms"):
+            elif key in _POSITIVE:
                 values[key] = number(section, key, raw, low=0, open_low=True)
             else:
                 values[key] = number(section, key, raw, low=0)
         return cls(**values)
+
+
+_POSITIVE = frozenset(
+    {"rate_hz", "ttl_ms", "max_pose_gap_ms", "pose_ttl_ms", "gimbal_max_rate_deg_s"}
+)
 
 
 def _per_key_ms(section: str, key: str, raw: Any, kind: type) -> dict[Any, float]:

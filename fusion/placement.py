@@ -26,7 +26,9 @@ class Placer:
         self.history = PoseHistory(
             max_samples=config.pose_history, max_gap_ms=config.max_pose_gap_ms
         )
-        self.gimbal = GimbalTrack(max_age_ms=config.gimbal_max_age_ms)
+        self.gimbal = GimbalTrack(
+            max_age_ms=config.gimbal_max_age_ms, max_rate_deg_s=config.gimbal_max_rate_deg_s
+        )
         self.ranger = Ranger(config)
         self.imu: ImuSample | None = None
         self.extrapolated = 0

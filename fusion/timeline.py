@@ -11,11 +11,12 @@ time falls and extrapolates when asked.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from enum import Enum
 from typing import NamedTuple
 
-from .geometry import Quat, Vec3, lerp, quat_from_rotvec, quat_multiply, slerp
+from .geometry import Quat, Vec3, lerp, quat_angle_rad, quat_from_rotvec, quat_multiply, slerp
 from .inputs import GimbalSample, PoseSample
 
 _NS = 1e-9
@@ -192,11 +193,17 @@ class GimbalTrack:
 
     Between two samples no more than ``2·max_age_ms`` apart the attitude is slerped; otherwise
     the nearest sample applies when it is within ``max_age_ms``; else it is unknown (``None``).
+    Samples are stamped at their arrival (the status carries no time), so a gimbal turning
+    faster than ``max_rate_deg_s`` between the two samples used is unknown too: the arrival
+    jitter times that rate would be the bearing's error.
     """
 
-    def __init__(self, *, max_samples: int = 64, max_age_ms: float = 100.0) -> None:
+    def __init__(
+        self, *, max_samples: int = 64, max_age_ms: float = 100.0, max_rate_deg_s: float = 60.0
+    ) -> None:
         self._max = max_samples
         self._max_age_ns = round(max_age_ms * 1e6)
+        self._max_rate_rad_ns = math.radians(max_rate_deg_s) / 1e9
         self._times: list[int] = []
         self._samples: list[GimbalSample] = []
 
@@ -226,6 +233,8 @@ class GimbalTrack:
         if before is not None and after is not None:
             span = after.host_ns - before.host_ns
             if span <= 2 * self._max_age_ns:
+                if self._turning(before, after):
+                    return None
                 f = (t_ns - before.host_ns) / span
                 near = before if f < 0.5 else after
                 q = slerp(before.quaternion_wxyz, after.quaternion_wxyz, f)
@@ -234,4 +243,17 @@ class GimbalTrack:
         nearest = min(candidates, key=lambda s: abs(s.host_ns - t_ns))
         if abs(nearest.host_ns - t_ns) > self._max_age_ns:
             return None
+        j = bisect_left(times, nearest.host_ns)
+        previous = self._samples[j - 1] if j > 0 else None
+        if (
+            previous is not None
+            and nearest.host_ns - previous.host_ns <= 2 * self._max_age_ns
+            and self._turning(previous, nearest)
+        ):
+            return None  # last heard turning fast: where it points now is unknown
         return CameraAttitude(nearest.quaternion_wxyz, nearest.fx_px, nearest.fy_px)
+
+    def _turning(self, a: GimbalSample, b: GimbalSample) -> bool:
+        """Whether the gimbal turned faster than the limit from ``a`` to ``b``."""
+        angle = quat_angle_rad(a.quaternion_wxyz, b.quaternion_wxyz)
+        return angle > self._max_rate_rad_ns * max(b.host_ns - a.host_ns, 1)

@@ -170,15 +170,27 @@ def gimbal_world(**config):
 
 def test_gimbal_angles_at_capture_time_place_the_ray():
     w, camera = gimbal_world()
-    # The gimbal sweeps pitch from -30° to -60° between 880 and 920 ms.
-    w.apply(GimbalSample(880 * MS, (0.0, -30.0, 0.0)))
-    w.apply(GimbalSample(920 * MS, (0.0, -60.0, 0.0)))
+    # The gimbal sweeps pitch from -44° to -46° between 880 and 920 ms (50°/s).
+    w.apply(GimbalSample(880 * MS, (0.0, -44.0, 0.0)))
+    w.apply(GimbalSample(920 * MS, (0.0, -46.0, 0.0)))
     gimbal_q = g.quat_from_euler_zyx_deg((0.0, -45.0, 0.0))  # at 900 ms
     centre = board_units(camera, TARGET, HOVER, g.IDENTITY, camera_in_body=gimbal_q)
     w.apply(observation(900 * MS, rx_ns=925 * MS, center=centre))
     t = w.snapshot(926 * MS).targets[0]
     assert t.verdict is Decision.PROCEED
     assert g.norm(g.sub(t.position_ned_m, TARGET)) < 0.05
+
+
+def test_a_gimbal_sweeping_too_fast_to_interpolate_holds_without_a_position():
+    w, camera = gimbal_world()
+    w.apply(GimbalSample(880 * MS, (0.0, -30.0, 0.0)))
+    w.apply(GimbalSample(920 * MS, (0.0, -60.0, 0.0)))  # 750°/s, stamped at arrival
+    gimbal_q = g.quat_from_euler_zyx_deg((0.0, -45.0, 0.0))
+    centre = board_units(camera, TARGET, HOVER, g.IDENTITY, camera_in_body=gimbal_q)
+    w.apply(observation(900 * MS, rx_ns=925 * MS, center=centre))
+    t = w.snapshot(926 * MS).targets[0]
+    assert t.verdict is Decision.HOLD and HoldReason.POSE_GAP in t.reasons
+    assert t.position_ned_m is None and t.bearing_ned is None
 
 
 def test_gimbal_laser_along_the_optical_axis():
