@@ -82,8 +82,10 @@ def world_setup_from(record: Mapping[str, str], where: str) -> WorldSetup:
 
 
 def _rflysim(raw: dict[str, Any]) -> RflySimSetup:
-    sensors = tuple(_sensor(entry) for entry in raw.pop("distance_sensors"))
-    return RflySimSetup(**raw, distance_sensors=sensors)
+    if "range_sensors" not in raw and "distance_sensors" in raw:  # captures before LiDAR
+        raw["range_sensors"] = raw.pop("distance_sensors")
+    sensors = tuple(_sensor(entry) for entry in raw.pop("range_sensors"))
+    return RflySimSetup(**raw, range_sensors=sensors)
 
 
 def _sensor(entry: dict[str, Any]) -> VisionSensorConfig:

@@ -62,7 +62,7 @@ ODOMETRY_HZ = 100
 CLASSES = {EGO_ID + 1: DetectorId.PEDESTRIAN, EGO_ID + 2: DetectorId.CAT}
 # Only the streams the demo uses; the others go to RflySim's fixed ports, where another
 # program on this machine may listen. Truth at 1 Hz: only its first record is read (the start).
-RATES = Rates(state_hz=0, others_hz=0, heartbeat_hz=0, gimbal_hz=0, lidar_hz=0, truth_hz=1)
+RATES = Rates(state_hz=0, others_hz=0, heartbeat_hz=0, gimbal_hz=0, lidar_hz=10, truth_hz=1)
 
 
 class DemoFailed(RuntimeError):
@@ -135,9 +135,11 @@ class DemoRig:
     def __init__(self, settings: DemoSettings, workdir: Path) -> None:
         self.settings = settings
         self.link = str(workdir / "gizmo0")
-        boxes, distance, replies, control = free_udp_ports(4)
+        boxes, distance, lidar, gimbal, replies, control = free_udp_ports(6)
         self.config_path = workdir / "Config.json"
-        text = config_json({CAMERA_SEQ_ID: boxes, 2: distance})
+        # Every sensor of the built-in Config.json on a port of the rig's own (the host binds
+        # the ranging ones: distance 2, LiDAR 3).
+        text = config_json({CAMERA_SEQ_ID: boxes, 2: distance, 3: lidar, 4: gimbal})
         self.config_path.write_text(text, encoding="utf-8")
         loaded = parse_config(text, source=str(self.config_path))
         camera_sensor = next(s for s in loaded.sensors if s.seq_id == CAMERA_SEQ_ID)
@@ -280,4 +282,4 @@ def _receivers(setup: RflySimSetup, reply_port: int) -> list[rio.UdpReceiver]:
     common: dict[str, Any] = {"host": setup.bind, "allowed_senders": setup.allowed_senders}
     reply_logical = ports.coptersim_reply_port(setup.copter_id)
     receivers = [rio.message_receiver(reply_logical, "replies", port=reply_port, **common)]
-    return receivers + rio.vision_sensor_receivers(setup.distance_sensors, **common)
+    return receivers + rio.vision_sensor_receivers(setup.range_sensors, **common)

@@ -105,6 +105,9 @@ def _load(path: str) -> LoadedConfig:
 
 
 CAMERA_TYPES = IMAGE_TYPES | {TypeId.BOX_TARGETS}
+# The sensors whose readings range a target: the distance sensor and the LiDARs whose points
+# the adapter can place (sensor axes, or world NED).
+RANGE_TYPES = frozenset({TypeId.DISTANCE, TypeId.LIDAR_BODY, TypeId.LIDAR_WORLD})
 
 
 def _camera_sensor(loaded: LoadedConfig | None, seq_id: Any, on_gimbal: bool) -> VisionSensorConfig:
@@ -238,8 +241,8 @@ def resolve_world(
             sim_host=_ipv4("rflysim.sim_host", rflysim.sim_host),
             request_odometry_hz=rflysim.request_odometry_hz,
             request_imu_hz=rflysim.request_imu_hz,
-            distance_sensors=tuple(
-                s for s in sensors if s.type_id == TypeId.DISTANCE and s.target_copter == copter
+            range_sensors=tuple(
+                s for s in sensors if s.type_id in RANGE_TYPES and s.target_copter == copter
             ),
             gimbal=camera.on_gimbal,
             gimbal_seq_id=camera.rflysim_sensor if camera.on_gimbal else None,

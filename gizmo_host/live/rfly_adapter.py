@@ -22,6 +22,8 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+import numpy as np
+
 from fusion import (
     GimbalLaserRange,
     GimbalSample,
@@ -29,6 +31,8 @@ from fusion import (
     Input,
     InvalidInput,
     LaserRange,
+    LidarPoints,
+    PointFrame,
     PoseSample,
     SensorMount,
     SimClockEstimator,
@@ -40,10 +44,20 @@ from fusion.geometry import (
     quat_norm,
     quat_normalize,
     quat_to_euler_zyx,
+    quat_to_matrix,
 )
 from rfly_link import messages as m
 from rfly_link.config import VisionSensorConfig
+from rfly_link.sensors import PointCloud
 
+# A LiDAR scan is searched once per target and frame: larger clouds are thinned evenly (and
+# counted) so one placement stays in the per-input budget (10^6 points cost ~190 ms here).
+MAX_LIDAR_POINTS = 20_000
+
+_LIDAR_FRAMES = {
+    int(m.TypeId.LIDAR_BODY): PointFrame.BODY_FRD,
+    int(m.TypeId.LIDAR_WORLD): PointFrame.WORLD_NED,
+}
 _UNIT_TOLERANCE = 1e-3  # as fusion.PoseSample checks
 _QUATERNION_MODE = 0.5  # Config.json / gimbal EularOrQuat above this: the quaternion applies
 
@@ -132,6 +146,8 @@ class RflyAdapter:
                 "poses",
                 "imu",
                 "laser",
+                "lidar",
+                "lidar_thinned",
                 "gimbal",
                 "not_pose_source",
                 "other_copter",
@@ -148,6 +164,7 @@ class RflyAdapter:
             m.ImuReply: self._imu,
             m.DistanceSensor: self._distance,
             m.GimbalStatus: self._gimbal,
+            PointCloud: self._lidar,
         }
 
     def clock_stats(self) -> dict[str, dict[str, Any]]:
@@ -314,6 +331,44 @@ class RflyAdapter:
         # No return (0, negative or not a number) is a reading of "nothing in range".
         hit = math.isfinite(distance) and distance > 0
         return [LaserRange(timed[0], distance if hit else None, mount)]
+
+    def _lidar(
+        self,
+        value: PointCloud,
+        rx_ns: int,
+        frame_time_s: float | None,
+        sensor: VisionSensorConfig | None,
+    ) -> list[Input]:
+        """TypeID 20 points (sensor axes, from the sensor) become body FRD through the mount;
+        TypeID 21 points are world NED already. Timed by the frame, like a distance reading."""
+        if sensor is None or value.type_id not in _LIDAR_FRAMES:
+            self.counts["ignored"] += 1
+            return []
+        copter = value.copter_id if value.copter_id is not None else sensor.target_copter
+        if copter != self.copter_id:
+            self.counts["other_copter"] += 1
+            return []
+        timed = None
+        if frame_time_s is not None:
+            timed = self._time(f"sensor{sensor.seq_id}", frame_time_s, rx_ns)
+        if timed is None:
+            self.counts["dropped_invalid"] += 1
+            return []
+        points = np.asarray(value.xyz_m, dtype=np.float64)
+        if points.shape[0] > MAX_LIDAR_POINTS:
+            step = -(-points.shape[0] // MAX_LIDAR_POINTS)  # ceil: at most the cap
+            points = points[::step]
+            self.counts["lidar_thinned"] += 1
+        points = points[np.isfinite(points).all(axis=1)]
+        frame = _LIDAR_FRAMES[value.type_id]
+        if frame is PointFrame.BODY_FRD:
+            mount = self._mounts.get(sensor.seq_id)
+            if mount is None:
+                mount = self._mounts[sensor.seq_id] = sensor_mount(sensor)
+            rotation = np.asarray(quat_to_matrix(mount.quaternion_wxyz), dtype=np.float64)
+            points = points @ rotation.T + np.asarray(mount.position_frd_m, dtype=np.float64)
+        self.counts["lidar"] += 1
+        return [LidarPoints(timed[0], points, frame)]
 
     def _gimbal(
         self, value: m.GimbalStatus, rx_ns: int, _frame_time_s: float | None, _sensor: object

@@ -43,7 +43,8 @@ class RflySimSetup:
     sim_host: str = "127.0.0.1"
     request_odometry_hz: int = 0  # 0: no request; the state port gives the pose
     request_imu_hz: int = 0
-    distance_sensors: tuple[VisionSensorConfig, ...] = ()  # Config.json TypeID 5 entries
+    # Config.json entries of this vehicle's ranging sensors: distance (TypeID 5), LiDAR (20, 21)
+    range_sensors: tuple[VisionSensorConfig, ...] = ()
     gimbal: bool = False  # hear the gimbal status on 20006
     gimbal_seq_id: int | None = None  # only this gimbal's status (None: any on this vehicle)
 
@@ -75,8 +76,8 @@ def rfly_receivers(setup: RflySimSetup, **kwargs: Any) -> list[rio.UdpReceiver]:
         receivers.append(
             rio.message_receiver(ports.coptersim_reply_port(copter), "replies", **common)
         )
-    if setup.distance_sensors:
-        receivers += rio.vision_sensor_receivers(setup.distance_sensors, **common)
+    if setup.range_sensors:
+        receivers += rio.vision_sensor_receivers(setup.range_sensors, **common)
     if setup.gimbal:
         receivers.append(rio.rflysim3d_receiver(**common))
     return receivers

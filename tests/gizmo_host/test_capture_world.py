@@ -40,7 +40,7 @@ def setup(tmp_path: Path):
     )
     world = config.world_setup()
     assert world is not None and world.rflysim is not None
-    assert world.rflysim.distance_sensors  # the round trip carries a Config.json entry
+    assert world.rflysim.range_sensors  # the round trip carries a Config.json entry
     return world
 
 
@@ -55,7 +55,7 @@ def test_world_settings_round_trip_through_the_metadata(setup) -> None:
     [
         ("camera", '{"width_px": 1}', "camera"),
         ("world", '{"rate_hz": -1}', "world.rate_hz"),
-        ("rflysim", '{"copter_id": 1}', "rflysim: expected a value for 'distance_sensors'"),
+        ("rflysim", '{"copter_id": 1}', "rflysim: expected a value for 'range_sensors'"),
         ("selector", "not json", "selector: expected JSON"),
     ],
 )
@@ -74,7 +74,7 @@ def test_the_router_hears_the_ports_run_would_and_counts_the_rest(setup) -> None
     router = DatagramRouter(setup.rflysim)
     state_port = ports.coptersim_state_port(1)
     assert state_port in router.ports and ports.coptersim_reply_port(1) in router.ports
-    assert setup.rflysim.distance_sensors[0].port in router.ports
+    assert setup.rflysim.range_sensors[0].port in router.ports
     scenario = build_scenario("orbit")
     state = builders.state_168(1, 3, scenario.state(1, 1.0), 101.0).encode()
     events = router.feed(state_port, ("127.0.0.1", 5000), state, 7)

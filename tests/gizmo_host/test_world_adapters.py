@@ -6,12 +6,23 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 
-from fusion import GimbalLaserRange, GimbalSample, ImuSample, LaserRange, PoseSample
-from gizmo_host.live.rfly_adapter import PoseSource, RflyAdapter
+from fusion import (
+    GimbalLaserRange,
+    GimbalSample,
+    ImuSample,
+    LaserRange,
+    LidarPoints,
+    PointFrame,
+    PoseSample,
+)
+from fusion import geometry as g
+from gizmo_host.live.rfly_adapter import MAX_LIDAR_POINTS, PoseSource, RflyAdapter
 from gizmo_host.live.world_adapters import result_label
 from rfly_link import messages as m
+from rfly_link.sensors import PointCloud, decode_sensor
 from rfly_link.sim import builders, sensorset
 from rfly_link.sim.kinematics import VehicleState
 
@@ -114,3 +125,44 @@ def test_gimbal_status_gives_angles_and_a_laser_only_for_its_own_gimbal() -> Non
 )
 def test_result_labels_are_words(result_type: int, ident: int, label: str) -> None:
     assert result_label(result_type, ident) == label
+
+
+@pytest.mark.parametrize("type_id", [m.TypeId.LIDAR_BODY, m.TypeId.LIDAR_WORLD])
+def test_a_lidar_scan_becomes_points_that_lie_where_the_rays_hit(type_id: int) -> None:
+    """The stand-in's LiDAR over flat ground, 10 m below: through the adapter, every point
+    lands on the ground in world NED (body points through the mount and the vehicle's pose)."""
+
+    lidar = next(s for s in SENSORS if s.type_id == m.TypeId.LIDAR_BODY)
+    lidar = dataclasses.replace(lidar, type_id=int(type_id))
+    payload = builders.lidar_payload(lidar, STATE, [])
+    cloud = decode_sensor(lidar.type_id, payload, lidar.decode_params())
+    adapter = RflyAdapter(1)
+    (points,) = adapter.message(cloud, 9 * MS, frame_time_s=4.0, sensor=lidar)
+    assert isinstance(points, LidarPoints) and len(points.points_m) == cloud.point_count > 0
+    if type_id == m.TypeId.LIDAR_BODY:
+        assert points.frame is PointFrame.BODY_FRD
+        world = [
+            g.add(STATE.position_ned_m, g.quat_rotate(STATE.quaternion_wxyz, tuple(p)))
+            for p in points.points_m
+        ]
+    else:
+        assert points.frame is PointFrame.WORLD_NED
+        world = [tuple(p) for p in points.points_m]
+    scale_m = lidar.other_params[0] / 32767
+    assert max(abs(p[2]) for p in world) < 4 * scale_m  # on the ground, to the int16 step
+    assert adapter.message(cloud, 9 * MS, sensor=lidar) == []  # untimed: dropped
+    other = dataclasses.replace(cloud, copter_id=2)
+    assert adapter.message(other, 9 * MS, frame_time_s=4.0, sensor=lidar) == []
+    assert adapter.counts["dropped_invalid"] == 1 and adapter.counts["other_copter"] == 1
+
+
+def test_a_huge_lidar_scan_is_thinned_to_the_cap() -> None:
+
+    lidar = next(s for s in SENSORS if s.type_id == m.TypeId.LIDAR_BODY)
+    lidar = dataclasses.replace(lidar, type_id=int(m.TypeId.LIDAR_WORLD))
+    xyz = np.zeros((10 * MAX_LIDAR_POINTS + 7, 3), dtype=np.float32)
+    xyz[0] = np.nan  # a float32 layout may carry one: dropped, not an error
+    cloud = PointCloud(lidar.type_id, None, 1, 1, (0.0,) * 3, (0.0,) * 3, None, xyz, xyz[:, 0])  # type: ignore[arg-type]
+    adapter = RflyAdapter(1)
+    (points,) = adapter.message(cloud, 9 * MS, frame_time_s=4.0, sensor=lidar)
+    assert len(points.points_m) <= MAX_LIDAR_POINTS and adapter.counts["lidar_thinned"] == 1

@@ -33,9 +33,9 @@ def test_a_box_sensor_is_a_camera_its_boxes_are_in_its_image(config_json: str) -
     assert (camera.width_px, camera.height_px, camera.hfov_deg) == (640, 480, 90.0)
     assert camera.mount_rpy_deg == pytest.approx((0.0, -45.0, 0.0))
     assert camera.mount_position_frd_m == pytest.approx((0.1, 0.0, 0.05))
-    # The distance sensor on the same vehicle is an input of the world model.
+    # The distance sensor and the LiDAR on the same vehicle are inputs of the world model.
     assert world.rflysim is not None
-    assert [s.seq_id for s in world.rflysim.distance_sensors] == [2]
+    assert [s.seq_id for s in world.rflysim.range_sensors] == [2, 3]  # distance, LiDAR
 
 
 def test_keys_in_the_camera_table_override_the_sensor(config_json: str) -> None:
