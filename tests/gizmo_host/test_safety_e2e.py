@@ -21,7 +21,9 @@ import queue
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from gizmo_host.emulator import LOST_RELATIVE, BoardModel, PtyBoard
 from gizmo_host.wire.results import ResultType
@@ -59,18 +61,22 @@ class Run:
             await asyncio.sleep(0.01)  # poll the reader task's list with a deadline
 
 
-async def start(link_path: str, tmp_path, *extra: str, ttl_ms: float = TTL_MS) -> Run:
-    config = tmp_path / "gizmo.toml"
-    config.write_text(
-        f'[verdict]\nselect = "type=DETECTOR,id=11"\ninterval_s = 0.2\n[store]\nttl_ms = {ttl_ms}\n'
-    )
+async def spawn_run(
+    link_path: str,
+    config: Path,
+    *args: str,
+    ready: Callable[[dict], bool] = lambda m: m["type"] == "link" and m["state"] == "SYNCING",
+    stderr: int = asyncio.subprocess.DEVNULL,
+) -> Run:
+    """``gizmo-host run`` on ``link_path`` with ``config``, its JSON lines collected, returned
+    once a line satisfies ``ready``."""
     proc = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "gizmo_host.cli", "run", "--serial", link_path),
-        *("--config", str(config), "--transport-delay-ms", "0", "--stats-interval-s", "0"),
-        *extra,
+        *("--config", str(config), "--transport-delay-ms", "0"),
+        *args,
         stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-        limit=1 << 20,
+        stderr=stderr,
+        limit=1 << 22,
     )
     run = Run(proc)
 
@@ -80,8 +86,16 @@ async def start(link_path: str, tmp_path, *extra: str, ttl_ms: float = TTL_MS) -
             run.messages.append(json.loads(line))
 
     run.reader = asyncio.create_task(read())
-    await run.wait_for(lambda m: m["type"] == "link" and m["state"] == "SYNCING")
+    await run.wait_for(ready)
     return run
+
+
+async def start(link_path: str, tmp_path, *extra: str, ttl_ms: float = TTL_MS) -> Run:
+    config = tmp_path / "gizmo.toml"
+    config.write_text(
+        f'[verdict]\nselect = "type=DETECTOR,id=11"\ninterval_s = 0.2\n[store]\nttl_ms = {ttl_ms}\n'
+    )
+    return await spawn_run(link_path, config, "--stats-interval-s", "0", *extra)
 
 
 async def stop(run: Run) -> list[dict]:

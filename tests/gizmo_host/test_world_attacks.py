@@ -13,13 +13,11 @@ capture, and no link DOWN or SILENT came between the capture and the verdict.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import random
 import signal
 import socket
 import struct
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,7 +28,7 @@ from gizmo_host.emulator import BoardModel, PtyBoard
 from rfly_link import messages as m
 from rfly_link import ports
 
-from .test_safety_e2e import Run
+from .test_safety_e2e import Run, spawn_run
 
 TIMEOUT_S = 10.0
 TTL_MS = 200.0
@@ -163,25 +161,14 @@ async def start(link_path: str, tmp_path, copter_id: int, *extra: str) -> Run:
         "mount_rpy_deg = [0.0, -90.0, 0.0]\nmount_position_frd_m = [0.0, 0.0, 0.0]\n"
         "[world]\nrate_hz = 50\n"
     )
-    proc = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "gizmo_host.cli", "run", "--serial", link_path),
-        *("--config", str(config), "--transport-delay-ms", "0", "--stats-interval-s", "0.2"),
-        *("--rflysim-copter-id", str(copter_id), "--event-loop", "asyncio"),
-        *extra,
-        stdout=asyncio.subprocess.PIPE,
+    return await spawn_run(
+        link_path,
+        config,
+        *("--stats-interval-s", "0.2", "--rflysim-copter-id", str(copter_id)),
+        *("--event-loop", "asyncio", *extra),
+        ready=lambda msg: msg["type"] == "world",  # the receivers are bound
         stderr=asyncio.subprocess.PIPE,
-        limit=1 << 22,
     )
-    run = Run(proc)
-
-    async def read() -> None:
-        assert proc.stdout is not None
-        while line := await proc.stdout.readline():
-            run.messages.append(json.loads(line))
-
-    run.reader = asyncio.create_task(read())
-    await run.wait_for(lambda msg: msg["type"] == "world")  # the receivers are bound
-    return run
 
 
 async def stop(run: Run) -> list[dict]:

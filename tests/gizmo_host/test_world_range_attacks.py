@@ -17,7 +17,6 @@ import asyncio
 import json
 import math
 import socket
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ from rfly_link import ports
 from rfly_link.config import VisionSensorConfig, parse_config
 from rfly_link.sim.builders import sensor_datagrams
 
-from .test_safety_e2e import Run
+from .test_safety_e2e import Run, spawn_run
 from .test_world_attacks import (
     ACCURACY_MS,
     SELECT,
@@ -135,24 +134,13 @@ async def start_run(link_path: str, tmp_path, copter: int, text: str, toml: str)
         f'[verdict]\nselect = "{SELECT}"\ninterval_s = 0.2\n'
         f'[rflysim]\ncopter_id = {copter}\nconfig = "{tmp_path / "Config.json"}"\n' + toml
     )
-    proc = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "gizmo_host.cli", "run", "--serial", link_path),
-        *("--config", str(config), "--transport-delay-ms", "0", "--stats-interval-s", "0.2"),
-        *("--event-loop", "asyncio"),
-        stdout=asyncio.subprocess.PIPE,
+    return await spawn_run(
+        link_path,
+        config,
+        *("--stats-interval-s", "0.2", "--event-loop", "asyncio"),
+        ready=lambda msg: msg["type"] == "world",  # the receivers are bound
         stderr=asyncio.subprocess.PIPE,
-        limit=1 << 22,
     )
-    run = Run(proc)
-
-    async def read() -> None:
-        assert proc.stdout is not None
-        while line := await proc.stdout.readline():
-            run.messages.append(json.loads(line))
-
-    run.reader = asyncio.create_task(read())
-    await run.wait_for(lambda msg: msg["type"] == "world")  # the receivers are bound
-    return run
 
 
 CAMERA_DOWN = (
