@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import venv
@@ -44,7 +45,14 @@ def ensure_env() -> None:
 
 
 def run(*args: str) -> int:
-    return subprocess.run([str(a) for a in args], cwd=ROOT, check=False).returncode
+    """Run a task's command; Ctrl-C is the command's to handle (the demo ends with its
+    summary), so dev.py forwards it and waits instead of dying with a traceback."""
+    process = subprocess.Popen([str(a) for a in args], cwd=ROOT)
+    while True:
+        try:
+            return process.wait()
+        except KeyboardInterrupt:
+            process.send_signal(signal.SIGINT)  # a no-op echo when the terminal sent it too
 
 
 def main(argv: list[str]) -> int:
