@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import threading
-import time
 from pathlib import Path
 from typing import BinaryIO
 
@@ -205,14 +204,18 @@ def test_a_full_disk_is_one_capture_write_error() -> None:
 
 def test_background_writer_on_a_full_disk_fails_once_and_drops_the_rest() -> None:
     failures: list[CaptureWriteError] = []
+    failed = threading.Event()
+
+    def on_failure(exc: CaptureWriteError) -> None:
+        failures.append(exc)
+        failed.set()
+
     stream = _full_disk()
     writer = CaptureWriter(stream, "/dev/full", SETTINGS, compress=False, chunk_bytes=1)
-    background = BackgroundWriter(writer, on_failure=failures.append)
+    background = BackgroundWriter(writer, on_failure=on_failure)
     background.start()
     background.uart(b"x" * (2 << 20), 1)
-    deadline = time.monotonic() + 10
-    while background.failure is None and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert failed.wait(10), "the full disk was never reported"
     background.uart(b"y", 2)
     with pytest.raises(CaptureWriteError, match="No space left"):
         background.close(timeout_s=5)
