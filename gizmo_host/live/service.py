@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from gizmo_host.live.link import BytesCallback, OpenFunction, SerialLink
-from gizmo_host.live.subscription import FailureCounter, Subscription
+from gizmo_host.live.subscription import FailureCounter, FailureLatch, Subscription
 from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.stream.clock import ClockStatus, frame_transmit_ns
 from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult
@@ -111,8 +111,7 @@ class GizmoService:
         self._stale_lead_ns = round(min([ttl_ms, *(ttl_ms_by_type or {}).values()]) * 1e6) // 2
         self._verdict_tick: Timer | None = None
         self._listener_errors = FailureCounter(LOGGER)
-        self._failure: BaseException | None = None
-        self._failed = asyncio.Event()
+        self._failures = FailureLatch(LOGGER)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -128,26 +127,19 @@ class GizmoService:
             raise RuntimeError("GizmoService is already running")
         self._tasks = [asyncio.create_task(self.link.run(), name=f"gizmo-link {self.link.path}")]
         for task in self._tasks:
-            task.add_done_callback(self._task_done)
+            task.add_done_callback(self._failures.task_done)
         self._schedule_verdict_tick()
 
     @property
     def failure(self) -> BaseException | None:
         """The exception that broke the service's own work (a task or a timer), if any."""
-        return self._failure
+        return self._failures.failure
 
     async def wait_failed(self) -> BaseException:
         """Return once the service's own work has failed (a task died, a timer raised): it is
         no longer trustworthy and its owner should exit non-zero (under systemd,
         ``Restart=on-failure`` then applies)."""
-        await self._failed.wait()
-        assert self._failure is not None
-        return self._failure
-
-    def _task_done(self, task: asyncio.Task[None]) -> None:
-        exc = None if task.cancelled() else task.exception()
-        if exc is not None:
-            self._fail(exc, task.get_name())
+        return await self._failures.wait()
 
     async def stop(self) -> None:
         """Stop the link (closing the port), end every iterator."""
@@ -166,13 +158,6 @@ class GizmoService:
             if timer is not None:
                 timer.cancel()
         self._stale_timer = self._verdict_tick = None
-
-    def _fail(self, exc: BaseException, where: str) -> None:
-        """A bug in the service's own work: from now on it is not trustworthy (``failure``)."""
-        if self._failure is None:
-            self._failure = exc
-            LOGGER.error("%s failed", where, exc_info=exc)
-            self._failed.set()
 
     # -- consumers -------------------------------------------------------------------------
 
@@ -308,7 +293,7 @@ class GizmoService:
         try:
             self._evaluate_verdicts(self._clock())
         except Exception as exc:
-            self._fail(exc, "stale timer")
+            self._failures.fail(exc, "stale timer")
 
     def _schedule_verdict_tick(self) -> None:
         self._verdict_tick = self._scheduler.call_at_ns(
@@ -321,7 +306,7 @@ class GizmoService:
         try:
             self._evaluate_verdicts(self._clock(), force=True)
         except Exception as exc:
-            self._fail(exc, "verdict tick")
+            self._failures.fail(exc, "verdict tick")
 
     def _unsubscriber(self, subs: list[Any]) -> Callable[[Subscription[Any]], None]:
         """A closing iterator leaves ``subs``; its drop count stays in the statistics."""

@@ -82,3 +82,32 @@ class Subscription(Generic[T]):
     async def get(self, timeout: float | None = None) -> T:
         """The next item; raises ``StopAsyncIteration`` once closed, ``TimeoutError`` on timeout."""
         return await asyncio.wait_for(self.__anext__(), timeout)
+
+
+class FailureLatch:
+    """The first failure of a service's own work (a task died, a timer raised): logged once
+    and kept, so the service's owner can await it and exit non-zero."""
+
+    __slots__ = ("_event", "_logger", "failure")
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self._logger = logger
+        self._event = asyncio.Event()
+        self.failure: BaseException | None = None
+
+    def fail(self, exc: BaseException, where: str) -> None:
+        if self.failure is None:
+            self.failure = exc
+            self._logger.error("%s failed", where, exc_info=exc)
+            self._event.set()
+
+    def task_done(self, task: asyncio.Task[None]) -> None:
+        """A done callback: a task that ended with an exception is a failure."""
+        exc = None if task.cancelled() else task.exception()
+        if exc is not None:
+            self.fail(exc, task.get_name())
+
+    async def wait(self) -> BaseException:
+        await self._event.wait()
+        assert self.failure is not None
+        return self.failure

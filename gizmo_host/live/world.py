@@ -41,7 +41,7 @@ from fusion import (
 )
 from gizmo_host.live.rfly_adapter import RflyAdapter
 from gizmo_host.live.rfly_sources import RflySimSetup, SensorRequester, rfly_receivers
-from gizmo_host.live.subscription import FailureCounter, Subscription
+from gizmo_host.live.subscription import FailureCounter, FailureLatch, Subscription
 from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.live.world_adapters import GizmoAdapter
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
@@ -106,8 +106,7 @@ class WorldService:
         self.published = 0
         self._listener_errors = FailureCounter(LOGGER)
         self._input_errors = FailureCounter(LOGGER)
-        self._failure: BaseException | None = None
-        self._failed = asyncio.Event()
+        self._failures = FailureLatch(LOGGER)
 
     @classmethod
     def for_rflysim(cls, model: WorldModel, rflysim: RflySimSetup | None) -> WorldService:
@@ -152,7 +151,7 @@ class WorldService:
 
     def _spawn(self, coro: Any, name: str) -> None:
         task = asyncio.create_task(coro, name=name)
-        task.add_done_callback(self._task_done)
+        task.add_done_callback(self._failures.task_done)
         self._tasks.append(task)
 
     async def stop(self) -> None:
@@ -179,24 +178,11 @@ class WorldService:
     @property
     def failure(self) -> BaseException | None:
         """The exception that broke the service's own work (a task or a timer), if any."""
-        return self._failure
+        return self._failures.failure
 
     async def wait_failed(self) -> BaseException:
         """Return once the service's own work has failed: its owner should exit non-zero."""
-        await self._failed.wait()
-        assert self._failure is not None
-        return self._failure
-
-    def _task_done(self, task: asyncio.Task[None]) -> None:
-        exc = None if task.cancelled() else task.exception()
-        if exc is not None:
-            self._fail(exc, task.get_name())
-
-    def _fail(self, exc: BaseException, where: str) -> None:
-        if self._failure is None:
-            self._failure = exc
-            LOGGER.error("%s failed", where, exc_info=exc)
-            self._failed.set()
+        return await self._failures.wait()
 
     # -- inputs ----------------------------------------------------------------------------
 
@@ -322,14 +308,14 @@ class WorldService:
         try:
             self._evaluate(force=True)
         except Exception as exc:
-            self._fail(exc, "world tick")
+            self._failures.fail(exc, "world tick")
 
     def _on_check(self) -> None:
         self._check = None
         try:
             self._evaluate(force=False)
         except Exception as exc:
-            self._fail(exc, "world check")
+            self._failures.fail(exc, "world check")
 
     def _arm_deadline(self) -> None:
         """A timer at the model's next deadline; an earlier armed one stays (it re-arms)."""
@@ -350,4 +336,4 @@ class WorldService:
         try:
             self._evaluate(force=False)
         except Exception as exc:
-            self._fail(exc, "world deadline")
+            self._failures.fail(exc, "world deadline")
