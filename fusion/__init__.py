@@ -26,6 +26,7 @@ from .inputs import (
     PoseSample,
     RangeSample,
     SensorMount,
+    SourceConflict,
     VisionObservation,
 )
 from .ranging import RangeSource
@@ -71,6 +72,7 @@ __all__ = [
     "SimClockEstimator",
     "SimClockSample",
     "SimClockStatus",
+    "SourceConflict",
     "SourceState",
     "SourceStatus",
     "TargetState",

@@ -25,10 +25,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import check_keys, integer, number, triple
+from .config import (
+    MOUNT_POSITION_LIMITS_M,
+    MOUNT_RPY_LIMITS_DEG,
+    check_keys,
+    integer,
+    number,
+    triple,
+)
 from .errors import ConfigError
 from .geometry import Quat, Vec3, quat_from_euler_zyx_deg, quat_rotate
 
+_MOUNT_LIMITS = {
+    "mount_rpy_deg": MOUNT_RPY_LIMITS_DEG,
+    "mount_position_frd_m": MOUNT_POSITION_LIMITS_M,
+}
 _KEYS = frozenset(
     {
         "width_px",
@@ -89,8 +100,8 @@ class CameraConfig:
             value = getattr(self, key)
             if value is not None:
                 number(s, key, value)
-        for key in ("mount_rpy_deg", "mount_position_frd_m"):
-            object.__setattr__(self, key, triple(s, key, list(getattr(self, key))))
+        for key, limits in _MOUNT_LIMITS.items():
+            object.__setattr__(self, key, triple(s, key, list(getattr(self, key)), limits))
 
     @classmethod
     def from_mapping(
@@ -114,9 +125,9 @@ class CameraConfig:
         sensor = merged.get("rflysim_sensor")
         if sensor is not None:
             integer("camera", "rflysim_sensor", sensor, low=1)
-        for key in ("mount_rpy_deg", "mount_position_frd_m"):
+        for key, limits in _MOUNT_LIMITS.items():
             if key in merged:
-                merged[key] = triple("camera", key, merged[key])
+                merged[key] = triple("camera", key, merged[key], limits)
         return cls(**merged)
 
 

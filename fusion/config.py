@@ -22,6 +22,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .geometry import Vec3
+from .timeline import JumpBounds
 
 SOURCE_STALE_MS: Mapping[str, float] = MappingProxyType(
     {
@@ -75,10 +76,26 @@ def boolean(section: str, key: str, value: Any) -> bool:
     return value
 
 
-def triple(section: str, key: str, value: Any) -> Vec3:
+# Where a mount can be: roll and yaw within a turn either way, pitch within ±90° (Z-Y-X
+# angles cover every attitude so), and the sensor within 100 m of the body's origin.
+MOUNT_RPY_LIMITS_DEG = ((-360.0, 360.0), (-90.0, 90.0), (-360.0, 360.0))
+MOUNT_POSITION_LIMITS_M = ((-100.0, 100.0),) * 3
+
+
+def triple(
+    section: str,
+    key: str,
+    value: Any,
+    limits: tuple[tuple[float, float], ...] | None = None,
+) -> Vec3:
+    """Three finite numbers; with ``limits`` each within its (low, high)."""
     if not isinstance(value, list | tuple) or len(value) != 3:
         raise ConfigError(f"{section}.{key}: expected a list of 3 numbers, got {value!r}")
-    x, y, z = (number(section, f"{key}[{i}]", v) for i, v in enumerate(value))
+    bounds = limits or ((-math.inf, math.inf),) * 3
+    x, y, z = (
+        number(section, f"{key}[{i}]", v, low=lo, high=hi)
+        for i, (v, (lo, hi)) in enumerate(zip(value, bounds, strict=True))
+    )
     return (x, y, z)
 
 
@@ -104,6 +121,16 @@ class WorldConfig:
     max_pose_gap_ms: float = 100.0  # two poses further apart do not bracket anything
     pose_ttl_ms: float = 250.0  # the newest pose older than this: pose_stale
     pose_history: int = 512  # poses held (5 s at 100 Hz)
+    # The jump rule: a pose step its own velocity cannot carry (beyond pose_jump_m plus
+    # max_accel_m_s2), faster than max_speed_m_s without velocity, or turning faster than
+    # max_angular_rate_deg_s is never blended across: the history breaks, HOLD pose_jump.
+    pose_jump_m: float = 0.5
+    max_accel_m_s2: float = 30.0
+    max_speed_m_s: float = 60.0
+    max_angular_rate_deg_s: float = 720.0
+    jump_hold_ms: float = 500.0  # HOLD pose_jump this long after a jump
+    # HOLD pose_conflict this long after two senders, or two different poses for one time
+    conflict_hold_ms: float = 1000.0
     pose_required: bool = False  # a pose source is configured (any pose received also counts)
     imu_max_age_ms: float = 50.0  # an IMU rate older than the newest pose by more is not used
     gimbal_max_age_ms: float = 100.0  # gimbal angles this far from the capture still apply
@@ -127,6 +154,14 @@ class WorldConfig:
     forget_after_ms: float = 10_000.0  # a target unseen for this long leaves the list
     source_stale_ms: Mapping[str, float] = field(default_factory=lambda: dict(SOURCE_STALE_MS))
     source_dead_ms: float = 2000.0
+
+    def jump_bounds(self) -> JumpBounds:
+        return JumpBounds(
+            self.pose_jump_m,
+            self.max_accel_m_s2,
+            self.max_speed_m_s,
+            math.radians(self.max_angular_rate_deg_s),
+        )
 
     def ttl_ns(self, result_type: int) -> int:
         return round(self.ttl_ms_by_type.get(result_type, self.ttl_ms) * 1e6)
@@ -160,7 +195,17 @@ class WorldConfig:
 
 
 _POSITIVE = frozenset(
-    {"rate_hz", "ttl_ms", "max_pose_gap_ms", "pose_ttl_ms", "gimbal_max_rate_deg_s"}
+    {
+        "rate_hz",
+        "ttl_ms",
+        "max_pose_gap_ms",
+        "pose_ttl_ms",
+        "gimbal_max_rate_deg_s",
+        "pose_jump_m",
+        "max_accel_m_s2",
+        "max_speed_m_s",
+        "max_angular_rate_deg_s",
+    }
 )
 
 

@@ -202,6 +202,8 @@ class LaserRange:
     host_ns: int
     distance_m: float | None
     mount: SensorMount
+    sensor_id: int = 0  # which sensor, so a new clock epoch of one drops its older readings
+    epoch: int = 0  # the sensor's clock epoch
 
     def __post_init__(self) -> None:
         if self.distance_m is not None:
@@ -268,5 +270,23 @@ class GimbalSample:
                 _set(self, name, focal)
 
 
+@dataclass(frozen=True, slots=True)
+class SourceConflict:
+    """Two senders claim one of the vehicle's streams (``source``: "pose" holds the world
+    with ``pose_conflict``): the adapter drops the second sender's messages and says so."""
+
+    host_ns: int
+    source: str
+    detail: str
+
+
 RangeSample = LaserRange | GimbalLaserRange | LidarPoints
-Input = VisionObservation | LinkStatus | PoseSample | ImuSample | RangeSample | GimbalSample
+Input = (
+    VisionObservation
+    | LinkStatus
+    | PoseSample
+    | ImuSample
+    | RangeSample
+    | GimbalSample
+    | SourceConflict
+)

@@ -24,7 +24,9 @@ class Placer:
     def __init__(self, camera: CameraModel, config: WorldConfig) -> None:
         self.camera = camera
         self.history = PoseHistory(
-            max_samples=config.pose_history, max_gap_ms=config.max_pose_gap_ms
+            max_samples=config.pose_history,
+            max_gap_ms=config.max_pose_gap_ms,
+            bounds=config.jump_bounds(),
         )
         self.gimbal = GimbalTrack(
             max_age_ms=config.gimbal_max_age_ms, max_rate_deg_s=config.gimbal_max_rate_deg_s

@@ -122,12 +122,21 @@ class Ranger:
         self._laser_half = math.radians(config.laser_beam_half_angle_deg)
         self._gimbal_half = math.radians(config.gimbal_laser_beam_half_angle_deg)
         self._cone_half = math.radians(config.lidar_cone_half_angle_deg)
+        self._max_readings = max_readings
         self._lasers: deque[LaserRange] = deque(maxlen=max_readings)
+        self._laser_epochs: dict[int, int] = {}  # sensor -> its clock epoch
         self._gimbal_lasers: deque[GimbalLaserRange] = deque(maxlen=max_readings)
         self._lidar: LidarPoints | None = None
 
     def add(self, reading: LaserRange | GimbalLaserRange | LidarPoints) -> None:
         if isinstance(reading, LaserRange):
+            sensor, epoch = reading.sensor_id, reading.epoch
+            if self._laser_epochs.setdefault(sensor, epoch) != epoch:
+                # A new clock epoch of this sensor: its older readings were timed by a
+                # mapping it no longer trusts.
+                kept = (r for r in self._lasers if r.sensor_id != sensor)
+                self._lasers = deque(kept, maxlen=self._max_readings)
+                self._laser_epochs[sensor] = epoch
             if reading.distance_m is not None:
                 self._lasers.append(reading)
         elif isinstance(reading, GimbalLaserRange):

@@ -1,33 +1,41 @@
-"""Simulation time -> host time for one pose stream: passive, skew-bounded, never fresher.
+"""Simulation time -> host time for one RflySim stream: passive, skew-bounded, never fresher.
 
-Each CopterSim pose carries its simulation time; the host stamps its arrival with
+Each datagram carries its simulation time; the host stamps its arrival with
 ``time.monotonic_ns()``. ``offset = host_rx - sim`` is the true offset plus a delay that is
-never negative, so the mapping follows the **lower envelope** of the offsets:
+never negative, so the mapping follows the **lower envelope** of the offsets. The rules, each
+with the attack or fault it answers (docs/world-safety.md):
 
-- a sample below the current offset moves the offset down at once. That makes data look
-  older, which is the safe direction;
-- a sample above it lets the offset rise by at most ``max_skew_ppm`` of the simulation time
-  elapsed, never more. A late packet therefore never makes the following ones look fresher
-  than they are (the safety rule of the live link, applied to the sim clock);
-- when every sample for ``jump_confirm_ms`` of simulation time sits more than
-  ``jump_threshold_ms`` above the rate-limited offset, the poses arrive later than the mapping
-  allows. With one-way stamps a rise in latency (a slow network, a host backlog) and a
-  simulation that paused without sending look the same, so the mapping stays where it is and
-  the status is ``JUMPED`` until the simulation restarts (its time falls back; an odometry
-  discontinuity does not end it): the world HOLDs (``clock_jump``) rather than present poses
-  hundreds of milliseconds old as current. One case is told apart: a pause
-  during which datagrams kept coming with the simulation time standing still (at least two
-  repeats over more than ``jump_threshold_ms`` of host time). Those samples were fresh, so the
-  resumed stream starts a **new epoch** at the lowest offset of the late stretch and reports
-  ``JUMPED`` for ``jump_hold_ms`` only;
-- simulation time falling back by less than ``reorder_window_ms`` is a reordered datagram: it
-  is mapped with the current offset and teaches nothing. Falling back further, or for
-  ``restart_samples`` samples in a row, is a simulation restart: a new epoch, also ``JUMPED``;
-- the odometry discontinuity bit starts a new epoch with the mapping kept.
+- **Lock period.** A stream (or a new epoch of it) is ``LOCKING`` until its envelope has held
+  within ``jump_threshold_ms`` for ``lock_ms`` of host time. Its first burst may be old
+  (a sensor that starts with queued frames): the first sample's offset is then too high, and
+  nothing it maps may count until the envelope has settled. Samples mapped while locking are
+  not used by the world model.
+- **Down at once, except a lone early sample.** A sample below the offset moves it down at
+  once (data look older: the safe direction), unless the stream is locked and the sample sits
+  more than ``jump_threshold_ms`` below. Then its stamp says it arrived before it was sent:
+  one glitched stamp, or a real step ahead. It is an ``OUTLIER`` (dropped by the consumer,
+  never the newest simulation time) until samples like it have kept coming for
+  ``jump_confirm_ms`` of host time (and five samples); a step confirmed so starts a new epoch
+  at the new offset.
+- **Up at the skew bound.** A sample above the offset lets it rise by at most
+  ``max_skew_ppm`` of the simulation time elapsed, never more: a late packet never makes the
+  following ones look fresher than they are.
+- **Late streams hold, and recover.** When every sample for ``jump_confirm_ms`` of simulation
+  time sits more than ``jump_threshold_ms`` above the offset, the stream arrives later than the
+  mapping allows (a latency rise, a host backlog, a simulation that paused without sending:
+  one-way stamps cannot tell them apart). The mapping stays where it is and the status is
+  ``JUMPED`` (the world HOLDs ``clock_jump``) until the stream is on time again for
+  ``jump_confirm_ms`` of simulation time: a hiccup ends, a persistent rise holds. One case is
+  told apart: a pause during which datagrams kept coming with the simulation time standing
+  still. Those samples were fresh, so the resumed stream starts a new epoch.
+- **Restarts.** Simulation time falling back by at most ``reorder_window_ms`` is a reordered
+  datagram: mapped with the current offset, it teaches nothing (one that carries the
+  discontinuity bit is an outlier: it marks a break already passed). Falling back further is
+  a simulation restart: a new epoch. The odometry discontinuity bit starts a new epoch with the
+  mapping kept (the pose history breaks; the clock is still good).
 
 One instance per stream, run by the adapter, which copies ``host_ns``, ``epoch`` and ``status``
-into each :class:`~fusion.inputs.PoseSample`. It never reads a clock: the shell passes host
-times in.
+into each input. It never reads a clock: the shell passes host times in.
 """
 
 from __future__ import annotations
@@ -36,16 +44,21 @@ from enum import Enum
 from typing import NamedTuple
 
 
+_CONFIRM_SAMPLES = 5  # early samples in a row that confirm a step ahead (with the time span)
+
+
 class SimClockStatus(Enum):
     LOCKED = "locked"  # the mapping follows the lower envelope within the skew bound
-    JUMPED = "jumped"  # arrivals run late (until a restart), or a new epoch is < hold old
+    LOCKING = "locking"  # a new epoch's envelope is still settling: not to be used yet
+    JUMPED = "jumped"  # arrivals run later than the mapping allows (until on time again)
+    OUTLIER = "outlier"  # this sample's stamp disagrees with its stream: drop it
 
 
 class SimClockSample(NamedTuple):
-    host_ns: int  # the sample's simulation time on the host clock
+    host_ns: int  # the sample's simulation time on the host clock (an outlier: its arrival)
     epoch: int
     status: SimClockStatus
-    reason: str | None  # set on the sample that started a new epoch
+    reason: str | None  # set on the sample that started a new epoch or changed the state
 
 
 class SimClockStats(NamedTuple):
@@ -55,11 +68,13 @@ class SimClockStats(NamedTuple):
     discontinuities: int
     samples: int
     reordered: int
+    outliers: int
+    recoveries: int
     offset_ns: float
 
 
 class SimClockEstimator:
-    """Maps one pose stream's simulation time to the host clock."""
+    """Maps one stream's simulation time to the host clock."""
 
     def __init__(
         self,
@@ -67,14 +82,13 @@ class SimClockEstimator:
         max_skew_ppm: float = 200.0,
         jump_threshold_ms: float = 20.0,
         jump_confirm_ms: float = 100.0,
-        jump_hold_ms: float = 1000.0,
+        lock_ms: float = 250.0,
         reorder_window_ms: float = 200.0,
-        restart_samples: int = 3,
     ) -> None:
         for name, value in (
             ("max_skew_ppm", max_skew_ppm),
             ("jump_confirm_ms", jump_confirm_ms),
-            ("jump_hold_ms", jump_hold_ms),
+            ("lock_ms", lock_ms),
             ("reorder_window_ms", reorder_window_ms),
         ):
             if not value >= 0:
@@ -82,28 +96,30 @@ class SimClockEstimator:
         if not jump_threshold_ms > 0:
             raise ValueError(f"jump_threshold_ms: expected > 0, got {jump_threshold_ms!r}")
         self._max_skew = max_skew_ppm * 1e-6
-        self._jump_threshold_ns = jump_threshold_ms * 1e6
-        self._jump_confirm_ns = jump_confirm_ms * 1e6
-        self._jump_hold_ns = round(jump_hold_ms * 1e6)
-        if restart_samples < 1:
-            raise ValueError(f"restart_samples: expected >= 1, got {restart_samples!r}")
+        self._threshold_ns = jump_threshold_ms * 1e6
+        self._confirm_ns = jump_confirm_ms * 1e6
+        self._lock_ns = lock_ms * 1e6
         self._reorder_window_ns = reorder_window_ms * 1e6
-        self._restart_samples = restart_samples
-        self._late_run = 0  # consecutive samples behind the newest simulation time
         self._started = False
         self._offset_ns = 0.0
         self._last_sim_ns = 0
+        self._last_host_ns = 0
         self._epoch = 0
-        self._jumped_until_ns = 0
+        self._locked = False
+        self._lock_since_ns = 0  # host time since which the envelope held within the threshold
+        self._lock_offset_ns = 0.0  # the envelope's level at that time
         self._high_since_sim_ns: int | None = None  # start of a stretch above the threshold
         self._high_min_offset_ns = 0.0
-        self._last_host_ns = 0
+        self._late = False  # arrivals confirmed late: JUMPED until on time again
+        self._on_time_since_sim_ns: int | None = None  # while late: start of an on-time run
+        self._early_since_ns: int | None = None  # host time of the first pending early sample
+        self._early_min_offset_ns = 0.0
+        self._early_samples = 0
         self._frozen_since_host_ns = 0  # arrival of the first sample at the current sim time
         self._frozen_samples = 0  # repeats of the current sim time
         self._paused = False  # sim time stood still while datagrams kept arriving
-        self._late_until_epoch = False  # arrivals rose past the threshold: JUMPED until an epoch
         self._jumps = self._resets = self._discontinuities = self._samples = 0
-        self._reordered = 0
+        self._reordered = self._outliers = self._recoveries = 0
 
     @property
     def epoch(self) -> int:
@@ -117,6 +133,8 @@ class SimClockEstimator:
             self._discontinuities,
             self._samples,
             self._reordered,
+            self._outliers,
+            self._recoveries,
             self._offset_ns,
         )
 
@@ -133,26 +151,28 @@ class SimClockEstimator:
         reason: str | None = None
         if not self._started:
             self._started = True
-            self._anchor(offset)
+            self._anchor(offset, host_rx_ns)
         elif sim_time_ns < self._last_sim_ns:
             back_ns = self._last_sim_ns - sim_time_ns
-            self._late_run += 1
-            late = back_ns <= self._reorder_window_ns and self._late_run < self._restart_samples
-            if late and not discontinuity:
+            if back_ns <= self._reorder_window_ns:
+                if discontinuity:  # a break already passed: its pose belongs to no epoch
+                    self._outliers += 1
+                    return SimClockSample(host_rx_ns, self._epoch, SimClockStatus.OUTLIER, None)
                 self._reordered += 1
-                return SimClockSample(
-                    round(sim_time_ns + self._offset_ns),
-                    self._epoch,
-                    self._status(host_rx_ns),
-                    None,
-                )
+                host = min(round(sim_time_ns + self._offset_ns), host_rx_ns)
+                return SimClockSample(host, self._epoch, self._status(), None)
             self._resets += 1
             reason = f"sim clock reset ({-back_ns / 1e6:.1f} ms)"
             self._new_epoch(offset, host_rx_ns)
         else:
-            self._watch_pause(sim_time_ns, host_rx_ns)
-            reason = self._follow(offset, sim_time_ns, host_rx_ns)
-        self._late_run = 0
+            early = self._early(offset, host_rx_ns)
+            if early is not None:
+                if early.status is SimClockStatus.OUTLIER:
+                    return early
+                reason = early.reason
+            else:
+                self._watch_pause(sim_time_ns, host_rx_ns)
+                reason = self._follow(offset, sim_time_ns, host_rx_ns)
         if discontinuity:
             self._discontinuities += 1
             if reason is None:
@@ -160,49 +180,86 @@ class SimClockEstimator:
                 reason = "discontinuity"
         self._last_sim_ns = sim_time_ns
         self._last_host_ns = host_rx_ns
+        self._watch_lock(host_rx_ns)
         return SimClockSample(
-            round(sim_time_ns + self._offset_ns), self._epoch, self._status(host_rx_ns), reason
+            round(sim_time_ns + self._offset_ns), self._epoch, self._status(), reason
         )
 
-    def _status(self, host_rx_ns: int) -> SimClockStatus:
-        if self._late_until_epoch or host_rx_ns < self._jumped_until_ns:
+    def _status(self) -> SimClockStatus:
+        if self._late:
             return SimClockStatus.JUMPED
-        return SimClockStatus.LOCKED
+        return SimClockStatus.LOCKED if self._locked else SimClockStatus.LOCKING
 
     # -- internals -----------------------------------------------------------------------
+
+    def _early(self, offset: float, host_rx_ns: int) -> SimClockSample | None:
+        """A locked stream's sample far below the envelope: an outlier until confirmed."""
+        if not self._locked or offset >= self._offset_ns - self._threshold_ns:
+            if self._early_samples:
+                self._outliers += self._early_samples  # the lone early ones were glitches
+                self._early_samples = 0
+                self._early_since_ns = None
+            return None
+        if self._early_since_ns is None:
+            self._early_since_ns = host_rx_ns
+            self._early_min_offset_ns = offset
+        self._early_samples += 1
+        self._early_min_offset_ns = min(self._early_min_offset_ns, offset)
+        if (
+            host_rx_ns - self._early_since_ns < self._confirm_ns
+            or self._early_samples < _CONFIRM_SAMPLES
+        ):
+            return SimClockSample(host_rx_ns, self._epoch, SimClockStatus.OUTLIER, None)
+        self._jumps += 1
+        step_ms = (self._offset_ns - self._early_min_offset_ns) / 1e6
+        self._new_epoch(self._early_min_offset_ns, host_rx_ns)
+        return SimClockSample(
+            host_rx_ns, self._epoch, SimClockStatus.LOCKING, f"sim clock ahead {step_ms:.1f} ms"
+        )
 
     def _follow(self, offset: float, sim_time_ns: int, host_rx_ns: int) -> str | None:
         if sim_time_ns == self._last_sim_ns:
             return None  # a repeat (a duplicate, or a paused simulation): nothing to learn
-        elapsed = max(0, sim_time_ns - self._last_sim_ns)
+        elapsed = sim_time_ns - self._last_sim_ns
         ceiling = self._offset_ns + self._max_skew * elapsed
-        if offset <= ceiling:
-            self._offset_ns = offset
-        else:
-            self._offset_ns = ceiling
-        if offset - self._offset_ns <= self._jump_threshold_ns:
+        self._offset_ns = min(offset, ceiling)
+        if offset - self._offset_ns <= self._threshold_ns:
             self._high_since_sim_ns = None
-            if sim_time_ns > self._last_sim_ns:
-                self._paused = False  # running on time again: a later rise is no pause
-            return None
-        if self._late_until_epoch:
+            self._paused = False  # running on time again: a later rise is no pause
+            return self._recover(sim_time_ns)
+        self._on_time_since_sim_ns = None
+        if self._late:
             return None  # already holding; the mapping keeps its rate-limited course
         if self._high_since_sim_ns is None:
             self._high_since_sim_ns = sim_time_ns
             self._high_min_offset_ns = offset
             return None
         self._high_min_offset_ns = min(self._high_min_offset_ns, offset)
-        if sim_time_ns - self._high_since_sim_ns < self._jump_confirm_ns:
+        if sim_time_ns - self._high_since_sim_ns < self._confirm_ns:
             return None
         self._jumps += 1
         rise_ms = (self._high_min_offset_ns - self._offset_ns) / 1e6
+        self._high_since_sim_ns = None
         if self._paused:
             self._paused = False
             self._new_epoch(self._high_min_offset_ns, host_rx_ns)
             return f"sim clock resumed after a pause, jumped +{rise_ms:.1f} ms"
-        self._late_until_epoch = True
-        self._high_since_sim_ns = None
-        return f"sim clock late +{rise_ms:.1f} ms: held until a new epoch"
+        self._late = True
+        return f"sim clock late +{rise_ms:.1f} ms: held until on time again"
+
+    def _recover(self, sim_time_ns: int) -> str | None:
+        """While late: on time again for the confirmation span ends the hold."""
+        if not self._late:
+            return None
+        if self._on_time_since_sim_ns is None:
+            self._on_time_since_sim_ns = sim_time_ns
+            return None
+        if sim_time_ns - self._on_time_since_sim_ns < self._confirm_ns:
+            return None
+        self._late = False
+        self._on_time_since_sim_ns = None
+        self._recoveries += 1
+        return "sim clock on time again"
 
     def _watch_pause(self, sim_time_ns: int, host_rx_ns: int) -> None:
         """A sim time repeated over more than the jump threshold of arrivals is a pause."""
@@ -214,16 +271,31 @@ class SimClockEstimator:
         self._frozen_samples += 1
         if (
             self._frozen_samples >= 2
-            and host_rx_ns - self._frozen_since_host_ns > self._jump_threshold_ns
+            and host_rx_ns - self._frozen_since_host_ns > self._threshold_ns
         ):
             self._paused = True
 
+    def _watch_lock(self, host_rx_ns: int) -> None:
+        """Locked once the envelope has held within the threshold for the lock period."""
+        if self._locked:
+            return
+        if self._lock_offset_ns - self._offset_ns > self._threshold_ns:
+            self._lock_since_ns = host_rx_ns  # still settling: the period starts again
+            self._lock_offset_ns = self._offset_ns
+        elif host_rx_ns - self._lock_since_ns >= self._lock_ns:
+            self._locked = True
+
     def _new_epoch(self, offset: float, host_rx_ns: int) -> None:
         self._epoch += 1
-        self._late_until_epoch = False
-        self._jumped_until_ns = host_rx_ns + self._jump_hold_ns
-        self._anchor(offset)
+        self._late = False
+        self._on_time_since_sim_ns = None
+        self._anchor(offset, host_rx_ns)
 
-    def _anchor(self, offset: float) -> None:
+    def _anchor(self, offset: float, host_rx_ns: int) -> None:
         self._offset_ns = offset
         self._high_since_sim_ns = None
+        self._early_since_ns = None
+        self._early_samples = 0
+        self._locked = False
+        self._lock_since_ns = host_rx_ns
+        self._lock_offset_ns = offset

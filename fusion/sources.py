@@ -3,7 +3,8 @@
 A source is listed once it is expected (vision, link, and pose when configured) or once it has
 sent anything. Its state comes from the age of its newest input against its stale threshold
 (``[world] source_stale_ms``) and ``source_dead_ms``; RESYNC (its clock is re-acquiring) and
-FAULT (inputs dropped as inconsistent within its stale threshold) override OK and STALE.
+FAULT (inputs dropped as inconsistent, for its stale threshold or the hold the world model
+gives the fault) override OK and STALE.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class SourceBook:
         self._dead_ns = round(config.source_dead_ms * 1e6)
         self._expected = list(expected)
         self._last_ns: dict[str, int] = {}
-        self._fault_ns: dict[str, int] = {}
+        self._fault_until_ns: dict[str, int] = {}
         self.faults: dict[str, int] = {}
 
     def expect(self, name: str) -> None:
@@ -34,10 +35,12 @@ class SourceBook:
         if host_ns > self._last_ns.get(name, -(2**63)):
             self._last_ns[name] = host_ns
 
-    def fault(self, name: str, host_ns: int) -> None:
-        """Count an input of ``name`` dropped as inconsistent; FAULT for a stale period."""
+    def fault(self, name: str, host_ns: int, hold_ns: int | None = None) -> None:
+        """Count an input of ``name`` dropped as inconsistent; FAULT for ``hold_ns`` (default:
+        the source's stale period)."""
         self.faults[name] = self.faults.get(name, 0) + 1
-        self._fault_ns[name] = max(host_ns, self._fault_ns.get(name, host_ns))
+        until = host_ns + (self._stale_ns.get(name, self._dead_ns) if hold_ns is None else hold_ns)
+        self._fault_until_ns[name] = max(until, self._fault_until_ns.get(name, until))
 
     def names(self) -> list[str]:
         return self._expected + [n for n in self._last_ns if n not in self._expected]
@@ -50,7 +53,7 @@ class SourceBook:
         stale_ns = self._stale_ns.get(name, self._dead_ns)
         if age_ns > self._dead_ns:
             state = SourceState.DEAD
-        elif now_ns - self._fault_ns.get(name, -(2**63)) <= stale_ns:
+        elif now_ns <= self._fault_until_ns.get(name, -(2**63)):
             state = SourceState.FAULT
         elif resync:
             state = SourceState.RESYNC

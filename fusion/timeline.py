@@ -4,9 +4,16 @@ A measurement is placed with the vehicle's pose at its **capture** time, not its
 90°/s of yaw, 30 ms of vision latency is 2.7° of bearing. Between two poses the position is
 interpolated linearly and the attitude by slerp. The history holds one pose epoch: a pose of
 another epoch (an odometry discontinuity, a sim-clock reset or jump) clears it, because poses
-of two epochs are not on one timeline. Whether a measurement newer than the newest pose may
-wait or be extrapolated is the world model's policy; this module only answers where the
-time falls and extrapolates when asked.
+of two epochs are not on one timeline.
+
+Nothing is ever blended across a step the poses themselves contradict (``JumpBounds``): a
+position step further than the reported velocity carries it (or than a speed bound, without
+velocity), or an attitude step faster than an angular-rate bound. Such a pose appended breaks
+the history (``Added.JUMP``: cleared, then kept as the first of a new stretch: a simulator
+reposition is real); one that would fall between two poses it contradicts is dropped
+(``Added.CONFLICT``), and so is a different pose at a time already held. Whether a
+measurement newer than the newest pose may wait or be extrapolated is the world model's
+policy; this module only answers where the time falls and extrapolates when asked.
 """
 
 from __future__ import annotations
@@ -36,8 +43,52 @@ class Added(Enum):
     APPENDED = "appended"
     INSERTED = "inserted"  # arrived out of order, put in its place
     NEW_EPOCH = "new_epoch"  # cleared the history, then appended
-    DUPLICATE = "duplicate"  # same host time as a held pose: dropped
+    JUMP = "jump"  # contradicted the newest pose: cleared the history, then appended
+    DUPLICATE = "duplicate"  # the same pose at the same host time as a held one: dropped
+    CONFLICT = "conflict"  # another pose at a held time, or contradicting both neighbours
     OLD_EPOCH = "old_epoch"  # from an epoch before the current one: dropped
+
+
+class JumpBounds(NamedTuple):
+    """What may happen between two poses; a step beyond it is a jump, never blended.
+
+    The position step may differ from the one the reported velocities carry (trapezoid) by
+    ``position_m`` plus half ``accel_m_s2`` times the span squared; without velocities it may
+    not exceed ``speed_m_s`` times the span plus ``position_m``. The attitude may turn
+    ``rate_rad_s`` times the span plus ``attitude_rad``.
+    """
+
+    position_m: float = 0.5
+    accel_m_s2: float = 30.0
+    speed_m_s: float = 60.0
+    rate_rad_s: float = math.radians(720.0)
+    attitude_rad: float = math.radians(2.0)
+
+    def consistent(self, a: PoseSample, b: PoseSample) -> bool:
+        """Whether ``b`` can follow ``a`` (``a`` earlier) without a jump."""
+        dt = (b.host_ns - a.host_ns) * _NS
+        pa, pb = a.position_ned_m, b.position_ned_m
+        step = (pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2])
+        va, vb = a.velocity_ned_m_s, b.velocity_ned_m_s
+        if va is not None and vb is not None:
+            carried = ((va[0] + vb[0]) * dt / 2, (va[1] + vb[1]) * dt / 2, (va[2] + vb[2]) * dt / 2)
+            residual = math.dist(step, carried)
+            allowed = self.position_m + 0.5 * self.accel_m_s2 * dt * dt
+        else:
+            residual = math.hypot(*step)
+            allowed = self.position_m + self.speed_m_s * dt
+        if not residual <= allowed:
+            return False
+        turned = quat_angle_rad(a.quaternion_wxyz, b.quaternion_wxyz)
+        return turned <= self.attitude_rad + self.rate_rad_s * dt
+
+
+def _same_pose(a: PoseSample, b: PoseSample) -> bool:
+    """Two reports of one instant that agree (a duplicated datagram)."""
+    return (
+        math.dist(a.position_ned_m, b.position_ned_m) <= 1e-3
+        and quat_angle_rad(a.quaternion_wxyz, b.quaternion_wxyz) <= 1e-3
+    )
 
 
 class PoseAt(NamedTuple):
@@ -57,13 +108,21 @@ def _at(pose: PoseSample) -> PoseAt:
 class PoseHistory:
     """At most ``max_samples`` poses of the current epoch, ordered by host time."""
 
-    def __init__(self, *, max_samples: int = 512, max_gap_ms: float = 100.0) -> None:
+    def __init__(
+        self,
+        *,
+        max_samples: int = 512,
+        max_gap_ms: float = 100.0,
+        bounds: JumpBounds | None = None,
+    ) -> None:
+        """``bounds``: the jump rule (:class:`JumpBounds`); ``None`` checks nothing."""
         if max_samples < 2:
             raise ValueError(f"max_samples: expected >= 2, got {max_samples!r}")
         if not max_gap_ms > 0:
             raise ValueError(f"max_gap_ms: expected > 0, got {max_gap_ms!r}")
         self._max = max_samples
         self._max_gap_ns = round(max_gap_ms * 1e6)
+        self._bounds = bounds
         self._times: list[int] = []
         self._poses: list[PoseSample] = []
         self.epoch: int | None = None
@@ -91,20 +150,35 @@ class PoseHistory:
             outcome = Added.NEW_EPOCH if self.epoch is not None else Added.APPENDED
             self.epoch = pose.epoch
             self.clear()
-        times, t = self._times, pose.host_ns
+        times, poses, t = self._times, self._poses, pose.host_ns
         if not times or t > times[-1]:
+            if times and not self._follows(poses[-1], pose):
+                self.clear()
+                outcome = Added.JUMP
             times.append(t)
-            self._poses.append(pose)
+            poses.append(pose)
         else:
             i = bisect_left(times, t)
             if times[i] == t:
-                return Added.DUPLICATE
+                return Added.DUPLICATE if _same_pose(poses[i], pose) else Added.CONFLICT
+            if (i > 0 and not self._follows(poses[i - 1], pose)) or not self._follows(
+                pose, poses[i]
+            ):
+                return Added.CONFLICT
             times.insert(i, t)
-            self._poses.insert(i, pose)
+            poses.insert(i, pose)
             outcome = Added.INSERTED
         if len(times) > self._max:
-            del times[0], self._poses[0]
+            del times[0], poses[0]
         return outcome
+
+    def _follows(self, a: PoseSample, b: PoseSample) -> bool:
+        """Whether ``b`` may follow ``a`` by the jump rule (poses a gap apart always may:
+        nothing is blended across a gap)."""
+        bounds = self._bounds
+        if bounds is None or b.host_ns - a.host_ns > self._max_gap_ns:
+            return True
+        return bounds.consistent(a, b)
 
     def where(self, t_ns: int) -> Where:
         times = self._times

@@ -2,10 +2,11 @@
 
 A target may be acted on (PROCEED) only when it is tracked and not lost, fresh within its TTL
 of capture, the link is UP, the device clock is locked, no device reset is being held and, when
-a pose source is configured, the vehicle's pose at the capture time is known. Anything else is
-HOLD with all applicable reasons, in the fixed order of :class:`HoldReason`. Nothing received
-before the latest link DOWN or device reset may justify PROCEED: those barriers are arrival
-counts, so they hold whatever the clock mapping did.
+a pose source is configured, the vehicle's pose at the capture time is known, its clock is
+locked and it is neither in conflict nor jumping. Anything else is HOLD with all applicable
+reasons, in the fixed order of :class:`HoldReason`. Nothing received before the latest link
+DOWN or device reset may justify PROCEED: those barriers are arrival counts, so they hold
+whatever the clock mapping did.
 """
 
 from __future__ import annotations
@@ -31,11 +32,13 @@ class HoldReason(Enum):
     LINK_DOWN = "link_down"  # the link is not up, or the result came before it went down/silent
     LINK_SILENT = "link_silent"  # the port is open but no valid frame arrives
     CLOCK_NOT_LOCKED = "clock_not_locked"  # the device clock mapping is not locked
-    CLOCK_JUMP = "clock_jump"  # the pose stream's sim clock mapping jumped lately
+    CLOCK_JUMP = "clock_jump"  # the pose stream arrives later than its clock mapping allows
     DEVICE_RESET = "device_reset"  # a device reset is held, or the result predates it
     NO_POSE = "no_pose"  # a pose source is configured and no pose exists for the capture
     POSE_STALE = "pose_stale"  # the newest pose is too old for the capture, or for now
     POSE_GAP = "pose_gap"  # the capture falls in a gap of the pose history or before it
+    POSE_CONFLICT = "pose_conflict"  # two senders, or two different poses for one time
+    POSE_JUMP = "pose_jump"  # a pose step its own velocity and rates contradict
 
 
 _ORDER: Mapping[HoldReason, int] = MappingProxyType(
@@ -85,6 +88,9 @@ class Conditions(NamedTuple):
     link_reason: HoldReason | None  # LINK_DOWN, LINK_SILENT or None (UP)
     reset_held: bool
     clock_jump: bool  # only when a pose is required
+    pose_clock_locking: bool  # the pose stream's clock mapping is in its lock period
+    pose_conflict: bool  # a pose conflict is being held
+    pose_jump: bool  # a pose jump is being held
     pose_required: bool
     pose_now: HoldReason | None  # NO_POSE (none in this epoch), POSE_STALE (too old) or None
     down_barrier: int  # arrivals up to this count came before the latest link DOWN or SILENT
@@ -101,6 +107,12 @@ def global_reasons(c: Conditions) -> set[HoldReason]:
     if c.pose_required:
         if c.clock_jump:
             reasons.add(HoldReason.CLOCK_JUMP)
+        if c.pose_clock_locking:
+            reasons.add(HoldReason.CLOCK_NOT_LOCKED)
+        if c.pose_conflict:
+            reasons.add(HoldReason.POSE_CONFLICT)
+        if c.pose_jump:
+            reasons.add(HoldReason.POSE_JUMP)
         if c.pose_now is not None:
             reasons.add(c.pose_now)
     return reasons

@@ -30,6 +30,7 @@ from .inputs import (
     LinkState,
     LinkStatus,
     PoseSample,
+    SourceConflict,
     VisionObservation,
 )
 from .placement import Placer
@@ -99,6 +100,10 @@ class WorldModel:
         self._vision_locked = False
         self._pose_clock = SimClockStatus.LOCKED
         self._pose_seen = False
+        self._jump_hold_ns = round(c.jump_hold_ms * 1e6)
+        self._conflict_hold_ns = round(c.conflict_hold_ms * 1e6)
+        self._jump_ns: int | None = None  # the latest pose jump
+        self._conflict_ns: int | None = None  # the latest pose conflict
         self._clock_ns = _NEVER
         self._seq = 0
         self._counts: dict[str, int] = dict.fromkeys(
@@ -109,6 +114,12 @@ class WorldModel:
                 "pending_overflow",
                 "poses",
                 "pose_epochs",
+                "pose_duplicates",
+                "pose_conflicts",
+                "pose_jumps",
+                "pose_old_epoch",
+                "poses_locking",
+                "pose_outliers",
                 "device_resets",
             ),
             0,
@@ -122,6 +133,7 @@ class WorldModel:
             LaserRange: self._on_range,
             GimbalLaserRange: self._on_range,
             LidarPoints: self._on_range,
+            SourceConflict: self._on_conflict,
         }
 
     @property
@@ -183,18 +195,39 @@ class WorldModel:
         self._witness(obs.host_rx_ns)
 
     def _on_pose(self, pose: PoseSample) -> None:
-        self._counts["poses"] += 1
+        counts = self._counts
+        counts["poses"] += 1
         if not self._pose_seen:
             self._pose_seen = True
             self._sources.expect("pose")
-        added = self._history.add(pose)
-        if added is Added.DUPLICATE or added is Added.OLD_EPOCH:
-            self._sources.fault("pose", pose.host_ns)
+        status = pose.clock_status
+        if status is SimClockStatus.OUTLIER:  # its stamp disagrees with its stream
+            counts["pose_outliers"] += 1
             return
-        if added is Added.NEW_EPOCH:
-            self._counts["pose_epochs"] += 1
+        self._pose_clock = status
         self._sources.seen("pose", pose.host_ns)
-        self._pose_clock = pose.clock_status
+        if status is SimClockStatus.LOCKING:  # mapped by a mapping still settling
+            counts["poses_locking"] += 1
+            self._witness(pose.host_ns)
+            return
+        added = self._history.add(pose)
+        if added is Added.DUPLICATE:
+            counts["pose_duplicates"] += 1
+            return
+        if added is Added.OLD_EPOCH:
+            counts["pose_old_epoch"] += 1
+            return
+        now = max(self._clock_ns, pose.host_ns)
+        if added is Added.CONFLICT:
+            counts["pose_conflicts"] += 1
+            self._hold_conflict(now)
+            return
+        if added is Added.JUMP:
+            counts["pose_jumps"] += 1
+            self._jump_ns = now if self._jump_ns is None else max(self._jump_ns, now)
+            self._sources.fault("pose", now, self._jump_hold_ns)
+        elif added is Added.NEW_EPOCH:
+            counts["pose_epochs"] += 1
         if self._pending:
             newest = self._history.newest
             assert newest is not None
@@ -202,6 +235,19 @@ class WorldModel:
                 self._pending.remove(p)
                 self._place(p.obs, p.arrival, waited=False)
         self._witness(pose.host_ns)
+
+    def _on_conflict(self, conflict: SourceConflict) -> None:
+        """A second sender for a stream: a pose conflict holds the world."""
+        if conflict.source == "pose":
+            self._counts["pose_conflicts"] += 1
+            self._hold_conflict(max(self._clock_ns, conflict.host_ns))
+        else:
+            self._sources.fault(conflict.source, conflict.host_ns)
+        self._witness(conflict.host_ns)
+
+    def _hold_conflict(self, now_ns: int) -> None:
+        self._conflict_ns = now_ns if self._conflict_ns is None else max(self._conflict_ns, now_ns)
+        self._sources.fault("pose", now_ns, self._conflict_hold_ns)
 
     def _on_link(self, status: LinkStatus) -> None:
         self._sources.seen("link", status.host_ns)
@@ -264,12 +310,15 @@ class WorldModel:
             pose_now = HoldReason.NO_POSE
         elif now_ns - newest.host_ns > self._pose_ttl_ns:
             pose_now = HoldReason.POSE_STALE
-        reset = self._reset_ns
+        reset, jump, conflict = self._reset_ns, self._jump_ns, self._conflict_ns
         return Conditions(
             now_ns,
             LINK_REASONS.get(self._link_state),
             reset is not None and now_ns - reset <= self._reset_hold_ns,
             self._pose_clock is SimClockStatus.JUMPED,
+            self._pose_clock is SimClockStatus.LOCKING,
+            conflict is not None and now_ns - conflict <= self._conflict_hold_ns,
+            jump is not None and now_ns - jump <= self._jump_hold_ns,
             self.pose_required,
             pose_now,
             self._down_barrier,
@@ -334,8 +383,13 @@ class WorldModel:
         for placement in self._targets:
             obs = placement.obs
             times.append(obs.host_capture_ns + self._config.ttl_ns(obs.result_type) + 1)
-        if self._reset_ns is not None:
-            times.append(self._reset_ns + self._reset_hold_ns + 1)
+        for held, hold_ns in (
+            (self._reset_ns, self._reset_hold_ns),
+            (self._jump_ns, self._jump_hold_ns),
+            (self._conflict_ns, self._conflict_hold_ns),
+        ):
+            if held is not None:
+                times.append(held + hold_ns + 1)
         newest = self._history.newest
         if newest is not None and self.pose_required:
             times.append(newest.host_ns + self._pose_ttl_ns + 1)
@@ -372,7 +426,8 @@ class WorldModel:
                 resync = not self._vision_locked or c.reset_held
                 out[name] = book.status(name, now_ns, resync=resync)
             elif name == "pose":
-                out[name] = book.status(name, now_ns, resync=c.clock_jump)
+                resync = c.clock_jump or c.pose_clock_locking
+                out[name] = book.status(name, now_ns, resync=resync)
             else:
                 out[name] = book.status(name, now_ns)
         return out

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,10 @@ _COMPRESSED_SLACK = 64 * 1024  # JPEG/PNG headers and tables
 _CLOUD_PREFIX_MAX = 36
 _RETURNS_PER_RAY = 4
 _MIN_CLOUD_BOUND = 1024 * 1024
+# A Config.json is a few kB per sensor. The limits keep a wrong path (/dev/zero, a FIFO, a
+# generated file) from exhausting memory or receivers: each is a one-line ConfigError.
+MAX_CONFIG_BYTES = 1024 * 1024
+MAX_SENSORS_PER_VEHICLE = 32
 
 _INT_KEYS = (
     "SeqID",
@@ -210,13 +217,22 @@ def parse_config(
         accepted.append(sensor)
     if not accepted:
         raise ConfigError(f"{where}: no sensor accepted ({skipped})")
+    per_vehicle = Counter(s.target_copter for s in accepted)
+    copter, count = per_vehicle.most_common(1)[0]
+    if count > MAX_SENSORS_PER_VEHICLE:
+        raise ConfigError(
+            f"{where}: expected at most {MAX_SENSORS_PER_VEHICLE} sensors per vehicle, "
+            f"got {count} for TargetCopter {copter}"
+        )
     _check_unique_ports(accepted)
     new_layout = any(s.has_eular_or_quat for s in accepted)
     return LoadedConfig(tuple(accepted), new_layout, tuple(skipped))
 
 
 def load_config(path: str | Path, *, change_mode: int = -1, linux: bool = True) -> LoadedConfig:
-    data = Path(path).read_bytes()  # OSError: the caller reports it with the path
+    """Load a Config.json file: a regular file of at most ``MAX_CONFIG_BYTES`` (a FIFO or a
+    device is refused without blocking). ``OSError``: the caller reports it with the path."""
+    data = read_regular_file(path, MAX_CONFIG_BYTES, what="Config.json")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -225,6 +241,31 @@ def load_config(path: str | Path, *, change_mode: int = -1, linux: bool = True) 
             f"at offset {exc.start}"
         ) from None
     return parse_config(text, change_mode=change_mode, linux=linux, source=str(path))
+
+
+def read_regular_file(path: str | Path, max_bytes: int, *, what: str) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``; a ``ConfigError`` for anything
+    else. Opened non-blocking, so a FIFO neither hangs the start nor waits for a writer."""
+    where = _printable(str(path))
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{where}: expected a regular {what} file")
+        if info.st_size > max_bytes:
+            raise ConfigError(f"{where}: expected at most {max_bytes} bytes, got {info.st_size}")
+        chunks, size = [], 0
+        while size <= max_bytes:  # the file may grow while read: stop one byte past the cap
+            chunk = os.read(fd, max_bytes + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > max_bytes:
+        raise ConfigError(f"{where}: expected at most {max_bytes} bytes")
+    return b"".join(chunks)
 
 
 def _printable(text: str) -> str:

@@ -12,6 +12,18 @@ Pure, like :mod:`gizmo_host.live.world_adapters`. As :mod:`fusion.inputs` descri
 - the gimbal status (port 20006) -> ``GimbalSample`` and ``GimbalLaserRange``, at its
   arrival time (the status carries none).
 
+Two rules keep a stream honest (docs/world-safety.md):
+
+- **one sender per stream**: the first sender (address and port) of each of this vehicle's
+  streams is kept while it is heard; another sender meanwhile is a conflict. Its messages are
+  dropped, a pose stream's conflict becomes a ``SourceConflict`` (the world HOLDs
+  ``pose_conflict``) and a sensor's readings are all dropped until the conflict has been
+  quiet for a second (:mod:`gizmo_host.live.senders`). After that long without its sender a
+  stream may change sender (a restarted CopterSim sends from a new port);
+- **only locked clocks time a reading**: a distance or LiDAR frame (or an IMU reply) is used
+  only while its stream's sim clock is LOCKED; an outlier stamp is dropped on every stream.
+  Poses carry their clock status to the world, which HOLDs on it.
+
 What cannot be used is counted by cause in ``counts``, never raised.
 """
 
@@ -36,6 +48,8 @@ from fusion import (
     PoseSample,
     SensorMount,
     SimClockEstimator,
+    SimClockStatus,
+    SourceConflict,
 )
 from fusion.geometry import (
     Quat,
@@ -46,6 +60,7 @@ from fusion.geometry import (
     quat_to_euler_zyx,
     quat_to_matrix,
 )
+from gizmo_host.live.senders import Sender, SenderLatch
 from rfly_link import messages as m
 from rfly_link.config import VisionSensorConfig
 from rfly_link.sensors import PointCloud
@@ -59,6 +74,11 @@ _LIDAR_FRAMES = {
     int(m.TypeId.LIDAR_WORLD): PointFrame.WORLD_NED,
 }
 _UNIT_TOLERANCE = 1e-3  # as fusion.PoseSample checks
+_UNUSABLE = {
+    SimClockStatus.LOCKING: "clock_locking",
+    SimClockStatus.JUMPED: "clock_jumped",
+    SimClockStatus.OUTLIER: "clock_outliers",
+}
 _QUATERNION_MODE = 0.5  # Config.json / gimbal EularOrQuat above this: the quaternion applies
 
 
@@ -138,6 +158,7 @@ class RflyAdapter:
         self._gimbal_seq_id = gimbal_seq_id
         self._new_estimator = estimator
         self._clocks: dict[str, SimClockEstimator] = {}
+        self._latch = SenderLatch()
         self._mounts: dict[int, SensorMount] = {}
         self.last_odometry_rx_ns: int | None = None  # any odometry reply: it is streaming
         self.last_imu_rx_ns: int | None = None
@@ -152,11 +173,16 @@ class RflyAdapter:
                 "not_pose_source",
                 "other_copter",
                 "other_gimbal",
+                "sender_conflict",
+                "clock_locking",
+                "clock_jumped",
+                "clock_outliers",
                 "dropped_invalid",
                 "ignored",
             ),
             0,
         )
+        self._sender: Sender | None = None  # the message being adapted's
         self._handlers: dict[type, Callable[[Any, int, float | None, Any], list[Input]]] = {
             m.SOut2Simulator: self._state,
             m.SOut2SimulatorSimpleTime: self._state,
@@ -178,16 +204,19 @@ class RflyAdapter:
         *,
         frame_time_s: float | None = None,
         sensor: VisionSensorConfig | None = None,
+        sender: Sender | None = None,
     ) -> list[Input]:
         """The inputs one received message gives (often none); never raises on its content.
 
         ``frame_time_s`` and ``sensor``: a vision-sensor frame's simulation time and
-        Config.json entry (``rfly_link.io.Event.frame`` and ``.sensor``).
+        Config.json entry (``rfly_link.io.Event.frame`` and ``.sensor``); ``sender``: its
+        source address (``Event.sender``; ``None`` skips the one-sender rule).
         """
         handler = self._handlers.get(type(value))
         if handler is None:
             self.counts["ignored"] += 1  # e.g. the GPS origin or a crash report
             return []
+        self._sender = sender
         try:
             return handler(value, rx_ns, frame_time_s, sensor)
         except InvalidInput:
@@ -202,13 +231,42 @@ class RflyAdapter:
 
     def _time(
         self, stream: str, sim_time_s: float, rx_ns: int, *, discontinuity: bool = False
-    ) -> tuple[int, int, Any] | None:
+    ) -> tuple[int, int, SimClockStatus] | None:
         if not math.isfinite(sim_time_s) or abs(sim_time_s) > 1e9:
             return None
         sample = self._clock(stream).observe(
             round(sim_time_s * 1e9), rx_ns, discontinuity=discontinuity
         )
         return sample.host_ns, sample.epoch, sample.status
+
+    def _locked_time(self, stream: str, sim_time_s: float, rx_ns: int) -> tuple[int, int] | None:
+        """A sensor reading's host time and clock epoch, only from a LOCKED clock (the rest
+        counted by cause); None also for a time that is not a number."""
+        timed = self._time(stream, sim_time_s, rx_ns)
+        if timed is None:
+            self.counts["dropped_invalid"] += 1
+            return None
+        host_ns, epoch, status = timed
+        if status is not SimClockStatus.LOCKED:
+            self.counts[_UNUSABLE[status]] += 1
+            return None
+        return host_ns, epoch
+
+    def _pose_conflict(self, stream: str, rx_ns: int) -> list[Input] | None:
+        """A pose stream's second sender becomes a ``SourceConflict`` (the world holds); its
+        kept sender's poses still flow."""
+        detail = self._latch.refuse(stream, self._sender, rx_ns)
+        if detail is None:
+            return None
+        self.counts["sender_conflict"] += 1
+        return [SourceConflict(rx_ns, "pose", detail)]
+
+    def _admits(self, stream: str, rx_ns: int) -> bool:
+        """A sensor stream in conflict feeds nothing at all (counted)."""
+        if self._latch.admits(stream, self._sender, rx_ns):
+            return True
+        self.counts["sender_conflict"] += 1
+        return False
 
     def _state(
         self,
@@ -223,13 +281,19 @@ class RflyAdapter:
         if self.pose_source is not PoseSource.STATE:
             self.counts["not_pose_source"] += 1
             return []
+        conflict = self._pose_conflict("state", rx_ns)
+        if conflict is not None:
+            return conflict
         quaternion = value.quaternion_wxyz if isinstance(value, m.SOut2Simulator) else None
         attitude = _attitude(quaternion, value.euler_rad)
-        timed = self._time("state", value.runned_time_s, rx_ns)
+        timed = None if attitude is None else self._time("state", value.runned_time_s, rx_ns)
         if attitude is None or timed is None:
             self.counts["dropped_invalid"] += 1
             return []
         host_ns, epoch, status = timed
+        if status is SimClockStatus.OUTLIER:
+            self.counts["clock_outliers"] += 1
+            return []
         velocity = value.velocity_ned_m_s
         pose = PoseSample(
             host_ns,
@@ -243,8 +307,9 @@ class RflyAdapter:
         )
         self.counts["poses"] += 1
         out: list[Input] = [pose]
-        if isinstance(value, m.SOut2Simulator) and _finite(value.angular_rate_frd_rad_s):
-            out.append(ImuSample(host_ns, _vec3(value.angular_rate_frd_rad_s)))
+        rate = value.angular_rate_frd_rad_s if isinstance(value, m.SOut2Simulator) else None
+        if rate is not None and status is SimClockStatus.LOCKED and _finite(rate):
+            out.append(ImuSample(host_ns, _vec3(rate)))
             self.counts["imu"] += 1
         return out
 
@@ -258,6 +323,9 @@ class RflyAdapter:
         if self.pose_source is not PoseSource.ODOMETRY:
             self.counts["not_pose_source"] += 1
             return []
+        conflict = self._pose_conflict("odometry", rx_ns)
+        if conflict is not None:
+            return conflict
         if value.frame_type != m.OdomFrameType.NED_FRD or not value.pose_valid:
             self.counts["dropped_invalid"] += 1
             return []
@@ -268,6 +336,9 @@ class RflyAdapter:
             self.counts["dropped_invalid"] += 1
             return []
         host_ns, epoch, status = timed
+        if status is SimClockStatus.OUTLIER:
+            self.counts["clock_outliers"] += 1
+            return []
         flags = value.flags
         velocity = value.velocity_ned_m_s
         has_velocity = bool(flags & m.OdomFlags.VELOCITY_VALID) and _finite(velocity)
@@ -284,7 +355,8 @@ class RflyAdapter:
         self.counts["poses"] += 1
         out: list[Input] = [pose]
         rate = value.angular_velocity_frd_rad_s
-        if flags & m.OdomFlags.ANGULAR_VELOCITY_VALID and _finite(rate):
+        usable = status is SimClockStatus.LOCKED
+        if usable and flags & m.OdomFlags.ANGULAR_VELOCITY_VALID and _finite(rate):
             out.append(ImuSample(host_ns, _vec3(rate)))
             self.counts["imu"] += 1
         return out
@@ -293,9 +365,10 @@ class RflyAdapter:
         self, value: m.ImuReply, rx_ns: int, _frame_time_s: float | None, _sensor: object
     ) -> list[Input]:
         self.last_imu_rx_ns = rx_ns
-        timed = self._time("imu", value.simulation_time_s, rx_ns)
+        if not self._admits("imu", rx_ns):
+            return []
+        timed = self._locked_time("imu", value.simulation_time_s, rx_ns)
         if timed is None:
-            self.counts["dropped_invalid"] += 1
             return []
         sample = ImuSample(timed[0], _vec3(value.angular_rate_frd_rad_s))
         self.counts["imu"] += 1
@@ -315,14 +388,17 @@ class RflyAdapter:
             self.counts["other_copter"] += 1
             return []
         # A reading is placed at its frame's simulation time; one that cannot be timed (no
-        # frame, a time that is not a number) is not a reading of now: dropped, not stamped
-        # at its arrival.
-        timed = None
-        if frame_time_s is not None:
-            timed = self._time(f"sensor{sensor.seq_id}", frame_time_s, rx_ns)
+        # frame, a time that is not a number, a clock not locked) is not a reading of now:
+        # dropped, not stamped at its arrival.
+        stream = f"sensor{sensor.seq_id}"
+        if not self._admits(stream, rx_ns):
+            return []
         distance = value.distance_m
-        if timed is None or distance > distance_range_m(sensor):  # beyond the sensor: junk
+        if frame_time_s is None or distance > distance_range_m(sensor):  # beyond it: junk
             self.counts["dropped_invalid"] += 1
+            return []
+        timed = self._locked_time(stream, frame_time_s, rx_ns)
+        if timed is None:
             return []
         mount = self._mounts.get(sensor.seq_id)
         if mount is None:
@@ -330,7 +406,7 @@ class RflyAdapter:
         self.counts["laser"] += 1
         # No return (0, negative or not a number) is a reading of "nothing in range".
         hit = math.isfinite(distance) and distance > 0
-        return [LaserRange(timed[0], distance if hit else None, mount)]
+        return [LaserRange(timed[0], distance if hit else None, mount, sensor.seq_id, timed[1])]
 
     def _lidar(
         self,
@@ -348,11 +424,14 @@ class RflyAdapter:
         if copter != self.copter_id:
             self.counts["other_copter"] += 1
             return []
-        timed = None
-        if frame_time_s is not None:
-            timed = self._time(f"sensor{sensor.seq_id}", frame_time_s, rx_ns)
-        if timed is None:
+        stream = f"sensor{sensor.seq_id}"
+        if not self._admits(stream, rx_ns):
+            return []
+        if frame_time_s is None:
             self.counts["dropped_invalid"] += 1
+            return []
+        timed = self._locked_time(stream, frame_time_s, rx_ns)
+        if timed is None:
             return []
         points = np.asarray(value.xyz_m, dtype=np.float64)
         if points.shape[0] > MAX_LIDAR_POINTS:
@@ -378,6 +457,8 @@ class RflyAdapter:
             return []
         if value.target_copter != self.copter_id:
             self.counts["other_copter"] += 1
+            return []
+        if not self._admits("gimbal", rx_ns):
             return []
         rpy = sensor_rpy_deg(value.eular_or_quat, value.sensor_ang_eular, value.sensor_ang_quat)
         # fx/fy sit in version-dependent otherParams slots: used only when they look like

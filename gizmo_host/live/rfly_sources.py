@@ -10,8 +10,8 @@
 
 ``SensorRequester`` asks CopterSim (its control port ``30100 + 2(N - 1)``) to stream odometry
 and IMU replies, and asks again every ``refresh_s`` while none arrive (CopterSim forgets the
-request when it restarts). Receivers bind ``bind`` (loopback by default); on another address
-they accept only ``sim_host``.
+request when it restarts). Receivers bind ``bind`` (loopback by default) and accept only
+``sim_host``, whatever the bind.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from rfly_link import io as rio
 from rfly_link import ports
 from rfly_link.config import VisionSensorConfig
 from rfly_link.io.clients import CopterSimClient, UdpSender
-from rfly_link.io.sockinfo import is_loopback, is_wildcard
+from rfly_link.io.sockinfo import is_wildcard
 
 LOGGER = logging.getLogger(__name__)
 REQUEST_REFRESH_S = 1.0
@@ -54,8 +54,10 @@ class RflySimSetup:
         return PoseSource.ODOMETRY if self.request_odometry_hz else PoseSource.STATE
 
     @property
-    def allowed_senders(self) -> list[str] | None:
-        return None if is_loopback(self.bind) else [self.sim_host]
+    def allowed_senders(self) -> list[str]:
+        """Only ``sim_host`` may send, on every bind (loopback included: another address in
+        127/8 is another process's); the drops are counted as ``sender_not_allowed``."""
+        return [self.sim_host]
 
     def adapter(self) -> RflyAdapter:
         return RflyAdapter(

@@ -35,6 +35,7 @@ from fusion import (
     Input,
     LinkStatus,
     PoseSample,
+    SourceConflict,
     VisionObservation,
     WorldModel,
     WorldSnapshot,
@@ -50,7 +51,7 @@ from rfly_link.io import Event, UdpReceiver
 
 LOGGER = logging.getLogger(__name__)
 SnapshotListener = Callable[[WorldSnapshot], None]
-_VERDICT_INPUTS = frozenset({VisionObservation, LinkStatus, PoseSample})
+_VERDICT_INPUTS = frozenset({VisionObservation, LinkStatus, PoseSample, SourceConflict})
 _Key = tuple[Decision, tuple[HoldReason, ...], str | None, frozenset[tuple[str, Decision, Any]]]
 
 
@@ -217,6 +218,7 @@ class WorldService:
             event.rx_ns,
             frame_time_s=None if frame is None else frame.timestamp_s,
             sensor=event.sensor,
+            sender=event.sender,
         )
         for item in items:
             self.apply(item)

@@ -190,11 +190,22 @@ def test_a_pose_epoch_change_clears_the_history():
     assert s.target("1:1:3").position_ned_m[0] > 50.0  # placed with the new epoch's pose
 
 
-def test_duplicate_and_old_epoch_poses_are_faults_of_the_pose_source():
-    w = world()
+def test_a_duplicate_pose_is_counted_and_a_different_pose_at_a_held_time_is_a_conflict():
+    """The first of two poses for one instant used to win silently (issue 17: a spoofer that
+    sent just before CopterSim moved the world 30 m). Now an identical repeat is a duplicate,
+    and a different pose is a conflict: FAULT and HOLD pose_conflict for conflict_hold_ms."""
+    w = world(conflict_hold_ms=300.0)
+    w.apply(up(0))
     rotating(w, 0, 100)
-    w.apply(pose(100 * MS))
+    w.apply(pose(100 * MS, q=yaw_quat(9.0)))  # the same pose again
+    assert w.stats()["pose_duplicates"] == 1 and w.stats().get("faults_pose", 0) == 0
+    w.apply(pose(100 * MS))  # another pose for the same instant
     s = w.snapshot(101 * MS)
     assert s.sources["pose"].state.value == "FAULT"
-    assert w.stats()["faults_pose"] == 1
-    assert w.snapshot(250 * MS).sources["pose"].state.value == "STALE"  # the fault has aged out
+    assert HoldReason.POSE_CONFLICT in s.reasons
+    assert w.stats()["pose_conflicts"] == 1 and w.stats()["faults_pose"] == 1
+    assert HoldReason.POSE_CONFLICT in w.snapshot(400 * MS).reasons
+    assert w.next_deadline_ns() == 400 * MS + 1  # the hold's end is a deadline
+    s = w.snapshot(401 * MS)
+    assert HoldReason.POSE_CONFLICT not in s.reasons
+    assert s.sources["pose"].state.value == "STALE"

@@ -1,4 +1,5 @@
-"""Sim clock -> host clock: lower envelope, never fresher than the skew bound, epochs."""
+"""Sim clock -> host clock: lower envelope, never fresher than the skew bound, lock period,
+outliers, late streams that hold and recover, epochs."""
 
 import random
 
@@ -10,6 +11,12 @@ from fusion import SimClockEstimator, SimClockStatus
 
 MS = 1_000_000
 OFFSET = 5_000 * MS  # host clock minus sim clock
+LOCKED, LOCKING, JUMPED, OUTLIER = (
+    SimClockStatus.LOCKED,
+    SimClockStatus.LOCKING,
+    SimClockStatus.JUMPED,
+    SimClockStatus.OUTLIER,
+)
 
 
 def feed(clock, delays_ms, *, period_ms=10, start_ms=0, skew_ppm=0.0, offset=OFFSET):
@@ -19,6 +26,14 @@ def feed(clock, delays_ms, *, period_ms=10, start_ms=0, skew_ppm=0.0, offset=OFF
         true_host = offset + sim * (1 + skew_ppm * 1e-6)
         out.append((sim, true_host, clock.observe(sim, round(true_host + delay * MS))))
     return out
+
+
+def locked_clock(**kwargs) -> SimClockEstimator:
+    """A clock past its lock period: 1 s of samples 1 ms late, sim 0..990 ms."""
+    clock = SimClockEstimator(**kwargs)
+    samples = feed(clock, [1.0] * 100)
+    assert samples[-1][2].status is LOCKED
+    return clock
 
 
 def test_the_mapping_follows_the_lowest_delay():
@@ -32,14 +47,34 @@ def test_the_mapping_follows_the_lowest_delay():
         # recent delay plus what the skew bound let it rise in that second.
         recent = min(delays[max(0, i - 100) : i + 1])
         assert 2.0 * MS <= s.host_ns - true_host <= (recent + 0.2) * MS
-        assert s.status is SimClockStatus.LOCKED and s.epoch == 0
+        assert s.status is LOCKED and s.epoch == 0
+
+
+def test_a_stream_locks_only_after_its_envelope_has_settled_for_the_lock_period():
+    """Issue 17 item 3: a laser that started with 0.5 s of queued frames in its first burst
+    had its first sample set the mapping and was used 2.8 m off. Now nothing counts until the
+    envelope has held for lock_ms of host time, and by then the burst has taught the truth."""
+    clock = SimClockEstimator(lock_ms=250.0)
+    now = OFFSET + 10_000 * MS
+    burst = [clock.observe(k * 10 * MS, now + k * 10_000) for k in range(50)]  # 0.5 s at once
+    assert all(s.status is LOCKING for s in burst)
+    sim0 = 500 * MS
+    live = []
+    for k in range(40):
+        sim = sim0 + k * 10 * MS
+        live.append((sim, clock.observe(sim, now - 499 * MS + sim - sim0 + 500 * MS)))
+    statuses = [s.status for _, s in live]
+    first_locked = statuses.index(LOCKED)
+    assert 24 <= first_locked <= 27  # 250 ms after the envelope settled, not before
+    assert all(st is LOCKED for st in statuses[first_locked:])
+    for sim, s in live[first_locked:]:  # mapped to the true time plus the 1 ms delay
+        assert abs(s.host_ns - (now - 499 * MS + sim - sim0 + 499 * MS)) <= 1 * MS
 
 
 def test_a_late_packet_never_makes_later_data_look_fresher():
-    clock = SimClockEstimator(max_skew_ppm=200.0)
-    feed(clock, [1.0] * 10)
-    late = clock.observe(100 * MS, OFFSET + 100 * MS + 15 * MS)  # 15 ms late
-    assert late.host_ns - (OFFSET + 100 * MS) <= 1 * MS + 200e-6 * 10 * MS + 1
+    clock = locked_clock(max_skew_ppm=200.0)
+    late = clock.observe(1000 * MS, OFFSET + 1000 * MS + 15 * MS)  # 15 ms late
+    assert late.host_ns - (OFFSET + 1000 * MS) <= 1 * MS + 200e-6 * 10 * MS + 1
     assert late.reason is None
 
 
@@ -64,37 +99,56 @@ def test_skew_within_the_bound_is_tracked():
     assert last.epoch == 0 and abs(last.host_ns - true_host - 1 * MS) < 0.1 * MS
 
 
-def test_a_late_stream_holds_until_the_simulation_restarts_and_never_looks_fresher():
+def test_a_persistent_latency_rise_holds_and_never_looks_fresher():
     """Found by an attack through gizmo-host run: state datagrams turning 300 ms late were
-    re-anchored as a new epoch after 100 ms, and the world then showed 300 ms old poses as
-    current. A latency rise (or a pause with no datagrams) keeps the mapping and holds."""
-    clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0, jump_hold_ms=500.0)
-    feed(clock, [1.0] * 100)  # sim 0..990 ms
+    re-anchored after 100 ms, and the world showed 300 ms old poses as current. A latency rise
+    that stays (or a pause with no datagrams) keeps the mapping and holds."""
+    clock = locked_clock(jump_threshold_ms=20.0, jump_confirm_ms=100.0)
     after = feed(clock, [1.0] * 300, start_ms=1000, offset=OFFSET + 300 * MS)
     reasons = [(i, s.reason) for i, (_, _, s) in enumerate(after) if s.reason]
     assert len(reasons) == 1 and 9 <= reasons[0][0] <= 12
     assert "late +300" in reasons[0][1]
     jump = reasons[0][0]
-    assert all(s.status is SimClockStatus.JUMPED for _, _, s in after[jump:])  # 2.9 s on
+    assert all(s.status is JUMPED for _, _, s in after[jump:])  # 2.9 s on
     assert {s.epoch for _, _, s in after} == {0}
-    # Never fresher: every mapped time is at or before its true (delayed) time.
-    assert all(s.host_ns <= t for _, t, s in after)
+    assert all(s.host_ns <= t for _, t, s in after)  # never fresher than the truth
     assert clock.stats().jumps == 1
     # An odometry discontinuity is a pose epoch, not a new clock: still held.
     still = clock.observe(4_000 * MS, OFFSET + 300 * MS + 4_001 * MS, discontinuity=True)
-    assert still.status is SimClockStatus.JUMPED
-    # The simulation restarts: a new epoch, held for jump_hold_ms, then locked.
-    restart_host = OFFSET + 10_000 * MS
-    restarted = feed(clock, [1.0] * 100, start_ms=0, offset=restart_host)
+    assert still.status is JUMPED
+    # The simulation restarts: a new epoch, locking, then locked.
+    restarted = feed(clock, [1.0] * 100, start_ms=0, offset=OFFSET + 10_000 * MS)
     assert restarted[0][2].reason.startswith("sim clock reset")
-    assert restarted[-1][2].status is SimClockStatus.LOCKED
+    assert restarted[0][2].status is LOCKING
+    assert restarted[-1][2].status is LOCKED
+
+
+def test_a_hiccup_flushed_in_order_holds_briefly_then_recovers_without_a_new_epoch():
+    """Issue 17 item 7: one 150 ms hiccup of the state stream, flushed in order, held
+    clock_jump until the simulation restarted. Once on time again for jump_confirm_ms of
+    simulation time the hold ends; the mapping never moved."""
+    clock = locked_clock(jump_threshold_ms=20.0, jump_confirm_ms=100.0)
+    base = OFFSET + 1000 * MS
+    flushed = [  # sim 1000..1150 ms all arrive at once at 1151
+        (sim, clock.observe(sim, base + 151 * MS)) for sim in range(1000 * MS, 1151 * MS, 10 * MS)
+    ]
+    assert any(s.status is JUMPED for _, s in flushed)
+    on_time = feed(clock, [1.0] * 40, start_ms=1160)
+    statuses = [s.status for _, _, s in on_time]
+    recovered = statuses.index(LOCKED)
+    assert 5 <= recovered <= 12  # 100 ms of sim time on time (the flush's tail counts)
+    assert "on time again" in on_time[recovered][2].reason
+    assert all(st is LOCKED for st in statuses[recovered:])
+    assert {s.epoch for _, _, s in on_time} == {0}
+    assert clock.stats().recoveries == 1
+    for _, true_host, s in on_time:
+        assert 0 <= s.host_ns - true_host <= 1 * MS + 1  # never fresher, still accurate
 
 
 def test_a_pause_with_sim_time_standing_still_resumes_in_a_new_epoch():
     """CopterSim paused but sending: the sim time repeats while datagrams keep coming. Those
-    were fresh, so the resumed stream is re-anchored (JUMPED for jump_hold_ms only)."""
-    clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0, jump_hold_ms=500.0)
-    feed(clock, [1.0] * 100)  # sim 0..990 ms
+    were fresh, so the resumed stream is re-anchored (locking for the lock period)."""
+    clock = locked_clock(jump_threshold_ms=20.0, jump_confirm_ms=100.0, lock_ms=250.0)
     for k in range(1, 21):  # 200 ms of host time at sim 990 ms
         clock.observe(990 * MS, OFFSET + (991 + 10 * k) * MS)
     after = feed(clock, [1.0] * 100, start_ms=1000, offset=OFFSET + 200 * MS)
@@ -103,53 +157,86 @@ def test_a_pause_with_sim_time_standing_still_resumes_in_a_new_epoch():
     assert after[jump][2].epoch == 1
     assert all(s.host_ns < t for _, t, s in after[:jump])  # looked older, never fresher
     _, true_host, s = after[jump + 1]
-    assert s.status is SimClockStatus.JUMPED and abs(s.host_ns - true_host - 1 * MS) < 1000
-    assert after[jump + 60][2].status is SimClockStatus.LOCKED  # 600 ms later
+    assert s.status is LOCKING and abs(s.host_ns - true_host - 1 * MS) < 1000
+    assert after[jump + 30][2].status is LOCKED  # 300 ms later
 
 
 def test_a_single_late_burst_shorter_than_the_confirmation_is_not_a_jump():
     clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0)
     samples = feed(clock, [1.0] * 50 + [40.0] * 5 + [1.0] * 50)
     assert {s.epoch for _, _, s in samples} == {0}
+    assert all(s.status is not JUMPED for _, _, s in samples)
+
+
+def test_one_stamp_glitched_ahead_is_an_outlier_and_the_mapping_stays():
+    """Issue 17 item 2: one distance frame stamped 70 ms ahead pulled the envelope down, and
+    every later reading of that sensor was mis-timed by 70 ms (0.56 m at 8 m/s)."""
+    clock = locked_clock()
+    glitch = clock.observe(1070 * MS, OFFSET + 1001 * MS)  # sim 1000 ms stamped 70 ms ahead
+    assert glitch.status is OUTLIER and glitch.host_ns == OFFSET + 1001 * MS
+    after = feed(clock, [1.0] * 20, start_ms=1010)
+    assert all(s.status is LOCKED and s.host_ns == t + 1 * MS for _, t, s in after)
+    assert clock.stats().outliers == 1 and clock.stats().epoch == 0
+
+
+def test_a_sustained_step_ahead_is_confirmed_as_a_new_epoch_that_looks_older():
+    clock = locked_clock(jump_confirm_ms=100.0, lock_ms=0.0)
+    after = feed(
+        clock, [1.0] * 30, start_ms=1000, offset=OFFSET - 70 * MS
+    )  # stamps now 70 ms ahead
+    statuses = [s.status for _, _, s in after]
+    first = next(i for i, st in enumerate(statuses) if st is not OUTLIER)
+    assert 9 <= first <= 11  # 100 ms of host time of early samples
+    assert "ahead 70.0 ms" in after[first][2].reason and after[first][2].epoch == 1
+    for _, true_host, s in after[first:]:
+        assert s.host_ns == true_host + 1 * MS
 
 
 def test_sim_time_falling_back_is_a_reset_and_a_new_epoch():
-    clock = SimClockEstimator()
-    feed(clock, [1.0] * 50)
+    clock = locked_clock()
     restarted = clock.observe(0, OFFSET + 10_000 * MS)
-    assert restarted.epoch == 1 and restarted.status is SimClockStatus.JUMPED
+    assert restarted.epoch == 1 and restarted.status is LOCKING
     assert restarted.reason.startswith("sim clock reset")
     assert restarted.host_ns == OFFSET + 10_000 * MS
     assert clock.stats().resets == 1
 
 
 def test_a_reordered_datagram_is_mapped_but_neither_a_reset_nor_learned():
-    clock = SimClockEstimator()
-    feed(clock, [1.0] * 50)  # sim 0..490 ms
-    late = clock.observe(470 * MS, OFFSET + 500 * MS)  # 30 ms late, behind two newer ones
-    assert (late.epoch, late.status, late.reason) == (0, SimClockStatus.LOCKED, None)
-    assert late.host_ns == OFFSET + 471 * MS
-    after = clock.observe(500 * MS, OFFSET + 501 * MS)
-    assert after.epoch == 0 and after.host_ns == OFFSET + 501 * MS
+    clock = locked_clock()  # sim 0..990 ms
+    late = clock.observe(970 * MS, OFFSET + 1000 * MS)  # 30 ms late, behind two newer ones
+    assert (late.epoch, late.status, late.reason) == (0, LOCKED, None)
+    assert late.host_ns == OFFSET + 971 * MS
+    after = clock.observe(1000 * MS, OFFSET + 1001 * MS)
+    assert after.epoch == 0 and after.host_ns == OFFSET + 1001 * MS
     assert clock.stats().reordered == 1 and clock.stats().resets == 0
 
 
-def test_a_restart_that_falls_back_a_little_is_confirmed_by_consecutive_samples():
-    clock = SimClockEstimator(restart_samples=3)
-    feed(clock, [1.0] * 10)  # sim 0..90 ms
-    restarted = feed(clock, [1.0] * 3, start_ms=0, offset=OFFSET + 100 * MS)
-    assert [s.epoch for _, _, s in restarted] == [0, 0, 1]
-    assert restarted[2][2].reason.startswith("sim clock reset")
-    assert restarted[2][2].host_ns == restarted[2][1] + 1 * MS
+@given(st.randoms(use_true_random=False))
+def test_steady_reordering_is_never_a_restart(rng):
+    """Issue 17 item 8: three out-of-order datagrams in a row were taken as a restart (1 s
+    hold each); PROCEED fell to 5%. Adjacent pairs swapped and every 13th datagram 25 ms late:
+    the sim time never falls back further than reordering explains, so no epoch and no hold."""
+    clock = locked_clock()
+    sends = []
+    for k in range(100, 400):
+        delay = 1.0 + rng.random() + (25.0 if k % 13 == 0 else 0.0)
+        sends.append((k * 10 * MS, OFFSET + k * 10 * MS + round(delay * MS)))
+    for i in range(0, len(sends) - 1, 2):
+        if rng.random() < 0.5:  # swap the pair in time too: the second leaves first
+            (s0, h0), (s1, h1) = sends[i], sends[i + 1]
+            sends[i], sends[i + 1] = (s1, h0), (s0, h1)
+    sends.sort(key=lambda x: x[1])
+    samples = [clock.observe(sim, rx) for sim, rx in sends]
+    assert clock.stats().resets == 0 and clock.stats().epoch == 0
+    assert sum(s.status is LOCKED for s in samples) >= len(samples) - 1
 
 
 def test_discontinuity_starts_an_epoch_and_keeps_the_mapping():
-    clock = SimClockEstimator()
-    feed(clock, [1.0] * 10)
-    s = clock.observe(100 * MS, OFFSET + 101 * MS, discontinuity=True)
-    assert (s.epoch, s.status, s.reason) == (1, SimClockStatus.LOCKED, "discontinuity")
-    assert s.host_ns == OFFSET + 101 * MS
-    assert clock.to_host_ns(200 * MS) == OFFSET + 201 * MS
+    clock = locked_clock()
+    s = clock.observe(1000 * MS, OFFSET + 1001 * MS, discontinuity=True)
+    assert (s.epoch, s.status, s.reason) == (1, LOCKED, "discontinuity")
+    assert s.host_ns == OFFSET + 1001 * MS
+    assert clock.to_host_ns(2000 * MS) == OFFSET + 2001 * MS
 
 
 def test_no_mapping_before_the_first_sample_and_bad_settings_raise():
@@ -158,3 +245,5 @@ def test_no_mapping_before_the_first_sample_and_bad_settings_raise():
         SimClockEstimator(max_skew_ppm=-1)
     with pytest.raises(ValueError, match="jump_threshold_ms"):
         SimClockEstimator(jump_threshold_ms=0)
+    with pytest.raises(ValueError, match="lock_ms"):
+        SimClockEstimator(lock_ms=-1)

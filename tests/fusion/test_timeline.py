@@ -82,7 +82,8 @@ def test_out_of_order_poses_are_put_in_place_and_duplicates_dropped():
     h = history([0, 20])
     assert h.add(pose(10 * MS, position=(5.0, 0.0, 0.0))) is Added.INSERTED
     assert h.interpolate(10 * MS).position_ned_m == (5.0, 0.0, 0.0)
-    assert h.add(pose(10 * MS)) is Added.DUPLICATE
+    assert h.add(pose(10 * MS, position=(5.0, 0.0, 0.0))) is Added.DUPLICATE
+    assert h.add(pose(10 * MS)) is Added.CONFLICT  # another pose for a held instant
     assert len(h) == 3
 
 

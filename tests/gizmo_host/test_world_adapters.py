@@ -17,6 +17,7 @@ from fusion import (
     LidarPoints,
     PointFrame,
     PoseSample,
+    SimClockEstimator,
 )
 from fusion import geometry as g
 from gizmo_host.live.rfly_adapter import MAX_LIDAR_POINTS, PoseSource, RflyAdapter
@@ -41,8 +42,18 @@ DISTANCE = next(s for s in SENSORS if s.type_id == m.TypeId.DISTANCE)
 GIMBAL_CAMERA = next(s for s in SENSORS if s.type_id == m.TypeId.GIMBAL)
 
 
+def locked_adapter(copter_id: int, **kwargs: object) -> RflyAdapter:
+    """An adapter whose sim clocks lock on their first sample (no lock period), so one
+    message shows what it maps to; the lock period has tests of its own."""
+    return RflyAdapter(
+        copter_id,
+        estimator=lambda: SimClockEstimator(lock_ms=0.0),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
 def test_the_state_of_the_configured_vehicle_is_a_pose_and_a_rate() -> None:
-    adapter = RflyAdapter(1)
+    adapter = locked_adapter(1)
     rx_ns = 5_000 * MS
     pose, rate = adapter.message(builders.state_168(1, 3, STATE, 12.5), rx_ns)
     assert isinstance(pose, PoseSample) and isinstance(rate, ImuSample)
@@ -55,7 +66,7 @@ def test_the_state_of_the_configured_vehicle_is_a_pose_and_a_rate() -> None:
 
 def test_only_the_configured_pose_source_makes_poses() -> None:
     """Two streams with their own sim clocks would fight over one pose history."""
-    adapter = RflyAdapter(1, pose_source=PoseSource.ODOMETRY)
+    adapter = locked_adapter(1, pose_source=PoseSource.ODOMETRY)
     assert adapter.message(builders.state_168(1, 3, STATE, 1.0), 10 * MS) == []
     assert adapter.counts["not_pose_source"] == 1
     odom = builders.odometry(1, 1, STATE, 1.0, discontinuity=False)
@@ -65,7 +76,7 @@ def test_only_the_configured_pose_source_makes_poses() -> None:
 
 
 def test_an_odometry_discontinuity_starts_a_new_pose_epoch() -> None:
-    adapter = RflyAdapter(1, pose_source=PoseSource.ODOMETRY)
+    adapter = locked_adapter(1, pose_source=PoseSource.ODOMETRY)
     epochs = []
     for n in range(5):
         odom = builders.odometry(n, 1, STATE, 1.0 + n * 0.01, discontinuity=n == 3)
@@ -76,7 +87,7 @@ def test_an_odometry_discontinuity_starts_a_new_pose_epoch() -> None:
 
 
 def test_unusable_values_are_counted_never_raised() -> None:
-    adapter = RflyAdapter(1, pose_source=PoseSource.ODOMETRY)
+    adapter = locked_adapter(1, pose_source=PoseSource.ODOMETRY)
     nan_time = builders.odometry(1, 1, STATE, math.nan, discontinuity=False)
     # frame_type 2 is not NED/FRD: axes the adapter cannot know.
     body_frame = dataclasses.replace(nan_time, simulation_time_s=1.0, frame_type=2)
@@ -87,7 +98,7 @@ def test_unusable_values_are_counted_never_raised() -> None:
 
 
 def test_a_distance_frame_needs_its_config_entry_and_zero_is_no_return() -> None:
-    adapter = RflyAdapter(1)
+    adapter = locked_adapter(1)
     reading = m.DistanceSensor(distance_m=7.5, copter_id=1)
     assert adapter.message(reading, MS) == []  # no Config.json entry: no mount
     (hit,) = adapter.message(reading, 2 * MS, frame_time_s=3.0, sensor=DISTANCE)
@@ -107,11 +118,11 @@ def test_a_distance_frame_needs_its_config_entry_and_zero_is_no_return() -> None
 def test_gimbal_status_gives_angles_and_a_laser_only_for_its_own_gimbal() -> None:
     camera = sensorset.sensor_camera(GIMBAL_CAMERA)
     status = builders.gimbal_status(GIMBAL_CAMERA, camera, 12.0)
-    adapter = RflyAdapter(1, gimbal_seq_id=GIMBAL_CAMERA.seq_id)
+    adapter = locked_adapter(1, gimbal_seq_id=GIMBAL_CAMERA.seq_id)
     sample, laser = adapter.message(status, 7 * MS)
     assert isinstance(sample, GimbalSample) and isinstance(laser, GimbalLaserRange)
     assert sample.fx_px == pytest.approx(camera.fx_px) and laser.distance_m == 12.0
-    other = RflyAdapter(1, gimbal_seq_id=GIMBAL_CAMERA.seq_id + 1)
+    other = locked_adapter(1, gimbal_seq_id=GIMBAL_CAMERA.seq_id + 1)
     assert other.message(status, 7 * MS) == [] and other.counts["other_gimbal"] == 1
     no_focal = dataclasses.replace(status, other_params=(0.0,) * 16)
     sample, laser = adapter.message(no_focal, 8 * MS)
@@ -136,7 +147,7 @@ def test_a_lidar_scan_becomes_points_that_lie_where_the_rays_hit(type_id: int) -
     lidar = dataclasses.replace(lidar, type_id=int(type_id))
     payload = builders.lidar_payload(lidar, STATE, [])
     cloud = decode_sensor(lidar.type_id, payload, lidar.decode_params())
-    adapter = RflyAdapter(1)
+    adapter = locked_adapter(1)
     (points,) = adapter.message(cloud, 9 * MS, frame_time_s=4.0, sensor=lidar)
     assert isinstance(points, LidarPoints) and len(points.points_m) == cloud.point_count > 0
     if type_id == m.TypeId.LIDAR_BODY:
@@ -163,6 +174,6 @@ def test_a_huge_lidar_scan_is_thinned_to_the_cap() -> None:
     xyz = np.zeros((10 * MAX_LIDAR_POINTS + 7, 3), dtype=np.float32)
     xyz[0] = np.nan  # a float32 layout may carry one: dropped, not an error
     cloud = PointCloud(lidar.type_id, None, 1, 1, (0.0,) * 3, (0.0,) * 3, None, xyz, xyz[:, 0])  # type: ignore[arg-type]
-    adapter = RflyAdapter(1)
+    adapter = locked_adapter(1)
     (points,) = adapter.message(cloud, 9 * MS, frame_time_s=4.0, sensor=lidar)
     assert len(points.points_m) <= MAX_LIDAR_POINTS and adapter.counts["lidar_thinned"] == 1

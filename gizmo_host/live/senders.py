@@ -1,0 +1,46 @@
+"""One sender per stream: the rule that keeps a second source of a vehicle's data from
+silently winning (docs/world-safety.md).
+
+The first sender (address and port) of a stream is kept while it is heard. A message from
+another sender meanwhile is a conflict: refused, and the stream stays *in conflict* until
+no second sender has been heard for ``quiet_ns``. A stream whose sender has been unheard for
+``quiet_ns`` may change sender: a restarted simulator sends from a new port. Pure: host times
+are arguments.
+"""
+
+from __future__ import annotations
+
+Sender = tuple[str, int]
+SENDER_QUIET_NS = 1_000_000_000
+
+
+class SenderLatch:
+    """Which sender each stream listens to, and which streams are in conflict."""
+
+    def __init__(self, *, quiet_ns: int = SENDER_QUIET_NS) -> None:
+        self._quiet_ns = quiet_ns
+        self._senders: dict[str, tuple[Sender, int]] = {}  # stream -> (sender, last heard)
+        self._conflict_ns: dict[str, int] = {}  # stream -> its latest second-sender message
+        self.conflicts = 0
+
+    def refuse(self, stream: str, sender: Sender | None, rx_ns: int) -> str | None:
+        """Why ``sender`` may not feed ``stream`` now (None: it may; ``None`` senders, as in
+        a replay without addresses, always may)."""
+        if sender is None:
+            return None
+        held = self._senders.get(stream)
+        if held is None or held[0] == sender or rx_ns - held[1] > self._quiet_ns:
+            self._senders[stream] = (sender, rx_ns)
+            return None
+        self.conflicts += 1
+        self._conflict_ns[stream] = rx_ns
+        return f"{stream} from {sender[0]}:{sender[1]} while {held[0][0]}:{held[0][1]} sends"
+
+    def in_conflict(self, stream: str, rx_ns: int) -> bool:
+        """A second sender was heard on ``stream`` within the quiet period."""
+        last = self._conflict_ns.get(stream)
+        return last is not None and rx_ns - last <= self._quiet_ns
+
+    def admits(self, stream: str, sender: Sender | None, rx_ns: int) -> bool:
+        """For streams whose every message is dropped while in conflict (sensors)."""
+        return self.refuse(stream, sender, rx_ns) is None and not self.in_conflict(stream, rx_ns)
