@@ -43,7 +43,6 @@ from __future__ import annotations
 from enum import Enum
 from typing import NamedTuple
 
-
 _CONFIRM_SAMPLES = 5  # early samples in a row that confirm a step ahead (with the time span)
 
 

@@ -29,6 +29,7 @@ from rfly_link import ports
 from rfly_link.config import VisionSensorConfig
 from rfly_link.io.clients import CopterSimClient, UdpSender
 from rfly_link.io.sockinfo import is_wildcard
+from rfly_link.messages import TypeId
 
 LOGGER = logging.getLogger(__name__)
 REQUEST_REFRESH_S = 1.0
@@ -72,16 +73,20 @@ def rfly_receivers(setup: RflySimSetup, **kwargs: Any) -> list[rio.UdpReceiver]:
         "allowed_senders": setup.allowed_senders,
         **kwargs,
     }
+    # The loop serves the small-message ports; only LiDAR frames (megabytes) get a thread.
+    small = {"thread": False, **common}
     copter = setup.copter_id
-    receivers = [rio.message_receiver(ports.coptersim_state_port(copter), "state", **common)]
+    receivers = [rio.message_receiver(ports.coptersim_state_port(copter), "state", **small)]
     if setup.request_odometry_hz or setup.request_imu_hz:
         receivers.append(
-            rio.message_receiver(ports.coptersim_reply_port(copter), "replies", **common)
+            rio.message_receiver(ports.coptersim_reply_port(copter), "replies", **small)
         )
-    if setup.range_sensors:
-        receivers += rio.vision_sensor_receivers(setup.range_sensors, **common)
+    distance = [s for s in setup.range_sensors if s.type_id == TypeId.DISTANCE]
+    lidar = [s for s in setup.range_sensors if s.type_id != TypeId.DISTANCE]
+    receivers += rio.vision_sensor_receivers(distance, **small)
+    receivers += rio.vision_sensor_receivers(lidar, **common)
     if setup.gimbal:
-        receivers.append(rio.rflysim3d_receiver(**common))
+        receivers.append(rio.rflysim3d_receiver(**small))
     return receivers
 
 

@@ -15,6 +15,12 @@ the kernel copies each fragment straight into place (``recvmsg_into`` with a scr
 anything unexpected), and frame buffers and float32 outputs are recycled once the consumer has
 dropped them (:mod:`rfly_link.pool`): fresh 1.6-3.2 MB allocations halved the rate here.
 
+Small message streams need no thread: with ``thread=False`` the event loop serves the socket
+(``add_reader``) with the same preallocated buffer and pipeline, draining at most
+``LOOP_DRAIN_MAX`` datagrams a wake-up so one flooded port cannot starve the loop. A host
+listening to many ports (a vehicle's state, replies, distance sensors and gimbal) then costs
+no thread per port; the threads stay for megabyte sensor frames.
+
 The kernel receive buffer is asked for 8 MiB (a 1.6 MB LiDAR burst loses 61-97 % with the
 208 KiB default); the size granted is reported, with the kernel's ``RcvbufErrors`` counter.
 Linux reports twice the usable size, so the shortfall warning compares the usable half; as root
@@ -57,6 +63,8 @@ MAX_DATAGRAM = 65535
 SOCKET_ERROR_BACKOFF_S = (0.001, 0.1)
 # A consumer that falls behind is reported on the log at most this often.
 DROP_REPORT_INTERVAL_NS = 5_000_000_000
+# A loop-served receiver reads at most this many datagrams per wake-up, then yields.
+LOOP_DRAIN_MAX = 64
 
 
 class ReceiverStats(NamedTuple):
@@ -102,7 +110,10 @@ class UdpReceiver:
         batch_size: int = 64,
         clock: Callable[[], int] = time.monotonic_ns,
         name: str | None = None,
+        thread: bool = True,
     ) -> None:
+        """``thread``: a reader thread of its own (megabyte sensor frames), else the event
+        loop serves the socket (small messages)."""
         if not 0 <= port <= 65535:  # bind() would raise OverflowError, not OSError
             raise ValueError(f"port: expected 0..65535, got {port}")
         self.pipeline = pipeline
@@ -118,6 +129,8 @@ class UdpReceiver:
         self.batch_size = batch_size
         self.clock = clock
         self.name = name or f"rfly-udp-{port}"
+        self.threaded = thread
+        self._scratch = memoryview(bytearray(0 if thread else MAX_DATAGRAM))
         self._queue: Handoff[Event] = Handoff(queue_size)
         self._next_drop_report_ns = -(2**63)
         self._sock: socket.socket | None = None
@@ -150,6 +163,10 @@ class UdpReceiver:
         self._stopping = False
         self._stop_event.clear()
         self._warn_at_start()
+        if not self.threaded:
+            sock.setblocking(False)
+            self._loop.add_reader(sock.fileno(), self._on_readable)
+            return
         self._thread = threading.Thread(target=self._reader, name=self.name, daemon=True)
         self._thread.start()
 
@@ -235,6 +252,12 @@ class UdpReceiver:
             return
         self._stopping = True
         self._stop_event.set()
+        if not self.threaded:
+            if self._loop is not None and not self._loop.is_closed():
+                self._loop.remove_reader(self._sock.fileno())
+            self._sock.close()
+            self._sock = None
+            return
         # shutdown() wakes a thread blocked in recv, even on an unconnected UDP socket on
         # Linux (it also raises ENOTCONN there, which is expected).
         with contextlib.suppress(OSError):
@@ -377,6 +400,35 @@ class UdpReceiver:
             if urgent or len(batch) >= self.batch_size:
                 self._hand_over(batch)
                 batch = []
+        if batch:
+            self._hand_over(batch)
+
+    def _on_readable(self) -> None:
+        """The loop's reader callback: drain what is queued, up to ``LOOP_DRAIN_MAX``."""
+        sock = self._sock
+        if sock is None:
+            return
+        scratch = self._scratch
+        batch: list[Event] = []
+        allowed = self.allowed_senders
+        for _ in range(LOOP_DRAIN_MAX):
+            try:
+                n, sender = sock.recvfrom_into(scratch)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:  # e.g. an ICMP error queued on the socket: counted, once
+                self._local_drops[DropCause.SOCKET_ERROR] += 1
+                break
+            self._datagrams += 1
+            self._bytes += n
+            if allowed is not None and sender[0] not in allowed:
+                self._local_drops[DropCause.SENDER_NOT_ALLOWED] += 1
+                continue
+            try:
+                batch.extend(self.pipeline.process(scratch[:n], sender, self.clock()))
+            except Exception:  # a pipeline bug must not end the receive loop
+                log.exception("%s: pipeline failed on a %d B datagram", self.name, n)
+                self._local_drops[DropCause.DECODE_FAILED] += 1
         if batch:
             self._hand_over(batch)
 

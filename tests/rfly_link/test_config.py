@@ -310,3 +310,46 @@ def test_any_text_gives_a_config_or_a_config_error(text: str) -> None:
         config.parse_config(text)
     except ConfigError as exc:
         assert "\n" not in str(exc)
+
+
+def _distance_sensors(count: int, copter: int = 1) -> dict:
+    base = dict(EXAMPLE["VisionSensors"][0], TypeID=5, DataWidth=1, DataHeight=1)
+    return {
+        "VisionSensors": [
+            dict(base, SeqID=k + 1, TargetCopter=copter, SendProtocol=[1, 127, 0, 0, 1, 0, 0, 0])
+            for k in range(count)
+        ]
+    }
+
+
+def test_sensors_per_vehicle_are_capped() -> None:
+    """Issue 17 item 5: 3,000 distance sensors gave 3,004 threads and 325 MB."""
+    limit = config.MAX_SENSORS_PER_VEHICLE
+    assert len(config.parse_config(json.dumps(_distance_sensors(limit))).sensors) == limit
+    with pytest.raises(ConfigError, match=f"at most {limit} sensors per vehicle, got 3000"):
+        config.parse_config(json.dumps(_distance_sensors(3000)))
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory", "huge"])
+def test_anything_but_a_small_regular_file_is_one_config_error(tmp_path, capsys, kind) -> None:
+    """Issue 17 item 5: /dev/zero grew until memory ran out, and a FIFO hung the start with
+    nothing printed (open() blocks until a writer comes; nothing writes here)."""
+    import os
+
+    path = tmp_path / "Config.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path = "/dev/zero"
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        path.write_bytes(b" " * (config.MAX_CONFIG_BYTES + 1))
+    with pytest.raises(ConfigError) as exc:
+        config.load_config(path)
+    message = str(exc.value)
+    assert message.startswith(str(path)) and "\n" not in message
+    expected = "at most" if kind == "huge" else "expected a regular Config.json file"
+    assert expected in message
+    assert main(["rfly", "--config", str(path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
