@@ -128,6 +128,11 @@ class Ranger:
         self._gimbal_lasers: deque[GimbalLaserRange] = deque(maxlen=max_readings)
         self._lidar: LidarPoints | None = None
 
+    @property
+    def lasers(self) -> tuple[LaserRange, ...]:
+        """The distance readings held, oldest first."""
+        return tuple(self._lasers)
+
     def add(self, reading: LaserRange | GimbalLaserRange | LidarPoints) -> None:
         if isinstance(reading, LaserRange):
             sensor, epoch = reading.sensor_id, reading.epoch

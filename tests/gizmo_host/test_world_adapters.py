@@ -18,6 +18,8 @@ from fusion import (
     PointFrame,
     PoseSample,
     SimClockEstimator,
+    SimClockStatus,
+    SourceConflict,
 )
 from fusion import geometry as g
 from gizmo_host.live.rfly_adapter import MAX_LIDAR_POINTS, PoseSource, RflyAdapter
@@ -177,3 +179,62 @@ def test_a_huge_lidar_scan_is_thinned_to_the_cap() -> None:
     adapter = locked_adapter(1)
     (points,) = adapter.message(cloud, 9 * MS, frame_time_s=4.0, sensor=lidar)
     assert len(points.points_m) <= MAX_LIDAR_POINTS and adapter.counts["lidar_thinned"] == 1
+
+
+SIM = ("127.0.0.1", 40001)
+SPOOF = ("127.0.0.1", 40002)
+
+
+def test_a_second_sender_of_the_pose_stream_is_a_conflict_never_a_pose() -> None:
+    """Issue 17 item 1: a second local process sending the ego's state won silently."""
+    adapter = locked_adapter(1)
+    honest = builders.state_168(1, 3, STATE, 10.0)
+    (pose, _rate) = adapter.message(honest, 100 * MS, sender=SIM)
+    spoof_state = STATE._replace(position_ned_m=(1.0, 32.0, -10.0))
+    (conflict,) = adapter.message(
+        builders.state_168(1, 3, spoof_state, 10.01), 101 * MS, sender=SPOOF
+    )
+    assert isinstance(conflict, SourceConflict) and conflict.source == "pose"
+    assert "40002" in conflict.detail and "40001" in conflict.detail
+    assert adapter.counts["sender_conflict"] == 1
+    # The kept sender's poses still flow (the world holds on the conflict meanwhile).
+    items = adapter.message(builders.state_168(1, 3, STATE, 10.02), 102 * MS, sender=SIM)
+    assert isinstance(items[0], PoseSample) and items[0].position_ned_m == pose.position_ned_m
+    # After a second without the kept sender another may take over (a restarted CopterSim).
+    later = adapter.message(builders.state_168(1, 3, STATE, 11.021), 1_103 * MS, sender=SPOOF)
+    assert isinstance(later[0], PoseSample)
+
+
+def test_a_sensor_with_two_senders_feeds_nothing_until_the_conflict_is_quiet() -> None:
+    adapter = locked_adapter(1)
+    reading = m.DistanceSensor(distance_m=7.5, copter_id=1)
+    assert (
+        len(adapter.message(reading, 10 * MS, frame_time_s=1.0, sensor=DISTANCE, sender=SIM)) == 1
+    )
+    assert adapter.message(reading, 20 * MS, frame_time_s=1.01, sensor=DISTANCE, sender=SPOOF) == []
+    assert adapter.message(reading, 30 * MS, frame_time_s=1.02, sensor=DISTANCE, sender=SIM) == []
+    assert adapter.counts["sender_conflict"] == 2
+    quiet = 20 * MS + 1_000 * MS + 1
+    assert len(adapter.message(reading, quiet, frame_time_s=2.02, sensor=DISTANCE, sender=SIM)) == 1
+
+
+def test_sensor_readings_need_a_locked_clock_and_outliers_are_dropped_everywhere() -> None:
+    """Issue 17 items 2 and 3: a stale start burst and a glitched stamp timed laser readings."""
+    adapter = RflyAdapter(1)  # the real lock period
+    reading = m.DistanceSensor(distance_m=7.5, copter_id=1)
+    got = [
+        adapter.message(
+            reading, (1_000 + 10 * k) * MS, frame_time_s=1.0 + k * 0.01, sensor=DISTANCE
+        )
+        for k in range(40)
+    ]
+    first = next(k for k, items in enumerate(got) if items)
+    assert 24 <= first <= 26 and adapter.counts["clock_locking"] == first
+    glitch = adapter.message(reading, 1_400 * MS, frame_time_s=1.47, sensor=DISTANCE)  # 70 ms ahead
+    assert glitch == [] and adapter.counts["clock_outliers"] == 1
+    (after,) = adapter.message(reading, 1_410 * MS, frame_time_s=1.41, sensor=DISTANCE)
+    assert isinstance(after, LaserRange) and after.host_ns == 1_410 * MS - 1_000 * MS + 1_000 * MS
+    # A pose with an outlier stamp is dropped too; one of a locking clock carries its status.
+    states = [builders.state_168(1, 3, STATE, 5.0 + k * 0.01) for k in range(3)]
+    (pose, *_rest) = adapter.message(states[0], 2_000 * MS)
+    assert isinstance(pose, PoseSample) and pose.clock_status is SimClockStatus.LOCKING
