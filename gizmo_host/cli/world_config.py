@@ -39,7 +39,7 @@ from typing import Any
 from fusion import CameraConfig, Selector, WorldConfig
 from fusion import ConfigError as FusionConfigError
 from gizmo_host.errors import ConfigError
-from gizmo_host.live.rfly_adapter import sensor_rpy_deg
+from gizmo_host.live.rfly_mounts import sensor_rpy_deg
 from gizmo_host.live.rfly_sources import RflySimSetup
 from gizmo_host.stream.store import TargetSelector
 from gizmo_host.wire.results import ResultType

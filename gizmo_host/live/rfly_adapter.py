@@ -52,13 +52,16 @@ from fusion import (
     SourceConflict,
 )
 from fusion.geometry import (
-    Quat,
-    Vec3,
-    quat_from_euler_zyx,
-    quat_norm,
-    quat_normalize,
-    quat_to_euler_zyx,
     quat_to_matrix,
+)
+from gizmo_host.live.rfly_mounts import (
+    attitude,
+    distance_range_m,
+    finite,
+    quat,
+    sensor_mount,
+    sensor_rpy_deg,
+    vec3,
 )
 from gizmo_host.live.senders import Sender, SenderLatch
 from rfly_link import messages as m
@@ -73,13 +76,11 @@ _LIDAR_FRAMES = {
     int(m.TypeId.LIDAR_BODY): PointFrame.BODY_FRD,
     int(m.TypeId.LIDAR_WORLD): PointFrame.WORLD_NED,
 }
-_UNIT_TOLERANCE = 1e-3  # as fusion.PoseSample checks
 _UNUSABLE = {
     SimClockStatus.LOCKING: "clock_locking",
     SimClockStatus.JUMPED: "clock_jumped",
     SimClockStatus.OUTLIER: "clock_outliers",
 }
-_QUATERNION_MODE = 0.5  # Config.json / gimbal EularOrQuat above this: the quaternion applies
 
 
 class PoseSource(Enum):
@@ -87,58 +88,6 @@ class PoseSource(Enum):
 
     STATE = "state"  # 30100 + 2N - 1: SOut2Simulator (168 B) or the 112 B state
     ODOMETRY = "odometry"  # 31000 + N - 1: replies to the odometry request (88 B)
-
-
-def _finite(values: tuple[float, ...]) -> bool:
-    return all(math.isfinite(v) for v in values)
-
-
-def _vec3(values: tuple[float, ...]) -> Vec3:
-    return (values[0], values[1], values[2])
-
-
-def _quat(values: tuple[float, ...]) -> Quat:
-    return (values[0], values[1], values[2], values[3])
-
-
-def _attitude(quaternion: tuple[float, ...] | None, euler_rad: tuple[float, ...]) -> Quat | None:
-    """The wire quaternion when it is a unit one, else the Z-Y-X Euler angles; None if neither."""
-    if quaternion is not None and _finite(quaternion):
-        q = _quat(quaternion)
-        if abs(quat_norm(q) - 1.0) <= _UNIT_TOLERANCE:
-            return q
-    if _finite(euler_rad):
-        return quat_from_euler_zyx(euler_rad[0], euler_rad[1], euler_rad[2])
-    return None
-
-
-def sensor_rpy_deg(
-    has_quaternion: float, euler: tuple[float, ...], quaternion: tuple[float, ...]
-) -> Vec3:
-    """A Config.json / gimbal attitude as roll, pitch, yaw in degrees (Z-Y-X from body FRD).
-
-    ``SensorAngEular`` is taken as degrees (the spec leaves the unit to RflySim3D; its examples,
-    such as a pitch of -15, are degrees); ``EularOrQuat > 0.5`` selects ``SensorAngQuat``.
-    """
-    if has_quaternion > _QUATERNION_MODE and _finite(quaternion) and quat_norm(_quat(quaternion)):
-        roll, pitch, yaw = quat_to_euler_zyx(quat_normalize(_quat(quaternion)))
-        return (math.degrees(roll), math.degrees(pitch), math.degrees(yaw))
-    return _vec3(euler)
-
-
-DEFAULT_DISTANCE_RANGE_M = 100.0  # a distance sensor's otherParams[0] of 0 means this
-
-
-def distance_range_m(sensor: VisionSensorConfig) -> float:
-    """A distance sensor's range from its Config.json entry (``otherParams[0]``, 0: 100 m)."""
-    configured = sensor.other_params[0] if sensor.other_params else 0.0
-    return configured if math.isfinite(configured) and configured > 0 else DEFAULT_DISTANCE_RANGE_M
-
-
-def sensor_mount(sensor: VisionSensorConfig) -> SensorMount:
-    """Where a Config.json sensor sits on the body (``SensorPosXYZ`` is body FRD, metres)."""
-    rpy = sensor_rpy_deg(sensor.eular_or_quat, sensor.sensor_ang_eular, sensor.sensor_ang_quat)
-    return SensorMount(sensor.sensor_pos_xyz_m, rpy)
 
 
 class RflyAdapter:
@@ -285,9 +234,9 @@ class RflyAdapter:
         if conflict is not None:
             return conflict
         quaternion = value.quaternion_wxyz if isinstance(value, m.SOut2Simulator) else None
-        attitude = _attitude(quaternion, value.euler_rad)
-        timed = None if attitude is None else self._time("state", value.runned_time_s, rx_ns)
-        if attitude is None or timed is None:
+        turned = attitude(quaternion, value.euler_rad)
+        timed = None if turned is None else self._time("state", value.runned_time_s, rx_ns)
+        if turned is None or timed is None:
             self.counts["dropped_invalid"] += 1
             return []
         host_ns, epoch, status = timed
@@ -299,17 +248,17 @@ class RflyAdapter:
             host_ns,
             round(value.runned_time_s * 1e9),
             epoch,
-            _vec3(value.position_ned_m),
-            attitude,
-            _vec3(velocity) if _finite(velocity) else None,
+            vec3(value.position_ned_m),
+            turned,
+            vec3(velocity) if finite(velocity) else None,
             value.copter_id,
             status,
         )
         self.counts["poses"] += 1
         out: list[Input] = [pose]
         rate = value.angular_rate_frd_rad_s if isinstance(value, m.SOut2Simulator) else None
-        if rate is not None and status is SimClockStatus.LOCKED and _finite(rate):
-            out.append(ImuSample(host_ns, _vec3(rate)))
+        if rate is not None and status is SimClockStatus.LOCKED and finite(rate):
+            out.append(ImuSample(host_ns, vec3(rate)))
             self.counts["imu"] += 1
         return out
 
@@ -341,14 +290,14 @@ class RflyAdapter:
             return []
         flags = value.flags
         velocity = value.velocity_ned_m_s
-        has_velocity = bool(flags & m.OdomFlags.VELOCITY_VALID) and _finite(velocity)
+        has_velocity = bool(flags & m.OdomFlags.VELOCITY_VALID) and finite(velocity)
         pose = PoseSample(
             host_ns,
             round(value.simulation_time_s * 1e9),
             epoch,
-            _vec3(value.position_ned_m),
-            _quat(value.quaternion_wxyz),
-            _vec3(velocity) if has_velocity else None,
+            vec3(value.position_ned_m),
+            quat(value.quaternion_wxyz),
+            vec3(velocity) if has_velocity else None,
             value.copter_id,
             status,
         )
@@ -356,8 +305,8 @@ class RflyAdapter:
         out: list[Input] = [pose]
         rate = value.angular_velocity_frd_rad_s
         usable = status is SimClockStatus.LOCKED
-        if usable and flags & m.OdomFlags.ANGULAR_VELOCITY_VALID and _finite(rate):
-            out.append(ImuSample(host_ns, _vec3(rate)))
+        if usable and flags & m.OdomFlags.ANGULAR_VELOCITY_VALID and finite(rate):
+            out.append(ImuSample(host_ns, vec3(rate)))
             self.counts["imu"] += 1
         return out
 
@@ -370,7 +319,7 @@ class RflyAdapter:
         timed = self._locked_time("imu", value.simulation_time_s, rx_ns)
         if timed is None:
             return []
-        sample = ImuSample(timed[0], _vec3(value.angular_rate_frd_rad_s))
+        sample = ImuSample(timed[0], vec3(value.angular_rate_frd_rad_s))
         self.counts["imu"] += 1
         return [sample]
 
