@@ -18,8 +18,6 @@ counts from the image's instant, not the cycle's.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -33,7 +31,7 @@ from gizmo_host.emulator.targets import Detection
 from rfly_link import messages as m
 from rfly_link import ports
 from rfly_link.errors import DecodeError, DropCause
-from rfly_link.io import Event, UdpReceiver, message_receiver
+from rfly_link.io import Event, ReceiverGroup, UdpReceiver, message_receiver
 from rfly_link.messages import TypeId
 from rfly_link.reassembly import Reassembler
 from rfly_link.sensors import TargetList, decode_targets
@@ -114,45 +112,6 @@ class _BoxPipeline:
         return counts
 
 
-class _Receivers:
-    """UDP receivers and the task that hands each event to ``handle``."""
-
-    def __init__(self, handle: Callable[[Event], None]) -> None:
-        self.receivers: list[UdpReceiver] = []
-        self._handle = handle
-        self._tasks: list[asyncio.Task[None]] = []
-
-    async def start(self) -> None:
-        for receiver in self.receivers:
-            await receiver.start()
-            self._tasks.append(asyncio.create_task(self._pump(receiver), name=receiver.name))
-
-    async def _pump(self, receiver: UdpReceiver) -> None:
-        async for event in receiver:
-            self._handle(event)
-
-    async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks.clear()
-        for receiver in self.receivers:
-            await receiver.close()
-
-    def stats(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "name": r.name,
-                "port": r.bound_port,
-                "datagrams": r.stats.datagrams,
-                "drops": r.stats.drops,
-            }
-            for r in self.receivers
-        ]
-
-
 class BoxSource:
     """TypeID 30 boxes: ``min/max_x/y`` in pixels of a ``width_px`` x ``height_px`` image;
     ``credibility`` (0..1) becomes the confidence (0..100)."""
@@ -172,10 +131,8 @@ class BoxSource:
         self._latest: tuple[TargetList, int, int] | None = None  # (list, rx_ns, seen_ns)
         self._clock = SeenClock()
         self.lists = self.outside = 0
-        self._io = _Receivers(self._on_event)
-        self._io.receivers.append(
-            UdpReceiver(_BoxPipeline(), port=port, host=host, name=f"emulate-boxes-{port}")
-        )
+        receiver = UdpReceiver(_BoxPipeline(), port=port, host=host, name=f"emulate-boxes-{port}")
+        self._io = ReceiverGroup([receiver], self._on_event)
 
     @property
     def bound_port(self) -> int:
@@ -293,17 +250,16 @@ class PoseSource:
         self._objects: dict[str, _Pose] = {}  # RflySim3D: CopterIDs and scene objects by name
         self._clock = SeenClock()  # the ego's CopterSim time
         self.states = self.objects = 0
-        self._io = _Receivers(self._on_event)
+        receivers = []
         for copter in dict.fromkeys((ego, *targets)):
             logical = ports.coptersim_state_port(copter)
-            self._io.receivers.append(
+            receivers.append(
                 message_receiver(logical, f"coptersim{copter}", port=bind(logical), host=host)
             )
         if rflysim3d:
             logical = ports.RFLYSIM3D_OUT_PORT
-            self._io.receivers.append(
-                message_receiver(logical, "rflysim3d", port=bind(logical), host=host)
-            )
+            receivers.append(message_receiver(logical, "rflysim3d", port=bind(logical), host=host))
+        self._io = ReceiverGroup(receivers, self._on_event)
 
     def bound_ports(self) -> dict[str, int]:
         return {r.name: r.bound_port for r in self._io.receivers}

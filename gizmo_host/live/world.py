@@ -47,7 +47,7 @@ from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.live.world_adapters import GizmoAdapter
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.store import Verdict
-from rfly_link.io import Event, UdpReceiver
+from rfly_link.io import Event, ReceiverGroup, UdpReceiver
 
 LOGGER = logging.getLogger(__name__)
 SnapshotListener = Callable[[WorldSnapshot], None]
@@ -108,6 +108,12 @@ class WorldService:
         self._listener_errors = FailureCounter(LOGGER)
         self._input_errors = FailureCounter(LOGGER)
         self._failures = FailureLatch(LOGGER)
+        self._group = ReceiverGroup(
+            self.receivers,
+            self.on_rfly,
+            on_error=lambda r, _exc: self._input_errors.failed("world input from %s", r.name),
+            task_done=self._failures.task_done,
+        )
 
     @classmethod
     def for_rflysim(cls, model: WorldModel, rflysim: RflySimSetup | None) -> WorldService:
@@ -135,17 +141,7 @@ class WorldService:
         """Bind every receiver (an ``OSError`` names the port), then start publishing."""
         if self._tasks or self._tick is not None:
             raise RuntimeError("WorldService is already running")
-        started: list[UdpReceiver] = []
-        try:
-            for receiver in self.receivers:
-                await receiver.start()
-                started.append(receiver)
-        except BaseException:
-            for receiver in started:
-                await receiver.close()
-            raise
-        for receiver in self.receivers:
-            self._spawn(self._consume(receiver), f"world {receiver.name}")
+        await self._group.start()  # all or none: an OSError names the port
         if self.requester is not None and self.rfly is not None:
             self._spawn(self.requester.run(self._scheduler, self.rfly), "world requests")
         self._arm_tick(self._scheduler.now_ns() + self._period_ns)
@@ -162,8 +158,7 @@ class WorldService:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        for receiver in self.receivers:
-            await receiver.close()
+        await self._group.close()
         if self.requester is not None:
             self.requester.close()
         self._cancel_timers()
@@ -222,13 +217,6 @@ class WorldService:
         )
         for item in items:
             self.apply(item)
-
-    async def _consume(self, receiver: UdpReceiver) -> None:
-        async for event in receiver:
-            try:
-                self.on_rfly(event)
-            except Exception:  # a bug on one message must not end the stream
-                self._input_errors.failed("world input from %s", receiver.name)
 
     # -- consumers -------------------------------------------------------------------------
 

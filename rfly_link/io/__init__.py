@@ -8,6 +8,7 @@ Everything here touches sockets, threads or asyncio; the codecs it drives (:mod:
 * :mod:`~rfly_link.io.handoff`: the bounded queue from that thread to the event loop;
 * :mod:`~rfly_link.io.pipelines`: what the reader runs on each datagram;
 * :mod:`~rfly_link.io.factories`: receivers by source (Config.json sensors, CopterSim, ...);
+* :mod:`~rfly_link.io.group`: receivers started all or none, drained into one handler;
 * :mod:`~rfly_link.io.sockinfo`: kernel facts about sockets (buffer sizes, drop counters);
 * :mod:`~rfly_link.io.clients`: senders.
 
@@ -26,6 +27,7 @@ from rfly_link.io.factories import (
     start_signal_receiver,
     vision_sensor_receivers,
 )
+from rfly_link.io.group import ReceiverGroup
 from rfly_link.io.pipelines import (
     DEFAULT_IN_FLIGHT,
     Event,
@@ -55,6 +57,7 @@ __all__ = [
     "Event",
     "MessagePipeline",
     "Pipeline",
+    "ReceiverGroup",
     "ReceiverStats",
     "SensorPipeline",
     "UdpReceiver",

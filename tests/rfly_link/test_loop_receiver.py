@@ -78,3 +78,48 @@ def test_a_flood_is_drained_in_slices_so_the_loop_keeps_turning() -> None:
             assert receiver.stats.events == count
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_a_group_starts_all_or_none_and_a_bad_event_does_not_end_its_pump() -> None:
+    """Issue 18: the emulator's receiver group left the receivers it had started running when
+    a later bind failed."""
+
+    async def main() -> None:
+        threads_before = threading.active_count()
+        with udp_socket("127.0.0.1") as taken:
+            busy_port = taken.getsockname()[1]
+            first = rio.UdpReceiver(rio.MessagePipeline(20006), port=0, thread=False)
+            second = rio.UdpReceiver(rio.MessagePipeline(20006), port=busy_port)
+            group = rio.ReceiverGroup([first, second], lambda event: None)
+            try:
+                await group.start()
+            except OSError as exc:
+                assert str(busy_port) in str(exc)
+            else:
+                raise AssertionError("a bind on a port in use must fail")
+            assert first.local_address is None and second.local_address is None
+            # The failed start left no reader thread behind.
+            assert threading.active_count() == threads_before
+
+        handled: list[int] = []
+        errors: list[str] = []
+
+        def handle(event: rio.Event) -> None:
+            if event.value.target_id == 0:
+                raise ValueError("a bug on one message")
+            handled.append(event.value.target_id)
+
+        receiver = rio.UdpReceiver(rio.MessagePipeline(20006), port=0, thread=False)
+        group = rio.ReceiverGroup([receiver], handle, on_error=lambda r, e: errors.append(str(e)))
+        async with group:
+            with udp_socket("127.0.0.1") as sim:
+                for target_id in (0, 1, 2):
+                    packet = m.CopterSimCrash(copter_id=1, target_id=target_id).encode()
+                    sim.sendto(packet, ("127.0.0.1", receiver.bound_port))
+                await receiver.wait_delivered(3)
+                while len(handled) < 2:
+                    await asyncio.sleep(0)  # the pump task runs on the same loop
+        assert handled == [1, 2] and errors == ["a bug on one message"]
+        await group.close()
+
+    asyncio.run(asyncio.wait_for(main(), 30))
