@@ -1,0 +1,196 @@
+"""The autopilot's boot clock on the host clock, from two-way TIMESYNC exchanges.
+
+The host sends ``TIMESYNC(tc1=0, ts1=t1)`` at host time ``t1``; the autopilot answers with
+``tc1`` = its own clock when it handled the request and ``ts1`` echoed; the host reads the
+answer at ``t4``. The autopilot's clock at the midpoint of the round trip is ``tc1``, so
+``offset = tc1 - (t1 + t4) / 2`` (autopilot minus host) is wrong by at most half the round trip
+(its asymmetry). Like PX4's own filter, only low round trips teach anything, and the mapping
+keeps the safety rules of the other clocks here (docs/world-safety.md):
+
+- **never fresher**: autopilot time ``A`` maps to host ``A - offset``. The offset may rise at
+  once (data look older), but falls (data look fresher) by at most ``max_skew_ppm`` of the
+  host time elapsed;
+- **outliers**: a sample that would move the offset by more than ``jump_threshold_ms`` is an
+  outlier until ``confirm_samples`` in a row agree with it; then it starts a new epoch;
+- **reboots**: the autopilot's clock going back (any message's boot time, or a TIMESYNC
+  answer) by more than the threshold is a reboot: a new epoch, locking again;
+- **lock**: ``LOCKING`` until ``lock_samples`` low-round-trip samples of the epoch were
+  accepted; nothing is mapped for PROCEED before (the world HOLDs ``clock_not_locked``).
+
+Pure: every host time is an argument. The I/O side sends the requests, feeds the answers in,
+and answers the autopilot's own requests with :meth:`autopilot_now_ns` (in the autopilot's
+clock, so its offset to us stays zero) only once locked.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .simclock import SimClockStatus
+
+
+class TimesyncStats(NamedTuple):
+    epoch: int
+    status: str
+    offset_ns: float | None  # autopilot minus host
+    rtt_ns: int | None  # the last accepted sample's round trip
+    min_rtt_ns: int | None
+    skew_ppm: float | None  # the offset's drift over the epoch's accepted samples
+    samples: int
+    accepted: int
+    rejected_rtt: int
+    rejected_unknown: int  # answers to no request of ours
+    outliers: int
+    reboots: int
+
+
+class TimesyncEstimator:
+    """Maps one autopilot's boot clock (ns) to the host clock."""
+
+    def __init__(
+        self,
+        *,
+        max_rtt_ms: float = 10.0,
+        max_skew_ppm: float = 200.0,
+        jump_threshold_ms: float = 20.0,
+        confirm_samples: int = 5,
+        lock_samples: int = 5,
+        max_pending: int = 32,
+    ) -> None:
+        if not max_rtt_ms > 0:
+            raise ValueError(f"max_rtt_ms: expected > 0, got {max_rtt_ms!r}")
+        if not max_skew_ppm >= 0:
+            raise ValueError(f"max_skew_ppm: expected >= 0, got {max_skew_ppm!r}")
+        self._max_rtt_ns = round(max_rtt_ms * 1e6)
+        self._max_skew = max_skew_ppm * 1e-6
+        self._threshold_ns = jump_threshold_ms * 1e6
+        self._confirm = max(1, confirm_samples)
+        self._lock = max(1, lock_samples)
+        self._max_pending = max_pending
+        self._pending: dict[int, int] = {}  # ts1 we sent -> host send time (the same value)
+        self._epoch = 0
+        self._offset: float | None = None
+        self._offset_host_ns = 0  # host time of the last offset update
+        self._epoch_accepted = 0
+        self._first: tuple[int, float] | None = None  # (host ns, offset) of the epoch's first
+        self._candidates: list[float] = []  # offsets of outliers in a row
+        self._last_autopilot_ns: int | None = None
+        self._rtt: int | None = None
+        self._min_rtt: int | None = None
+        self._skew_ppm: float | None = None
+        self._samples = self._accepted = self._rejected_rtt = self._rejected_unknown = 0
+        self._outliers = self._reboots = 0
+
+    @property
+    def status(self) -> SimClockStatus:
+        if self._offset is None or self._epoch_accepted < self._lock:
+            return SimClockStatus.LOCKING
+        return SimClockStatus.LOCKED
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    def request(self, host_ns: int) -> int:
+        """Note a request sent at ``host_ns``; returns the ``ts1`` to send (the host time)."""
+        if len(self._pending) >= self._max_pending:
+            del self._pending[next(iter(self._pending))]  # the oldest never came back
+        self._pending[host_ns] = host_ns
+        return host_ns
+
+    def answer(self, tc1_ns: int, ts1_ns: int, host_rx_ns: int) -> SimClockStatus | None:
+        """Feed an answer to one of our requests; ``None`` when it is not usable."""
+        self._samples += 1
+        sent = self._pending.pop(ts1_ns, None)
+        if sent is None:
+            self._rejected_unknown += 1
+            return None
+        rtt = host_rx_ns - sent
+        if not 0 <= rtt <= self._max_rtt_ns or tc1_ns <= 0:
+            self._rejected_rtt += 1
+            return None
+        self._rtt = rtt
+        self._min_rtt = rtt if self._min_rtt is None else min(self._min_rtt, rtt)
+        self.boot_time(tc1_ns, host_rx_ns)
+        self._take(tc1_ns - (sent + host_rx_ns) / 2, host_rx_ns)
+        return self.status
+
+    def boot_time(self, autopilot_ns: int, host_rx_ns: int) -> None:
+        """Any message's boot time: the autopilot's clock going back is a reboot."""
+        last = self._last_autopilot_ns
+        if last is not None and autopilot_ns < last - self._threshold_ns:
+            self._reboots += 1
+            self._new_epoch()
+        if self._last_autopilot_ns is None or autopilot_ns > self._last_autopilot_ns:
+            self._last_autopilot_ns = autopilot_ns
+
+    def _take(self, offset: float, host_ns: int) -> None:
+        published = self._offset
+        if published is None:
+            self._set(offset, host_ns)
+            return
+        if abs(offset - published) > self._threshold_ns:
+            self._candidates.append(offset)
+            if len(self._candidates) < self._confirm:
+                self._outliers += 1
+                return
+            spread = max(self._candidates) - min(self._candidates)
+            if spread > self._threshold_ns:  # they disagree among themselves too: keep waiting
+                self._candidates.pop(0)
+                self._outliers += 1
+                return
+            self._new_epoch()
+            self._set(max(self._candidates), host_ns)  # the oldest-looking of them
+            return
+        self._candidates.clear()
+        if offset >= published:
+            self._set(offset, host_ns)  # older: at once
+        else:
+            floor = published - self._max_skew * (host_ns - self._offset_host_ns)
+            self._set(max(offset, floor), host_ns)
+
+    def _set(self, offset: float, host_ns: int) -> None:
+        self._offset = offset
+        self._offset_host_ns = host_ns
+        self._accepted += 1
+        self._epoch_accepted += 1
+        if self._first is None:
+            self._first = (host_ns, offset)
+        elif host_ns > self._first[0]:
+            self._skew_ppm = (offset - self._first[1]) / (host_ns - self._first[0]) * 1e6
+
+    def _new_epoch(self) -> None:
+        self._epoch += 1
+        self._offset = None
+        self._epoch_accepted = 0
+        self._first = None
+        self._skew_ppm = None
+        self._candidates.clear()
+        self._last_autopilot_ns = None
+
+    def to_host_ns(self, autopilot_ns: int) -> int | None:
+        """Host time of an autopilot time of this epoch; ``None`` before any sample."""
+        return None if self._offset is None else round(autopilot_ns - self._offset)
+
+    def to_autopilot_ns(self, host_ns: int) -> int | None:
+        return None if self._offset is None else round(host_ns + self._offset)
+
+    def autopilot_now_ns(self, host_ns: int) -> int | None:
+        """What to answer the autopilot's own TIMESYNC with: its clock now, once locked."""
+        return self.to_autopilot_ns(host_ns) if self.status is SimClockStatus.LOCKED else None
+
+    def stats(self) -> TimesyncStats:
+        return TimesyncStats(
+            self._epoch,
+            self.status.value,
+            self._offset,
+            self._rtt,
+            self._min_rtt,
+            self._skew_ppm,
+            self._samples,
+            self._accepted,
+            self._rejected_rtt,
+            self._rejected_unknown,
+            self._outliers,
+            self._reboots,
+        )

@@ -1,0 +1,98 @@
+"""The autopilot's clock from two-way TIMESYNC: low round trips only, skew-bounded towards
+fresher, outliers confirmed before they move it, reboots start an epoch, a lock period."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fusion import SimClockStatus
+from fusion.timesync import TimesyncEstimator
+
+MS = 1_000_000
+BOOT_HOST_NS = 7_000 * MS  # the autopilot booted at this host time
+
+
+class Autopilot:
+    """A boot clock running ``skew_ppm`` fast, answering after a random one-way delay."""
+
+    def __init__(self, skew_ppm: float = 0.0, seed: int = 1, boot_host_ns: int = BOOT_HOST_NS):
+        self.skew = skew_ppm * 1e-6
+        self.boot = boot_host_ns
+        self.rng = random.Random(seed)
+
+    def clock(self, host_ns: float) -> int:
+        return round((host_ns - self.boot) * (1 + self.skew))
+
+    def exchange(self, est: TimesyncEstimator, t1: int, up_ms: float, down_ms: float):
+        ts1 = est.request(t1)
+        tc1 = self.clock(t1 + up_ms * MS)
+        return est.answer(tc1, ts1, round(t1 + (up_ms + down_ms) * MS))
+
+
+def run(est, ap, start_ms, count, period_ms=100, jitter_ms=2.0):
+    for k in range(count):
+        t1 = (start_ms + k * period_ms) * MS
+        ap.exchange(est, t1, 0.3 + ap.rng.random() * jitter_ms, 0.3 + ap.rng.random() * jitter_ms)
+
+
+def test_the_mapping_locks_and_maps_within_the_round_trip():
+    est, ap = TimesyncEstimator(), Autopilot(skew_ppm=80.0)
+    ap.exchange(est, 10_000 * MS, 0.5, 0.5)
+    assert est.status is SimClockStatus.LOCKING and est.autopilot_now_ns(10_001 * MS) is None
+    for start_ms in range(10_100, 70_000, 10_000):  # 60 s at 10 Hz, checked every 10 s
+        run(est, ap, start_ms, 100)
+        assert est.status is SimClockStatus.LOCKED
+        now_ms = start_ms + 9_950  # the mapping holds for the times it is used at: now
+        mapped = est.to_autopilot_ns(now_ms * MS)
+        assert abs(mapped - ap.clock(now_ms * MS)) < 1.5 * MS
+        assert abs(est.to_host_ns(ap.clock(now_ms * MS)) - now_ms * MS) < 1.5 * MS
+    stats = est.stats()
+    assert 0 < stats.min_rtt_ns < 2 * MS and 40 < stats.skew_ppm < 120
+
+
+def test_high_round_trips_and_foreign_answers_teach_nothing():
+    est, ap = TimesyncEstimator(max_rtt_ms=10.0), Autopilot()
+    run(est, ap, 10_000, 20)
+    before = est.to_autopilot_ns(12_000 * MS)
+    ap.exchange(est, 12_050 * MS, 40.0, 1.0)  # a 41 ms round trip
+    assert est.answer(ap.clock(12_060 * MS), 123, 12_061 * MS) is None  # not our ts1
+    assert est.to_autopilot_ns(12_000 * MS) == before
+    stats = est.stats()
+    assert stats.rejected_rtt == 1 and stats.rejected_unknown == 1
+
+
+def test_one_wrong_answer_is_an_outlier_and_a_reboot_starts_an_epoch():
+    est, ap = TimesyncEstimator(), Autopilot()
+    run(est, ap, 10_000, 20)
+    ts1 = est.request(12_100 * MS)
+    assert est.answer(ap.clock(12_100 * MS) + 500 * MS, ts1, 12_101 * MS) == SimClockStatus.LOCKED
+    assert est.stats().outliers == 1 and est.epoch == 0
+    reboot = Autopilot(boot_host_ns=12_500 * MS)  # its clock starts again from 0
+    run(est, reboot, 12_600, 3)
+    assert est.epoch == 1 and est.stats().reboots == 1
+    assert est.status is SimClockStatus.LOCKING  # locks again
+    run(est, reboot, 12_900, 10)
+    assert est.status is SimClockStatus.LOCKED
+    assert abs(est.to_autopilot_ns(14_000 * MS) - reboot.clock(14_000 * MS)) < 1.5 * MS
+
+
+@given(
+    st.lists(st.tuples(st.floats(0.0, 4.0), st.floats(0.0, 4.0)), min_size=2, max_size=80),
+    st.floats(-150.0, 150.0),
+)
+def test_the_offset_never_falls_faster_than_the_skew_bound(delays, skew_ppm):
+    """Falling offset: autopilot times map to later host times (fresher). Within an epoch
+    that may happen no faster than max_skew_ppm."""
+    est, ap = TimesyncEstimator(max_skew_ppm=200.0), Autopilot(skew_ppm=skew_ppm)
+    previous = None
+    for k, (up, down) in enumerate(delays):
+        t1 = (10_000 + 100 * k) * MS
+        ap.exchange(est, t1, up, down)
+        offset = est.stats().offset_ns
+        if previous is not None and est.epoch == previous[2] and offset is not None:
+            assert previous[1] - offset <= 200e-6 * (t1 + 10 * MS - previous[0]) + 1
+        if offset is not None:
+            previous = (t1, offset, est.epoch)
