@@ -21,18 +21,18 @@ import json
 from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from typing import Any
 
-from fusion import CameraConfig, Selector, WorldConfig, WorldModel, WorldSnapshot
+from fusion import CameraConfig, Selector, WorldConfig, WorldSnapshot
 from fusion import ConfigError as FusionConfigError
+from gizmo_host.app.world import DatagramRouter, apply_events, build_world, world_stats
+from gizmo_host.app.world_config import WorldSetup
 from gizmo_host.capture.lines import HostMessage, encode_line
 from gizmo_host.capture.offline import OfflineHost
 from gizmo_host.capture.reader import CaptureInfo, CaptureMessage, Datagram, HostLine
-from gizmo_host.cli.world_config import WorldSetup
 from gizmo_host.errors import CaptureError
-from gizmo_host.live.rfly_sources import RflySimSetup, SensorRequester, rfly_receivers
-from gizmo_host.live.timing import FakeScheduler, Scheduler
+from gizmo_host.live.rfly_sources import RflySimSetup
+from gizmo_host.live.timing import FakeScheduler
 from gizmo_host.live.world import WorldService
 from rfly_link.config import VisionSensorConfig
-from rfly_link.io import Event, UdpReceiver
 
 _KEYS = ("camera", "world", "selector", "rflysim")
 
@@ -93,80 +93,6 @@ def _sensor(entry: dict[str, Any]) -> VisionSensorConfig:
     return VisionSensorConfig(**{**entry, **tuples})
 
 
-# -- datagrams -----------------------------------------------------------------------------
-
-
-class DatagramRouter:
-    """The ports ``gizmo-host run`` hears for ``setup``, each through its receiver's pipeline.
-
-    The receivers are built (never started: no socket) only for their ports, names, sender
-    filters and pipelines. Datagrams to other ports are counted in ``other_ports``.
-    """
-
-    def __init__(self, setup: RflySimSetup) -> None:
-        self._receivers: dict[int, UdpReceiver] = {r.port: r for r in rfly_receivers(setup)}
-        self._datagrams = dict.fromkeys(self._receivers, 0)
-        self._not_allowed = dict.fromkeys(self._receivers, 0)
-        self.other_ports = 0
-
-    @property
-    def ports(self) -> list[int]:
-        return sorted(self._receivers)
-
-    def feed(self, port: int, sender: tuple[str, int], data: bytes, rx_ns: int) -> list[Event]:
-        """The events one datagram gives (fragments may give none until a frame completes)."""
-        receiver = self._receivers.get(port)
-        if receiver is None:
-            self.other_ports += 1
-            return []
-        self._datagrams[port] += 1
-        allowed = receiver.allowed_senders
-        if allowed is not None and sender[0] not in allowed:
-            self._not_allowed[port] += 1
-            return []
-        return receiver.pipeline.process(memoryview(data), sender, rx_ns)
-
-    def stats(self) -> dict[str, dict[str, Any]]:
-        """Per receiver, as the live world's ``stats`` reports them: datagrams and drops."""
-        out = {}
-        for port, receiver in sorted(self._receivers.items()):
-            drops = receiver.pipeline.drop_counts()
-            if self._not_allowed[port]:
-                drops["sender_not_allowed"] = self._not_allowed[port]
-            out[receiver.name] = {"datagrams": self._datagrams[port], "drops": drops}
-        return out
-
-
-def apply_events(world: WorldService, events: Iterable[Event]) -> None:
-    """Feed rfly_link events to ``world`` as its receivers' consumers do."""
-    for event in events:
-        world.on_rfly(event)
-
-
-def world_stats(world: WorldService, router: DatagramRouter | None) -> dict[str, Any]:
-    """``world.stats()`` with the router's per-port counts as its receivers'."""
-    stats = world.stats()
-    if router is not None and "rflysim" in stats:
-        stats["rflysim"]["receivers"] = router.stats()
-        stats["rflysim"]["other_ports"] = router.other_ports
-    return stats
-
-
-def build_world(
-    setup: WorldSetup,
-    scheduler: Scheduler | None = None,
-    requester: SensorRequester | None = None,
-) -> tuple[WorldService, DatagramRouter | None]:
-    """The world service (no receivers of its own) and the router for ``setup``'s ports."""
-    model = WorldModel(setup.camera, setup.world, selector=setup.selector)
-    if setup.rflysim is None:
-        return WorldService(model, scheduler=scheduler), None
-    world = WorldService(
-        model, scheduler=scheduler, rfly=setup.rflysim.adapter(), requester=requester
-    )
-    return world, DatagramRouter(setup.rflysim)
-
-
 # -- offline replay ------------------------------------------------------------------------
 
 
@@ -182,7 +108,9 @@ class OfflineReplay:
         if info.world is not None:
             setup = world_setup_from(info.world, f"{where}: gizmo-host.world")
             self._scheduler = FakeScheduler(0)
-            self.world, self.router = build_world(setup, self._scheduler)
+            self.world, self.router = build_world(
+                setup, self._scheduler, receivers=False, requests=False
+            )
             listener = self._on_host
             extra = self._world_stats
         self.host = OfflineHost(info.settings, listener=listener, extra_stats=extra)

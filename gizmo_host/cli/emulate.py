@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from fusion.camera import CameraModel
-from gizmo_host.cli.config import StoreConfig
-from gizmo_host.cli.world_config import RflySimConfig, resolve_world
+from gizmo_host.app.config import StoreConfig
+from gizmo_host.app.world_config import RflySimConfig, resolve_world
 from gizmo_host.emulator.board import BoardModel
 from gizmo_host.emulator.emulation import Emulation
 from gizmo_host.emulator.faults import (
@@ -39,10 +39,11 @@ from gizmo_host.emulator.faults import (
 from gizmo_host.emulator.port import DevicePort, Port, PtyPort
 from gizmo_host.emulator.runner import Runner
 from gizmo_host.emulator.scenario import Scenario
-from gizmo_host.emulator.settings import EmulateSettings, load_settings, read_toml
+from gizmo_host.emulator.settings import EmulateSettings, load_settings
 from gizmo_host.emulator.sources import BoxSource, PoseSource, ScenarioSource, TargetSource
 from gizmo_host.errors import ConfigError
 from gizmo_host.stream.store import TargetSelector
+from gizmo_host.tomlfile import read_toml
 from rfly_link.config import load_config as load_rfly_config
 from rfly_link.errors import ConfigError as RflyConfigError
 from rfly_link.messages import TypeId

@@ -25,48 +25,33 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
+from fusion import WorldSnapshot
 from gizmo_host import __version__
+from gizmo_host.app import settings as setting_table
+from gizmo_host.app.config import HostConfig, config_from_args
+from gizmo_host.app.host import Host
+from gizmo_host.app.world import DatagramRouter
+from gizmo_host.app.world_config import WorldSetup
 from gizmo_host.capture.channels import recorded_input
 from gizmo_host.capture.settings import HostSettings
-from gizmo_host.cli.config import Config
-from gizmo_host.cli.run import config_from_args
-from gizmo_host.cli.world_config import WorldSetup
-from gizmo_host.deploy.diagnostics import explain_open_error
 from gizmo_host.errors import ConfigError
-from gizmo_host.live.rfly_sources import SensorRequester
-from gizmo_host.live.service import GizmoService
-from gizmo_host.live.world import WorldService
 from gizmo_host.stream.events import LinkEvent
 
 if TYPE_CHECKING:
     from gizmo_host.capture.background import BackgroundWriter
-    from gizmo_host.cli.capture_world import DatagramRouter
 
 LOGGER = logging.getLogger("gizmo_host.record")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--serial", metavar="PATH", help="serial device, e.g. /dev/gizmo0")
     parser.add_argument(
         "-o", "--output", metavar="FILE", required=True, help="the MCAP file to write ('-': stdout)"
     )
     parser.add_argument("--config", metavar="FILE", help="TOML settings; flags override it")
-    parser.add_argument("--baud", type=int, metavar="N", help="baud rate (default 115200)")
-    parser.add_argument("--select", metavar="SELECTOR", help="verdict target (as for run)")
-    parser.add_argument("--ttl-ms", type=float, metavar="MS", help="result TTL (default 250)")
-    parser.add_argument("--silent-after-s", type=float, metavar="S", help="(default 1)")
-    parser.add_argument("--transport-delay-ms", type=float, metavar="MS", help="(as for run)")
-    parser.add_argument(
-        "--stats-interval-s", type=float, metavar="S", help="stats period, 0 for none (10)"
-    )
-    world = parser.add_argument_group("world model (with [camera] configured, as for run)")
-    world.add_argument("--rflysim-copter-id", type=int, metavar="N", help="the vehicle's CopterID")
-    world.add_argument("--rflysim-config", metavar="FILE", help="RflySim Config.json")
-    world.add_argument(
-        "--rflysim-request-odometry-hz", type=int, metavar="HZ", help="pose from odometry replies"
-    )
+    setting_table.add_flags(parser, "record")
     parser.add_argument(
         "--udp-port",
         type=int,
@@ -99,7 +84,7 @@ def udp_ports(world_ports: list[int], ports: list[int]) -> list[int]:
     return sorted({*world_ports, *ports})
 
 
-def host_settings(config: Config) -> HostSettings:
+def host_settings(config: HostConfig) -> HostSettings:
     """What decides the host's output, from a checked ``config``."""
     serial = config.serial
     assert serial.path is not None
@@ -121,6 +106,17 @@ def host_settings(config: Config) -> HostSettings:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class RecordOptions:
+    """What ``record`` adds to the host's settings: the file, the UDP taps, the limits."""
+
+    output: str
+    ports: tuple[int, ...] = ()
+    bind: str = "127.0.0.1"
+    duration_s: float | None = None
+    max_queue_bytes: int = 64 * 1024 * 1024
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(levelname)s %(message)s")
     try:
@@ -134,20 +130,17 @@ def run(args: argparse.Namespace) -> int:
             import mcap  # noqa: F401, PLC0415 - an optional extra
         except ImportError as exc:
             raise ConfigError(f"{exc} (pip install 'gizmo-host[record]')") from None
-        from gizmo_host.cli.capture_world import build_world  # noqa: PLC0415 - needs mcap
-
-        world = None if setup is None else build_world(setup, requester=_requester(setup))
-        router = None if world is None else world[1]
-        ports = udp_ports([] if router is None else router.ports, args.udp_port)
+        rflysim = None if setup is None else setup.rflysim
+        world_ports = [] if rflysim is None else DatagramRouter(rflysim).ports
+        ports = udp_ports(world_ports, args.udp_port)
     except (ConfigError, ValueError) as exc:
         print(f"gizmo-host record: {exc}", file=sys.stderr)
         return 2
-    bind = args.bind or (
-        setup.rflysim.bind if setup is not None and setup.rflysim is not None else "127.0.0.1"
+    bind = args.bind or (rflysim.bind if rflysim is not None else "127.0.0.1")
+    options = RecordOptions(
+        args.output, tuple(ports), bind, args.duration, round(args.max_queue_mb * 1024 * 1024)
     )
-    recorder = Recorder(args, config, host_settings(config), ports, bind)
-    if setup is not None and world is not None:
-        recorder.add_world(setup, *world)
+    recorder = Recorder(options, config, setup)
     try:
         return asyncio.run(recorder.record())
     except OSError as exc:  # the output cannot be created, a UDP port cannot be bound
@@ -155,37 +148,13 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
 
-def _requester(setup: WorldSetup) -> SensorRequester | None:
-    rflysim = setup.rflysim
-    if rflysim is None or not (rflysim.request_odometry_hz or rflysim.request_imu_hz):
-        return None
-    return SensorRequester(rflysim)
-
-
 class Recorder:
-    """The live service, the world model if any, and the UDP taps, feeding one
-    ``BackgroundWriter``."""
+    """The live ``Host`` (its world fed by the UDP taps) into one ``BackgroundWriter``."""
 
-    def __init__(
-        self,
-        args: argparse.Namespace,
-        config: Config,
-        settings: HostSettings,
-        ports: list[int],
-        bind: str,
-    ) -> None:
-        self.args, self.config, self.settings, self.ports = args, config, settings, ports
-        self.bind = bind
+    def __init__(self, options: RecordOptions, config: HostConfig, setup: WorldSetup | None):
+        self.options, self.config, self.setup = options, config, setup
+        self.settings = host_settings(config)
         self.clock = time.monotonic_ns
-        self.setup: WorldSetup | None = None
-        self.world: WorldService | None = None
-        self.router: DatagramRouter | None = None
-        self.world_errors = 0
-
-    def add_world(
-        self, setup: WorldSetup, world: WorldService, router: DatagramRouter | None
-    ) -> None:
-        self.setup, self.world, self.router = setup, world, router
 
     async def record(self) -> int:
         from gizmo_host.capture.background import BackgroundWriter  # noqa: PLC0415
@@ -199,7 +168,7 @@ class Recorder:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(signum, stop.set)
-        name = self.args.output
+        name = self.options.output
         stream = _open_output(name)
         info = {
             "package_version": __version__,
@@ -216,7 +185,7 @@ class Recorder:
             return 1
         background = BackgroundWriter(
             writer,
-            max_bytes=round(self.args.max_queue_mb * 1024 * 1024),
+            max_bytes=self.options.max_queue_bytes,
             on_failure=lambda _exc: _call_soon(loop, stop.set),
         )
         background.start()
@@ -240,70 +209,33 @@ class Recorder:
     async def _serve(
         self, loop: asyncio.AbstractEventLoop, stop: asyncio.Event, background: BackgroundWriter
     ) -> None:
-        service = GizmoService(
-            self.settings.serial_path,
-            **self.settings.service_kwargs(),
-            backoff_min_s=self.config.serial.backoff_min_s,
-            backoff_max_s=self.config.serial.backoff_max_s,
-            explain_open_error=explain_open_error,
-            on_bytes=background.uart,
-        )
-        clock, world = self.clock, self.world
-        service.watch(self.settings.selector)
-        service.add_listener(functools.partial(_record_message, background, clock))
-        if world is not None:  # after the recording: ``run`` publishes, then feeds the world
-            service.add_listener(world.on_gizmo)
-            world.add_listener(lambda snapshot: background.host_dict(snapshot.to_dict(), clock()))
+        host = Host(self.config, tapped=True, outputs=False, on_bytes=background.uart)
+        host.add_sink(functools.partial(_record_message, background, self.clock))
         transports: list[asyncio.DatagramTransport] = []
-        tasks: list[asyncio.Task[Any]] = []
         try:
-            for port in self.ports:
+            for port in self.options.ports:
                 transport, _ = await loop.create_datagram_endpoint(
-                    functools.partial(_DatagramTap, port, self, background),
-                    local_addr=(self.bind, port),
+                    functools.partial(_DatagramTap, port, self, host, background),
+                    local_addr=(self.options.bind, port),
                 )
                 transports.append(transport)
-            if world is not None:  # first: its first snapshot comes with the link opening
-                await world.start()
-            async with service:
-                if self.settings.stats_interval_s > 0:
-                    tasks.append(asyncio.create_task(self._stats(service, background)))
+            async with host:
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self.args.duration)
+                    await asyncio.wait_for(host.wait(stop), self.options.duration_s)
         finally:
-            for task in tasks:
-                task.cancel()
-            if world is not None:
-                await world.stop()
             for transport in transports:
                 transport.close()
 
-    def datagram(self, port: int, sender: tuple[str, int], data: bytes, rx_ns: int) -> None:
-        """A datagram for the world (after it is recorded), as its receivers would pass it."""
-        from gizmo_host.cli.capture_world import apply_events  # noqa: PLC0415
-
-        if self.router is None or self.world is None:
-            return
-        try:
-            apply_events(self.world, self.router.feed(port, sender, data, rx_ns))
-        except Exception:  # a bug on one message must not end the recording
-            self.world_errors += 1
-            LOGGER.exception("world input on port %d", port)
-
-    async def _stats(self, service: GizmoService, background: BackgroundWriter) -> None:
-        from gizmo_host.cli.capture_world import world_stats  # noqa: PLC0415
-
-        while True:
-            await asyncio.sleep(self.settings.stats_interval_s)
-            message = service.stats()
-            if self.world is not None:
-                message["world"] = world_stats(self.world, self.router)
-            background.host_dict(message, self.clock())
-
 
 def _record_message(background: BackgroundWriter, clock: Callable[[], int], message: Any) -> None:
-    """A service listener: the message on its host channel, and a link transition's port
-    event on ``/gizmo/uart/port`` (what replay cannot derive from the bytes)."""
+    """A host sink: the message on its host channel, and a link transition's port event on
+    ``/gizmo/uart/port`` (what replay cannot derive from the bytes)."""
+    if isinstance(message, dict):  # the stats line
+        background.host_dict(message, clock())
+        return
+    if isinstance(message, WorldSnapshot):
+        background.host_dict(message.to_dict(), clock())
+        return
     if isinstance(message, LinkEvent):
         port_input = recorded_input(message)
         if port_input is not None:
@@ -314,14 +246,17 @@ def _record_message(background: BackgroundWriter, clock: Callable[[], int], mess
 class _DatagramTap(asyncio.DatagramProtocol):
     """Every datagram to one port, with its sender and receive time, into the capture."""
 
-    def __init__(self, port: int, recorder: Recorder, background: BackgroundWriter) -> None:
+    def __init__(
+        self, port: int, recorder: Recorder, host: Host, background: BackgroundWriter
+    ) -> None:
         self._port, self._recorder, self._background = port, recorder, background
+        self._host = host
 
     def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
         rx_ns = self._recorder.clock()
         sender = (str(addr[0]), int(addr[1]))
-        self._background.datagram(self._port, self._recorder.bind, sender, data, rx_ns)
-        self._recorder.datagram(self._port, sender, data, rx_ns)
+        self._background.datagram(self._port, self._recorder.options.bind, sender, data, rx_ns)
+        self._host.datagram(self._port, sender, data, rx_ns)
 
     def error_received(self, exc: Exception) -> None:
         LOGGER.warning("udp %d: %s", self._port, exc)

@@ -41,7 +41,6 @@ With neither ``boxes`` nor ``poses`` the built-in scenario plays. ``listen`` (de
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,12 +52,8 @@ from fusion.geometry import Vec3
 from gizmo_host.emulator.checks import Number, boolean, check_keys, table, text
 from gizmo_host.emulator.targets import LatencyModel, OutputPolicy, PerCycle, class_id
 from gizmo_host.errors import ConfigError
+from gizmo_host.tomlfile import read_toml
 from gizmo_host.wire.results import ResultType
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 _PORT = Number(0, 65535, integer=True)
 _SIZE = Number(2, 65535, integer=True)
@@ -120,15 +115,6 @@ class EmulateSettings:
     port_offset: int = 0
     max_age_s: float = 0.5
     max_range_m: float = 200.0
-
-
-def read_toml(path: str | Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
 
 
 def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

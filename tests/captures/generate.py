@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from fusion.camera import CameraModel
+from gizmo_host.app.config import StoreConfig
+from gizmo_host.app.world_config import RflySimConfig, WorldSetup, resolve_world
 from gizmo_host.capture.channels import WORLD_METADATA
 from gizmo_host.capture.reader import CaptureReader
 from gizmo_host.capture.settings import HostSettings
 from gizmo_host.capture.writer import CaptureWriter
 from gizmo_host.cli.capture_world import OfflineReplay, world_metadata
-from gizmo_host.cli.config import StoreConfig
-from gizmo_host.cli.world_config import RflySimConfig, WorldSetup, resolve_world
 from gizmo_host.emulator import BoardModel
 from gizmo_host.emulator.emulation import Emulation
 from gizmo_host.emulator.faults import Fault, FaultKind, FaultTimeline

@@ -1,0 +1,227 @@
+"""``Host``: the one composition of the live host, whatever command runs it.
+
+It owns the serial service (``GizmoService``), the world service when ``[camera]`` is set,
+the outputs (``[publish]``), the ``stats`` line and the start/wait/stop lifecycle::
+
+    async with Host(config) as host:
+        await host.wait(stop)
+
+``run``, ``record``, ``demo`` and ``replay --offline`` all build it; what differs is only
+what they plug in, in one place each:
+
+- a *sink* gets every message the host publishes (results, link events, verdicts, world
+  snapshots and ``stats`` dicts): ``add_sink`` (the recorder's MCAP channels, the demo's
+  tally, a replay's output); line outputs (stdout, Unix socket, UDP, and MAVLink, Foxglove,
+  Zenoh to come) are ``add_output``, fed JSON lines by the host's ``JsonLinesPublisher``;
+- a *source* feeds the world model: RflySim's receivers (``run``), or recorded or tapped
+  datagrams through the ``DatagramRouter`` (``datagram``).
+
+Timers go through the injected ``Scheduler``, so offline replay runs this same code on a
+manual clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from fusion import WorldSnapshot
+from gizmo_host import __version__
+from gizmo_host.app.config import HostConfig
+from gizmo_host.app.outputs import Output, outputs_for
+from gizmo_host.app.world import DatagramRouter, apply_events, build_world, world_stats
+from gizmo_host.deploy.diagnostics import explain_open_error
+from gizmo_host.errors import ServiceFailed
+from gizmo_host.live.link import BytesCallback, OpenFunction
+from gizmo_host.live.publish import JsonLinesPublisher, encode_line, with_types
+from gizmo_host.live.service import GizmoService
+from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
+from gizmo_host.live.world import WorldService
+from gizmo_host.stream.events import LinkEvent, ReceivedResult, version_message
+from gizmo_host.stream.store import Verdict
+
+LOGGER = logging.getLogger(__name__)
+HostMessage = ReceivedResult | LinkEvent | Verdict | WorldSnapshot | dict[str, Any]
+Sink = Callable[[HostMessage], None]
+BUILD: Any = object()  # ``world=BUILD``: the world service ``config`` describes, if any
+
+
+class Host:
+    """The serial service, the world model, the sinks and the stats, started and stopped
+    together. ``world``: ``BUILD`` (from ``config``, with RflySim's receivers unless
+    ``tapped``), a ready ``WorldService``, or None for none."""
+
+    def __init__(
+        self,
+        config: HostConfig,
+        *,
+        scheduler: Scheduler | None = None,
+        world: WorldService | None = BUILD,
+        tapped: bool = False,
+        requests: bool = True,
+        outputs: bool = True,
+        on_bytes: BytesCallback | None = None,
+        open_connection: OpenFunction | None = None,
+    ) -> None:
+        """``tapped``: RflySim's datagrams come through ``datagram`` (recorded or replayed),
+        not receivers of the world's own; ``requests``: ask CopterSim for the replies
+        ``[rflysim]`` names (not in an offline replay); ``outputs``: serve ``[publish]``'s
+        outputs and report them in the stats line."""
+        self.config = config
+        self.scheduler = scheduler or LoopScheduler()
+        self.service = GizmoService(
+            config.link(),
+            config.pipeline(),
+            scheduler=self.scheduler,
+            explain_open_error=explain_open_error,
+            on_bytes=on_bytes,
+            open_connection=open_connection,
+        )
+        self.router: DatagramRouter | None = None
+        if world is BUILD:
+            setup = config.world_setup()
+            world = None
+            if setup is not None:
+                world, self.router = build_world(
+                    setup, self.scheduler, receivers=not tapped, requests=requests
+                )
+        self.world: WorldService | None = world
+        self.publisher = JsonLinesPublisher(self.scheduler.now_ns)
+        self._sinks: list[Sink] = []
+        self._outputs: list[Output] = []
+        self._report_outputs = outputs
+        self.version = version_message(__version__, config.link().path)
+        if self.world is not None:
+            self.version = with_types(self.version, "world")
+        if outputs:
+            for output in outputs_for(config.publish, encode_line(self.version)):
+                self.add_output(output)
+        self.world_input_errors = 0
+        self._stats_ns = round(config.publish.stats_interval_s * 1e9)
+        self._stats_timer: Timer | None = None
+        self._started: list[Output] = []
+        self.service.watch(config.selector)
+        self.service.add_listener(self._publish)
+        if self.world is not None:  # after the sinks: they see a message before the world
+            self.service.add_listener(self.world.on_gizmo)
+            self.world.add_listener(self._publish)
+
+    # -- plugging in -----------------------------------------------------------------------
+
+    def add_sink(self, sink: Sink) -> None:
+        """``sink`` gets every message the host publishes, in order; it must not block."""
+        self._sinks.append(sink)
+
+    def add_output(self, output: Output) -> None:
+        """A JSON Lines output, started and closed with the host."""
+        self._outputs.append(output)
+        self.publisher.add_sink(output)
+
+    def datagram(self, port: int, sender: tuple[str, int], data: bytes, rx_ns: int) -> None:
+        """A datagram to ``port`` (tapped or replayed) into the world, as its receiver would
+        pass it; a bug on one datagram is counted, never raised."""
+        if self.router is None or self.world is None:
+            return
+        try:
+            apply_events(self.world, self.router.feed(port, sender, data, rx_ns))
+        except Exception:
+            self.world_input_errors += 1
+            LOGGER.exception("world input on port %d", port)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Host:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        """Start the outputs, the world (before the link: it hears the link's first events)
+        and the link; a port or path that cannot be used is a ``ServiceFailed``."""
+        try:
+            for output in self._outputs:
+                await output.start()
+                self._started.append(output)
+            if self._outputs:
+                self.publisher.publish(self.version)
+            if self.world is not None:
+                try:
+                    await self.world.start()
+                except OSError as exc:  # a port taken by another program, an address not ours
+                    raise ServiceFailed(f"rflysim: cannot listen: {exc.strerror or exc}") from None
+            self.service.start()
+        except BaseException:
+            await self.stop()
+            raise
+        self._arm_stats(self.scheduler.now_ns())
+
+    async def wait(self, stop: asyncio.Event) -> None:
+        """Return once ``stop`` is set; a ``ServiceFailed`` once a service's own work fails."""
+        waits: list[asyncio.Task[Any]] = [asyncio.create_task(stop.wait(), name="host stop")]
+        waits.append(asyncio.create_task(self.service.wait_failed(), name="host failure"))
+        if self.world is not None:
+            waits.append(asyncio.create_task(self.world.wait_failed(), name="world failure"))
+        try:
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waits:
+                task.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
+        for task in done:
+            if task is not waits[0]:
+                raise ServiceFailed(f"service failed: {task.result()!r}")
+
+    async def stop(self) -> None:
+        """Stop the link (its DOWN is still published), the world, then the outputs."""
+        if self._stats_timer is not None:
+            self._stats_timer.cancel()
+            self._stats_timer = None
+        await self.service.stop()
+        if self.world is not None:
+            await self.world.stop()
+        started, self._started = self._started, []
+        for output in started:
+            with contextlib.suppress(OSError):
+                await output.close()
+
+    # -- publishing ------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """The ``stats`` message: the service's counters, the outputs', the world's."""
+        message = self.service.stats(self.scheduler.now_ns())
+        if self._report_outputs:
+            publish: dict[str, Any] = {"unix_socket": None, "udp": None}
+            for output in self._outputs:
+                if output.name:
+                    publish[output.name] = output.stats()
+            message["publish"] = publish
+        if self.world is not None:
+            message["world"] = world_stats(self.world, self.router)
+        return message
+
+    def publish(self, message: HostMessage) -> None:
+        """``message`` to every sink and output (a ``stats`` line, or a composition's own)."""
+        self._publish(message)
+
+    def _publish(self, message: HostMessage) -> None:
+        for sink in self._sinks:
+            sink(message)
+        if self._outputs:
+            if isinstance(message, dict):
+                self.publisher.publish(message)
+            else:
+                self.publisher(message)
+
+    def _arm_stats(self, now_ns: int) -> None:
+        if self._stats_ns > 0:
+            due = now_ns + self._stats_ns
+            self._stats_timer = self.scheduler.call_at_ns(due, lambda: self._on_stats(due))
+
+    def _on_stats(self, due_ns: int) -> None:
+        self._arm_stats(due_ns)
+        self.publish(self.stats())
