@@ -60,16 +60,20 @@ class Host:
         *,
         scheduler: Scheduler | None = None,
         world: WorldService | None = BUILD,
+        router: DatagramRouter | None = None,
         tapped: bool = False,
         requests: bool = True,
         outputs: bool = True,
         on_bytes: BytesCallback | None = None,
         open_connection: OpenFunction | None = None,
+        run_link: bool = True,
     ) -> None:
         """``tapped``: RflySim's datagrams come through ``datagram`` (recorded or replayed),
         not receivers of the world's own; ``requests``: ask CopterSim for the replies
         ``[rflysim]`` names (not in an offline replay); ``outputs``: serve ``[publish]``'s
-        outputs and report them in the stats line."""
+        outputs, publish the ``version`` line and report them in the stats line; ``router``:
+        what feeds a ready ``world`` through ``datagram``; ``run_link=False``: the caller
+        feeds the link (offline replay, through ``service.link.replay_*``)."""
         self.config = config
         self.scheduler = scheduler or LoopScheduler()
         self.service = GizmoService(
@@ -80,7 +84,9 @@ class Host:
             on_bytes=on_bytes,
             open_connection=open_connection,
         )
-        self.router: DatagramRouter | None = None
+        self.router = router
+        self._run_link = run_link
+        self._extra_stats: list[Callable[[], dict[str, Any]]] = []
         if world is BUILD:
             setup = config.world_setup()
             world = None
@@ -120,6 +126,10 @@ class Host:
         self._outputs.append(output)
         self.publisher.add_sink(output)
 
+    def add_stats(self, counters: Callable[[], dict[str, Any]]) -> None:
+        """Add ``counters()``'s keys to every ``stats`` line (a source's or a sink's)."""
+        self._extra_stats.append(counters)
+
     def datagram(self, port: int, sender: tuple[str, int], data: bytes, rx_ns: int) -> None:
         """A datagram to ``port`` (tapped or replayed) into the world, as its receiver would
         pass it; a bug on one datagram is counted, never raised."""
@@ -147,14 +157,14 @@ class Host:
             for output in self._outputs:
                 await output.start()
                 self._started.append(output)
-            if self._outputs:
+            if self._report_outputs:
                 self.publisher.publish(self.version)
             if self.world is not None:
                 try:
                     await self.world.start()
                 except OSError as exc:  # a port taken by another program, an address not ours
                     raise ServiceFailed(f"rflysim: cannot listen: {exc.strerror or exc}") from None
-            self.service.start()
+            self.service.start(run_link=self._run_link)
         except BaseException:
             await self.stop()
             raise
@@ -202,6 +212,8 @@ class Host:
             message["publish"] = publish
         if self.world is not None:
             message["world"] = world_stats(self.world, self.router)
+        for counters in self._extra_stats:
+            message.update(counters())
         return message
 
     def publish(self, message: HostMessage) -> None:

@@ -7,7 +7,7 @@ opens and losses, and the RflySim datagrams with their senders) and the host's o
 run``, and are stored in the capture so that ``gizmo-host replay --offline`` recomputes the
 same output. With ``[camera]`` configured it runs the world model as ``run`` does: the ports
 its receivers would hear (``[rflysim]``) are recorded, and what arrives on them feeds the model
-through the same pipelines (``gizmo_host.cli.capture_world``); ``--udp-port`` adds ports.
+through the same pipelines (``gizmo_host.app.world.DatagramRouter``); ``--udp-port`` adds ports.
 
 The file is written from its own thread behind a bounded queue (``--max-queue-mb``): a slow
 disk costs dropped messages (counted in the summary), never a stalled reader. A full disk or a
@@ -157,10 +157,10 @@ class Recorder:
         self.clock = time.monotonic_ns
 
     async def record(self) -> int:
+        from gizmo_host.app.capture_world import world_metadata  # noqa: PLC0415
         from gizmo_host.capture.background import BackgroundWriter  # noqa: PLC0415
         from gizmo_host.capture.channels import WORLD_METADATA  # noqa: PLC0415
         from gizmo_host.capture.writer import CaptureWriter  # noqa: PLC0415
-        from gizmo_host.cli.capture_world import world_metadata  # noqa: PLC0415
         from gizmo_host.errors import CaptureWriteError  # noqa: PLC0415
 
         loop = asyncio.get_running_loop()

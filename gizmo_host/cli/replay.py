@@ -7,12 +7,12 @@ made); ``--link PATH`` keeps a symlink to it, re-pointed when the capture's port
 opened again (the pty hangs up and a new one appears, as an unplugged USB adapter would). Before
 the first byte, and after each replug, it waits (``--wait-s``) for the host to open the pty.
 
-``--offline``: straight through the host's own pipeline with the recorded times
-(``gizmo_host.capture.offline``) and, when the capture carries the world model's settings, the
-recorded RflySim datagrams through the world model (``gizmo_host.cli.capture_world``):
-deterministic, as fast as the CPU allows; the host's JSON Lines (``result``, ``link``,
-``verdict``, ``world``, ``stats``) go to stdout. A damaged or truncated capture: the lines for
-what could be read, then one error line and exit status 1.
+``--offline``: straight through the live ``Host`` on a manual clock at the recorded times
+(``gizmo_host.app.replay``), the recorded RflySim datagrams through its world model when the
+capture carries the world model's settings: deterministic, as fast as the CPU allows; the
+host's JSON Lines (``result``, ``link``, ``verdict``, ``world``, ``stats``) go to stdout. A
+damaged or truncated capture: the lines for what could be read, then one error line and exit
+status 1.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
 def replay_offline(reader: CaptureReader, out: IO[bytes]) -> int:
     """The host's lines for ``reader``'s capture on ``out``; raises ``CaptureError``."""
-    from gizmo_host.cli.capture_world import OfflineReplay  # noqa: PLC0415 - needs mcap
+    from gizmo_host.app.replay import OfflineReplay  # noqa: PLC0415 - needs mcap
 
     replay = OfflineReplay(reader.info, reader.path)
     try:

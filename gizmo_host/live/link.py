@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 import serialx
 
+from gizmo_host.errors import IllegalTransition
 from gizmo_host.live.subscription import FailureCounter
 from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.live.tty_reads import FrameReads, tty_descriptor
@@ -39,6 +40,7 @@ from gizmo_host.stream.linkstate import (
     REASON_FRAME,
     REASON_OPENED,
     REASON_STOPPED,
+    TRANSITIONS,
     LinkInput,
     LinkStateMachine,
     silence_reason,
@@ -342,6 +344,38 @@ class SerialLink:
                 self._on_results(results, now_ns)
             except Exception:
                 self._callback_failed("on_results")
+
+    # -- offline replay: a recorded port drives the same state, parser and silence timer ----
+
+    def replay_input(self, link_input: LinkInput, reason: str) -> None:
+        """A recorded port event, at the scheduler's time, as ``run`` would feed it (an input
+        the state table does not allow now raises ``IllegalTransition``, changing nothing)."""
+        state = self._machine.state
+        if link_input not in TRANSITIONS[state]:
+            raise IllegalTransition(state.value, link_input.value)
+        if link_input is LinkInput.OPEN_STARTED:
+            self._open_attempts += 1
+        elif link_input is LinkInput.OPEN_FAILED:
+            self._open_failures += 1
+        elif link_input is LinkInput.OPENED:
+            self._parser.reset()
+            self._reached_up = False
+            self._last_frame_ns = now_ns = self._clock()
+            self._feed(link_input, reason)
+            self._silent_check = self._scheduler.call_at_ns(
+                now_ns + self._silent_ns, self._check_silent
+            )
+            return
+        elif link_input is LinkInput.LOST or link_input is LinkInput.STOPPED:
+            self._disconnects += link_input is LinkInput.LOST
+            if self._silent_check is not None:
+                self._silent_check.cancel()
+                self._silent_check = None
+        self._feed(link_input, reason)
+
+    def replay_chunk(self, data: bytes) -> None:
+        """A recorded read, at the scheduler's time (the per-read path itself)."""
+        self._data_received(data)
 
     def _explain_failure(self, exc: BaseException) -> str:
         """One line for a failed open: the injected explanation, or the error itself."""

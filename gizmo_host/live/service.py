@@ -112,10 +112,14 @@ class GizmoService:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
 
-    def start(self) -> None:
+    def start(self, *, run_link: bool = True) -> None:
+        """Start the link's task and the verdict timer; ``run_link=False``: the timer only,
+        the caller feeding the link (an offline replay: ``SerialLink.replay_input``)."""
         if self._tasks:
             raise RuntimeError("GizmoService is already running")
-        self._tasks = [asyncio.create_task(self.link.run(), name=f"gizmo-link {self.link.path}")]
+        if run_link:
+            link_task = asyncio.create_task(self.link.run(), name=f"gizmo-link {self.link.path}")
+            self._tasks = [link_task]
         for task in self._tasks:
             task.add_done_callback(self._failures.task_done)
         self._schedule_verdict_tick()
