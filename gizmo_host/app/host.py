@@ -88,12 +88,7 @@ class Host:
         self._run_link = run_link
         self._extra_stats: list[Callable[[], dict[str, Any]]] = []
         if world is BUILD:
-            setup = config.world_setup()
-            world = None
-            if setup is not None:
-                world, self.router = build_world(
-                    setup, self.scheduler, receivers=not tapped, requests=requests
-                )
+            world, self.router = _world_for(config, self.scheduler, tapped, requests)
         self.world: WorldService | None = world
         self.publisher = JsonLinesPublisher(self.scheduler.now_ns)
         self._sinks: list[Sink] = []
@@ -109,7 +104,11 @@ class Host:
         self._stats_ns = round(config.publish.stats_interval_s * 1e9)
         self._stats_timer: Timer | None = None
         self._started: list[Output] = []
-        self.service.watch(config.selector)
+        self._connect()
+
+    def _connect(self) -> None:
+        """The service's messages to the sinks, then to the world; the world's to the sinks."""
+        self.service.watch(self.config.selector)
         self.service.add_listener(self._publish)
         if self.world is not None:  # after the sinks: they see a message before the world
             self.service.add_listener(self.world.on_gizmo)
@@ -237,3 +236,13 @@ class Host:
     def _on_stats(self, due_ns: int) -> None:
         self._arm_stats(due_ns)
         self.publish(self.stats())
+
+
+def _world_for(
+    config: HostConfig, scheduler: Scheduler, tapped: bool, requests: bool
+) -> tuple[WorldService | None, DatagramRouter | None]:
+    """The world service ``config`` describes (none without ``[camera]``) and its router."""
+    setup = config.world_setup()
+    if setup is None:
+        return None, None
+    return build_world(setup, scheduler, receivers=not tapped, requests=requests)

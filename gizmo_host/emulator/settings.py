@@ -136,7 +136,7 @@ def load_settings(
     """Settings from a TOML file's ``[emulate]`` and ``[camera]`` tables, then ``overrides``
     (flags: ``{"emulate": {...}, "camera": {...}}``, None values ignored). ``camera_config``,
     when given, is the camera already resolved by the caller (a ``[camera]`` table naming a
-    Config.json sensor, ``gizmo_host.cli.emulate``) and replaces the table."""
+    Config.json sensor, ``gizmo_host.app.emulation``) and replaces the table."""
     data: dict[str, Any] = read_toml(path) if path is not None else {}
     where = f"{path}: " if path is not None else ""
     merged = _merge(data, overrides or {})

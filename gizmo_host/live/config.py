@@ -1,7 +1,8 @@
 """The live service's settings as small frozen values: what the link and the pipeline need.
 
-These are the only place their defaults are written; ``gizmo_host.app.settings`` (the
-settings table behind TOML, flags and the README) reads them from here.
+The settings table (``gizmo_host.app.settings``, behind TOML, flags and the README) reads
+their defaults from here; those the per-frame pipeline shares are the stream layer's
+constants (``DEFAULT_TTL_MS``, ``DEFAULT_MAX_SKEW_PPM``, ...), written once there.
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gizmo_host.stream.clock import frame_transmit_ns
+from gizmo_host.stream.clock import DEFAULT_PHASE_ERROR_THRESHOLD_MS, frame_transmit_ns
 from gizmo_host.stream.pipeline import FramePipeline
 from gizmo_host.stream.store import DEFAULT_RESET_HOLD_MS, DEFAULT_TTL_MS
+from gizmo_host.stream.tracker import DEFAULT_MAX_SKEW_PPM
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,8 +34,8 @@ class PipelineConfig:
     ttl_ms: float = DEFAULT_TTL_MS
     ttl_ms_by_type: Mapping[int, float] = field(default_factory=dict)
     reset_hold_ms: float = DEFAULT_RESET_HOLD_MS
-    max_skew_ppm: float = 200.0
-    phase_error_threshold_ms: float = 5.0
+    max_skew_ppm: float = DEFAULT_MAX_SKEW_PPM
+    phase_error_threshold_ms: float = DEFAULT_PHASE_ERROR_THRESHOLD_MS
     transport_delay_ns: int | None = None  # None: 35 bytes' time at the link's baud rate
     verdict_interval_s: float = 1.0  # watched verdicts are re-published this often
 

@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 import serialx
 
 from gizmo_host.errors import IllegalTransition
+from gizmo_host.live.config import LinkConfig
 from gizmo_host.live.subscription import FailureCounter
 from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.live.tty_reads import FrameReads, tty_descriptor
@@ -101,14 +102,10 @@ class SerialLink:
 
     def __init__(
         self,
-        path: str,
+        config: LinkConfig | str,
         *,
         on_results: ResultsCallback,
         on_event: EventCallback | None = None,
-        baudrate: int = 115200,
-        silent_after_s: float = 1.0,
-        backoff_min_s: float = 0.1,
-        backoff_max_s: float = 2.0,
         coalesce_reads: bool = True,
         clock: Callable[[], int] = time.monotonic_ns,
         scheduler: Scheduler | None = None,
@@ -119,7 +116,11 @@ class SerialLink:
         """``scheduler`` (default: the loop's timers on ``clock``) runs the backoff and the
         silence check; ``explain_open_error`` turns a failed open into one line (the CLI
         injects the deployment diagnostics); ``on_bytes`` gets every chunk read with the host
-        time its results carry, before they are parsed (a recorder's tap)."""
+        time its results carry, before they are parsed (a recorder's tap). ``config``: the
+        path and its settings (a bare path takes the defaults)."""
+        config = LinkConfig(config) if isinstance(config, str) else config
+        path, baudrate, silent_after_s = config.path, config.baudrate, config.silent_after_s
+        backoff_min_s, backoff_max_s = config.backoff_min_s, config.backoff_max_s
         if baudrate <= 0:
             raise ValueError(f"baudrate: expected a positive integer, got {baudrate!r}")
         if not 0 < backoff_min_s <= backoff_max_s:

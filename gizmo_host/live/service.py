@@ -75,13 +75,9 @@ class GizmoService:
         if open_connection is not None:
             link_kwargs["open_connection"] = open_connection
         self.link = SerialLink(
-            link.path,
+            link,
             on_results=self._on_results,
             on_event=self._on_link_event,
-            baudrate=link.baudrate,
-            silent_after_s=link.silent_after_s,
-            backoff_min_s=link.backoff_min_s,
-            backoff_max_s=link.backoff_max_s,
             scheduler=self._scheduler,
             explain_open_error=explain_open_error,
             on_bytes=on_bytes,

@@ -26,11 +26,13 @@ class LinkHarness:
     def __init__(self, path: str, **kwargs) -> None:
         self.results: asyncio.Queue = asyncio.Queue()
         self.events: asyncio.Queue[LinkEvent] = asyncio.Queue()
-        kwargs.setdefault("backoff_min_s", 0.02)
-        kwargs.setdefault("backoff_max_s", 0.1)
+        link = {"backoff_min_s": 0.02, "backoff_max_s": 0.1}
+        for key in ("backoff_min_s", "backoff_max_s", "silent_after_s"):
+            if key in kwargs:
+                link[key] = kwargs.pop(key)
         kwargs.setdefault("on_results", lambda rs, t: [self.results.put_nowait(r) for r in rs])
         self.link = SerialLink(
-            path,
+            LinkConfig(path, **link),
             on_event=self.events.put_nowait,
             **kwargs,
         )

@@ -31,9 +31,9 @@ from typing import Any
 from fusion import WorldModel
 from fusion.camera import CameraModel
 from gizmo_host.app.config import HostConfig, config_from_mapping
+from gizmo_host.app.demo_tally import GroundTruth, Tally
+from gizmo_host.app.emulation import build_source, emulation_factory
 from gizmo_host.app.host import Host, HostMessage
-from gizmo_host.cli.demo_tally import GroundTruth, Tally
-from gizmo_host.cli.emulate import build_source, emulation_factory
 from gizmo_host.emulator.faults import FaultTimeline
 from gizmo_host.emulator.port import PtyPort
 from gizmo_host.emulator.runner import Runner
