@@ -36,7 +36,7 @@ from gizmo_host.app.world import DatagramRouter, apply_events, build_world, worl
 from gizmo_host.deploy.diagnostics import explain_open_error
 from gizmo_host.errors import ServiceFailed
 from gizmo_host.live.link import BytesCallback, OpenFunction
-from gizmo_host.live.publish import JsonLinesPublisher, encode_line, with_types
+from gizmo_host.live.publish import JsonLinesPublisher, Message, encode_line, with_types
 from gizmo_host.live.service import GizmoService
 from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.live.world import WorldService
@@ -93,6 +93,7 @@ class Host:
         self.publisher = JsonLinesPublisher(self.scheduler.now_ns)
         self._sinks: list[Sink] = []
         self._outputs: list[Output] = []
+        self._connected = False  # the listeners are connected at start
         self._report_outputs = outputs
         self.version = version_message(__version__, config.link().path)
         if self.world is not None:
@@ -104,26 +105,42 @@ class Host:
         self._stats_ns = round(config.publish.stats_interval_s * 1e9)
         self._stats_timer: Timer | None = None
         self._started: list[Output] = []
-        self._connect()
+        self.service.watch(config.selector)
 
     def _connect(self) -> None:
-        """The service's messages to the sinks, then to the world; the world's to the sinks."""
-        self.service.watch(self.config.selector)
-        self.service.add_listener(self._publish)
+        """At start: the service's messages to the sinks and the outputs' publisher, then to
+        the world; the world's snapshots to the same. Each is a listener of its own, so the
+        per-frame path of ``run`` is the publisher's call and nothing more."""
+        if self._connected:
+            return
+        self._connected = True
+        listeners: list[Callable[[Message], None]] = [*self._sinks]
+        if self._outputs:
+            listeners.append(self.publisher)
+        for listener in listeners:
+            self.service.add_listener(listener)
         if self.world is not None:  # after the sinks: they see a message before the world
             self.service.add_listener(self.world.on_gizmo)
-            self.world.add_listener(self._publish)
+            for listener in listeners:
+                self.world.add_listener(listener)
 
     # -- plugging in -----------------------------------------------------------------------
 
     def add_sink(self, sink: Sink) -> None:
-        """``sink`` gets every message the host publishes, in order; it must not block."""
+        """``sink`` gets every message the host publishes, in order; it must not block.
+        Sinks and outputs are added before ``start``."""
+        self._check_not_started()
         self._sinks.append(sink)
 
     def add_output(self, output: Output) -> None:
         """A JSON Lines output, started and closed with the host."""
+        self._check_not_started()
         self._outputs.append(output)
         self.publisher.add_sink(output)
+
+    def _check_not_started(self) -> None:
+        if self._connected:
+            raise RuntimeError("Host: sinks and outputs are added before start")
 
     def add_stats(self, counters: Callable[[], dict[str, Any]]) -> None:
         """Add ``counters()``'s keys to every ``stats`` line (a source's or a sink's)."""
@@ -152,6 +169,7 @@ class Host:
     async def start(self) -> None:
         """Start the outputs, the world (before the link: it hears the link's first events)
         and the link; a port or path that cannot be used is a ``ServiceFailed``."""
+        self._connect()
         try:
             for output in self._outputs:
                 await output.start()
@@ -215,18 +233,12 @@ class Host:
             message.update(counters())
         return message
 
-    def publish(self, message: HostMessage) -> None:
-        """``message`` to every sink and output (a ``stats`` line, or a composition's own)."""
-        self._publish(message)
-
-    def _publish(self, message: HostMessage) -> None:
+    def publish(self, message: dict[str, Any]) -> None:
+        """``message`` (a ``stats`` line, or a composition's own) to every sink and output."""
         for sink in self._sinks:
             sink(message)
         if self._outputs:
-            if isinstance(message, dict):
-                self.publisher.publish(message)
-            else:
-                self.publisher(message)
+            self.publisher.publish(message)
 
     def _arm_stats(self, now_ns: int) -> None:
         if self._stats_ns > 0:
