@@ -2,7 +2,7 @@
 
 ``channels`` defines the topics, encodings and schemas; ``writer`` and ``reader`` put them in
 and take them out of an MCAP file; ``background`` writes from a thread behind a bounded queue;
-``offline`` replays a capture's inputs through the host's own pipeline on the recorded times.
-The live ends (recording a running link, playing into a pty and UDP) are ``gizmo-host record``
-and ``gizmo-host replay`` (``gizmo_host.cli``).
+``settings`` is what a capture carries so that its replay computes what the live host did.
+Recording a running host, playing into a pty and UDP and the offline replay through the live
+``Host`` are the application layer's (``gizmo_host.app.record``, ``player``, ``replay``).
 """

@@ -2,8 +2,8 @@
 
 A capture's output depends on the TTLs, the clock model, the silence timeout and the verdict
 selector as much as on its bytes; the recorder writes them in the ``gizmo-host.settings``
-metadata record (one JSON value per key, as MCAP metadata is text) and offline replay builds its
-``FramePipeline`` and timers from them.
+metadata record (one JSON value per key, as MCAP metadata is text) and offline replay builds
+the same ``Host`` from them (``gizmo_host.app.replay.host_config``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from gizmo_host.errors import CaptureError
-from gizmo_host.stream.clock import frame_transmit_ns
-from gizmo_host.stream.pipeline import FramePipeline
-from gizmo_host.stream.store import TargetSelector
+from gizmo_host.stream.clock import DEFAULT_PHASE_ERROR_THRESHOLD_MS
+from gizmo_host.stream.store import DEFAULT_RESET_HOLD_MS, DEFAULT_TTL_MS, TargetSelector
+from gizmo_host.stream.tracker import DEFAULT_MAX_SKEW_PPM
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,11 +28,11 @@ class HostSettings:
     baudrate: int = 115200
     silent_after_s: float = 1.0
     transport_delay_ns: int | None = None  # None: a frame's time on the wire at ``baudrate``
-    max_skew_ppm: float = 200.0
-    phase_error_threshold_ms: float = 5.0
-    ttl_ms: float = 250.0
+    max_skew_ppm: float = DEFAULT_MAX_SKEW_PPM
+    phase_error_threshold_ms: float = DEFAULT_PHASE_ERROR_THRESHOLD_MS
+    ttl_ms: float = DEFAULT_TTL_MS
     ttl_ms_by_type: tuple[tuple[int, float], ...] = ()
-    reset_hold_ms: float = 2000.0
+    reset_hold_ms: float = DEFAULT_RESET_HOLD_MS
     verdict_interval_s: float = 1.0
     stats_interval_s: float = 10.0  # 0: no stats lines but the last
     selector: TargetSelector = field(default_factory=TargetSelector)
@@ -46,39 +46,6 @@ class HostSettings:
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name}: expected a finite number >= 0, got {value!r}")
-
-    def transport_delay(self) -> int:
-        return (
-            frame_transmit_ns(self.baudrate)
-            if self.transport_delay_ns is None
-            else self.transport_delay_ns
-        )
-
-    def service_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``GizmoService(serial_path, ...)`` with these settings."""
-        return {
-            "baudrate": self.baudrate,
-            "silent_after_s": self.silent_after_s,
-            "transport_delay_ns": self.transport_delay_ns,
-            "verdict_interval_s": self.verdict_interval_s,
-            **self._pipeline_kwargs(),
-        }
-
-    def pipeline(self) -> FramePipeline:
-        pipeline = FramePipeline(
-            transport_delay_ns=self.transport_delay(), **self._pipeline_kwargs()
-        )
-        pipeline.watch(self.selector)
-        return pipeline
-
-    def _pipeline_kwargs(self) -> dict[str, Any]:
-        return {
-            "ttl_ms": self.ttl_ms,
-            "ttl_ms_by_type": dict(self.ttl_ms_by_type),
-            "reset_hold_ms": self.reset_hold_ms,
-            "max_skew_ppm": self.max_skew_ppm,
-            "phase_error_threshold_ms": self.phase_error_threshold_ms,
-        }
 
     def to_metadata(self) -> dict[str, str]:
         """One JSON text per setting (MCAP metadata maps strings to strings)."""

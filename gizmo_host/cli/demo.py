@@ -1,6 +1,6 @@
 """``gizmo-host demo``: the whole loop with no hardware, and the world model it produces, live.
 
-One process, one asyncio loop (:mod:`gizmo_host.cli.demo_rig`): the RflySim stand-in flies a
+One process, one asyncio loop (:mod:`gizmo_host.app.demo_rig`): the RflySim stand-in flies a
 scenario and sends its TypeID 30 boxes, the emulated board turns them into VISION_RESULT frames
 on a pty, and the host reads the pty and fuses the frames with the stand-in's odometry into
 ``world`` snapshots. The terminal shows the newest one (:mod:`gizmo_host.cli.demo_table`, or a
@@ -9,7 +9,7 @@ plain line without rich); ``--json`` prints every snapshot as JSON Lines instead
 ``gizmo-host emulate --faults`` timeline). It runs for ``--duration`` seconds or until
 Ctrl-C/SIGTERM, then prints a summary (stderr, one JSON line, with ``--json``) and exits 0.
 A bad option is one line on stderr and exit status 2. ``--protocol`` runs the older
-walkthrough of the frame codec instead (:mod:`gizmo_host.cli.demo_protocol`).
+walkthrough of the frame codec instead (:mod:`gizmo_host.app.demo_protocol`).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gizmo_host.cli import demo_protocol
-from gizmo_host.cli.demo_rig import DemoFailed, DemoRig, DemoSettings
+from gizmo_host.app import demo_protocol
+from gizmo_host.app.demo_rig import DemoFailed, DemoRig, DemoSettings
 from gizmo_host.cli.demo_view import PlainView, View, summary
 from gizmo_host.emulator.faults import (
     FaultTimeline,

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fusion import Decision, WorldSnapshot
-from gizmo_host.cli.demo_tally import Tally
+from gizmo_host.app.demo_tally import Tally
 from gizmo_host.cli.demo_view import (
     fmt_num,
     fmt_reasons,

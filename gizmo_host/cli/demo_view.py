@@ -2,7 +2,7 @@
 as ``world`` JSON Lines; and the summary at the end.
 
 Every view reads the same numbers: the newest snapshot and the tally
-(:mod:`gizmo_host.cli.demo_tally`), and the parts' counters (``DemoRig.stats()``), condensed by
+(:mod:`gizmo_host.app.demo_tally`), and the parts' counters (``DemoRig.stats()``), condensed by
 :func:`host_counters` and :func:`injected_faults`. rich is an optional extra
 (``gizmo-host[demo]``); without it the demo prints one line a second.
 """
@@ -14,7 +14,7 @@ from typing import Any, Protocol, TextIO
 
 from fusion import WorldSnapshot
 from fusion.geometry import quat_to_euler_zyx
-from gizmo_host.cli.demo_tally import Tally
+from gizmo_host.app.demo_tally import Tally
 
 HOST_COUNTERS = (
     "frames_ok",

@@ -25,11 +25,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from fusion.camera import CameraModel
-from gizmo_host.cli.config import StoreConfig
-from gizmo_host.cli.world_config import RflySimConfig, resolve_world
-from gizmo_host.emulator.board import BoardModel
-from gizmo_host.emulator.emulation import Emulation
+from gizmo_host.app.emulation import build_source, emulation_factory, rfly_boxes, sensor_camera
 from gizmo_host.emulator.faults import (
     FaultTimeline,
     load_timeline,
@@ -38,14 +34,9 @@ from gizmo_host.emulator.faults import (
 )
 from gizmo_host.emulator.port import DevicePort, Port, PtyPort
 from gizmo_host.emulator.runner import Runner
-from gizmo_host.emulator.scenario import Scenario
-from gizmo_host.emulator.settings import EmulateSettings, load_settings, read_toml
-from gizmo_host.emulator.sources import BoxSource, PoseSource, ScenarioSource, TargetSource
+from gizmo_host.emulator.settings import EmulateSettings, load_settings
 from gizmo_host.errors import ConfigError
-from gizmo_host.stream.store import TargetSelector
-from rfly_link.config import load_config as load_rfly_config
-from rfly_link.errors import ConfigError as RflyConfigError
-from rfly_link.messages import TypeId
+from gizmo_host.tomlfile import read_toml
 
 LOGGER = logging.getLogger("gizmo_host.emulate")
 
@@ -162,48 +153,6 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {"emulate": emulate}
 
 
-def _rfly_boxes(path: str) -> dict[str, Any]:
-    """The TypeID 30 sensor of a Config.json as ``[emulate.boxes]`` values."""
-    try:
-        loaded = load_rfly_config(path)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except RflyConfigError as exc:
-        raise ConfigError(str(exc)) from None
-    for sensor in loaded.sensors:
-        if sensor.type_id == TypeId.BOX_TARGETS:
-            return {
-                "port": sensor.port,
-                "width_px": sensor.data_width,
-                "height_px": sensor.data_height,
-            }
-    raise ConfigError(f"{path}: no TypeID 30 sensor in VisionSensors")
-
-
-def _sensor_camera(path: str, data: Mapping[str, Any], rfly_config: str | None) -> Any:
-    """The ``[camera]`` of ``data`` resolved as ``gizmo-host run`` resolves it, when it names
-    ``rflysim_sensor`` (None otherwise): size, field of view and mount from that Config.json
-    sensor (``--rfly-config``, else the file's ``[rflysim] config``), overridden by the table."""
-    camera = data.get("camera")
-    if not isinstance(camera, Mapping) or camera.get("rflysim_sensor") is None:
-        return None
-    rflysim = data.get("rflysim")
-    config = rfly_config or (rflysim.get("config") if isinstance(rflysim, Mapping) else None)
-    if not isinstance(config, str):
-        raise ConfigError(
-            f"{path}: camera.rflysim_sensor: expected --rfly-config (or [rflysim] config), "
-            "the Config.json to read the sensor from"
-        )
-    try:
-        setup = resolve_world(
-            camera, {}, RflySimConfig(config=config), StoreConfig(), TargetSelector()
-        )
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    assert setup is not None  # a [camera] table and no [world] enabled = false
-    return setup.camera
-
-
 def settings_from_args(args: argparse.Namespace) -> tuple[EmulateSettings, FaultTimeline]:
     overrides = _overrides(args)
     data = read_toml(args.config) if args.config is not None else {}
@@ -212,10 +161,10 @@ def settings_from_args(args: argparse.Namespace) -> tuple[EmulateSettings, Fault
         isinstance(emulate_table, Mapping) and "poses" in emulate_table
     )
     if args.rfly_config is not None and not poses:
-        boxes = _rfly_boxes(args.rfly_config)
+        boxes = rfly_boxes(args.rfly_config)
         given = overrides["emulate"].get("boxes", {})
         overrides["emulate"]["boxes"] = {**boxes, **{k: v for k, v in given.items() if v}}
-    camera = None if args.config is None else _sensor_camera(args.config, data, args.rfly_config)
+    camera = None if args.config is None else sensor_camera(args.config, data, args.rfly_config)
     settings = load_settings(args.config, overrides, camera_config=camera)
     timeline = load_timeline(args.faults) if args.faults else FaultTimeline()
     timeline = timeline.with_faults([parse_fault_flag(spec) for spec in args.fault])
@@ -227,55 +176,6 @@ def settings_from_args(args: argparse.Namespace) -> tuple[EmulateSettings, Fault
         raise ConfigError(f"--duration: expected seconds > 0, got {args.duration}")
     validate_for_port(timeline, can_hang_up=args.link is not None)
     return settings, timeline
-
-
-def build_source(settings: EmulateSettings) -> TargetSource:
-    camera = CameraModel(settings.camera) if settings.camera is not None else None
-    max_age_ns = round(settings.max_age_s * 1e9)
-    if settings.poses is not None:
-        if camera is None:
-            raise ConfigError("camera: the pose source needs a [camera] table (--config FILE)")
-        offset = settings.port_offset
-        return PoseSource(
-            camera,
-            ego=settings.poses.ego,
-            targets=settings.poses.targets,
-            rflysim3d=settings.poses.rflysim3d,
-            host=settings.listen,
-            bind=lambda port: port + offset,
-            max_age_ns=max_age_ns,
-            half_extent_m=settings.poses.half_extent_m,
-            max_range_m=settings.max_range_m,
-        )
-    if settings.boxes is not None:
-        boxes = settings.boxes
-        return BoxSource(
-            boxes.port, boxes.width_px, boxes.height_px, host=settings.listen, max_age_ns=max_age_ns
-        )
-    return ScenarioSource(Scenario(camera))
-
-
-def emulation_factory(settings: EmulateSettings, timeline: FaultTimeline) -> Any:
-    def make(start_ns: int) -> Emulation:
-        board = BoardModel(
-            source_id=settings.source_id,
-            result_type=settings.policy.result_type,
-            sequence=settings.start_sequence,
-            timestamp_ms=settings.boot_offset_ms,
-            period_ms=max(1, round(1000 / settings.rate_hz)),
-            live_clock=True,
-            skew_ppm=settings.skew_ppm,
-        )
-        return Emulation(
-            board=board,
-            policy=settings.policy,
-            latency=settings.latency,
-            timeline=timeline,
-            start_ns=start_ns,
-            rate_hz=settings.rate_hz,
-        )
-
-    return make
 
 
 def _print_port(port: PtyPort, path: str) -> None:

@@ -7,12 +7,12 @@ made); ``--link PATH`` keeps a symlink to it, re-pointed when the capture's port
 opened again (the pty hangs up and a new one appears, as an unplugged USB adapter would). Before
 the first byte, and after each replug, it waits (``--wait-s``) for the host to open the pty.
 
-``--offline``: straight through the host's own pipeline with the recorded times
-(``gizmo_host.capture.offline``) and, when the capture carries the world model's settings, the
-recorded RflySim datagrams through the world model (``gizmo_host.cli.capture_world``):
-deterministic, as fast as the CPU allows; the host's JSON Lines (``result``, ``link``,
-``verdict``, ``world``, ``stats``) go to stdout. A damaged or truncated capture: the lines for
-what could be read, then one error line and exit status 1.
+``--offline``: straight through the live ``Host`` on a manual clock at the recorded times
+(``gizmo_host.app.replay``), the recorded RflySim datagrams through its world model when the
+capture carries the world model's settings: deterministic, as fast as the CPU allows; the
+host's JSON Lines (``result``, ``link``, ``verdict``, ``world``, ``stats``) go to stdout. A
+damaged or truncated capture: the lines for what could be read, then one error line and exit
+status 1.
 """
 
 from __future__ import annotations
@@ -20,18 +20,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
-import select
-import socket
 import sys
-import tempfile
-import time
 from typing import IO, TYPE_CHECKING
 
-from gizmo_host.emulator import PtyBoard
+from gizmo_host.app.player import LivePlayer, PlayerOptions
 from gizmo_host.errors import CaptureError
-from gizmo_host.stream.linkstate import LinkInput
 
 if TYPE_CHECKING:
     from gizmo_host.capture.reader import CaptureReader
@@ -82,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         reader = CaptureReader(args.file)
         if args.offline:
             return replay_offline(reader, sys.stdout.buffer)
-        return asyncio.run(LivePlayer(reader, args).play())
+        options = PlayerOptions(args.link, args.speed, args.udp_host, args.wait_s, args.linger_s)
+        return asyncio.run(LivePlayer(reader, options).play())
     except CaptureError as exc:
         print(f"gizmo-host replay: {exc}", file=sys.stderr)
         return 1
@@ -93,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
 def replay_offline(reader: CaptureReader, out: IO[bytes]) -> int:
     """The host's lines for ``reader``'s capture on ``out``; raises ``CaptureError``."""
-    from gizmo_host.cli.capture_world import OfflineReplay  # noqa: PLC0415 - needs mcap
+    from gizmo_host.app.replay import OfflineReplay  # noqa: PLC0415 - needs mcap
 
     replay = OfflineReplay(reader.info, reader.path)
     try:
@@ -104,106 +99,3 @@ def replay_offline(reader: CaptureReader, out: IO[bytes]) -> int:
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - no flush error at exit
     return 0
-
-
-class LivePlayer:
-    """The capture into a pty and loopback UDP, paced on the loop's clock."""
-
-    def __init__(self, reader: CaptureReader, args: argparse.Namespace) -> None:
-        self.reader, self.args = reader, args
-        self._link = args.link or os.path.join(tempfile.mkdtemp(prefix="gizmo-replay-"), "pty")
-        self._board = PtyBoard(self._link)
-        self._sockets: dict[tuple[str, int], socket.socket] = {}
-        self.written = self.dropped_bytes = self.datagrams = self.send_errors = 0
-
-    async def play(self) -> int:
-        from gizmo_host.capture.reader import Datagram, PortEvent, UartChunk  # noqa: PLC0415
-
-        loop = asyncio.get_running_loop()
-        first_ns = 0
-        try:
-            self._plug()
-            await self._wait_open()
-            start = loop.time()  # the loop time of the first message's time
-            for message in self.reader.messages():
-                t = message[0]
-                if first_ns == 0:
-                    first_ns = t
-                delay = start + (t - first_ns) / 1e9 / self.args.speed - loop.time()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                if isinstance(message, UartChunk):
-                    self._write(message.data)
-                elif isinstance(message, Datagram):
-                    self._send(message.sender, message.port, message.data)
-                elif isinstance(message, PortEvent):
-                    if message.event is LinkInput.LOST:
-                        self._board.unplug()
-                    elif message.event is LinkInput.OPENED and self._board.master_fd is None:
-                        self._plug()
-                        start += await self._wait_open()
-            await asyncio.sleep(self.args.linger_s)
-        finally:
-            self._board.close()
-            if not self.args.link:
-                with contextlib.suppress(OSError):
-                    os.rmdir(os.path.dirname(self._link))
-            for sock in self._sockets.values():
-                sock.close()
-        print(
-            json.dumps(
-                {
-                    "type": "replay",
-                    "bytes_written": self.written,
-                    "bytes_dropped": self.dropped_bytes,
-                    "datagrams": self.datagrams,
-                    "send_errors": self.send_errors,
-                }
-            ),
-            file=sys.stderr,
-        )
-        return 0
-
-    def _plug(self) -> None:
-        pty = self._board.plug()
-        assert self._board.master_fd is not None
-        os.set_blocking(self._board.master_fd, False)  # a reader that stalls costs bytes
-        link = self.args.link
-        print(json.dumps({"type": "pty", "path": pty, "link": link}), flush=True)
-
-    async def _wait_open(self) -> float:
-        """Seconds spent waiting (at most ``--wait-s``) for a reader to open the pty: its
-        master reports a hang-up while no one has the other side open."""
-        fd = self._board.master_fd
-        assert fd is not None
-        poller = select.poll()
-        poller.register(fd, select.POLLOUT)
-        began = time.monotonic()
-        while time.monotonic() - began < self.args.wait_s:
-            if not any(event & select.POLLHUP for _, event in poller.poll(0)):
-                break
-            await asyncio.sleep(0.01)
-        return time.monotonic() - began
-
-    def _write(self, data: bytes) -> None:
-        fd = self._board.master_fd
-        if fd is None:
-            self.dropped_bytes += len(data)  # recorded while the port was lost
-            return
-        try:
-            written = os.write(fd, data)
-        except (BlockingIOError, OSError):
-            written = 0
-        self.written += written
-        self.dropped_bytes += len(data) - written
-
-    def _send(self, sender: tuple[str, int], port: int, data: bytes) -> None:
-        sock = self._sockets.get(sender)
-        if sock is None:
-            sock = self._sockets[sender] = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            sock.setblocking(False)
-        try:
-            sock.sendto(data, (self.args.udp_host, port))
-            self.datagrams += 1
-        except OSError:
-            self.send_errors += 1

@@ -25,7 +25,6 @@ does is in :class:`FaultKind`; the injector (``injector.py``) applies them.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -34,11 +33,7 @@ from typing import Any
 
 from gizmo_host.emulator.checks import Number, boolean, check_keys, table
 from gizmo_host.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from gizmo_host.tomlfile import read_toml
 
 
 class FaultKind(Enum):
@@ -213,13 +208,7 @@ def timeline_from_mapping(data: Mapping[str, Any], where: str) -> FaultTimeline:
 
 def load_timeline(path: str | Path) -> FaultTimeline:
     """Read a ``--faults`` TOML file; every problem is one ConfigError naming the file."""
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    return timeline_from_mapping(data, str(path))
+    return timeline_from_mapping(read_toml(path), str(path))
 
 
 def validate_for_port(timeline: FaultTimeline, *, can_hang_up: bool) -> None:

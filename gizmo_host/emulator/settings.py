@@ -41,7 +41,6 @@ With neither ``boxes`` nor ``poses`` the built-in scenario plays. ``listen`` (de
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,12 +52,8 @@ from fusion.geometry import Vec3
 from gizmo_host.emulator.checks import Number, boolean, check_keys, table, text
 from gizmo_host.emulator.targets import LatencyModel, OutputPolicy, PerCycle, class_id
 from gizmo_host.errors import ConfigError
+from gizmo_host.tomlfile import read_toml
 from gizmo_host.wire.results import ResultType
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 _PORT = Number(0, 65535, integer=True)
 _SIZE = Number(2, 65535, integer=True)
@@ -122,15 +117,6 @@ class EmulateSettings:
     max_range_m: float = 200.0
 
 
-def read_toml(path: str | Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-
-
 def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in over.items():
@@ -150,7 +136,7 @@ def load_settings(
     """Settings from a TOML file's ``[emulate]`` and ``[camera]`` tables, then ``overrides``
     (flags: ``{"emulate": {...}, "camera": {...}}``, None values ignored). ``camera_config``,
     when given, is the camera already resolved by the caller (a ``[camera]`` table naming a
-    Config.json sensor, ``gizmo_host.cli.emulate``) and replaces the table."""
+    Config.json sensor, ``gizmo_host.app.emulation``) and replaces the table."""
     data: dict[str, Any] = read_toml(path) if path is not None else {}
     where = f"{path}: " if path is not None else ""
     merged = _merge(data, overrides or {})

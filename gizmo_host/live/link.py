@@ -31,6 +31,8 @@ from typing import Any, NamedTuple
 
 import serialx
 
+from gizmo_host.errors import IllegalTransition
+from gizmo_host.live.config import LinkConfig
 from gizmo_host.live.subscription import FailureCounter
 from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.live.tty_reads import FrameReads, tty_descriptor
@@ -39,6 +41,7 @@ from gizmo_host.stream.linkstate import (
     REASON_FRAME,
     REASON_OPENED,
     REASON_STOPPED,
+    TRANSITIONS,
     LinkInput,
     LinkStateMachine,
     silence_reason,
@@ -99,14 +102,10 @@ class SerialLink:
 
     def __init__(
         self,
-        path: str,
+        config: LinkConfig | str,
         *,
         on_results: ResultsCallback,
         on_event: EventCallback | None = None,
-        baudrate: int = 115200,
-        silent_after_s: float = 1.0,
-        backoff_min_s: float = 0.1,
-        backoff_max_s: float = 2.0,
         coalesce_reads: bool = True,
         clock: Callable[[], int] = time.monotonic_ns,
         scheduler: Scheduler | None = None,
@@ -117,7 +116,11 @@ class SerialLink:
         """``scheduler`` (default: the loop's timers on ``clock``) runs the backoff and the
         silence check; ``explain_open_error`` turns a failed open into one line (the CLI
         injects the deployment diagnostics); ``on_bytes`` gets every chunk read with the host
-        time its results carry, before they are parsed (a recorder's tap)."""
+        time its results carry, before they are parsed (a recorder's tap). ``config``: the
+        path and its settings (a bare path takes the defaults)."""
+        config = LinkConfig(config) if isinstance(config, str) else config
+        path, baudrate, silent_after_s = config.path, config.baudrate, config.silent_after_s
+        backoff_min_s, backoff_max_s = config.backoff_min_s, config.backoff_max_s
         if baudrate <= 0:
             raise ValueError(f"baudrate: expected a positive integer, got {baudrate!r}")
         if not 0 < backoff_min_s <= backoff_max_s:
@@ -342,6 +345,38 @@ class SerialLink:
                 self._on_results(results, now_ns)
             except Exception:
                 self._callback_failed("on_results")
+
+    # -- offline replay: a recorded port drives the same state, parser and silence timer ----
+
+    def replay_input(self, link_input: LinkInput, reason: str) -> None:
+        """A recorded port event, at the scheduler's time, as ``run`` would feed it (an input
+        the state table does not allow now raises ``IllegalTransition``, changing nothing)."""
+        state = self._machine.state
+        if link_input not in TRANSITIONS[state]:
+            raise IllegalTransition(state.value, link_input.value)
+        if link_input is LinkInput.OPEN_STARTED:
+            self._open_attempts += 1
+        elif link_input is LinkInput.OPEN_FAILED:
+            self._open_failures += 1
+        elif link_input is LinkInput.OPENED:
+            self._parser.reset()
+            self._reached_up = False
+            self._last_frame_ns = now_ns = self._clock()
+            self._feed(link_input, reason)
+            self._silent_check = self._scheduler.call_at_ns(
+                now_ns + self._silent_ns, self._check_silent
+            )
+            return
+        elif link_input is LinkInput.LOST or link_input is LinkInput.STOPPED:
+            self._disconnects += link_input is LinkInput.LOST
+            if self._silent_check is not None:
+                self._silent_check.cancel()
+                self._silent_check = None
+        self._feed(link_input, reason)
+
+    def replay_chunk(self, data: bytes) -> None:
+        """A recorded read, at the scheduler's time (the per-read path itself)."""
+        self._data_received(data)
 
     def _explain_failure(self, exc: BaseException) -> str:
         """One line for a failed open: the injected explanation, or the error itself."""

@@ -13,6 +13,9 @@ by a timer set for the moment the current target goes stale (so it turns to HOLD
 without polling; results that refresh the target move the timer back, so a steady stream
 never wakes it); they are published when they change and re-published every
 ``verdict_interval_s``.
+
+Settings come as two small values (``gizmo_host.live.config``): ``LinkConfig`` for the port
+and ``PipelineConfig`` for the pipeline and the verdict period.
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from gizmo_host.live.config import LinkConfig, PipelineConfig
 from gizmo_host.live.link import BytesCallback, OpenFunction, SerialLink
 from gizmo_host.live.subscription import FailureCounter, FailureLatch, Subscription
 from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
-from gizmo_host.stream.clock import ClockStatus, frame_transmit_ns
+from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult
 from gizmo_host.stream.pipeline import FramePipeline
 from gizmo_host.stream.store import ResultStore, TargetSelector, Verdict
@@ -46,58 +50,40 @@ class GizmoService:
 
     def __init__(
         self,
-        path: str,
+        link: LinkConfig | str,
+        pipeline: PipelineConfig | None = None,
         *,
-        baudrate: int = 115200,
-        silent_after_s: float = 1.0,
-        ttl_ms: float = 250.0,
-        ttl_ms_by_type: dict[int, float] | None = None,
-        reset_hold_ms: float = 2000.0,
-        max_skew_ppm: float = 200.0,
-        phase_error_threshold_ms: float = 5.0,
-        transport_delay_ns: int | None = None,
-        verdict_interval_s: float = 1.0,
-        backoff_min_s: float = 0.1,
-        backoff_max_s: float = 2.0,
+        frame_pipeline: FramePipeline | None = None,
         clock: Callable[[], int] = time.monotonic_ns,
         scheduler: Scheduler | None = None,
         open_connection: OpenFunction | None = None,
         explain_open_error: Callable[[str, OSError], str] | None = None,
-        pipeline: FramePipeline | None = None,
         on_bytes: BytesCallback | None = None,
     ) -> None:
-        """``scheduler`` (default: the loop's timers on ``clock``) runs every timer and sleep;
-        ``pipeline`` replaces the one built from the store and clock settings above;
-        ``on_bytes`` is the link's raw-bytes tap (``SerialLink``)."""
+        """``link``: the serial path and its settings (a bare path takes the defaults);
+        ``pipeline``: the pipeline's settings and the verdict period; ``frame_pipeline``
+        replaces the pipeline built from them (its own TTLs then pace the stale timer);
+        ``scheduler`` (default: the loop's timers on ``clock``) runs every timer and
+        sleep; ``on_bytes`` is the link's raw-bytes tap (``SerialLink``)."""
+        link = LinkConfig(link) if isinstance(link, str) else link
+        settings = pipeline or PipelineConfig()
+        self.config = link
         self._scheduler = scheduler or LoopScheduler(clock)
         self._clock = clock = self._scheduler.now_ns
-        self.pipeline = pipeline or FramePipeline(
-            ttl_ms=ttl_ms,
-            ttl_ms_by_type=ttl_ms_by_type,
-            reset_hold_ms=reset_hold_ms,
-            max_skew_ppm=max_skew_ppm,
-            phase_error_threshold_ms=phase_error_threshold_ms,
-            transport_delay_ns=(
-                frame_transmit_ns(baudrate) if transport_delay_ns is None else transport_delay_ns
-            ),
-        )
+        self.pipeline = frame_pipeline or settings.build(link.baudrate)
         link_kwargs: dict[str, Any] = {}
         if open_connection is not None:
             link_kwargs["open_connection"] = open_connection
         self.link = SerialLink(
-            path,
+            link,
             on_results=self._on_results,
             on_event=self._on_link_event,
-            baudrate=baudrate,
-            silent_after_s=silent_after_s,
-            backoff_min_s=backoff_min_s,
-            backoff_max_s=backoff_max_s,
             scheduler=self._scheduler,
             explain_open_error=explain_open_error,
             on_bytes=on_bytes,
             **link_kwargs,
         )
-        self._verdict_interval_ns = round(verdict_interval_s * 1e9)
+        self._verdict_interval_ns = round(settings.verdict_interval_s * 1e9)
         self._listeners: list[Listener] = []
         self._result_subs: list[Subscription[ReceivedResult]] = []
         self._link_subs: list[Subscription[LinkEvent]] = []
@@ -108,7 +94,7 @@ class GizmoService:
         self._stale_due_ns = 0  # host time the pending stale timer fires
         self._stale_at_ns = 0  # host time the pending stale timer is for
         # The stale timer is moved later only once it is due within half the shortest TTL.
-        self._stale_lead_ns = round(min([ttl_ms, *(ttl_ms_by_type or {}).values()]) * 1e6) // 2
+        self._stale_lead_ns = self.pipeline.store.shortest_ttl_ns() // 2
         self._verdict_tick: Timer | None = None
         self._listener_errors = FailureCounter(LOGGER)
         self._failures = FailureLatch(LOGGER)
@@ -122,10 +108,14 @@ class GizmoService:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
 
-    def start(self) -> None:
+    def start(self, *, run_link: bool = True) -> None:
+        """Start the link's task and the verdict timer; ``run_link=False``: the timer only,
+        the caller feeding the link (an offline replay: ``SerialLink.replay_input``)."""
         if self._tasks:
             raise RuntimeError("GizmoService is already running")
-        self._tasks = [asyncio.create_task(self.link.run(), name=f"gizmo-link {self.link.path}")]
+        if run_link:
+            link_task = asyncio.create_task(self.link.run(), name=f"gizmo-link {self.link.path}")
+            self._tasks = [link_task]
         for task in self._tasks:
             task.add_done_callback(self._failures.task_done)
         self._schedule_verdict_tick()

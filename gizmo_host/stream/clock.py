@@ -37,10 +37,11 @@ from collections import deque
 from enum import Enum
 from typing import NamedTuple
 
-from gizmo_host.stream.tracker import device_clock_advance_ms
+from gizmo_host.stream.tracker import DEFAULT_MAX_SKEW_PPM, device_clock_advance_ms
 
 UART_BITS_PER_BYTE = 10  # 8N1: start + 8 data + stop
 FRAME_BYTES = 35
+DEFAULT_PHASE_ERROR_THRESHOLD_MS = 5.0
 
 
 def frame_transmit_ns(baudrate: int, frame_bytes: int = FRAME_BYTES) -> int:
@@ -106,9 +107,9 @@ class DeviceClockEstimator:
     def __init__(
         self,
         *,
-        max_skew_ppm: float = 200.0,
+        max_skew_ppm: float = DEFAULT_MAX_SKEW_PPM,
         transport_delay_ns: int = 0,
-        phase_error_threshold_ms: float = 5.0,
+        phase_error_threshold_ms: float = DEFAULT_PHASE_ERROR_THRESHOLD_MS,
         segment_ms: float = 500.0,
         window_segments: int = 240,
         phase_segments: int = 8,

@@ -15,10 +15,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from gizmo_host.stream.clock import ClockEvent, ClockStatus, DeviceClockEstimator
+from gizmo_host.stream.clock import (
+    DEFAULT_PHASE_ERROR_THRESHOLD_MS,
+    ClockEvent,
+    ClockStatus,
+    DeviceClockEstimator,
+)
 from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult, ResultKey
-from gizmo_host.stream.store import Decision, ResultStore, TargetSelector, Verdict
-from gizmo_host.stream.tracker import SequenceEvent, SequenceTracker
+from gizmo_host.stream.store import (
+    DEFAULT_RESET_HOLD_MS,
+    DEFAULT_TTL_MS,
+    Decision,
+    ResultStore,
+    TargetSelector,
+    Verdict,
+)
+from gizmo_host.stream.tracker import DEFAULT_MAX_SKEW_PPM, SequenceEvent, SequenceTracker
 from gizmo_host.wire.protocol import ResultFlags, VisionResult
 
 _IN_ORDER, _GAP, _LATE = SequenceEvent.IN_ORDER, SequenceEvent.GAP, SequenceEvent.LATE
@@ -36,11 +48,11 @@ class FramePipeline:
     def __init__(
         self,
         *,
-        ttl_ms: float = 250.0,
+        ttl_ms: float = DEFAULT_TTL_MS,
         ttl_ms_by_type: dict[int, float] | None = None,
-        reset_hold_ms: float = 2000.0,
-        max_skew_ppm: float = 200.0,
-        phase_error_threshold_ms: float = 5.0,
+        reset_hold_ms: float = DEFAULT_RESET_HOLD_MS,
+        max_skew_ppm: float = DEFAULT_MAX_SKEW_PPM,
+        phase_error_threshold_ms: float = DEFAULT_PHASE_ERROR_THRESHOLD_MS,
         transport_delay_ns: int = 0,
     ) -> None:
         self.tracker = SequenceTracker(max_skew_ppm=max_skew_ppm)

@@ -193,6 +193,10 @@ class ResultStore:
     def ttl_ns(self, result_type: int) -> int:
         return self._ttl_ns_by_type.get(result_type, self._ttl_ns)
 
+    def shortest_ttl_ns(self) -> int:
+        """The shortest TTL of any result type (the service paces its stale timer by it)."""
+        return min([self._ttl_ns, *self._ttl_ns_by_type.values()])
+
     def update(self, received: ReceivedResult) -> None:
         """Record the newest result for its key (arrival order: the board sends in order).
 

@@ -24,6 +24,7 @@ from typing import NamedTuple
 SEQUENCE_MODULUS = 1 << 16
 TIMESTAMP_MODULUS = 1 << 32
 DEFAULT_REORDER_WINDOW = 16
+DEFAULT_MAX_SKEW_PPM = 200.0  # the largest device clock drift believed
 _MASK = (1 << 64) - 1
 _WINDOW_SLOTS = 64  # >= the largest reorder window
 _SLOT_MASK = _WINDOW_SLOTS - 1
@@ -63,7 +64,7 @@ def device_clock_advance_ms(
     current_ms: int,
     host_elapsed_ns: int,
     *,
-    max_skew_ppm: float = 200.0,
+    max_skew_ppm: float = DEFAULT_MAX_SKEW_PPM,
     tolerance_ms: float = ADVANCE_TOLERANCE_MS,
 ) -> int | None:
     """How far the uint32 device clock moved, or None when it fell back (a reset).
@@ -122,7 +123,10 @@ class SequenceTracker:
     __slots__ = ("_max_skew_ppm", "_reorder_window", "_sources")
 
     def __init__(
-        self, *, reorder_window: int = DEFAULT_REORDER_WINDOW, max_skew_ppm: float = 200.0
+        self,
+        *,
+        reorder_window: int = DEFAULT_REORDER_WINDOW,
+        max_skew_ppm: float = DEFAULT_MAX_SKEW_PPM,
     ) -> None:
         if not 0 <= reorder_window <= 64:
             raise ValueError(f"reorder_window: expected 0..64, got {reorder_window!r}")

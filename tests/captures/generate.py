@@ -25,13 +25,14 @@ from pathlib import Path
 from typing import NamedTuple
 
 from fusion.camera import CameraModel
+from gizmo_host.app.capture_world import world_metadata
+from gizmo_host.app.config import StoreConfig
+from gizmo_host.app.replay import OfflineReplay
+from gizmo_host.app.world_config import RflySimConfig, WorldSetup, resolve_world
 from gizmo_host.capture.channels import WORLD_METADATA
 from gizmo_host.capture.reader import CaptureReader
 from gizmo_host.capture.settings import HostSettings
 from gizmo_host.capture.writer import CaptureWriter
-from gizmo_host.cli.capture_world import OfflineReplay, world_metadata
-from gizmo_host.cli.config import StoreConfig
-from gizmo_host.cli.world_config import RflySimConfig, WorldSetup, resolve_world
 from gizmo_host.emulator import BoardModel
 from gizmo_host.emulator.emulation import Emulation
 from gizmo_host.emulator.faults import Fault, FaultKind, FaultTimeline
@@ -264,7 +265,7 @@ def _detections(case: Case) -> Callable[[int], list[Detection]]:
 def sim_run(case: Case, recording: Recording, setup: WorldSetup) -> StandIn:
     """The stand-in's datagrams to the ports the host hears for ``setup``."""
     assert setup.rflysim is not None
-    from gizmo_host.cli.capture_world import DatagramRouter
+    from gizmo_host.app.world import DatagramRouter
 
     heard = set(DatagramRouter(setup.rflysim).ports)
     off = {"others_hz": 0.0, "heartbeat_hz": 0.0, "gimbal_hz": 0.0, "truth_hz": 0.0}

@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gizmo_host.app.replay import OfflineReplay
 from gizmo_host.capture.reader import CaptureReader, HostLine
-from gizmo_host.cli.capture_world import OfflineReplay
 from gizmo_host.emulator import BoardModel, PtyBoard
 from rfly_link import ports
 from tests.gizmo_host.test_goldens import changes

@@ -1,11 +1,11 @@
-"""``OfflineHost``: the live service's logic on recorded times, without a capture file."""
+"""Offline replay: the live host on recorded times, without a capture file."""
 
 from __future__ import annotations
 
 import json
 
-from gizmo_host.capture.offline import OfflineHost
-from gizmo_host.capture.reader import Datagram, HostLine, PortEvent, UartChunk
+from gizmo_host.app.replay import OfflineReplay
+from gizmo_host.capture.reader import CaptureInfo, Datagram, HostLine, PortEvent, UartChunk
 from gizmo_host.capture.settings import HostSettings
 from gizmo_host.emulator import BoardModel
 from gizmo_host.stream.linkstate import REASON_OPENED, LinkInput
@@ -15,7 +15,7 @@ MS = 1_000_000
 
 
 def run(messages, **settings) -> list[dict]:
-    host = OfflineHost(HostSettings(stats_interval_s=0, **settings))
+    host = OfflineReplay(CaptureInfo(HostSettings(stats_interval_s=0, **settings)))
     return [json.loads(line) for line in host.replay(messages)]
 
 

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from gizmo_host.app.capture_world import world_metadata, world_setup_from
+from gizmo_host.app.config import config_from_mapping
+from gizmo_host.app.world import DatagramRouter
 from gizmo_host.capture.channels import WORLD_METADATA
 from gizmo_host.capture.reader import CaptureReader
 from gizmo_host.capture.settings import HostSettings
 from gizmo_host.capture.writer import CaptureWriter
 from gizmo_host.cli import record, replay
-from gizmo_host.cli.capture_world import DatagramRouter, world_metadata, world_setup_from
-from gizmo_host.cli.config import config_from_mapping
 from gizmo_host.errors import CaptureError
 from rfly_link import ports
 from rfly_link.sim import builders

@@ -10,17 +10,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gizmo_host.cli.config import (
-    LIMITS,
+from gizmo_host.app.config import (
     MAX_FILE_BYTES,
     MAX_LINE_CHARS,
     MIN_PERIOD_S,
-    Config,
     ConfigError,
+    HostConfig,
     config_from_mapping,
     load_config,
 )
-from gizmo_host.cli.run import build_service
+from gizmo_host.app.settings import BY_KEY
+from gizmo_host.live.service import GizmoService
 from gizmo_host.stream.store import TargetSelector
 from gizmo_host.wire.results import ResultType
 
@@ -52,7 +52,7 @@ udp = "127.0.0.1:9870"
 
 def test_defaults():
     config = load_config(None)
-    assert config == Config()
+    assert config == HostConfig()
     assert config.serial.baudrate == 115200 and config.publish.stdout
     assert config.selector == TargetSelector()
 
@@ -161,13 +161,17 @@ _INT_KEYS = {
 }
 
 
+# Every number of the host's own sections ([world] is test_world_config's).
+LIMITS = {k: s for k, s in BY_KEY.items() if s.low is not None and s.section != "world"}
+
+
 def _typed(key: str, value: float) -> float:
     return int(value) if key in _INT_KEYS else value
 
 
 @pytest.mark.parametrize("key", sorted(LIMITS))
 def test_every_number_has_a_range_and_its_error_names_the_setting_and_the_bounds(key):
-    limits = LIMITS[key]
+    limits = BY_KEY[key]
     for accepted in (limits.low, limits.high, *([0] if limits.off else [])):
         config_from_mapping(_document(key, _typed(key, accepted)))
     below = limits.low - 1 - limits.off if key in _INT_KEYS else limits.low / 2 or -1.0
@@ -244,9 +248,9 @@ def test_an_error_in_a_flag_names_the_flag_and_the_setting(tmp_path):
 # --- random input: a Config or a ConfigError, nothing else ---------------------------------
 
 _SECTIONS = {
-    name: [f.name for f in dataclasses.fields(getattr(Config(), name))]
-    for name in (f.name for f in dataclasses.fields(Config))
-    if dataclasses.is_dataclass(getattr(Config(), name))  # [world], [camera]: test_world_config
+    name: [f.name for f in dataclasses.fields(getattr(HostConfig(), name))]
+    for name in (f.name for f in dataclasses.fields(HostConfig))
+    if dataclasses.is_dataclass(getattr(HostConfig(), name))  # [world], [camera]: test_world_config
 }
 _text = st.text(max_size=12)
 _scalars = st.one_of(
@@ -302,7 +306,7 @@ def _plausible(key: str) -> st.SearchStrategy[str]:
         return _PLAUSIBLE_STRINGS[key]
     if key == "publish.stdout":
         return st.sampled_from(["true", "false"])
-    limits = LIMITS[key]
+    limits = BY_KEY[key]
     if key in _INT_KEYS:
         return st.integers(int(limits.low) - 1, int(limits.high) + 1).map(str)
     return st.floats(limits.low * 0.9 - 0.001, limits.high * 1.1).map(repr)
@@ -322,14 +326,15 @@ def plausible_documents(draw: st.DrawFn) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _load_or_config_error(path) -> Config | None:
+def _load_or_config_error(path) -> HostConfig | None:
     try:
         config = load_config(str(path))
     except ConfigError as exc:
         assert "\n" not in str(exc)
         return None
     # Whatever the loader accepts, the service accepts too: no ValueError at start-up.
-    build_service(dataclasses.replace(config, serial=dataclasses.replace(config.serial, path="x")))
+    config = dataclasses.replace(config, serial=dataclasses.replace(config.serial, path="x"))
+    GizmoService(config.link(), config.pipeline())
     return config
 
 

@@ -20,8 +20,8 @@ import time
 import pytest
 
 from fusion.geometry import angle_between_rad, quat_rotate
+from gizmo_host.app.demo_tally import ErrorHistogram
 from gizmo_host.cli.demo import BUILTIN_BLOCK, builtin_timeline
-from gizmo_host.cli.demo_tally import ErrorHistogram
 from rfly_link.sim.scenario import build_scenario
 from rfly_link.sim.sensorset import builtin_config, sensor_camera
 from rfly_link.sim.views import camera_pose, image_box

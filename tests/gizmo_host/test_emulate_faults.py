@@ -68,7 +68,7 @@ def test_file_errors_name_the_file(tmp_path):
     with pytest.raises(ConfigError, match=r"bad.toml: fault\[0\].bytes: expected an integer"):
         load_timeline(path)
     path.write_text("seed = [")
-    with pytest.raises(ConfigError, match=r"bad\.toml: not valid TOML"):
+    with pytest.raises(ConfigError, match=r"bad\.toml: expected valid TOML"):
         load_timeline(path)
     with pytest.raises(ConfigError, match="cannot read"):
         load_timeline(tmp_path / "missing.toml")

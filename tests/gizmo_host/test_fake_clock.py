@@ -12,6 +12,7 @@ import pytest
 
 from gizmo_host.emulator import BoardModel, PtyBoard
 from gizmo_host.errors import IllegalTransition
+from gizmo_host.live.config import LinkConfig, PipelineConfig
 from gizmo_host.live.link import SerialLink
 from gizmo_host.live.service import GizmoService
 from gizmo_host.live.timing import FakeScheduler, settle
@@ -119,11 +120,13 @@ class FakeTimeBoard:
 
 
 @contextlib.asynccontextmanager
-async def fake_time_service(link_path: str, **kwargs):
+async def fake_time_service(link_path: str, silent_after_s: float = 1.0, **kwargs):
     scheduler = FakeScheduler()
     with PtyBoard(link_path) as board:
         svc = GizmoService(
-            link_path, scheduler=scheduler, transport_delay_ns=0, ttl_ms=150, **kwargs
+            LinkConfig(link_path, silent_after_s=silent_after_s),
+            PipelineConfig(transport_delay_ns=0, ttl_ms=150, **kwargs),
+            scheduler=scheduler,
         )
         async with svc:
             events = svc.link_events()

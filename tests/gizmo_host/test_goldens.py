@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
+from gizmo_host.app.replay import OfflineReplay
 from gizmo_host.capture.reader import CaptureReader, HostLine
-from gizmo_host.cli.capture_world import OfflineReplay
 from tests.captures import generate
 
 CAPTURES = Path(generate.__file__).resolve().parent

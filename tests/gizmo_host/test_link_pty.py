@@ -9,6 +9,7 @@ import os
 import random
 
 from gizmo_host.emulator import BoardModel, PtyBoard, play
+from gizmo_host.live.config import LinkConfig, PipelineConfig
 from gizmo_host.live.link import SerialLink
 from gizmo_host.live.service import GizmoService
 from gizmo_host.stream.events import LinkEvent, LinkState
@@ -25,11 +26,13 @@ class LinkHarness:
     def __init__(self, path: str, **kwargs) -> None:
         self.results: asyncio.Queue = asyncio.Queue()
         self.events: asyncio.Queue[LinkEvent] = asyncio.Queue()
-        kwargs.setdefault("backoff_min_s", 0.02)
-        kwargs.setdefault("backoff_max_s", 0.1)
+        link = {"backoff_min_s": 0.02, "backoff_max_s": 0.1}
+        for key in ("backoff_min_s", "backoff_max_s", "silent_after_s"):
+            if key in kwargs:
+                link[key] = kwargs.pop(key)
         kwargs.setdefault("on_results", lambda rs, t: [self.results.put_nowait(r) for r in rs])
         self.link = SerialLink(
-            path,
+            LinkConfig(path, **link),
             on_event=self.events.put_nowait,
             **kwargs,
         )
@@ -177,7 +180,9 @@ def test_unplug_gives_link_down_and_verdict_hold_within_500ms(link_path):
     async def main():
         model = BoardModel()
         with PtyBoard(link_path) as board:
-            async with GizmoService(link_path, backoff_min_s=0.02, transport_delay_ns=0) as svc:
+            async with GizmoService(
+                LinkConfig(link_path, backoff_min_s=0.02), PipelineConfig(transport_delay_ns=0)
+            ) as svc:
                 events = svc.link_events()
                 verdicts = svc.verdicts()
                 await wait_link(events, LinkState.SYNCING)
@@ -240,7 +245,7 @@ def test_no_task_or_fd_leak_after_50_unplug_replug_cycles_of_the_whole_service(l
         board = PtyBoard(link_path)
         board.plug()
         try:
-            svc = GizmoService(link_path, backoff_min_s=0.005, backoff_max_s=0.02)
+            svc = GizmoService(LinkConfig(link_path, backoff_min_s=0.005, backoff_max_s=0.02))
             async with svc:
                 events, results, verdicts = svc.link_events(), svc.results(), svc.verdicts()
                 await wait_link(events, LinkState.SYNCING)

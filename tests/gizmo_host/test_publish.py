@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gizmo_host.cli.config import parse_host_port
+from gizmo_host.app.config import parse_host_port
 from gizmo_host.live.publish import (
     JsonLinesPublisher,
     StdoutSink,

@@ -9,6 +9,7 @@ import time
 import jsonschema
 
 from gizmo_host.emulator import BoardModel, PtyBoard, play
+from gizmo_host.live.config import PipelineConfig
 from gizmo_host.live.service import GizmoService
 from gizmo_host.live.timing import FakeScheduler
 from gizmo_host.schemas import load_schema
@@ -41,7 +42,7 @@ def test_garbage_sequence_wrap_and_device_reset_mid_stream(link_path):
         rng = random.Random(3)
         model = BoardModel(sequence=65520, timestamp_ms=100_000, live_clock=True)
         with PtyBoard(link_path) as board:
-            async with GizmoService(link_path, transport_delay_ns=0) as svc:
+            async with GizmoService(link_path, PipelineConfig(transport_delay_ns=0)) as svc:
                 events, results = svc.link_events(), svc.results()
                 await wait_link(events, LinkState.SYNCING)
                 board.write(b"".join(garbage(rng) + model.next_frame() for _ in range(20)))
@@ -75,7 +76,9 @@ def test_results_carry_host_capture_time_and_verdict_turns_proceed_then_stale(li
     async def main():
         model = BoardModel()
         with PtyBoard(link_path) as board:
-            async with GizmoService(link_path, ttl_ms=150, transport_delay_ns=0) as svc:
+            async with GizmoService(
+                link_path, PipelineConfig(ttl_ms=150, transport_delay_ns=0)
+            ) as svc:
                 events = svc.link_events()
                 verdicts = svc.verdicts(TargetSelector(source_id=1, result_type=5, id=11))
                 results = svc.results()
@@ -134,7 +137,7 @@ def test_a_failing_listener_is_counted_and_never_stops_the_reader(link_path):
 
         model = BoardModel()
         with PtyBoard(link_path) as board:
-            async with GizmoService(link_path, transport_delay_ns=0) as svc:
+            async with GizmoService(link_path, PipelineConfig(transport_delay_ns=0)) as svc:
                 svc.add_listener(broken)
                 events, results = svc.link_events(), svc.results()
                 await wait_link(events, LinkState.SYNCING)
@@ -174,7 +177,10 @@ def test_a_failing_verdict_evaluation_is_reported_to_the_owner(link_path):
 
     async def main():
         async with GizmoService(
-            link_path, verdict_interval_s=0.05, pipeline=BrokenVerdicts(), scheduler=scheduler
+            link_path,
+            PipelineConfig(verdict_interval_s=0.05),
+            frame_pipeline=BrokenVerdicts(),
+            scheduler=scheduler,
         ) as svc:
             svc.watch(TargetSelector())
             scheduler.advance(50_000_000)  # the first steady re-publication
@@ -183,3 +189,15 @@ def test_a_failing_verdict_evaluation_is_reported_to_the_owner(link_path):
         assert scheduler.pending() == []  # stop() left no timer armed
 
     asyncio.run(main())
+
+
+def test_an_injected_pipeline_paces_the_stale_timer_by_its_own_ttl():
+    """The stale timer's lead is half the shortest TTL of the pipeline actually used: an
+    injected one's, not the (ignored) settings' (the lead was computed from ``ttl_ms`` even
+    when the injected pipeline had another TTL)."""
+    pipeline = FramePipeline(ttl_ms=40.0, ttl_ms_by_type={4: 20.0})
+    svc = GizmoService("/dev/null", PipelineConfig(ttl_ms=1000.0), frame_pipeline=pipeline)
+    assert svc.pipeline is pipeline and pipeline.store.shortest_ttl_ns() == 20_000_000
+    assert svc._stale_lead_ns == 10_000_000
+    built = GizmoService("/dev/null", PipelineConfig(ttl_ms=1000.0))
+    assert built._stale_lead_ns == 500_000_000

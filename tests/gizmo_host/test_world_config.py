@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gizmo_host.cli.config import ConfigError, config_from_mapping
-from gizmo_host.cli.world_config import WorldSetup
+from gizmo_host.app.config import ConfigError, config_from_mapping
+from gizmo_host.app.world_config import WorldSetup
 from rfly_link.sim.sensorset import builtin_config_text
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gizmo_host.app.emulation import build_source, emulation_factory
 from gizmo_host.cli import emulate as emulate_cli
 from gizmo_host.emulator.faults import Fault
 from gizmo_host.emulator.port import PtyPort
@@ -289,7 +290,7 @@ async def run_chain(plan: Plan, tmp: Path, copter_id: int, offset: int) -> Chain
     emulate_cli.add_arguments(parser)
     args = parser.parse_args(_emulate_flags(plan, tmp, link, copter_id, offset))
     settings, timeline = emulate_cli.settings_from_args(args)
-    source = emulate_cli.build_source(settings)
+    source = build_source(settings)
     assert isinstance(source, PoseSource if plan.poses else BoxSource)
     await source.start()
     rates = QUIET
@@ -309,7 +310,7 @@ async def run_chain(plan: Plan, tmp: Path, copter_id: int, offset: int) -> Chain
     port = PtyPort(link)
     port.plug()
     runner = Runner(
-        emulate_cli.emulation_factory(settings, timeline),
+        emulation_factory(settings, timeline),
         port,
         source,
         baudrate=settings.baudrate,

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from gizmo_host.app.config import StoreConfig
+from gizmo_host.app.world_config import RflySimConfig, resolve_world
 from gizmo_host.cli import emulate as emulate_cli
-from gizmo_host.cli.config import StoreConfig
-from gizmo_host.cli.world_config import RflySimConfig, resolve_world
 from gizmo_host.emulator.sources import MAX_SEEN_LAG_NS, SeenClock
 from gizmo_host.emulator.targets import Detection, LatencyKind, LatencyModel
 from gizmo_host.errors import ConfigError

@@ -8,7 +8,7 @@ The same parts the separate commands run, wired on loopback in one process:
 - the board (``gizmo-host emulate --rfly-config Config.json``): the boxes in, VISION_RESULT
   frames out on a pty behind ``WORKDIR/gizmo0``, with the fault timeline;
 - the host (``gizmo-host run`` with ``[camera] rflysim_sensor = 1`` and ``[rflysim] config``):
-  the serial link and pipeline (``run.build_service``) and the world model fed by RflySim UDP.
+  the same ``Host`` as ``run``, its world model fed by RflySim UDP.
 
 Ports: every UDP port is one the kernel has just handed out (``free_udp_ports``), written into
 the rig's own Config.json and given to each part, so two demos (or a demo and the tests) run
@@ -30,10 +30,10 @@ from typing import Any
 
 from fusion import WorldModel
 from fusion.camera import CameraModel
-from gizmo_host.cli.config import Config, config_from_mapping
-from gizmo_host.cli.demo_tally import GroundTruth, Tally
-from gizmo_host.cli.emulate import build_source, emulation_factory
-from gizmo_host.cli.run import build_service
+from gizmo_host.app.config import HostConfig, config_from_mapping
+from gizmo_host.app.demo_tally import GroundTruth, Tally
+from gizmo_host.app.emulation import build_source, emulation_factory
+from gizmo_host.app.host import Host, HostMessage
 from gizmo_host.emulator.faults import FaultTimeline
 from gizmo_host.emulator.port import PtyPort
 from gizmo_host.emulator.runner import Runner
@@ -41,8 +41,7 @@ from gizmo_host.emulator.settings import EmulateSettings, load_settings
 from gizmo_host.errors import ConfigError
 from gizmo_host.live.rfly_sources import RflySimSetup, SensorRequester
 from gizmo_host.live.world import WorldService
-from gizmo_host.stream.events import LinkEvent, ReceivedResult
-from gizmo_host.stream.store import Verdict
+from gizmo_host.stream.events import ReceivedResult
 from gizmo_host.wire.results import DetectorId
 from rfly_link import io as rio
 from rfly_link import ports
@@ -104,7 +103,7 @@ class DemoSettings:
     timeline: FaultTimeline = field(default_factory=FaultTimeline)
 
 
-def host_config(link: str, config_path: str) -> Config:
+def host_config(link: str, config_path: str) -> HostConfig:
     """``gizmo-host run``'s settings for the demo (as a TOML file would give them)."""
     return config_from_mapping(
         {
@@ -150,16 +149,15 @@ class DemoRig:
         setup = config.world_setup()
         if setup is None or setup.rflysim is None:  # pragma: no cover - host_config sets both
             raise ConfigError("the demo's host configuration has no world model")
-        self.service = build_service(config)
-        self.service.watch(config.selector)
-        self.service.add_listener(self._on_gizmo)
         self.world = WorldService(
             WorldModel(setup.camera, setup.world, selector=setup.selector),
             rfly=setup.rflysim.adapter(),
             receivers=_receivers(setup.rflysim, replies),
             requester=SensorRequester(setup.rflysim, reply_port=replies, control_port=control),
         )
-        self.service.add_listener(self.world.on_gizmo)
+        self.host = Host(config, world=self.world, outputs=False)
+        self.service = self.host.service
+        self.host.add_sink(self._on_gizmo)
 
         # The board: the stand-in's boxes in, frames out on the pty.
         emulate = emulator_settings(boxes, camera_sensor.data_width, camera_sensor.data_height)
@@ -192,7 +190,7 @@ class DemoRig:
 
     # -- events --------------------------------------------------------------------------------
 
-    def _on_gizmo(self, message: ReceivedResult | LinkEvent | Verdict) -> None:
+    def _on_gizmo(self, message: HostMessage) -> None:
         if self.first_frame_ns is None and isinstance(message, ReceivedResult):
             self.first_frame_ns = time.monotonic_ns()
 
@@ -217,8 +215,7 @@ class DemoRig:
                 await started
             sim.result()  # raises the stand-in's OSError
             raise DemoFailed("the stand-in ended before it started")
-        await self.world.start()
-        self.service.start()
+        await self.host.start()
         self._spawn(self.board.run(), "demo board")
 
     def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
@@ -228,23 +225,18 @@ class DemoRig:
 
     async def wait(self, stop: asyncio.Event) -> None:
         """Return once ``stop`` is set; raise :class:`DemoFailed` when a part fails first."""
-        watchers = [
-            asyncio.create_task(stop.wait(), name="demo stop"),
-            asyncio.create_task(self.service.wait_failed(), name="demo host failure"),
-            asyncio.create_task(self.world.wait_failed(), name="demo world failure"),
-        ]
+        host = asyncio.create_task(self.host.wait(stop), name="demo host")
         try:
-            done, _ = await asyncio.wait(
-                [*watchers, *self._tasks], return_when=asyncio.FIRST_COMPLETED
-            )
+            done, _ = await asyncio.wait([host, *self._tasks], return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in watchers:
-                task.cancel()
-            await asyncio.gather(*watchers, return_exceptions=True)
-        if watchers[0] in done:
-            return
+            host.cancel()
+            await asyncio.gather(host, return_exceptions=True)
         failed = next(iter(done))
-        error = failed.exception() if failed in self._tasks else failed.result()
+        if failed is host:
+            if host.cancelled() or host.exception() is None:
+                return
+            raise DemoFailed(f"host: {host.exception()}")
+        error = failed.exception()
         raise DemoFailed(f"{failed.get_name()}: {error!r}" if error else f"{failed.get_name()}")
 
     async def stop(self) -> None:
@@ -253,8 +245,7 @@ class DemoRig:
         if not self._started:
             return
         self._started = False
-        await self.world.stop()
-        await self.service.stop()
+        await self.host.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -31,13 +31,14 @@ pose for PROCEED (``pose_required``) when ``[rflysim] copter_id`` names a vehicl
 from __future__ import annotations
 
 import ipaddress
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from fusion import CameraConfig, Selector, WorldConfig
 from fusion import ConfigError as FusionConfigError
+from gizmo_host.app.checks import check_setting
+from gizmo_host.app.settings import BY_KEY, default
 from gizmo_host.errors import ConfigError
 from gizmo_host.live.rfly_mounts import sensor_rpy_deg
 from gizmo_host.live.rfly_sources import RflySimSetup
@@ -48,9 +49,6 @@ from rfly_link.errors import ConfigError as RflyConfigError
 from rfly_link.messages import TypeId
 from rfly_link.sensors import IMAGE_TYPES
 
-MIN_RATE_HZ = 0.01
-MAX_RATE_HZ = 100.0  # no timer under 10 ms (config.MIN_PERIOD_S)
-MAX_MS = 3_600_000.0  # an hour: beyond it a time no longer means anything (config.MAX_PERIOD_S)
 _INHERITED = ("ttl_ms", "ttl_ms_by_type", "reset_hold_ms")
 _BODY_MOUNTS = (0, 1)  # TargetMountType: rigidly on the vehicle (centre, bottom centre)
 _GIMBAL_MOUNT = 3  # on the vehicle, attitude in the ground frame: only with the gimbal's angles
@@ -58,14 +56,14 @@ _GIMBAL_MOUNT = 3  # on the vehicle, attitude in the ground frame: only with the
 
 @dataclass(frozen=True, slots=True)
 class RflySimConfig:
-    """The ``[rflysim]`` table as written (checked by ``gizmo_host.cli.config``)."""
+    """The ``[rflysim]`` table as written (checked by ``gizmo_host.app.config``)."""
 
-    copter_id: int | None = None
-    config: str | None = None  # a Config.json: distance sensors and camera.rflysim_sensor
-    bind: str = "127.0.0.1"
-    sim_host: str = "127.0.0.1"
-    request_odometry_hz: int = 0  # 0: off; the pose then comes from the state port
-    request_imu_hz: int = 0
+    copter_id: int | None = default("rflysim.copter_id")
+    config: str | None = default("rflysim.config")  # sensors and camera.rflysim_sensor
+    bind: str = default("rflysim.bind")
+    sim_host: str = default("rflysim.sim_host")
+    request_odometry_hz: int = default("rflysim.request_odometry_hz")
+    request_imu_hz: int = default("rflysim.request_imu_hz")
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,28 +156,24 @@ def _ttl_names(table: Mapping[str, Any]) -> dict[str, Any]:
     return {**table, "ttl_ms_by_type": named}
 
 
-def _check_ranges(world: WorldConfig) -> None:
-    if not MIN_RATE_HZ <= world.rate_hz <= MAX_RATE_HZ:
-        raise ConfigError(
-            f"world.rate_hz: expected a number from {MIN_RATE_HZ:g} to {MAX_RATE_HZ:g}, "
-            f"got {world.rate_hz:g}",
-            "world.rate_hz",
-        )
-    times = {
-        f.name: getattr(world, f.name)
-        for f in fields(world)
-        if f.name.endswith("_ms") and not isinstance(getattr(world, f.name), Mapping)
-    }
-    for table in ("ttl_ms_by_type", "source_stale_ms"):
-        times.update({f"{table}.{k}": v for k, v in getattr(world, table).items()})
-    for name, value in times.items():
-        if not (math.isfinite(value) and value <= MAX_MS):
-            key = f"world.{name}"
-            raise ConfigError(f"{key}: expected at most {MAX_MS:g} ms, got {value:g}", key)
+def _check_table(table: Mapping[str, Any]) -> None:
+    """Each ``[world]`` key by its row of the settings table: type and range (unknown keys
+    are left to fusion's ``WorldConfig``, which names the keys it knows)."""
+    for name, value in table.items():
+        key = f"world.{name}"
+        setting = BY_KEY.get(key)
+        if setting is None:
+            continue
+        if setting.kind != "table":
+            check_setting(setting, key, value)
+        elif isinstance(value, Mapping):
+            for item, number in value.items():
+                check_setting(setting, f"{key}.{item}", number)
 
 
 def world_config(table: Mapping[str, Any], store: Any, *, pose_required: bool) -> WorldConfig:
     """``[world]`` over the inherited ``[store]`` times; ``enabled`` is not fusion's key."""
+    _check_table(table)
     merged = _ttl_names({k: v for k, v in table.items() if k != "enabled"})
     for key in _INHERITED:
         inherited = getattr(store, key)
@@ -189,7 +183,6 @@ def world_config(table: Mapping[str, Any], store: Any, *, pose_required: bool) -
         world = WorldConfig.from_mapping(merged)
     except FusionConfigError as exc:
         raise _error(exc, "world") from None
-    _check_ranges(world)
     return world
 
 

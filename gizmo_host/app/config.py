@@ -1,10 +1,10 @@
-"""``gizmo-host run`` settings: a TOML file, then command-line flags that override it.
+"""The host's settings (``HostConfig``): a TOML file, then command-line flags that override it.
 
 Precedence: built-in defaults < the TOML file < command-line flags. Every error names the key
 (``section.key``), the file or flag it came from, and the value expected, e.g.
-``serial.baudrate: expected an integer, got 'fast'``. Every number has a range (``LIMITS``):
-no interval or period is shorter than ``MIN_PERIOD_S``, which keeps a typo from spinning the
-CPU. Example file::
+``serial.baudrate: expected an integer, got 'fast'``. Every key, its default and its range
+come from the settings table (``gizmo_host.app.settings``): no interval or period is shorter
+than ``MIN_PERIOD_S``, which keeps a typo from spinning the CPU. Example file::
 
     [serial]
     path = "/dev/gizmo0"
@@ -35,76 +35,98 @@ CPU. Example file::
     event_loop = "auto"  # uvloop when installed, else asyncio; or "asyncio" / "uvloop"
 
 ``[camera]``, ``[world]`` and ``[rflysim]`` (the world model) are described in
-:mod:`gizmo_host.cli.world_config`.
+:mod:`gizmo_host.app.world_config`.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
-import math
 import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gizmo_host.cli.world_config import RflySimConfig, WorldSetup, resolve_world
+from gizmo_host.app.checks import check_type as _check_type
+from gizmo_host.app.checks import fail as _fail
+from gizmo_host.app.settings import (
+    BY_KEY,
+    MAX_PERIOD_S,
+    MAX_UNIX_PATH_BYTES,
+    MIN_PERIOD_S,
+    default,
+    flag_names,
+    overrides_from,
+)
+from gizmo_host.app.world_config import RflySimConfig, WorldSetup, resolve_world
 from gizmo_host.errors import ConfigError
 from gizmo_host.live import event_loop
+from gizmo_host.live.config import LinkConfig, PipelineConfig
 from gizmo_host.stream.store import TargetSelector
+from gizmo_host.tomlfile import MAX_FILE_BYTES, MAX_LINE_CHARS, display_name, read_toml
 from gizmo_host.wire.results import ResultType
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+__all__ = [
+    "MAX_FILE_BYTES",
+    "MAX_LINE_CHARS",
+    "MAX_PERIOD_S",
+    "MIN_PERIOD_S",
+    "ConfigError",
+    "HostConfig",
+    "config_from_args",
+    "config_from_mapping",
+    "load_config",
+    "parse_host_port",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class SerialConfig:
-    path: str | None = None
-    baudrate: int = 115200
-    silent_after_s: float = 1.0
-    backoff_min_s: float = 0.1
-    backoff_max_s: float = 2.0
-    transport_delay_ms: float | None = None  # default: 35 bytes at the baud rate
+    path: str | None = default("serial.path")
+    baudrate: int = default("serial.baudrate")
+    silent_after_s: float = default("serial.silent_after_s")
+    backoff_min_s: float = default("serial.backoff_min_s")
+    backoff_max_s: float = default("serial.backoff_max_s")
+    transport_delay_ms: float | None = default("serial.transport_delay_ms")
 
 
 @dataclass(frozen=True, slots=True)
 class ClockConfig:
-    max_skew_ppm: float = 200.0
-    phase_error_threshold_ms: float = 5.0
+    max_skew_ppm: float = default("clock.max_skew_ppm")
+    phase_error_threshold_ms: float = default("clock.phase_error_threshold_ms")
 
 
 @dataclass(frozen=True, slots=True)
 class StoreConfig:
-    ttl_ms: float = 250.0
-    reset_hold_ms: float = 2000.0
+    ttl_ms: float = default("store.ttl_ms")
+    reset_hold_ms: float = default("store.reset_hold_ms")
     ttl_ms_by_type: Mapping[int, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
 class VerdictConfig:
-    select: str = "any"
-    interval_s: float = 1.0
+    select: str = default("verdict.select")
+    interval_s: float = default("verdict.interval_s")
 
 
 @dataclass(frozen=True, slots=True)
 class PublishConfig:
-    stdout: bool = True
-    unix_socket: str | None = None
-    unix_max_buffer_bytes: int = 256 * 1024
-    udp: str | None = None
-    stats_interval_s: float = 10.0
+    stdout: bool = default("publish.stdout")
+    unix_socket: str | None = default("publish.unix_socket")
+    unix_max_buffer_bytes: int = default("publish.unix_max_buffer_bytes")
+    udp: str | None = default("publish.udp")
+    stats_interval_s: float = default("publish.stats_interval_s")
 
 
 @dataclass(frozen=True, slots=True)
 class RuntimeConfig:
-    event_loop: str = "auto"
+    event_loop: str = default("runtime.event_loop")
 
 
 @dataclass(frozen=True, slots=True)
-class Config:
+class HostConfig:
+    """Every host setting, checked: one section per TOML table."""
+
     serial: SerialConfig = field(default_factory=SerialConfig)
     clock: ClockConfig = field(default_factory=ClockConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
@@ -123,112 +145,39 @@ class Config:
         """The world model's settings, resolved (Config.json read); None when it is off."""
         return resolve_world(self.camera, self.world, self.rflysim, self.store, self.selector)
 
+    def link(self) -> LinkConfig:
+        """The serial link's settings (``serial.path`` must be set)."""
+        serial = self.serial
+        if serial.path is None:
+            raise ConfigError(
+                "serial.path: expected a device path (--serial PATH or [serial] path)",
+                "serial.path",
+            )
+        return LinkConfig(
+            serial.path,
+            baudrate=serial.baudrate,
+            silent_after_s=serial.silent_after_s,
+            backoff_min_s=serial.backoff_min_s,
+            backoff_max_s=serial.backoff_max_s,
+        )
 
-# --- limits ----------------------------------------------------------------------------------
-# Every number has a range. Below a period's minimum a timer fires so often that it spins the
-# CPU (1e-9 s took a whole core); beyond a maximum a value no longer means anything (a TTL of
-# a year) or overflows a timer. Paths are checked before anything opens or binds them.
-
-MIN_PERIOD_S = 0.01  # the shortest timer period or interval any setting may ask for
-MAX_PERIOD_S = 3600.0
-MAX_FILE_BYTES = 64 * 1024  # a settings file is a few hundred bytes
-MAX_LINE_CHARS = 4096  # tomllib's memory grows with the square of a dotted key's length
-MAX_UNIX_PATH_BYTES = 107  # sun_path holds 108 bytes with the terminating NUL
-MAX_DISPLAYED_CHARS = 60
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """The accepted range of one numeric setting; ``off`` also accepts 0, meaning "off"."""
-
-    low: float
-    high: float
-    unit: str
-    off: bool = False
-
-    def accepts(self, value: float) -> bool:
-        return self.low <= value <= self.high or (self.off and value == 0)
-
-    def describe(self) -> str:
-        text = f"{self.unit} from {_number(self.low)} to {_number(self.high)}"
-        return f"0 (off) or {text}" if self.off else text
+    def pipeline(self) -> PipelineConfig:
+        delay_ms = self.serial.transport_delay_ms
+        return PipelineConfig(
+            ttl_ms=self.store.ttl_ms,
+            ttl_ms_by_type=dict(self.store.ttl_ms_by_type),
+            reset_hold_ms=self.store.reset_hold_ms,
+            max_skew_ppm=self.clock.max_skew_ppm,
+            phase_error_threshold_ms=self.clock.phase_error_threshold_ms,
+            transport_delay_ns=None if delay_ms is None else round(delay_ms * 1e6),
+            verdict_interval_s=self.verdict.interval_s,
+        )
 
 
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
-
-
-_SECONDS = "a number of seconds"
-_MS = "a number of milliseconds"
-_TTL = Limits(1.0, MAX_PERIOD_S * 1000, _MS)  # under 1 ms nothing read from a UART is fresh
-
-LIMITS: dict[str, Limits] = {
-    "serial.baudrate": Limits(50, 20_000_000, "an integer"),
-    "serial.silent_after_s": Limits(MIN_PERIOD_S, MAX_PERIOD_S, _SECONDS),
-    "serial.backoff_min_s": Limits(MIN_PERIOD_S, MAX_PERIOD_S, _SECONDS),
-    "serial.backoff_max_s": Limits(MIN_PERIOD_S, MAX_PERIOD_S, _SECONDS),
-    "serial.transport_delay_ms": Limits(0, 1000, _MS),
-    "clock.max_skew_ppm": Limits(0, 10_000, "a number of ppm"),
-    "clock.phase_error_threshold_ms": Limits(0.01, 1000, _MS),
-    "store.ttl_ms": _TTL,
-    "store.ttl_ms_by_type": _TTL,
-    "store.reset_hold_ms": Limits(0, MAX_PERIOD_S * 1000, _MS),
-    "verdict.interval_s": Limits(MIN_PERIOD_S, MAX_PERIOD_S, _SECONDS),
-    "publish.unix_max_buffer_bytes": Limits(4096, 64 * 1024 * 1024, "a number of bytes"),
-    "publish.stats_interval_s": Limits(MIN_PERIOD_S, 24 * MAX_PERIOD_S, _SECONDS, off=True),
-    "rflysim.copter_id": Limits(1, 450, "a CopterID"),  # rfly_link.ports.MAX_COPTERS
-    "rflysim.request_odometry_hz": Limits(1, 1000, "a rate in Hz", off=True),
-    "rflysim.request_imu_hz": Limits(1, 1000, "a rate in Hz", off=True),
-}
 _TABLES = ("world", "camera")  # free-form tables, checked whole by world_setup()
 _SELECTOR_LIMITS = {"source_id": (0, 255), "result_type": (0, 255), "id": (-32768, 32767)}
-
-
-def _show(value: Any) -> str:
-    """``repr`` cut to a readable length (a config value can be a whole table)."""
-    try:
-        text = repr(value)
-    except ValueError:  # an int beyond sys.get_int_max_str_digits()
-        text = f"an integer of {value.bit_length()} bits"
-    if len(text) > MAX_DISPLAYED_CHARS:
-        text = text[: MAX_DISPLAYED_CHARS - 3] + "..."
-    return text
-
-
-def _name(text: str) -> str:
-    """A key or path as typed, or quoted when it would break the one-line message."""
-    return text if text.isprintable() and text.strip() == text and text else repr(text)
-
-
-def _fail(key: str, expected: str, value: Any) -> ConfigError:
-    return ConfigError(f"{key}: expected {expected}, got {_show(value)}", key)
-
-
-def _check_type(key: str, value: Any, annotation: str) -> Any:
-    if value is None and "None" in annotation:
-        return None
-    if annotation.startswith("bool"):
-        if isinstance(value, bool):
-            return value
-        raise _fail(key, "true or false", value)
-    if annotation.startswith("int"):
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise _fail(key, "an integer", value)
-    if annotation.startswith("float"):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            try:
-                number = float(value)
-            except OverflowError:  # an int too large for a float
-                number = math.inf
-            if math.isfinite(number):
-                return number
-        raise _fail(key, "a finite number", value)
-    if annotation.startswith("str"):
-        if isinstance(value, str):
-            return value
-        raise _fail(key, "a string", value)
-    return value
+_PATHS = {"serial.path", "publish.unix_socket", "rflysim.config"}
+_name = display_name
 
 
 def _check_path(key: str, value: str, what: str) -> None:
@@ -238,17 +187,18 @@ def _check_path(key: str, value: str, what: str) -> None:
         raise _fail(key, f"a socket path of at most {MAX_UNIX_PATH_BYTES} bytes", value)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _check_value(key: str, value: Any) -> None:
     if value is None:
         return
-    if key == "serial.path":
-        _check_path(key, value, "device path")
-    elif key == "publish.unix_socket":
-        _check_path(key, value, "socket path")
-    elif key == "rflysim.config":
-        _check_path(key, value, "file path")
-    elif key in LIMITS and not LIMITS[key].accepts(value):
-        raise _fail(key, LIMITS[key].describe(), value)
+    setting = BY_KEY[key]
+    if key in _PATHS:
+        _check_path(key, value, (setting.what or "path").removeprefix("a "))
+    elif _is_number(value) and not setting.accepts(value):
+        raise _fail(key, setting.describe(), value)
 
 
 def _result_type(key: str, name: str) -> int:
@@ -271,8 +221,9 @@ def _ttl_by_type(key: str, value: Any) -> dict[int, float]:
         item_key = f"{key}.{_name(str(name))}"
         result_type = _result_type(item_key, str(name))
         ttl = _check_type(item_key, raw_ttl, "float")
-        if not _TTL.accepts(ttl):
-            raise _fail(item_key, _TTL.describe(), raw_ttl)
+        setting = BY_KEY["store.ttl_ms_by_type"]
+        if not setting.accepts(ttl):
+            raise _fail(item_key, setting.describe(), raw_ttl)
         out[result_type] = ttl
     return out
 
@@ -293,10 +244,10 @@ def _build_section(name: str, cls: type, values: Mapping[str, Any], base: Any) -
     return dataclasses.replace(base, **changes)
 
 
-def config_from_mapping(data: Mapping[str, Any], base: Config | None = None) -> Config:
+def config_from_mapping(data: Mapping[str, Any], base: HostConfig | None = None) -> HostConfig:
     """Validate a parsed TOML document (or CLI overrides in the same shape) over ``base``."""
-    config = base or Config()
-    sections = {f.name: f for f in dataclasses.fields(Config)}
+    config = base or HostConfig()
+    sections = {f.name: f for f in dataclasses.fields(HostConfig)}
     changes: dict[str, Any] = {}
     for name, values in data.items():
         if name not in sections:
@@ -315,7 +266,7 @@ def config_from_mapping(data: Mapping[str, Any], base: Config | None = None) -> 
     return result
 
 
-def _check_whole(config: Config) -> None:
+def _check_whole(config: HostConfig) -> None:
     if config.serial.backoff_min_s > config.serial.backoff_max_s:
         raise ConfigError(
             f"serial.backoff_max_s: expected >= serial.backoff_min_s "
@@ -344,49 +295,18 @@ def _check_whole(config: Config) -> None:
     config.world_setup()  # [camera], [world], [rflysim]: raises a ConfigError naming the key
 
 
-def read_document(path: str) -> dict[str, Any]:
-    """The TOML document at ``path``; anything but a small UTF-8 TOML file is a ConfigError."""
-    where = f"config file {_name(path)}"
-    try:
-        with open(path, "rb") as file:
-            data = file.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise ConfigError(f"{where}: expected at most {MAX_FILE_BYTES} bytes of settings")
-    try:
-        text = data.decode()
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{where}: expected UTF-8 text, got byte 0x{data[exc.start]:02x} at offset {exc.start}"
-        ) from None
-    for number, line in enumerate(text.splitlines(), 1):
-        if len(line) > MAX_LINE_CHARS:
-            raise ConfigError(
-                f"{where}: line {number}: expected at most {MAX_LINE_CHARS} characters"
-            )
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{where}: expected valid TOML: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{where}: expected valid TOML: nested too deeply") from None
-    except ValueError as exc:  # e.g. an integer beyond sys.get_int_max_str_digits()
-        raise ConfigError(f"{where}: expected valid TOML: {exc}") from None
-
-
 def load_config(
     path: str | None,
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     flags: Mapping[str, str] | None = None,
-) -> Config:
+) -> HostConfig:
     """Defaults, then the TOML file at ``path`` (if any), then ``overrides``.
 
     An error names the file it comes from, or the flag (``flags``: ``section.key`` -> flag)
     that set the value at fault."""
-    config = Config()
+    config = HostConfig()
     if path is not None:
-        document = read_document(path)
+        document = read_toml(path)
         try:
             config = config_from_mapping(document, config)
         except ConfigError as exc:
@@ -404,6 +324,15 @@ def load_config(
             if flag is None or name not in cleaned.get(section, {}):
                 raise
             raise ConfigError(f"{flag}: {exc}", exc.key) from None
+    return config
+
+
+def config_from_args(args: argparse.Namespace, *, serial_required: bool = True) -> HostConfig:
+    """The checked settings: ``--config``'s file, with the flags of the settings table that
+    were given over it (``settings.add_flags``)."""
+    config = load_config(getattr(args, "config", None), overrides_from(args), flag_names())
+    if serial_required:
+        config.link()  # raises the ConfigError naming serial.path
     return config
 
 

@@ -1,0 +1,333 @@
+"""Every host setting, defined once: section, name, type, default, range, unit, flag and doc.
+
+Like ``FIELDS`` for the frame (``gizmo_host.wire.protocol``), this table is the single source:
+the TOML validation (``gizmo_host.app.config``), the command-line flags and their ``--help``
+(``add_flags``), and the README's settings table (``python -m gizmo_host.app.settings``,
+checked by a test) all read it. Defaults that a component owns are read from that component's
+config (``LinkConfig``, ``PipelineConfig``, fusion's ``WorldConfig``), never written again.
+``[camera]`` is checked whole by fusion's ``CameraConfig`` (see the README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from fusion import WorldConfig
+from gizmo_host.live import event_loop
+from gizmo_host.live.config import LinkConfig, PipelineConfig
+
+MIN_PERIOD_S = 0.01  # the shortest timer period or interval any setting may ask for
+MAX_PERIOD_S = 3600.0
+MAX_MS = MAX_PERIOD_S * 1000  # beyond an hour a time no longer means anything
+MAX_UNIX_PATH_BYTES = 107  # sun_path holds 108 bytes with the terminating NUL
+
+# How an error message names a unit: "serial.silent_after_s: expected a number of seconds ..."
+_PHRASES = {
+    "s": "a number of seconds",
+    "ms": "a number of milliseconds",
+    "ppm": "a number of ppm",
+    "bytes": "a number of bytes",
+    "Hz": "a rate in Hz",
+    "deg": "an angle in degrees",
+    "deg/s": "a rate in degrees per second",
+    "m": "a distance in metres",
+}
+RUN = frozenset({"run"})
+LIVE = frozenset({"run", "record"})  # the commands that read a serial port
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One key of the settings file. ``kind``: int, float, bool, str or table; ``low``/``high``
+    bound a number (``open_low``: ``low`` itself excluded; ``off``: 0 also accepted, meaning
+    off); ``flag`` sets it on the command line of ``commands``."""
+
+    section: str
+    name: str
+    kind: str
+    default: Any
+    doc: str
+    low: float | None = None
+    high: float | None = None
+    unit: str = ""
+    open_low: bool = False
+    off: bool = False
+    optional: bool = False  # None (unset) is a value
+    flag: str | None = None
+    aliases: tuple[str, ...] = ()
+    metavar: str | None = None
+    choices: tuple[str, ...] = ()
+    commands: frozenset[str] = LIVE
+    what: str | None = None  # the error message's phrase, when the unit's is not right
+
+    @property
+    def key(self) -> str:
+        return f"{self.section}.{self.name}"
+
+    @property
+    def dest(self) -> str:
+        return self.key.replace(".", "__")
+
+    def accepts(self, value: float) -> bool:
+        if self.low is None or self.high is None:
+            return True
+        above = value > self.low if self.open_low else value >= self.low
+        return (above and value <= self.high) or (self.off and value == 0)
+
+    def describe(self) -> str:
+        """The expected value, as an error message says it."""
+        what = self.what or (
+            "an integer" if self.kind == "int" else _PHRASES.get(self.unit, "a number")
+        )
+        if self.low is None or self.high is None:
+            return what
+        low = f"more than {_number(self.low)}" if self.open_low else f"from {_number(self.low)}"
+        text = f"{what} {low} to {_number(self.high)}"
+        return f"0 (off) or {text}" if self.off else text
+
+    def range_text(self) -> str:
+        if self.choices:
+            return " / ".join(self.choices)
+        if self.low is None or self.high is None:
+            return ""
+        left = "(" if self.open_low else "["
+        text = f"{left}{_number(self.low)}, {_number(self.high)}]"
+        return f"0 or {text}" if self.off else text
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _default(cls: type, name: str) -> Any:
+    """A component config's own default for ``name`` (written there, read here)."""
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            if f.default is not dataclasses.MISSING:
+                return f.default
+            if f.default_factory is not dataclasses.MISSING:
+                return f.default_factory()
+    raise KeyError(name)
+
+
+def _link(name: str) -> Any:
+    return _default(LinkConfig, name)
+
+
+def _pipe(name: str) -> Any:
+    return _default(PipelineConfig, name)
+
+
+def _period(section: str, name: str, default: float, doc: str, **kw: Any) -> Setting:
+    return Setting(section, name, "float", default, doc, MIN_PERIOD_S, MAX_PERIOD_S, "s", **kw)
+
+
+HOST_SETTINGS: tuple[Setting, ...] = (
+    Setting("serial", "path", "str", None, "serial device, e.g. /dev/gizmo0", optional=True,
+            flag="--serial", metavar="PATH", what="a device path"),
+    Setting("serial", "baudrate", "int", _link("baudrate"), "baud rate", 50, 20_000_000,
+            flag="--baud", metavar="N"),
+    _period("serial", "silent_after_s", _link("silent_after_s"),
+            "link SILENT after this long without a valid frame", flag="--silent-after-s"),
+    _period("serial", "backoff_min_s", _link("backoff_min_s"), "first reopen delay"),
+    _period("serial", "backoff_max_s", _link("backoff_max_s"),
+            "longest reopen delay (the delay doubles up to it)"),
+    Setting("serial", "transport_delay_ms", "float", None,
+            "minimum frame transport delay (unset: 35 bytes at the baud rate; 0 for a pty)",
+            0, 1000, "ms", optional=True, flag="--transport-delay-ms"),
+    Setting("clock", "max_skew_ppm", "float", _pipe("max_skew_ppm"),
+            "the largest device clock drift believed", 0, 10_000, "ppm"),
+    Setting("clock", "phase_error_threshold_ms", "float", _pipe("phase_error_threshold_ms"),
+            "a device timestamp further off than this re-anchors the clock", 0.01, 1000, "ms"),
+    Setting("store", "ttl_ms", "float", _pipe("ttl_ms"),
+            "a result older than this is stale", 1, MAX_MS, "ms", flag="--ttl-ms"),
+    Setting("store", "ttl_ms_by_type", "table", {},
+            "per result type (name or number): its own TTL", 1, MAX_MS, "ms"),
+    Setting("store", "reset_hold_ms", "float", _pipe("reset_hold_ms"),
+            "HOLD this long after a device reset", 0, MAX_MS, "ms"),
+    Setting("verdict", "select", "str", "any",
+            "verdict target: 'any' or source=N,type=N|NAME,id=N", flag="--select",
+            metavar="SELECTOR"),
+    _period("verdict", "interval_s", _pipe("verdict_interval_s"),
+            "a verdict is re-published at least this often"),
+    Setting("publish", "stdout", "bool", True, "print JSON Lines on stdout",
+            flag="--no-stdout", commands=RUN),
+    Setting("publish", "unix_socket", "str", None, "also serve JSON Lines on this Unix socket",
+            optional=True, flag="--unix-socket", aliases=("--socket",), metavar="PATH",
+            commands=RUN, what="a socket path"),
+    Setting("publish", "unix_max_buffer_bytes", "int", 256 * 1024,
+            "a socket client further behind than this is dropped", 4096, 64 * 1024 * 1024,
+            "bytes", what="a number of bytes"),
+    Setting("publish", "udp", "str", None, "also send JSON Lines datagrams to HOST:PORT",
+            optional=True, flag="--udp", metavar="HOST:PORT", commands=RUN),
+    Setting("publish", "stats_interval_s", "float", 10.0, "stats line period, 0 for none",
+            MIN_PERIOD_S, 24 * MAX_PERIOD_S, "s", off=True, flag="--stats-interval-s",
+            metavar="S"),
+    Setting("runtime", "event_loop", "str", "auto",
+            "auto (uvloop when installed), asyncio or uvloop", flag="--event-loop",
+            choices=event_loop.EVENT_LOOPS, commands=RUN),
+    Setting("rflysim", "copter_id", "int", None, "the vehicle's CopterID", 1, 450,
+            optional=True, flag="--rflysim-copter-id", metavar="N", what="a CopterID"),
+    Setting("rflysim", "config", "str", None, "RflySim Config.json (sensors, camera)",
+            optional=True, flag="--rflysim-config", metavar="FILE", what="a file path"),
+    Setting("rflysim", "bind", "str", "127.0.0.1", "local IPv4 address for RflySim",
+            flag="--rflysim-bind", metavar="IPV4", commands=RUN),
+    Setting("rflysim", "sim_host", "str", "127.0.0.1", "the simulator's IPv4 address",
+            flag="--rflysim-sim-host", metavar="IPV4", commands=RUN),
+    Setting("rflysim", "request_odometry_hz", "int", 0,
+            "ask CopterSim for odometry at this rate and take the pose from it (0: the pose "
+            "comes from the state port)", 1, 1000, "Hz", off=True,
+            flag="--rflysim-request-odometry-hz", metavar="HZ", what="a rate in Hz"),
+    Setting("rflysim", "request_imu_hz", "int", 0, "ask CopterSim for IMU replies", 1, 1000,
+            "Hz", off=True, flag="--rflysim-request-imu-hz", metavar="HZ", commands=RUN,
+            what="a rate in Hz"),
+)  # fmt: skip
+
+
+def _w(name: str, doc: str, low: float | None = 0, high: float | None = MAX_MS,
+       unit: str = "ms", kind: str = "float", **kw: Any) -> Setting:  # fmt: skip
+    return Setting("world", name, kind, _default(WorldConfig, name), doc, low, high, unit, **kw)
+
+
+# [world]: the model's own defaults (fusion's WorldConfig); each key its own range. ttl_ms,
+# ttl_ms_by_type and reset_hold_ms are inherited from [store] unless set here.
+WORLD_SETTINGS: tuple[Setting, ...] = (
+    Setting("world", "enabled", "bool", None, "false: no world model even with [camera]",
+            optional=True),
+    _w("rate_hz", "snapshot rate", 0.01, 100, "Hz"),
+    _w("publish_on_change", "publish at once when a verdict changes", None, None, "",
+       kind="bool"),
+    _w("ttl_ms", "a target is fresh this long after its capture (default: [store])", 0, MAX_MS,
+       open_low=True),
+    _w("ttl_ms_by_type", "per result type: its own TTL (default: [store])", 0, MAX_MS,
+       kind="table", open_low=True),
+    _w("reset_hold_ms", "HOLD this long after a device reset (default: [store])"),
+    _w("max_wait_ms", "a measurement newer than the newest pose waits this long"),
+    _w("max_extrapolation_ms", "then it may be placed this far past the newest pose"),
+    _w("max_pose_gap_ms", "two poses further apart bracket nothing", open_low=True),
+    _w("pose_ttl_ms", "the newest pose older than this: pose_stale", open_low=True),
+    _w("pose_history", "poses held", 2, 1_000_000, "", kind="int"),
+    _w("pose_required", "HOLD without a pose (default: true with [rflysim] copter_id)", None,
+       None, "", kind="bool"),
+    _w("imu_max_age_ms", "an IMU rate older than the newest pose by more is not used"),
+    _w("gimbal_max_age_ms", "gimbal angles this far from the capture still apply"),
+    _w("gimbal_max_rate_deg_s", "gimbal statuses differing faster: the angle is unknown", 0,
+       3600, "deg/s", open_low=True),
+    _w("ground_plane", "place targets on the ground plane when nothing ranges them", None, None,
+       "", kind="bool"),
+    _w("ground_z_ned_m", "the ground's height (NED z)", -100_000, 100_000, "m"),
+    _w("max_ground_range_m", "grazing rays meet the ground too far to trust", 0, 100_000, "m"),
+    _w("laser_beam_half_angle_deg", "a laser return counts for a target this close to its axis",
+       0, 45, "deg", open_low=True),
+    _w("gimbal_laser_beam_half_angle_deg", "the same for the gimbal's laser", 0, 45, "deg",
+       open_low=True),
+    _w("range_max_age_ms", "a laser reading this far from the capture still applies"),
+    _w("lidar_cone_half_angle_deg", "LiDAR points this close to a target's ray range it", 0, 45,
+       "deg", open_low=True),
+    _w("lidar_min_points", "LiDAR points needed for a range", 1, 1_000_000, "", kind="int"),
+    _w("lidar_max_age_ms", "a LiDAR scan this far from the capture still applies"),
+    _w("max_targets", "targets held", 1, 1_000_000, "", kind="int"),
+    _w("max_pending", "measurements waiting for a pose", 1, 1_000_000, "", kind="int"),
+    _w("forget_after_ms", "a target unseen this long leaves the list"),
+    _w("source_stale_ms", "per source (vision, pose, imu, ...): stale after this", 0, MAX_MS,
+       kind="table", open_low=True),
+    _w("source_dead_ms", "a source silent this long is dead"),
+)  # fmt: skip
+
+SETTINGS: tuple[Setting, ...] = HOST_SETTINGS + WORLD_SETTINGS
+BY_KEY: Mapping[str, Setting] = MappingProxyType({s.key: s for s in SETTINGS})
+SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(s.section for s in SETTINGS))
+
+
+def default(key: str) -> Any:
+    """The default of ``section.name``."""
+    return BY_KEY[key].default
+
+
+def section_keys(section: str) -> list[str]:
+    return [s.name for s in SETTINGS if s.section == section]
+
+
+# -- the command line ----------------------------------------------------------------------
+
+
+def add_flags(parser: argparse.ArgumentParser, command: str) -> None:
+    """The flags of ``command``'s settings, their help from the table."""
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for s in SETTINGS:
+        if s.flag is None or command not in s.commands:
+            continue
+        target: Any = parser
+        if s.section == "rflysim":
+            if "rflysim" not in groups:
+                groups["rflysim"] = parser.add_argument_group("world model (with [camera])")
+            target = groups["rflysim"]
+        help_text = f"{'turn off: ' if s.kind == 'bool' else ''}{s.doc} ([{s.section}] {s.name}"
+        help_text += ")" if s.default is None else f", default {_shown(s.default)})"
+        if s.kind == "bool":  # a flag that turns the default off
+            target.add_argument(s.flag, dest=s.dest, action="store_const", const=not s.default,
+                                help=help_text)  # fmt: skip
+            continue
+        kwargs: dict[str, Any] = {"dest": s.dest, "help": help_text}
+        if s.choices:
+            kwargs["choices"] = s.choices
+        else:
+            kwargs["metavar"] = s.metavar or _UNIT_METAVAR.get(s.unit, "VALUE")
+        kwargs["type"] = {"int": int, "float": float}.get(s.kind, str)
+        target.add_argument(s.flag, *s.aliases, **kwargs)
+
+
+_UNIT_METAVAR = {"s": "S", "ms": "MS", "Hz": "HZ"}
+
+
+def overrides_from(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The settings the flags set, as a settings document (unset flags left out)."""
+    out: dict[str, dict[str, Any]] = {}
+    for s in SETTINGS:
+        value = getattr(args, s.dest, None)
+        if value is not None:
+            out.setdefault(s.section, {})[s.name] = value
+    return out
+
+
+def flag_names() -> dict[str, str]:
+    """``section.key`` -> its flag: an error in a flag's value names the flag."""
+    return {s.key: s.flag for s in SETTINGS if s.flag is not None}
+
+
+# -- the README's table --------------------------------------------------------------------
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _number(value)
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k} {_number(v)}" for k, v in value.items()) or "{}"
+    return f'"{value}"' if isinstance(value, str) else str(value)
+
+
+def markdown_table() -> str:
+    """The README's settings table (between its ``settings`` markers)."""
+    lines = [
+        "| key | type | default | range | unit | flag | meaning |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in SETTINGS:
+        flag = f"`{s.flag}`" if s.flag else ""
+        cells = [f"`{s.key}`", s.kind, _shown(s.default), s.range_text(), s.unit, flag, s.doc]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(markdown_table())

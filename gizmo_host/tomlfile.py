@@ -1,0 +1,57 @@
+"""The one TOML reader: every settings file (``run``, ``record``, ``demo``, the emulator's
+board and fault timelines) is read here, with the same size and line limits.
+
+Anything but a small UTF-8 TOML file is a one-line ``ConfigError`` naming the file.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from gizmo_host.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+MAX_FILE_BYTES = 64 * 1024  # a settings file is a few hundred bytes; a timeline a few KiB
+MAX_LINE_CHARS = 4096  # tomllib's memory grows with the square of a dotted key's length
+
+
+def display_name(text: str) -> str:
+    """A key or path as typed, or quoted when it would break the one-line message."""
+    return text if text.isprintable() and text.strip() == text and text else repr(text)
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """The TOML document at ``path``; anything but a small UTF-8 TOML file is a ConfigError."""
+    where = f"config file {display_name(str(path))}"
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(f"{where}: expected at most {MAX_FILE_BYTES} bytes of settings")
+    try:
+        text = data.decode()
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{where}: expected UTF-8 text, got byte 0x{data[exc.start]:02x} at offset {exc.start}"
+        ) from None
+    for number, line in enumerate(text.splitlines(), 1):
+        if len(line) > MAX_LINE_CHARS:
+            raise ConfigError(
+                f"{where}: line {number}: expected at most {MAX_LINE_CHARS} characters"
+            )
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: expected valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: expected valid TOML: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer beyond sys.get_int_max_str_digits()
+        raise ConfigError(f"{where}: expected valid TOML: {exc}") from None

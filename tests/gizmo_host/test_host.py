@@ -1,0 +1,72 @@
+"""``Host``: one composition, its outputs and sinks plugged in one place, its timers on the
+injected scheduler."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from gizmo_host.app.config import config_from_mapping
+from gizmo_host.app.host import Host
+from gizmo_host.live.timing import FakeScheduler
+
+
+class Lines:
+    name = "lines"
+
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+        self.started = self.closed = False
+
+    def send(self, line: bytes) -> None:
+        self.lines.append(json.loads(line))
+
+    async def start(self) -> None:
+        self.started = True
+
+    async def close(self) -> None:
+        self.closed = True
+
+    def stats(self) -> dict[str, Any] | None:
+        return {"lines": len(self.lines)}
+
+
+def test_stats_come_on_the_scheduler_to_every_sink_and_output() -> None:
+    config = config_from_mapping(
+        {"serial": {"path": "/dev/null"}, "publish": {"stdout": False, "stats_interval_s": 1}}
+    )
+    scheduler = FakeScheduler(0)
+    host = Host(config, scheduler=scheduler, run_link=False)
+    output, seen = Lines(), []
+    host.add_output(output)
+    host.add_sink(seen.append)
+
+    async def main() -> None:
+        await host.start()
+        assert output.started
+        scheduler.advance(2_500_000_000)
+        with pytest.raises(RuntimeError, match="before start"):
+            host.add_sink(seen.append)
+        await host.stop()
+
+    asyncio.run(main())
+    assert output.closed
+    assert output.lines[0]["type"] == "version"  # the outputs' first line, not the sinks'
+    stats = [line for line in output.lines if line["type"] == "stats"]
+    assert [line["host_ns"] for line in stats] == [1_000_000_000, 2_000_000_000]
+    sunk = [m for m in seen if isinstance(m, dict)]
+    assert [m["host_ns"] for m in sunk] == [1_000_000_000, 2_000_000_000]
+    assert not any(isinstance(m, dict) and m["type"] == "version" for m in seen)
+    stats = stats[-1]
+    assert stats["publish"]["unix_socket"] is None and stats["publish"]["lines"]["lines"] > 2
+    assert stats["link"]["state"] == "DOWN" and "world" not in stats
+    assert stats["link"]["state"] == "DOWN" and "world" not in stats
+
+
+def test_without_a_camera_there_is_no_world_and_the_version_says_so() -> None:
+    config = config_from_mapping({"serial": {"path": "/dev/null"}})
+    host = Host(config, scheduler=FakeScheduler(0), run_link=False)
+    assert host.world is None and "world" not in host.version["types"]

@@ -1,0 +1,75 @@
+"""The settings table is the one definition: the TOML sections, their defaults, the flags and
+the README's table all come from it."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from fusion import WorldConfig
+from gizmo_host.app import settings
+from gizmo_host.app.config import ConfigError, HostConfig, config_from_mapping
+from gizmo_host.app.settings import BY_KEY, SETTINGS, add_flags, overrides_from
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_the_readme_table_is_generated_from_the_settings_table() -> None:
+    text = README.read_text(encoding="utf-8")
+    found = re.search(r"<!-- settings:begin .*?-->\n(.*?)<!-- settings:end -->", text, re.S)
+    assert found, "README.md lacks the settings table markers"
+    assert found.group(1) == settings.markdown_table(), (
+        "README settings table is stale: regenerate it with python -m gizmo_host.app.settings"
+    )
+
+
+def test_every_key_of_every_section_has_one_row_with_its_default() -> None:
+    config = HostConfig()
+    for section in dataclasses.fields(HostConfig):
+        value = getattr(config, section.name)
+        if not dataclasses.is_dataclass(value):
+            continue  # [world] and [camera]: free-form tables
+        for f in dataclasses.fields(value):
+            row = BY_KEY[f"{section.name}.{f.name}"]
+            assert getattr(value, f.name) == row.default or row.kind == "table", row.key
+    world = WorldConfig()
+    for f in dataclasses.fields(WorldConfig):
+        assert BY_KEY[f"world.{f.name}"].default == getattr(world, f.name)
+
+
+@pytest.mark.parametrize("row", [s for s in SETTINGS if s.kind in ("int", "float")], ids=str)
+def test_each_number_is_checked_against_its_own_row(row: settings.Setting) -> None:
+    if row.low is None or row.high is None:
+        return
+    document: dict[str, dict[str, object]] = {row.section: {row.name: row.high * 2 + 1}}
+    if row.section == "world":  # the world model runs only with a camera
+        document["camera"] = {"width_px": 640, "height_px": 480, "hfov_deg": 90.0}
+    if row.kind == "int":
+        document[row.section][row.name] = int(row.high * 2 + 1)
+    with pytest.raises(ConfigError, match=rf"^{re.escape(row.key)}: expected "):
+        config_from_mapping(document)
+
+
+def test_a_world_angle_has_its_own_range_not_a_guess_from_its_name() -> None:
+    camera = {"width_px": 640, "height_px": 480, "hfov_deg": 90.0}
+    with pytest.raises(ConfigError, match=r"^world\.laser_beam_half_angle_deg: expected .* to 45"):
+        config_from_mapping({"camera": camera, "world": {"laser_beam_half_angle_deg": 60}})
+
+
+def test_the_flags_are_the_rows_with_a_flag_and_set_their_key() -> None:
+    parser = argparse.ArgumentParser()
+    add_flags(parser, "run")
+    args = parser.parse_args(["--ttl-ms", "120", "--no-stdout", "--rflysim-copter-id", "3"])
+    assert overrides_from(args) == {
+        "store": {"ttl_ms": 120.0},
+        "publish": {"stdout": False},
+        "rflysim": {"copter_id": 3},
+    }
+    help_text = parser.format_help()
+    for row in SETTINGS:
+        if row.flag is not None and "run" in row.commands:
+            assert row.flag in help_text
