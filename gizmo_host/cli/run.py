@@ -32,13 +32,12 @@ from gizmo_host.errors import ConfigError, ServiceFailed
 from gizmo_host.live import event_loop
 from gizmo_host.live.publish import (
     JsonLinesPublisher,
-    StdoutSink,
-    UdpSink,
     UnixSocketServer,
     encode_line,
     with_types,
 )
 from gizmo_host.live.service import GizmoService
+from gizmo_host.live.sinks import QueuedSink, stdout_sink, udp_sink
 from gizmo_host.live.world import WorldService
 from gizmo_host.stream.events import version_message
 
@@ -233,9 +232,10 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
         version = with_types(version, "world")
     publisher = JsonLinesPublisher()
     socket_server: UnixSocketServer | None = None
-    udp: UdpSink | None = None
+    queued: list[QueuedSink] = []  # closed (flushed briefly) at the end
     if config.publish.stdout:
-        publisher.add_sink(StdoutSink())
+        queued.append(stdout_sink())
+        publisher.add_sink(queued[-1])
     if config.publish.unix_socket:
         socket_server = UnixSocketServer(
             config.publish.unix_socket,
@@ -250,14 +250,13 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
             ) from None
         publisher.add_sink(socket_server)
     if config.publish.udp:
-        udp = UdpSink(*parse_host_port(config.publish.udp))
         try:
-            await udp.start()
+            queued.append(await udp_sink(*parse_host_port(config.publish.udp)))
         except OSError as exc:  # e.g. a host name that does not resolve
             raise ServiceFailed(
                 f"publish.udp {config.publish.udp}: cannot send: {exc.strerror or exc}"
             ) from None
-        publisher.add_sink(udp)
+        publisher.add_sink(queued[-1])
     service.watch(config.selector)
     service.add_listener(publisher)
     if world is not None:
@@ -281,14 +280,7 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
             if config.publish.stats_interval_s > 0:
                 tasks.append(
                     asyncio.create_task(
-                        _stats_loop(
-                            service,
-                            publisher,
-                            socket_server,
-                            udp,
-                            config.publish.stats_interval_s,
-                            world,
-                        ),
+                        _stats_loop(service, publisher, config.publish.stats_interval_s, world),
                         name="gizmo-stats",
                     )
                 )
@@ -313,8 +305,8 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
             await world.stop()
         if socket_server is not None:
             await socket_server.close()
-        if udp is not None:
-            udp.close()
+        for sink in queued:  # a stalled reader gets CLOSE_FLUSH_S, then the rest is dropped
+            await sink.close()
 
 
 def build_service(config: Config) -> GizmoService:
@@ -348,18 +340,12 @@ def build_world(setup: WorldSetup) -> WorldService:
 
 
 def stats_message(
-    service: GizmoService,
-    socket_server: UnixSocketServer | None,
-    udp: UdpSink | None,
-    world: WorldService | None = None,
+    service: GizmoService, publisher: JsonLinesPublisher, world: WorldService | None = None
 ) -> dict[str, Any]:
+    """The service's counters, each sink's (``publish``: queued, dropped, disconnected...)
+    and the world's."""
     message = service.stats()
-    message["publish"] = {
-        "unix_socket": None if socket_server is None else socket_server.stats(),
-        "udp": None
-        if udp is None
-        else {"datagrams": udp.datagrams, "errors": udp.errors, "dropped": udp.dropped},
-    }
+    message["publish"] = publisher.sink_stats()
     if world is not None:
         message["world"] = world.stats()
     return message
@@ -368,11 +354,9 @@ def stats_message(
 async def _stats_loop(
     service: GizmoService,
     publisher: JsonLinesPublisher,
-    socket_server: UnixSocketServer | None,
-    udp: UdpSink | None,
     interval_s: float,
     world: WorldService | None,
 ) -> None:
     while True:
         await asyncio.sleep(interval_s)
-        publisher.publish(stats_message(service, socket_server, udp, world))
+        publisher.publish(stats_message(service, publisher, world))
