@@ -238,7 +238,7 @@ class OfflineHost:
             self.emit(self.stats(when))
 
     def _evaluate(self, now_ns: int, *, force: bool = False) -> None:
-        for verdict in self.pipeline.evaluate(now_ns, force=force):
+        for verdict in self.pipeline.evaluate(now_ns, force=force, hold_until_ns=self._tick_due_ns):
             self.emit(verdict.to_dict())
             self._dispatch(verdict)
         self._arm_stale()

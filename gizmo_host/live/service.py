@@ -110,6 +110,7 @@ class GizmoService:
         # The stale timer is moved later only once it is due within half the shortest TTL.
         self._stale_lead_ns = round(min([ttl_ms, *(ttl_ms_by_type or {}).values()]) * 1e6) // 2
         self._verdict_tick: Timer | None = None
+        self._tick_due_ns: int | None = None  # the next steady re-publication: a HOLD's limit
         self._listener_errors = FailureCounter(LOGGER)
         self._failures = FailureLatch(LOGGER)
 
@@ -265,7 +266,7 @@ class GizmoService:
             self._evaluate_verdicts(event.host_ns)
 
     def _evaluate_verdicts(self, now_ns: int, *, force: bool = False) -> None:
-        for verdict in self.pipeline.evaluate(now_ns, force=force):
+        for verdict in self.pipeline.evaluate(now_ns, force=force, hold_until_ns=self._tick_due_ns):
             for sub in self._verdict_subs.get(verdict.selector, ()):
                 sub.put(verdict)
             self._dispatch(verdict)
@@ -296,9 +297,8 @@ class GizmoService:
             self._failures.fail(exc, "stale timer")
 
     def _schedule_verdict_tick(self) -> None:
-        self._verdict_tick = self._scheduler.call_at_ns(
-            self._clock() + self._verdict_interval_ns, self._on_verdict_tick
-        )
+        self._tick_due_ns = due_ns = self._clock() + self._verdict_interval_ns
+        self._verdict_tick = self._scheduler.call_at_ns(due_ns, self._on_verdict_tick)
 
     def _on_verdict_tick(self) -> None:
         """Re-publish every watched verdict at the steady rate (a timer: no task to wake)."""

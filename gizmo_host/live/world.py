@@ -286,7 +286,10 @@ class WorldService:
 
     def _publish(self, snapshot: WorldSnapshot, key: _Key) -> None:
         self._seq += 1
-        snapshot = dataclasses.replace(snapshot, seq=self._seq)
+        valid_until_ns = snapshot.valid_until_ns
+        if not snapshot.proceed and self._tick is not None:  # re-evaluated at the next tick
+            valid_until_ns = min(valid_until_ns, self._tick_due_ns)
+        snapshot = dataclasses.replace(snapshot, seq=self._seq, valid_until_ns=valid_until_ns)
         self._last_key = key
         self.published += 1
         for sub in self._subs:

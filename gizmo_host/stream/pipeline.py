@@ -133,27 +133,33 @@ class FramePipeline:
         self.store.watch(selector)
         self._routine_keys.clear()
 
-    def verdict(self, selector: TargetSelector, now_ns: int) -> Verdict:
-        """The verdict for ``selector`` at ``now_ns``."""
+    def verdict(
+        self, selector: TargetSelector, now_ns: int, hold_until_ns: int | None = None
+    ) -> Verdict:
+        """The verdict for ``selector`` at ``now_ns`` (``hold_until_ns``: see
+        ``ResultStore.verdict``)."""
         return self.store.verdict(
             selector,
             now_ns,
             link_state=self.link_state,
             clock_status=self.device_clock.status,
+            hold_until_ns=hold_until_ns,
         )
 
-    def evaluate(self, now_ns: int, *, force: bool = False) -> list[Verdict]:
-        """Re-evaluate every watched verdict; returns those that changed (all with ``force``)."""
+    def evaluate(
+        self, now_ns: int, *, force: bool = False, hold_until_ns: int | None = None
+    ) -> list[Verdict]:
+        """Re-evaluate every watched verdict; returns those that changed (all with ``force``).
+        ``hold_until_ns``: when the caller re-evaluates at the latest (a HOLD's
+        ``valid_until_ns``)."""
         self.evaluation_due = self.stale_refreshed = self.stale_earlier = False
         changed = []
         expiry_ns: dict[ResultKey, int] = {}
         for selector, last in self._watched.items():
-            verdict = self.verdict(selector, now_ns)
+            verdict = self.verdict(selector, now_ns, hold_until_ns)
             target = verdict.result
             if target is not None:
-                expiry_ns[target.key] = target.reference_ns() + self.store.ttl_ns(
-                    target.result.result_type
-                )
+                expiry_ns[target.key] = verdict.valid_until_ns
             if force or not verdict.same_as(last):
                 self._watched[selector] = verdict
                 changed.append(verdict)
