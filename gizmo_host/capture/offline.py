@@ -137,10 +137,12 @@ class OfflineHost:
             self._out.append(received.to_json_line(t))
             self._dispatch(received)
         if pipeline.evaluation_due:
-            self._evaluate(t)
+            self._evaluate(t, force=pipeline.renewal_due(t))
             return
-        refreshed, _ = pipeline.take_stale_move()
-        if refreshed:
+        refreshed, earlier = pipeline.take_stale_move()
+        if refreshed and (earlier or pipeline.renewal_due(t)):
+            self._evaluate(t, force=True)  # the live service renews a published PROCEED
+        elif refreshed:
             self._arm_stale()
 
     def _port_event(self, event: LinkInput, reason: str, t: int) -> None:
@@ -229,7 +231,7 @@ class OfflineHost:
             self._link_input(LinkInput.SILENCE, silence_reason(self.settings.silent_after_s), when)
         elif which == 1:
             self._stale_due_ns = None
-            self._evaluate(when)
+            self._evaluate(when, force=self.pipeline.renewal_due(when))
         elif which == 2:
             self._tick_due_ns = when + self._tick_ns
             self._evaluate(when, force=True)

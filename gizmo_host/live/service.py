@@ -106,9 +106,6 @@ class GizmoService:
         self._tasks: list[asyncio.Task[None]] = []
         self._stale_timer: Timer | None = None
         self._stale_due_ns = 0  # host time the pending stale timer fires
-        self._stale_at_ns = 0  # host time the pending stale timer is for
-        # The stale timer is moved later only once it is due within half the shortest TTL.
-        self._stale_lead_ns = round(min([ttl_ms, *(ttl_ms_by_type or {}).values()]) * 1e6) // 2
         self._verdict_tick: Timer | None = None
         self._tick_due_ns: int | None = None  # the next steady re-publication: a HOLD's limit
         self._listener_errors = FailureCounter(LOGGER)
@@ -234,17 +231,18 @@ class GizmoService:
                 sub.put(received)
             self._dispatch(received)
         if pipeline.evaluation_due:
-            self._evaluate_verdicts(self._clock())  # not rx_ns: keep host_ns monotonic
+            now_ns = self._clock()  # not rx_ns: keep host_ns monotonic
+            self._evaluate_verdicts(now_ns, force=pipeline.renewal_due(now_ns))
             return
         refreshed, earlier = pipeline.take_stale_move()
-        # Moving the stale timer later waits until it is due within half a TTL (a steady
-        # stream costs a couple of timer moves per TTL and no timer wake-ups); moving it
-        # earlier (a result with an older capture time) is done at once. So it never fires
-        # after a target goes stale.
-        if refreshed and (earlier or self._stale_at_ns - rx_ns < self._stale_lead_ns):
-            stale_at_ns = pipeline.stale_at_ns()
-            if stale_at_ns is not None:
-                self._arm_stale_timer(stale_at_ns, self._clock(), later=True)
+        # A renewed target is re-published once the published PROCEED is due to run out
+        # within half a TTL (a steady stream costs a verdict line and a timer move every
+        # half TTL or so, and no timer wake-ups), and at once when a result with an older
+        # capture time moved its stale time earlier than the published valid_until_ns. So
+        # the stale timer never fires after a target goes stale, and a published PROCEED
+        # never promises more than the host knows.
+        if refreshed and (earlier or pipeline.renewal_due(rx_ns)):
+            self._evaluate_verdicts(self._clock(), force=True, renew=True)
 
     def _dispatch(self, item: ReceivedResult | LinkEvent | Verdict) -> None:
         """Hand ``item`` to every listener; one that raises is counted, never propagated, so a
@@ -265,14 +263,15 @@ class GizmoService:
             # until they are applied (``_on_results``), never before.
             self._evaluate_verdicts(event.host_ns)
 
-    def _evaluate_verdicts(self, now_ns: int, *, force: bool = False) -> None:
-        for verdict in self.pipeline.evaluate(now_ns, force=force, hold_until_ns=self._tick_due_ns):
+    def _evaluate_verdicts(self, now_ns: int, *, force: bool = False, renew: bool = False) -> None:
+        pipeline = self.pipeline
+        for verdict in pipeline.evaluate(now_ns, force=force, hold_until_ns=self._tick_due_ns):
             for sub in self._verdict_subs.get(verdict.selector, ()):
                 sub.put(verdict)
             self._dispatch(verdict)
-        stale_at_ns = self.pipeline.stale_at_ns()
+        stale_at_ns = pipeline.stale_at_ns()
         if stale_at_ns is not None:
-            self._arm_stale_timer(stale_at_ns, now_ns)
+            self._arm_stale_timer(stale_at_ns, now_ns, later=renew)
 
     def _arm_stale_timer(self, stale_at_ns: int, now_ns: int, *, later: bool = False) -> None:
         """Re-evaluate when the first current target goes stale: a timer, not polling.
@@ -287,12 +286,15 @@ class GizmoService:
                 return
             handle.cancel()
         self._stale_timer = self._scheduler.call_at_ns(due_ns, self._on_stale_timer)
-        self._stale_due_ns, self._stale_at_ns = due_ns, stale_at_ns
+        self._stale_due_ns = due_ns
 
     def _on_stale_timer(self) -> None:
+        """A target's stale time: HOLD if it went stale; re-published if it was renewed
+        meanwhile, so a published PROCEED never runs out while the host still holds it."""
         self._stale_timer = None
         try:
-            self._evaluate_verdicts(self._clock())
+            now_ns = self._clock()
+            self._evaluate_verdicts(now_ns, force=self.pipeline.renewal_due(now_ns))
         except Exception as exc:
             self._failures.fail(exc, "stale timer")
 

@@ -59,6 +59,10 @@ class FramePipeline:
         self.stale_refreshed = self.stale_earlier = False
         self.results_total = self.duplicates_dropped = 0
         self._watched: dict[TargetSelector, Verdict | None] = {}
+        # A published PROCEED is renewed (re-published) once its valid_until_ns is this close.
+        self.renew_lead_ns = round(min([ttl_ms, *(ttl_ms_by_type or {}).values()]) * 1e6) // 2
+        self._published_until: dict[TargetSelector, int] = {}  # published PROCEEDs' limits
+        self._renew_at_ns: int | None = None
         self._routine_keys: dict[ResultKey, bool] = {}
         self._target_expiry_ns: dict[ResultKey, int] = {}  # current verdict targets' stale times
 
@@ -163,9 +167,22 @@ class FramePipeline:
             if force or not verdict.same_as(last):
                 self._watched[selector] = verdict
                 changed.append(verdict)
+                if target is None:
+                    self._published_until.pop(selector, None)
+                else:
+                    self._published_until[selector] = verdict.valid_until_ns
         self._routine_keys.clear()
         self._target_expiry_ns = expiry_ns
+        until = min(self._published_until.values(), default=None)
+        self._renew_at_ns = None if until is None else until - self.renew_lead_ns
         return changed
+
+    def renewal_due(self, now_ns: int) -> bool:
+        """Whether a published PROCEED runs out (its ``valid_until_ns``) within
+        ``renew_lead_ns`` of ``now_ns``: the owner re-publishes (``evaluate(force=True)``) when
+        a result has renewed its target, so a consumer that honours ``valid_until_ns`` sees a
+        steady PROCEED as steady, and a stalled host as HOLD."""
+        return self._renew_at_ns is not None and now_ns >= self._renew_at_ns
 
     def take_stale_move(self) -> tuple[bool, bool]:
         """Whether routine results moved a target's stale time since the last call or
