@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import os
 import socket
 import stat
@@ -32,7 +33,7 @@ from typing import Protocol
 DEFAULT_QUEUE_BYTES = 1024 * 1024  # about 3,000 result lines: seconds of a stalled reader
 CLOSE_FLUSH_S = 0.5  # shutdown waits at most this long for a slow reader, then drops the rest
 _GONE = frozenset({errno.EPIPE, errno.ECONNRESET, errno.EIO, errno.ENOTCONN, errno.EBADF})
-Write = Callable[[memoryview], int]  # writes what it can now; BlockingIOError when nothing
+Write = Callable[[bytes | memoryview], int]  # writes what it can; BlockingIOError: nothing
 
 
 class Sink(Protocol):
@@ -146,7 +147,7 @@ class QueuedSink:
                 self._drain()
             return
         try:  # the fast path: the reader keeps up, one write
-            n = self._write(memoryview(line))
+            n = self._write(line)
         except BlockingIOError:
             n = 0
         except OSError as exc:
@@ -238,7 +239,7 @@ def stdout_sink(fd: int = 1, *, max_bytes: int = DEFAULT_QUEUE_BYTES) -> QueuedS
     """A ``QueuedSink`` on stdout (``fd``) that never blocks the loop (see the module doc)."""
     mode = os.fstat(fd).st_mode
     if stat.S_ISREG(mode):
-        return QueuedSink("stdout", lambda data: _write_all(fd, data), None, max_bytes=max_bytes)
+        return QueuedSink("stdout", functools.partial(_write_all, fd), None, max_bytes=max_bytes)
     if stat.S_ISSOCK(mode):
         sock = socket.socket(fileno=os.dup(fd))
         return QueuedSink(
@@ -250,7 +251,7 @@ def stdout_sink(fd: int = 1, *, max_bytes: int = DEFAULT_QUEUE_BYTES) -> QueuedS
         )
     own, close = _reopen_nonblocking(fd)
     return QueuedSink(
-        "stdout", lambda data: os.write(own, data), own, max_bytes=max_bytes, on_close=close
+        "stdout", functools.partial(os.write, own), own, max_bytes=max_bytes, on_close=close
     )
 
 
@@ -274,11 +275,12 @@ def _reopen_nonblocking(fd: int) -> tuple[int, Callable[[], None]]:
     return own, lambda: os.close(own)
 
 
-def _write_all(fd: int, data: memoryview) -> int:
+def _write_all(fd: int, data: bytes | memoryview) -> int:
     """A regular file: the kernel takes it all (or fails: a full disk), no reader can stall."""
     total = len(data)
-    while data:
-        data = data[os.write(fd, data) :]
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
     return total
 
 

@@ -24,7 +24,7 @@ class Valve:
         self.open = False
         self.out = bytearray()
 
-    def __call__(self, data: memoryview) -> int:
+    def __call__(self, data: bytes | memoryview) -> int:
         if not self.open:
             raise BlockingIOError
         self.out += data
