@@ -12,9 +12,10 @@ counted as dropped.
 
 Stdout is opened anew, non-blocking, as its own open file description (``/proc/self/fd/1``):
 setting ``O_NONBLOCK`` on the inherited one would also change it for the shell or pipeline that
-shares it. A socket (systemd's journal) is written with ``MSG_DONTWAIT`` instead. A regular
-file is written directly: no reader can stall it, only the disk (a full disk is counted as an
-error per line).
+shares it. A terminal stalls too (Ctrl-S, a slow serial console, a paused ``less``): it is
+reopened the same way. A socket (systemd's journal) is written with ``MSG_DONTWAIT`` instead.
+A regular file is written directly: no reader can stall it, only the disk (a full disk is
+counted as an error per line), and a non-blocking flag means nothing to it.
 """
 
 from __future__ import annotations
@@ -143,8 +144,10 @@ class QueuedSink:
         queue = self._queue
         if queue:
             queue.push(line)
-            if self._loop is None:  # no writer armed (no running loop): try now
+            if self._loop is None:  # no writer armed (no loop when it queued): try now
                 self._drain()
+                if queue:
+                    self._arm()
             return
         try:  # the fast path: the reader keeps up, one write
             n = self._write(line)
@@ -237,7 +240,10 @@ class QueuedSink:
 
 def stdout_sink(fd: int = 1, *, max_bytes: int = DEFAULT_QUEUE_BYTES) -> QueuedSink:
     """A ``QueuedSink`` on stdout (``fd``) that never blocks the loop (see the module doc)."""
-    mode = os.fstat(fd).st_mode
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:  # closed (``>&-``): the first line disconnects it, counted
+        return QueuedSink("stdout", functools.partial(_refuse, exc), None, max_bytes=max_bytes)
     if stat.S_ISREG(mode):
         return QueuedSink("stdout", functools.partial(_write_all, fd), None, max_bytes=max_bytes)
     if stat.S_ISSOCK(mode):
@@ -300,3 +306,7 @@ async def udp_sink(host: str, port: int, *, max_bytes: int = DEFAULT_QUEUE_BYTES
     return QueuedSink(
         "udp", sock.send, sock.fileno(), max_bytes=max_bytes, datagram=True, on_close=sock.close
     )
+
+
+def _refuse(exc: OSError, data: bytes | memoryview) -> int:
+    raise exc

@@ -187,3 +187,13 @@ def test_a_reader_that_goes_away_disconnects_the_sink():
             os.close(write_fd)
 
     asyncio.run(main())
+
+
+def test_a_closed_stdout_disconnects_at_the_first_line():
+    read_fd, write_fd = os.pipe()
+    os.close(read_fd)
+    os.close(write_fd)  # as ``gizmo-host run >&-`` leaves fd 1
+    sink = stdout_sink(write_fd)
+    sink.send(b"{}\n")
+    sink.send(b"{}\n")
+    assert sink.stats()["disconnected"] == 1 and sink.stats()["dropped"] == 2
