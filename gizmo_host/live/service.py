@@ -11,8 +11,10 @@ consumer that falls behind loses its oldest items (counted), never slows the rea
 Verdicts are re-evaluated after every read that could change one, every link transition, and
 by a timer set for the moment the current target goes stale (so it turns to HOLD on time
 without polling; results that refresh the target move the timer back, so a steady stream
-never wakes it); they are published when they change and re-published every
-``verdict_interval_s``.
+never wakes it); they are published when they change, re-published every
+``verdict_interval_s``, and a PROCEED again before its ``valid_until_ns`` runs out (once it is
+due within half a TTL and a result has renewed its target), so a consumer that honours
+``valid_until_ns`` sees a steady PROCEED as steady.
 """
 
 from __future__ import annotations
