@@ -54,7 +54,8 @@ def test_a_stalled_stdout_never_delays_a_socket_client_through_an_unplug(link_pa
     )
     socket_path = str(tmp_path / "gizmo.sock")
     validators = {
-        kind: jsonschema.Draft202012Validator(load_schema(kind)) for kind in ("verdict", "link")
+        kind: jsonschema.Draft202012Validator(load_schema(kind))
+        for kind in ("verdict", "link", "stats")
     }
 
     async def main() -> tuple[list[dict], float]:
