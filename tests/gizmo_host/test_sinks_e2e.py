@@ -141,3 +141,40 @@ def syncing(message: dict) -> bool:
 
 def _seq(message: dict) -> int:
     return message["result"]["sequence"]
+
+
+def test_ctrl_c_ends_run_with_its_stdout_stalled(link_path, tmp_path):
+    """Once, a blocking write to the full pipe held the loop: Python retried it after the
+    signal (PEP 475) and the loop never ran the handler, so Ctrl-C was ignored for good."""
+    socket_path = str(tmp_path / "gizmo.sock")
+
+    async def main() -> int | None:
+        read_fd, write_fd = full_pipe()
+        try:
+            with PtyBoard(link_path):
+                proc = await asyncio.create_subprocess_exec(
+                    *(sys.executable, "-m", "gizmo_host.cli", "run", "--serial", link_path),
+                    *("--unix-socket", socket_path),
+                    stdout=write_fd,
+                    stderr=asyncio.subprocess.DEVNULL,
+                )
+                os.close(write_fd)
+                write_fd = -1
+                reader, writer = await connect(socket_path, proc)
+                version = json.loads(await asyncio.wait_for(reader.readline(), TIMEOUT_S))
+                assert version["type"] == "version"  # it serves while stdout is full
+                proc.send_signal(signal.SIGINT)
+                try:
+                    return await asyncio.wait_for(proc.wait(), TIMEOUT_S)
+                except asyncio.TimeoutError:
+                    proc.kill()
+                    await proc.wait()
+                    return None
+                finally:
+                    writer.close()
+        finally:
+            os.close(read_fd)
+            if write_fd >= 0:
+                os.close(write_fd)
+
+    assert asyncio.run(main()) == 0
