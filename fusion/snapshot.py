@@ -110,8 +110,14 @@ class TargetState:
 
 @dataclass(frozen=True, slots=True)
 class WorldSnapshot:
+    """``valid_until_ns``: the host time after which, with no newer snapshot, ``verdict`` is
+    void. PROCEED: the selected target's stale time (capture + TTL), or the pose's when a pose
+    is required, whichever is first. HOLD: when it is re-evaluated at the latest (the model's
+    next deadline; a publisher caps it with its own next tick)."""
+
     seq: int
     host_ns: int
+    valid_until_ns: int
     verdict: Decision
     reasons: tuple[HoldReason, ...]
     selected: str | None  # the key of the target the verdict is about
@@ -132,6 +138,7 @@ class WorldSnapshot:
             "format_version": FORMAT_VERSION,
             "seq": self.seq,
             "host_ns": self.host_ns,
+            "valid_until_ns": self.valid_until_ns,
             "verdict": self.verdict.value,
             "reasons": [r.value for r in self.reasons],
             "selected": self.selected,

@@ -367,6 +367,7 @@ class WorldModel:
         return WorldSnapshot(
             self._seq,
             now_ns,
+            self._valid_until_ns(now_ns, selected),
             verdict,
             reasons,
             None if selected is None else selected.key,
@@ -374,6 +375,17 @@ class WorldModel:
             self._source_states(now_ns, c),
             tuple(states),
         )
+
+    def _valid_until_ns(self, now_ns: int, selected: TargetState | None) -> int:
+        """When a snapshot's verdict is void with no newer one (``WorldSnapshot``)."""
+        if selected is None or selected.verdict is not Decision.PROCEED:
+            due = self.next_deadline_ns()
+            return now_ns if due is None else due
+        until = selected.capture_ns + self._config.ttl_ns(selected.result_type)
+        newest = self._history.newest
+        if newest is not None and self.pose_required:
+            until = min(until, newest.host_ns + self._pose_ttl_ns)
+        return until
 
     def next_deadline_ns(self) -> int | None:
         """The earliest future time at which a verdict can change with no new input (a TTL

@@ -222,10 +222,9 @@ class Host:
         """The ``stats`` message: the service's counters, the outputs', the world's."""
         message = self.service.stats(self.scheduler.now_ns())
         if self._report_outputs:
-            publish: dict[str, Any] = {"unix_socket": None, "udp": None}
+            publish: dict[str, Any] = {}
             for output in self._outputs:
-                if output.name:
-                    publish[output.name] = output.stats()
+                publish[output.name] = output.stats()
             message["publish"] = publish
         if self.world is not None:
             message["world"] = world_stats(self.world, self.router)

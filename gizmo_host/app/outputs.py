@@ -7,17 +7,18 @@ line. A new sink (MAVLink, Foxglove, Zenoh) is one more ``Output`` given to
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from gizmo_host.app.config import PublishConfig, parse_host_port
 from gizmo_host.errors import ServiceFailed
-from gizmo_host.live.publish import StdoutSink, UdpSink, UnixSocketServer
+from gizmo_host.live.publish import UnixSocketServer
+from gizmo_host.live.sinks import QueuedSink, stdout_sink, udp_sink
 
 
 class Output(Protocol):
     """A line sink the host owns: ``send`` must never block."""
 
-    name: str  # its key under ``publish`` in the stats line ("" for none)
+    name: str  # its key under ``publish`` in the stats line
 
     def send(self, line: bytes) -> None: ...
 
@@ -25,24 +26,34 @@ class Output(Protocol):
 
     async def close(self) -> None: ...
 
-    def stats(self) -> dict[str, Any] | None: ...
+    def stats(self) -> dict[str, int]: ...
 
 
 class StdoutOutput:
-    name = ""
+    """stdout through its own bounded queue: a reader that stops never blocks the loop."""
+
+    name = "stdout"
 
     def __init__(self) -> None:
-        self.sink = StdoutSink()
-        self.send = self.sink.send
+        self.sink: QueuedSink | None = None
+
+    def send(self, line: bytes) -> None:
+        if self.sink is not None:
+            self.sink.send(line)
 
     async def start(self) -> None:
-        return None
+        self.sink = stdout_sink()
 
     async def close(self) -> None:
-        return None
+        if self.sink is not None:  # a stalled reader gets CLOSE_FLUSH_S, then lines drop
+            await self.sink.close()
 
-    def stats(self) -> dict[str, Any] | None:
-        return None
+    def stats(self) -> dict[str, int]:
+        return (
+            {"queued": 0, "dropped": 0, "disconnected": 0}
+            if self.sink is None
+            else self.sink.stats()
+        )
 
 
 class UnixSocketOutput:
@@ -63,32 +74,42 @@ class UnixSocketOutput:
     async def close(self) -> None:
         await self.server.close()
 
-    def stats(self) -> dict[str, Any] | None:
-        return dict(self.server.stats())
+    def stats(self) -> dict[str, int]:
+        return self.server.stats()
 
 
 class UdpOutput:
+    """One datagram per line through its own bounded queue (the oldest dropped, counted)."""
+
     name = "udp"
 
     def __init__(self, address: str) -> None:
         self.address = address
-        self.sink = UdpSink(*parse_host_port(address))
-        self.send = self.sink.send
+        self._host_port = parse_host_port(address)
+        self.sink: QueuedSink | None = None
+
+    def send(self, line: bytes) -> None:
+        if self.sink is not None:
+            self.sink.send(line)
 
     async def start(self) -> None:
         try:
-            await self.sink.start()
+            self.sink = await udp_sink(*self._host_port)
         except OSError as exc:  # e.g. a host name that does not resolve
             raise ServiceFailed(
                 f"publish.udp {self.address}: cannot send: {exc.strerror or exc}"
             ) from None
 
     async def close(self) -> None:
-        self.sink.close()
+        if self.sink is not None:
+            await self.sink.close()
 
-    def stats(self) -> dict[str, Any] | None:
-        udp = self.sink
-        return {"datagrams": udp.datagrams, "errors": udp.errors, "dropped": udp.dropped}
+    def stats(self) -> dict[str, int]:
+        return (
+            {"queued": 0, "dropped": 0, "disconnected": 0}
+            if self.sink is None
+            else self.sink.stats()
+        )
 
 
 def outputs_for(publish: PublishConfig, version_line: bytes) -> list[Output]:

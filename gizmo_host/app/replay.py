@@ -97,8 +97,8 @@ class _Lines:
     async def close(self) -> None:
         return None
 
-    def stats(self) -> dict[str, Any] | None:
-        return None
+    def stats(self) -> dict[str, int]:
+        return {}  # not reported: an offline replay has no outputs of its own
 
 
 class OfflineReplay:

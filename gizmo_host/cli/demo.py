@@ -39,7 +39,8 @@ from gizmo_host.emulator.faults import (
 )
 from gizmo_host.errors import ConfigError
 from gizmo_host.live import event_loop
-from gizmo_host.live.publish import JsonLinesPublisher, StdoutSink
+from gizmo_host.live.publish import JsonLinesPublisher
+from gizmo_host.live.sinks import QueuedSink, stdout_sink
 from rfly_link.sim.scenario import SCENARIOS
 
 EXIT_USAGE = 2
@@ -225,9 +226,10 @@ async def play(
     """Run the rig until the duration is over or a signal comes; return the summary."""
     t0_ns = time.monotonic_ns()
     rig = DemoRig(settings, workdir)
+    out: QueuedSink | None = None
     if view is None:
         publisher = JsonLinesPublisher()
-        publisher.add_sink(StdoutSink())
+        publisher.add_sink(out := stdout_sink())
         rig.world.add_listener(publisher)
     faults = "none" if options.faults is None else (options.faults or "built-in")
     title = f"gizmo-host demo · {settings.scenario} · faults: {faults}"
@@ -250,6 +252,8 @@ async def play(
     finally:
         await _cancel(refresh)
         await rig.stop()
+        if out is not None:
+            await out.close()
         if timer is not None:
             timer.cancel()
         for signum in signals:

@@ -3,17 +3,17 @@
 ``JsonLinesPublisher`` is a service listener: it turns each result, link event and verdict (and,
 as a world service listener, each world snapshot) into one JSON object (always with a
 ``type``), encodes it once, and hands the line to every sink.
-Sinks never block the reader:
+Sinks never block the reader, and none waits for another (``gizmo_host.live.sinks``: each has
+its own bounded queue, counted in ``stats``):
 
 - ``UnixSocketServer`` serves up to ``max_clients`` clients, greets each with a ``version``
-  line, and drops a client whose unsent backlog passes ``max_buffer_bytes`` (a stalled or slow
-  reader). A client that closes its sending side (``shutdown(SHUT_WR)``, ``socat`` fed from
-  ``/dev/null``) is a reader like any other: it is served until a write fails. When every slot
-  is taken, a new client takes the slot of the client furthest behind, if one has at least
-  ``EVICTABLE_BACKLOG_BYTES`` unread; otherwise it gets one ``error`` line saying why;
-- ``UdpSink`` sends one datagram per line to a fixed address; send errors are counted;
-- ``StdoutSink`` writes to stdout. It blocks if whoever reads stdout stops reading, like any
-  command-line tool; use the socket for consumers that may stall.
+  line, and disconnects a client whose unsent backlog passes ``max_buffer_bytes`` (a stalled or
+  slow reader). A client that closes its sending side (``shutdown(SHUT_WR)``, ``socat`` fed
+  from ``/dev/null``) is a reader like any other: it is served until a write fails. When every
+  slot is taken, a new client takes the slot of the client furthest behind, if one has at
+  least ``EVICTABLE_BACKLOG_BYTES`` unread; otherwise it gets one ``error`` line saying why;
+- stdout and UDP are ``QueuedSink``s (``stdout_sink``, ``udp_sink``): written at once while
+  their reader keeps up, else queued up to a byte budget, oldest lines dropped first.
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ import os
 import socket
 import stat
 import struct
-import sys
 import termios
 import time
 from collections.abc import Callable
-from typing import Any, BinaryIO, Protocol, cast
+from typing import Any
 
 from fusion import WorldSnapshot
+from gizmo_host.live.sinks import Sink
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.store import Verdict
 
@@ -43,7 +43,6 @@ LOGGER = logging.getLogger(__name__)
 DEFAULT_MAX_BUFFER_BYTES = 256 * 1024
 DEFAULT_MAX_CLIENTS = 16  # each may hold DEFAULT_MAX_BUFFER_BYTES of unsent lines
 CLOSE_TIMEOUT_S = 2.0
-MAX_UDP_BACKLOG_BYTES = 256 * 1024  # asyncio queues datagrams the kernel refused for now
 MAX_CLIENT_INPUT_BYTES = 4096  # clients have nothing to say; read and discard at most this
 # A client with this much unread (kernel accounting: a few lines) may lose its slot to a new one.
 EVICTABLE_BACKLOG_BYTES = 4096
@@ -51,10 +50,6 @@ _OUTQ = struct.Struct("i")  # SIOCOUTQ (= TIOCOUTQ on Linux): bytes the peer has
 
 
 Message = ReceivedResult | LinkEvent | Verdict | WorldSnapshot
-
-
-class Sink(Protocol):
-    def send(self, line: bytes) -> None: ...
 
 
 def with_types(version: dict[str, Any], *types: str) -> dict[str, Any]:
@@ -80,6 +75,10 @@ class JsonLinesPublisher:
     def add_sink(self, sink: Sink) -> None:
         self._sinks.append(sink)
 
+    def sink_stats(self) -> dict[str, dict[str, int]]:
+        """Per sink (by name): ``queued``, ``dropped``, ``disconnected`` and its own counters."""
+        return {sink.name: sink.stats() for sink in self._sinks}
+
     def __call__(self, message: Message) -> None:
         if isinstance(message, ReceivedResult):  # the per-frame path: a template, no dict
             line = message.to_json_line(self._clock())
@@ -98,21 +97,6 @@ class JsonLinesPublisher:
             sink.send(line)
 
 
-class StdoutSink:
-    def __init__(self, stream: BinaryIO | None = None) -> None:
-        self._stream = stream if stream is not None else sys.stdout.buffer
-        self.errors = 0
-
-    def send(self, line: bytes) -> None:
-        try:
-            self._stream.write(line)
-            self._stream.flush()
-        except (OSError, ValueError):
-            # The reader went away (EPIPE, EIO on a hang-up), the disk is full, or the stream
-            # is closed: count it and keep serving the other sinks.
-            self.errors += 1
-
-
 class _Client:
     __slots__ = ("name", "transport")
 
@@ -122,7 +106,13 @@ class _Client:
 
 
 class UnixSocketServer:
-    """JSON Lines to every connected client; ``version_line`` first, slow clients dropped."""
+    """JSON Lines to every connected client; ``version_line`` first, slow clients dropped.
+
+    Its queues are the clients' transports, bounded by ``max_buffer_bytes`` each; the policy
+    is to disconnect (a reader that falls that far behind cannot trust what it would read).
+    """
+
+    name = "unix_socket"
 
     def __init__(
         self,
@@ -145,7 +135,7 @@ class UnixSocketServer:
         self._next_id = 0
         self.clients_accepted = self.clients_dropped = self.clients_refused = 0
         self.clients_evicted = 0
-        self.lines_sent = 0
+        self.lines_sent = self.lines_dropped = self.bytes_dropped = 0
         self._refusal_line = encode_line(
             {
                 "type": "error",
@@ -193,9 +183,11 @@ class UnixSocketServer:
         for client_id, client in self._clients.items():
             transport = client.transport
             if transport.is_closing():
+                self.lines_dropped += 1
                 continue
             if transport.get_write_buffer_size() > limit:
                 stalled.append(client_id)
+                self.lines_dropped += 1
                 continue
             transport.write(line)
             self.lines_sent += 1
@@ -203,13 +195,20 @@ class UnixSocketServer:
             client = self._clients.pop(client_id)
             LOGGER.warning("unix socket client %s is not reading: dropped", client.name)
             self.clients_dropped += 1
+            self.bytes_dropped += client.transport.get_write_buffer_size()
             client.transport.abort()
 
     def stats(self) -> dict[str, int]:
+        """``queued``: lines handed to clients; ``dropped``: lines a client missed because it
+        was over its budget or closing (``dropped_bytes``: backlogs discarded with dropped
+        clients); ``disconnected``: clients dropped or evicted for not reading."""
         return {
+            "queued": self.lines_sent,
+            "dropped": self.lines_dropped,
+            "dropped_bytes": self.bytes_dropped,
+            "disconnected": self.clients_dropped + self.clients_evicted,
             "clients": len(self._clients),
             "accepted": self.clients_accepted,
-            "dropped": self.clients_dropped,
             "refused": self.clients_refused,
             "evicted": self.clients_evicted,
             "lines_sent": self.lines_sent,
@@ -258,6 +257,7 @@ class UnixSocketServer:
             backlogs[victim],
         )
         self.clients_evicted += 1
+        self.bytes_dropped += client.transport.get_write_buffer_size()
         client.transport.abort()
         return True
 
@@ -276,61 +276,6 @@ def _unread_bytes(transport: asyncio.WriteTransport) -> float:
     except (OSError, ValueError):  # not Linux, or the socket just closed
         return queued
     return queued + int(unread)
-
-
-class UdpSink:
-    """One datagram per JSON line to ``host:port``."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.address = (host, port)
-        self._transport: asyncio.DatagramTransport | None = None
-        self._protocol = _UdpErrors()
-        self.datagrams = self.dropped = 0
-
-    @property
-    def errors(self) -> int:
-        return self._protocol.errors
-
-    async def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._transport, _ = await loop.create_datagram_endpoint(
-            lambda: self._protocol, remote_addr=self.address
-        )
-
-    def close(self) -> None:
-        if self._transport is not None:
-            self._transport.close()
-            self._transport = None
-
-    def send(self, line: bytes) -> None:
-        if self._transport is None:
-            return
-        if _buffered(self._transport) > MAX_UDP_BACKLOG_BYTES:
-            self.dropped += 1  # the kernel keeps refusing (EAGAIN): drop, never queue forever
-            return
-        try:
-            self._transport.sendto(line)
-            self.datagrams += 1
-        except OSError:
-            self._protocol.errors += 1
-
-
-class _Buffered(Protocol):
-    """Every asyncio transport has this; typeshed omits it on datagram transports."""
-
-    def get_write_buffer_size(self) -> int: ...
-
-
-def _buffered(transport: asyncio.DatagramTransport) -> int:
-    return cast(_Buffered, transport).get_write_buffer_size()
-
-
-class _UdpErrors(asyncio.DatagramProtocol):
-    def __init__(self) -> None:
-        self.errors = 0
-
-    def error_received(self, exc: Exception) -> None:
-        self.errors += 1  # e.g. ECONNREFUSED: nobody listens yet; keep sending
 
 
 def _is_live(path: str) -> bool:

@@ -11,8 +11,10 @@ consumer that falls behind loses its oldest items (counted), never slows the rea
 Verdicts are re-evaluated after every read that could change one, every link transition, and
 by a timer set for the moment the current target goes stale (so it turns to HOLD on time
 without polling; results that refresh the target move the timer back, so a steady stream
-never wakes it); they are published when they change and re-published every
-``verdict_interval_s``.
+never wakes it); they are published when they change, re-published every
+``verdict_interval_s``, and a PROCEED again before its ``valid_until_ns`` runs out (once it is
+due within half a TTL and a result has renewed its target), so a consumer that honours
+``valid_until_ns`` sees a steady PROCEED as steady.
 
 Settings come as two small values (``gizmo_host.live.config``): ``LinkConfig`` for the port
 and ``PipelineConfig`` for the pipeline and the verdict period.
@@ -92,10 +94,8 @@ class GizmoService:
         self._tasks: list[asyncio.Task[None]] = []
         self._stale_timer: Timer | None = None
         self._stale_due_ns = 0  # host time the pending stale timer fires
-        self._stale_at_ns = 0  # host time the pending stale timer is for
-        # The stale timer is moved later only once it is due within half the shortest TTL.
-        self._stale_lead_ns = self.pipeline.store.shortest_ttl_ns() // 2
         self._verdict_tick: Timer | None = None
+        self._tick_due_ns: int | None = None  # the next steady re-publication: a HOLD's limit
         self._listener_errors = FailureCounter(LOGGER)
         self._failures = FailureLatch(LOGGER)
 
@@ -223,17 +223,18 @@ class GizmoService:
                 sub.put(received)
             self._dispatch(received)
         if pipeline.evaluation_due:
-            self._evaluate_verdicts(self._clock())  # not rx_ns: keep host_ns monotonic
+            now_ns = self._clock()  # not rx_ns: keep host_ns monotonic
+            self._evaluate_verdicts(now_ns, force=pipeline.renewal_due(now_ns))
             return
         refreshed, earlier = pipeline.take_stale_move()
-        # Moving the stale timer later waits until it is due within half a TTL (a steady
-        # stream costs a couple of timer moves per TTL and no timer wake-ups); moving it
-        # earlier (a result with an older capture time) is done at once. So it never fires
-        # after a target goes stale.
-        if refreshed and (earlier or self._stale_at_ns - rx_ns < self._stale_lead_ns):
-            stale_at_ns = pipeline.stale_at_ns()
-            if stale_at_ns is not None:
-                self._arm_stale_timer(stale_at_ns, self._clock(), later=True)
+        # A renewed target is re-published once the published PROCEED is due to run out
+        # within half a TTL (a steady stream costs a verdict line and a timer move every
+        # half TTL or so, and no timer wake-ups), and at once when a result with an older
+        # capture time moved its stale time earlier than the published valid_until_ns. So
+        # the stale timer never fires after a target goes stale, and a published PROCEED
+        # never promises more than the host knows.
+        if refreshed and (earlier or pipeline.renewal_due(rx_ns)):
+            self._evaluate_verdicts(self._clock(), force=True, renew=True)
 
     def _dispatch(self, item: ReceivedResult | LinkEvent | Verdict) -> None:
         """Hand ``item`` to every listener; one that raises is counted, never propagated, so a
@@ -254,14 +255,15 @@ class GizmoService:
             # until they are applied (``_on_results``), never before.
             self._evaluate_verdicts(event.host_ns)
 
-    def _evaluate_verdicts(self, now_ns: int, *, force: bool = False) -> None:
-        for verdict in self.pipeline.evaluate(now_ns, force=force):
+    def _evaluate_verdicts(self, now_ns: int, *, force: bool = False, renew: bool = False) -> None:
+        pipeline = self.pipeline
+        for verdict in pipeline.evaluate(now_ns, force=force, hold_until_ns=self._tick_due_ns):
             for sub in self._verdict_subs.get(verdict.selector, ()):
                 sub.put(verdict)
             self._dispatch(verdict)
-        stale_at_ns = self.pipeline.stale_at_ns()
+        stale_at_ns = pipeline.stale_at_ns()
         if stale_at_ns is not None:
-            self._arm_stale_timer(stale_at_ns, now_ns)
+            self._arm_stale_timer(stale_at_ns, now_ns, later=renew)
 
     def _arm_stale_timer(self, stale_at_ns: int, now_ns: int, *, later: bool = False) -> None:
         """Re-evaluate when the first current target goes stale: a timer, not polling.
@@ -276,19 +278,21 @@ class GizmoService:
                 return
             handle.cancel()
         self._stale_timer = self._scheduler.call_at_ns(due_ns, self._on_stale_timer)
-        self._stale_due_ns, self._stale_at_ns = due_ns, stale_at_ns
+        self._stale_due_ns = due_ns
 
     def _on_stale_timer(self) -> None:
+        """A target's stale time: HOLD if it went stale; re-published if it was renewed
+        meanwhile, so a published PROCEED never runs out while the host still holds it."""
         self._stale_timer = None
         try:
-            self._evaluate_verdicts(self._clock())
+            now_ns = self._clock()
+            self._evaluate_verdicts(now_ns, force=self.pipeline.renewal_due(now_ns))
         except Exception as exc:
             self._failures.fail(exc, "stale timer")
 
     def _schedule_verdict_tick(self) -> None:
-        self._verdict_tick = self._scheduler.call_at_ns(
-            self._clock() + self._verdict_interval_ns, self._on_verdict_tick
-        )
+        self._tick_due_ns = due_ns = self._clock() + self._verdict_interval_ns
+        self._verdict_tick = self._scheduler.call_at_ns(due_ns, self._on_verdict_tick)
 
     def _on_verdict_tick(self) -> None:
         """Re-publish every watched verdict at the steady rate (a timer: no task to wake)."""

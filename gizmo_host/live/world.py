@@ -102,6 +102,9 @@ class WorldService:
         self._deadline: Timer | None = None
         self._deadline_due_ns = 0
         self._last_key: _Key | None = None
+        # The published PROCEED's valid_until_ns, and when to renew it (half-way there).
+        self._proceed_until_ns: int | None = None
+        self._renew_at_ns = 0
         self._seq = 0
         self.inputs = 0
         self.published = 0
@@ -270,14 +273,32 @@ class WorldService:
     def _evaluate(self, *, force: bool) -> None:
         snapshot = self.model.snapshot(self._scheduler.now_ns())
         key = verdict_key(snapshot)
-        if force or key != self._last_key:
+        if force or key != self._last_key or self._renewal_due(snapshot):
             self._publish(snapshot, key)
         self._arm_deadline()
 
+    def _renewal_due(self, snapshot: WorldSnapshot) -> bool:
+        """A renewed PROCEED whose published ``valid_until_ns`` is more than half gone and
+        would run out before the next tick: publish it now, so a consumer that honours
+        ``valid_until_ns`` sees a steady PROCEED as steady."""
+        until = self._proceed_until_ns
+        return (
+            until is not None
+            and snapshot.proceed
+            and snapshot.host_ns >= self._renew_at_ns
+            and snapshot.valid_until_ns > until
+            and until < self._tick_due_ns
+        )
+
     def _publish(self, snapshot: WorldSnapshot, key: _Key) -> None:
         self._seq += 1
-        snapshot = dataclasses.replace(snapshot, seq=self._seq)
+        valid_until_ns = snapshot.valid_until_ns
+        if not snapshot.proceed and self._tick is not None:  # re-evaluated at the next tick
+            valid_until_ns = min(valid_until_ns, self._tick_due_ns)
+        snapshot = dataclasses.replace(snapshot, seq=self._seq, valid_until_ns=valid_until_ns)
         self._last_key = key
+        self._proceed_until_ns = valid_until_ns if snapshot.proceed else None
+        self._renew_at_ns = (snapshot.host_ns + valid_until_ns) // 2
         self.published += 1
         for sub in self._subs:
             sub.put(snapshot)

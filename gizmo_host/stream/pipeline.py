@@ -71,6 +71,10 @@ class FramePipeline:
         self.stale_refreshed = self.stale_earlier = False
         self.results_total = self.duplicates_dropped = 0
         self._watched: dict[TargetSelector, Verdict | None] = {}
+        # A published PROCEED is renewed (re-published) once its valid_until_ns is this close.
+        self.renew_lead_ns = round(min([ttl_ms, *(ttl_ms_by_type or {}).values()]) * 1e6) // 2
+        self._published_until: dict[TargetSelector, int] = {}  # published PROCEEDs' limits
+        self._renew_at_ns: int | None = None
         self._routine_keys: dict[ResultKey, bool] = {}
         self._target_expiry_ns: dict[ResultKey, int] = {}  # current verdict targets' stale times
 
@@ -145,33 +149,52 @@ class FramePipeline:
         self.store.watch(selector)
         self._routine_keys.clear()
 
-    def verdict(self, selector: TargetSelector, now_ns: int) -> Verdict:
-        """The verdict for ``selector`` at ``now_ns``."""
+    def verdict(
+        self, selector: TargetSelector, now_ns: int, hold_until_ns: int | None = None
+    ) -> Verdict:
+        """The verdict for ``selector`` at ``now_ns`` (``hold_until_ns``: see
+        ``ResultStore.verdict``)."""
         return self.store.verdict(
             selector,
             now_ns,
             link_state=self.link_state,
             clock_status=self.device_clock.status,
+            hold_until_ns=hold_until_ns,
         )
 
-    def evaluate(self, now_ns: int, *, force: bool = False) -> list[Verdict]:
-        """Re-evaluate every watched verdict; returns those that changed (all with ``force``)."""
+    def evaluate(
+        self, now_ns: int, *, force: bool = False, hold_until_ns: int | None = None
+    ) -> list[Verdict]:
+        """Re-evaluate every watched verdict; returns those that changed (all with ``force``).
+        ``hold_until_ns``: when the caller re-evaluates at the latest (a HOLD's
+        ``valid_until_ns``)."""
         self.evaluation_due = self.stale_refreshed = self.stale_earlier = False
         changed = []
         expiry_ns: dict[ResultKey, int] = {}
         for selector, last in self._watched.items():
-            verdict = self.verdict(selector, now_ns)
+            verdict = self.verdict(selector, now_ns, hold_until_ns)
             target = verdict.result
             if target is not None:
-                expiry_ns[target.key] = target.reference_ns() + self.store.ttl_ns(
-                    target.result.result_type
-                )
+                expiry_ns[target.key] = verdict.valid_until_ns
             if force or not verdict.same_as(last):
                 self._watched[selector] = verdict
                 changed.append(verdict)
+                if target is None:
+                    self._published_until.pop(selector, None)
+                else:
+                    self._published_until[selector] = verdict.valid_until_ns
         self._routine_keys.clear()
         self._target_expiry_ns = expiry_ns
+        until = min(self._published_until.values(), default=None)
+        self._renew_at_ns = None if until is None else until - self.renew_lead_ns
         return changed
+
+    def renewal_due(self, now_ns: int) -> bool:
+        """Whether a published PROCEED runs out (its ``valid_until_ns``) within
+        ``renew_lead_ns`` of ``now_ns``: the owner re-publishes (``evaluate(force=True)``) when
+        a result has renewed its target, so a consumer that honours ``valid_until_ns`` sees a
+        steady PROCEED as steady, and a stalled host as HOLD."""
+        return self._renew_at_ns is not None and now_ns >= self._renew_at_ns
 
     def take_stale_move(self) -> tuple[bool, bool]:
         """Whether routine results moved a target's stale time since the last call or

@@ -107,10 +107,16 @@ class TargetSelector:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
+    """``valid_until_ns``: the host time after which, with no newer verdict, this one is void.
+    PROCEED: the moment its target goes stale (its capture time plus its TTL), unless a fresher
+    result renews it. HOLD: the moment the host re-evaluates it at the latest (its next
+    steady re-publication): a consumer still holds, but knows the host is late."""
+
     decision: Decision
     reasons: tuple[HoldReason, ...]
     selector: TargetSelector
     host_ns: int
+    valid_until_ns: int
     result: ReceivedResult | None = field(default=None, compare=False)  # the one to act on
 
     @property
@@ -135,6 +141,7 @@ class Verdict:
             "reasons": [r.value for r in self.reasons],
             "selector": self.selector.to_dict(),
             "host_ns": self.host_ns,
+            "valid_until_ns": self.valid_until_ns,
             "target": None
             if result is None
             else {
@@ -295,7 +302,10 @@ class ResultStore:
         *,
         link_state: LinkState,
         clock_status: ClockStatus,
+        hold_until_ns: int | None = None,
     ) -> Verdict:
+        """``hold_until_ns``: a HOLD's ``valid_until_ns`` (when the caller re-evaluates at the
+        latest; default ``now_ns``). A PROCEED's is its target's stale time."""
         reasons: list[HoldReason] = []
         link_reason = _LINK_REASONS.get(link_state)
         if link_reason is not None:
@@ -319,14 +329,16 @@ class ResultStore:
                 and self._arrival.get(newest.key, 0) > self._break_arrival
             )
             reasons.append(HoldReason.LOST if fresh else HoldReason.STALE)
-        decision = Decision.HOLD if reasons else Decision.PROCEED
-        return Verdict(
-            decision,
-            tuple(reasons),
-            selector,
-            now_ns,
-            target if decision is Decision.PROCEED else None,
-        )
+        if reasons or target is None:
+            return Verdict(
+                Decision.HOLD,
+                tuple(reasons),
+                selector,
+                now_ns,
+                now_ns if hold_until_ns is None else max(now_ns, hold_until_ns),
+            )
+        stale_at_ns = target.reference_ns() + self.ttl_ns(target.result.result_type)
+        return Verdict(Decision.PROCEED, (), selector, now_ns, stale_at_ns, target)
 
     def _newest_and_target(
         self, selector: TargetSelector, now_ns: int

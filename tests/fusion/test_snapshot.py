@@ -33,7 +33,17 @@ from .helpers import MS, not_detected, observation, pose, up, world
 SCHEMA = world_schema()
 jsonschema.Draft202012Validator.check_schema(SCHEMA)
 
-TOP = ["type", "format_version", "seq", "host_ns", "verdict", "reasons", "selected", "vehicle"]
+TOP = [
+    "type",
+    "format_version",
+    "seq",
+    "host_ns",
+    "valid_until_ns",
+    "verdict",
+    "reasons",
+    "selected",
+    "vehicle",
+]
 VEHICLE = [
     "copter_id",
     "time_ns",
@@ -240,3 +250,31 @@ def test_vision_observation_key_and_nothing_frames():
     obs = VisionObservation(2, 5, -3, "x", 50, True, False, True, 0, 0, 0, 0, 0, 0, 0, True)
     assert obs.key == "2:5:-3" and obs.positive and not obs.reports_nothing
     assert not_detected(0).reports_nothing
+
+
+def test_valid_until_is_the_targets_stale_time_or_the_poses_whichever_is_first():
+    w = world(ttl_ms=250.0, pose_ttl_ms=100.0)
+    w.apply(up(0))
+    w.apply(observation(900 * MS))
+    alone = checked(w.snapshot(950 * MS))
+    assert alone["verdict"] == "PROCEED" and alone["valid_until_ns"] == (900 + 250) * MS
+    w = world(ttl_ms=250.0, pose_ttl_ms=100.0)  # with a pose source: its TTL may end first
+    w.apply(up(0))
+    for t in range(800, 941, 10):
+        w.apply(pose(t * MS))
+    w.apply(observation(900 * MS))
+    posed = checked(w.snapshot(950 * MS))
+    assert posed["verdict"] == "PROCEED" and posed["valid_until_ns"] == (940 + 100) * MS
+    assert checked(w.snapshot(posed["valid_until_ns"]))["verdict"] == "PROCEED"  # inclusive
+    assert checked(w.snapshot(posed["valid_until_ns"] + 1))["verdict"] == "HOLD"
+
+
+def test_a_holds_valid_until_is_the_models_next_deadline_or_now():
+    w = world(ttl_ms=250.0, reset_hold_ms=500.0)
+    assert checked(w.snapshot(10 * MS))["valid_until_ns"] == 10 * MS  # nothing will change
+    w.apply(LinkStatus(20 * MS, LinkState.UP, device_reset=True))
+    w.apply(observation(30 * MS))
+    held = checked(w.snapshot(40 * MS))
+    assert held["verdict"] == "HOLD" and "device_reset" in held["reasons"]
+    # the earliest moment anything can change: the target goes stale before the hold ends
+    assert held["valid_until_ns"] == w.next_deadline_ns() == (30 + 250) * MS + 1

@@ -147,12 +147,46 @@ def test_hold_comes_exactly_when_the_last_target_goes_stale(link_path):
             assert min(h.scheduler.pending()) <= stale_at
             h.scheduler.advance(stale_at - 1 - h.scheduler.now_ns())
             await settle()
-            assert h.published() == []  # not a nanosecond early
+            # Not a nanosecond early; meanwhile, at most the last PROCEED renewed (the timer
+            # fired when the published one ran out, and the target was still fresh).
+            assert all(v.decision is Decision.PROCEED for v in h.published())
             h.scheduler.advance(1)
             await settle()
             (hold,) = h.published()
             assert hold.decision is Decision.HOLD and hold.reasons == (HoldReason.STALE,)
             assert hold.host_ns == stale_at
+
+    asyncio.run(main())
+
+
+def test_a_steady_proceed_is_renewed_before_its_valid_until_runs_out(link_path):
+    """A consumer that acts on its last line only until ``valid_until_ns`` sees a steady
+    PROCEED as steady: each line comes before the previous one runs out (the once-a-minute
+    re-publication is far away), and the last one runs out when its target goes stale."""
+
+    async def main():
+        async with fake_time_service(link_path, verdict_interval_s=60.0) as h:
+            for _ in range(45):
+                last = await h.send()
+            await settle()
+            published = h.published()
+            proceeds = [v for v in published if v.decision is Decision.PROCEED]
+            assert len(proceeds) >= 3  # after the clock locks (a second of frames)
+            first = published.index(proceeds[0])
+            assert all(v.decision is Decision.PROCEED for v in published[first:])
+            for before, after in itertools.pairwise(proceeds):  # renewed half a TTL early
+                assert after.host_ns <= before.valid_until_ns - 75 * MS + 33 * MS
+            stale_at = last.host_capture_ns + 150 * MS
+            assert proceeds[-1].valid_until_ns <= stale_at
+            h.scheduler.advance(stale_at + 1 * MS - h.scheduler.now_ns())  # the stream stopped
+            await settle()
+            *renewed, hold = h.published()
+            # The last frames came before the renewal window: the stale timer renews the line
+            # when it runs out (the target is still fresh), then holds when the target goes.
+            assert [v.decision for v in renewed] in ([], [Decision.PROCEED])
+            assert [*proceeds, *renewed][-1].valid_until_ns == stale_at
+            assert hold.decision is Decision.HOLD and hold.host_ns == stale_at + 1 * MS
+            assert hold.valid_until_ns in h.scheduler.pending()  # the next steady re-publication
 
     asyncio.run(main())
 
@@ -164,7 +198,9 @@ def test_a_routine_result_with_an_older_capture_brings_hold_forward_at_once(link
                 await h.send()
             older = await h.send(age_ms=100)  # in order, captured 100 ms before it was sent
             await settle()
-            assert h.published()[-1].decision is Decision.PROCEED
+            renewed = h.published()[-1]  # at once: the published valid_until_ns was too late
+            assert renewed.decision is Decision.PROCEED
+            assert renewed.valid_until_ns == older.host_capture_ns + 150 * MS
             stale_at = older.host_capture_ns + 151 * MS
             assert min(h.scheduler.pending()) == stale_at
             h.scheduler.advance(stale_at - h.scheduler.now_ns())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import itertools
 import json
 import math
 import subprocess
@@ -123,6 +124,18 @@ def test_lines_come_in_time_order(name: str) -> None:
     """The host's timers, the world's and the inputs run in one time order."""
     times = [line.get("host_ns", line.get("host_published_ns")) for line in lines(name)]
     assert times == sorted(times)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_consumer_honouring_valid_until_never_loses_a_steady_proceed(name: str) -> None:
+    """Each PROCEED line is followed by a newer line of its type before it runs out (the host
+    renews it), and a line is never valid before it was published."""
+    for kind, decision in (("verdict", "decision"), ("world", "verdict")):
+        seq = of_type(name, kind)
+        assert all(line["valid_until_ns"] >= line["host_ns"] for line in seq)
+        for line, after in itertools.pairwise(seq):
+            if line[decision] == "PROCEED":
+                assert after["host_ns"] <= line["valid_until_ns"], (kind, line["host_ns"])
 
 
 def test_every_case_has_a_small_capture_and_a_golden() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import json
 import os
 import socket
@@ -17,11 +16,10 @@ from hypothesis import strategies as st
 from gizmo_host.app.config import parse_host_port
 from gizmo_host.live.publish import (
     JsonLinesPublisher,
-    StdoutSink,
-    UdpSink,
     UnixSocketServer,
     encode_line,
 )
+from gizmo_host.live.sinks import stdout_sink, udp_sink
 from gizmo_host.schemas import load_schema
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult, version_message
@@ -125,8 +123,7 @@ def test_udp_sink_sends_one_datagram_per_line_and_counts_refusals():
         receiver.bind(("127.0.0.1", 0))
         receiver.setblocking(False)
         port = receiver.getsockname()[1]
-        sink = UdpSink(*parse_host_port(f"127.0.0.1:{port}"))
-        await sink.start()
+        sink = await udp_sink(*parse_host_port(f"127.0.0.1:{port}"))
         publisher = JsonLinesPublisher()
         publisher.add_sink(sink)
         loop = asyncio.get_running_loop()
@@ -147,23 +144,29 @@ def test_udp_sink_sends_one_datagram_per_line_and_counts_refusals():
                 n += 1
                 await asyncio.sleep(0)
             assert sink.errors >= 1 and publisher.lines == n - 1
+            assert sink.stats()["disconnected"] == 0  # a refusal is not the end: keep sending
         finally:
-            sink.close()
+            await sink.close()
             receiver.close()
 
     asyncio.run(main())
 
 
-def test_stdout_sink_writes_lines_and_survives_a_closed_reader():
-    stream = io.BytesIO()
-    publisher = JsonLinesPublisher()
-    publisher.add_sink(StdoutSink(stream))
-    publisher(link_event(1))
-    assert json.loads(stream.getvalue())["type"] == "link"
-    stream.close()
-    sink = StdoutSink(stream)
-    sink.send(b"{}\n")
-    assert sink.errors == 1
+def test_stdout_sink_on_a_regular_file_writes_every_line(tmp_path):
+    path = tmp_path / "out.jsonl"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        sink = stdout_sink(fd)
+        publisher = JsonLinesPublisher()
+        publisher.add_sink(sink)
+        for n in range(1, 4):
+            publisher(link_event(n))
+        asyncio.run(sink.close())
+    finally:
+        os.close(fd)
+    lines = path.read_bytes().splitlines()
+    assert [json.loads(line)["transitions"] for line in lines] == [1, 2, 3]
+    assert sink.stats()["written"] == 3 and sink.stats()["dropped"] == 0
 
 
 @pytest.mark.parametrize("text", ["localhost", "host:0", "host:70000", ":9", "h:x"])

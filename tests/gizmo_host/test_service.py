@@ -170,7 +170,7 @@ def test_a_failing_verdict_evaluation_is_reported_to_the_owner(link_path):
     reach ``wait_failed`` (``gizmo-host run`` then exits non-zero for systemd to restart)."""
 
     class BrokenVerdicts(FramePipeline):
-        def evaluate(self, now_ns, *, force=False):
+        def evaluate(self, now_ns, *, force=False, hold_until_ns=None):
             raise RuntimeError("a bug in the verdict path")
 
     scheduler = FakeScheduler()

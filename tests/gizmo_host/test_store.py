@@ -73,6 +73,25 @@ def test_capture_time_rather_than_receive_time_judges_freshness_when_mapped():
     assert verdict(store, T0 + 60 * MS).reasons == (HoldReason.STALE,)
 
 
+def test_valid_until_is_the_targets_stale_time_and_a_holds_recheck_time():
+    store = ResultStore(ttl_ms=200)
+    store.update(received(rx_ns=T0, capture_ns=T0 - 30 * MS))
+    v = verdict(store, T0 + 10 * MS)
+    assert v.decision is Decision.PROCEED and v.valid_until_ns == T0 + 170 * MS
+    assert v.to_dict()["valid_until_ns"] == T0 + 170 * MS
+    assert verdict(store, v.valid_until_ns).decision is Decision.PROCEED  # inclusive
+    assert verdict(store, v.valid_until_ns + 1).decision is Decision.HOLD
+    held = store.verdict(
+        TargetSelector(),
+        T0 + 300 * MS,
+        link_state=LinkState.UP,
+        clock_status=ClockStatus.LOCKED,
+        hold_until_ns=T0 + 900 * MS,
+    )
+    assert held.decision is Decision.HOLD and held.valid_until_ns == T0 + 900 * MS
+    assert verdict(store, T0 + 300 * MS).valid_until_ns == T0 + 300 * MS  # no recheck: now
+
+
 def test_lost_flag_holds_and_replaces_the_previous_position():
     store = ResultStore()
     store.update(received(flags=FOUND))

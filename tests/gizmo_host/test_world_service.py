@@ -7,6 +7,7 @@ advances the ``FakeScheduler``, so every publication time is exact and no test s
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -82,6 +83,27 @@ def test_a_burst_of_inputs_costs_one_snapshot_and_unchanged_verdicts_none() -> N
             clock.advance(0)  # still PROCEED on the same target: nothing new to say
         assert [s.verdict for s in got] == [Decision.PROCEED]
         assert svc.stats()["inputs"] == 7
+
+    run(body)
+
+
+def test_a_steady_proceed_is_renewed_before_its_valid_until_runs_out() -> None:
+    """One tick a second, a 250 ms TTL: a renewed PROCEED is re-published half-way to its
+    ``valid_until_ns``, not on every input, so a consumer honouring it never sees a gap."""
+
+    async def body(clock: FakeScheduler) -> None:
+        got: list[WorldSnapshot] = []
+        async with service(clock, rate_hz=1.0) as svc:
+            svc.add_listener(got.append)
+            svc.apply(up(clock.now_ns()))
+            for _ in range(30):  # 600 ms of frames, 20 ms old when read
+                svc.apply(observation(clock.now_ns() - 20 * MS, rx_ns=clock.now_ns()))
+                clock.advance(20 * MS)
+        assert {s.verdict for s in got} == {Decision.PROCEED}
+        assert 4 <= len(got) <= 6  # about every 115 ms, not 30 times
+        for before, after in itertools.pairwise(got):
+            assert before.host_ns < after.host_ns <= before.valid_until_ns
+            assert after.host_ns >= (before.host_ns + before.valid_until_ns) // 2
 
     run(body)
 
