@@ -25,7 +25,6 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from fusion.camera import CameraModel
 from gizmo_host.cli.config import StoreConfig
 from gizmo_host.cli.world_config import RflySimConfig, resolve_world
 from gizmo_host.emulator.board import BoardModel
@@ -39,7 +38,7 @@ from gizmo_host.emulator.faults import (
 from gizmo_host.emulator.port import DevicePort, Port, PtyPort
 from gizmo_host.emulator.runner import Runner
 from gizmo_host.emulator.scenario import Scenario
-from gizmo_host.emulator.settings import EmulateSettings, load_settings, read_toml
+from gizmo_host.emulator.settings import EmulateSettings, emulator_camera, load_settings, read_toml
 from gizmo_host.emulator.sources import BoxSource, PoseSource, ScenarioSource, TargetSource
 from gizmo_host.errors import ConfigError
 from gizmo_host.stream.store import TargetSelector
@@ -230,7 +229,7 @@ def settings_from_args(args: argparse.Namespace) -> tuple[EmulateSettings, Fault
 
 
 def build_source(settings: EmulateSettings) -> TargetSource:
-    camera = CameraModel(settings.camera) if settings.camera is not None else None
+    camera = emulator_camera(settings.camera) if settings.camera is not None else None
     max_age_ns = round(settings.max_age_s * 1e9)
     if settings.poses is not None:
         if camera is None:

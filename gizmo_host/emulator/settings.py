@@ -54,6 +54,7 @@ from gizmo_host.emulator.checks import Number, boolean, check_keys, table, text
 from gizmo_host.emulator.targets import LatencyModel, OutputPolicy, PerCycle, class_id
 from gizmo_host.errors import ConfigError
 from gizmo_host.wire.results import ResultType
+from hil_geometry.pinhole import Pinhole
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -120,6 +121,22 @@ class EmulateSettings:
     port_offset: int = 0
     max_age_s: float = 0.5
     max_range_m: float = 200.0
+
+
+def emulator_camera(config: CameraConfig) -> Pinhole:
+    """The ``[camera]`` table's values as the emulator's own camera (not fusion's model)."""
+    return Pinhole.from_table(
+        config.width_px,
+        config.height_px,
+        hfov_deg=config.hfov_deg,
+        vfov_deg=config.vfov_deg,
+        fx_px=config.fx_px,
+        fy_px=config.fy_px,
+        cx_px=config.cx_px,
+        cy_px=config.cy_px,
+        mount_rpy_deg=config.mount_rpy_deg,
+        mount_position_frd_m=config.mount_position_frd_m,
+    )
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:

@@ -24,12 +24,12 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from fusion.camera import CameraModel
 from fusion.geometry import Quat, Vec3, quat_from_euler_zyx, quat_normalize
 from fusion.simclock import SimClockEstimator
 from gizmo_host.emulator.projection import camera_pose, pixel_box, project_box
 from gizmo_host.emulator.scenario import Scenario
 from gizmo_host.emulator.targets import Detection
+from hil_geometry.pinhole import Pinhole
 from rfly_link import messages as m
 from rfly_link import ports
 from rfly_link.errors import DecodeError, DropCause
@@ -273,7 +273,7 @@ class PoseSource:
 
     def __init__(
         self,
-        camera: CameraModel,
+        camera: Pinhole,
         *,
         ego: int = 1,
         targets: Sequence[int] = (),
@@ -357,7 +357,7 @@ class PoseSource:
         if ego is None or ego.quaternion_wxyz is None:
             return []
         # The image is the ego's view when its pose arrived: that is the capture.
-        position, attitude = camera_pose(self.camera, ego.position_ned_m, ego.quaternion_wxyz)
+        camera_at = camera_pose(self.camera, ego.position_ned_m, ego.quaternion_wxyz)
         targets: dict[str, tuple[Vec3, Vec3]] = {}
         for name, pose in self._objects.items():
             fresh = self._fresh(pose, capture_ns)
@@ -371,9 +371,7 @@ class PoseSource:
                 targets[str(copter)] = (fresh.position_ned_m, extent)
         out = []
         for name, (center, extent) in sorted(targets.items()):
-            box = project_box(
-                self.camera, position, attitude, center, extent, max_range_m=self.max_range_m
-            )
+            box = project_box(self.camera, camera_at, center, extent, max_range_m=self.max_range_m)
             if box is not None:
                 out.append(Detection(name, box, 87, ego.seen_ns))
         return out
