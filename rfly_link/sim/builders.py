@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fusion.geometry import Vec3, add, quat_multiply, quat_rotate, quat_rotate_inverse, sub
 from hil_geometry.pinhole import Pinhole
+from hil_geometry.rotations import Vec3, add, quat_multiply, quat_rotate, quat_rotate_inverse, sub
 from rfly_link import messages as m
 from rfly_link.config import VisionSensorConfig
 from rfly_link.messages import TypeId

@@ -14,14 +14,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from fusion.geometry import (
+from hil_geometry.pinhole import Array, Pinhole, Pose, rotation_quaternion
+from hil_geometry.rotations import (
     Quat,
     Vec3,
     azimuth_elevation_deg,
     quat_rotate,
     quat_rotate_inverse,
 )
-from hil_geometry.pinhole import Array, Pinhole, Pose, rotation_quaternion
 from rfly_link.sim.kinematics import VehicleState
 from rfly_link.sim.world import Placed
 

@@ -108,7 +108,9 @@ def test_a_pixels_ray_projects_back_to_the_pixel(size, fov, rpy, where, attitude
     camera = Pinhole.from_sensor(*size, fov, rpy_deg=rpy)
     pose = camera.pose(where, attitude)
     u, v = a * (size[0] - 1), b * (size[1] - 1)
-    point = pose.position_ned_m + 7.0 * camera.ray_ned(pose, u, v)
+    ray = camera.ray_ned(pose, u, v)
+    depth = float((pose.rotation_ned_from_sensor.T @ ray)[0])  # along the optical axis
+    point = pose.position_ned_m + ray * (7.0 / depth)
     back = camera.project_point(pose, point)
     assert back is not None
     assert back == pytest.approx((u, v), abs=1e-6 * max(size))
