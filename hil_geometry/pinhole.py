@@ -76,6 +76,19 @@ def rotation_quaternion(q_wxyz: Sequence[float]) -> Array:
     )
 
 
+def rpy_deg_from_rotation(rotation: Array) -> tuple[float, float, float]:
+    """Roll, pitch, yaw in degrees of a rotation, the inverse of :func:`rotation_rpy_deg`
+    (at pitch ±90° the roll is taken as 0)."""
+    r = np.asarray(rotation, dtype=np.float64)
+    pitch = math.asin(max(-1.0, min(1.0, -float(r[2, 0]))))
+    if abs(float(r[2, 0])) > 1.0 - 1e-12:
+        roll, yaw = 0.0, math.atan2(-float(r[0, 1]), float(r[1, 1]))
+    else:
+        roll = math.atan2(float(r[2, 1]), float(r[2, 2]))
+        yaw = math.atan2(float(r[1, 0]), float(r[0, 0]))
+    return (math.degrees(roll), math.degrees(pitch), math.degrees(yaw))
+
+
 class Pose(NamedTuple):
     """Where a sensor is (NED metres) and how it points (its FRD axes in NED)."""
 

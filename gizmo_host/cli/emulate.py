@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import signal
@@ -42,6 +43,7 @@ from gizmo_host.emulator.settings import EmulateSettings, emulator_camera, load_
 from gizmo_host.emulator.sources import BoxSource, PoseSource, ScenarioSource, TargetSource
 from gizmo_host.errors import ConfigError
 from gizmo_host.stream.store import TargetSelector
+from hil_geometry.pinhole import rotation_quaternion, rpy_deg_from_rotation
 from rfly_link.config import load_config as load_rfly_config
 from rfly_link.errors import ConfigError as RflyConfigError
 from rfly_link.messages import TypeId
@@ -182,7 +184,8 @@ def _rfly_boxes(path: str) -> dict[str, Any]:
 def _sensor_camera(path: str, data: Mapping[str, Any], rfly_config: str | None) -> Any:
     """The ``[camera]`` of ``data`` resolved as ``gizmo-host run`` resolves it, when it names
     ``rflysim_sensor`` (None otherwise): size, field of view and mount from that Config.json
-    sensor (``--rfly-config``, else the file's ``[rflysim] config``), overridden by the table."""
+    sensor (``--rfly-config``, else the file's ``[rflysim] config``), overridden by the table.
+    The mount is the emulator's own reading of the sensor's entry, not the host's."""
     camera = data.get("camera")
     if not isinstance(camera, Mapping) or camera.get("rflysim_sensor") is None:
         return None
@@ -200,7 +203,16 @@ def _sensor_camera(path: str, data: Mapping[str, Any], rfly_config: str | None) 
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     assert setup is not None  # a [camera] table and no [world] enabled = false
-    return setup.camera
+    if "mount_rpy_deg" in camera:
+        return setup.camera
+    sensor = next(
+        s for s in load_rfly_config(config).sensors if s.seq_id == setup.camera.rflysim_sensor
+    )
+    if sensor.eular_or_quat > 0.5:
+        rpy = rpy_deg_from_rotation(rotation_quaternion(sensor.sensor_ang_quat))
+    else:
+        rpy = sensor.sensor_ang_eular  # degrees (see the README, "Simulator geometry")
+    return dataclasses.replace(setup.camera, mount_rpy_deg=rpy)
 
 
 def settings_from_args(args: argparse.Namespace) -> tuple[EmulateSettings, FaultTimeline]:

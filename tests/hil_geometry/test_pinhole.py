@@ -15,7 +15,14 @@ from scipy.spatial.transform import Rotation
 
 from fusion.camera import CameraConfig, CameraModel
 from fusion.geometry import quat_from_euler_zyx_deg, quat_rotate
-from hil_geometry.pinhole import NEAR_M, Pinhole, angle_deg, rotation_quaternion, rotation_rpy_deg
+from hil_geometry.pinhole import (
+    NEAR_M,
+    Pinhole,
+    angle_deg,
+    rotation_quaternion,
+    rotation_rpy_deg,
+    rpy_deg_from_rotation,
+)
 
 sizes = st.tuples(st.integers(2, 4000), st.integers(2, 3000))
 fovs = st.floats(5.0, 170.0)
@@ -54,6 +61,14 @@ def test_mount_euler_is_intrinsic_zyx_in_degrees_like_scipy(rpy):
     roll, pitch, yaw = rpy
     expected = Rotation.from_euler("ZYX", [yaw, pitch, roll], degrees=True).as_matrix()
     np.testing.assert_allclose(rotation_rpy_deg(rpy), expected, atol=1e-12)
+
+
+@given(rpys)
+def test_euler_angles_come_back_from_their_rotation(rpy):
+    back = rpy_deg_from_rotation(rotation_rpy_deg(rpy))
+    np.testing.assert_allclose(rotation_rpy_deg(back), rotation_rpy_deg(rpy), atol=1e-9)
+    if max(abs(rpy[0]), abs(rpy[2])) < 179.0 and abs(rpy[1]) < 88.0:  # away from the wraps
+        assert back == pytest.approx(rpy, abs=1e-6)
 
 
 @given(quaternions)
