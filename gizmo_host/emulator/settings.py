@@ -3,7 +3,7 @@ then flags that override them. A ``gizmo-host run`` file can serve it too: it re
 (and ``[rflysim] config`` for ``rflysim_sensor``) and leaves the other tables alone; ``gizmo-host
 run`` rejects ``[emulate]``, so that table lives in a file of its own. Example::
 
-    [camera]                       # fusion's camera model (fusion.camera)
+    [camera]                       # the host's table, read into hil_geometry's Pinhole
     # rflysim_sensor = 1           # or a Config.json sensor's (--rfly-config, [rflysim] config)
     width_px = 640
     height_px = 480

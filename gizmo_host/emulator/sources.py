@@ -6,7 +6,8 @@
   units with the sensor's image size;
 - :class:`PoseSource`: vehicle poses from CopterSim (the 168 B or 112 B state of the ego
   vehicle and of the target CopterIDs) and RflySim3D object data on 20006 (``CoptReqData`` /
-  ``ObjReqData``: position and box), projected through fusion's camera mounted on the ego.
+  ``ObjReqData``: position and box), projected through the simulator's camera
+  (:mod:`hil_geometry.pinhole`) mounted on the ego.
 
 The UDP sources keep the newest value of each kind (a reader thread per port, from rfly_link);
 a value older than ``max_age_ns`` at the capture is not used, so a simulator that stops sends
