@@ -81,7 +81,7 @@ def main(argv: list[str]) -> int:
     for check in (
         [BIN / "ruff", "check", "."],
         [BIN / "ruff", "format", "--check", "."],
-        [BIN / "mypy", "--strict", "gizmo_host", "rfly_link", "fusion"],
+        [BIN / "mypy", "--strict", "gizmo_host", "rfly_link", "fusion", "hil_geometry"],
         [BIN / "lint-imports"],
     ):
         rc = run(*check)

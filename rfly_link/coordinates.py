@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from fusion.geometry import Quat
-from fusion.geometry import quat_conjugate as _conjugate
-from fusion.geometry import quat_multiply as _multiply
-from fusion.geometry import quat_normalize as _normalize
-from fusion.geometry import quat_to_matrix as _to_matrix
+from hil_geometry.rotations import Quat
+from hil_geometry.rotations import quat_conjugate as _conjugate
+from hil_geometry.rotations import quat_multiply as _multiply
+from hil_geometry.rotations import quat_normalize as _normalize
+from hil_geometry.rotations import quat_to_matrix as _to_matrix
 from rfly_link.errors import UnsupportedFrame
 from rfly_link.messages import ImuReply, OdomFlags, OdomFrameType, OdomReply
 
@@ -88,7 +88,7 @@ def _quat(q: ArrayLike) -> Quat:
 
 
 def quat_multiply(a: ArrayLike, b: ArrayLike) -> np.ndarray:
-    """Hamilton product of (w, x, y, z) quaternions (``fusion.geometry``, as an array)."""
+    """Hamilton product of (w, x, y, z) quaternions (``hil_geometry.rotations``, as an array)."""
     return np.array(_multiply(_quat(a), _quat(b)))
 
 

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from fusion import WorldModel
-from fusion.camera import CameraModel
 from gizmo_host.app.config import HostConfig, config_from_mapping
 from gizmo_host.app.demo_tally import GroundTruth, Tally
 from gizmo_host.app.emulation import build_source, emulation_factory
@@ -50,7 +49,7 @@ from rfly_link.messages import TypeId
 from rfly_link.sim.core import Rates, StandIn
 from rfly_link.sim.runner import SimRunner
 from rfly_link.sim.scenario import Truth, build_scenario
-from rfly_link.sim.sensorset import builtin_config_text
+from rfly_link.sim.sensorset import builtin_config_text, sensor_camera
 
 HOST = "127.0.0.1"
 EGO_ID = 1
@@ -181,7 +180,7 @@ class DemoRig:
         )
 
         vehicle_by_class = {int(cls): copter for copter, cls in CLASSES.items()}
-        self.truth = GroundTruth(scenario, CameraModel(setup.camera), vehicle_by_class)
+        self.truth = GroundTruth(scenario, sensor_camera(camera_sensor), vehicle_by_class)
         self.tally = Tally(self.truth)
         self.world.add_listener(self.tally)
         self.first_frame_ns: int | None = None

@@ -2,31 +2,26 @@
 
 Pure (no clock, no I/O): :class:`Tally` takes every published ``WorldSnapshot`` and compares
 each newly captured, PROCEED target's NED bearing with the stand-in's ground truth at that
-capture time (the scenario is a function of time, so the truth is exact, not a sample): the ray
-through the centre of the target's box in the image, which is what the board reports. Errors
-go into a fixed histogram (:class:`ErrorHistogram`), so a demo left running for a day holds
-the same few kilobytes as one of ten seconds.
+capture time (the scenario is a function of time, so the truth is exact, not a sample): the
+line of sight to the target's centre, computed by the stand-in's own camera
+(:mod:`hil_geometry.pinhole`), not by un-projecting a box with the host's model. The board
+reports the centre of the target's box, which is not the image of its centre (a box seen from
+45° above is about 1° off): that box-centre bias is a figure of its own. Errors go into fixed
+histograms (:class:`ErrorHistogram`), so a demo left running for a day holds the same few
+kilobytes as one of ten seconds.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from fusion import Decision, WorldSnapshot
-from fusion.camera import CameraModel
-from fusion.geometry import (
-    Vec3,
-    angle_between_rad,
-    azimuth_elevation_deg,
-    norm,
-    quat_rotate,
-    sub,
-)
+from hil_geometry.pinhole import Pinhole, angle_deg
 from rfly_link.sim.scenario import Scenario
-from rfly_link.sim.views import camera_pose, image_box
+from rfly_link.sim.views import box_centre_ray_ned, camera_pose, image_box, target_view
 
 BIN_DEG = 0.005  # the percentiles' resolution
 MAX_BINNED_DEG = 20.0  # errors beyond it share the last bin (the maximum is kept exactly)
@@ -69,15 +64,16 @@ class ErrorHistogram:
 
 
 class TruthView(NamedTuple):
-    """What the camera sees of one target: the ray through the centre of its image box (what
-    a detector reports; from 45° above it is about 1° off the vehicle's centre) and the range
-    to the vehicle's centre."""
+    """What the camera sees of one target: the line of sight to its centre, the range to it,
+    and how far the ray through the centre of its image box (what a detector reports) is off
+    that line."""
 
     copter_id: int
-    bearing_ned: Vec3
+    bearing_ned: tuple[float, float, float]
     azimuth_deg: float
     elevation_deg: float
     range_m: float
+    box_bias_deg: float
 
 
 class GroundTruth:
@@ -88,7 +84,7 @@ class GroundTruth:
     """
 
     def __init__(
-        self, scenario: Scenario, camera: CameraModel, vehicle_by_class: Mapping[int, int]
+        self, scenario: Scenario, camera: Pinhole, vehicle_by_class: Mapping[int, int]
     ) -> None:
         self.scenario = scenario
         self.camera = camera
@@ -110,15 +106,15 @@ class GroundTruth:
         box = image_box(self.camera, pose, placed)
         if box is None:
             return None
-        ray = self.camera.ray_camera((box.min_x + box.max_x) / 2, (box.min_y + box.max_y) / 2)
-        bearing = quat_rotate(pose.quaternion_wxyz, ray)
-        azimuth, elevation = azimuth_elevation_deg(bearing)
-        distance = norm(sub(placed.position_ned_m, pose.position_ned_m))
-        return TruthView(copter, bearing, azimuth, elevation, distance)
+        view = target_view(self.camera, truth.ego.state, copter, placed.position_ned_m)
+        bias = angle_deg(box_centre_ray_ned(self.camera, pose, box), view.bearing_ned)
+        return TruthView(
+            copter, view.bearing_ned, view.azimuth_deg, view.elevation_deg, view.range_m, bias
+        )
 
 
-def bearing_error_deg(measured_ned: Vec3, truth: TruthView) -> float:
-    return math.degrees(angle_between_rad(measured_ned, truth.bearing_ned))
+def bearing_error_deg(measured_ned: Sequence[float], truth: TruthView) -> float:
+    return angle_deg(measured_ned, truth.bearing_ned)
 
 
 class TargetTruth(NamedTuple):
@@ -135,7 +131,8 @@ class Tally:
         self.truth = truth
         self.snapshots = self.proceed = self.hold = self.hold_episodes = 0
         self.hold_reasons: Counter[str] = Counter()
-        self.errors = ErrorHistogram()
+        self.errors = ErrorHistogram()  # host bearing vs the line of sight to the centre
+        self.box_bias = ErrorHistogram()  # box-centre ray vs that line, at the same captures
         self.latest: WorldSnapshot | None = None
         self.first_proceed_ns: int | None = None
         self.target_truth: dict[str, TargetTruth] = {}  # the newest, by target key
@@ -171,6 +168,7 @@ class Tally:
             if target.verdict is Decision.PROCEED and target.bearing_ned is not None:
                 error = bearing_error_deg(target.bearing_ned, view)
                 self.errors.add(error)
+                self.box_bias.add(view.box_bias_deg)
             self.target_truth[target.key] = TargetTruth(
                 view.azimuth_deg, view.elevation_deg, view.range_m, error
             )

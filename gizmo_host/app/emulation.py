@@ -7,20 +7,22 @@ the emulation per start time, and the camera and boxes a Config.json gives it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fusion.camera import CameraConfig, CameraModel
+from fusion.camera import CameraConfig
 from gizmo_host.app.config import StoreConfig
 from gizmo_host.app.world_config import RflySimConfig, resolve_world
 from gizmo_host.emulator.board import BoardModel
 from gizmo_host.emulator.emulation import Emulation
 from gizmo_host.emulator.faults import FaultTimeline
 from gizmo_host.emulator.scenario import Scenario
-from gizmo_host.emulator.settings import EmulateSettings
+from gizmo_host.emulator.settings import EmulateSettings, emulator_camera
 from gizmo_host.emulator.sources import BoxSource, PoseSource, ScenarioSource, TargetSource
 from gizmo_host.errors import ConfigError
 from gizmo_host.stream.store import TargetSelector
+from hil_geometry.pinhole import rotation_quaternion, rpy_deg_from_rotation
 from rfly_link.config import load_config as load_rfly_config
 from rfly_link.errors import ConfigError as RflyConfigError
 from rfly_link.messages import TypeId
@@ -49,7 +51,8 @@ def sensor_camera(
 ) -> CameraConfig | None:
     """The ``[camera]`` of ``data`` resolved as ``gizmo-host run`` resolves it, when it names
     ``rflysim_sensor`` (None otherwise): size, field of view and mount from that Config.json
-    sensor (``--rfly-config``, else the file's ``[rflysim] config``), overridden by the table."""
+    sensor (``--rfly-config``, else the file's ``[rflysim] config``), overridden by the table.
+    The mount is the emulator's own reading of the sensor's entry, not the host's."""
     camera = data.get("camera")
     if not isinstance(camera, Mapping) or camera.get("rflysim_sensor") is None:
         return None
@@ -67,11 +70,20 @@ def sensor_camera(
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     assert setup is not None  # a [camera] table and no [world] enabled = false
-    return setup.camera
+    if "mount_rpy_deg" in camera:
+        return setup.camera
+    sensor = next(
+        s for s in load_rfly_config(config).sensors if s.seq_id == setup.camera.rflysim_sensor
+    )
+    if sensor.eular_or_quat > 0.5:
+        rpy = rpy_deg_from_rotation(rotation_quaternion(sensor.sensor_ang_quat))
+    else:
+        rpy = sensor.sensor_ang_eular  # degrees (see the README, "Simulator geometry")
+    return dataclasses.replace(setup.camera, mount_rpy_deg=rpy)
 
 
 def build_source(settings: EmulateSettings) -> TargetSource:
-    camera = CameraModel(settings.camera) if settings.camera is not None else None
+    camera = emulator_camera(settings.camera) if settings.camera is not None else None
     max_age_ns = round(settings.max_age_s * 1e9)
     if settings.poses is not None:
         if camera is None:

@@ -75,6 +75,7 @@ def summary(
         "elapsed_s": round(elapsed_s, 3),
         "world": tally.to_dict(),
         "bearing_error_deg": tally.errors.to_dict(),
+        "box_centre_bias_deg": tally.box_bias.to_dict(),
         "frames": {
             "board_written": board["frames"].get("written", 0),
             "host_ok": host["frames_ok"],
@@ -92,6 +93,7 @@ def summary(
 def summary_text(data: dict[str, Any]) -> list[str]:
     """The summary as a few lines for a person."""
     world, err = data["world"], data["bearing_error_deg"]
+    bias = data["box_centre_bias_deg"]
     reasons = ", ".join(f"{k} x{v}" for k, v in world["hold_reasons"].items()) or "none"
     faults = data["faults"]
     injected = ", ".join(f"{k} {v}" for k, v in faults["injected"].items() if v) or "none"
@@ -110,8 +112,12 @@ def summary_text(data: dict[str, Any]) -> list[str]:
         f"{data['frames']['host_ok']}",
         f"  faults injected: {injected}",
         f"  host counted (board's expectation after /): {counters}",
-        f"  bearing error vs ground truth over {err['samples']} captures: p50 "
+        f"  bearing error vs ground truth (the line of sight to the target's centre) over "
+        f"{err['samples']} captures: p50 "
         f"{fmt_num(err['p50'], 3)}°, p95 {fmt_num(err['p95'], 3)}°, max {fmt_num(err['max'], 3)}°",
+        f"  box-centre bias (box centre's ray vs the target's centre): p50 "
+        f"{fmt_num(bias['p50'], 3)}°, p95 {fmt_num(bias['p95'], 3)}°, max "
+        f"{fmt_num(bias['max'], 3)}°",
     ]
 
 

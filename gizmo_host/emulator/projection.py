@@ -1,90 +1,67 @@
-"""World poses to the board's boxes: the inverse of fusion's camera model, sans-I/O.
+"""World poses to the board's boxes, sans-I/O, through the simulator's own camera.
 
-The camera is fusion's (:class:`fusion.camera.CameraModel`, from the same ``[camera]`` table),
-mounted on the ego vehicle: its position is the vehicle's plus the mount offset (body FRD), its
-attitude the vehicle's (FRD in NED) times the mount's. A target is an axis-aligned box in NED
-(centre and half extents); its eight corners go to camera axes (x along the optical axis, y to
-the image's right, z down the image), then to pixels by ``u = cx + fx·y/x``, ``v = cy + fy·z/x``:
-exactly what ``CameraModel.ray_camera`` undoes. The box is the corners' bounding rectangle,
-clipped to the image; a target is in view when its centre is in front of the camera, within
-``max_range_m`` and inside the image.
+The camera is :class:`hil_geometry.pinhole.Pinhole`, the simulator stand-in's too, written from
+RflySim's sensor conventions and not from the host's fusion, so a wrong focal length, pixel
+convention or mount order in either model shows up as an error on the host instead of
+cancelling out. It is mounted on the ego vehicle: its position is the vehicle's plus the mount
+offset (body FRD), its axes the vehicle's times the mount's. A target is an axis-aligned box in
+NED (centre and half extents); its eight corners project with ``K [R|t]`` (those nearer than
+the near plane are skipped), and the box is the corners' bounding rectangle, clipped to the
+image's span ``[-0.5, width - 0.5]``. A target is in view when its centre projects inside the
+image and lies within ``max_range_m``.
 """
 
 from __future__ import annotations
 
-from fusion.camera import CameraModel
-from fusion.geometry import (
-    Quat,
-    Vec3,
-    add,
-    norm,
-    quat_multiply,
-    quat_rotate,
-    quat_rotate_inverse,
-    sub,
-)
-from gizmo_host.wire.results import NormBox, PixelBox
+from collections.abc import Sequence
 
-NEAR_M = 0.05  # corners closer to the camera plane than this are not projected
+import numpy as np
+
+from gizmo_host.wire.results import NormBox, PixelBox
+from hil_geometry.pinhole import NEAR_M, Pinhole, Pose
+
+__all__ = ["NEAR_M", "camera_pose", "clamp_box", "pixel_box", "project_box"]
+
 _BOX_CENTRE = 1000
 _BOX_SIZE = 2000
+_CORNER_SIGNS = np.array(
+    [[sx, sy, sz] for sx in (-1.0, 1.0) for sy in (-1.0, 1.0) for sz in (-1.0, 1.0)]
+)
 
 
 def camera_pose(
-    camera: CameraModel, ego_position_ned_m: Vec3, ego_quaternion_wxyz: Quat
-) -> tuple[Vec3, Quat]:
-    """The camera's position in NED and its attitude (camera axes in NED)."""
-    offset = quat_rotate(ego_quaternion_wxyz, camera.config.mount_position_frd_m)
-    attitude = quat_multiply(ego_quaternion_wxyz, camera.mount_quaternion_wxyz)
-    return add(ego_position_ned_m, offset), attitude
-
-
-def to_pixels(camera: CameraModel, v_camera: Vec3) -> tuple[float, float] | None:
-    """Camera-axes vector -> pixel ``(u, v)``, or None behind the camera."""
-    x, y, z = v_camera
-    if x < NEAR_M:
-        return None
-    return (camera.cx_px + camera.fx_px * y / x, camera.cy_px + camera.fy_px * z / x)
+    camera: Pinhole, ego_position_ned_m: Sequence[float], ego_quaternion_wxyz: Sequence[float]
+) -> Pose:
+    """The camera's position in NED and its axes in NED."""
+    return camera.pose(ego_position_ned_m, ego_quaternion_wxyz)
 
 
 def project_box(
-    camera: CameraModel,
-    camera_position_ned_m: Vec3,
-    camera_attitude: Quat,
-    center_ned_m: Vec3,
-    half_extent_m: Vec3,
+    camera: Pinhole,
+    pose: Pose,
+    center_ned_m: Sequence[float],
+    half_extent_m: Sequence[float],
     *,
     max_range_m: float = 200.0,
 ) -> NormBox | None:
     """The box a target makes in the image, in the board's units; None when not in view."""
-    config = camera.config
-    width, height = config.width_px, config.height_px
-    to_center = sub(center_ned_m, camera_position_ned_m)
-    if norm(to_center) > max_range_m:
+    center = np.asarray(center_ned_m, dtype=np.float64)
+    if float(np.linalg.norm(center - pose.position_ned_m)) > max_range_m:
         return None
-    center = to_pixels(camera, quat_rotate_inverse(camera_attitude, to_center))
-    if center is None or not (
-        -0.5 <= center[0] <= width - 0.5 and -0.5 <= center[1] <= height - 0.5
-    ):
+    points = np.vstack([center, center + _CORNER_SIGNS * np.asarray(half_extent_m)])
+    uv, _ = camera.project(pose, points)
+    u_c, v_c = float(uv[0, 0]), float(uv[0, 1])
+    if np.isnan(u_c) or not camera.in_image(u_c, v_c):
         return None
-    us, vs = [center[0]], [center[1]]
-    hx, hy, hz = half_extent_m
-    for sx in (-hx, hx):
-        for sy in (-hy, hy):
-            for sz in (-hz, hz):
-                corner = add(to_center, (sx, sy, sz))
-                pixel = to_pixels(camera, quat_rotate_inverse(camera_attitude, corner))
-                if pixel is not None:
-                    us.append(pixel[0])
-                    vs.append(pixel[1])
-    left, right = max(min(us), -0.5), min(max(us), width - 0.5)
-    top, bottom = max(min(vs), -0.5), min(max(vs), height - 0.5)
+    seen = uv[~np.isnan(uv[:, 0])]
+    left, top = camera.clip(float(seen[:, 0].min()), float(seen[:, 1].min()))
+    right, bottom = camera.clip(float(seen[:, 0].max()), float(seen[:, 1].max()))
     box = PixelBox(
         center_x_px=(left + right) / 2,
         center_y_px=(top + bottom) / 2,
         width_px=right - left,
         height_px=bottom - top,
-    ).to_normalized(width, height)
+    ).to_normalized(camera.width_px, camera.height_px)
     return clamp_box(box)
 
 

@@ -18,10 +18,12 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fusion.camera import CameraConfig, CameraModel
+from fusion.camera import CameraConfig
 from fusion.geometry import IDENTITY, Quat, Vec3
 from gizmo_host.emulator.projection import camera_pose, project_box
+from gizmo_host.emulator.settings import emulator_camera
 from gizmo_host.emulator.targets import Detection
+from hil_geometry.pinhole import Pinhole
 
 DEFAULT_CAMERA = CameraConfig(
     width_px=640, height_px=480, hfov_deg=90.0, mount_rpy_deg=(0.0, -90.0, 0.0)
@@ -56,12 +58,12 @@ class Scenario:
 
     def __init__(
         self,
-        camera: CameraModel | None = None,
+        camera: Pinhole | None = None,
         *,
         altitude_m: float = 10.0,
         targets: tuple[ScenarioTarget, ...] = TARGETS,
     ) -> None:
-        self.camera = camera or CameraModel(DEFAULT_CAMERA)
+        self.camera = camera or emulator_camera(DEFAULT_CAMERA)
         self.targets = targets
         self.ego_position_ned_m: Vec3 = (0.0, 0.0, -altitude_m)
         self.ego_quaternion_wxyz: Quat = IDENTITY
@@ -71,14 +73,10 @@ class Scenario:
         return {target.name: target.position_ned_m(t_s) for target in self.targets}
 
     def detections(self, t_s: float) -> list[Detection]:
-        position, attitude = camera_pose(
-            self.camera, self.ego_position_ned_m, self.ego_quaternion_wxyz
-        )
+        pose = camera_pose(self.camera, self.ego_position_ned_m, self.ego_quaternion_wxyz)
         out = []
         for target in self.targets:
-            box = project_box(
-                self.camera, position, attitude, target.position_ned_m(t_s), target.half_extent_m
-            )
+            box = project_box(self.camera, pose, target.position_ned_m(t_s), target.half_extent_m)
             if box is not None:
                 out.append(Detection(target.name, box, target.confidence))
         return out

@@ -3,7 +3,7 @@ then flags that override them. A ``gizmo-host run`` file can serve it too: it re
 (and ``[rflysim] config`` for ``rflysim_sensor``) and leaves the other tables alone; ``gizmo-host
 run`` rejects ``[emulate]``, so that table lives in a file of its own. Example::
 
-    [camera]                       # fusion's camera model (fusion.camera)
+    [camera]                       # the host's table, read into hil_geometry's Pinhole
     # rflysim_sensor = 1           # or a Config.json sensor's (--rfly-config, [rflysim] config)
     width_px = 640
     height_px = 480
@@ -54,6 +54,7 @@ from gizmo_host.emulator.targets import LatencyModel, OutputPolicy, PerCycle, cl
 from gizmo_host.errors import ConfigError
 from gizmo_host.tomlfile import read_toml
 from gizmo_host.wire.results import ResultType
+from hil_geometry.pinhole import Pinhole
 
 _PORT = Number(0, 65535, integer=True)
 _SIZE = Number(2, 65535, integer=True)
@@ -115,6 +116,22 @@ class EmulateSettings:
     port_offset: int = 0
     max_age_s: float = 0.5
     max_range_m: float = 200.0
+
+
+def emulator_camera(config: CameraConfig) -> Pinhole:
+    """The ``[camera]`` table's values as the emulator's own camera (not fusion's model)."""
+    return Pinhole.from_table(
+        config.width_px,
+        config.height_px,
+        hfov_deg=config.hfov_deg,
+        vfov_deg=config.vfov_deg,
+        fx_px=config.fx_px,
+        fy_px=config.fy_px,
+        cx_px=config.cx_px,
+        cy_px=config.cy_px,
+        mount_rpy_deg=config.mount_rpy_deg,
+        mount_position_frd_m=config.mount_position_frd_m,
+    )
 
 
 def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

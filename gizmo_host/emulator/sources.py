@@ -6,7 +6,8 @@
   units with the sensor's image size;
 - :class:`PoseSource`: vehicle poses from CopterSim (the 168 B or 112 B state of the ego
   vehicle and of the target CopterIDs) and RflySim3D object data on 20006 (``CoptReqData`` /
-  ``ObjReqData``: position and box), projected through fusion's camera mounted on the ego.
+  ``ObjReqData``: position and box), projected through the simulator's camera
+  (:mod:`hil_geometry.pinhole`) mounted on the ego.
 
 The UDP sources keep the newest value of each kind (a reader thread per port, from rfly_link);
 a value older than ``max_age_ns`` at the capture is not used, so a simulator that stops sends
@@ -22,12 +23,12 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from fusion.camera import CameraModel
 from fusion.geometry import Quat, Vec3, quat_from_euler_zyx, quat_normalize
 from fusion.simclock import SimClockEstimator
 from gizmo_host.emulator.projection import camera_pose, pixel_box, project_box
 from gizmo_host.emulator.scenario import Scenario
 from gizmo_host.emulator.targets import Detection
+from hil_geometry.pinhole import Pinhole
 from rfly_link import messages as m
 from rfly_link import ports
 from rfly_link.errors import DecodeError, DropCause
@@ -230,7 +231,7 @@ class PoseSource:
 
     def __init__(
         self,
-        camera: CameraModel,
+        camera: Pinhole,
         *,
         ego: int = 1,
         targets: Sequence[int] = (),
@@ -313,7 +314,7 @@ class PoseSource:
         if ego is None or ego.quaternion_wxyz is None:
             return []
         # The image is the ego's view when its pose arrived: that is the capture.
-        position, attitude = camera_pose(self.camera, ego.position_ned_m, ego.quaternion_wxyz)
+        camera_at = camera_pose(self.camera, ego.position_ned_m, ego.quaternion_wxyz)
         targets: dict[str, tuple[Vec3, Vec3]] = {}
         for name, pose in self._objects.items():
             fresh = self._fresh(pose, capture_ns)
@@ -327,9 +328,7 @@ class PoseSource:
                 targets[str(copter)] = (fresh.position_ned_m, extent)
         out = []
         for name, (center, extent) in sorted(targets.items()):
-            box = project_box(
-                self.camera, position, attitude, center, extent, max_range_m=self.max_range_m
-            )
+            box = project_box(self.camera, camera_at, center, extent, max_range_m=self.max_range_m)
             if box is not None:
                 out.append(Detection(name, box, 87, ego.seen_ns))
         return out

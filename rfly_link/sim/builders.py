@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fusion.camera import CameraModel
-from fusion.geometry import Vec3, add, quat_multiply, quat_rotate, quat_rotate_inverse, sub
+from hil_geometry.pinhole import Pinhole
+from hil_geometry.rotations import Vec3, add, quat_multiply, quat_rotate, quat_rotate_inverse, sub
 from rfly_link import messages as m
 from rfly_link.config import VisionSensorConfig
 from rfly_link.messages import TypeId
@@ -151,7 +151,7 @@ def distance_payload(
 
 def boxes_payload(
     sensor: VisionSensorConfig,
-    camera: CameraModel,
+    camera: Pinhole,
     ego: VehicleState,
     bodies: Sequence[Placed],
 ) -> bytes:
@@ -241,7 +241,7 @@ def lidar_payload(
 
 
 def gimbal_status(
-    sensor: VisionSensorConfig, camera: CameraModel, laser_range_m: float
+    sensor: VisionSensorConfig, camera: Pinhole, laser_range_m: float
 ) -> m.GimbalStatus:
     """The gimbal's status (148 B, port 20006): its entry's fields, attitude and intrinsics.
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from fusion.camera import CameraConfig, CameraModel
+from hil_geometry.pinhole import Pinhole
 from rfly_link import ports
 from rfly_link.cli import json_line
 from rfly_link.config import LoadedConfig, load_config
@@ -115,7 +115,7 @@ class Options:
     write_config: str | None
     rates: Rates
     time: SimTime
-    camera: CameraModel | None
+    camera: Pinhole | None
     truth: str | None
     mirror_offset: int = 0
 
@@ -209,7 +209,12 @@ def _config(path: str) -> LoadedConfig:
         raise UsageError(f"--config: {exc}") from None
 
 
-def _camera(path: str) -> CameraModel:
+_CAMERA_NUMBERS = ("hfov_deg", "vfov_deg", "fx_px", "fy_px", "cx_px", "cy_px")
+_CAMERA_IGNORED = ("on_gimbal", "rflysim_sensor")  # the host's keys, no geometry here
+
+
+def _camera(path: str) -> Pinhole:
+    """The ``[camera]`` table of a host TOML file as the simulator's camera (its bearings)."""
     try:
         doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
@@ -219,9 +224,31 @@ def _camera(path: str) -> CameraModel:
     table = doc.get("camera")
     if not isinstance(table, dict):
         raise UsageError(f"--camera: {path}: expected a [camera] table")
+    known = {"width_px", "height_px", "mount_rpy_deg", "mount_position_frd_m"}
+    unknown = set(table) - known - set(_CAMERA_NUMBERS) - set(_CAMERA_IGNORED)
+    if unknown:
+        raise UsageError(f"--camera: {path}: unknown key camera.{sorted(unknown)[0]}")
     try:
-        return CameraModel(CameraConfig.from_mapping(table))
-    except (TypeError, ValueError) as exc:  # fusion's ConfigError is a ValueError
+        numbers = {k: float(table[k]) for k in _CAMERA_NUMBERS if k in table}
+        rpy = tuple(float(v) for v in table.get("mount_rpy_deg", (0.0, 0.0, 0.0)))
+        offset = tuple(float(v) for v in table.get("mount_position_frd_m", (0.0, 0.0, 0.0)))
+        if len(rpy) != 3 or len(offset) != 3:
+            raise ValueError("camera.mount_rpy_deg, mount_position_frd_m: expected 3 numbers")
+        return Pinhole.from_table(
+            int(table["width_px"]),
+            int(table["height_px"]),
+            hfov_deg=numbers.get("hfov_deg"),
+            vfov_deg=numbers.get("vfov_deg"),
+            fx_px=numbers.get("fx_px"),
+            fy_px=numbers.get("fy_px"),
+            cx_px=numbers.get("cx_px"),
+            cy_px=numbers.get("cy_px"),
+            mount_rpy_deg=rpy,
+            mount_position_frd_m=offset,
+        )
+    except KeyError as exc:
+        raise UsageError(f"--camera: {path}: camera.{exc.args[0]}: expected an integer") from None
+    except (TypeError, ValueError) as exc:
         raise UsageError(f"--camera: {path}: {exc}") from None
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from fusion.camera import CameraModel
+from hil_geometry.pinhole import Pinhole
 from rfly_link import dispatch, ports
 from rfly_link import messages as m
 from rfly_link.config import LoadedConfig, VisionSensorConfig
@@ -112,7 +112,7 @@ class StandIn:
         host: str = "127.0.0.1",
         config: LoadedConfig | None = None,
         rates: Rates = Rates(),
-        camera: CameraModel | None = None,
+        camera: Pinhole | None = None,
         max_subscriptions: int = 16,
         mirror_offset: int = 0,
     ) -> None:

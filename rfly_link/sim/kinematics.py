@@ -5,7 +5,7 @@ the built-in tracks), so any :class:`~rfly_link.sim.tracks.Track` works without 
 formulas. The attitude is a multicopter's: the yaw is the track's, roll and pitch tilt the
 thrust (body -z) along the specific force ``a - g``, as a vehicle must to follow the path. The
 IMU therefore reads ``(0, 0, -|a - g|)`` in body FRD, and ``(0, 0, -9.81)`` when hovering.
-Conventions are fusion's (:mod:`fusion.geometry`): world NED, body FRD, ``(w, x, y, z)``
+Conventions are :mod:`hil_geometry.rotations`'s: world NED, body FRD, ``(w, x, y, z)``
 quaternions rotating FRD vectors into NED, Z-Y-X Euler angles.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from fusion.geometry import (
+from hil_geometry.rotations import (
     Quat,
     Vec3,
     quat_conjugate,

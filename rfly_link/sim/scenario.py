@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from fusion.camera import CameraModel
+from hil_geometry.pinhole import Pinhole
 from rfly_link import ports
 from rfly_link.sim.kinematics import VehicleState, vehicle_state
 from rfly_link.sim.tracks import Approach, CircleDrive, Drive, Follow, Hover, Orbit, Track
@@ -158,7 +158,7 @@ class Scenario:
                 return vehicle_state(vehicle.track, t_s)
         raise KeyError(f"no vehicle with CopterID {copter_id} in scenario {self.name}")
 
-    def truth(self, t_s: float, camera: CameraModel | None = None) -> Truth:
+    def truth(self, t_s: float, camera: Pinhole | None = None) -> Truth:
         """Ground truth at scenario time ``t_s`` (bearings from ``camera`` when given)."""
         ego = VehicleTruth(self.ego.copter_id, vehicle_state(self.ego.track, t_s))
         targets = tuple(VehicleTruth(v.copter_id, vehicle_state(v.track, t_s)) for v in self.others)

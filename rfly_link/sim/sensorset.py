@@ -7,7 +7,7 @@ world frame (20, 21), target boxes (30) and the gimbal's status (9: the status o
 not its images). Everything else is listed as ignored, with the reason.
 
 Readings of the entries the Config.json spec leaves to RflySim3D: ``SensorAngEular`` is in
-degrees (roll, pitch, yaw, Z-Y-X, from body FRD, as fusion's mounts), ``SensorPosXYZ`` is body
+degrees (roll, pitch, yaw, Z-Y-X, from body FRD, as the host reads mounts), ``SensorPosXYZ`` is body
 FRD metres, ``CameraFOV`` is horizontal; a distance sensor's ``otherParams[0]`` is its range
 (0: 100 m); a LiDAR's rays span ``CameraFOV`` horizontally (``DataWidth`` rays) and -10° to
 -40° vertically (``DataHeight`` rays).
@@ -19,8 +19,14 @@ import json
 import math
 from typing import NamedTuple
 
-from fusion.camera import CameraConfig, CameraModel
-from fusion.geometry import Quat, Vec3, quat_from_euler_zyx_deg, quat_normalize, quat_to_euler_zyx
+from hil_geometry.pinhole import Pinhole
+from hil_geometry.rotations import (
+    Quat,
+    Vec3,
+    quat_from_euler_zyx_deg,
+    quat_normalize,
+    quat_to_euler_zyx,
+)
 from rfly_link import ports
 from rfly_link.config import LoadedConfig, VisionSensorConfig, parse_config
 from rfly_link.messages import TypeId
@@ -137,16 +143,17 @@ def mount_rpy_deg(sensor: VisionSensorConfig) -> Vec3:
     return (math.degrees(r), math.degrees(p), math.degrees(y))
 
 
-def sensor_camera(sensor: VisionSensorConfig) -> CameraModel:
-    """Fusion's camera model for an image sensor's entry (size, horizontal FOV, mount)."""
-    config = CameraConfig(
-        width_px=sensor.data_width,
-        height_px=sensor.data_height,
-        hfov_deg=sensor.camera_fov_deg,
-        mount_rpy_deg=mount_rpy_deg(sensor),
-        mount_position_frd_m=sensor.sensor_pos_xyz_m,
+def sensor_camera(sensor: VisionSensorConfig) -> Pinhole:
+    """The simulator's camera for an image sensor's entry, read from the entry's own fields
+    (size, horizontal FOV, ``SensorAngEular`` or ``SensorAngQuat``, ``SensorPosXYZ``)."""
+    return Pinhole.from_sensor(
+        sensor.data_width,
+        sensor.data_height,
+        sensor.camera_fov_deg,
+        rpy_deg=sensor.sensor_ang_eular,
+        quaternion_wxyz=sensor.sensor_ang_quat if sensor.eular_or_quat > 0.5 else None,
+        position_frd_m=sensor.sensor_pos_xyz_m,
     )
-    return CameraModel(config)
 
 
 def fragment_size(sensor: VisionSensorConfig) -> int | None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from fusion.geometry import Quat, Vec3, quat_rotate, quat_rotate_inverse
+from hil_geometry.rotations import Quat, Vec3, quat_rotate, quat_rotate_inverse
 
 _PARALLEL = 1e-12
 

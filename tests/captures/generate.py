@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from fusion.camera import CameraModel
 from gizmo_host.app.capture_world import world_metadata
 from gizmo_host.app.config import StoreConfig
 from gizmo_host.app.replay import OfflineReplay
@@ -39,6 +38,7 @@ from gizmo_host.emulator.faults import Fault, FaultKind, FaultTimeline
 from gizmo_host.emulator.port import LinePacer
 from gizmo_host.emulator.projection import camera_pose, project_box
 from gizmo_host.emulator.scenario import Scenario as BoardScenario
+from gizmo_host.emulator.settings import emulator_camera
 from gizmo_host.emulator.targets import Detection, LatencyKind, LatencyModel, OutputPolicy
 from gizmo_host.stream.linkstate import REASON_OPENED, REASON_STOPPED, LinkInput
 from gizmo_host.stream.store import TargetSelector
@@ -244,17 +244,17 @@ def _detections(case: Case) -> Callable[[int], list[Detection]]:
         board_scenario = BoardScenario()
         return lambda capture_ns: board_scenario.detections((capture_ns - START_NS) / 1e9)
     scenario = build_scenario("orbit", time=case.sim_time)
-    camera = CameraModel(world_setup(case).camera)
+    camera = emulator_camera(world_setup(case).camera)
     extents = {v.copter_id: tuple(x / 2 for x in v.size_m) for v in scenario.others}
 
     def detections(capture_ns: int) -> list[Detection]:
         truth = scenario.truth((capture_ns - START_NS) / 1e9)
         ego = truth.ego.state
-        position, attitude = camera_pose(camera, ego.position_ned_m, ego.quaternion_wxyz)
+        pose = camera_pose(camera, ego.position_ned_m, ego.quaternion_wxyz)
         out = []
         for target in truth.targets:
             x, y, z = extents[target.copter_id]
-            box = project_box(camera, position, attitude, target.state.position_ned_m, (x, y, z))
+            box = project_box(camera, pose, target.state.position_ned_m, (x, y, z))
             if box is not None:
                 out.append(Detection(str(target.copter_id), box, 80))
         return out

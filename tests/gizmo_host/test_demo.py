@@ -9,7 +9,6 @@ binds only ports the kernel hands out).
 from __future__ import annotations
 
 import json
-import math
 import os
 import selectors
 import signal
@@ -19,12 +18,12 @@ import time
 
 import pytest
 
-from fusion.geometry import angle_between_rad, quat_rotate
 from gizmo_host.app.demo_tally import ErrorHistogram
 from gizmo_host.cli.demo import BUILTIN_BLOCK, builtin_timeline
+from hil_geometry.pinhole import angle_deg
 from rfly_link.sim.scenario import build_scenario
 from rfly_link.sim.sensorset import builtin_config, sensor_camera
-from rfly_link.sim.views import camera_pose, image_box
+from rfly_link.sim.views import box_centre_ray_ned, camera_pose, image_box, target_view
 
 TIMEOUT_S = 20.0
 DEMO = [sys.executable, "-m", "gizmo_host.cli", "demo"]
@@ -74,8 +73,9 @@ def summary_of(stderr: str) -> dict:
 
 
 def truth_bearing(capture_ns: int, sim_start_ns: int):
-    """The ray through the centre of the ground vehicle's box in the stand-in's image at host
-    time ``capture_ns``: the stand-in's own geometry, computed here independently."""
+    """At host time ``capture_ns``: the line of sight from the stand-in's camera to the ground
+    vehicle's centre, and the angle (°) from it to the ray through the centre of the vehicle's
+    box in the stand-in's image (the box-centre bias), both by the stand-in's own camera."""
     camera = sensor_camera(next(s for s in builtin_config().sensors if s.seq_id == 1))
     scenario = build_scenario("orbit")
     truth = scenario.truth((capture_ns - sim_start_ns) / 1e9)
@@ -83,8 +83,8 @@ def truth_bearing(capture_ns: int, sim_start_ns: int):
     car = next(p for p in scenario.placed(truth) if p.body.copter_id == 2)
     box = image_box(camera, pose, car)
     assert box is not None, "the ground vehicle is in the image throughout the first 8 s"
-    ray = camera.ray_camera((box.min_x + box.max_x) / 2, (box.min_y + box.max_y) / 2)
-    return quat_rotate(pose.quaternion_wxyz, ray)
+    line_of_sight = target_view(camera, truth.ego.state, 2, car.position_ned_m).bearing_ned
+    return line_of_sight, angle_deg(box_centre_ray_ned(camera, pose, box), line_of_sight)
 
 
 def test_json_world_lines_proceed_on_the_true_bearing_beside_a_table_run():
@@ -98,15 +98,21 @@ def test_json_world_lines_proceed_on_the_true_bearing_beside_a_table_run():
     assert [w["seq"] for w in worlds] == list(range(1, len(worlds) + 1))
     proceed = [w for w in worlds if w["verdict"] == "PROCEED"]
     assert len(proceed) >= 20, summary
-    errors = []
+    errors, beyond_bias = [], []
     for world in proceed:
         target = next(t for t in world["targets"] if t["key"] == world["selected"])
         assert target["id"] == PEDESTRIAN and target["range_m"] > 0
-        truth = truth_bearing(target["capture_ns"], summary["sim_start_ns"])
-        errors.append(math.degrees(angle_between_rad(tuple(target["bearing_ned"]), truth)))
-    assert max(errors) < 0.5, sorted(errors)[-5:]
+        truth, bias = truth_bearing(target["capture_ns"], summary["sim_start_ns"])
+        errors.append(angle_deg(target["bearing_ned"], truth))
+        beyond_bias.append(errors[-1] - bias)
+    # Against the line of sight to the vehicle's centre the host is off by the box-centre bias
+    # (a detector reports the box's centre) plus its own error, which stays small.
+    assert max(beyond_bias) < 0.5, sorted(beyond_bias)[-5:]
     assert summary["world"]["proceed"] == len(proceed)
-    assert summary["bearing_error_deg"]["p95"] < 0.5
+    bias = summary["box_centre_bias_deg"]
+    assert bias["samples"] == summary["bearing_error_deg"]["samples"] > 0
+    assert 0.1 < bias["p50"] < 2.0  # a 1.5 m high car seen from 45° above: its roof shows
+    assert summary["bearing_error_deg"]["p95"] < bias["p95"] + 0.5
     assert summary["frames"]["host_ok"] > 30 and summary["tasks_left"] == 0
     assert summary["first_frame_s"] < 2.0
 

@@ -1,4 +1,5 @@
-"""Targets to frames, sans-I/O: projection through fusion's camera, the output policy, latency,
+"""Targets to frames, sans-I/O: projection through the simulator's camera (checked against
+fusion's rays), the output policy, latency,
 the built-in scenario and the emulation's frames (timestamp = capture + latency)."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from fusion.geometry import angle_between_rad, normalize, quat_from_euler_zyx_de
 from gizmo_host.emulator import LOST_RELATIVE, TRACKED_RELATIVE
 from gizmo_host.emulator.projection import camera_pose, pixel_box, project_box
 from gizmo_host.emulator.scenario import Scenario
+from gizmo_host.emulator.settings import emulator_camera
 from gizmo_host.emulator.targets import (
     Detection,
     LatencyKind,
@@ -40,17 +42,20 @@ angles = st.floats(-180, 180)
 def test_a_projected_target_is_where_fusion_casts_its_ray(rpy, ego, offset, mount):
     """project_box is the inverse of fusion's ray: the ray through the box centre, taken back
     through the mount and the vehicle's attitude, points at the target."""
-    camera = CameraModel(CameraConfig(640, 480, hfov_deg=80.0, mount_rpy_deg=mount))
+    config = CameraConfig(640, 480, hfov_deg=80.0, mount_rpy_deg=mount)
+    fusion_camera = CameraModel(config)
+    camera = emulator_camera(config)
     attitude = quat_from_euler_zyx_deg(rpy)
     target = (ego[0] + offset[0], ego[1] + offset[1], ego[2] + offset[2])
-    position, camera_q = camera_pose(camera, ego, attitude)
-    box = project_box(camera, position, camera_q, target, (0.0, 0.0, 0.0))
+    pose = camera_pose(camera, ego, attitude)
+    position = tuple(float(p) for p in pose.position_ned_m)
+    box = project_box(camera, pose, target, (0.0, 0.0, 0.0))
     to_target = tuple(t - p for t, p in zip(target, position, strict=True))
     assume(math.dist(target, position) > 1.0)
     if box is None:
         return
     ray_ned = quat_rotate(
-        attitude, camera.to_body(camera.bearing_camera(box.center_x, box.center_y))
+        attitude, fusion_camera.to_body(fusion_camera.bearing_camera(box.center_x, box.center_y))
     )
     # The box centre is rounded to 1/1000 of the half image: about 0.05° here.
     assert math.degrees(angle_between_rad(ray_ned, normalize(to_target))) < 0.2
@@ -58,19 +63,19 @@ def test_a_projected_target_is_where_fusion_casts_its_ray(rpy, ego, offset, moun
 
 
 def test_a_target_behind_outside_or_too_far_is_not_in_view():
-    camera = CameraModel(FORWARD)
-    position, attitude = camera_pose(camera, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))
+    camera = emulator_camera(FORWARD)
+    pose = camera_pose(camera, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))
     half = (0.5, 0.5, 0.5)
-    assert project_box(camera, position, attitude, (10.0, 0.0, 0.0), half) is not None
-    assert project_box(camera, position, attitude, (-10.0, 0.0, 0.0), half) is None
-    assert project_box(camera, position, attitude, (10.0, 11.0, 0.0), half) is None  # > 45°
-    assert project_box(camera, position, attitude, (300.0, 0.0, 0.0), half) is None
+    assert project_box(camera, pose, (10.0, 0.0, 0.0), half) is not None
+    assert project_box(camera, pose, (-10.0, 0.0, 0.0), half) is None
+    assert project_box(camera, pose, (10.0, 11.0, 0.0), half) is None  # > 45°
+    assert project_box(camera, pose, (300.0, 0.0, 0.0), half) is None
 
 
 def test_a_box_straight_ahead_is_centred_and_sized_by_its_distance():
-    camera = CameraModel(FORWARD)  # fx = 320 px
-    position, attitude = camera_pose(camera, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))
-    box = project_box(camera, position, attitude, (10.5, 0.0, 0.0), (0.5, 1.0, 0.5))
+    camera = emulator_camera(FORWARD)  # fx = 320 px
+    pose = camera_pose(camera, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))
+    box = project_box(camera, pose, (10.5, 0.0, 0.0), (0.5, 1.0, 0.5))
     # The near face (10 m) is the largest: 2 m x 1 m -> 64 x 32 px -> 64/640 and 32/480 of 2000.
     assert box == NormBox(center_x=0, center_y=0, width=200, height=133)
 

@@ -68,6 +68,9 @@ class Plan:
     host_toml: str = ""  # more ``gizmo-host run`` settings
     boundaries_s: tuple[float, ...] = ()  # emulation times to snapshot the emulator's counts at
     poses: bool = False  # the emulator projects the stand-in's poses instead of its boxes
+    # Config.json entries the stand-in alone sees changed (the host keeps the true sensor):
+    # what a mis-measured mount or lens does to the accuracy.
+    stand_in_sensor: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(slots=True)
@@ -188,8 +191,9 @@ def free_port_offset(copter_ids: Sequence[int], rng: random.Random) -> int:
     raise RuntimeError("no free port offset for the pose source")
 
 
-def box_sensor_config(copter_id: int, port: int) -> str:
-    """A Config.json with one TypeID 30 sensor on ``copter_id``: 640x480, 90°, pitched -45°."""
+def box_sensor_config(copter_id: int, port: int, changes: Sequence[tuple[str, Any]] = ()) -> str:
+    """A Config.json with one TypeID 30 sensor on ``copter_id``: 640x480, 90°, pitched -45°
+    (with ``changes`` to its entries)."""
     sensor = {
         "SeqID": BOX_SEQ_ID,
         "TypeID": 30,
@@ -206,6 +210,7 @@ def box_sensor_config(copter_id: int, port: int) -> str:
         "SensorAngQuat": [1, 0, 0, 0],
         "otherParams": [100, 10] + [0] * 14,
     }
+    sensor.update(changes)
     return json.dumps({"VisionSensors": [sensor]}, indent=2) + "\n"
 
 
@@ -300,7 +305,12 @@ async def run_chain(plan: Plan, tmp: Path, copter_id: int, offset: int) -> Chain
         assert isinstance(source, BoxSource)
         config_json.write_text(box_sensor_config(copter_id, source.bound_port))
     loaded = load_config(config_json)
-    chain.camera = sensor_camera(loaded.sensors[0])
+    if plan.stand_in_sensor:
+        stand_in_json = tmp / "stand_in.json"
+        port = source.bound_port if isinstance(source, BoxSource) else free_udp_port()
+        stand_in_json.write_text(box_sensor_config(copter_id, port, plan.stand_in_sensor))
+        loaded = load_config(stand_in_json)
+    chain.camera = sensor_camera(loaded.sensors[0])  # the stand-in's: its truth
     host_toml = tmp / "hil.toml"
     host_toml.write_text(_host_toml(plan, copter_id, config_json))
     stand_in = StandIn(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-from fusion.geometry import angle_between_rad
 from gizmo_host.emulator.faults import Fault, FaultKind
-from rfly_link.sim.views import target_view
+from hil_geometry.pinhole import angle_deg
+from rfly_link.sim.views import box_centre_ray_ned, camera_pose, image_box, target_view
 from tests.hil.chain import Chain, host_counters, selected
 
 World = dict[str, Any]
@@ -23,7 +23,8 @@ def fault_end_s(fault: Fault) -> float:
 
 def truth_errors(chain: Chain, world: World) -> tuple[float, float | None] | None:
     """(bearing error in degrees, 3D position error in metres or None) of the selected target
-    against the truth at its capture time; None when nothing is located."""
+    against the truth at its capture time; None when nothing is located. The truth is the
+    stand-in's: the line of sight from its camera to the target's centre, and that centre."""
     target = selected(world)
     if target is None or target["bearing_ned"] is None:
         return None
@@ -31,11 +32,61 @@ def truth_errors(chain: Chain, world: World) -> tuple[float, float | None] | Non
     truth = chain.scenario.truth(t_s)
     true_position = truth.target(chain.target_id).state.position_ned_m
     view = target_view(chain.camera, truth.ego.state, chain.target_id, true_position)
-    bearing = math.degrees(angle_between_rad(tuple(target["bearing_ned"]), view.bearing_ned))
+    bearing = angle_deg(target["bearing_ned"], view.bearing_ned)
     position = target["position_ned_m"]
     if position is None:
         return bearing, None
     return bearing, math.dist(position, true_position)
+
+
+def box_bias_deg(chain: Chain, world: World) -> float | None:
+    """How far the ray through the centre of the target's box in the stand-in's image is from
+    the line of sight to the target's centre, at the selected target's capture (None when the
+    box is not in the image): the part of the bearing error a box detector cannot avoid."""
+    target = selected(world)
+    if target is None:
+        return None
+    truth = chain.scenario.truth((target["capture_ns"] - chain.sim_start_ns) / 1e9)
+    placed = next(p for p in chain.scenario.placed(truth) if p.body.copter_id == chain.target_id)
+    pose = camera_pose(chain.camera, truth.ego.state)
+    box = image_box(chain.camera, pose, placed)
+    if box is None:
+        return None
+    view = target_view(chain.camera, truth.ego.state, chain.target_id, placed.position_ned_m)
+    return angle_deg(box_centre_ray_ned(chain.camera, pose, box), view.bearing_ned)
+
+
+class Accuracy(NamedTuple):
+    """A chain's accuracy over some captures: nearest-rank 95th percentiles."""
+
+    captures: int
+    bearing_p95_deg: float
+    position_p95_m: float
+    box_bias_p95_deg: float
+
+    def meets(self, bearing_deg: float, position_m: float) -> bool:
+        return self.bearing_p95_deg <= bearing_deg and self.position_p95_m <= position_m
+
+    def text(self, name: str) -> str:
+        return (
+            f"{name}: {self.captures} captures, bearing p95 {self.bearing_p95_deg:.3f}°, "
+            f"position p95 {self.position_p95_m:.3f} m, box-centre bias p95 "
+            f"{self.box_bias_p95_deg:.3f}°"
+        )
+
+
+def accuracy(chain: Chain, located: Sequence[World]) -> Accuracy:
+    """Bearing and position errors against the stand-in's truth, and the box-centre bias."""
+    errors = [e for e in (truth_errors(chain, w) for w in located) if e is not None]
+    bearings = [e[0] for e in errors]
+    positions = [e[1] for e in errors if e[1] is not None]
+    biases = [b for b in (box_bias_deg(chain, w) for w in located) if b is not None]
+    return Accuracy(
+        len(bearings),
+        percentile(bearings, 95),
+        percentile(positions, 95) if positions else math.inf,
+        percentile(biases, 95) if biases else math.nan,
+    )
 
 
 def measurements(chain: Chain, intervals: Iterable[tuple[float, float]]) -> list[World]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,34 @@ def test_emulate_takes_a_config_json_sensor_as_gizmo_host_run_does(tmp_path, con
     toml.write_text(f'[camera]\n{body}\n[rflysim]\nconfig = "{config_json}"\n')
     settings, _ = emulate_cli.settings_from_args(emulate_args("--config", str(toml)))
     assert settings.camera == run_camera(camera, config_json)
+
+
+def test_emulate_reads_a_quaternion_mount_itself_and_agrees_with_gizmo_host_run(tmp_path):
+    """The emulator reads the sensor's mount with its own geometry (not the host's): both
+    readings of ``SensorAngQuat`` give the same roll, pitch and yaw."""
+    config = json.loads(builtin_config_text())
+    half = math.radians(-30.0) / 2  # pitched 30° down, then yawed 20° to the right
+    pitch = (math.cos(half), 0.0, math.sin(half), 0.0)
+    yaw = (math.cos(math.radians(10.0)), 0.0, 0.0, math.sin(math.radians(10.0)))
+    w1, x1, y1, z1 = yaw
+    w2, x2, y2, z2 = pitch
+    quaternion = [
+        w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+        w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+        w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+        w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
+    ]
+    config["VisionSensors"][0].update(EularOrQuat=1, SensorAngQuat=quaternion)
+    path = tmp_path / "Config.json"
+    path.write_text(json.dumps(config))
+    toml = tmp_path / "emulate.toml"
+    toml.write_text("[camera]\nrflysim_sensor = 1\n")
+    args = emulate_args("--config", str(toml), "--rfly-config", str(path), "--ego", "1")
+    settings, _ = emulate_cli.settings_from_args(args)
+    assert settings.camera is not None
+    assert settings.camera.mount_rpy_deg == pytest.approx((0.0, -30.0, 20.0), abs=1e-9)
+    host = run_camera({"rflysim_sensor": 1}, path).mount_rpy_deg
+    assert settings.camera.mount_rpy_deg == pytest.approx(host, abs=1e-9)
 
 
 def test_emulate_without_the_config_json_is_one_line_and_status_2(tmp_path, config_json, capsys):

@@ -1,5 +1,6 @@
 """rfly_link's layers, read from its import statements: the codecs import no I/O, the
-subpackages form no cycle, nothing comes from gizmo_host, and from fusion only its geometry."""
+subpackages form no cycle, nothing comes from gizmo_host or fusion (geometry comes from the
+leaf package hil_geometry)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,6 @@ IO_MODULES = frozenset({"asyncio", "socket", "threading", "selectors", "serial",
 # The I/O edge: everything else is sans-I/O and may not reach it. The stand-in's runner and
 # command are its asyncio edge; the rest of rfly_link.sim is sans-I/O like the codecs.
 EDGE = ("rfly_link.io", "rfly_link.cli", "rfly_link.sim.runner", "rfly_link.sim.cli")
-# The stand-in states its ground truth through fusion's camera model too (the [camera] table),
-# so its bearings are the ones the host's fusion computes.
-FUSION_CAMERA_USERS = "rfly_link.sim"
 
 
 def module_names() -> dict[str, Path]:
@@ -112,20 +110,29 @@ def test_no_cycle_between_subpackages_and_modules() -> None:
     assert all("rfly_link" not in deps for deps in edges.values())
 
 
-def test_nothing_from_gizmo_host_and_from_fusion_only_its_geometry() -> None:
-    """gizmo_host sits on rfly_link, so rfly_link never imports it. The one quaternion and
-    rotation module of the tree is fusion.geometry (pure, no I/O); nothing else of fusion,
-    except its camera model for the stand-in's ground truth."""
+def test_nothing_from_gizmo_host_or_fusion() -> None:
+    """gizmo_host sits on rfly_link, so rfly_link never imports it. The protocol library and
+    the stand-in do not import the world model either: the one quaternion and rotation module
+    is hil_geometry.rotations (fusion.geometry re-exports it), and the stand-in's camera is
+    hil_geometry.pinhole, so its ground truth is not fusion's."""
     for name, imported in GRAPH.items():
-        allowed = {"fusion.geometry"}
-        if component(name) == FUSION_CAMERA_USERS:
-            allowed.add("fusion.camera")
-        bad = sorted(
-            i
-            for i in imported
-            if i.split(".")[0] == "gizmo_host" or (i.split(".")[0] == "fusion" and i not in allowed)
-        )
+        bad = sorted(i for i in imported if i.split(".")[0] in ("gizmo_host", "fusion"))
         assert not bad, f"{name} imports {bad}"
+    assert "hil_geometry.pinhole" in GRAPH["rfly_link.sim.views"]  # not vacuous
+
+
+def test_importing_rfly_link_and_its_stand_in_loads_no_fusion_module() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, rfly_link, rfly_link.coordinates, rfly_link.sim, rfly_link.sim.cli; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'fusion'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "[]", out.stdout
 
 
 def test_importing_rfly_link_starts_no_io() -> None:

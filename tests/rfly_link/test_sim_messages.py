@@ -152,7 +152,7 @@ def test_the_boxes_hold_the_projected_targets() -> None:
             assert centre is not None
             assert box.min_x - 1e-3 <= centre[0] <= box.max_x + 1e-3 or box.credibility < 1
             assert box.min_y - 1e-3 <= centre[1] <= box.max_y + 1e-3 or box.credibility < 1
-            assert 0 <= box.min_x < box.max_x <= 639 and 0 <= box.min_y < box.max_y <= 479
+            assert -0.5 <= box.min_x < box.max_x <= 639.5 and -0.5 <= box.min_y < box.max_y <= 479.5
             assert 0 < box.credibility <= 1
     # The car is in view but for the spin; nobody else gets a box for CopterID 1.
     assert seen[2] > 400 and 1 not in seen

@@ -1,6 +1,6 @@
 """The stand-in's ground truth: the built-in scenarios' geometry, the attitude a multicopter
-needs to fly them, the simulation clock and the camera bearings (checked through fusion's own
-camera model, the other way round)."""
+needs to fly them, the simulation clock and the camera bearings (the simulator's own camera,
+checked through fusion's camera model, the other way round)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from fusion.camera import CameraConfig, CameraModel
 from fusion.geometry import quat_rotate
+from hil_geometry.pinhole import Pinhole
 from rfly_link.sim import SimTime, build_scenario
 from rfly_link.sim.kinematics import GRAVITY_M_S2
 from rfly_link.sim.tracks import Orbit
@@ -24,6 +25,7 @@ SPIN_S = ORBIT_TRACK.spin_duration_s
 CAMERA = CameraModel(
     CameraConfig(width_px=640, height_px=480, hfov_deg=90.0, mount_rpy_deg=(0.0, -45.0, 0.0))
 )
+SIM_CAMERA = Pinhole.from_sensor(640, 480, 90.0, rpy_deg=(0.0, -45.0, 0.0))
 times = st.floats(min_value=0.0, max_value=300.0, allow_nan=False)
 
 
@@ -189,7 +191,7 @@ def test_unknown_scenarios_and_copters_are_refused() -> None:
 
 @given(times)
 def test_bearings_agree_with_fusions_camera_model(t: float) -> None:
-    truth = ORBIT.truth(t, CAMERA)
+    truth = ORBIT.truth(t, SIM_CAMERA)
     (view, bystander) = truth.views
     assert view.copter_id == 2 and bystander.copter_id == 3
     ego, target = truth.ego.state, truth.target(2).state
@@ -213,14 +215,14 @@ def test_bearings_agree_with_fusions_camera_model(t: float) -> None:
 
 
 def test_the_target_leaves_the_image_during_a_spin() -> None:
-    middle = ORBIT.truth(8.0 + SPIN_S / 2, CAMERA).views[0]
+    middle = ORBIT.truth(8.0 + SPIN_S / 2, SIM_CAMERA).views[0]
     assert not middle.in_view
-    assert ORBIT.truth(8.0 + SPIN_S + 0.5, CAMERA).views[0].in_view
+    assert ORBIT.truth(8.0 + SPIN_S + 0.5, SIM_CAMERA).views[0].in_view
     assert ORBIT.truth(5.0).views == ()  # no camera, no bearings
 
 
 def test_the_truth_serialises_every_vehicle() -> None:
-    record = ORBIT.truth(1.0, CAMERA).to_dict()
+    record = ORBIT.truth(1.0, SIM_CAMERA).to_dict()
     assert record["type"] == "truth" and record["t_s"] == 1.0
     assert record["ego"]["copter_id"] == 1
     assert [t["copter_id"] for t in record["targets"]] == [2, 3]
