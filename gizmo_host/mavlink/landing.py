@@ -9,7 +9,8 @@ clock (µs). Two profiles (docs/mavlink.md):
   of sight ``b`` from the camera in the body frame at the capture time, ``angle_x =
   atan2(b_y, b_z)``, ``angle_y = atan2(-b_x, b_z)`` (AC_PrecLand rebuilds
   ``(-tan(angle_y), tan(angle_x), 1)``); nothing when the line is more than 85° from the
-  body's down axis (``b_z <= 0`` is above the body's horizon; near it the tangents blow up); ``distance`` when a range exists; ``size_x``/``size_y`` the box's angular size;
+  body's down axis (``b_z <= 0`` is above the body's horizon; near it the tangents blow up);
+  ``distance`` when a range exists; ``size_x``/``size_y`` the box's angular size;
 - ``px4`` (landing_target_estimator, which uses positions only): ``position_valid = 1``,
   MAV_FRAME_LOCAL_NED, ``x``/``y``/``z`` the target's absolute position in the autopilot's
   local frame (the world's, when the world's pose comes from the autopilot); nothing without
@@ -32,7 +33,6 @@ from fusion.verdicts import Decision
 
 from . import codec as mc
 from .session import AutopilotSession
-
 
 MIN_DOWN = math.cos(math.radians(85.0))  # a line of sight further from body down: tan() blows up
 

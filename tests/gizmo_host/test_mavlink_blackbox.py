@@ -38,7 +38,7 @@ CAMERA = CameraConfig(
     mount_position_frd_m=(0.1, 0.0, 0.05),
 )
 VISION_LATENCY_NS = 30_000_000
-SAMPLES = 60
+SAMPLES = 100
 
 
 def p95(values: list[float]) -> float:
@@ -49,6 +49,17 @@ def p95(values: list[float]) -> float:
 def _body_matrix(q):
     w, x, y, z = q
     return Rotation.from_quat([x, y, z, w])  # scipy is (x, y, z, w): an independent oracle
+
+
+def true_line_of_sight_ned(t_ns: int):
+    """The camera-to-target line in NED at ``t_ns``, from the truth (scipy)."""
+    truth = circling(t_ns)
+    r = _body_matrix(truth.quaternion_wxyz)
+    camera = [
+        p + m
+        for p, m in zip(truth.position_ned_m, r.apply(CAMERA.mount_position_frd_m), strict=True)
+    ]
+    return [t - c for t, c in zip(TARGET_NED, camera, strict=True)]
 
 
 def true_line_of_sight_body(t_ns: int):
@@ -101,6 +112,7 @@ async def fly(profile):
         )
         await until(lambda: r.session.locked and len(r.poses) > 20)
         positions: list[float] = []
+        bearings: list[float] = []
         captures: dict[int, int] = {}  # time_usec sent -> the host capture time
         while len(r.standin.landing_targets) < SAMPLES:
             await asyncio.sleep(1 / 30)
@@ -117,6 +129,9 @@ async def fly(profile):
             target = snapshot.target(obs.key)
             if target is not None and target.position_ned_m is not None:
                 positions.append(math.dist(target.position_ned_m, TARGET_NED))
+                truth = true_line_of_sight_ned(target.capture_ns)
+                cos = sum(a * b for a, b in zip(target.bearing_ned, truth, strict=True))
+                bearings.append(math.degrees(math.acos(min(1.0, cos / math.hypot(*truth)))))
         received = list(r.standin.landing_targets)
         # Each pose was placed with the mapping of its arrival: its boot time against the
         # stand-in's true clock at the host time it was given.
@@ -148,14 +163,16 @@ async def fly(profile):
     print(
         f"\n{profile.value}: n={len(time_errors_ms)} time_usec err p95 "
         f"{p95(time_errors_ms):.3f} ms; clock mapping err p95 {p95(clock_error_ms):.3f} ms "
-        f"(max {max(clock_error_ms):.3f}); PX4 offset {px4_offset_ms:+.3f} ms; world position "
-        f"p95 {p95(positions):.3f} m; latency {sender.stats()['latency_ms']}"
+        f"(max {max(clock_error_ms):.3f}); PX4 offset {px4_offset_ms:+.3f} ms; world bearing "
+        f"p95 {p95(bearings):.3f} deg, position p95 {p95(positions):.3f} m; "
+        f"latency {sender.stats()['latency_ms']}"
     )
     if angle_errors_deg:
         print(f"ardupilot angle err p95 {p95(angle_errors_deg):.3f} deg")
     if position_errors_m:
         print(f"px4 position err p95 {p95(position_errors_m):.3f} m")
     assert p95(time_errors_ms) <= 3.0
+    assert p95(bearings) <= 0.7 and p95(positions) <= 0.25
     assert abs(px4_offset_ms) <= 3.0
     if profile is Profile.ARDUPILOT:
         assert p95(angle_errors_deg) <= 0.7
