@@ -164,20 +164,20 @@ class AutopilotSession:
             self._window = {}
             self._window_ns = now_ns
             if self._up and self._requested_ns is not None:
-                silent = any(self.rates_hz.get(_name(i), 0.0) == 0.0 for i in self._streams[:2])
+                silent = [i for i in self._streams if not self.rates_hz.get(_name(i), 0.0)]
                 if silent and now_ns - self._requested_ns >= _REREQUEST_NS:
-                    self._request_streams(now_ns)
+                    self._request_streams(now_ns, silent)
 
     def _tick_timesync(self, now_ns: int) -> None:
         ts1 = self.estimator.request(now_ns)
         self.counts["timesync_requests"] += 1
         self.send(mc.timesync(self.codec, 0, ts1))
 
-    def _request_streams(self, now_ns: int) -> None:
+    def _request_streams(self, now_ns: int, streams: Sequence[int] | None = None) -> None:
         if self._bound is None:
             return
         self._requested_ns = now_ns
-        for message_id in self._streams:
+        for message_id in self._streams if streams is None else streams:
             self.counts["stream_requests"] += 1
             self.send(
                 mc.set_message_interval(self.codec, *self._bound, message_id, self._stream_hz)

@@ -8,10 +8,21 @@ import os
 import tty
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pymavlink.dialects.v20 import common as mavlink
 
 from gizmo_host.live.timing import LoopScheduler
-from gizmo_host.mavlink import AutopilotSession, Endpoint, Kind, MavlinkTransport, parse_url
+from gizmo_host.mavlink import (
+    AutopilotSession,
+    Endpoint,
+    Kind,
+    MavlinkPoseSource,
+    MavlinkTransport,
+    StandinAutopilot,
+    parse_url,
+)
+from gizmo_host.mavlink.codec import Codec
 
 from .mavlink_rig import circling, rig, until
 
@@ -58,27 +69,40 @@ def test_a_bad_url_is_one_line_naming_it(url, send_to):
     assert repr(url) in message or repr(send_to) in message
 
 
-def test_udp_with_the_standin_and_send_to_on_another_port():
-    """RflySim's shape: the companion listens on one port and sends to another."""
-
+def test_udp_with_the_standin_both_ways():
     async def main():
         async with rig(lag_ms=(8.0, 16.0)) as r:  # udpout stand-in -> udpin host
             await until(lambda: r.session.locked and len(r.poses) > 10)
             await until(lambda: r.standin.heard_heartbeat)
-        # Now two fixed ports: the stand-in listens on B; the host listens on A, sends to B.
-        received: list[bytes] = []
-        standin = MavlinkTransport(parse_url("udpin:127.0.0.1:0"), lambda d, t: received.append(d))
-        tasks = [asyncio.ensure_future(standin.run())]
-        await until(lambda: standin.local_port is not None)
-        host = MavlinkTransport(
-            parse_url("udpin:127.0.0.1:0", f"127.0.0.1:{standin.local_port}"), lambda d, t: None
-        )
-        tasks.append(asyncio.ensure_future(host.run()))
-        await until(lambda: host.is_open)
-        assert host.send(b"\xfd hello")  # no one has spoken to it: send_to says where
-        await until(lambda: bool(received))
-        for task in tasks:
-            task.cancel()
+
+    asyncio.run(main())
+
+
+def test_rflysim_shape_listen_on_one_port_and_send_to_another():
+    """RflySim's companion ports: the host listens on one port (20100+2N-1) and sends to
+    another (20100+2N-2), where the autopilot listens; here both ports are free ones."""
+
+    async def main():
+        standin = StandinAutopilot("udpin:127.0.0.1:0", circling, skew_ppm=-40.0)
+        task = asyncio.ensure_future(standin.run())
+        assert standin.transport is not None
+        await until(lambda: standin.transport.local_port is not None)
+        holder: list[MavlinkTransport] = []
+        session = AutopilotSession(lambda d: bool(holder[0].send(d)), LoopScheduler())
+        poses = []
+        MavlinkPoseSource(session, poses.append)
+        url = parse_url("udpin:127.0.0.1:0", f"127.0.0.1:{standin.transport.local_port}")
+        transport = MavlinkTransport(url, session.feed)
+        holder.append(transport)
+        tasks = [task, asyncio.ensure_future(transport.run())]
+        session.start()
+        # The stand-in hears the host first (send_to), then answers the port it heard.
+        await until(lambda: standin.heard_heartbeat)
+        await until(lambda: session.locked and len(poses) > 10)
+        await until(lambda: standin.px4_samples > 0)  # answered once locked
+        session.stop()
+        for t in tasks:
+            t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
     asyncio.run(main())
@@ -176,5 +200,25 @@ def test_an_unreachable_autopilot_is_a_down_link_with_a_reason(url):
     asyncio.run(main())
 
 
-def test_rig_vehicle_is_sane():
-    assert circling(0).position_ned_m[2] == -10.0
+@given(st.text(max_size=40), st.one_of(st.none(), st.text(max_size=20)))
+def test_any_url_text_parses_or_is_one_line_value_error(url, send_to):
+    try:
+        parse_url(url, send_to)
+    except ValueError as exc:
+        assert "\n" not in str(exc)
+
+
+@given(st.lists(st.binary(max_size=300), max_size=8), st.integers(0, 7))
+def test_the_codec_never_raises_and_finds_messages_between_garbage(chunks, where):
+    """Garbage without MAVLink's start bytes never hides the message after it."""
+    sender = Codec(1, 1)
+    message = sender.encode(sender.mav.heartbeat_encode(2, 12, 0, 0, 4))
+    clean = [bytes(b for b in c if b not in (0xFD, 0xFE)) for c in chunks]
+    clean.insert(min(where, len(clean)), message)
+    receiver = Codec(2, 1)
+    found = []
+    for chunk in clean:
+        found += receiver.decode(chunk)
+    for chunk in chunks:  # hostile bytes, start markers included: never an exception
+        receiver.decode(chunk)
+    assert [m.get_type() for m in found] == ["HEARTBEAT"]
