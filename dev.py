@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".installed-pyproject-sha256"
-EXTRAS = "test,images,uvloop,record,demo"
+EXTRAS = "test,images,uvloop,record,demo,mavlink"
 
 
 def _python() -> str:

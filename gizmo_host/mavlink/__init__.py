@@ -1,0 +1,33 @@
+"""MAVLink to the autopilot: its pose in, LANDING_TARGET out (the ``mavlink`` extra).
+
+pymavlink is imported in this package only (an import contract says so), and only for its
+codec: the transports are our own, on the asyncio loop (``transport``), for pymavlink-style
+URLs (``urls``). ``session`` keeps one autopilot link (heartbeats, stream requests, the
+autopilot's clock on ours by TIMESYNC), ``pose`` turns its messages into fusion poses,
+``landing`` sends LANDING_TARGET for the world's selected target, and ``standin`` plays the
+autopilot in tests and the demo. docs/mavlink.md describes the whole.
+"""
+
+from .landing import Held, LandingFields, LandingTargetSender, Profile
+from .pose import MavlinkPoseSource
+from .session import AutopilotSession
+from .standin import BootClock, ReceivedTarget, StandinAutopilot, VehicleTruth
+from .transport import MavlinkTransport
+from .urls import Endpoint, Kind, parse_url
+
+__all__ = [
+    "AutopilotSession",
+    "BootClock",
+    "Endpoint",
+    "Held",
+    "Kind",
+    "LandingFields",
+    "LandingTargetSender",
+    "MavlinkPoseSource",
+    "MavlinkTransport",
+    "Profile",
+    "ReceivedTarget",
+    "StandinAutopilot",
+    "VehicleTruth",
+    "parse_url",
+]

@@ -1,0 +1,187 @@
+"""The autopilot's pose as a fusion source: MAVLink messages -> :class:`fusion.PoseSample`.
+
+ATTITUDE_QUATERNION and LOCAL_POSITION_NED are paired by their ``time_boot_ms`` (the
+attitude slerped to the position's time when two bracket it, else the nearest within
+``max_pair_ms``); ODOMETRY, when streamed, is a pose by itself and then the only source of
+the epoch (never mixed with the pairs: the two may be stamped by different filters). Each
+pose is placed at its boot time mapped to the host clock by the session's estimator, with the
+estimator's epoch and status (LOCKING until locked: the world holds ``clock_not_locked``), and
+carries its velocity in NED, which the world's jump rule uses.
+
+A :class:`~fusion.timeline.PoseHistory` of the poses is kept here too, so the LANDING_TARGET
+sender can take the body attitude at a capture time from the autopilot's own poses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from fusion.geometry import Quat, Vec3, quat_rotate, slerp
+from fusion.inputs import PoseSample
+from fusion.timeline import JumpBounds, PoseHistory
+
+from . import codec as mc
+from .session import AutopilotSession
+
+PoseCallback = Callable[[PoseSample], None]
+_BUFFER = 8  # messages of each kind kept for pairing
+
+
+class MavlinkPoseSource:
+    """Listens to a session and emits a :class:`PoseSample` per pose it can place."""
+
+    def __init__(
+        self,
+        session: AutopilotSession,
+        on_pose: PoseCallback | None = None,
+        *,
+        copter_id: int = 1,
+        max_pair_ms: float = 15.0,
+        history_samples: int = 256,
+    ) -> None:
+        self._session = session
+        self._on_pose = on_pose
+        self._copter_id = copter_id
+        self._max_pair_ns = round(max_pair_ms * 1e6)
+        self._attitudes: deque[tuple[int, Quat]] = deque(maxlen=_BUFFER)
+        self._positions: deque[tuple[int, Vec3, Vec3 | None]] = deque(maxlen=_BUFFER)
+        self._last_ns: int | None = None  # the newest boot time emitted
+        self._odometry_epoch: int | None = None
+        self._epoch = session.estimator.epoch
+        self.history = PoseHistory(max_samples=history_samples, bounds=JumpBounds())
+        self.counts: dict[str, int] = dict.fromkeys(
+            ("poses", "unmapped", "invalid", "unpaired", "mixed", "stale"), 0
+        )
+        session.add_listener(self._message)
+
+    def _message(self, msg: Any, host_ns: int) -> None:
+        msg_id = msg.get_msgId()
+        epoch = self._session.estimator.epoch
+        if epoch != self._epoch:  # a reboot: boot times start again, and the choice of source
+            self._epoch = epoch
+            self.reset()
+        if msg_id == mc.MSG_ODOMETRY:
+            self._odometry(msg)
+        elif msg_id == mc.MSG_ATTITUDE_QUATERNION:
+            q = _quat((msg.q1, msg.q2, msg.q3, msg.q4))
+            if q is None:
+                self.counts["invalid"] += 1
+                return
+            self._attitudes.append((int(msg.time_boot_ms) * 1_000_000, q))
+            self._pair()
+        elif msg_id == mc.MSG_LOCAL_POSITION_NED:
+            p = _vec((msg.x, msg.y, msg.z))
+            if p is None:
+                self.counts["invalid"] += 1
+                return
+            v = _vec((msg.vx, msg.vy, msg.vz))
+            self._positions.append((int(msg.time_boot_ms) * 1_000_000, p, v))
+            self._pair()
+
+    def _pair(self) -> None:
+        if self._odometry_epoch is not None:
+            self.counts["mixed"] += 1
+            return
+        attitudes = self._attitudes
+        if not attitudes:
+            return
+        for t, position, velocity in list(self._positions):
+            if self._last_ns is not None and t <= self._last_ns:
+                continue
+            q = _attitude_at(attitudes, t, self._max_pair_ns)
+            if q is None:
+                if attitudes[-1][0] > t:
+                    self.counts["unpaired"] += 1
+                    self._last_ns = t  # no attitude will come for it any more
+                continue
+            self._emit(t, position, q, velocity)
+
+    def _odometry(self, msg: Any) -> None:
+        t = int(msg.time_usec) * 1000
+        q = _quat(msg.q)
+        p = _vec((msg.x, msg.y, msg.z))
+        if q is None or p is None or msg.frame_id != mc.FRAME_LOCAL_NED:
+            self.counts["invalid"] += 1
+            return
+        v = _vec((msg.vx, msg.vy, msg.vz))
+        if v is not None and msg.child_frame_id == mc.FRAME_BODY_FRD:
+            v = quat_rotate(q, v)
+        elif msg.child_frame_id != mc.FRAME_LOCAL_NED:
+            v = None
+        self._odometry_epoch = self._session.estimator.epoch
+        if self._last_ns is not None and t <= self._last_ns:
+            self.counts["stale"] += 1
+            return
+        self._emit(t, p, q, v)
+
+    def _emit(self, boot_ns: int, position: Vec3, q: Quat, velocity: Vec3 | None) -> None:
+        estimator = self._session.estimator
+        self._last_ns = boot_ns
+        host_ns = estimator.to_host_ns(boot_ns)
+        if host_ns is None:
+            self.counts["unmapped"] += 1
+            return
+        pose = PoseSample(
+            host_ns=host_ns,
+            sim_time_ns=boot_ns,
+            epoch=estimator.epoch,
+            position_ned_m=position,
+            quaternion_wxyz=q,
+            velocity_ned_m_s=velocity,
+            copter_id=self._copter_id,
+            clock_status=estimator.status,
+        )
+        self.counts["poses"] += 1
+        self.history.add(pose)
+        if self._on_pose is not None:
+            self._on_pose(pose)
+
+    def reset(self) -> None:
+        """Forget the boot times seen (the autopilot rebooted: its clock starts again)."""
+        self._last_ns = None
+        self._odometry_epoch = None
+        self._attitudes.clear()
+        self._positions.clear()
+
+    def attitude_at(self, host_ns: int) -> Quat | None:
+        """The body attitude at ``host_ns``, interpolated between the poses around it."""
+        at = self.history.interpolate(host_ns)
+        return None if at is None else at.quaternion_wxyz
+
+    def stats(self) -> dict[str, Any]:
+        return {**self.counts, "source": "odometry" if self._odometry_epoch is not None else "pair"}
+
+
+def _attitude_at(attitudes: deque[tuple[int, Quat]], t: int, tolerance_ns: int) -> Quat | None:
+    """The attitude at boot time ``t``: exact, slerped between close neighbours, or the
+    nearest within the tolerance; ``None`` while none is newer (the pair may still come)."""
+    before = after = None
+    for item in attitudes:
+        if item[0] <= t:
+            before = item
+        elif after is None:
+            after = item
+    if before is not None and before[0] == t:
+        return before[1]
+    if after is None:
+        return None
+    if before is not None and after[0] - before[0] <= 2 * tolerance_ns:
+        return slerp(before[1], after[1], (t - before[0]) / (after[0] - before[0]))
+    near = after if before is None or after[0] - t < t - before[0] else before
+    return near[1] if abs(near[0] - t) <= tolerance_ns else None
+
+
+def _vec(values: Any) -> Vec3 | None:
+    x, y, z = (float(v) for v in values)
+    return (x, y, z) if math.isfinite(x + y + z) else None
+
+
+def _quat(values: Any) -> Quat | None:
+    w, x, y, z = (float(v) for v in values)
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    if not math.isfinite(n) or abs(n - 1.0) > 1e-3:
+        return None
+    return (w / n, x / n, y / n, z / n)

@@ -1,0 +1,318 @@
+"""One autopilot over one MAVLink link: heartbeats, streams, and its clock on ours.
+
+The session is fed bytes with their host receive time (``feed``) and sends through an
+injected ``send(bytes) -> bool``, so it runs the same over any transport and, on a
+``FakeScheduler``, without one. It
+
+- sends its own HEARTBEAT (an onboard controller) at ``heartbeat_hz`` and TIMESYNC requests at
+  ``timesync_hz``, and asks the autopilot for ``streams`` at ``stream_hz`` with
+  MAV_CMD_SET_MESSAGE_INTERVAL whenever the link comes up, the autopilot reboots, or a stream
+  stays silent;
+- uses messages from ``target_system``/``target_component`` only; ``0`` binds to the first
+  autopilot whose HEARTBEAT it hears. Everything else (other ids, garbage, bad CRCs, unknown
+  ids) is counted and dropped;
+- declares the link down ``link_timeout_s`` after the last HEARTBEAT;
+- maps the autopilot's boot clock to the host clock with a
+  :class:`~fusion.timesync.TimesyncEstimator` (every ``time_boot_ms`` feeds its reboot
+  check) and answers the autopilot's own TIMESYNC requests in the autopilot's clock once
+  locked, never before, so PX4's offset to us stays zero. Before the estimator (which keeps
+  round trips under its own bound), answers slower than the least round trip of the last 50
+  by more than ``rtt_slack_ms`` are dropped: a loaded host or link delays one direction more
+  than the other, and the estimator takes an older-looking offset at once.
+
+Accepted messages go to the listeners (the pose source) with their host receive time.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fusion.simclock import SimClockStatus
+from fusion.timesync import TimesyncEstimator
+from gizmo_host.live.timing import Scheduler, Timer
+
+from . import codec as mc
+
+Listener = Callable[[Any, int], None]
+LinkCallback = Callable[[bool, int, str], None]
+DEFAULT_STREAMS = (mc.MSG_ATTITUDE_QUATERNION, mc.MSG_LOCAL_POSITION_NED, mc.MSG_ODOMETRY)
+_RATE_WINDOW_NS = 1_000_000_000
+_REREQUEST_NS = 5_000_000_000
+_RTT_WINDOW = 50  # TIMESYNC answers (5 s at 10 Hz) whose least round trip sets the bar
+_RTT_PLAUSIBLE_NS = 1_000_000_000
+
+
+class AutopilotSession:
+    """The host's side of one autopilot link (see the module docstring)."""
+
+    def __init__(
+        self,
+        send: Callable[[bytes], bool],
+        scheduler: Scheduler,
+        *,
+        target_system: int = 0,
+        target_component: int = 0,
+        system_id: int = 1,
+        component_id: int = mc.COMP_ONBOARD_COMPUTER,
+        streams: Sequence[int] = DEFAULT_STREAMS,
+        stream_hz: float = 50.0,
+        heartbeat_hz: float = 1.0,
+        timesync_hz: float = 10.0,
+        link_timeout_s: float = 3.0,
+        rtt_slack_ms: float = 1.0,
+        estimator: TimesyncEstimator | None = None,
+        on_link: LinkCallback | None = None,
+    ) -> None:
+        for name, value in (("heartbeat_hz", heartbeat_hz), ("timesync_hz", timesync_hz)):
+            if not value > 0:
+                raise ValueError(f"{name}: expected > 0, got {value!r}")
+        if not link_timeout_s > 0:
+            raise ValueError(f"link_timeout_s: expected > 0, got {link_timeout_s!r}")
+        if not 0 <= target_system <= 255 or not 0 <= target_component <= 255:
+            raise ValueError(
+                f"target ids: expected 0..255, got {target_system!r}/{target_component!r}"
+            )
+        self.codec = mc.Codec(system_id, component_id)
+        self.estimator = estimator or TimesyncEstimator()
+        self._send = send
+        self._scheduler = scheduler
+        self._target = (target_system, target_component)
+        self._bound: tuple[int, int] | None = None  # the autopilot's ids, once known
+        self._streams = tuple(streams)
+        self._stream_hz = stream_hz
+        self._heartbeat_ns = round(1e9 / heartbeat_hz)
+        self._timesync_ns = round(1e9 / timesync_hz)
+        self._timeout_ns = round(link_timeout_s * 1e9)
+        self._on_link = on_link
+        self._rtt_slack_ns = round(rtt_slack_ms * 1e6)
+        self._rtts: deque[int] = deque(maxlen=_RTT_WINDOW)
+        self._listeners: list[Listener] = []
+        self._timers: list[Timer] = []
+        self._link_timer: Timer | None = None
+        self._up = False
+        self._last_heartbeat_ns: int | None = None
+        self._autopilot: tuple[int, int] | None = None  # (MAV_TYPE, MAV_AUTOPILOT)
+        self._epoch = self.estimator.epoch
+        self._requested_ns: int | None = None
+        self._received: dict[str, int] = {}
+        self._window: dict[str, int] = {}
+        self._window_ns = 0
+        self.rates_hz: dict[str, float] = {}
+        self.counts: dict[str, int] = dict.fromkeys(
+            (
+                "accepted",
+                "foreign",
+                "unbound",
+                "link_ups",
+                "link_losses",
+                "reboots",
+                "stream_requests",
+                "timesync_requests",
+                "timesync_answered",
+                "timesync_unanswered",
+                "timesync_filtered",
+                "send_failures",
+            ),
+            0,
+        )
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def start(self) -> None:
+        now = self._scheduler.now_ns()
+        self._window_ns = now
+        self._every(self._heartbeat_ns, self._tick_heartbeat, now)
+        self._every(self._timesync_ns, self._tick_timesync, now)
+
+    def stop(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        if self._link_timer is not None:
+            self._link_timer.cancel()
+            self._link_timer = None
+
+    def _every(self, period_ns: int, action: Callable[[int], None], first_ns: int) -> None:
+        slot = len(self._timers)
+
+        def fire(due_ns: int) -> None:
+            now = self._scheduler.now_ns()
+            action(now)
+            following = max(due_ns + period_ns, now + 1)
+            self._timers[slot] = self._scheduler.call_at_ns(following, lambda: fire(following))
+
+        self._timers.append(self._scheduler.call_at_ns(first_ns, lambda: fire(first_ns)))
+
+    # -- sending ---------------------------------------------------------------------------
+
+    def send(self, data: bytes) -> bool:
+        if self._send(data):
+            return True
+        self.counts["send_failures"] += 1
+        return False
+
+    def _tick_heartbeat(self, now_ns: int) -> None:
+        self.send(mc.heartbeat(self.codec, mc.TYPE_ONBOARD_CONTROLLER, mc.AUTOPILOT_INVALID))
+        elapsed = now_ns - self._window_ns
+        if elapsed >= _RATE_WINDOW_NS:
+            self.rates_hz = {k: round(n * 1e9 / elapsed, 2) for k, n in self._window.items()}
+            self._window = {}
+            self._window_ns = now_ns
+            if self._up and self._requested_ns is not None:
+                silent = [i for i in self._streams if not self.rates_hz.get(_name(i), 0.0)]
+                if silent and now_ns - self._requested_ns >= _REREQUEST_NS:
+                    self._request_streams(now_ns, silent)
+
+    def _tick_timesync(self, now_ns: int) -> None:
+        ts1 = self.estimator.request(now_ns)
+        self.counts["timesync_requests"] += 1
+        self.send(mc.timesync(self.codec, 0, ts1))
+
+    def _request_streams(self, now_ns: int, streams: Sequence[int] | None = None) -> None:
+        if self._bound is None:
+            return
+        self._requested_ns = now_ns
+        for message_id in self._streams if streams is None else streams:
+            self.counts["stream_requests"] += 1
+            self.send(
+                mc.set_message_interval(self.codec, *self._bound, message_id, self._stream_hz)
+            )
+
+    # -- receiving -------------------------------------------------------------------------
+
+    def feed(self, data: bytes, host_ns: int) -> None:
+        """Bytes read at ``host_ns``: decode, filter, and act on every message in them."""
+        for msg in self.codec.decode(data):
+            self._message(msg, host_ns)
+
+    def _message(self, msg: Any, host_ns: int) -> None:
+        ids = (msg.get_srcSystem(), msg.get_srcComponent())
+        msg_id = msg.get_msgId()
+        if self._bound is None:
+            if msg_id != mc.MSG_HEARTBEAT or not self._binds(msg, ids):
+                self.counts["unbound"] += 1
+                return
+            self._bound = ids
+        if ids != self._bound:
+            self.counts["foreign"] += 1
+            return
+        self.counts["accepted"] += 1
+        name = msg.get_type()
+        self._received[name] = self._received.get(name, 0) + 1
+        self._window[name] = self._window.get(name, 0) + 1
+        if msg_id == mc.MSG_HEARTBEAT:
+            self._heartbeat(msg, host_ns)
+        elif msg_id == mc.MSG_TIMESYNC:
+            self._timesync(msg, host_ns)
+        else:
+            boot_ns = boot_time_ns(msg)
+            if boot_ns is not None:
+                self.estimator.boot_time(boot_ns, host_ns)
+        if self.estimator.epoch != self._epoch:
+            self._epoch = self.estimator.epoch
+            self.counts["reboots"] += 1
+            self._request_streams(host_ns)
+        for listener in self._listeners:
+            listener(msg, host_ns)
+
+    def _binds(self, msg: Any, ids: tuple[int, int]) -> bool:
+        system, component = self._target
+        if (system and ids[0] != system) or (component and ids[1] != component):
+            return False
+        return bool(system and component) or msg.autopilot != mc.AUTOPILOT_INVALID
+
+    def _heartbeat(self, msg: Any, host_ns: int) -> None:
+        self._last_heartbeat_ns = host_ns
+        self._autopilot = (int(msg.type), int(msg.autopilot))
+        if self._link_timer is not None:
+            self._link_timer.cancel()
+        self._link_timer = self._scheduler.call_at_ns(host_ns + self._timeout_ns, self._lost)
+        if not self._up:
+            self._up = True
+            self.counts["link_ups"] += 1
+            self._request_streams(host_ns)
+            if self._on_link is not None:
+                self._on_link(True, host_ns, "heartbeat")
+
+    def _lost(self) -> None:
+        self._link_timer = None
+        if self._up:
+            self._up = False
+            self.counts["link_losses"] += 1
+            if self._on_link is not None:
+                reason = f"no heartbeat for {self._timeout_ns / 1e9:g} s"
+                self._on_link(False, self._scheduler.now_ns(), reason)
+
+    def _timesync(self, msg: Any, host_ns: int) -> None:
+        if msg.tc1 != 0:
+            rtt = host_ns - int(msg.ts1)  # our ts1 is the host time we sent it at
+            if 0 <= rtt <= _RTT_PLAUSIBLE_NS:
+                self._rtts.append(rtt)
+                if rtt > min(self._rtts) + self._rtt_slack_ns:
+                    self.counts["timesync_filtered"] += 1  # its asymmetry could be rtt/2
+                    return
+            self.estimator.answer(int(msg.tc1), int(msg.ts1), host_ns)
+            return
+        now = self.estimator.autopilot_now_ns(host_ns)
+        if now is None:
+            self.counts["timesync_unanswered"] += 1  # not locked: PX4 keeps its own offset
+            return
+        self.counts["timesync_answered"] += 1
+        self.send(mc.timesync(self.codec, now, int(msg.ts1)))
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def link_up(self) -> bool:
+        return self._up
+
+    @property
+    def locked(self) -> bool:
+        return self.estimator.status is SimClockStatus.LOCKED
+
+    def stats(self, now_ns: int) -> dict[str, Any]:
+        ts = self.estimator.stats()
+        hb = self._last_heartbeat_ns
+        return {
+            "link": "UP" if self._up else "DOWN",
+            "autopilot": None if self._bound is None else list(self._bound),
+            "autopilot_type": None if self._autopilot is None else list(self._autopilot),
+            "heartbeat_age_ms": None if hb is None else round((now_ns - hb) / 1e6, 1),
+            "rates_hz": dict(self.rates_hz),
+            "received": dict(self._received),
+            "timesync": {
+                "status": ts.status,
+                "epoch": ts.epoch,
+                "offset_ms": None if ts.offset_ns is None else round(ts.offset_ns / 1e6, 3),
+                "rtt_ms": None if ts.rtt_ns is None else round(ts.rtt_ns / 1e6, 3),
+                "min_rtt_ms": None if ts.min_rtt_ns is None else round(ts.min_rtt_ns / 1e6, 3),
+                "skew_ppm": None if ts.skew_ppm is None else round(ts.skew_ppm, 2),
+                "samples": ts.samples,
+                "accepted": ts.accepted,
+                "rejected_rtt": ts.rejected_rtt,
+                "outliers": ts.outliers,
+                "reboots": ts.reboots,
+            },
+            "counts": dict(self.counts),
+            "codec": self.codec.stats(),
+        }
+
+
+def _name(message_id: int) -> str:
+    return mc.message_name(message_id)
+
+
+def boot_time_ns(msg: Any) -> int | None:
+    """A message's time on the autopilot's boot clock, when it carries one."""
+    ms = getattr(msg, "time_boot_ms", None)
+    if ms is not None:
+        return int(ms) * 1_000_000
+    us = getattr(msg, "time_usec", None)
+    if us is not None and msg.get_msgId() == mc.MSG_ODOMETRY:
+        return int(us) * 1000
+    return None
