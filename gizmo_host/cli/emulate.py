@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import signal
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -42,6 +41,7 @@ from gizmo_host.emulator.scenario import Scenario
 from gizmo_host.emulator.settings import EmulateSettings, load_settings, read_toml
 from gizmo_host.emulator.sources import BoxSource, PoseSource, ScenarioSource, TargetSource
 from gizmo_host.errors import ConfigError
+from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.stream.store import TargetSelector
 from rfly_link.config import load_config as load_rfly_config
 from rfly_link.errors import ConfigError as RflyConfigError
@@ -306,8 +306,7 @@ async def emulate(
     )
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
+    restore_signals = add_stop_handlers(loop, stop.set)  # ends within a second regardless
     try:
         await source.start()
         running = asyncio.create_task(runner.run(), name="gizmo-emulate")
@@ -318,8 +317,7 @@ async def emulate(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
     finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
+        restore_signals()
         await source.close()
         await port.close()
     return runner.stats()

@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from gizmo_host.deploy.diagnostics import explain_open_error
 from gizmo_host.errors import ConfigError
 from gizmo_host.live.rfly_sources import SensorRequester
 from gizmo_host.live.service import GizmoService
+from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.live.world import WorldService
 from gizmo_host.stream.events import LinkEvent
 
@@ -196,9 +196,7 @@ class Recorder:
 
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(signum, stop.set)
+        add_stop_handlers(loop, stop.set)  # and the process ends within a second regardless
         name = self.args.output
         stream = _open_output(name)
         info = {

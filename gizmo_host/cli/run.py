@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import gc
 import logging
-import signal
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -39,6 +38,7 @@ from gizmo_host.live.publish import (
     with_types,
 )
 from gizmo_host.live.service import GizmoService
+from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.live.world import WorldService
 from gizmo_host.stream.events import version_message
 
@@ -220,9 +220,7 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
     """Run until SIGINT/SIGTERM (or ``stop`` is set)."""
     loop = asyncio.get_running_loop()
     stop = stop or asyncio.Event()
-    with contextlib.suppress(NotImplementedError, RuntimeError):
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
+    add_stop_handlers(loop, stop.set)  # and the process ends within a second whatever happens
     service = build_service(config)
     world_setup = config.world_setup()
     world = None if world_setup is None else build_world(world_setup)
