@@ -11,12 +11,11 @@ import socket
 import subprocess
 import sys
 
-import jsonschema
 import pytest
 
 from gizmo_host.cli import main
 from gizmo_host.emulator import BoardModel, PtyBoard, play
-from gizmo_host.schemas import MESSAGE_TYPES, load_schema
+from tests.support.schemas import validate_message
 
 TIMEOUT_S = 10.0
 
@@ -31,11 +30,6 @@ async def start_run(
         stderr=asyncio.subprocess.PIPE,
         **kwargs,
     )
-
-
-def validate(message: dict) -> None:
-    assert message["type"] in MESSAGE_TYPES
-    jsonschema.validate(message, load_schema(message["type"]))
 
 
 @pytest.mark.parametrize("event_loop", ["asyncio", "uvloop"])
@@ -72,7 +66,7 @@ def test_run_prints_schema_valid_json_lines_and_talks_to_systemd(link_path, tmp_
                 line = await asyncio.wait_for(proc.stdout.readline(), TIMEOUT_S)
                 assert line, "gizmo-host run ended early"
                 message = json.loads(line)
-                validate(message)
+                validate_message(message)
                 messages.append(message)
                 return message
 
@@ -88,14 +82,14 @@ def test_run_prints_schema_valid_json_lines_and_talks_to_systemd(link_path, tmp_
                 await until(lambda m: m["type"] == "link" and m["state"] == "SYNCING")
                 reader, writer = await asyncio.open_unix_connection(socket_path)
                 version = json.loads(await asyncio.wait_for(reader.readline(), TIMEOUT_S))
-                validate(version)
+                validate_message(version)
                 player = asyncio.create_task(play(board, BoardModel(), 45))
                 proceed = await until(
                     lambda m: m["type"] == "verdict" and m["decision"] == "PROCEED"
                 )
                 assert proceed["selector"] == {"source_id": None, "result_type": 5, "id": 11}
                 from_socket = json.loads(await asyncio.wait_for(reader.readline(), TIMEOUT_S))
-                validate(from_socket)
+                validate_message(from_socket)
                 await player
                 hold = await until(lambda m: m["type"] == "verdict" and m["decision"] == "HOLD")
                 assert "stale" in hold["reasons"]
@@ -214,7 +208,7 @@ def test_a_client_that_closed_its_sending_side_gets_every_result(link_path, tmp_
                     line = await asyncio.wait_for(reader.readline(), TIMEOUT_S)
                     assert line, "the server hung up on a client that only closed its input"
                     message = json.loads(line)
-                    validate(message)
+                    validate_message(message)
                     if message["type"] == "result":
                         sequences.append(message["result"]["sequence"])
                 assert sequences == list(range(count))

@@ -16,13 +16,12 @@ import signal
 import socket
 import sys
 
-import jsonschema
 import pytest
 
 from gizmo_host.emulator import BoardModel, PtyBoard
-from gizmo_host.schemas import load_schema
 from rfly_link import messages as m
 from rfly_link import ports
+from tests.support.schemas import validate_message
 
 TIMEOUT_S = 15.0
 TTL_MS = 200.0
@@ -111,7 +110,7 @@ def test_world_lines_from_a_pty_and_coptersim_udp(link_path, tmp_path):
                         stderr = (await proc.stderr.read()).decode()
                         raise AssertionError(f"gizmo-host run ended early: {stderr}")
                     message = json.loads(line)
-                    jsonschema.validate(message, load_schema(message["type"]))
+                    validate_message(message)
                     messages.append(message)
                     if predicate(message):
                         return message

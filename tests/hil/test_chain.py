@@ -23,12 +23,10 @@ import asyncio
 from itertools import pairwise
 from typing import Any
 
-import jsonschema
 import pytest
 
 from gizmo_host.emulator.faults import Fault
 from gizmo_host.emulator.faults import FaultKind as K
-from gizmo_host.schemas import load_schema
 from rfly_link import ports
 from tests.hil.chain import Chain, Plan, host_counters, run_chains, selected
 from tests.hil.judge import (
@@ -45,6 +43,7 @@ from tests.hil.judge import (
     verdicts_between,
 )
 from tests.hil.scene import swinging_orbit
+from tests.support.schemas import validate_message
 
 PERIOD_S = 1 / 30
 TTL_S = 0.25
@@ -122,12 +121,8 @@ def chain(request: pytest.FixtureRequest, chains: dict[str, Chain]) -> Chain:
 def test_the_host_runs_clean_and_every_line_has_its_schema(chain: Chain) -> None:
     assert chain.returncode == 0, chain.stderr
     assert "Traceback" not in chain.stderr
-    validators = {
-        kind: jsonschema.Draft202012Validator(load_schema(kind))
-        for kind in {line["type"] for line in chain.lines}
-    }
     for line in chain.lines:
-        validators[line["type"]].validate(line)
+        validate_message(line)
     world = chain.world
     assert [w["seq"] for w in world] == list(range(1, len(world) + 1))
     assert chain.emulator["cycles_skipped"] == 0
