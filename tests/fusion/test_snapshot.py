@@ -27,9 +27,8 @@ from fusion import (
     world_schema,
 )
 from fusion.simclock import SimClockStatus
+from tests.support.fusion_inputs import MS, not_detected, observation, pose, up, world
 from tests.support.schemas import validate_schema
-
-from .helpers import MS, not_detected, observation, pose, up, world
 
 SCHEMA = world_schema()
 

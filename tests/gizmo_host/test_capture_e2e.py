@@ -23,8 +23,8 @@ from gizmo_host.capture.reader import CaptureReader, HostLine
 from gizmo_host.cli.capture_world import OfflineReplay
 from gizmo_host.emulator import BoardModel, PtyBoard
 from rfly_link import ports
-from tests.gizmo_host.test_goldens import changes
-from tests.gizmo_host.test_world_run_e2e import free_copter_id, state_datagram
+from tests.support.coptersim import free_copter_id, state_datagram
+from tests.support.goldens import changes
 
 TIMEOUT_S = 15.0
 FRAMES = 45  # 1.5 s at 30 Hz: the device clock locks after 1 s, so PROCEED is recorded

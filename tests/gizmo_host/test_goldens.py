@@ -23,6 +23,7 @@ import pytest
 from gizmo_host.capture.reader import CaptureReader, HostLine
 from gizmo_host.cli.capture_world import OfflineReplay
 from tests.captures import generate
+from tests.support.goldens import changes
 
 CAPTURES = Path(generate.__file__).resolve().parent
 NAMES = sorted(path.stem for path in CAPTURES.glob("*.mcap"))
@@ -184,16 +185,6 @@ def test_a_live_recording_replays_to_what_the_live_host_printed() -> None:
         transitions
     )
     assert changes(recorded["world"]) == changes(of_type("live_clean", "world"))
-
-
-def changes(lines_: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """The verdicts of ``verdict`` or ``world`` lines, each change once."""
-    out: list[tuple[Any, ...]] = []
-    for line in lines_:
-        key = (line.get("decision", line.get("verdict")), tuple(line["reasons"]))
-        if not out or out[-1] != key:
-            out.append(key)
-    return out
 
 
 # -- what each case shows ------------------------------------------------------------------

@@ -13,8 +13,7 @@ from gizmo_host.live.link import SerialLink
 from gizmo_host.live.service import GizmoService
 from gizmo_host.stream.events import LinkEvent, LinkState
 from gizmo_host.stream.store import Decision, HoldReason
-
-from .waits import wait_link, wait_verdict
+from tests.support.waits import wait_link, wait_verdict
 
 TIMEOUT_S = 5.0
 

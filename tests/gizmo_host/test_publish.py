@@ -25,8 +25,7 @@ from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult, version_message
 from gizmo_host.stream.tracker import SequenceEvent
 from tests.support.schemas import validate_as
-
-from .strategies import vision_results
+from tests.support.strategies import vision_results
 
 TIMEOUT_S = 5.0
 

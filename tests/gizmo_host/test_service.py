@@ -15,8 +15,7 @@ from gizmo_host.stream.pipeline import FramePipeline
 from gizmo_host.stream.store import Decision, HoldReason, TargetSelector
 from gizmo_host.stream.tracker import SequenceEvent
 from tests.support.schemas import validate_as
-
-from .waits import wait_link
+from tests.support.waits import wait_link
 
 TIMEOUT_S = 5.0
 

@@ -34,9 +34,9 @@ from rfly_link import messages as m
 from rfly_link import ports
 from rfly_link.config import VisionSensorConfig, parse_config
 from rfly_link.sim.builders import sensor_datagrams
-
-from .test_safety_e2e import Run, spawn_run
-from .test_world_attacks import (
+from tests.support.coptersim import free_copter_id
+from tests.support.run_process import Run, spawn_run
+from tests.support.world_attacks import (
     ACCURACY_MS,
     SELECT,
     SPEED_M_S,
@@ -44,7 +44,6 @@ from .test_world_attacks import (
     Board,
     Poses,
     Truth,
-    free_copter_id,
     proceeds,
     run_world,
     selected,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gizmo_host.cli import main
-from tests.rfly_link.rfly_process import sensor_json, write_config
+from tests.support.rfly_process import sensor_json, write_config
 
 
 def test_a_copter_id_beyond_the_port_range_is_one_line_and_exit_2() -> None:

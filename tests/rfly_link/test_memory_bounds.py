@@ -24,7 +24,7 @@ import pytest
 
 from rfly_link import sensors
 from rfly_link.reassembly import fragment_payload
-from tests.rfly_link.rfly_process import (
+from tests.support.rfly_process import (
     final_stats,
     free_udp_port,
     sensor_json,
