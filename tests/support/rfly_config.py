@@ -1,4 +1,4 @@
-"""A small valid RflySim Config.json: three vision sensors the loader and endpoint tests start from."""
+"""A small valid RflySim Config.json: the three vision sensors the config tests start from."""
 
 from __future__ import annotations
 
