@@ -229,8 +229,10 @@ class Recorder:
                 return 1
             _close_quietly(stream)
         stats = background.stats()
+        errors = "" if self.world is None else f", {self.world_errors} world input errors"
         print(
-            f"gizmo-host record: {name}: {stats['messages']} messages, {stats['dropped']} dropped",
+            f"gizmo-host record: {name}: {stats['messages']} messages, {stats['dropped']} dropped"
+            f"{errors}",
             file=sys.stderr,
         )
         return 0
@@ -296,6 +298,9 @@ class Recorder:
             message = service.stats()
             if self.world is not None:
                 message["world"] = world_stats(self.world, self.router)
+                # The world's datagrams come through the recorder here, not its receivers:
+                # their failures count where `run` counts its receivers' (world.input_errors).
+                message["world"]["input_errors"] += self.world_errors
             background.host_dict(message, self.clock())
 
 

@@ -81,7 +81,7 @@ async def record_live(link: str, config: Path, out: Path, copter_id: int) -> Non
             stderr = (await asyncio.wait_for(proc.stderr.read(), TIMEOUT_S)).decode()
             rc = await asyncio.wait_for(proc.wait(), TIMEOUT_S)
         assert rc == 0, stderr
-        assert "0 dropped" in stderr, stderr
+        assert "0 dropped, 0 world input errors" in stderr, stderr  # both counted, both reported
 
 
 async def replay_into_run(capture: Path, link: str, config: Path, results: int) -> list[dict]:
