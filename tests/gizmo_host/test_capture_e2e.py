@@ -19,12 +19,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gizmo_host.capture.reader import CaptureReader, HostLine
 from gizmo_host.cli.capture_world import OfflineReplay
 from gizmo_host.emulator import BoardModel, PtyBoard
 from rfly_link import ports
 from tests.support.coptersim import free_copter_id, state_datagram
 from tests.support.goldens import changes
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.realtime]
 
 TIMEOUT_S = 15.0
 FRAMES = 45  # 1.5 s at 30 Hz: the device clock locks after 1 s, so PROCEED is recorded

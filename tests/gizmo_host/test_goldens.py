@@ -151,6 +151,7 @@ def test_a_synthetic_capture_is_rebuilt_from_the_repo(name: str, tmp_path: Path)
     assert list(fresh.messages()) == list(stored.messages())
 
 
+@pytest.mark.subprocess
 def test_replay_is_deterministic_and_the_command_prints_the_golden() -> None:
     """Twice in process, then once through ``gizmo-host replay --offline``: the same bytes."""
     name = "udp_loss"

@@ -8,6 +8,8 @@ import fcntl
 import os
 import random
 
+import pytest
+
 from gizmo_host.emulator import BoardModel, PtyBoard, play
 from gizmo_host.live.link import SerialLink
 from gizmo_host.live.service import GizmoService
@@ -73,6 +75,7 @@ def test_frames_written_to_the_master_arrive_decoded(link_path):
     asyncio.run(main())
 
 
+@pytest.mark.realtime
 def test_missing_device_at_start_is_retried_until_it_appears(link_path):
     async def main():
         board = PtyBoard(link_path)
@@ -134,6 +137,7 @@ def test_a_read_error_ends_the_connection_with_that_error(link_path):
     asyncio.run(main())
 
 
+@pytest.mark.realtime
 def test_silent_port_goes_silent_then_back_up(link_path):
     async def main():
         model = BoardModel()
@@ -151,6 +155,7 @@ def test_silent_port_goes_silent_then_back_up(link_path):
     asyncio.run(main())
 
 
+@pytest.mark.realtime
 def test_port_held_by_another_process_is_busy_and_retried(link_path):
     async def main():
         with PtyBoard(link_path) as board:
@@ -172,6 +177,7 @@ def test_port_held_by_another_process_is_busy_and_retried(link_path):
     asyncio.run(main())
 
 
+@pytest.mark.realtime
 def test_unplug_gives_link_down_and_verdict_hold_within_500ms(link_path):
     async def main():
         model = BoardModel()

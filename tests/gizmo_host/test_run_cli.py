@@ -33,6 +33,7 @@ async def start_run(
 
 
 @pytest.mark.parametrize("event_loop", ["asyncio", "uvloop"])
+@pytest.mark.subprocess
 def test_run_prints_schema_valid_json_lines_and_talks_to_systemd(link_path, tmp_path, event_loop):
     if event_loop == "uvloop":
         pytest.importorskip("uvloop", reason="the uvloop extra is not installed")
@@ -115,6 +116,7 @@ def test_run_prints_schema_valid_json_lines_and_talks_to_systemd(link_path, tmp_
     asyncio.run(main_async())
 
 
+@pytest.mark.subprocess
 def test_a_stalled_socket_client_is_dropped_while_another_gets_every_result(link_path, tmp_path):
     """End to end: pty -> gizmo-host run -> Unix socket, one client that never reads and one
     that does. The reader never waits for the stalled one: it is dropped once its buffers
@@ -169,6 +171,7 @@ def test_a_stalled_socket_client_is_dropped_while_another_gets_every_result(link
 
 
 @pytest.mark.parametrize("event_loop", ["asyncio", "uvloop"])
+@pytest.mark.subprocess
 def test_a_client_that_closed_its_sending_side_gets_every_result(link_path, tmp_path, event_loop):
     """Issue 10 item 8, end to end: a client that calls shutdown(SHUT_WR) at once (as ``socat``
     fed from /dev/null does) got the version line and was then disconnected. It is a reader:
@@ -259,6 +262,7 @@ def test_a_bad_config_file_is_one_line_naming_it_and_exit_2(
         (["--stats-interval-s", "0.001"], "", "--stats-interval-s: publish.stats_interval_s:"),
     ],
 )
+@pytest.mark.subprocess
 def test_a_period_that_would_spin_the_cpu_exits_2_naming_the_setting_and_minimum(
     link_path, tmp_path, flags, config, message
 ):

@@ -21,9 +21,13 @@ import signal
 import time
 from dataclasses import dataclass, field
 
+import pytest
+
 from gizmo_host.emulator import LOST_RELATIVE, BoardModel, PtyBoard
 from gizmo_host.wire.results import ResultType
 from tests.support.run_process import Run, spawn_run
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.realtime]
 
 TIMEOUT_S = 10.0
 TTL_MS = 200.0

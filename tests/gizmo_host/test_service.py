@@ -6,6 +6,8 @@ import asyncio
 import random
 import time
 
+import pytest
+
 from gizmo_host.emulator import BoardModel, PtyBoard, play
 from gizmo_host.live.service import GizmoService
 from gizmo_host.live.timing import FakeScheduler
@@ -67,6 +69,7 @@ def test_garbage_sequence_wrap_and_device_reset_mid_stream(link_path):
     asyncio.run(main())
 
 
+@pytest.mark.realtime
 def test_results_carry_host_capture_time_and_verdict_turns_proceed_then_stale(link_path):
     async def main():
         model = BoardModel()

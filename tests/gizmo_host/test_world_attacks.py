@@ -17,6 +17,8 @@ import math
 import struct
 import time
 
+import pytest
+
 from rfly_link import messages as m
 from tests.support.run_process import Run
 from tests.support.world_attacks import (
@@ -35,6 +37,8 @@ from tests.support.world_attacks import (
     state,
     violations,
 )
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.realtime]
 
 
 def test_old_target_never_proceeds_after_link_silent(link_path, tmp_path):

@@ -15,10 +15,14 @@ import signal
 import socket
 import sys
 
+import pytest
+
 from gizmo_host.emulator import BoardModel, PtyBoard
 from rfly_link import ports
 from tests.support.coptersim import HOVER_NED_M, free_copter_id, state_datagram
 from tests.support.schemas import validate_message
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.realtime]
 
 TIMEOUT_S = 15.0
 TTL_MS = 200.0

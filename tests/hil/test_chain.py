@@ -45,6 +45,8 @@ from tests.hil.judge import (
 from tests.hil.scene import swinging_orbit
 from tests.support.schemas import validate_message
 
+pytestmark = [pytest.mark.hil, pytest.mark.subprocess, pytest.mark.realtime]
+
 PERIOD_S = 1 / 30
 TTL_S = 0.25
 SILENT_AFTER_S = 0.3

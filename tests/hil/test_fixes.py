@@ -28,6 +28,8 @@ from rfly_link.sim import cli as sim_cli
 from rfly_link.sim.sensorset import builtin_config_text
 from tests.support.emulate_host import START_NS, make_emulation
 
+pytestmark = pytest.mark.hil
+
 MS = 1_000_000
 BOX = NormBox(10, -20, 100, 100)
 
