@@ -1,8 +1,8 @@
 """Coordinate frames: RflySim's NED/FRD to and from the ROS conventions NWU/FLU and ENU/FLU.
 
 Internally everything stays NED (world) and FRD (body), as RflySim and PX4 send it
-(DECISIONS.md, frames). Quaternions are (w, x, y, z) and give the body attitude: they rotate a
-body vector into the world frame. FRD->FLU and NED->NWU are both a 180° rotation about x,
+(docs/protocol-decisions.md, frames). Quaternions are (w, x, y, z) and give the body attitude: they
+rotate a body vector into the world frame. FRD->FLU and NED->NWU are both a 180° rotation about x,
 ``(x, -y, -z)``; the same holds for accelerations and angular rates (the SDK's IMU acceleration
 mapping ``[-a0, a1, -a2]`` is a defect we do not copy). ENU from NED is ``(y, x, -z)``.
 

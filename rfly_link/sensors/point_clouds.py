@@ -1,8 +1,8 @@
 """Point-cloud payloads (TypeID 7, 20-23): layouts told apart by exact length, never guessed.
 
-DECISIONS.md, point clouds: ``len == prefix + point_count * bytes_per_point`` is checked for
-every known layout before ``point_count`` is used for anything. int16 coordinates are scaled to
-metres by ``otherParams[0] / 32767``; float32 ones are metres already.
+docs/protocol-decisions.md, point clouds: ``len == prefix + point_count * bytes_per_point`` is
+checked for every known layout before ``point_count`` is used for anything. int16 coordinates are
+scaled to metres by ``otherParams[0] / 32767``; float32 ones are metres already.
 """
 
 from __future__ import annotations

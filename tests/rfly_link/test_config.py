@@ -1,4 +1,4 @@
-"""Config.json loading against the behaviour documented in rflysim-config-json.md."""
+"""Config.json loading against the SDK's behaviour (docs/protocol-decisions.md, Config.json)."""
 
 from __future__ import annotations
 
