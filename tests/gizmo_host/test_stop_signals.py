@@ -99,3 +99,15 @@ def test_run_with_a_stalled_stdout_ends_on_a_signal(signum: int, tmp_path: Path)
     finally:
         os.close(read_fd)
     assert status in {0, 128 + signum, -signum}
+
+
+@pytest.mark.realtime
+def test_demo_with_a_stalled_stdout_ends_on_sigterm() -> None:
+    read_fd, write_fd = stalled_pipe()
+    proc = spawn(["demo", "--json", "--duration", "120"], write_fd)  # world lines on stdout
+    try:
+        feed_until_blocked(proc, lambda: time.sleep(0.01))  # wait for the process
+        status = ends_after(proc, signal.SIGTERM)
+    finally:
+        os.close(read_fd)
+    assert status in {0, 128 + signal.SIGTERM, -signal.SIGTERM}
