@@ -4,9 +4,14 @@
 ``python3 dev.py demo`` and ``python3 dev.py test`` create ``.venv`` on first use, install the
 project with its test extras there (again only when ``pyproject.toml`` changes), then run.
 ``test`` runs ruff (lint and format), ``mypy --strict``, import-linter's layer contracts and
-pytest, stopping at the first that fails. ``regen-goldens`` rewrites the golden outputs in
-``tests/captures`` from their captures, on purpose (``--captures``: rebuild the synthetic
-captures first).
+pytest, stopping at the first that fails; ``test --fast`` skips the tests marked realtime,
+subprocess or hil (the edit loop; CI runs everything). ``regen-goldens`` rewrites the golden
+outputs in ``tests/captures`` from their captures, on purpose (``--captures``: rebuild the
+synthetic captures first).
+
+The interpreter that runs dev.py owns the venv: ``.venv`` is the first one's, and another
+Python gets its own (``python3.10 dev.py test --fast`` uses ``.venv-3.10``), so every supported
+Python can be checked from one checkout.
 """
 
 from __future__ import annotations
@@ -20,10 +25,27 @@ import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-VENV = ROOT / ".venv"
+EXTRAS = "test,images,uvloop,record,demo,mavlink"
+FAST = "not realtime and not subprocess and not hil"
+
+
+def _venv_for(version: tuple[int, int]) -> Path:
+    """``.venv`` unless it was made by another Python, then ``.venv-X.Y``."""
+    default = ROOT / ".venv"
+    cfg = default / "pyvenv.cfg"
+    if not cfg.exists():
+        return default
+    for line in cfg.read_text().splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() in {"version", "version_info"}:
+            made_by = tuple(int(p) for p in value.strip().split(".")[:2])
+            return default if made_by == version else ROOT / f".venv-{version[0]}.{version[1]}"
+    return default
+
+
+VENV = _venv_for(sys.version_info[:2])
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".installed-pyproject-sha256"
-EXTRAS = "test,images,uvloop,record,demo,mavlink"
 
 
 def _python() -> str:
@@ -60,7 +82,10 @@ def main(argv: list[str]) -> int:
     rest = argv[1:]
     if task == "help" or task not in {"demo", "test", "lint", "bench", "env", "regen-goldens"}:
         print(__doc__.strip())
-        print("\ntasks: demo, test [pytest args], lint, bench, env, regen-goldens [--captures]")
+        print(
+            "\ntasks: demo, test [--fast] [pytest args], lint, bench, env, "
+            "regen-goldens [--captures]"
+        )
         return 0 if task == "help" else 2
     ensure_env()
     if task == "env":
@@ -78,6 +103,8 @@ def main(argv: list[str]) -> int:
             rc |= run(_python(), script)
         return rc
     # test: the static checks first (fast, and each names what is wrong), then the suite.
+    if "--fast" in rest:
+        rest = ["-m", FAST, *(a for a in rest if a != "--fast")]
     for check in (
         [BIN / "ruff", "check", "."],
         [BIN / "ruff", "format", "--check", "."],
@@ -87,6 +114,7 @@ def main(argv: list[str]) -> int:
         rc = run(*check)
         if rc:
             return rc
+    print(f"dev.py: pytest on Python {sys.version.split()[0]} in {VENV.name}", flush=True)
     return run(_python(), "-m", "pytest", *rest)
 
 

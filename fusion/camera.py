@@ -167,10 +167,6 @@ class CameraModel:
         put(self, "_u_scale", (w - 1) / 2000)
         put(self, "_v_scale", (h - 1) / 2000)
 
-    @classmethod
-    def from_config(cls, config: CameraConfig) -> CameraModel:
-        return cls(config)
-
     def pixel(self, center_x: float, center_y: float) -> tuple[float, float]:
         """A box centre in the board's units as a pixel position ``(u, v)``."""
         return ((center_x + 1000) * self._u_scale, (center_y + 1000) * self._v_scale)

@@ -28,6 +28,7 @@ from enum import Enum
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .errors import InvalidInput
 from .geometry import Quat, Vec3, quat_from_euler_zyx_deg
@@ -235,7 +236,7 @@ class LidarPoints:
     """
 
     host_ns: int
-    points_m: np.ndarray
+    points_m: npt.NDArray[np.float64]
     frame: PointFrame
 
     def __post_init__(self) -> None:

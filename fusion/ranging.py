@@ -25,6 +25,7 @@ from enum import Enum
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from .config import WorldConfig
 from .geometry import Quat, Vec3, angle_between_rad, quat_multiply, quat_rotate
@@ -98,7 +99,11 @@ def beam_range(
 
 
 def cone_median_range(
-    origin: Vec3, ray: Vec3, points_m: np.ndarray, half_angle_rad: float, min_points: int
+    origin: Vec3,
+    ray: Vec3,
+    points_m: npt.NDArray[np.float64],
+    half_angle_rad: float,
+    min_points: int,
 ) -> float | None:
     """Median distance of the points within ``half_angle_rad`` of a unit ray (same frame),
     or ``None`` when fewer than ``min_points`` fall in the cone."""

@@ -11,6 +11,8 @@ Layers, each importing only those below it (checked by import-linter):
 - ``cli``: the ``gizmo-host`` subcommands and their settings.
 """
 
+from typing import TYPE_CHECKING
+
 from gizmo_host.errors import (
     BadPayloadLength,
     BadSync,
@@ -28,10 +30,18 @@ from gizmo_host.wire.parser import ParserStats, StreamParser
 from gizmo_host.wire.protocol import FRAME_LEN, ResultFlags, VisionResult, crc16
 from gizmo_host.wire.results import ResultType, interpret
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:  # what the lazy names below resolve to, for a user's type checker
+    from gizmo_host.live.link import SerialLink
+    from gizmo_host.live.service import GizmoService
+    from gizmo_host.live.world import WorldService
+    from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult
+    from gizmo_host.stream.store import Decision, HoldReason, TargetSelector, Verdict
+
+    __version__: str
 
 # The live link pulls in asyncio and serialx; it is imported on first use so that the codec
-# and the decode tool stay quick to start.
+# and the decode tool stay quick to start. The version is read from the installed package's
+# metadata (pyproject.toml's, the one source of truth), also on first use.
 _LIVE_LINK = {
     "GizmoService": "live.service",
     "SerialLink": "live.link",
@@ -47,12 +57,23 @@ _LIVE_LINK = {
 
 
 def __getattr__(name: str) -> object:
+    if name == "__version__":
+        return _version()
     module = _LIVE_LINK.get(name)
     if module is None:
         raise AttributeError(f"module 'gizmo_host' has no attribute {name!r}")
     from importlib import import_module  # noqa: PLC0415
 
     return getattr(import_module(f"{__name__}.{module}"), name)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        return version("gizmo-host")
+    except PackageNotFoundError:  # a source tree on sys.path that pip never installed
+        return "0+unknown"
 
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Builders for the RflySim3D console commands documented in ``rflysim3d-ue4ctrlapi.txt``.
+"""Builders for the RflySim3D console commands of RflySim3D's UE4CtrlAPI.
 
 Each returns the command string; send it with :func:`rfly_link.messages.console_command`
 (or :meth:`rfly_link.io.clients.RflySim3DClient.send_command`). Arguments are checked so that a

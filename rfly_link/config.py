@@ -1,9 +1,9 @@
 """RflySim ``Config.json`` (``VisionSensors``) loaded exactly as the SDK's ``jsonLoad()`` does.
 
-Follows ``rflysim-config-json.md``: line-comment removal (section 1), the fixed key order with
-abort-on-missing and skip-on-bad-check (section 3), SeqID auto-numbering before the other
-checks (4.1), the ``SendProtocol`` rewrites (4.3) and the file-wide 144/92-byte request layout
-(section 5). The result is one :class:`VisionSensorConfig` per accepted sensor, which carries
+Follows RflySim's Config.json description (docs/protocol-decisions.md, Config.json): line-comment
+removal, the fixed key order with abort-on-missing and skip-on-bad-check, SeqID auto-numbering
+before the other checks, the ``SendProtocol`` rewrites and the file-wide 144/92-byte request
+layout. The result is one :class:`VisionSensorConfig` per accepted sensor, which carries
 everything a receiver needs: port, mode, decode parameters and the request record.
 """
 
@@ -286,7 +286,7 @@ def _parse_sensor(
     if not _is_int(seq):
         raise _Skip("SeqID: expected an integer", last_seq)
     seq = last_seq + 1 if seq == 0 and last_seq is not None else int(seq)
-    last_seq = seq  # advances before the rest is checked (rflysim-config-json.md 4.1)
+    last_seq = seq  # advances before the rest is checked (docs/protocol-decisions.md, Config.json)
     try:
         for key in _INT_KEYS[1:]:
             value = _require(entry, key, index)
@@ -348,9 +348,8 @@ def _parse_sensor(
 
 # --- value checks ---------------------------------------------------------------------------
 # The SDK checks only types and array lengths at load; a bad *value* fails later, at send or
-# bind time or on every received frame (rflysim-config-json.md, section 3: "every value must
-# still be packable"). We reject it at load, naming the item, so nothing fails far from its
-# cause.
+# bind time or on every received frame (docs/protocol-decisions.md, Config.json). We reject
+# it at load, naming the item, so nothing fails far from its cause.
 
 _U16 = (0, 65535)
 _MODES = (0, 3)  # SendProtocol[0]: shared memory, UDP, UDP raw pixels, UDP PNG

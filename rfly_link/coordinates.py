@@ -1,8 +1,8 @@
 """Coordinate frames: RflySim's NED/FRD to and from the ROS conventions NWU/FLU and ENU/FLU.
 
 Internally everything stays NED (world) and FRD (body), as RflySim and PX4 send it
-(DECISIONS.md, frames). Quaternions are (w, x, y, z) and give the body attitude: they rotate a
-body vector into the world frame. FRD->FLU and NED->NWU are both a 180° rotation about x,
+(docs/protocol-decisions.md, frames). Quaternions are (w, x, y, z) and give the body attitude: they
+rotate a body vector into the world frame. FRD->FLU and NED->NWU are both a 180° rotation about x,
 ``(x, -y, -z)``; the same holds for accelerations and angular rates (the SDK's IMU acceleration
 mapping ``[-a0, a1, -a2]`` is a defect we do not copy). ENU from NED is ``(y, x, -z)``.
 
@@ -19,6 +19,7 @@ from enum import Enum
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from hil_geometry.rotations import Quat
 from hil_geometry.rotations import quat_conjugate as _conjugate
@@ -28,7 +29,8 @@ from hil_geometry.rotations import quat_to_matrix as _to_matrix
 from rfly_link.errors import UnsupportedFrame
 from rfly_link.messages import ImuReply, OdomFlags, OdomFrameType, OdomReply
 
-ArrayLike = Sequence[float] | np.ndarray
+Vector = npt.NDArray[np.float64]  # float64 vectors, quaternions and matrices
+ArrayLike = Sequence[float] | Vector
 
 _FLIP_YZ = np.array([1.0, -1.0, -1.0])
 _FLIP_QUAT_YZ = np.array([1.0, 1.0, -1.0, -1.0])
@@ -44,26 +46,26 @@ class WorldFrame(Enum):
     ENU = "ENU"
 
 
-def _vec(v: ArrayLike) -> np.ndarray:
+def _vec(v: ArrayLike) -> Vector:
     return np.asarray(v, dtype=np.float64)
 
 
-def ned_to_nwu(v: ArrayLike) -> np.ndarray:
+def ned_to_nwu(v: ArrayLike) -> Vector:
     """World vectors (positions, velocities, accelerations) NED -> NWU; also NWU -> NED."""
-    flipped: np.ndarray = _vec(v) * _FLIP_YZ
+    flipped: Vector = _vec(v) * _FLIP_YZ
     return flipped
 
 
-def frd_to_flu(v: ArrayLike) -> np.ndarray:
+def frd_to_flu(v: ArrayLike) -> Vector:
     """Body vectors (angular rates, specific force) FRD -> FLU; also FLU -> FRD."""
-    flipped: np.ndarray = _vec(v) * _FLIP_YZ
+    flipped: Vector = _vec(v) * _FLIP_YZ
     return flipped
 
 
 flu_to_frd = frd_to_flu
 
 
-def ned_to_enu(v: ArrayLike) -> np.ndarray:
+def ned_to_enu(v: ArrayLike) -> Vector:
     """World vectors NED -> ENU (x_east = y_ned, y_north = x_ned, z_up = -z_ned); involution."""
     a = _vec(v)
     return np.stack([a[..., 1], a[..., 0], -a[..., 2]], axis=-1)
@@ -72,12 +74,12 @@ def ned_to_enu(v: ArrayLike) -> np.ndarray:
 enu_to_ned = ned_to_enu
 
 
-def nwu_to_enu(v: ArrayLike) -> np.ndarray:
+def nwu_to_enu(v: ArrayLike) -> Vector:
     a = _vec(v)
     return np.stack([-a[..., 1], a[..., 0], a[..., 2]], axis=-1)
 
 
-def enu_to_nwu(v: ArrayLike) -> np.ndarray:
+def enu_to_nwu(v: ArrayLike) -> Vector:
     a = _vec(v)
     return np.stack([a[..., 1], -a[..., 0], a[..., 2]], axis=-1)
 
@@ -87,49 +89,49 @@ def _quat(q: ArrayLike) -> Quat:
     return (w, x, y, z)
 
 
-def quat_multiply(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+def quat_multiply(a: ArrayLike, b: ArrayLike) -> Vector:
     """Hamilton product of (w, x, y, z) quaternions (``hil_geometry.rotations``, as an array)."""
     return np.array(_multiply(_quat(a), _quat(b)))
 
 
-def quat_conjugate(q: ArrayLike) -> np.ndarray:
+def quat_conjugate(q: ArrayLike) -> Vector:
     return np.array(_conjugate(_quat(q)))
 
 
-def quat_to_matrix(q: ArrayLike) -> np.ndarray:
+def quat_to_matrix(q: ArrayLike) -> Vector:
     """Rotation matrix of a (w, x, y, z) quaternion, normalised first (body -> world)."""
     return np.array(_to_matrix(_normalize(_quat(q))))
 
 
-def quat_ned_frd_to_nwu_flu(q: ArrayLike) -> np.ndarray:
+def quat_ned_frd_to_nwu_flu(q: ArrayLike) -> Vector:
     """Attitude of FRD in NED -> attitude of FLU in NWU: ``(w, x, -y, -z)``; an involution."""
-    flipped: np.ndarray = _vec(q) * _FLIP_QUAT_YZ
+    flipped: Vector = _vec(q) * _FLIP_QUAT_YZ
     return flipped
 
 
-def _canonical(q: np.ndarray) -> np.ndarray:
+def _canonical(q: Vector) -> Vector:
     """q and -q are the same rotation; return the one with w >= 0."""
     return -q if q[0] < 0 else q
 
 
-def quat_ned_frd_to_enu_flu(q: ArrayLike) -> np.ndarray:
+def quat_ned_frd_to_enu_flu(q: ArrayLike) -> Vector:
     """Attitude of FRD in NED -> attitude of FLU in ENU (``q_enu_ned * q * q_frd_flu``)."""
     return _canonical(quat_multiply(quat_multiply(_Q_ENU_NED, q), _Q_FRD_FLU))
 
 
-def quat_enu_flu_to_ned_frd(q: ArrayLike) -> np.ndarray:
+def quat_enu_flu_to_ned_frd(q: ArrayLike) -> Vector:
     inner = quat_multiply(quat_conjugate(_Q_ENU_NED), q)
     return _canonical(quat_multiply(inner, quat_conjugate(_Q_FRD_FLU)))
 
 
-def world_vector(v: ArrayLike, to: WorldFrame) -> np.ndarray:
+def world_vector(v: ArrayLike, to: WorldFrame) -> Vector:
     """A NED world vector expressed in ``to``."""
     if to is WorldFrame.NED:
         return _vec(v).copy()
     return ned_to_nwu(v) if to is WorldFrame.NWU else ned_to_enu(v)
 
 
-def world_attitude(q_ned_frd: ArrayLike, to: WorldFrame) -> np.ndarray:
+def world_attitude(q_ned_frd: ArrayLike, to: WorldFrame) -> Vector:
     """An FRD-in-NED attitude expressed as FLU-in-``to`` (FRD-in-NED when ``to`` is NED)."""
     if to is WorldFrame.NED:
         return _vec(q_ned_frd).copy()
@@ -149,14 +151,14 @@ class Odometry:
     copter_id: int
     frame: str
     simulation_time_s: float
-    position_m: np.ndarray | None
-    quaternion_wxyz: np.ndarray | None
-    linear_velocity_m_s: np.ndarray | None  # world frame
-    angular_velocity_rad_s: np.ndarray | None  # body frame
+    position_m: Vector | None
+    quaternion_wxyz: Vector | None
+    linear_velocity_m_s: Vector | None  # world frame
+    angular_velocity_rad_s: Vector | None  # body frame
     epoch: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        def listed(a: np.ndarray | None) -> list[float] | None:
+        def listed(a: Vector | None) -> list[float] | None:
             return None if a is None else a.tolist()
 
         return {
@@ -221,7 +223,7 @@ def odometry_in(odom: OdomReply, to: WorldFrame) -> Odometry:
     )
 
 
-def imu_flu(imu: ImuReply) -> tuple[np.ndarray, np.ndarray]:
+def imu_flu(imu: ImuReply) -> tuple[Vector, Vector]:
     """(specific force m/s², angular rate rad/s) in body FLU, both as ``(x, -y, -z)``."""
     return frd_to_flu(imu.acceleration_frd_m_s2), frd_to_flu(imu.angular_rate_frd_rad_s)
 
@@ -239,7 +241,7 @@ class LocalOdometry:
 
     def __init__(self, *, max_vehicles: int = 64) -> None:
         self.max_vehicles = max_vehicles
-        self._origin: dict[int, np.ndarray | None] = {}
+        self._origin: dict[int, Vector | None] = {}
         self._epoch: dict[int, int] = {}
         self.dropped_invalid = 0
         self.dropped_discontinuity = 0

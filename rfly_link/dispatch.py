@@ -1,6 +1,6 @@
 """Identify a CopterSim, PX4 or RflySim3D datagram by length, checksum and port; never guess.
 
-DECISIONS.md, "RflySim3D receive side": some structures share both length and checksum
+docs/protocol-decisions.md, "RflySim3D receive side": some structures share both length and checksum
 (12 B / 1234567890 is a crash report or a start signal, 52 B / 1234567890 a vehicle update or
 PX4's state, 112 B / 1234567891 and 168 B / 123456789 three and two structures). The port's
 role in :mod:`rfly_link.ports` decides, and a structure that never travels on that role is
@@ -60,7 +60,8 @@ def decode(data: bytes | bytearray | memoryview, *, port: int | None = None) -> 
     where = f"port {port} ({role.value})" if port is not None else "no port given"
     found = candidates(data, role)
     if role is not PortRole.UNKNOWN:
-        # DECISIONS.md: check length *and* port (1234567898 is the IMU only on reply ports).
+        # Check length *and* port: 1234567898 is the IMU only on reply ports
+        # (docs/protocol-decisions.md, CopterSim).
         by_port = tuple(c for c in found if role in MESSAGE_ROLES[c])
         if not by_port:
             raise _wrong_port(data, classes, found, role, where)

@@ -20,6 +20,7 @@ import sys
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 # References held while a pooled object is being checked: the pool's list and getrefcount's
 # argument.
@@ -96,11 +97,11 @@ class ArrayPool:
 
     def __init__(self, slots: int = 4) -> None:
         self._slots = slots
-        self._items: list[np.ndarray] = []
+        self._items: list[npt.NDArray[Any]] = []
         self.reused = 0
         self.allocated = 0
 
-    def take(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    def take(self, shape: tuple[int, ...], dtype: Any) -> npt.NDArray[Any]:
         items = self._items
         wanted = np.dtype(dtype)
         rows, rest = shape[0], tuple(shape[1:])

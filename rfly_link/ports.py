@@ -1,7 +1,7 @@
 """RflySim's UDP port map: every port formula, what each port carries, and which way it flows.
 
-DECISIONS.md gives the CopterSim and RflySim3D ports; the public SDK gives the rest (the
-20100/40100 series, 20002, 20005, 20007, 50000). A port's :class:`PortRole` decides which
+docs/protocol-decisions.md gives the CopterSim and RflySim3D ports; the public SDK gives the
+rest (the 20100/40100 series, 20002, 20005, 20007, 50000). A port's :class:`PortRole` decides which
 structures may be decoded there (:mod:`rfly_link.dispatch`); ``MESSAGE_ROLES`` is the one map
 from each structure to the roles it travels on (:mod:`rfly_link.port_table` renders it for the
 README).

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from gizmo_host.app.host import Host
 from gizmo_host.app.world_config import WorldSetup
 from gizmo_host.capture.channels import recorded_input
 from gizmo_host.capture.settings import HostSettings
+from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.stream.events import LinkEvent
 
 if TYPE_CHECKING:
@@ -86,9 +86,7 @@ class Recorder:
 
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(signum, stop.set)
+        add_stop_handlers(loop, stop.set)  # and the process ends within a second regardless
         name = self.options.output
         stream = _open_output(name)
         info = {

@@ -20,7 +20,6 @@ import contextlib
 import json
 import logging
 import math
-import signal
 import sys
 import tempfile
 import time
@@ -41,6 +40,7 @@ from gizmo_host.errors import ConfigError
 from gizmo_host.live import event_loop
 from gizmo_host.live.publish import JsonLinesPublisher
 from gizmo_host.live.sinks import QueuedSink, stdout_sink
+from gizmo_host.live.stop_signals import add_stop_handlers
 from rfly_link.sim.scenario import SCENARIOS
 
 EXIT_USAGE = 2
@@ -235,9 +235,7 @@ async def play(
     title = f"gizmo-host demo · {settings.scenario} · faults: {faults}"
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    signals = (signal.SIGINT, signal.SIGTERM)
-    for signum in signals:
-        loop.add_signal_handler(signum, stop.set)
+    restore_signals = add_stop_handlers(loop, stop.set)  # ends within a second regardless
     timer = None if options.duration_s is None else loop.call_later(options.duration_s, stop.set)
     refresh: asyncio.Task[None] | None = None
     try:
@@ -256,8 +254,7 @@ async def play(
             await out.close()
         if timer is not None:
             timer.cancel()
-        for signum in signals:
-            loop.remove_signal_handler(signum)
+        restore_signals()
     leaks = [t.get_name() for t in asyncio.all_tasks() if t is not asyncio.current_task()]
     if leaks:
         LOGGER.warning("tasks still running at exit: %s", ", ".join(sorted(leaks)))

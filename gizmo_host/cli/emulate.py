@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import signal
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -36,6 +35,7 @@ from gizmo_host.emulator.port import DevicePort, Port, PtyPort
 from gizmo_host.emulator.runner import Runner
 from gizmo_host.emulator.settings import EmulateSettings, load_settings
 from gizmo_host.errors import ConfigError
+from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.tomlfile import read_toml
 
 LOGGER = logging.getLogger("gizmo_host.emulate")
@@ -206,8 +206,7 @@ async def emulate(
     )
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
+    restore_signals = add_stop_handlers(loop, stop.set)  # ends within a second regardless
     try:
         await source.start()
         running = asyncio.create_task(runner.run(), name="gizmo-emulate")
@@ -218,8 +217,7 @@ async def emulate(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
     finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
+        restore_signals()
         await source.close()
         await port.close()
     return runner.stats()

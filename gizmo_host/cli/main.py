@@ -10,6 +10,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from gizmo_host.live.stop_signals import install_interrupt_deadline
+
 # name -> (module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": (
@@ -55,7 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(importlib.import_module(args._module).run(args) or 0)
+    restore = install_interrupt_deadline()  # Ctrl-C ends every command within a second
+    try:
+        return int(importlib.import_module(args._module).run(args) or 0)
+    finally:
+        restore()
 
 
 if __name__ == "__main__":

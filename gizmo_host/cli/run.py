@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import gc
 import logging
-import signal
 import sys
 from collections.abc import Callable
 
@@ -28,6 +27,7 @@ from gizmo_host.app.host import Host
 from gizmo_host.deploy.sd_notify import SdNotifier, watchdog_loop
 from gizmo_host.errors import ConfigError, ServiceFailed
 from gizmo_host.live import event_loop
+from gizmo_host.live.stop_signals import add_stop_handlers
 
 LOGGER = logging.getLogger("gizmo_host.run")
 
@@ -111,7 +111,5 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
-    loop = asyncio.get_running_loop()
-    with contextlib.suppress(NotImplementedError, RuntimeError):
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
+    """SIGINT/SIGTERM set ``stop``, and the process ends within a second whatever happens."""
+    add_stop_handlers(asyncio.get_running_loop(), stop.set)

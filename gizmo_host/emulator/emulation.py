@@ -12,8 +12,9 @@ when one is due.
 ``host`` in :meth:`stats` is what a receiver that read every byte written should count, in the
 host's own counter names: frames that left intact (``frames_ok``), bytes that were not part of
 one (``bytes_discarded``), and from the sequence numbers of the valid frames the protocol rule
-(DECISIONS.md) gives the ``lost``, ``duplicates``, ``discontinuities`` and ``resets`` (a device
-restart, or a device clock step beyond the tracker's 1 s tolerance, seen after a valid frame).
+(docs/protocol-decisions.md, Gizmo UART) gives the ``lost``, ``duplicates``,
+``discontinuities`` and ``resets`` (a device restart, or a device clock step beyond the
+tracker's 1 s tolerance, seen after a valid frame).
 """
 
 from __future__ import annotations

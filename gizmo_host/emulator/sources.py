@@ -262,9 +262,6 @@ class PoseSource:
             receivers.append(message_receiver(logical, "rflysim3d", port=bind(logical), host=host))
         self._io = ReceiverGroup(receivers, self._on_event)
 
-    def bound_ports(self) -> dict[str, int]:
-        return {r.name: r.bound_port for r in self._io.receivers}
-
     def _on_event(self, event: Event) -> None:
         value, rx_ns = event.value, event.rx_ns
         if isinstance(value, (m.SOut2Simulator, m.SOut2SimulatorSimpleTime)):
@@ -302,12 +299,6 @@ class PoseSource:
             if fresh is not None and fresh.quaternion_wxyz is not None:
                 return fresh
         return None
-
-    def ego_pose(self, capture_ns: int) -> tuple[Vec3, Quat] | None:
-        ego = self._ego(capture_ns)
-        if ego is None or ego.quaternion_wxyz is None:
-            return None
-        return ego.position_ned_m, ego.quaternion_wxyz
 
     def detections(self, capture_ns: int, t_s: float) -> Sequence[Detection]:
         ego = self._ego(capture_ns)

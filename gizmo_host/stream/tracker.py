@@ -1,7 +1,7 @@
 """Per-source sequence tracking: gaps across the 65535 -> 0 wrap, duplicates, reorderings, resets.
 
 State only, driven by ``observe()`` calls from the I/O shell; it never reads a clock (the host
-receive time is passed in). The rules (DECISIONS.md, UART section):
+receive time is passed in). The rules (docs/protocol-decisions.md, Gizmo UART):
 
 - The header ``sequence`` is a uint16 compared modulo 2**16: a forward step of ``d`` frames
   (``1 <= d < 32768``) counts ``d - 1`` frames as lost.

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Literal, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from gizmo_host.wire.protocol import (
     CRC_END,
@@ -31,8 +32,13 @@ FRAME_DTYPE = np.dtype([(f.name, _NUMPY_CODES[f.fmt]) for f in FIELDS])
 assert FRAME_DTYPE.itemsize == FRAME_LEN
 _POLY = 0x1021
 
+Bytes = npt.NDArray[np.uint8]
+Words = npt.NDArray[np.uint16]
+Offsets = npt.NDArray[np.intp]
+Frames = npt.NDArray[np.void]  # rows of FRAME_DTYPE
 
-def _crc_table(bits: int) -> np.ndarray:
+
+def _crc_table(bits: int) -> Words:
     """Register after shifting ``bits`` zero bits through the CRC, for every start value."""
     reg = np.arange(1 << bits, dtype=np.uint32) << (16 - bits)
     for _ in range(bits):
@@ -48,7 +54,7 @@ _SYNC_WORD = int.from_bytes(SYNC, "little")
 _WORDS = (CRC_END - CRC_START) // 2  # 15 big-endian words, then one byte
 
 
-def _candidates(raw: np.ndarray) -> np.ndarray:
+def _candidates(raw: Bytes) -> Offsets:
     """Start offsets of A5 47 with room for a whole frame, sorted."""
     usable = raw.size - FRAME_LEN + 1
     even = np.flatnonzero(raw[: usable + usable % 2].view("<u2") == _SYNC_WORD) * 2
@@ -59,18 +65,18 @@ def _candidates(raw: np.ndarray) -> np.ndarray:
     return starts[starts < usable]
 
 
-def _frame_crcs(windows: np.ndarray) -> np.ndarray:
+def _frame_crcs(windows: Bytes) -> Words:
     words = np.ascontiguousarray(windows[:, CRC_START : CRC_START + 2 * _WORDS])
     words = np.ascontiguousarray(words.view(">u2").T.astype(np.uint16))
     reg = np.full(windows.shape[0], CRC_INIT, dtype=np.uint16)
     for row in words:
         reg = _TABLE16[reg ^ row]
     last = windows[:, CRC_END - 1]
-    crcs: np.ndarray = (reg << np.uint16(8)) ^ _TABLE8[(reg >> np.uint16(8)) ^ last]
+    crcs: Words = (reg << np.uint16(8)) ^ _TABLE8[(reg >> np.uint16(8)) ^ last]
     return crcs
 
 
-def _non_overlapping(starts: np.ndarray) -> np.ndarray:
+def _non_overlapping(starts: Offsets) -> Offsets:
     if starts.size < 2 or np.all(np.diff(starts) >= FRAME_LEN):
         return starts
     kept, next_free = [], -1
@@ -84,14 +90,14 @@ def _non_overlapping(starts: np.ndarray) -> np.ndarray:
 @overload
 def decode_capture(
     data: bytes | bytearray | memoryview, *, with_offsets: Literal[False] = False
-) -> np.ndarray: ...
+) -> Frames: ...
 @overload
 def decode_capture(
     data: bytes | bytearray | memoryview, *, with_offsets: Literal[True]
-) -> tuple[np.ndarray, np.ndarray]: ...
+) -> tuple[Frames, Offsets]: ...
 def decode_capture(
     data: bytes | bytearray | memoryview, *, with_offsets: bool = False
-) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+) -> Frames | tuple[Frames, Offsets]:
     """Every valid frame in a raw byte capture as a structured array (dtype ``FRAME_DTYPE``).
 
     With ``with_offsets=True`` returns ``(frames, offsets)``, the byte offset of each frame.
@@ -123,7 +129,7 @@ def decode_capture(
     return (frames, kept) if with_offsets else frames
 
 
-def to_results(frames: np.ndarray) -> list[VisionResult]:
+def to_results(frames: Frames) -> list[VisionResult]:
     """Structured rows back to VisionResult values (for checks and small captures)."""
     names = [f.name for f in VALUE_FIELDS]
     return [VisionResult._make(row) for row in frames[names].tolist()]

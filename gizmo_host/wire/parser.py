@@ -1,9 +1,9 @@
 """Sans-I/O stream parser: UART bytes in any chunking -> VisionResults in order.
 
-It never reads a clock, a port or a logger: the I/O shell feeds it bytes, stamps receive times
-and decides what to log. A rejected candidate (bad header or CRC) is counted and the search
-resumes one byte after its ``A5`` (DECISIONS.md), so a real frame that starts inside a false
-candidate is still found. Between calls it keeps at most one incomplete frame (34 bytes).
+It never reads a clock, a port or a logger: the I/O shell feeds it bytes, stamps receive times and
+decides what to log. A rejected candidate (bad header or CRC) is counted and the search resumes one
+byte after its ``A5`` (docs/protocol-decisions.md, Gizmo UART), so a real frame that starts inside a
+false candidate is still found. Between calls it keeps at most one incomplete frame (34 bytes).
 
 Invariant: ``bytes_in == 35 * frames_ok + bytes_discarded + buffered``.
 """

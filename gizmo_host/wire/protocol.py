@@ -2,7 +2,8 @@
 
 ``FIELDS`` is the single source of truth. The frame ``struct.Struct``, the ``VisionResult``
 value type, the encoder's range checks, the numpy dtype of the batch decoder and the docs all
-derive from it. Spec: ``gizmo-vision-result-uart-v1.txt`` and ``DECISIONS.md`` (UART section).
+derive from it. The protocol: the README's "The UART protocol core", and
+docs/protocol-decisions.md, Gizmo UART.
 
 Everything is little-endian with no padding: ``"<2sBBBHH24sH"`` is 35 bytes, while the native
 ``"2sBBBHH24sH"`` would be 36.

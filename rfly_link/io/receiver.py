@@ -2,7 +2,7 @@
 
 Why a thread: stock asyncio ``DatagramProtocol`` reads every datagram into a fresh 256 KiB
 buffer (19-45 µs each on the target machine); ``recvfrom_into`` a preallocated buffer costs
-0.7-2.3 µs (PLATFORM-NOTES.md). Each :class:`UdpReceiver` therefore owns one reader thread that
+0.7-2.3 µs (docs/platform-notes.md). Each :class:`UdpReceiver` therefore owns one reader thread that
 drains its socket with ``recvfrom_into``, runs the sans-I/O pipeline (allow-list, reassembly,
 decode) on the buffer in place, and hands finished events to the event loop in batches through
 a :class:`~rfly_link.io.handoff.Handoff`. Nothing a peer sends escapes as an exception: every

@@ -1,4 +1,4 @@
-"""Sans-I/O reassembly of RflySim vision-sensor UDP fragments (DECISIONS.md, fragments).
+"""Sans-I/O reassembly of RflySim vision-sensor UDP fragments (docs/protocol-decisions.md).
 
 Unlike the SDK's single slot per socket, frames are keyed by ``(sender, frame_id)`` for the
 32-byte header and ``(sender, timestamp)`` for the 24-byte one, so fragments may arrive in any

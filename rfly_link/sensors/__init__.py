@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
+import numpy.typing as npt
 
 from rfly_link import messages as m
 from rfly_link.errors import DecodeError, DropCause
@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 SensorValue = PointCloud | Image | TargetList | m.DistanceSensor | m.OpticalFlow
-Allocate = Callable[[tuple[int, ...], Any], np.ndarray]
+Allocate = Callable[[tuple[int, ...], Any], npt.NDArray[Any]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from rfly_link.errors import DecodeError, DropCause, InconsistentPayload, WrongLength
 from rfly_link.messages import TypeId
@@ -56,9 +57,9 @@ class Image:
     type_id: int
     encoding: ImageEncoding
     data: bytes
-    pixels: np.ndarray | None = None
+    pixels: npt.NDArray[Any] | None = None
 
-    def to_numpy(self) -> np.ndarray:
+    def to_numpy(self) -> npt.NDArray[Any]:
         """Pixels as numpy; JPEG/PNG are decoded with OpenCV (install the ``images`` extra)."""
         if self.pixels is not None:
             return self.pixels

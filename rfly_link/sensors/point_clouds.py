@@ -1,8 +1,8 @@
 """Point-cloud payloads (TypeID 7, 20-23): layouts told apart by exact length, never guessed.
 
-DECISIONS.md, point clouds: ``len == prefix + point_count * bytes_per_point`` is checked for
-every known layout before ``point_count`` is used for anything. int16 coordinates are scaled to
-metres by ``otherParams[0] / 32767``; float32 ones are metres already.
+docs/protocol-decisions.md, point clouds: ``len == prefix + point_count * bytes_per_point`` is
+checked for every known layout before ``point_count`` is used for anything. int16 coordinates are
+scaled to metres by ``otherParams[0] / 32767``; float32 ones are metres already.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from rfly_link import wire
 from rfly_link.errors import InconsistentPayload
@@ -97,8 +98,8 @@ class PointCloud:
     position_m: tuple[float, float, float]
     euler_rad: tuple[float, float, float]
     scale_m: float | None  # None for float32 layouts, which are metres already
-    xyz_m: np.ndarray
-    stencil: np.ndarray
+    xyz_m: npt.NDArray[np.float32]
+    stencil: npt.NDArray[Any]
 
     @property
     def point_count(self) -> int:
@@ -155,7 +156,7 @@ def decode_point_cloud(
     *,
     scale_m: float | None = None,
     channels: int | None = None,
-    allocate: Callable[[tuple[int, ...], Any], np.ndarray] | None = None,
+    allocate: Callable[[tuple[int, ...], Any], npt.NDArray[Any]] | None = None,
 ) -> PointCloud:
     """Decode TypeID 7/20-23. ``scale_m`` is ``otherParams[0]`` (full-scale range, metres).
 
@@ -194,6 +195,7 @@ def decode_point_cloud(
             )
         # Converting and scaling the whole contiguous block is ~8x faster than working on a
         # strided N×3 slice; the scaled fourth column stays hidden behind the N×3 view.
+        block: npt.NDArray[np.float32]
         if allocate is None:
             block = points.astype(np.float32)
         else:
@@ -224,7 +226,7 @@ def decode_point_cloud(
 
 def encode_point_cloud(
     layout: PointLayout,
-    points: np.ndarray,
+    points: npt.NDArray[Any],
     *,
     copter_id: int = 0,
     axis_type: int = 0,

@@ -246,7 +246,7 @@ def gimbal_status(
     """The gimbal's status (148 B, port 20006): its entry's fields, attitude and intrinsics.
 
     ``other_params``: [3] fx, [4] fy, [5] width, [6] height, [7] laser range (m, 0 for no
-    return), as DECISIONS.md names them (version-dependent in RflySim3D).
+    return), as docs/protocol-decisions.md names them (version-dependent in RflySim3D).
     """
     other = [0.0] * 16
     other[3], other[4] = camera.fx_px, camera.fy_px

@@ -1,14 +1,9 @@
 """Every RflySim wire layout as a field table, compiled once into a little-endian ``struct.Struct``.
 
-One module per part of the simulator; each layout cites its source:
-
-* ``VSP``: ``rflysim-vision-sensor-protocol.txt`` (newest; wins where DECISIONS.md is silent);
-* ``V411``: ``rflysim-visioncomm-sdk-v4.11.txt``;
-* ``BRIDGE``: ``rflysim-dll-ros-bridge-sdk-v4.10.txt``;
-* ``UE4``: ``rflysim3d-ue4ctrlapi.txt``;
-* ``CFG``: ``rflysim-config-json.md``;
-* ``DEC``: ``DECISIONS.md``;
-* ``SDK``: the public RflySim Python SDK, for what no spec describes.
+One module per part of the simulator; each layout cites its source by a short name, which
+docs/protocol-decisions.md ("Sources and their short names") expands: ``VSP``, ``V411``,
+``BRIDGE``, ``UE4`` and ``CFG`` are RflySim's documents (with their own section numbers),
+``DEC`` is that page's decision where they disagree, ``SDK`` the public RflySim Python SDK.
 
 :mod:`~rfly_link.wire.vision` (fragments, sensor payloads, sensor requests),
 :mod:`~rfly_link.wire.coptersim` (state, control, replies, discovery, time),

@@ -1,6 +1,6 @@
 """RflySim3D tables: what it sends to port 20006 and what it receives on 20010 + window.
 
-Sources: UE4 (``rflysim3d-ue4ctrlapi.txt``) and DEC; field orders the specs leave open come
+Sources (``rfly_link.wire`` names them): UE4 and DEC; field orders the specs leave open come
 from the public SDK's ``UE4CtrlAPI.py``.
 """
 

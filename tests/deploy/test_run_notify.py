@@ -11,10 +11,13 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("gizmo_host.cli.run") is None,
-    reason="`gizmo-host run` (gizmo_host/cli/run.py, the live-link issue) is not in the tree yet",
-)
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.skipif(
+        importlib.util.find_spec("gizmo_host.cli.run") is None,
+        reason="`gizmo-host run` (gizmo_host/cli/run.py) is not in the tree yet",
+    ),
+]
 
 GIZMO_HOST = Path(sys.executable).parent / "gizmo-host"
 

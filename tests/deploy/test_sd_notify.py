@@ -113,6 +113,7 @@ def test_real_process_sends_ready_watchdog_and_stopping(receiver_fixture, reques
     assert seen[-1] == {"STOPPING": "1"}
 
 
+@pytest.mark.realtime
 def test_watchdog_pings_stop_while_the_event_loop_is_blocked(notify_receiver):
     """A hung loop must starve the watchdog, so systemd (WatchdogSec=) restarts the service."""
     interval_usec = 100_000  # pings every 50 ms

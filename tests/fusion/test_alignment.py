@@ -7,8 +7,7 @@ import pytest
 
 from fusion import CameraModel, Decision, HoldReason, ImuSample, RangeSource
 from fusion import geometry as g
-
-from .helpers import (
+from tests.support.fusion_inputs import (
     FORWARD_DOWN_45,
     MS,
     angle_deg,

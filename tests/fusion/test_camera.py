@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 from fusion import CameraConfig, CameraModel, ConfigError
 from fusion import geometry as g
 from gizmo_host.wire.results import NormBox
-
-from .helpers import angle_deg
+from tests.support.fusion_inputs import angle_deg
 
 VGA = CameraConfig(width_px=640, height_px=480, hfov_deg=90.0)
 

@@ -20,8 +20,16 @@ from fusion import (
 )
 from fusion import geometry as g
 from fusion.ranging import beam_range, cone_median_range, ground_plane_range
-
-from .helpers import FORWARD_DOWN_45, MS, board_units, observation, pose, up, world, yaw_quat
+from tests.support.fusion_inputs import (
+    FORWARD_DOWN_45,
+    MS,
+    board_units,
+    observation,
+    pose,
+    up,
+    world,
+    yaw_quat,
+)
 
 # The vehicle hovers 10 m up at the origin, nose north; the target is 10 m north on the ground.
 TARGET = (10.0, 0.0, 0.0)

@@ -27,11 +27,10 @@ from fusion import (
     world_schema,
 )
 from fusion.simclock import SimClockStatus
-
-from .helpers import MS, not_detected, observation, pose, up, world
+from tests.support.fusion_inputs import MS, not_detected, observation, pose, up, world
+from tests.support.schemas import validate_schema
 
 SCHEMA = world_schema()
-jsonschema.Draft202012Validator.check_schema(SCHEMA)
 
 TOP = [
     "type",
@@ -77,7 +76,7 @@ TARGET = [
 
 def checked(snapshot):
     d = snapshot.to_dict()
-    jsonschema.validate(d, SCHEMA)
+    validate_schema(d, SCHEMA)
     assert json.loads(json.dumps(d)) == d  # JSON-ready: no tuples, enums or numpy values
     return d
 
@@ -127,11 +126,11 @@ def test_the_schema_rejects_a_proceed_with_reasons_and_unknown_fields():
     bad = json.loads(json.dumps(d))
     bad["reasons"] = ["stale"]
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, SCHEMA)
+        validate_schema(bad, SCHEMA)
     bad = json.loads(json.dumps(d))
     bad["targets"][0]["colour"] = "red"
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, SCHEMA)
+        validate_schema(bad, SCHEMA)
 
 
 def test_seq_counts_snapshots():

@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 from fusion import GimbalSample
 from fusion import geometry as g
 from fusion.timeline import Added, GimbalTrack, PoseHistory, Where
-
-from .helpers import MS, pose, yaw_quat
+from tests.support.fusion_inputs import MS, pose, yaw_quat
 
 
 def history(times_ms, *, yaw_rate_deg_s=90.0, speed_m_s=2.0, **kw):

@@ -12,8 +12,15 @@ from fusion import (
     WorldModel,
 )
 from fusion.simclock import SimClockStatus
-
-from .helpers import FORWARD_DOWN_45, MS, not_detected, observation, pose, up, world
+from tests.support.fusion_inputs import (
+    FORWARD_DOWN_45,
+    MS,
+    not_detected,
+    observation,
+    pose,
+    up,
+    world,
+)
 
 H = HoldReason
 

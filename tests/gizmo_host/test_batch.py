@@ -8,9 +8,7 @@ from hypothesis import strategies as st
 
 from gizmo_host import FRAME_DTYPE, StreamParser, VisionResult, crc16, decode_capture
 from gizmo_host.wire.batch import to_results
-
-from .strategies import vision_results
-from .test_parser import garbage
+from tests.support.strategies import garbage, vision_results
 
 
 def stream_parse(data: bytes) -> list[VisionResult]:

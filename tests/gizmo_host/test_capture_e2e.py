@@ -19,12 +19,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gizmo_host.app.replay import OfflineReplay
 from gizmo_host.capture.reader import CaptureReader, HostLine
 from gizmo_host.emulator import BoardModel, PtyBoard
 from rfly_link import ports
-from tests.gizmo_host.test_goldens import changes
-from tests.gizmo_host.test_world_run_e2e import free_copter_id, state_datagram
+from tests.support.coptersim import free_copter_id, state_datagram
+from tests.support.goldens import changes
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.realtime]
 
 TIMEOUT_S = 15.0
 FRAMES = 45  # 1.5 s at 30 Hz: the device clock locks after 1 s, so PROCEED is recorded
@@ -81,7 +85,7 @@ async def record_live(link: str, config: Path, out: Path, copter_id: int) -> Non
             stderr = (await asyncio.wait_for(proc.stderr.read(), TIMEOUT_S)).decode()
             rc = await asyncio.wait_for(proc.wait(), TIMEOUT_S)
         assert rc == 0, stderr
-        assert "0 dropped" in stderr, stderr
+        assert "0 dropped, 0 world input errors" in stderr, stderr  # both counted, both reported
 
 
 async def replay_into_run(capture: Path, link: str, config: Path, results: int) -> list[dict]:

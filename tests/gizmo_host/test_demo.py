@@ -87,6 +87,7 @@ def truth_bearing(capture_ns: int, sim_start_ns: int):
     return line_of_sight, angle_deg(box_centre_ray_ned(camera, pose, box), line_of_sight)
 
 
+@pytest.mark.subprocess
 def test_json_world_lines_proceed_on_the_true_bearing_beside_a_table_run():
     json_run = start("--json", "--duration", "2")
     table_run = start("--duration", "1.5", columns=120)  # at the same time, on its own ports
@@ -125,6 +126,7 @@ def test_json_world_lines_proceed_on_the_true_bearing_beside_a_table_run():
     assert "bearing error vs ground truth" in text
 
 
+@pytest.mark.subprocess
 def test_faults_hold_with_the_reason_then_proceed_and_sigint_ends_with_a_summary():
     proc = start("--json", "--faults")
     seen: list[tuple[str, tuple[str, ...]]] = []
@@ -152,6 +154,7 @@ def test_faults_hold_with_the_reason_then_proceed_and_sigint_ends_with_a_summary
 NO_RICH = "import sys; sys.modules['rich'] = None; from gizmo_host.cli import main; main()"
 
 
+@pytest.mark.subprocess
 def test_protocol_walkthrough_bad_options_and_the_plain_line_without_rich():
     bad = {
         "--duration": ["--duration", "soon"],

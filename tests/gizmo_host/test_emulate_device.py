@@ -10,7 +10,11 @@ import sys
 import time
 import tty
 
+import pytest
+
 from gizmo_host.wire.parser import StreamParser
+
+pytestmark = pytest.mark.subprocess
 
 DEADLINE_S = 10.0
 

@@ -20,8 +20,8 @@ from gizmo_host.emulator.injector import FaultInjector
 from gizmo_host.errors import ConfigError
 from gizmo_host.wire.parser import StreamParser
 from gizmo_host.wire.protocol import FRAME_LEN, VisionResult
-from tests.gizmo_host.emulate_host import expected, make_emulation, run_through_host
-from tests.gizmo_host.strategies import vision_results
+from tests.support.emulate_host import expected, make_emulation, run_through_host
+from tests.support.strategies import vision_results
 
 # -- parsing -------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from gizmo_host.emulator.targets import (
 )
 from gizmo_host.errors import ConfigError
 from gizmo_host.wire.results import DetectorId, NormBox, ResultType
-from tests.gizmo_host.emulate_host import START_NS, make_emulation
+from tests.support.emulate_host import START_NS, make_emulation
 
 FORWARD = CameraConfig(width_px=640, height_px=480, hfov_deg=90.0)
 angles = st.floats(-180, 180)

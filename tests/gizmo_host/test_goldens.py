@@ -24,6 +24,7 @@ import pytest
 from gizmo_host.app.replay import OfflineReplay
 from gizmo_host.capture.reader import CaptureReader, HostLine
 from tests.captures import generate
+from tests.support.goldens import changes
 
 CAPTURES = Path(generate.__file__).resolve().parent
 NAMES = sorted(path.stem for path in CAPTURES.glob("*.mcap"))
@@ -163,6 +164,7 @@ def test_a_synthetic_capture_is_rebuilt_from_the_repo(name: str, tmp_path: Path)
     assert list(fresh.messages()) == list(stored.messages())
 
 
+@pytest.mark.subprocess
 def test_replay_is_deterministic_and_the_command_prints_the_golden() -> None:
     """Twice in process, then once through ``gizmo-host replay --offline``: the same bytes."""
     name = "udp_loss"
@@ -197,16 +199,6 @@ def test_a_live_recording_replays_to_what_the_live_host_printed() -> None:
         transitions
     )
     assert changes(recorded["world"]) == changes(of_type("live_clean", "world"))
-
-
-def changes(lines_: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """The verdicts of ``verdict`` or ``world`` lines, each change once."""
-    out: list[tuple[Any, ...]] = []
-    for line in lines_:
-        key = (line.get("decision", line.get("verdict")), tuple(line["reasons"]))
-        if not out or out[-1] != key:
-            out.append(key)
-    return out
 
 
 # -- what each case shows ------------------------------------------------------------------

@@ -8,14 +8,15 @@ import fcntl
 import os
 import random
 
+import pytest
+
 from gizmo_host.emulator import BoardModel, PtyBoard, play
 from gizmo_host.live.config import LinkConfig, PipelineConfig
 from gizmo_host.live.link import SerialLink
 from gizmo_host.live.service import GizmoService
 from gizmo_host.stream.events import LinkEvent, LinkState
 from gizmo_host.stream.store import Decision, HoldReason
-
-from .waits import wait_link, wait_verdict
+from tests.support.waits import wait_link, wait_verdict
 
 TIMEOUT_S = 5.0
 
@@ -77,6 +78,7 @@ def test_frames_written_to_the_master_arrive_decoded(link_path):
     asyncio.run(main())
 
 
+@pytest.mark.realtime
 def test_missing_device_at_start_is_retried_until_it_appears(link_path):
     async def main():
         board = PtyBoard(link_path)
@@ -138,6 +140,7 @@ def test_a_read_error_ends_the_connection_with_that_error(link_path):
     asyncio.run(main())
 
 
+@pytest.mark.realtime
 def test_silent_port_goes_silent_then_back_up(link_path):
     async def main():
         model = BoardModel()
@@ -155,6 +158,7 @@ def test_silent_port_goes_silent_then_back_up(link_path):
     asyncio.run(main())
 
 
+@pytest.mark.realtime
 def test_port_held_by_another_process_is_busy_and_retried(link_path):
     async def main():
         with PtyBoard(link_path) as board:
@@ -176,6 +180,7 @@ def test_port_held_by_another_process_is_busy_and_retried(link_path):
     asyncio.run(main())
 
 
+@pytest.mark.realtime
 def test_unplug_gives_link_down_and_verdict_hold_within_500ms(link_path):
     async def main():
         model = BoardModel()

@@ -6,15 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gizmo_host import FrameError, StreamParser, VisionResult
-from gizmo_host.wire.protocol import FRAME_LEN, SYNC
-
-from .strategies import vision_results
-
-SPEC_EXAMPLE = bytes.fromhex(
-    "A5 47 01 60 00 2A 00 18 00 01 01 2A 00 E8 03 00 00 57 05 0C 00 83 FF 36 00 9A 01 68 01 01 "
-    "00 00 00 9C D9"
-)
-HEADER_PREFIX = SPEC_EXAMPLE[:9]
+from gizmo_host.wire.protocol import FRAME_LEN
+from tests.support.strategies import HEADER_PREFIX, SPEC_EXAMPLE, garbage, vision_results
 
 
 def reference_scan(stream: bytes) -> list[VisionResult]:
@@ -47,14 +40,6 @@ def assert_accounted(parser: StreamParser) -> None:
 def is_subsequence(needles, haystack) -> bool:
     it = iter(haystack)
     return all(any(n == h for h in it) for n in needles)
-
-
-garbage = st.one_of(
-    st.binary(max_size=60),
-    st.binary(max_size=40).map(lambda b: SYNC + b),  # false starts
-    st.binary(max_size=40).map(lambda b: HEADER_PREFIX + b),  # fake headers, wrong CRC
-    st.sampled_from([b"\xa5", b"\xa5\x47", b"\xa5\xa5\x47", SPEC_EXAMPLE[:34]]),
-)
 
 
 @given(

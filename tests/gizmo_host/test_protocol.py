@@ -23,8 +23,7 @@ from gizmo_host import (
     crc16,
 )
 from gizmo_host.wire.protocol import FIELDS, FRAME, FRAME_LEN
-
-from .strategies import vision_results
+from tests.support.strategies import vision_results
 
 SPEC_EXAMPLE = bytes.fromhex(
     "A5 47 01 60 00 2A 00 18 00 01 01 2A 00 E8 03 00 00 57 05 0C 00 83 FF 36 00 9A 01 68 01 01 "

@@ -8,7 +8,6 @@ import json
 import os
 import socket
 
-import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,12 +19,11 @@ from gizmo_host.live.publish import (
     encode_line,
 )
 from gizmo_host.live.sinks import stdout_sink, udp_sink
-from gizmo_host.schemas import load_schema
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult, version_message
 from gizmo_host.stream.tracker import SequenceEvent
-
-from .strategies import vision_results
+from tests.support.schemas import validate_as
+from tests.support.strategies import vision_results
 
 TIMEOUT_S = 5.0
 
@@ -58,7 +56,7 @@ def test_clients_get_the_version_first_then_every_line(socket_path):
                 json.loads(await asyncio.wait_for(r.readline(), TIMEOUT_S)) for r, _ in clients
             ]
             for version in versions:
-                jsonschema.validate(version, load_schema("version"))
+                validate_as(version, "version")
             assert server.client_count == 3
             for n in range(1, 4):
                 publisher(link_event(n))
@@ -69,7 +67,7 @@ def test_clients_get_the_version_first_then_every_line(socket_path):
                 ]
                 assert [line["transitions"] for line in lines] == [1, 2, 3]
                 for line in lines:
-                    jsonschema.validate(line, load_schema("link"))
+                    validate_as(line, "link")
             for _, writer in clients:
                 writer.close()
         finally:
@@ -238,7 +236,7 @@ def test_a_client_refused_when_every_client_keeps_up_is_told_why(socket_path):
             refusal = await asyncio.wait_for(reader.read(), TIMEOUT_S)  # one line, then EOF
             assert refusal.count(b"\n") == 1
             message = json.loads(refusal)
-            jsonschema.validate(message, load_schema("error"))
+            validate_as(message, "error")
             assert message["reason"] == "too_many_clients" and "2 client slots" in message["detail"]
             assert server.stats()["refused"] == 1 and server.client_count == 2
             assert server.stats()["evicted"] == 0
@@ -369,4 +367,4 @@ def test_result_json_line_parses_to_exactly_to_dict(
     line = received.to_json_line(now)
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert json.loads(line) == received.to_dict(now)
-    jsonschema.validate(json.loads(line), load_schema("result"))
+    validate_as(json.loads(line), "result")

@@ -24,8 +24,7 @@ from gizmo_host.wire.results import (
     Unknown,
     interpret,
 )
-
-from .strategies import vision_results
+from tests.support.strategies import vision_results
 
 BOX = {"x": -125, "y": 54, "w": 410, "h": 360}
 

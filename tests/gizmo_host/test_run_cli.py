@@ -11,12 +11,11 @@ import socket
 import subprocess
 import sys
 
-import jsonschema
 import pytest
 
 from gizmo_host.cli import main
 from gizmo_host.emulator import BoardModel, PtyBoard, play
-from gizmo_host.schemas import MESSAGE_TYPES, load_schema
+from tests.support.schemas import validate_message
 
 TIMEOUT_S = 10.0
 
@@ -33,12 +32,8 @@ async def start_run(
     )
 
 
-def validate(message: dict) -> None:
-    assert message["type"] in MESSAGE_TYPES
-    jsonschema.validate(message, load_schema(message["type"]))
-
-
 @pytest.mark.parametrize("event_loop", ["asyncio", "uvloop"])
+@pytest.mark.subprocess
 def test_run_prints_schema_valid_json_lines_and_talks_to_systemd(link_path, tmp_path, event_loop):
     if event_loop == "uvloop":
         pytest.importorskip("uvloop", reason="the uvloop extra is not installed")
@@ -72,7 +67,7 @@ def test_run_prints_schema_valid_json_lines_and_talks_to_systemd(link_path, tmp_
                 line = await asyncio.wait_for(proc.stdout.readline(), TIMEOUT_S)
                 assert line, "gizmo-host run ended early"
                 message = json.loads(line)
-                validate(message)
+                validate_message(message)
                 messages.append(message)
                 return message
 
@@ -88,14 +83,14 @@ def test_run_prints_schema_valid_json_lines_and_talks_to_systemd(link_path, tmp_
                 await until(lambda m: m["type"] == "link" and m["state"] == "SYNCING")
                 reader, writer = await asyncio.open_unix_connection(socket_path)
                 version = json.loads(await asyncio.wait_for(reader.readline(), TIMEOUT_S))
-                validate(version)
+                validate_message(version)
                 player = asyncio.create_task(play(board, BoardModel(), 45))
                 proceed = await until(
                     lambda m: m["type"] == "verdict" and m["decision"] == "PROCEED"
                 )
                 assert proceed["selector"] == {"source_id": None, "result_type": 5, "id": 11}
                 from_socket = json.loads(await asyncio.wait_for(reader.readline(), TIMEOUT_S))
-                validate(from_socket)
+                validate_message(from_socket)
                 await player
                 hold = await until(lambda m: m["type"] == "verdict" and m["decision"] == "HOLD")
                 assert "stale" in hold["reasons"]
@@ -121,6 +116,7 @@ def test_run_prints_schema_valid_json_lines_and_talks_to_systemd(link_path, tmp_
     asyncio.run(main_async())
 
 
+@pytest.mark.subprocess
 def test_a_stalled_socket_client_is_dropped_while_another_gets_every_result(link_path, tmp_path):
     """End to end: pty -> gizmo-host run -> Unix socket, one client that never reads and one
     that does. The reader never waits for the stalled one: it is dropped once its buffers
@@ -175,6 +171,7 @@ def test_a_stalled_socket_client_is_dropped_while_another_gets_every_result(link
 
 
 @pytest.mark.parametrize("event_loop", ["asyncio", "uvloop"])
+@pytest.mark.subprocess
 def test_a_client_that_closed_its_sending_side_gets_every_result(link_path, tmp_path, event_loop):
     """Issue 10 item 8, end to end: a client that calls shutdown(SHUT_WR) at once (as ``socat``
     fed from /dev/null does) got the version line and was then disconnected. It is a reader:
@@ -214,7 +211,7 @@ def test_a_client_that_closed_its_sending_side_gets_every_result(link_path, tmp_
                     line = await asyncio.wait_for(reader.readline(), TIMEOUT_S)
                     assert line, "the server hung up on a client that only closed its input"
                     message = json.loads(line)
-                    validate(message)
+                    validate_message(message)
                     if message["type"] == "result":
                         sequences.append(message["result"]["sequence"])
                 assert sequences == list(range(count))
@@ -265,6 +262,7 @@ def test_a_bad_config_file_is_one_line_naming_it_and_exit_2(
         (["--stats-interval-s", "0.001"], "", "--stats-interval-s: publish.stats_interval_s:"),
     ],
 )
+@pytest.mark.subprocess
 def test_a_period_that_would_spin_the_cpu_exits_2_naming_the_setting_and_minimum(
     link_path, tmp_path, flags, config, message
 ):

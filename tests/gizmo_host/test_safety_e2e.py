@@ -16,17 +16,18 @@ and every result line's ``age_ms`` against the truth: an age may be overstated, 
 from __future__ import annotations
 
 import asyncio
-import json
 import queue
 import signal
-import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+
+import pytest
 
 from gizmo_host.emulator import LOST_RELATIVE, BoardModel, PtyBoard
 from gizmo_host.wire.results import ResultType
+from tests.support.run_process import Run, spawn_run
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.realtime]
 
 TIMEOUT_S = 10.0
 TTL_MS = 200.0
@@ -39,55 +40,6 @@ class Truth:
     """What the test sent, on the host clock."""
 
     capture_ns: dict[tuple[int, int], int] = field(default_factory=dict)  # (source, sequence)
-
-
-@dataclass
-class Run:
-    proc: asyncio.subprocess.Process
-    messages: list[dict] = field(default_factory=list)
-    reader: asyncio.Task[None] | None = None
-
-    async def wait_for(self, predicate, timeout: float = TIMEOUT_S) -> dict:
-        """The first message (already read or still to come) that matches."""
-        deadline = time.monotonic() + timeout
-        seen = 0
-        while True:
-            for message in self.messages[seen:]:
-                if predicate(message):
-                    return message
-            seen = len(self.messages)
-            if time.monotonic() > deadline:
-                raise AssertionError("no such message in time")
-            await asyncio.sleep(0.01)  # poll the reader task's list with a deadline
-
-
-async def spawn_run(
-    link_path: str,
-    config: Path,
-    *args: str,
-    ready: Callable[[dict], bool] = lambda m: m["type"] == "link" and m["state"] == "SYNCING",
-    stderr: int = asyncio.subprocess.DEVNULL,
-) -> Run:
-    """``gizmo-host run`` on ``link_path`` with ``config``, its JSON lines collected, returned
-    once a line satisfies ``ready``."""
-    proc = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "gizmo_host.cli", "run", "--serial", link_path),
-        *("--config", str(config), "--transport-delay-ms", "0"),
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=stderr,
-        limit=1 << 22,
-    )
-    run = Run(proc)
-
-    async def read() -> None:
-        assert proc.stdout is not None
-        while line := await proc.stdout.readline():
-            run.messages.append(json.loads(line))
-
-    run.reader = asyncio.create_task(read())
-    await run.wait_for(ready)
-    return run
 
 
 async def start(link_path: str, tmp_path, *extra: str, ttl_ms: float = TTL_MS) -> Run:

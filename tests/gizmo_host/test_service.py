@@ -6,20 +6,19 @@ import asyncio
 import random
 import time
 
-import jsonschema
+import pytest
 
 from gizmo_host.emulator import BoardModel, PtyBoard, play
 from gizmo_host.live.config import PipelineConfig
 from gizmo_host.live.service import GizmoService
 from gizmo_host.live.timing import FakeScheduler
-from gizmo_host.schemas import load_schema
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkState
 from gizmo_host.stream.pipeline import FramePipeline
 from gizmo_host.stream.store import Decision, HoldReason, TargetSelector
 from gizmo_host.stream.tracker import SequenceEvent
-
-from .waits import wait_link
+from tests.support.schemas import validate_as
+from tests.support.waits import wait_link
 
 TIMEOUT_S = 5.0
 
@@ -64,14 +63,14 @@ def test_garbage_sequence_wrap_and_device_reset_mid_stream(link_path):
                 assert (source["lost"], source["resets"], source["received"]) == (0, 1, 30)
                 assert stats["link"]["crc_errors"] >= 30 and stats["link"]["frames_ok"] == 30
                 assert stats["clock"]["resets"] == 1
-                schema = load_schema("result")
                 for received in first + second:
-                    jsonschema.validate(received.to_dict(time.monotonic_ns()), schema)
-                jsonschema.validate(svc.stats(), load_schema("stats"))
+                    validate_as(received.to_dict(time.monotonic_ns()), "result")
+                validate_as(svc.stats(), "stats")
 
     asyncio.run(main())
 
 
+@pytest.mark.realtime
 def test_results_carry_host_capture_time_and_verdict_turns_proceed_then_stale(link_path):
     async def main():
         model = BoardModel()
@@ -100,8 +99,8 @@ def test_results_carry_host_capture_time_and_verdict_turns_proceed_then_stale(li
                 await player  # the board stops sending: the target goes stale
                 hold = await asyncio.wait_for(until(Decision.HOLD), TIMEOUT_S)
                 assert HoldReason.STALE in hold.reasons
-                jsonschema.validate(hold.to_dict(), load_schema("verdict"))
-                jsonschema.validate(proceed.to_dict(), load_schema("verdict"))
+                validate_as(hold.to_dict(), "verdict")
+                validate_as(proceed.to_dict(), "verdict")
 
     asyncio.run(main())
 
@@ -148,7 +147,7 @@ def test_a_failing_listener_is_counted_and_never_stops_the_reader(link_path):
                 assert stats["listener_errors"] == len(calls) >= 5
                 assert stats["link"]["callback_errors"] == 0
                 assert svc.failure is None
-                jsonschema.validate(stats, load_schema("stats"))
+                validate_as(stats, "stats")
 
     asyncio.run(main())
 

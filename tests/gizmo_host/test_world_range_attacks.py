@@ -34,9 +34,9 @@ from rfly_link import messages as m
 from rfly_link import ports
 from rfly_link.config import VisionSensorConfig, parse_config
 from rfly_link.sim.builders import sensor_datagrams
-
-from .test_safety_e2e import Run, spawn_run
-from .test_world_attacks import (
+from tests.support.coptersim import free_copter_id
+from tests.support.run_process import Run, spawn_run
+from tests.support.world_attacks import (
     ACCURACY_MS,
     SELECT,
     SPEED_M_S,
@@ -44,7 +44,6 @@ from .test_world_attacks import (
     Board,
     Poses,
     Truth,
-    free_copter_id,
     proceeds,
     run_world,
     selected,
@@ -305,6 +304,8 @@ def hostile_laser(copter: int, scene: Scene, sensor) -> Make:
     return make
 
 
+@pytest.mark.subprocess
+@pytest.mark.realtime
 def test_laser_that_stops_is_not_carried_forward_and_junk_never_counts(link_path, tmp_path):
     """Ground plane off: the laser is the only range. While it reads, positions are true
     (climbing at 5 m/s: a 100 ms old range would be 0.5 m off); once it stops the position
@@ -339,6 +340,8 @@ def test_laser_that_stops_is_not_carried_forward_and_junk_never_counts(link_path
     assert stats["rflysim"]["other_copter"] > 10
 
 
+@pytest.mark.subprocess
+@pytest.mark.realtime
 def test_laser_turning_300_ms_late_is_not_used_as_current(link_path, tmp_path):
     """Mid-flight every laser frame arrives 300 ms late with its true frame time: the sensor's
     sim clock keeps its mapping, so the readings are 300 ms from every capture and unused."""
@@ -360,6 +363,8 @@ def test_laser_turning_300_ms_late_is_not_used_as_current(link_path, tmp_path):
     assert after and sources(after) == {"ground_plane"}
 
 
+@pytest.mark.subprocess
+@pytest.mark.realtime
 def test_laser_beyond_any_range_is_not_used(link_path, tmp_path):
     """A distance frame of 1e6 m (the Config.json range is 100 m) at the honest frame's time.
 
@@ -376,6 +381,8 @@ def test_laser_beyond_any_range_is_not_used(link_path, tmp_path):
     assert judge(messages, scene) == []
 
 
+@pytest.mark.subprocess
+@pytest.mark.realtime
 def test_laser_frame_with_an_untimeable_frame_time_is_not_used(link_path, tmp_path):
     """Distance frames whose header time is NaN (the only laser), reading 3 m.
 
@@ -436,6 +443,8 @@ def gimbal(pitch_at: Callable[[int], float], *, hostile: bool = False) -> MakeFo
     return make_for
 
 
+@pytest.mark.subprocess
+@pytest.mark.realtime
 def test_gimbal_that_stops_holds_and_foreign_statuses_never_count(link_path, tmp_path):
     """Camera on the gimbal (SeqID 4), laser silent: the gimbal laser ranges. Statuses of
     another gimbal and another vehicle (looking forward, 5 m) and garbage focal lengths never

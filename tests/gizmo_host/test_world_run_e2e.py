@@ -11,53 +11,24 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import random
 import signal
 import socket
 import sys
 
-import jsonschema
 import pytest
 
 from gizmo_host.emulator import BoardModel, PtyBoard
-from gizmo_host.schemas import load_schema
-from rfly_link import messages as m
 from rfly_link import ports
+from tests.support.coptersim import HOVER_NED_M, free_copter_id, state_datagram
+from tests.support.schemas import validate_message
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.realtime]
 
 TIMEOUT_S = 15.0
 TTL_MS = 200.0
-POSITION_NED_M = (10.0, 5.0, -20.0)
+POSITION_NED_M = HOVER_NED_M
 POSE_PERIOD_S = 0.01  # 100 Hz, as CopterSim's state stream
 FRAME_PERIOD_S = 0.033
-
-
-def free_copter_id() -> int:
-    """A CopterID whose state port is free on this machine (ports are fixed by the port map)."""
-    ids = list(range(300, ports.MAX_COPTERS + 1))
-    random.Random().shuffle(ids)  # concurrent runs on one machine pick different ids
-    for copter_id in ids[:40]:
-        probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            probe.bind(("127.0.0.1", ports.coptersim_state_port(copter_id)))
-        except OSError:
-            continue
-        finally:
-            probe.close()
-        return copter_id
-    pytest.skip("no free CopterSim state port (30699..31000) on 127.0.0.1")
-
-
-def state_datagram(copter_id: int, sim_time_s: float) -> bytes:
-    """CopterSim's SOut2Simulator (168 B) through rfly_link's own encoder."""
-    return m.SOut2Simulator(
-        copter_id=copter_id,
-        vehicle_type=3,
-        velocity_ned_m_s=(0.0, 0.0, 0.0),
-        euler_rad=(0.0, 0.0, 0.0),
-        quaternion_wxyz=(1.0, 0.0, 0.0, 0.0),
-        runned_time_s=sim_time_s,
-        position_ned_m=POSITION_NED_M,
-    ).encode()
 
 
 async def send_states(copter_id: int, stop: asyncio.Event) -> int:
@@ -111,7 +82,7 @@ def test_world_lines_from_a_pty_and_coptersim_udp(link_path, tmp_path):
                         stderr = (await proc.stderr.read()).decode()
                         raise AssertionError(f"gizmo-host run ended early: {stderr}")
                     message = json.loads(line)
-                    jsonschema.validate(message, load_schema(message["type"]))
+                    validate_message(message)
                     messages.append(message)
                     if predicate(message):
                         return message

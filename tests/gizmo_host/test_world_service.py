@@ -15,7 +15,7 @@ import pytest
 from fusion import Decision, HoldReason, WorldSnapshot
 from gizmo_host.live.timing import FakeScheduler, settle
 from gizmo_host.live.world import WorldService
-from tests.fusion.helpers import MS, observation, up, world
+from tests.support.fusion_inputs import MS, observation, up, world
 
 T0 = 1_000_000_000
 

@@ -24,12 +24,10 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
-import jsonschema
 import pytest
 
 from gizmo_host.emulator.faults import Fault
 from gizmo_host.emulator.faults import FaultKind as K
-from gizmo_host.schemas import load_schema
 from rfly_link import ports
 from tests.hil.chain import Chain, Plan, host_counters, run_chains, selected
 from tests.hil.judge import (
@@ -47,6 +45,9 @@ from tests.hil.judge import (
     verdicts_between,
 )
 from tests.hil.scene import swinging_orbit
+from tests.support.schemas import validate_message
+
+pytestmark = [pytest.mark.hil, pytest.mark.subprocess, pytest.mark.realtime]
 
 PERIOD_S = 1 / 30
 TTL_S = 0.25
@@ -126,12 +127,8 @@ def chain(request: pytest.FixtureRequest, chains: dict[str, Chain]) -> Chain:
 def test_the_host_runs_clean_and_every_line_has_its_schema(chain: Chain) -> None:
     assert chain.returncode == 0, chain.stderr
     assert "Traceback" not in chain.stderr
-    validators = {
-        kind: jsonschema.Draft202012Validator(load_schema(kind))
-        for kind in {line["type"] for line in chain.lines}
-    }
     for line in chain.lines:
-        validators[line["type"]].validate(line)
+        validate_message(line)
     world = chain.world
     assert [w["seq"] for w in world] == list(range(1, len(world) + 1))
     assert chain.emulator["cycles_skipped"] == 0

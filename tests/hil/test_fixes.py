@@ -27,7 +27,9 @@ from rfly_link import ports
 from rfly_link.sim import StandIn, build_scenario
 from rfly_link.sim import cli as sim_cli
 from rfly_link.sim.sensorset import builtin_config_text
-from tests.gizmo_host.emulate_host import START_NS, make_emulation
+from tests.support.emulate_host import START_NS, make_emulation
+
+pytestmark = pytest.mark.hil
 
 MS = 1_000_000
 BOX = NormBox(10, -20, 100, 100)

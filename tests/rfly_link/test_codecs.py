@@ -170,7 +170,8 @@ def test_structure_on_a_port_of_another_role_is_rejected(msg: m.WireMessage, por
 
 
 def test_same_checksum_other_length_is_not_the_imu() -> None:
-    # DECISIONS.md: 1234567898 also appears in a 48-byte message on another port (PX4ExtMsg).
+    # docs/protocol-decisions.md: 1234567898 also appears in a 48-byte message on another port
+    # (PX4ExtMsg).
     data = struct.pack("<i", 1234567898) + bytes(44)
     with pytest.raises(rfly_link.WrongPort, match="PX4ExtMsg"):
         rfly_link.decode(data, port=31000)
@@ -358,7 +359,8 @@ def test_fragment_headers_round_trip(layout: wire.Layout, data: st.DataObject) -
 
 
 def test_layout_offsets_match_the_spec_tables() -> None:
-    # DECISIONS.md, CopterSim: SOut2Simulator offsets (the bridge document's table is wrong).
+    # docs/protocol-decisions.md, CopterSim: SOut2Simulator offsets (the bridge document's table
+    # is wrong).
     assert wire.SOUT2SIMULATOR.offsets == {
         "checksum": 0, "copter_id": 4, "vehicle_type": 8, "reserved": 12,
         "velocity_ned_m_s": 16, "euler_rad": 28, "quaternion_wxyz": 40, "motor_rpm": 56,

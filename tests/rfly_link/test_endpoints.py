@@ -198,7 +198,7 @@ def test_rflysim3d_client_and_20006_receiver_against_a_fake_rflysim3d() -> None:
 
 
 def _example_sensor_json() -> str:
-    from tests.rfly_link.test_config import EXAMPLE
+    from tests.support.rfly_config import EXAMPLE
 
     return json.dumps(EXAMPLE["VisionSensors"][0])
 
@@ -535,7 +535,7 @@ def _cli_run(argv: list[str]) -> int:
 def test_cli_config_and_file_errors_are_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.rfly_link.test_config import EXAMPLE
+    from tests.support.rfly_config import EXAMPLE
 
     bad = dict(EXAMPLE)
     bad["VisionSensors"] = [dict(EXAMPLE["VisionSensors"][1], otherParams=[0] * 16)]

@@ -29,9 +29,9 @@ _S168_GPS = (40.1, 116.2, 50.0)
 
 
 def _state_168() -> bytes:
-    """SOut2Simulator / sendUE4PosFull at the offsets DECISIONS.md lists."""
-    # DECISIONS.md: VelE@16, AngEuler@28, AngQuatern@40, MotorRPMS@56, AccB@88, RateB@100,
-    # runnedTime f64@112, PosE f64[3]@120, PosGPS f64[3]@144.
+    """SOut2Simulator / sendUE4PosFull at the offsets docs/protocol-decisions.md lists."""
+    # docs/protocol-decisions.md: VelE@16, AngEuler@28, AngQuatern@40, MotorRPMS@56, AccB@88,
+    # RateB@100, runnedTime f64@112, PosE f64[3]@120, PosGPS f64[3]@144.
     buf = bytearray(168)
     put(buf, 0, "i", 123456789)
     put(buf, 4, "i", 2)
@@ -70,8 +70,8 @@ def test_sout2simulator_offsets_from_decisions() -> None:
 
 
 def test_ue4_pos_full_168_decoded_by_port() -> None:
-    # UE4 sendUE4PosFull sends the SOut2Simulator struct (4i24f7d) to RflySim3D; DECISIONS.md:
-    # 168 B is ambiguous with CopterSim's SOut2Simulator, and only the port decides.
+    # UE4 sendUE4PosFull sends the SOut2Simulator struct (4i24f7d) to RflySim3D. 168 B is
+    # ambiguous with CopterSim's SOut2Simulator: only the port decides (docs/protocol-decisions.md).
     data = _state_168()
     value = rfly_link.decode(data, port=20010 + 2)
     assert type(value) is m.UE4PosFull
@@ -249,7 +249,7 @@ def test_rflysim3d_receive_structures() -> None:
 
 
 def test_camera_data_72_with_quaternion() -> None:
-    # DECISIONS.md: CameraData 72 B `<5i 11f d` adds the quaternion. The public SDK's
+    # docs/protocol-decisions.md: CameraData 72 B `<5i 11f d` adds the quaternion. The public SDK's
     # UE4CtrlAPI.CameraData (struct comment and CopyData) puts angQuat[4] after angEuler[3].
     buf = bytearray(72)
     put(buf, 0, "5i", 1234567891, 2, 1, 480, 640)  # checksum, SeqID, TypeID, Height, Width
@@ -270,10 +270,10 @@ def test_camera_data_72_with_quaternion() -> None:
     assert value.encode() == bytes(buf)
 
 
-# CoptReqData 80 B `<2i 16f d` and ObjReqData 112 B `<2i 16f d 32s` (DECISIONS.md). The spec
-# files do not order the 16 floats; the public SDK's UE4CtrlAPI (CoptReqData / ObjReqData struct
-# comments and CopyData: angQuat = iv[8:12], boxOrigin = iv[12:15]) does: PosUE@8, angEuler@20,
-# angQuat@32, boxOrigin@48, BoxExtent@60, timestmp@72 (then ObjName@80).
+# CoptReqData 80 B `<2i 16f d` and ObjReqData 112 B `<2i 16f d 32s` (docs/protocol-decisions.md).
+# The documents do not order the 16 floats; the public SDK's UE4CtrlAPI (CoptReqData /
+# ObjReqData struct comments and CopyData: angQuat = iv[8:12], boxOrigin = iv[12:15]) does:
+# PosUE@8, angEuler@20, angQuat@32, boxOrigin@48, BoxExtent@60, timestmp@72 (then ObjName@80).
 _OBJ_POS = (1.5, -2.5, 3.25)
 _OBJ_EULER = (0.125, -0.375, 0.625)
 _OBJ_QUAT = (0.875, 0.0625, -0.1875, 0.4375)
@@ -571,7 +571,7 @@ def test_vision_sensor_request_legacy_92() -> None:
 
 
 def test_vision_sensor_request_new_layout_144() -> None:
-    # rflysim-config-json.md 5: 16 uint16 (checksum .. SendProtocol[8]) then 28 float32:
+    # CFG 5 (docs/protocol-decisions.md, Config.json): 16 uint16, then 28 float32:
     # CameraFOV@32, SensorPosXYZ@36, EularOrQuat@48, SensorAngEular@52, SensorAngQuat@64,
     # otherParams[16]@80 (the v4.11 struct without the gimbal's bitmask).
     protocol = (1, 192, 168, 3, 14, 9999, 60000, 5)
@@ -627,7 +627,7 @@ def test_cesium_origin_formats_numpy_scalars_as_plain_numbers() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        # The console commands of rflysim3d-ue4ctrlapi.txt (sendUE4Cmd), argument order as listed.
+        # The console commands of RflySim3D's UE4CtrlAPI (sendUE4Cmd), argument order as listed.
         (commands.show_text("hello"), "RflyShowText hello"),
         (commands.show_text("hello", 2.5), "RflyShowTextTime hello 2.5"),
         (commands.change_map_by_id(3), "RflyChangeMapbyID 3"),

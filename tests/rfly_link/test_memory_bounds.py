@@ -24,7 +24,7 @@ import pytest
 
 from rfly_link import sensors
 from rfly_link.reassembly import fragment_payload
-from tests.rfly_link.rfly_process import (
+from tests.support.rfly_process import (
     final_stats,
     free_udp_port,
     sensor_json,
@@ -35,7 +35,10 @@ from tests.rfly_link.rfly_process import (
     write_config,
 )
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
+]
 
 MIB = 1024 * 1024
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)

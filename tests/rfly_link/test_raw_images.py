@@ -1,9 +1,10 @@
 """Raw (mode 2) camera images in several fragments, through a real receiver over loopback UDP.
 
 The SDK's sender cuts an image into 60,000-byte pieces behind the 24-byte header and sends
-``len // 60000 + 1`` of them, so an exact multiple ends with an empty fragment (DECISIONS.md:
-accept it). The raw frame limit is exactly W x H x bytes per pixel, so it must be compared with
-the data actually possible, not with ``count x first fragment size``.
+``len // 60000 + 1`` of them, so an exact multiple ends with an empty fragment
+(docs/protocol-decisions.md: accept it). The raw frame limit is exactly W x H x bytes per
+pixel, so it must be compared with the data actually possible, not with ``count x first
+fragment size``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Helpers shared by test modules (processes, schemas, scenes, strategies). Test modules import
+from here, never from one another."""
