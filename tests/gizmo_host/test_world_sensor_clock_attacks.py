@@ -139,7 +139,7 @@ def test_one_glitched_laser_stamp_does_not_mistime_the_laser(link_path, tmp_path
     async def body(rig: RangeRig) -> None:
         await until_proceed(rig, 0.2)
         flag["glitch"] = True
-        await rig.board.stream(RECOVER_S + 0.6)
+        await rig.board.stream(RECOVER_S + 0.4)
 
     messages, scene = asyncio.run(
         range_scenario(
@@ -296,7 +296,7 @@ def test_one_glitched_lidar_scan_time_does_not_mistime_the_lidar(link_path, tmp_
     async def body(rig: RangeRig) -> None:
         await until_proceed(rig, 0.2)
         flag["glitch"] = True
-        await rig.board.stream(RECOVER_S + 0.6)
+        await rig.board.stream(RECOVER_S + 0.4)
 
     messages, scene = asyncio.run(lidar_scenario(link_path, tmp_path, flag, body))
     whole = range_figures(messages, scene, "lidar")
@@ -335,7 +335,7 @@ def test_one_state_stamped_200_ms_ahead_does_not_mistime_the_pose(link_path, tmp
     async def body(rig: Rig) -> None:
         await fly(rig, 0.3)
         flag["glitch"] = True
-        await rig.board.stream(RECOVER_S + 0.6)
+        await rig.board.stream(RECOVER_S + 0.4)
 
     sims = state_sims(pose_glitch(flag, 0.2))
     messages, rig = asyncio.run(scenario(link_path, tmp_path, sims, body))
@@ -469,7 +469,7 @@ def test_laser_glitch_while_its_frames_are_reordered(link_path, tmp_path):
     async def body(rig: RangeRig) -> None:
         await until_proceed(rig, 0.2)
         flag["glitch"] = True
-        await rig.board.stream(RECOVER_S + 0.6)
+        await rig.board.stream(RECOVER_S + 0.4)
 
     messages, scene = asyncio.run(
         range_scenario(
