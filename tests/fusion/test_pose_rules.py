@@ -22,8 +22,7 @@ from fusion import geometry as g
 from fusion.ranging import Ranger
 from fusion.simclock import SimClockStatus
 from fusion.timeline import Added, JumpBounds
-
-from .helpers import MS, observation, pose, up, world, yaw_quat
+from tests.support.fusion_inputs import MS, observation, pose, up, world, yaw_quat
 
 NORTH_1_M_S = (1.0, 0.0, 0.0)
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from .test_world_attacks import free_copter_id
-from .test_world_range_attacks import free_port
+from tests.support.coptersim import free_copter_id
+from tests.support.range_attacks import free_port
 
 DEADLINE_S = 3.5  # a refusal takes ~1 s here
 ACCEPTED_S = 0.7  # once accepted, how long its threads and memory are watched

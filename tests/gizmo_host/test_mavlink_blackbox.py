@@ -26,8 +26,7 @@ from fusion import (
     WorldModel,
 )
 from gizmo_host.mavlink import LandingFields, LandingTargetSender, Profile
-
-from .mavlink_rig import circling, rig, until
+from tests.support.mavlink_rig import circling, rig, until
 
 TARGET_NED = (0.5, -0.3, 0.0)
 CAMERA = CameraConfig(

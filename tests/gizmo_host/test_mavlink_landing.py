@@ -15,8 +15,11 @@ from fusion import Decision, HoldReason, TargetState, WorldSnapshot
 from gizmo_host.live.timing import FakeScheduler
 from gizmo_host.mavlink import Held, LandingFields, LandingTargetSender, Profile
 from gizmo_host.mavlink.landing import MIN_DOWN, ardupilot_fields, px4_fields
-
-from .test_mavlink_session import MS, S, Wire
+from tests.support.mavlink_wire import (
+    MS,
+    S,
+    Wire,
+)
 
 
 def target(

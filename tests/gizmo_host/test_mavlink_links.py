@@ -23,8 +23,7 @@ from gizmo_host.mavlink import (
     parse_url,
 )
 from gizmo_host.mavlink.codec import Codec
-
-from .mavlink_rig import circling, rig, until
+from tests.support.mavlink_rig import circling, rig, until
 
 
 @pytest.mark.parametrize(

@@ -5,79 +5,22 @@ foreign or malformed traffic counted and ignored."""
 
 from __future__ import annotations
 
-import struct
-
 import pytest
 from pymavlink.dialects.v20 import common as mavlink
 
 from fusion import SimClockStatus
 from fusion.geometry import quat_angle_rad
 from gizmo_host.live.timing import FakeScheduler
-from gizmo_host.mavlink import AutopilotSession, MavlinkPoseSource, StandinAutopilot
+from gizmo_host.mavlink import AutopilotSession
 from gizmo_host.mavlink.session import DEFAULT_STREAMS
-
-from .mavlink_rig import circling
-
-MS = 1_000_000
-S = 1_000_000_000
-
-
-class Wire:
-    """Host <-> stand-in on the fake clock, ``down_ms`` to the autopilot, ``up_ms`` back."""
-
-    def __init__(
-        self,
-        *,
-        skew_ppm: float = 0.0,
-        boot_at_start_ms: float = 7_000.0,
-        streams=DEFAULT_STREAMS,
-        **kw,
-    ):
-        self.clock = FakeScheduler()
-        self.down_ms = self.up_ms = 1.0
-        self.cut = False
-        self.links: list[tuple[bool, int, str]] = []
-        self.session = AutopilotSession(
-            self._to_autopilot,
-            self.clock,
-            streams=streams,
-            on_link=lambda *a: self.links.append(a),
-        )
-        self.poses = []
-        self.source = MavlinkPoseSource(self.session, self.poses.append)
-        self.autopilot = StandinAutopilot(
-            None,
-            circling,
-            send=self._to_host,
-            scheduler=self.clock,
-            clock=self.clock.now_ns,
-            skew_ppm=skew_ppm,
-            boot_at_start_ms=boot_at_start_ms,
-            **kw,
-        )
-        self.session.start()
-        self.autopilot.start()
-
-    def _to_autopilot(self, data: bytes) -> bool:
-        if not self.cut:
-            due = self.clock.now_ns() + round(self.down_ms * MS)
-            self.clock.call_at_ns(due, lambda: self.autopilot.feed(data, self.clock.now_ns()))
-        return True
-
-    def _to_host(self, data: bytes) -> bool:
-        if not self.cut:
-            due = self.clock.now_ns() + round(self.up_ms * MS)
-            self.clock.call_at_ns(due, lambda: self.session.feed(data, self.clock.now_ns()))
-        return True
-
-    def run(self, seconds: float) -> None:
-        self.clock.advance(round(seconds * S))
-
-    def mapping_error_ms(self) -> float:
-        now = self.clock.now_ns()
-        mapped = self.session.estimator.to_autopilot_ns(now)
-        assert mapped is not None
-        return (mapped - self.autopilot.boot_ns(now)) / MS
+from tests.support.mavlink_rig import circling
+from tests.support.mavlink_wire import (
+    MS,
+    PAIR,
+    S,
+    Wire,
+    _v2,
+)
 
 
 def test_locks_and_maps_the_autopilot_clock_under_offset_and_skew():
@@ -149,9 +92,6 @@ def test_timesync_requests_are_answered_in_the_autopilot_clock_only_once_locked(
     assert abs(wire.autopilot.px4_offset_ns) < 0.2 * MS
 
 
-PAIR = (mavlink.MAVLINK_MSG_ID_ATTITUDE_QUATERNION, mavlink.MAVLINK_MSG_ID_LOCAL_POSITION_NED)
-
-
 @pytest.mark.parametrize(
     ("streams", "source"), [(DEFAULT_STREAMS, "odometry"), (PAIR, "pair")], ids=["odom", "pair"]
 )
@@ -205,11 +145,6 @@ def test_an_autopilot_never_heard_is_a_down_link_in_stats_not_an_error():
     assert stats["timesync"]["status"] == "locking"
     assert stats["counts"]["send_failures"] >= 100
     session.stop()
-
-
-def _v2(msg_id: int, payload: bytes, system: int = 1, component: int = 1) -> bytes:
-    header = struct.pack("<BBBBBBB", 0xFD, len(payload), 0, 0, 0, system, component)
-    return header + struct.pack("<I", msg_id)[:3] + payload + b"\x00\x00"
 
 
 def test_foreign_garbage_bad_crc_and_unknown_messages_are_counted_and_ignored():

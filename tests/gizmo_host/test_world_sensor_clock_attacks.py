@@ -25,40 +25,46 @@ from rfly_link import ports
 from rfly_link.config import parse_config
 from rfly_link.sensors import INT16_FULL_SCALE, PointLayout, encode_point_cloud
 from rfly_link.sim.builders import sensor_datagrams
-
-from .test_world_attacks import POSE_PERIOD_S, SPEED_M_S, Board, Poses, free_copter_id, stop
-from .test_world_pose_attacks import (
+from tests.support.coptersim import free_copter_id
+from tests.support.pose_attacks import (
     RECOVER_S,
     Flight,
     MakeOut,
     Out,
-    Rig,
     Sim,
     fly,
     honest,
-    judge,
     odom_at,
     report,
-    scenario,
     state_at,
     state_sims,
     timeline,
 )
-from .test_world_range_attacks import (
+from tests.support.range_attacks import (
     CAMERA_DOWN,
+    Rig,
     Scene,
     free_port,
     honest_laser,
+    judge,
     laser_frame,
-    proceeds,
-    selected,
     sensor_entry,
     start_run,
     until_proceed,
 )
-from .test_world_range_attacks import Rig as RangeRig
-from .test_world_range_attacks import judge as judge_ranges
-from .test_world_range_attacks import scenario as range_scenario
+from tests.support.range_attacks import Rig as RangeRig
+from tests.support.range_attacks import judge as judge_ranges
+from tests.support.world_attacks import (
+    POSE_PERIOD_S,
+    SPEED_M_S,
+    Board,
+    Poses,
+    proceeds,
+    scenario,
+    selected,
+    stop,
+)
+from tests.support.world_attacks import scenario as range_scenario
 
 CLIMB_M_S = 8.0
 GLITCH_S = 0.07  # one frame stamped 70 ms ahead: 0.56 m of climb

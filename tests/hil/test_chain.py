@@ -29,6 +29,17 @@ import pytest
 from gizmo_host.emulator.faults import Fault
 from gizmo_host.emulator.faults import FaultKind as K
 from rfly_link import ports
+from tests.hil.budgets import (
+    BEARING_BUDGET_DEG,
+    BOARD,
+    HOLD_AFTER_S,
+    HOST_TOML,
+    LOCK_S,
+    PERIOD_S,
+    POSITION_BUDGET_M,
+    RESET_HOLD_S,
+    TTL_S,
+)
 from tests.hil.chain import Chain, Plan, host_counters, run_chains, selected
 from tests.hil.judge import (
     accuracy,
@@ -49,19 +60,6 @@ from tests.support.schemas import validate_message
 
 pytestmark = [pytest.mark.hil, pytest.mark.subprocess, pytest.mark.realtime]
 
-PERIOD_S = 1 / 30
-TTL_S = 0.25
-SILENT_AFTER_S = 0.3
-RESET_HOLD_S = 0.3
-LOCK_S = 1.0  # a device clock epoch locks after 1 s (gizmo_host/stream/clock.py)
-HOLD_AFTER_S = PERIOD_S + TTL_S
-BEARING_BUDGET_DEG = 0.5  # p95, issue 12's accuracy case
-POSITION_BUDGET_M = 0.15  # p95
-HOST_TOML = (
-    f"[serial]\nsilent_after_s = {SILENT_AFTER_S}\n"
-    f"[store]\nttl_ms = {TTL_S * 1000}\nreset_hold_ms = {RESET_HOLD_S * 1000}\n"
-)
-BOARD = ("--latency", "uniform:15:40", "--skew-ppm", "100")
 GAP_S = 0.15  # half the quiet time between two faults: where the counts are compared
 
 FRAME_FAULTS = {

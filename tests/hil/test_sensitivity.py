@@ -18,10 +18,10 @@ import math
 
 import pytest
 
+from tests.hil.budgets import BEARING_BUDGET_DEG, BOARD, HOST_TOML, POSITION_BUDGET_M
 from tests.hil.chain import Chain, Plan, run_chains
 from tests.hil.judge import Accuracy, accuracy, measurements
 from tests.hil.scene import swinging_orbit
-from tests.hil.test_chain import BEARING_BUDGET_DEG, BOARD, HOST_TOML, POSITION_BUDGET_M
 
 DURATION_S = 3.0
 CLEAN_S = [(1.0, DURATION_S)]  # after the device clock has locked

@@ -1,0 +1,85 @@
+"""A fake autopilot wire on a fake clock for the MAVLink session tests: bytes both ways, and the
+message builders they share.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from pymavlink.dialects.v20 import common as mavlink
+
+from gizmo_host.live.timing import FakeScheduler
+from gizmo_host.mavlink import AutopilotSession, MavlinkPoseSource, StandinAutopilot
+from gizmo_host.mavlink.session import DEFAULT_STREAMS
+from tests.support.mavlink_rig import circling
+
+MS = 1_000_000
+
+
+S = 1_000_000_000
+
+
+class Wire:
+    """Host <-> stand-in on the fake clock, ``down_ms`` to the autopilot, ``up_ms`` back."""
+
+    def __init__(
+        self,
+        *,
+        skew_ppm: float = 0.0,
+        boot_at_start_ms: float = 7_000.0,
+        streams=DEFAULT_STREAMS,
+        **kw,
+    ):
+        self.clock = FakeScheduler()
+        self.down_ms = self.up_ms = 1.0
+        self.cut = False
+        self.links: list[tuple[bool, int, str]] = []
+        self.session = AutopilotSession(
+            self._to_autopilot,
+            self.clock,
+            streams=streams,
+            on_link=lambda *a: self.links.append(a),
+        )
+        self.poses = []
+        self.source = MavlinkPoseSource(self.session, self.poses.append)
+        self.autopilot = StandinAutopilot(
+            None,
+            circling,
+            send=self._to_host,
+            scheduler=self.clock,
+            clock=self.clock.now_ns,
+            skew_ppm=skew_ppm,
+            boot_at_start_ms=boot_at_start_ms,
+            **kw,
+        )
+        self.session.start()
+        self.autopilot.start()
+
+    def _to_autopilot(self, data: bytes) -> bool:
+        if not self.cut:
+            due = self.clock.now_ns() + round(self.down_ms * MS)
+            self.clock.call_at_ns(due, lambda: self.autopilot.feed(data, self.clock.now_ns()))
+        return True
+
+    def _to_host(self, data: bytes) -> bool:
+        if not self.cut:
+            due = self.clock.now_ns() + round(self.up_ms * MS)
+            self.clock.call_at_ns(due, lambda: self.session.feed(data, self.clock.now_ns()))
+        return True
+
+    def run(self, seconds: float) -> None:
+        self.clock.advance(round(seconds * S))
+
+    def mapping_error_ms(self) -> float:
+        now = self.clock.now_ns()
+        mapped = self.session.estimator.to_autopilot_ns(now)
+        assert mapped is not None
+        return (mapped - self.autopilot.boot_ns(now)) / MS
+
+
+PAIR = (mavlink.MAVLINK_MSG_ID_ATTITUDE_QUATERNION, mavlink.MAVLINK_MSG_ID_LOCAL_POSITION_NED)
+
+
+def _v2(msg_id: int, payload: bytes, system: int = 1, component: int = 1) -> bytes:
+    header = struct.pack("<BBBBBBB", 0xFD, len(payload), 0, 0, 0, system, component)
+    return header + struct.pack("<I", msg_id)[:3] + payload + b"\x00\x00"
