@@ -224,7 +224,7 @@ class Pinhole:
         cam = np.atleast_2d(np.asarray(points_ned_m, dtype=np.float64)) @ r.T + t
         depth = cam[:, 2]
         homogeneous = cam @ self.intrinsics.T
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # depth ~0: NaN below
             uv = homogeneous[:, :2] / homogeneous[:, 2:3]
         uv[depth < NEAR_M] = np.nan
         return uv, depth

@@ -3,7 +3,9 @@ no test leaks an asyncio task."""
 
 import asyncio
 import asyncio.runners
+import contextlib
 import os
+import signal
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -35,3 +37,35 @@ def no_leaked_asyncio_tasks(monkeypatch):
     monkeypatch.setattr(asyncio.runners, "_cancel_all_tasks", checking)
     yield
     assert not leaked, f"asyncio tasks leaked past asyncio.run: {leaked}"
+
+
+def _children() -> set[int]:
+    """This process's live child processes (Linux: /proc/<pid>/stat's ppid field)."""
+    me, found = os.getpid(), set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me and fields[0] != "Z":
+            found.add(int(entry))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes():
+    """Kill what a test started and left running: a test that fails before it stops its
+    ``gizmo-host run`` would otherwise leave it reading ports and CPU for the rest of the suite
+    (six were found still running after failed runs). A module-scoped fixture's processes were
+    started before the test, so they are not touched."""
+    if not os.path.isdir("/proc"):
+        yield
+        return
+    before = _children()
+    yield
+    for pid in _children() - before:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)

@@ -101,7 +101,6 @@ class Host:
         if outputs:
             for output in outputs_for(config.publish, encode_line(self.version)):
                 self.add_output(output)
-        self.world_input_errors = 0
         self._stats_ns = round(config.publish.stats_interval_s * 1e9)
         self._stats_timer: Timer | None = None
         self._started: list[Output] = []
@@ -154,8 +153,7 @@ class Host:
         try:
             apply_events(self.world, self.router.feed(port, sender, data, rx_ns))
         except Exception:
-            self.world_input_errors += 1
-            LOGGER.exception("world input on port %d", port)
+            self.world.input_failed("world input on port %d", port)
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -76,6 +76,7 @@ class Recorder:
         self.options, self.config, self.setup = options, config, setup
         self.settings = host_settings(config)
         self.clock = time.monotonic_ns
+        self.world_input_errors: int | None = None  # once served, with a world model
 
     async def record(self) -> int:
         from gizmo_host.app.capture_world import world_metadata  # noqa: PLC0415
@@ -119,8 +120,10 @@ class Recorder:
                 return 1
             _close_quietly(stream)
         stats = background.stats()
+        errors = self.world_input_errors
         print(
-            f"gizmo-host record: {name}: {stats['messages']} messages, {stats['dropped']} dropped",
+            f"gizmo-host record: {name}: {stats['messages']} messages, {stats['dropped']} dropped"
+            + ("" if errors is None else f", {errors} world input errors"),
             file=sys.stderr,
         )
         return 0
@@ -144,6 +147,8 @@ class Recorder:
         finally:
             for transport in transports:
                 transport.close()
+            if host.world is not None:
+                self.world_input_errors = host.world.stats()["input_errors"]
 
 
 def _record_message(background: BackgroundWriter, clock: Callable[[], int], message: Any) -> None:

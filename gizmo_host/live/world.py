@@ -205,6 +205,11 @@ class WorldService:
         ):
             self._check = self._scheduler.call_at_ns(self._scheduler.now_ns(), self._on_check)
 
+    def input_failed(self, what: str, *args: object) -> None:
+        """Count an input that failed on its way in (call from an ``except`` block): the
+        receivers' and a recorder's or replay's alike, in ``input_errors``."""
+        self._input_errors.failed(what, *args)
+
     def on_rfly(self, event: Event) -> None:
         """One rfly_link event (a receiver's, or a replayed one) through the adapter."""
         rfly = self.rfly

@@ -47,7 +47,8 @@ def target(
 def snapshot(now_ns: int, t: TargetState, verdict: Decision | None = None) -> WorldSnapshot:
     verdict = verdict or t.verdict
     return WorldSnapshot(
-        seq=1, host_ns=now_ns, verdict=verdict, reasons=t.reasons, selected=t.key,
+        seq=1, host_ns=now_ns, valid_until_ns=t.capture_ns + 250_000_000, verdict=verdict,
+        reasons=t.reasons, selected=t.key,
         vehicle=None, sources={}, targets=(t,),
     )  # fmt: skip
 

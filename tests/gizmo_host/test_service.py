@@ -190,13 +190,12 @@ def test_a_failing_verdict_evaluation_is_reported_to_the_owner(link_path):
     asyncio.run(main())
 
 
-def test_an_injected_pipeline_paces_the_stale_timer_by_its_own_ttl():
-    """The stale timer's lead is half the shortest TTL of the pipeline actually used: an
-    injected one's, not the (ignored) settings' (the lead was computed from ``ttl_ms`` even
-    when the injected pipeline had another TTL)."""
+def test_an_injected_pipeline_is_the_one_whose_ttl_times_the_verdicts():
+    """The verdict's stale timer and its renewal come from the pipeline actually used: an
+    injected one's TTLs, never the (ignored) settings' (the stale timer's lead used to be
+    computed from ``ttl_ms`` even when the injected pipeline had another TTL)."""
     pipeline = FramePipeline(ttl_ms=40.0, ttl_ms_by_type={4: 20.0})
     svc = GizmoService("/dev/null", PipelineConfig(ttl_ms=1000.0), frame_pipeline=pipeline)
     assert svc.pipeline is pipeline and pipeline.store.shortest_ttl_ns() == 20_000_000
-    assert svc._stale_lead_ns == 10_000_000
     built = GizmoService("/dev/null", PipelineConfig(ttl_ms=1000.0))
-    assert built._stale_lead_ns == 500_000_000
+    assert built.pipeline.store.shortest_ttl_ns() == 1_000_000_000

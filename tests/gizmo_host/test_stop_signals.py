@@ -11,8 +11,10 @@ import fcntl
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -52,10 +54,18 @@ def spawn(args: list[str], write_fd: int) -> subprocess.Popen[bytes]:
     return proc
 
 
-def feed_until_blocked(proc: subprocess.Popen[bytes], feed) -> None:
-    """Call ``feed`` until the command's main thread is blocked writing to the full pipe."""
+def queued_bytes(read_fd: int) -> int:
+    return struct.unpack("i", fcntl.ioctl(read_fd, termios.FIONREAD, b"\0" * 4))[0]
+
+
+def feed_until_blocked(proc: subprocess.Popen[bytes], feed, read_fd: int | None = None) -> None:
+    """Call ``feed`` until the command's main thread is blocked writing to the full pipe, or
+    (``read_fd`` given: a command whose stdout has its own queue and never blocks) until the
+    pipe holds most of its page."""
     deadline = time.monotonic() + FILL_DEADLINE_S
-    while not blocked_on_pipe(proc.pid):
+    while not blocked_on_pipe(proc.pid) and not (
+        read_fd is not None and queued_bytes(read_fd) >= 3072
+    ):
         assert proc.poll() is None, f"the command ended early ({proc.returncode})"
         assert time.monotonic() < deadline, "the command's stdout never filled"
         feed()
@@ -94,7 +104,8 @@ def test_run_with_a_stalled_stdout_ends_on_a_signal(signum: int, tmp_path: Path)
     args = ["run", "--serial", str(tmp_path / "gizmo0"), "--stats-interval-s", "0.05"]
     proc = spawn(args, write_fd)
     try:
-        feed_until_blocked(proc, lambda: time.sleep(0.01))  # wait for the process
+        feed_until_blocked(proc, lambda: time.sleep(0.01), read_fd)  # wait for the process
+        time.sleep(0.3)  # lines keep coming: the stdout sink's queue is in use now
         status = ends_after(proc, signum)
     finally:
         os.close(read_fd)
@@ -106,7 +117,8 @@ def test_demo_with_a_stalled_stdout_ends_on_sigterm() -> None:
     read_fd, write_fd = stalled_pipe()
     proc = spawn(["demo", "--json", "--duration", "120"], write_fd)  # world lines on stdout
     try:
-        feed_until_blocked(proc, lambda: time.sleep(0.01))  # wait for the process
+        feed_until_blocked(proc, lambda: time.sleep(0.01), read_fd)  # wait for the process
+        time.sleep(0.3)  # lines keep coming: the stdout sink's queue is in use now
         status = ends_after(proc, signal.SIGTERM)
     finally:
         os.close(read_fd)

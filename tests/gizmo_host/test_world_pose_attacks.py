@@ -21,8 +21,6 @@ from __future__ import annotations
 import asyncio
 import math
 
-import pytest
-
 from rfly_link import ports
 from tests.support.pose_attacks import (
     RECOVER_S,
@@ -69,12 +67,9 @@ def test_honest_flight_proceeds_on_true_poses_baseline(link_path, tmp_path):
     assert figures.availability > 0.8
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17 item 1: no sender filter on a loopback bind, the first datagram of a sim "
-    "time wins: measured 75/75 PROCEED wrong, up to 53.8 m and 60 deg off, availability 100%, "
-    "sender_not_allowed 0",
-)
+# Before the fix: issue 17 item 1: no sender filter on a loopback bind, the first datagram of a
+# sim time wins: measured 75/75 PROCEED wrong, up to 53.8 m and 60 deg off, availability 100%,
+# sender_not_allowed 0
 def test_spoofer_from_127_0_0_2_never_moves_the_pose(link_path, tmp_path):
     """The spoofer sends from 127.0.0.2 (the default ``sim_host`` is 127.0.0.1), each datagram
     just before the real one, same simulation time: it is dropped (``sender_not_allowed``) and
@@ -92,12 +87,9 @@ def test_spoofer_from_127_0_0_2_never_moves_the_pose(link_path, tmp_path):
     assert figures.availability > 0.7
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17 item 1: a second CopterSim with the ego's CopterID on another port of "
-    "127.0.0.1 wins every sim time: measured 80/80 PROCEED wrong, up to 53.8 m and 60 deg "
-    "off, no pose_conflict",
-)
+# Before the fix: issue 17 item 1: a second CopterSim with the ego's CopterID on another port of
+# 127.0.0.1 wins every sim time: measured 80/80 PROCEED wrong, up to 53.8 m and 60 deg off, no
+# pose_conflict
 def test_second_coptersim_with_the_ego_id_on_another_port_holds_pose_conflict(link_path, tmp_path):
     """Two CopterSims configured with one CopterID (same address, another source port), the
     other vehicle's state first: HOLD ``pose_conflict``, never a PROCEED on either pose."""
@@ -114,11 +106,8 @@ def test_second_coptersim_with_the_ego_id_on_another_port_holds_pose_conflict(li
     assert "pose_conflict" in reasons
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17 item 1: a spoofer 1 ms before the true sim times on another port of "
-    "127.0.0.1 is taken: measured 79/79 PROCEED wrong, up to 53.1 m and 59 deg off",
-)
+# Before the fix: issue 17 item 1: a spoofer 1 ms before the true sim times on another port of
+# 127.0.0.1 is taken: measured 79/79 PROCEED wrong, up to 53.1 m and 59 deg off
 def test_spoofer_one_millisecond_off_the_sim_time_holds_pose_conflict(link_path, tmp_path):
     """The same second sender with simulation times 1 ms before the true ones (no two poses
     share a time, so "first wins" never triggers): still a second sender, HOLD."""
@@ -134,11 +123,8 @@ def test_spoofer_one_millisecond_off_the_sim_time_holds_pose_conflict(link_path,
     assert "pose_conflict" in {r for w in run_world(messages) for r in w["reasons"]}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17 item 1: odometry spoofed from 127.0.0.2 (sim time +1 ms): measured "
-    "75/75 PROCEED wrong, up to 53.0 m and 59 deg off, sender_not_allowed 0",
-)
+# Before the fix: issue 17 item 1: odometry spoofed from 127.0.0.2 (sim time +1 ms): measured
+# 75/75 PROCEED wrong, up to 53.0 m and 59 deg off, sender_not_allowed 0
 def test_odometry_spoofer_from_127_0_0_2_never_moves_the_pose(link_path, tmp_path):
     """The spoofer on the odometry reply port (31000 + N - 1), 1 ms after each true reply
     from 127.0.0.2: dropped by the sender filter."""
@@ -157,11 +143,8 @@ def test_odometry_spoofer_from_127_0_0_2_never_moves_the_pose(link_path, tmp_pat
     assert figures.availability > 0.7
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17 item 1: during the 0.5 s of the second sender 23 PROCEED lines wrong, "
-    "up to 53.5 m and 60 deg off (PROCEED after it: 96%, as required)",
-)
+# Before the fix: issue 17 item 1: during the 0.5 s of the second sender 23 PROCEED lines wrong,
+# up to 53.5 m and 60 deg off (PROCEED after it: 96%, as required)
 def test_second_sender_that_stops_lets_proceed_come_back(link_path, tmp_path):
     """A second CopterSim (another port of 127.0.0.1) sends the ego's CopterID for 0.5 s
     mid-flight, then stops: no wrong PROCEED meanwhile, and PROCEED comes back within
@@ -214,11 +197,8 @@ def test_duplicate_identical_datagrams_do_not_hold(link_path, tmp_path):
     assert "pose_conflict" not in {r for w in run_world(messages) for r in w["reasons"]}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17 item 4: poses either side of a jump are blended: measured 5-12 of "
-    "104-129 PROCEED lines wrong, up to 8.0 m and 18.8 deg off (16-18 jumps)",
-)
+# Before the fix: issue 17 item 4: poses either side of a jump are blended: measured 5-12 of
+# 104-129 PROCEED lines wrong, up to 8.0 m and 18.8 deg off (16-18 jumps)
 def test_impossible_jumps_are_never_blended(link_path, tmp_path):
     """4 m east and 60 degrees of yaw every 0.19 s, the reported velocity and rates saying
     otherwise: a PROCEED between two poses across a jump would place the target on a blend."""
@@ -257,11 +237,8 @@ def test_honest_teleport_may_hold_briefly_but_recovers(link_path, tmp_path):
     assert after.availability > 0.7
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17 item 7: one 150 ms hiccup (flushed in order) holds clock_jump to the end "
-    "of the run: PROCEED never back, availability from 1.5 s after it 0% (0 of ~20 lines)",
-)
+# Before the fix: issue 17 item 7: one 150 ms hiccup (flushed in order) holds clock_jump to the
+# end of the run: PROCEED never back, availability from 1.5 s after it 0% (0 of ~20 lines)
 def test_one_150_ms_hiccup_of_the_state_stream_recovers(link_path, tmp_path):
     at: dict[str, int] = {}
 
@@ -322,12 +299,8 @@ def test_steady_reordering_of_the_state_stream_keeps_proceeding(link_path, tmp_p
     assert steady.availability > 0.7
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17 item 8: three out-of-order states in a row taken as a restart (1 s "
-    "clock_jump each, every 130 ms): measured 0 PROCEED lines, availability 0% (baseline "
-    "100%)",
-)
+# Before the fix: issue 17 item 8: three out-of-order states in a row taken as a restart (1 s
+# clock_jump each, every 130 ms): measured 0 PROCEED lines, availability 0% (baseline 100%)
 def test_three_states_overtaken_in_a_row_are_reordering_not_a_restart(link_path, tmp_path):
     async def body(rig: Rig) -> None:
         await fly(rig, 2.0)
@@ -341,11 +314,8 @@ def test_three_states_overtaken_in_a_row_are_reordering_not_a_restart(link_path,
     assert steady.availability > 0.7
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17 item 8: three odometry replies overtaken in a row (every 13th tick) "
-    "taken as a restart: measured 0 PROCEED lines, availability 0% (baseline 100%)",
-)
+# Before the fix: issue 17 item 8: three odometry replies overtaken in a row (every 13th tick)
+# taken as a restart: measured 0 PROCEED lines, availability 0% (baseline 100%)
 def test_three_odometry_replies_overtaken_in_a_row_keep_proceeding(link_path, tmp_path):
     async def body(rig: Rig) -> None:
         await fly(rig, 2.0)

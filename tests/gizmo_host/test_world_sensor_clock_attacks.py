@@ -31,22 +31,23 @@ from tests.support.pose_attacks import (
     Flight,
     MakeOut,
     Out,
+    Rig,
     Sim,
     fly,
     honest,
+    judge,
     odom_at,
     report,
+    scenario,
     state_at,
     state_sims,
     timeline,
 )
 from tests.support.range_attacks import (
     CAMERA_DOWN,
-    Rig,
     Scene,
     free_port,
     honest_laser,
-    judge,
     laser_frame,
     sensor_entry,
     start_run,
@@ -54,17 +55,16 @@ from tests.support.range_attacks import (
 )
 from tests.support.range_attacks import Rig as RangeRig
 from tests.support.range_attacks import judge as judge_ranges
+from tests.support.range_attacks import scenario as range_scenario
 from tests.support.world_attacks import (
     POSE_PERIOD_S,
     SPEED_M_S,
     Board,
     Poses,
     proceeds,
-    scenario,
     selected,
     stop,
 )
-from tests.support.world_attacks import scenario as range_scenario
 
 CLIMB_M_S = 8.0
 GLITCH_S = 0.07  # one frame stamped 70 ms ahead: 0.56 m of climb
@@ -124,16 +124,11 @@ def glitching_laser(flag: dict, every: int = 1) -> object:
 @pytest.mark.parametrize(
     "laser_hz",
     [
-        pytest.param(
-            20,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="issue 17 item 2: one laser frame (20 Hz) stamped 70 ms ahead mis-times "
-                "the laser for the rest of the run: measured 75/120 PROCEED wrong, 0.56 m "
-                "off; from 1.5 s after the glitch still 23/28",
-            ),
-        ),
-        100,  # today three frames behind the glitch pass for a "restart": re-anchored
+        # Before the fix: issue 17 item 2: one laser frame (20 Hz) stamped 70 ms ahead mis-
+        # times the laser for the rest of the run: measured 75/120 PROCEED wrong, 0.56 m off;
+        # from 1.5 s after the glitch still 23/28
+        20,
+        100,  # before the fix three frames behind the glitch passed for a "restart"
     ],
 )
 def test_one_glitched_laser_stamp_does_not_mistime_the_laser(link_path, tmp_path, laser_hz):
@@ -197,11 +192,8 @@ def late_starting_laser(flag: dict, stale_s: float = 0.5, every: int = 5) -> obj
     return make_for
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17 item 3: a laser (20 Hz) starting mid-flight with a burst of frames 0.5 s "
-    "old: measured 2-3 of ~125 PROCEED wrong, 4.0 m off (captures near the burst)",
-)
+# Before the fix: issue 17 item 3: a laser (20 Hz) starting mid-flight with a burst of frames
+# 0.5 s old: measured 2-3 of ~125 PROCEED wrong, 4.0 m off (captures near the burst)
 def test_laser_starting_with_a_stale_burst_is_not_used_as_current(link_path, tmp_path):
     flag: dict = {}
 
@@ -291,11 +283,8 @@ async def lidar_scenario(
     return messages, scene
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17 item 2 on a LiDAR (10 Hz): one scan stamped 70 ms ahead: measured 94-96 "
-    "of 120 PROCEED wrong, 0.56 m off; from 1.5 s after the glitch 26/26",
-)
+# Before the fix: issue 17 item 2 on a LiDAR (10 Hz): one scan stamped 70 ms ahead: measured
+# 94-96 of 120 PROCEED wrong, 0.56 m off; from 1.5 s after the glitch 26/26
 def test_one_glitched_lidar_scan_time_does_not_mistime_the_lidar(link_path, tmp_path):
     flag: dict = {}
 
@@ -391,11 +380,8 @@ async def vision_first_then_poses(rig: Rig, flag: dict) -> None:
     await rig.board.stream(RECOVER_S + 0.8)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17 item 3 on the state stream: a first burst of states 0.5 s old: measured "
-    "1-3 of ~120 PROCEED wrong, 1.2-1.9 m off (the captures near the burst)",
-)
+# Before the fix: issue 17 item 3 on the state stream: a first burst of states 0.5 s old:
+# measured 1-3 of ~120 PROCEED wrong, 1.2-1.9 m off (the captures near the burst)
 def test_state_stream_starting_with_a_stale_burst_is_not_used_as_current(link_path, tmp_path):
     flag: dict = {}
     sims = state_sims(stale_start(flag, 0.5))
@@ -410,11 +396,8 @@ def test_state_stream_starting_with_a_stale_burst_is_not_used_as_current(link_pa
     assert after.availability > 0.7
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17 item 3 on odometry: a first burst of replies 0.5 s old: measured 1-3 of "
-    "~120 PROCEED wrong, 1.2-1.95 m off",
-)
+# Before the fix: issue 17 item 3 on odometry: a first burst of replies 0.5 s old: measured 1-3
+# of ~120 PROCEED wrong, 1.2-1.95 m off
 def test_odometry_starting_with_a_stale_burst_is_not_used_as_current(link_path, tmp_path):
     flag: dict = {}
 
@@ -462,11 +445,8 @@ def swapped_pairs(make_for):
     return swapped_for
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17 items 2+8 on the laser (20 Hz): frames swapped in pairs plus one stamped "
-    "70 ms ahead: measured 66-84/120 PROCEED wrong, 0.47-0.56 m off; late 20-26 of 28",
-)
+# Before the fix: issue 17 items 2+8 on the laser (20 Hz): frames swapped in pairs plus one
+# stamped 70 ms ahead: measured 66-84/120 PROCEED wrong, 0.47-0.56 m off; late 20-26 of 28
 def test_laser_glitch_while_its_frames_are_reordered(link_path, tmp_path):
     """Both at once on the laser: adjacent frames swapped throughout, and one frame 70 ms
     ahead. No wrong PROCEED, and laser PROCEED back within ~1.5 s of the glitch."""
