@@ -146,6 +146,8 @@ class SimClockEstimator:
     ) -> SimClockSample:
         """Add one sample's simulation time and host arrival time; return its host time."""
         self._samples += 1
+        if discontinuity:
+            self._discontinuities += 1  # counted whether or not the sample is used
         offset = float(host_rx_ns - sim_time_ns)
         reason: str | None = None
         if not self._started:
@@ -172,11 +174,9 @@ class SimClockEstimator:
             else:
                 self._watch_pause(sim_time_ns, host_rx_ns)
                 reason = self._follow(offset, sim_time_ns, host_rx_ns)
-        if discontinuity:
-            self._discontinuities += 1
-            if reason is None:
-                self._epoch += 1
-                reason = "discontinuity"
+        if discontinuity and reason is None:
+            self._epoch += 1
+            reason = "discontinuity"
         self._last_sim_ns = sim_time_ns
         self._last_host_ns = host_rx_ns
         self._watch_lock(host_rx_ns)

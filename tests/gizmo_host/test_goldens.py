@@ -305,10 +305,18 @@ def test_sim_jump_flagged_starts_a_new_pose_epoch() -> None:
         assert math.dist(target["position_ned_m"][:2], CAR_NED_M) < 1.5
 
 
-def test_sim_restart_unflagged_holds_clock_jump_then_proceeds_in_the_new_epoch() -> None:
+def test_sim_restart_unflagged_holds_while_the_new_epoch_locks_then_proceeds_in_it() -> None:
+    """The sim time falls back 50 s: a restart, a new clock epoch whose mapping must settle
+    for the lock period (250 ms) before its poses count (clock_not_locked), then PROCEED on
+    the new epoch's poses (it held clock_jump for a whole second before issue 17)."""
     world = of_type("sim_restart", "world")
-    jump = next(w for w in world if "clock_jump" in w["reasons"])
-    assert jump["verdict"] == "HOLD" and jump["vehicle"]["epoch"] == 1
-    assert not any(w["verdict"] == "PROCEED" for w in world if 0 < w["seq"] - jump["seq"] < 3)
-    assert any(w["verdict"] == "PROCEED" and w["vehicle"]["epoch"] == 1 for w in world)
+    first_go = next(w for w in world if w["verdict"] == "PROCEED")
+    restart = next(
+        w for w in world if w["seq"] > first_go["seq"] and "clock_not_locked" in w["reasons"]
+    )
+    assert restart["verdict"] == "HOLD"
+    held = [w for w in world if 0 <= w["host_ns"] - restart["host_ns"] < 250_000_000]
+    assert held and all(w["verdict"] == "HOLD" for w in held)
+    back = next(w for w in world if w["seq"] > restart["seq"] and w["verdict"] == "PROCEED")
+    assert back["vehicle"]["epoch"] == 1 and back["host_ns"] - restart["host_ns"] < 600_000_000
     assert final_stats("sim_restart")["world"]["rflysim"]["sim_clocks"]["state"]["resets"] == 1
