@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gizmo_host.errors import ConfigError
+from rfly_link.config import read_regular_file
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,13 +30,12 @@ def display_name(text: str) -> str:
 def read_toml(path: str | Path) -> dict[str, Any]:
     """The TOML document at ``path``; anything but a small UTF-8 TOML file is a ConfigError."""
     where = f"config file {display_name(str(path))}"
-    try:
-        with open(path, "rb") as file:
-            data = file.read(MAX_FILE_BYTES + 1)
+    try:  # non-blocking: a FIFO or a device is refused at once, not waited on
+        data = read_regular_file(
+            path, MAX_FILE_BYTES, what="settings", where=where, error=ConfigError
+        )
     except OSError as exc:
         raise ConfigError(f"{where}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise ConfigError(f"{where}: expected at most {MAX_FILE_BYTES} bytes of settings")
     try:
         text = data.decode()
     except UnicodeDecodeError as exc:

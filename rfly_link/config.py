@@ -14,6 +14,7 @@ import math
 import os
 import stat
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -243,17 +244,25 @@ def load_config(path: str | Path, *, change_mode: int = -1, linux: bool = True) 
     return parse_config(text, change_mode=change_mode, linux=linux, source=str(path))
 
 
-def read_regular_file(path: str | Path, max_bytes: int, *, what: str) -> bytes:
-    """The bytes of a regular file of at most ``max_bytes``; a ``ConfigError`` for anything
-    else. Opened non-blocking, so a FIFO neither hangs the start nor waits for a writer."""
-    where = _printable(str(path))
+def read_regular_file(
+    path: str | Path,
+    max_bytes: int,
+    *,
+    what: str,
+    where: str | None = None,
+    error: Callable[[str], Exception] = ConfigError,
+) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``; ``error(message)`` (a
+    ``ConfigError`` naming ``where``, default the path) for anything else. Opened non-blocking,
+    so a FIFO neither hangs the start nor waits for a writer; ``OSError`` if it cannot be."""
+    where = _printable(str(path)) if where is None else where
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"{where}: expected a regular {what} file")
+            raise error(f"{where}: expected a regular {what} file")
         if info.st_size > max_bytes:
-            raise ConfigError(f"{where}: expected at most {max_bytes} bytes, got {info.st_size}")
+            raise error(f"{where}: expected at most {max_bytes} bytes, got {info.st_size}")
         chunks, size = [], 0
         while size <= max_bytes:  # the file may grow while read: stop one byte past the cap
             chunk = os.read(fd, max_bytes + 1 - size)
@@ -264,7 +273,7 @@ def read_regular_file(path: str | Path, max_bytes: int, *, what: str) -> bytes:
     finally:
         os.close(fd)
     if size > max_bytes:
-        raise ConfigError(f"{where}: expected at most {max_bytes} bytes")
+        raise error(f"{where}: expected at most {max_bytes} bytes")
     return b"".join(chunks)
 
 

@@ -237,3 +237,18 @@ def test_camera_mount_rpy_out_of_range_is_a_one_line_config_error(tmp_path, rpy)
     outcome = run_cli(tmp_path, rflysim_toml(path, rpy=rpy, copter=copter))
     assert_one_line_config_error(outcome, "mount_rpy_deg")
     assert "mount_rpy_deg" in outcome.stderr  # refused for this value, not another
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_settings_file_that_is_a_fifo_or_a_device_is_a_one_line_config_error(tmp_path, kind):
+    """The TOML reader opened its file with a blocking open(): a FIFO for --config hung the
+    start as the Config.json one did."""
+    path = tmp_path / "gizmo.toml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    args = [sys.executable, "-m", "gizmo_host.cli", "run", "--serial", str(tmp_path / "nope")]
+    args += ["--config", str(path) if kind == "fifo" else "/dev/zero"]
+    done = subprocess.run(args, capture_output=True, timeout=DEADLINE_S * 3, check=False)
+    stderr = done.stderr.decode()
+    assert done.returncode == 2 and len(stderr.splitlines()) == 1, stderr
+    assert "expected a regular settings file" in stderr and "Traceback" not in stderr

