@@ -2,8 +2,8 @@
 
 The same parts the separate commands run, wired on loopback in one process:
 
-- the stand-in (``gizmo-host sim``): :class:`~rfly_link.sim.core.StandIn` paced by
-  :class:`~rfly_link.sim.runner.SimRunner`, sending the built-in Config.json's TypeID 30 boxes
+- the stand-in (``gizmo-host sim``): :class:`~gizmo_host.standin.core.StandIn` paced by
+  :class:`~gizmo_host.standin.runner.SimRunner`, sending the built-in Config.json's TypeID 30 boxes
   and distance sensor, and answering the host's odometry request;
 - the board (``gizmo-host emulate --rfly-config Config.json``): the boxes in, VISION_RESULT
   frames out on a pty behind ``WORKDIR/gizmo0``, with the fault timeline;
@@ -40,16 +40,16 @@ from gizmo_host.emulator.settings import EmulateSettings, load_settings
 from gizmo_host.errors import ConfigError
 from gizmo_host.live.rfly_sources import RflySimSetup, SensorRequester
 from gizmo_host.live.world import WorldService
+from gizmo_host.standin.core import Rates, StandIn
+from gizmo_host.standin.runner import SimRunner
+from gizmo_host.standin.scenario import Truth, build_scenario
+from gizmo_host.standin.sensorset import builtin_config_text, sensor_camera
 from gizmo_host.stream.events import ReceivedResult
 from gizmo_host.wire.results import DetectorId
 from rfly_link import io as rio
 from rfly_link import ports
 from rfly_link.config import parse_config
 from rfly_link.messages import TypeId
-from rfly_link.sim.core import Rates, StandIn
-from rfly_link.sim.runner import SimRunner
-from rfly_link.sim.scenario import Truth, build_scenario
-from rfly_link.sim.sensorset import builtin_config_text, sensor_camera
 
 HOST = "127.0.0.1"
 EGO_ID = 1

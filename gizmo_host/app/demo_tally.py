@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from fusion import Decision, WorldSnapshot
+from gizmo_host.standin.scenario import Scenario
+from gizmo_host.standin.views import box_centre_ray_ned, camera_pose, image_box, target_view
 from hil_geometry.pinhole import Pinhole, angle_deg
-from rfly_link.sim.scenario import Scenario
-from rfly_link.sim.views import box_centre_ray_ned, camera_pose, image_box, target_view
 
 BIN_DEG = 0.005  # the percentiles' resolution
 MAX_BINNED_DEG = 20.0  # errors beyond it share the last bin (the maximum is kept exactly)

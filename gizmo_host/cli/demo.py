@@ -41,7 +41,7 @@ from gizmo_host.live import event_loop
 from gizmo_host.live.publish import JsonLinesPublisher
 from gizmo_host.live.sinks import QueuedSink, stdout_sink
 from gizmo_host.live.stop_signals import add_stop_handlers
-from rfly_link.sim.scenario import SCENARIOS
+from gizmo_host.standin.scenario import SCENARIOS
 
 EXIT_USAGE = 2
 BUILTIN = ""  # --faults without a file

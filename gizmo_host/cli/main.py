@@ -39,7 +39,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "receive RflySim sensors, CopterSim and RflySim3D data as JSON Lines",
     ),
     "sim": (
-        "rfly_link.sim.cli",
+        "gizmo_host.cli.sim",
         "a RflySim stand-in: a scripted scenario sent over UDP with its ground truth",
     ),
 }

@@ -7,7 +7,7 @@ kept). A changed golden file needs a reason in its commit.
 
 Each synthetic capture is what ``gizmo-host record`` would have written for a run of the
 project's own board emulator (``gizmo_host.emulator``: ``Emulation`` with its seeded faults) and
-RflySim stand-in (``rfly_link.sim.StandIn``), on synthetic host times: a chunk is read
+RflySim stand-in (``gizmo_host.standin.StandIn``), on synthetic host times: a chunk is read
 ``READ_NS`` after its last byte has crossed the line at 115200 baud, a datagram arrives
 ``NET_NS`` after it is sent, and the serial port opens, hangs up and reconnects with the live
 link's backoff. The cases that run the world model see a target the stand-in places (its car at
@@ -40,11 +40,11 @@ from gizmo_host.emulator.projection import camera_pose, project_box
 from gizmo_host.emulator.scenario import Scenario as BoardScenario
 from gizmo_host.emulator.settings import emulator_camera
 from gizmo_host.emulator.targets import Detection, LatencyKind, LatencyModel, OutputPolicy
+from gizmo_host.standin import Rates, SimTime, StandIn, build_scenario
 from gizmo_host.stream.linkstate import REASON_OPENED, REASON_STOPPED, LinkInput
 from gizmo_host.stream.store import TargetSelector
 from rfly_link import messages as m
 from rfly_link import ports
-from rfly_link.sim import Rates, SimTime, StandIn, build_scenario
 
 HERE = Path(__file__).resolve().parent
 START_NS = 20_000_000_000  # host time (CLOCK_MONOTONIC) of the first input

@@ -19,10 +19,10 @@ from gizmo_host.capture.settings import HostSettings
 from gizmo_host.capture.writer import CaptureWriter
 from gizmo_host.cli import record, replay
 from gizmo_host.errors import CaptureError
+from gizmo_host.standin import builders
+from gizmo_host.standin.scenario import build_scenario
+from gizmo_host.standin.sensorset import builtin_config_text
 from rfly_link import ports
-from rfly_link.sim import builders
-from rfly_link.sim.scenario import build_scenario
-from rfly_link.sim.sensorset import builtin_config_text
 
 
 @pytest.fixture

@@ -20,10 +20,10 @@ import pytest
 
 from gizmo_host.app.demo_tally import ErrorHistogram
 from gizmo_host.cli.demo import BUILTIN_BLOCK, builtin_timeline
+from gizmo_host.standin.scenario import build_scenario
+from gizmo_host.standin.sensorset import builtin_config, sensor_camera
+from gizmo_host.standin.views import box_centre_ray_ned, camera_pose, image_box, target_view
 from hil_geometry.pinhole import angle_deg
-from rfly_link.sim.scenario import build_scenario
-from rfly_link.sim.sensorset import builtin_config, sensor_camera
-from rfly_link.sim.views import box_centre_ray_ned, camera_pose, image_box, target_view
 
 TIMEOUT_S = 20.0
 DEMO = [sys.executable, "-m", "gizmo_host.cli", "demo"]

@@ -24,10 +24,10 @@ from fusion import (
 from fusion import geometry as g
 from gizmo_host.live.rfly_adapter import MAX_LIDAR_POINTS, PoseSource, RflyAdapter
 from gizmo_host.live.world_adapters import result_label
+from gizmo_host.standin import builders, sensorset
+from gizmo_host.standin.kinematics import VehicleState
 from rfly_link import messages as m
 from rfly_link.sensors import PointCloud, decode_sensor
-from rfly_link.sim import builders, sensorset
-from rfly_link.sim.kinematics import VehicleState
 
 MS = 1_000_000
 STATE = VehicleState(

@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 
 from gizmo_host.emulator import PtyBoard
+from gizmo_host.standin.builders import sensor_datagrams
 from rfly_link import ports
 from rfly_link.config import parse_config
 from rfly_link.sensors import INT16_FULL_SCALE, PointLayout, encode_point_cloud
-from rfly_link.sim.builders import sensor_datagrams
 from tests.support.coptersim import free_copter_id
 from tests.support.pose_attacks import (
     RECOVER_S,

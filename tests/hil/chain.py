@@ -1,6 +1,7 @@
 """The HIL chain in one test: stand-in -> loopback UDP -> emulator -> pty -> ``gizmo-host run``.
 
-The stand-in (:class:`rfly_link.sim.StandIn` on its :class:`~rfly_link.sim.runner.SimRunner`)
+The stand-in (:class:`gizmo_host.standin.StandIn` on its
+:class:`~gizmo_host.standin.runner.SimRunner`)
 and the emulator (``gizmo-host emulate``'s own argument parser, settings, target source and
 :class:`~gizmo_host.emulator.runner.Runner` on a real pty) share the test's event loop;
 ``gizmo-host run`` is a child process reading the pty and hearing the stand-in on UDP, and its
@@ -40,11 +41,11 @@ from gizmo_host.emulator.faults import Fault
 from gizmo_host.emulator.port import PtyPort
 from gizmo_host.emulator.runner import Runner
 from gizmo_host.emulator.sources import BoxSource, PoseSource
+from gizmo_host.standin import Rates, Scenario, StandIn
+from gizmo_host.standin.runner import SimRunner
+from gizmo_host.standin.sensorset import sensor_camera
 from rfly_link import ports
 from rfly_link.config import load_config
-from rfly_link.sim import Rates, Scenario, StandIn
-from rfly_link.sim.runner import SimRunner
-from rfly_link.sim.sensorset import sensor_camera
 
 TIMEOUT_S = 10.0
 STATS_INTERVAL_S = 0.05

@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from gizmo_host.emulator.faults import Fault, FaultKind
+from gizmo_host.standin.views import box_centre_ray_ned, camera_pose, image_box, target_view
 from hil_geometry.pinhole import angle_deg
-from rfly_link.sim.views import box_centre_ray_ned, camera_pose, image_box, target_view
 from tests.hil.chain import Chain, host_counters, selected
 
 World = dict[str, Any]

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from rfly_link.sim import Scenario, Vehicle
-from rfly_link.sim.tracks import Hover, Orbit, Vec3
+from gizmo_host.standin import Scenario, Vehicle
+from gizmo_host.standin.tracks import Hover, Orbit, Vec3
 
 MARKER_SIZE_M = (0.5, 0.5, 0.02)
 NO_SPIN_S = 1e9

@@ -18,15 +18,15 @@ import pytest
 from gizmo_host.app.config import StoreConfig
 from gizmo_host.app.world_config import RflySimConfig, resolve_world
 from gizmo_host.cli import emulate as emulate_cli
+from gizmo_host.cli import sim as sim_cli
 from gizmo_host.emulator.sources import MAX_SEEN_LAG_NS, SeenClock
 from gizmo_host.emulator.targets import Detection, LatencyKind, LatencyModel
 from gizmo_host.errors import ConfigError
+from gizmo_host.standin import StandIn, build_scenario
+from gizmo_host.standin.sensorset import builtin_config_text
 from gizmo_host.stream.store import TargetSelector
 from gizmo_host.wire.results import NormBox
 from rfly_link import ports
-from rfly_link.sim import StandIn, build_scenario
-from rfly_link.sim import cli as sim_cli
-from rfly_link.sim.sensorset import builtin_config_text
 from tests.support.emulate_host import START_NS, make_emulation
 
 pytestmark = pytest.mark.hil

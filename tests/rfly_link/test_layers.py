@@ -10,9 +10,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "rfly_link"
 IO_MODULES = frozenset({"asyncio", "socket", "threading", "selectors", "serial", "serialx"})
-# The I/O edge: everything else is sans-I/O and may not reach it. The stand-in's runner and
-# command are its asyncio edge; the rest of rfly_link.sim is sans-I/O like the codecs.
-EDGE = ("rfly_link.io", "rfly_link.cli", "rfly_link.sim.runner", "rfly_link.sim.cli")
+# The I/O edge: everything else is sans-I/O and may not reach it.
+EDGE = ("rfly_link.io", "rfly_link.cli")
 
 
 def module_names() -> dict[str, Path]:
@@ -86,8 +85,6 @@ def test_the_io_edge_is_where_the_sockets_are() -> None:
     assert "socket" in GRAPH["rfly_link.io.receiver"]
     assert "asyncio" in GRAPH["rfly_link.io.handoff"]
     assert "rfly_link.io" in reach("rfly_link.cli")
-    assert "asyncio" in GRAPH["rfly_link.sim.runner"]
-    assert "rfly_link.io.clients" in reach("rfly_link.sim.runner")
 
 
 def component(name: str) -> str:
@@ -111,14 +108,14 @@ def test_no_cycle_between_subpackages_and_modules() -> None:
 
 
 def test_nothing_from_gizmo_host_or_fusion() -> None:
-    """gizmo_host sits on rfly_link, so rfly_link never imports it. The protocol library and
-    the stand-in do not import the world model either: the one quaternion and rotation module
-    is hil_geometry.rotations (fusion.geometry re-exports it), and the stand-in's camera is
-    hil_geometry.pinhole, so its ground truth is not fusion's."""
+    """gizmo_host sits on rfly_link, so rfly_link never imports it. The protocol library does
+    not import the world model either: the one quaternion and rotation module is
+    hil_geometry.rotations (fusion.geometry re-exports it). (The stand-in, gizmo_host.standin,
+    has an import-linter contract of its own: no fusion, so its ground truth is not fusion's.)"""
     for name, imported in GRAPH.items():
         bad = sorted(i for i in imported if i.split(".")[0] in ("gizmo_host", "fusion"))
         assert not bad, f"{name} imports {bad}"
-    assert "hil_geometry.pinhole" in GRAPH["rfly_link.sim.views"]  # not vacuous
+    assert "hil_geometry.rotations" in GRAPH["rfly_link.coordinates"]  # not vacuous
 
 
 def test_importing_rfly_link_and_its_stand_in_loads_no_fusion_module() -> None:
@@ -126,7 +123,7 @@ def test_importing_rfly_link_and_its_stand_in_loads_no_fusion_module() -> None:
     import sys
 
     probe = (
-        "import sys, rfly_link, rfly_link.coordinates, rfly_link.sim, rfly_link.sim.cli; "
+        "import sys, rfly_link, rfly_link.coordinates, gizmo_host.standin, gizmo_host.cli.sim; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'fusion'))"
     )
     out = subprocess.run(

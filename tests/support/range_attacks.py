@@ -16,10 +16,10 @@ import pytest
 
 from fusion.timeline import PoseAt
 from gizmo_host.emulator import PtyBoard
+from gizmo_host.standin.builders import sensor_datagrams
 from rfly_link import messages as m
 from rfly_link import ports
 from rfly_link.config import VisionSensorConfig, parse_config
-from rfly_link.sim.builders import sensor_datagrams
 from tests.support.coptersim import free_copter_id
 from tests.support.run_process import Run, spawn_run
 from tests.support.world_attacks import (

@@ -14,6 +14,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from gizmo_host.standin.kinematics import VehicleState
+from gizmo_host.standin.world import Placed
 from hil_geometry.pinhole import Array, Pinhole, Pose, rotation_quaternion
 from hil_geometry.rotations import (
     Quat,
@@ -22,8 +24,6 @@ from hil_geometry.rotations import (
     quat_rotate,
     quat_rotate_inverse,
 )
-from rfly_link.sim.kinematics import VehicleState
-from rfly_link.sim.world import Placed
 
 _BOARD_HALF = 1000.0
 

@@ -1,7 +1,7 @@
 """A vehicle's full state from its track: velocity, attitude, rates and what its IMU feels.
 
 Derivatives are central differences (step 1 ms: errors well below a micrometre per second for
-the built-in tracks), so any :class:`~rfly_link.sim.tracks.Track` works without hand-derived
+the built-in tracks), so any :class:`~gizmo_host.standin.tracks.Track` works without hand-derived
 formulas. The attitude is a multicopter's: the yaw is the track's, roll and pitch tilt the
 thrust (body -z) along the specific force ``a - g``, as a vehicle must to follow the path. The
 IMU therefore reads ``(0, 0, -|a - g|)`` in body FRD, and ``(0, 0, -9.81)`` when hovering.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from gizmo_host.standin.tracks import Track
 from hil_geometry.rotations import (
     Quat,
     Vec3,
@@ -24,7 +25,6 @@ from hil_geometry.rotations import (
     quat_to_euler_zyx,
     quat_to_rotvec,
 )
-from rfly_link.sim.tracks import Track
 
 GRAVITY_M_S2 = 9.80665
 STEP_S = 1e-3  # central-difference step

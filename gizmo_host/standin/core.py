@@ -4,7 +4,7 @@
 time 0): :meth:`StandIn.poll` returns the datagrams and ground-truth records due by then,
 :meth:`StandIn.next_due_ns` says when to call it next, and :meth:`StandIn.receive` takes what
 arrives on a vehicle's CopterSim control port. It never reads a clock or touches a socket, so
-a test steps it through any timeline and the runner (:mod:`rfly_link.sim.runner`) paces it by
+a test steps it through any timeline and the runner (:mod:`gizmo_host.standin.runner`) paces it by
 the real clock.
 
 Streams are periodic at their rates. A poll emits each due stream once, stamped with the
@@ -26,14 +26,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from gizmo_host.standin import builders, sensorset
+from gizmo_host.standin.scenario import Scenario, Truth
 from hil_geometry.pinhole import Pinhole
 from rfly_link import dispatch, ports
 from rfly_link import messages as m
 from rfly_link.config import LoadedConfig, VisionSensorConfig
 from rfly_link.errors import DecodeError
 from rfly_link.messages import TypeId
-from rfly_link.sim import builders, sensorset
-from rfly_link.sim.scenario import Scenario, Truth
 
 Address = tuple[str, int]
 MAX_REQUEST_HZ = 1000  # SensorReqCopterSim.update_freq: 1..1000 Hz

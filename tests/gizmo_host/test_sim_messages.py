@@ -13,13 +13,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fusion.geometry import quat_rotate
+from gizmo_host.standin import (
+    Datagram,
+    Rates,
+    SimTime,
+    StandIn,
+    build_scenario,
+    builders,
+    sensorset,
+)
+from gizmo_host.standin.views import camera_pose, project
 from rfly_link import dispatch, ports
 from rfly_link import messages as m
 from rfly_link.config import VisionSensorConfig
 from rfly_link.reassembly import Reassembler
 from rfly_link.sensors import PointCloud, TargetList, decode_sensor
-from rfly_link.sim import Datagram, Rates, SimTime, StandIn, build_scenario, builders, sensorset
-from rfly_link.sim.views import camera_pose, project
 
 SECOND = 1_000_000_000
 SENDER = ("127.0.0.9", 40000)

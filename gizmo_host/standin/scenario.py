@@ -1,7 +1,7 @@
 """A scripted scenario and its ground truth at any scenario time: the stand-in's pure core.
 
 A :class:`Scenario` is the ego vehicle and the other vehicles, each on a
-:class:`~rfly_link.sim.tracks.Track`, plus the simulation clock (:class:`SimTime`: where it
+:class:`~gizmo_host.standin.tracks.Track`, plus the simulation clock (:class:`SimTime`: where it
 starts and an optional jump). :meth:`Scenario.truth` takes the scenario time as an argument and
 never reads a clock, so tests ask for the truth at any instant and the runner paces it by the
 real one. The built-in scenarios are in :data:`SCENARIOS`:
@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from gizmo_host.standin.kinematics import VehicleState, vehicle_state
+from gizmo_host.standin.tracks import Approach, CircleDrive, Drive, Follow, Hover, Orbit, Track
+from gizmo_host.standin.views import TargetView, target_view
+from gizmo_host.standin.world import Body, Placed
 from hil_geometry.pinhole import Pinhole
 from rfly_link import ports
-from rfly_link.sim.kinematics import VehicleState, vehicle_state
-from rfly_link.sim.tracks import Approach, CircleDrive, Drive, Follow, Hover, Orbit, Track
-from rfly_link.sim.views import TargetView, target_view
-from rfly_link.sim.world import Body, Placed
 
 CAR_SIZE_M = (4.5, 1.8, 1.5)  # length, width, height
 COPTER_SIZE_M = (0.6, 0.6, 0.25)

@@ -2,7 +2,7 @@
 
 A :class:`Track` gives position and yaw only, as closed-form functions of time, so a scenario is
 exactly reproducible and its geometry can be checked analytically; velocities, accelerations,
-attitude and rates follow from them (:mod:`rfly_link.sim.kinematics`). Yaw is unwrapped
+attitude and rates follow from them (:mod:`gizmo_host.standin.kinematics`). Yaw is unwrapped
 (continuous, not limited to ±π) so its derivative is the yaw rate everywhere.
 """
 

@@ -1,4 +1,4 @@
-"""The stand-in's asyncio edge: paces a :class:`~rfly_link.sim.core.StandIn` by a clock, sends
+"""The stand-in's asyncio edge: paces a :class:`~gizmo_host.standin.core.StandIn` by a clock, sends
 its datagrams and feeds it the requests that reach the vehicles' CopterSim control ports.
 
 Time comes from a :class:`Pacer` (host monotonic nanoseconds and a sleep that a request can cut
@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
+from gizmo_host.standin.core import Address, StandIn, StandInStats
+from gizmo_host.standin.scenario import Truth
 from rfly_link.io.clients import SendStats, UdpSender
-from rfly_link.sim.core import Address, StandIn, StandInStats
-from rfly_link.sim.scenario import Truth
 
 TruthSink = Callable[[Truth, int], None]  # (truth, host_ns)
 

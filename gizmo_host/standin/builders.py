@@ -1,9 +1,10 @@
 """Messages from the ground truth, with rfly_link's own encoders: pure functions, no I/O.
 
 CopterSim's side (the 168-byte state, odometry and IMU replies, the heartbeat) comes from a
-vehicle's :class:`~rfly_link.sim.kinematics.VehicleState`; RflySim3D's side (the gimbal status,
+vehicle's :class:`~gizmo_host.standin.kinematics.VehicleState`; RflySim3D's side (the gimbal status,
 the distance sensor, TypeID 30 boxes, LiDAR clouds) from ray casts and projections of the
-scenario (:mod:`rfly_link.sim.world`, :mod:`rfly_link.sim.views`). Sensor payloads leave as
+scenario (:mod:`gizmo_host.standin.world`, :mod:`gizmo_host.standin.views`). Sensor payloads
+leave as
 vision-sensor fragments made by :func:`rfly_link.reassembly.fragment_payload`.
 """
 
@@ -14,6 +15,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from gizmo_host.standin import sensorset
+from gizmo_host.standin.kinematics import GRAVITY_M_S2, VehicleState
+from gizmo_host.standin.views import camera_pose, direction_ned, image_box
+from gizmo_host.standin.world import Hit, Placed, cast
 from hil_geometry.pinhole import Pinhole
 from hil_geometry.rotations import Vec3, add, quat_multiply, quat_rotate, quat_rotate_inverse, sub
 from rfly_link import messages as m
@@ -21,10 +26,6 @@ from rfly_link.config import VisionSensorConfig
 from rfly_link.messages import TypeId
 from rfly_link.reassembly import FRAGMENT_SIZE, fragment_payload
 from rfly_link.sensors import INT16_FULL_SCALE, PointLayout, encode_point_cloud, encode_targets
-from rfly_link.sim import sensorset
-from rfly_link.sim.kinematics import GRAVITY_M_S2, VehicleState
-from rfly_link.sim.views import camera_pose, direction_ned, image_box
-from rfly_link.sim.world import Hit, Placed, cast
 
 EARTH_RADIUS_M = 6378137.0
 GPS_HOME = (40.1540302, 116.2593683, 50.0)  # the stand-in's map origin: lat, lon deg, alt m

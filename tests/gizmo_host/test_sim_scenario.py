@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from fusion.camera import CameraConfig, CameraModel
 from fusion.geometry import quat_rotate
+from gizmo_host.standin import SimTime, build_scenario
+from gizmo_host.standin.kinematics import GRAVITY_M_S2
+from gizmo_host.standin.tracks import Orbit
 from hil_geometry.pinhole import Pinhole
-from rfly_link.sim import SimTime, build_scenario
-from rfly_link.sim.kinematics import GRAVITY_M_S2
-from rfly_link.sim.tracks import Orbit
 
 ORBIT = build_scenario("orbit")
 ORBIT_TRACK = ORBIT.ego.track

@@ -23,19 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from gizmo_host.errors import ConfigError
+from gizmo_host.standin.core import Rates, StandIn
+from gizmo_host.standin.runner import SimRunner
+from gizmo_host.standin.scenario import SCENARIOS, SimTime, Truth, build_scenario
+from gizmo_host.standin.sensorset import builtin_config_text
+from gizmo_host.tomlfile import read_toml
 from hil_geometry.pinhole import Pinhole
 from rfly_link import ports
 from rfly_link.cli import json_line
 from rfly_link.config import LoadedConfig, load_config
-from rfly_link.sim.core import Rates, StandIn
-from rfly_link.sim.runner import SimRunner
-from rfly_link.sim.scenario import SCENARIOS, SimTime, Truth, build_scenario
-from rfly_link.sim.sensorset import builtin_config_text
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 EXIT_USAGE = 2
 RATE_NAMES = ("state", "others", "heartbeat", "gimbal", "truth", "distance", "boxes", "lidar")
@@ -216,11 +213,9 @@ _CAMERA_IGNORED = ("on_gimbal", "rflysim_sensor")  # the host's keys, no geometr
 def _camera(path: str) -> Pinhole:
     """The ``[camera]`` table of a host TOML file as the simulator's camera (its bearings)."""
     try:
-        doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"--camera: {exc.strerror}: {path}") from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise UsageError(f"--camera: {path}: {exc}") from None
+        doc = read_toml(path)
+    except ConfigError as exc:
+        raise UsageError(f"--camera: {exc}") from None
     table = doc.get("camera")
     if not isinstance(table, dict):
         raise UsageError(f"--camera: {path}: expected a [camera] table")

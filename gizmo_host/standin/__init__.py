@@ -1,0 +1,48 @@
+"""A RflySim stand-in: CopterSim's and RflySim3D's side of the wire, from a scripted scenario.
+
+Pure parts (no clock, no socket): :mod:`~gizmo_host.standin.tracks` (scripted paths),
+:mod:`~gizmo_host.standin.kinematics` (a vehicle's state from its path),
+:mod:`~gizmo_host.standin.scenario` (the built-in scenarios and their ground truth),
+:mod:`~gizmo_host.standin.world` and :mod:`~gizmo_host.standin.views` (ray casts and the camera),
+:mod:`~gizmo_host.standin.sensorset` (the simulated Config.json sensors),
+:mod:`~gizmo_host.standin.builders` (messages from the truth) and
+:mod:`~gizmo_host.standin.core` (what to
+send when, and the answers to requests). The asyncio edge is :mod:`~gizmo_host.standin.runner`, the
+command ``gizmo-host sim`` is :mod:`~gizmo_host.cli.sim`; importing this package imports neither.
+"""
+
+from __future__ import annotations
+
+from gizmo_host.standin.core import Datagram, Output, Rates, StandIn, StandInStats
+from gizmo_host.standin.kinematics import VehicleState, vehicle_state
+from gizmo_host.standin.scenario import (
+    SCENARIOS,
+    Scenario,
+    SimTime,
+    Truth,
+    Vehicle,
+    VehicleTruth,
+    build_scenario,
+)
+from gizmo_host.standin.sensorset import builtin_config, builtin_config_text
+from gizmo_host.standin.views import TargetView
+
+__all__ = [
+    "SCENARIOS",
+    "Datagram",
+    "Output",
+    "Rates",
+    "Scenario",
+    "SimTime",
+    "StandIn",
+    "StandInStats",
+    "TargetView",
+    "Truth",
+    "Vehicle",
+    "VehicleState",
+    "VehicleTruth",
+    "build_scenario",
+    "builtin_config",
+    "builtin_config_text",
+    "vehicle_state",
+]
