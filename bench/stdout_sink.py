@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gizmo_host.live.sinks import stdout_sink
+from gizmo_host.publish.sinks import stdout_sink
 
 LINE = b'{"type":"result","pad":"' + b"x" * 400 + b'"}\n'  # about a result line's size
 N = 50_000

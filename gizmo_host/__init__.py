@@ -31,9 +31,9 @@ from gizmo_host.wire.protocol import FRAME_LEN, ResultFlags, VisionResult, crc16
 from gizmo_host.wire.results import ResultType, interpret
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for a user's type checker
+    from gizmo_host.bridge.world import WorldService
     from gizmo_host.live.link import SerialLink
     from gizmo_host.live.service import GizmoService
-    from gizmo_host.live.world import WorldService
     from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult
     from gizmo_host.stream.store import Decision, HoldReason, TargetSelector, Verdict
 
@@ -52,7 +52,7 @@ _LIVE_LINK = {
     "LinkEvent": "stream.events",
     "LinkState": "stream.events",
     "ReceivedResult": "stream.events",
-    "WorldService": "live.world",
+    "WorldService": "bridge.world",
 }
 
 

@@ -16,8 +16,8 @@ from typing import Any
 from fusion import CameraConfig, Selector, WorldConfig
 from fusion import ConfigError as FusionConfigError
 from gizmo_host.app.world_config import WorldSetup
+from gizmo_host.bridge.rfly_sources import RflySimSetup
 from gizmo_host.errors import CaptureError
-from gizmo_host.live.rfly_sources import RflySimSetup
 from rfly_link.config import VisionSensorConfig
 
 _KEYS = ("camera", "world", "selector", "rflysim")

@@ -33,13 +33,13 @@ from gizmo_host.app.config import HostConfig, config_from_mapping
 from gizmo_host.app.demo_tally import GroundTruth, Tally
 from gizmo_host.app.emulation import build_source, emulation_factory
 from gizmo_host.app.host import Host, HostMessage
+from gizmo_host.bridge.rfly_sources import RflySimSetup, SensorRequester
+from gizmo_host.bridge.world import WorldService
 from gizmo_host.emulator.faults import FaultTimeline
 from gizmo_host.emulator.port import PtyPort
 from gizmo_host.emulator.runner import Runner
 from gizmo_host.emulator.settings import EmulateSettings, load_settings
 from gizmo_host.errors import ConfigError
-from gizmo_host.live.rfly_sources import RflySimSetup, SensorRequester
-from gizmo_host.live.world import WorldService
 from gizmo_host.standin.core import Rates, StandIn
 from gizmo_host.standin.runner import SimRunner
 from gizmo_host.standin.scenario import Truth, build_scenario

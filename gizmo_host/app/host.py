@@ -33,15 +33,15 @@ from gizmo_host import __version__
 from gizmo_host.app.config import HostConfig
 from gizmo_host.app.outputs import Output, outputs_for
 from gizmo_host.app.world import DatagramRouter, apply_events, build_world, world_stats
+from gizmo_host.bridge.world import WorldService
 from gizmo_host.deploy.diagnostics import explain_open_error
 from gizmo_host.errors import ServiceFailed
 from gizmo_host.live.link import BytesCallback, OpenFunction
-from gizmo_host.live.publish import JsonLinesPublisher, Message, encode_line, with_types
 from gizmo_host.live.service import GizmoService
-from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
-from gizmo_host.live.world import WorldService
+from gizmo_host.publish.lines import JsonLinesPublisher, Message, encode_line, with_types
 from gizmo_host.stream.events import LinkEvent, ReceivedResult, version_message
 from gizmo_host.stream.store import Verdict
+from gizmo_host.timing import LoopScheduler, Scheduler, Timer
 
 LOGGER = logging.getLogger(__name__)
 HostMessage = ReceivedResult | LinkEvent | Verdict | WorldSnapshot | dict[str, Any]

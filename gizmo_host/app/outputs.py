@@ -2,7 +2,7 @@
 
 Each is an ``Output``: a line sink with a start, a close and its counters in the ``stats``
 line. A new sink (MAVLink, Foxglove, Zenoh) is one more ``Output`` given to
-``Host.add_output``; the publishers themselves live in ``gizmo_host.live.publish``.
+``Host.add_output``; the publishers themselves live in ``gizmo_host.publish.lines``.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Protocol
 
 from gizmo_host.app.config import PublishConfig, parse_host_port
 from gizmo_host.errors import ServiceFailed
-from gizmo_host.live.publish import UnixSocketServer
-from gizmo_host.live.sinks import QueuedSink, stdout_sink, udp_sink
+from gizmo_host.publish.lines import UnixSocketServer
+from gizmo_host.publish.sinks import QueuedSink, stdout_sink, udp_sink
 
 
 class Output(Protocol):

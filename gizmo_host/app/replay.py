@@ -29,10 +29,10 @@ from gizmo_host.app.world import build_world
 from gizmo_host.capture.reader import CaptureInfo, CaptureMessage, Datagram, HostLine, UartChunk
 from gizmo_host.capture.settings import HostSettings
 from gizmo_host.errors import CaptureError, ConfigError, IllegalTransition
-from gizmo_host.live.timing import FakeScheduler
 from gizmo_host.stream.events import LinkState
 from gizmo_host.stream.linkstate import REASON_OPENED, LinkInput
 from gizmo_host.stream.store import TargetSelector
+from gizmo_host.timing import FakeScheduler
 
 REASON_IMPLIED_OPEN = "capture: bytes before any recorded open"
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from fusion import WorldModel
 from gizmo_host.app.world_config import WorldSetup
-from gizmo_host.live.rfly_sources import RflySimSetup, SensorRequester, rfly_receivers
-from gizmo_host.live.timing import Scheduler
-from gizmo_host.live.world import WorldService
+from gizmo_host.bridge.rfly_sources import RflySimSetup, SensorRequester, rfly_receivers
+from gizmo_host.bridge.world import WorldService
+from gizmo_host.timing import Scheduler
 from rfly_link.io import Event, UdpReceiver
 
 

@@ -39,9 +39,9 @@ from fusion import CameraConfig, Selector, WorldConfig
 from fusion import ConfigError as FusionConfigError
 from gizmo_host.app.checks import check_setting
 from gizmo_host.app.settings import BY_KEY, default
+from gizmo_host.bridge.rfly_mounts import sensor_rpy_deg
+from gizmo_host.bridge.rfly_sources import RflySimSetup
 from gizmo_host.errors import ConfigError
-from gizmo_host.live.rfly_mounts import sensor_rpy_deg
-from gizmo_host.live.rfly_sources import RflySimSetup
 from gizmo_host.stream.store import TargetSelector
 from gizmo_host.wire.results import ResultType
 from rfly_link.config import LoadedConfig, VisionSensorConfig, load_config

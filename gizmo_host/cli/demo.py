@@ -38,9 +38,9 @@ from gizmo_host.emulator.faults import (
 )
 from gizmo_host.errors import ConfigError
 from gizmo_host.live import event_loop
-from gizmo_host.live.publish import JsonLinesPublisher
-from gizmo_host.live.sinks import QueuedSink, stdout_sink
 from gizmo_host.live.stop_signals import add_stop_handlers
+from gizmo_host.publish.lines import JsonLinesPublisher
+from gizmo_host.publish.sinks import QueuedSink, stdout_sink
 from gizmo_host.standin.scenario import SCENARIOS
 
 EXIT_USAGE = 2

@@ -28,7 +28,7 @@ READER_POLL_S = 0.01
 
 
 class Clock(Protocol):
-    """Host time and sleeps (``gizmo_host.live.timing.FakeScheduler`` is one for tests)."""
+    """Host time and sleeps (``gizmo_host.timing.FakeScheduler`` is one for tests)."""
 
     def now_ns(self) -> int: ...
 

@@ -34,7 +34,6 @@ import serialx
 from gizmo_host.errors import IllegalTransition
 from gizmo_host.live.config import LinkConfig
 from gizmo_host.live.subscription import FailureCounter
-from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.live.tty_reads import FrameReads, tty_descriptor
 from gizmo_host.stream.events import LinkEvent, LinkState
 from gizmo_host.stream.linkstate import (
@@ -46,6 +45,7 @@ from gizmo_host.stream.linkstate import (
     LinkStateMachine,
     silence_reason,
 )
+from gizmo_host.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.wire.parser import StreamParser
 from gizmo_host.wire.protocol import FRAME_LEN, VisionResult
 

@@ -31,11 +31,11 @@ from typing import Any, TypeVar
 from gizmo_host.live.config import LinkConfig, PipelineConfig
 from gizmo_host.live.link import BytesCallback, OpenFunction, SerialLink
 from gizmo_host.live.subscription import FailureCounter, FailureLatch, Subscription
-from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult
 from gizmo_host.stream.pipeline import FramePipeline
 from gizmo_host.stream.store import ResultStore, TargetSelector, Verdict
+from gizmo_host.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.wire.protocol import VisionResult
 
 LOGGER = logging.getLogger(__name__)

@@ -31,7 +31,7 @@ from typing import Any
 
 from fusion.simclock import SimClockStatus
 from fusion.timesync import TimesyncEstimator
-from gizmo_host.live.timing import Scheduler, Timer
+from gizmo_host.timing import Scheduler, Timer
 
 from . import codec as mc
 

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 from pymavlink.dialects.v20 import common as mavlink
 
 from fusion.geometry import Quat, Vec3, quat_rotate_inverse
-from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
+from gizmo_host.timing import LoopScheduler, Scheduler, Timer
 
 from . import codec as mc
 from .transport import MavlinkTransport

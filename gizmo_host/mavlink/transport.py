@@ -18,7 +18,7 @@ from typing import Any
 
 import serialx
 
-from gizmo_host.live.timing import LoopScheduler, Scheduler
+from gizmo_host.timing import LoopScheduler, Scheduler
 
 from .urls import Endpoint, Kind
 

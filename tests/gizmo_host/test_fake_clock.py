@@ -15,10 +15,10 @@ from gizmo_host.errors import IllegalTransition
 from gizmo_host.live.config import LinkConfig, PipelineConfig
 from gizmo_host.live.link import SerialLink
 from gizmo_host.live.service import GizmoService
-from gizmo_host.live.timing import FakeScheduler, settle
 from gizmo_host.stream.events import LinkEvent, LinkState
 from gizmo_host.stream.linkstate import TRANSITIONS, LinkInput, LinkStateMachine
 from gizmo_host.stream.store import Decision, HoldReason, TargetSelector
+from gizmo_host.timing import FakeScheduler, settle
 
 MS = 1_000_000
 TIMEOUT_S = 5.0  # for real I/O (the pty, the open in the executor), never for fake time

@@ -11,7 +11,7 @@ import pytest
 
 from gizmo_host.app.config import config_from_mapping
 from gizmo_host.app.host import Host
-from gizmo_host.live.timing import FakeScheduler
+from gizmo_host.timing import FakeScheduler
 
 
 class Lines:

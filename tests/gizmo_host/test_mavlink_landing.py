@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
 from fusion import Decision, HoldReason, TargetState, WorldSnapshot
-from gizmo_host.live.timing import FakeScheduler
 from gizmo_host.mavlink import Held, LandingFields, LandingTargetSender, Profile
 from gizmo_host.mavlink.landing import MIN_DOWN, ardupilot_fields, px4_fields
+from gizmo_host.timing import FakeScheduler
 from tests.support.mavlink_wire import (
     MS,
     S,

@@ -12,7 +12,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pymavlink.dialects.v20 import common as mavlink
 
-from gizmo_host.live.timing import LoopScheduler
 from gizmo_host.mavlink import (
     AutopilotSession,
     Endpoint,
@@ -23,6 +22,7 @@ from gizmo_host.mavlink import (
     parse_url,
 )
 from gizmo_host.mavlink.codec import Codec
+from gizmo_host.timing import LoopScheduler
 from tests.support.mavlink_rig import circling, rig, until
 
 

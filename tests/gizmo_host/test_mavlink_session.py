@@ -10,9 +10,9 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from fusion import SimClockStatus
 from fusion.geometry import quat_angle_rad
-from gizmo_host.live.timing import FakeScheduler
 from gizmo_host.mavlink import AutopilotSession
 from gizmo_host.mavlink.session import DEFAULT_STREAMS
+from gizmo_host.timing import FakeScheduler
 from tests.support.mavlink_rig import circling
 from tests.support.mavlink_wire import (
     MS,

@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gizmo_host.app.config import parse_host_port
-from gizmo_host.live.publish import (
+from gizmo_host.publish.lines import (
     JsonLinesPublisher,
     UnixSocketServer,
     encode_line,
 )
-from gizmo_host.live.sinks import stdout_sink, udp_sink
+from gizmo_host.publish.sinks import stdout_sink, udp_sink
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult, version_message
 from gizmo_host.stream.tracker import SequenceEvent

@@ -11,12 +11,12 @@ import pytest
 from gizmo_host.emulator import BoardModel, PtyBoard, play
 from gizmo_host.live.config import PipelineConfig
 from gizmo_host.live.service import GizmoService
-from gizmo_host.live.timing import FakeScheduler
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkState
 from gizmo_host.stream.pipeline import FramePipeline
 from gizmo_host.stream.store import Decision, HoldReason, TargetSelector
 from gizmo_host.stream.tracker import SequenceEvent
+from gizmo_host.timing import FakeScheduler
 from tests.support.schemas import validate_as
 from tests.support.waits import wait_link
 

@@ -10,9 +10,9 @@ import os
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gizmo_host.live.publish import JsonLinesPublisher, encode_line
-from gizmo_host.live.sinks import LineQueue, QueuedSink, stdout_sink
-from gizmo_host.live.timing import FakeScheduler
+from gizmo_host.publish.lines import JsonLinesPublisher, encode_line
+from gizmo_host.publish.sinks import LineQueue, QueuedSink, stdout_sink
+from gizmo_host.timing import FakeScheduler
 
 TIMEOUT_S = 5.0
 

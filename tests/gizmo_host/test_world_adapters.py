@@ -22,8 +22,8 @@ from fusion import (
     SourceConflict,
 )
 from fusion import geometry as g
-from gizmo_host.live.rfly_adapter import MAX_LIDAR_POINTS, PoseSource, RflyAdapter
-from gizmo_host.live.world_adapters import result_label
+from gizmo_host.bridge.rfly_adapter import MAX_LIDAR_POINTS, PoseSource, RflyAdapter
+from gizmo_host.bridge.world_adapters import result_label
 from gizmo_host.standin import builders, sensorset
 from gizmo_host.standin.kinematics import VehicleState
 from rfly_link import messages as m

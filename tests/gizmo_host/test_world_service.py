@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from fusion import Decision, HoldReason, WorldSnapshot
-from gizmo_host.live.timing import FakeScheduler, settle
-from gizmo_host.live.world import WorldService
+from gizmo_host.bridge.world import WorldService
+from gizmo_host.timing import FakeScheduler, settle
 from tests.support.fusion_inputs import MS, observation, up, world
 
 T0 = 1_000_000_000

@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 from fusion import PoseSample
 from fusion.geometry import quat_from_euler_zyx
-from gizmo_host.live.timing import LoopScheduler
 from gizmo_host.mavlink import (
     AutopilotSession,
     MavlinkPoseSource,
@@ -20,6 +19,7 @@ from gizmo_host.mavlink import (
     parse_url,
 )
 from gizmo_host.mavlink.session import DEFAULT_STREAMS
+from gizmo_host.timing import LoopScheduler
 
 DEADLINE_S = 10.0
 

@@ -22,8 +22,8 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from gizmo_host.live.rfly_adapter import PoseSource, RflyAdapter
-from gizmo_host.live.timing import Scheduler
+from gizmo_host.bridge.rfly_adapter import PoseSource, RflyAdapter
+from gizmo_host.timing import Scheduler
 from rfly_link import io as rio
 from rfly_link import ports
 from rfly_link.config import VisionSensorConfig

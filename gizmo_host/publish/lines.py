@@ -3,7 +3,7 @@
 ``JsonLinesPublisher`` is a service listener: it turns each result, link event and verdict (and,
 as a world service listener, each world snapshot) into one JSON object (always with a
 ``type``), encodes it once, and hands the line to every sink.
-Sinks never block the reader, and none waits for another (``gizmo_host.live.sinks``: each has
+Sinks never block the reader, and none waits for another (``gizmo_host.publish.sinks``: each has
 its own bounded queue, counted in ``stats``):
 
 - ``UnixSocketServer`` serves up to ``max_clients`` clients, greets each with a ``version``
@@ -35,7 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fusion import WorldSnapshot
-from gizmo_host.live.sinks import Sink
+from gizmo_host.publish.sinks import Sink
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.store import Verdict
 

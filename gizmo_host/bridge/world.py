@@ -3,8 +3,8 @@ published as snapshots.
 
 Inputs: attach it to a :class:`~gizmo_host.live.service.GizmoService` as a listener (results
 and link events, in the reader's call) and give it rfly_link receivers (one task each drains its
-bounded queue). Adapters (:mod:`~gizmo_host.live.world_adapters`,
-:mod:`~gizmo_host.live.rfly_adapter`) turn both into fusion inputs.
+bounded queue). Adapters (:mod:`~gizmo_host.bridge.world_adapters`,
+:mod:`~gizmo_host.bridge.rfly_adapter`) turn both into fusion inputs.
 
 Snapshots are published, on the injected ``Scheduler``:
 
@@ -40,13 +40,13 @@ from fusion import (
     WorldModel,
     WorldSnapshot,
 )
-from gizmo_host.live.rfly_adapter import RflyAdapter
-from gizmo_host.live.rfly_sources import RflySimSetup, SensorRequester, rfly_receivers
+from gizmo_host.bridge.rfly_adapter import RflyAdapter
+from gizmo_host.bridge.rfly_sources import RflySimSetup, SensorRequester, rfly_receivers
+from gizmo_host.bridge.world_adapters import GizmoAdapter
 from gizmo_host.live.subscription import FailureCounter, FailureLatch, Subscription
-from gizmo_host.live.timing import LoopScheduler, Scheduler, Timer
-from gizmo_host.live.world_adapters import GizmoAdapter
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.store import Verdict
+from gizmo_host.timing import LoopScheduler, Scheduler, Timer
 from rfly_link.io import Event, ReceiverGroup, UdpReceiver
 
 LOGGER = logging.getLogger(__name__)

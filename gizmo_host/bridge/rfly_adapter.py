@@ -1,6 +1,6 @@
 """rfly_link's messages for one vehicle as :mod:`fusion` inputs.
 
-Pure, like :mod:`gizmo_host.live.world_adapters`. As :mod:`fusion.inputs` describes:
+Pure, like :mod:`gizmo_host.bridge.world_adapters`. As :mod:`fusion.inputs` describes:
 
 - CopterSim state (168 B or 112 B) or odometry (88 B) -> ``PoseSample``, its simulation time
   mapped to the host clock by one ``SimClockEstimator`` per stream. Only the configured pose
@@ -18,7 +18,7 @@ Two rules keep a stream honest (docs/world-safety.md):
   streams is kept while it is heard; another sender meanwhile is a conflict. Its messages are
   dropped, a pose stream's conflict becomes a ``SourceConflict`` (the world HOLDs
   ``pose_conflict``) and a sensor's readings are all dropped until the conflict has been
-  quiet for a second (:mod:`gizmo_host.live.senders`). After that long without its sender a
+  quiet for a second (:mod:`gizmo_host.bridge.senders`). After that long without its sender a
   stream may change sender (a restarted CopterSim sends from a new port);
 - **only locked clocks time a reading**: a distance or LiDAR frame (or an IMU reply) is used
   only while its stream's sim clock is LOCKED; an outlier stamp is dropped on every stream.
@@ -54,7 +54,7 @@ from fusion import (
 from fusion.geometry import (
     quat_to_matrix,
 )
-from gizmo_host.live.rfly_mounts import (
+from gizmo_host.bridge.rfly_mounts import (
     attitude,
     distance_range_m,
     finite,
@@ -63,7 +63,7 @@ from gizmo_host.live.rfly_mounts import (
     sensor_rpy_deg,
     vec3,
 )
-from gizmo_host.live.senders import Sender, SenderLatch
+from gizmo_host.bridge.senders import Sender, SenderLatch
 from rfly_link import messages as m
 from rfly_link.config import VisionSensorConfig
 from rfly_link.sensors import PointCloud
