@@ -18,10 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from fusion import Selector
 from gizmo_host.emulator import LOST_RELATIVE, TRACKED_RELATIVE, BoardModel
 from gizmo_host.stream.clock import ClockStatus, DeviceClockEstimator
 from gizmo_host.stream.events import LinkState, ReceivedResult
-from gizmo_host.stream.store import ResultStore, TargetSelector
+from gizmo_host.stream.store import ResultStore
 from gizmo_host.stream.tracker import SequenceTracker
 from gizmo_host.wire.parser import StreamParser
 from gizmo_host.wire.results import ResultType
@@ -40,7 +41,7 @@ def build_stream(keys: int) -> bytes:
 
 def frames_per_s(stream: bytes, *, indexed: bool) -> float:
     parser, tracker, clock = StreamParser(), SequenceTracker(), DeviceClockEstimator()
-    store, selector = ResultStore(), TargetSelector()
+    store, selector = ResultStore(), Selector()
     if indexed:
         store.watch(selector)
     start = time.perf_counter()

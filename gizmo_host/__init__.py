@@ -31,11 +31,12 @@ from gizmo_host.wire.protocol import FRAME_LEN, ResultFlags, VisionResult, crc16
 from gizmo_host.wire.results import ResultType, interpret
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for a user's type checker
+    from fusion import Decision, HoldReason, Selector
     from gizmo_host.bridge.world import WorldService
     from gizmo_host.live.link import SerialLink
     from gizmo_host.live.service import GizmoService
     from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult
-    from gizmo_host.stream.store import Decision, HoldReason, TargetSelector, Verdict
+    from gizmo_host.stream.store import LinkVerdict
 
     __version__: str
 
@@ -47,8 +48,8 @@ _LIVE_LINK = {
     "SerialLink": "live.link",
     "Decision": "stream.store",
     "HoldReason": "stream.store",
-    "TargetSelector": "stream.store",
-    "Verdict": "stream.store",
+    "Selector": "stream.store",
+    "LinkVerdict": "stream.store",
     "LinkEvent": "stream.events",
     "LinkState": "stream.events",
     "ReceivedResult": "stream.events",
@@ -91,17 +92,17 @@ __all__ = [
     "HoldReason",
     "LinkEvent",
     "LinkState",
+    "LinkVerdict",
     "ParserStats",
     "ReceivedResult",
     "ResultFlags",
     "ResultType",
+    "Selector",
     "SerialLink",
     "StreamParser",
-    "TargetSelector",
     "TruncatedFrame",
     "UnknownMessageType",
     "UnsupportedVersion",
-    "Verdict",
     "VisionResult",
     "WorldService",
     "__version__",

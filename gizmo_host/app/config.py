@@ -47,6 +47,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fusion import Selector
 from gizmo_host.app.checks import check_type as _check_type
 from gizmo_host.app.checks import fail as _fail
 from gizmo_host.app.settings import (
@@ -62,7 +63,7 @@ from gizmo_host.app.world_config import RflySimConfig, WorldSetup, resolve_world
 from gizmo_host.errors import ConfigError
 from gizmo_host.live import event_loop
 from gizmo_host.live.config import LinkConfig, PipelineConfig
-from gizmo_host.stream.store import TargetSelector
+from gizmo_host.stream.store import parse_selector
 from gizmo_host.tomlfile import MAX_FILE_BYTES, MAX_LINE_CHARS, display_name, read_toml
 from gizmo_host.wire.results import ResultType
 
@@ -138,8 +139,8 @@ class HostConfig:
     camera: Mapping[str, Any] | None = None  # None: no [camera], no world model
 
     @property
-    def selector(self) -> TargetSelector:
-        return TargetSelector.parse(self.verdict.select)
+    def selector(self) -> Selector:
+        return parse_selector(self.verdict.select)
 
     def world_setup(self) -> WorldSetup | None:
         """The world model's settings, resolved (Config.json read); None when it is off."""

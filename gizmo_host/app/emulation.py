@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from fusion import Selector
 from fusion.camera import CameraConfig
 from gizmo_host.app.config import StoreConfig
 from gizmo_host.app.world_config import RflySimConfig, resolve_world
@@ -21,7 +22,6 @@ from gizmo_host.emulator.scenario import Scenario
 from gizmo_host.emulator.settings import EmulateSettings, emulator_camera
 from gizmo_host.emulator.sources import BoxSource, PoseSource, ScenarioSource, TargetSource
 from gizmo_host.errors import ConfigError
-from gizmo_host.stream.store import TargetSelector
 from hil_geometry.pinhole import rotation_quaternion, rpy_deg_from_rotation
 from rfly_link.config import load_config as load_rfly_config
 from rfly_link.errors import ConfigError as RflyConfigError
@@ -64,9 +64,7 @@ def sensor_camera(
             "the Config.json to read the sensor from"
         )
     try:
-        setup = resolve_world(
-            camera, {}, RflySimConfig(config=config), StoreConfig(), TargetSelector()
-        )
+        setup = resolve_world(camera, {}, RflySimConfig(config=config), StoreConfig(), Selector())
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     assert setup is not None  # a [camera] table and no [world] enabled = false

@@ -40,11 +40,11 @@ from gizmo_host.live.link import BytesCallback, OpenFunction
 from gizmo_host.live.service import GizmoService
 from gizmo_host.publish.lines import JsonLinesPublisher, Message, encode_line, with_types
 from gizmo_host.stream.events import LinkEvent, ReceivedResult, version_message
-from gizmo_host.stream.store import Verdict
+from gizmo_host.stream.store import LinkVerdict
 from gizmo_host.timing import LoopScheduler, Scheduler, Timer
 
 LOGGER = logging.getLogger(__name__)
-HostMessage = ReceivedResult | LinkEvent | Verdict | WorldSnapshot | dict[str, Any]
+HostMessage = ReceivedResult | LinkEvent | LinkVerdict | WorldSnapshot | dict[str, Any]
 Sink = Callable[[HostMessage], None]
 BUILD: Any = object()  # ``world=BUILD``: the world service ``config`` describes, if any
 

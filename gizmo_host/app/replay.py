@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Coroutine, Iterable, Iterator
 from typing import Any
 
+from fusion import Selector
 from gizmo_host.app.capture_world import world_setup_from
 from gizmo_host.app.config import HostConfig, config_from_mapping
 from gizmo_host.app.host import Host
@@ -31,7 +32,6 @@ from gizmo_host.capture.settings import HostSettings
 from gizmo_host.errors import CaptureError, ConfigError, IllegalTransition
 from gizmo_host.stream.events import LinkState
 from gizmo_host.stream.linkstate import REASON_OPENED, LinkInput
-from gizmo_host.stream.store import TargetSelector
 from gizmo_host.timing import FakeScheduler
 
 REASON_IMPLIED_OPEN = "capture: bytes before any recorded open"
@@ -66,7 +66,7 @@ def host_config(settings: HostSettings) -> HostConfig:
     )
 
 
-def selector_text(selector: TargetSelector) -> str:
+def selector_text(selector: Selector) -> str:
     """``selector`` as ``verdict.select`` writes it."""
     parts = [
         f"{name}={value}"

@@ -42,7 +42,6 @@ from gizmo_host.app.settings import BY_KEY, default
 from gizmo_host.bridge.rfly_mounts import sensor_rpy_deg
 from gizmo_host.bridge.rfly_sources import RflySimSetup
 from gizmo_host.errors import ConfigError
-from gizmo_host.stream.store import TargetSelector
 from gizmo_host.wire.results import ResultType
 from rfly_link.config import LoadedConfig, VisionSensorConfig, load_config
 from rfly_link.errors import ConfigError as RflyConfigError
@@ -191,7 +190,7 @@ def resolve_world(
     world_table: Mapping[str, Any],
     rflysim: RflySimConfig,
     store: Any,
-    selector: TargetSelector,
+    selector: Selector,
 ) -> WorldSetup | None:
     """The world model's settings, or None when it is off; a ConfigError names the key."""
     enabled = world_table.get("enabled")
@@ -240,5 +239,4 @@ def resolve_world(
             gimbal=camera.on_gimbal,
             gimbal_seq_id=camera.rflysim_sensor if camera.on_gimbal else None,
         )
-    fusion_selector = Selector(selector.source_id, selector.result_type, selector.id)
-    return WorldSetup(camera, world, fusion_selector, setup)
+    return WorldSetup(camera, world, selector, setup)  # one selector for the link and the world

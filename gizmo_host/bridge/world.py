@@ -45,7 +45,7 @@ from gizmo_host.bridge.rfly_sources import RflySimSetup, SensorRequester, rfly_r
 from gizmo_host.bridge.world_adapters import GizmoAdapter
 from gizmo_host.live.subscription import FailureCounter, FailureLatch, Subscription
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
-from gizmo_host.stream.store import Verdict
+from gizmo_host.stream.store import LinkVerdict
 from gizmo_host.timing import LoopScheduler, Scheduler, Timer
 from rfly_link.io import Event, ReceiverGroup, UdpReceiver
 
@@ -185,7 +185,7 @@ class WorldService:
 
     # -- inputs ----------------------------------------------------------------------------
 
-    def on_gizmo(self, message: ReceivedResult | LinkEvent | Verdict) -> None:
+    def on_gizmo(self, message: ReceivedResult | LinkEvent | LinkVerdict) -> None:
         """A :class:`GizmoService` listener: results and link events become inputs."""
         if isinstance(message, ReceivedResult):
             for item in self.gizmo.result(message):

@@ -10,9 +10,9 @@ import json
 from typing import Any
 
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
-from gizmo_host.stream.store import Verdict
+from gizmo_host.stream.store import LinkVerdict
 
-HostMessage = ReceivedResult | LinkEvent | Verdict
+HostMessage = ReceivedResult | LinkEvent | LinkVerdict
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)  # stateless, reused
 

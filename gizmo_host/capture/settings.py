@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from fusion import Selector
 from gizmo_host.errors import CaptureError
 from gizmo_host.stream.clock import DEFAULT_PHASE_ERROR_THRESHOLD_MS
-from gizmo_host.stream.store import DEFAULT_RESET_HOLD_MS, DEFAULT_TTL_MS, TargetSelector
+from gizmo_host.stream.store import DEFAULT_RESET_HOLD_MS, DEFAULT_TTL_MS
 from gizmo_host.stream.tracker import DEFAULT_MAX_SKEW_PPM
 
 
@@ -35,7 +36,7 @@ class HostSettings:
     reset_hold_ms: float = DEFAULT_RESET_HOLD_MS
     verdict_interval_s: float = 1.0
     stats_interval_s: float = 10.0  # 0: no stats lines but the last
-    selector: TargetSelector = field(default_factory=TargetSelector)
+    selector: Selector = field(default_factory=Selector)
 
     def __post_init__(self) -> None:
         for name in ("silent_after_s", "ttl_ms", "verdict_interval_s", "baudrate"):
@@ -88,7 +89,7 @@ def _parse(name: str, value: Any) -> Any:
         keys = ("source_id", "result_type", "id")
         if not isinstance(value, dict) or set(value) - set(keys):
             raise ValueError(f"expected an object with keys {', '.join(keys)}, got {value!r}")
-        return TargetSelector(**{k: _optional_int(value.get(k)) for k in keys})
+        return Selector(**{k: _optional_int(value.get(k)) for k in keys})
     if name == "ttl_ms_by_type":
         if not isinstance(value, dict):
             raise ValueError(f"expected an object of result_type -> ms, got {value!r}")

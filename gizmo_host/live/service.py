@@ -3,7 +3,7 @@ listeners and iterators, with the timers the pipeline cannot own.
 
 Flow: ``SerialLink`` reads and parses -> ``FramePipeline.apply`` host-stamps and stores each
 frame (sequence tracker, device clock, result store) -> listeners get ``ReceivedResult``,
-``LinkEvent`` and ``Verdict`` values synchronously, in the reader's call (like python-can
+``LinkEvent`` and ``LinkVerdict`` values synchronously, in the reader's call (like python-can
 listeners: they must not block). ``results()``,
 ``verdicts()`` and ``link_events()`` are bounded async iterators built on the same fan-out: a
 consumer that falls behind loses its oldest items (counted), never slows the reader.
@@ -28,19 +28,20 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from fusion import Selector
 from gizmo_host.live.config import LinkConfig, PipelineConfig
 from gizmo_host.live.link import BytesCallback, OpenFunction, SerialLink
 from gizmo_host.live.subscription import FailureCounter, FailureLatch, Subscription
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult
 from gizmo_host.stream.pipeline import FramePipeline
-from gizmo_host.stream.store import ResultStore, TargetSelector, Verdict
+from gizmo_host.stream.store import LinkVerdict, ResultStore
 from gizmo_host.timing import LoopScheduler, Scheduler, Timer
 from gizmo_host.wire.protocol import VisionResult
 
 LOGGER = logging.getLogger(__name__)
 T = TypeVar("T")
-Message = ReceivedResult | LinkEvent | Verdict
+Message = ReceivedResult | LinkEvent | LinkVerdict
 Listener = Callable[[Message], None]
 _CLOSED: Any = object()
 _STALE_MARGIN_NS = 1_000_000
@@ -89,7 +90,7 @@ class GizmoService:
         self._listeners: list[Listener] = []
         self._result_subs: list[Subscription[ReceivedResult]] = []
         self._link_subs: list[Subscription[LinkEvent]] = []
-        self._verdict_subs: dict[TargetSelector, list[Subscription[Verdict]]] = {}
+        self._verdict_subs: dict[Selector, list[Subscription[LinkVerdict]]] = {}
         self._closed_drops = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._stale_timer: Timer | None = None
@@ -158,7 +159,7 @@ class GizmoService:
     def remove_listener(self, listener: Listener) -> None:
         self._listeners.remove(listener)
 
-    def watch(self, selector: TargetSelector) -> None:
+    def watch(self, selector: Selector) -> None:
         """Publish verdicts for ``selector`` to listeners (on change and at the steady rate)."""
         self.pipeline.watch(selector)
 
@@ -175,20 +176,20 @@ class GizmoService:
         return sub
 
     def verdicts(
-        self, selector: TargetSelector | None = None, maxsize: int = 256
-    ) -> Subscription[Verdict]:
+        self, selector: Selector | None = None, maxsize: int = 256
+    ) -> Subscription[LinkVerdict]:
         """Verdicts for ``selector`` (default: any detection) when they change, and steadily."""
-        selector = selector or TargetSelector()
+        selector = selector or Selector()
         self.watch(selector)
         subs = self._verdict_subs.setdefault(selector, [])
-        sub: Subscription[Verdict] = Subscription(maxsize, self._unsubscriber(subs))
+        sub: Subscription[LinkVerdict] = Subscription(maxsize, self._unsubscriber(subs))
         subs.append(sub)
         return sub
 
-    def verdict(self, selector: TargetSelector | None = None, now_ns: int | None = None) -> Verdict:
+    def verdict(self, selector: Selector | None = None, now_ns: int | None = None) -> LinkVerdict:
         """The verdict right now."""
         return self.pipeline.verdict(
-            selector or TargetSelector(), self._clock() if now_ns is None else now_ns
+            selector or Selector(), self._clock() if now_ns is None else now_ns
         )
 
     @property
@@ -236,7 +237,7 @@ class GizmoService:
         if refreshed and (earlier or pipeline.renewal_due(rx_ns)):
             self._evaluate_verdicts(self._clock(), force=True, renew=True)
 
-    def _dispatch(self, item: ReceivedResult | LinkEvent | Verdict) -> None:
+    def _dispatch(self, item: ReceivedResult | LinkEvent | LinkVerdict) -> None:
         """Hand ``item`` to every listener; one that raises is counted, never propagated, so a
         consumer's bug cannot stop the reader or the other consumers."""
         for listener in self._listeners:

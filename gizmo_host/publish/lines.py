@@ -37,7 +37,7 @@ from typing import Any
 from fusion import WorldSnapshot
 from gizmo_host.publish.sinks import Sink
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
-from gizmo_host.stream.store import Verdict
+from gizmo_host.stream.store import LinkVerdict
 
 LOGGER = logging.getLogger(__name__)
 DEFAULT_MAX_BUFFER_BYTES = 256 * 1024
@@ -49,7 +49,7 @@ EVICTABLE_BACKLOG_BYTES = 4096
 _OUTQ = struct.Struct("i")  # SIOCOUTQ (= TIOCOUTQ on Linux): bytes the peer has not read
 
 
-Message = ReceivedResult | LinkEvent | Verdict | WorldSnapshot
+Message = ReceivedResult | LinkEvent | LinkVerdict | WorldSnapshot
 
 
 def with_types(version: dict[str, Any], *types: str) -> dict[str, Any]:

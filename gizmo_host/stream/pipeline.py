@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fusion import Decision, Selector
 from gizmo_host.stream.clock import (
     DEFAULT_PHASE_ERROR_THRESHOLD_MS,
     ClockEvent,
@@ -25,10 +26,9 @@ from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult, Resul
 from gizmo_host.stream.store import (
     DEFAULT_RESET_HOLD_MS,
     DEFAULT_TTL_MS,
-    Decision,
+    LinkVerdict,
     ResultStore,
-    TargetSelector,
-    Verdict,
+    selects,
 )
 from gizmo_host.stream.tracker import DEFAULT_MAX_SKEW_PPM, SequenceEvent, SequenceTracker
 from gizmo_host.wire.protocol import ResultFlags, VisionResult
@@ -70,10 +70,10 @@ class FramePipeline:
         # an older capture, so the stale time must move at once).
         self.stale_refreshed = self.stale_earlier = False
         self.results_total = self.duplicates_dropped = 0
-        self._watched: dict[TargetSelector, Verdict | None] = {}
+        self._watched: dict[Selector, LinkVerdict | None] = {}
         # A published PROCEED is renewed (re-published) once its valid_until_ns is this close.
         self.renew_lead_ns = round(min([ttl_ms, *(ttl_ms_by_type or {}).values()]) * 1e6) // 2
-        self._published_until: dict[TargetSelector, int] = {}  # published PROCEEDs' limits
+        self._published_until: dict[Selector, int] = {}  # published PROCEEDs' limits
         self._renew_at_ns: int | None = None
         self._routine_keys: dict[ResultKey, bool] = {}
         self._target_expiry_ns: dict[ResultKey, int] = {}  # current verdict targets' stale times
@@ -143,15 +143,15 @@ class FramePipeline:
 
     # -- verdicts --------------------------------------------------------------------------
 
-    def watch(self, selector: TargetSelector) -> None:
+    def watch(self, selector: Selector) -> None:
         """Keep ``selector``'s verdict: ``evaluate`` reports it when it changes."""
         self._watched.setdefault(selector, None)
         self.store.watch(selector)
         self._routine_keys.clear()
 
     def verdict(
-        self, selector: TargetSelector, now_ns: int, hold_until_ns: int | None = None
-    ) -> Verdict:
+        self, selector: Selector, now_ns: int, hold_until_ns: int | None = None
+    ) -> LinkVerdict:
         """The verdict for ``selector`` at ``now_ns`` (``hold_until_ns``: see
         ``ResultStore.verdict``)."""
         return self.store.verdict(
@@ -164,7 +164,7 @@ class FramePipeline:
 
     def evaluate(
         self, now_ns: int, *, force: bool = False, hold_until_ns: int | None = None
-    ) -> list[Verdict]:
+    ) -> list[LinkVerdict]:
         """Re-evaluate every watched verdict; returns those that changed (all with ``force``).
         ``hold_until_ns``: when the caller re-evaluates at the latest (a HOLD's
         ``valid_until_ns``)."""
@@ -231,7 +231,7 @@ class FramePipeline:
         routine = self._routine_keys.get(key)
         if routine is None:
             routine = self._routine_keys[key] = all(
-                not selector.matches(key)
+                not selects(selector, key)
                 or (last is not None and last.decision is Decision.PROCEED)
                 for selector, last in self._watched.items()
             )

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
+from fusion.verdicts import Decision, HoldReason, Selector
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkState, ReceivedResult, ResultKey
 from gizmo_host.wire.protocol import ResultFlags
@@ -30,22 +30,6 @@ _TRACKED, _TRACKED_OR_LOST = (
 _TYPE_NONE = int(ResultType.NONE)
 
 
-class Decision(Enum):
-    PROCEED = "PROCEED"
-    HOLD = "HOLD"
-
-
-class HoldReason(Enum):
-    NO_DATA = "no_data"
-    LOST = "lost"
-    STALE = "stale"
-    LINK_DOWN = "link_down"
-    LINK_SILENT = "link_silent"
-    CLOCK_NOT_LOCKED = "clock_not_locked"
-    CLOCK_JUMP = "clock_jump"
-    DEVICE_RESET = "device_reset"
-
-
 _LINK_REASONS = {
     LinkState.DOWN: HoldReason.LINK_DOWN,
     LinkState.CONNECTING: HoldReason.LINK_DOWN,
@@ -54,59 +38,41 @@ _LINK_REASONS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class TargetSelector:
-    """Which results a verdict is about; ``None`` matches anything.
+def selects(selector: Selector, key: ResultKey) -> bool:
+    """Whether ``selector`` picks the result ``key``. With ``result_type=None`` only results
+    that locate a target match (``results.is_target``: colour blobs, QR codes, motion, bright
+    spots, detections): the default selector means "any detection", never brightness
+    statistics, a line, a reserved tag or an unknown value (the world model only ever holds
+    such targets, so there the field match alone is the same rule)."""
+    source_id, result_type, result_id = key
+    if selector.result_type is None and not is_target(result_type, result_id):
+        return False
+    return selector.matches(source_id, result_type, result_id)
 
-    With ``result_type=None`` only results that locate a target match (``results.is_target``:
-    colour blobs, QR codes, motion, bright spots, detections): the default selector means "any
-    detection", never brightness statistics, a line, a reserved tag or an unknown value.
-    """
 
-    source_id: int | None = None
-    result_type: int | None = None
-    id: int | None = None
-
-    def matches(self, key: ResultKey) -> bool:
-        source_id, result_type, result_id = key
-        if self.result_type is None:
-            if not is_target(result_type, result_id):
-                return False
-        elif result_type != self.result_type:
-            return False
-        return (self.source_id is None or source_id == self.source_id) and (
-            self.id is None or result_id == self.id
-        )
-
-    @classmethod
-    def parse(cls, text: str) -> TargetSelector:
-        """``any`` or comma-separated ``source=N``, ``type=N|NAME``, ``id=N``."""
-        text = text.strip()
-        if text in ("", "any"):
-            return cls()
-        values: dict[str, int] = {}
-        for part in text.split(","):
-            name, sep, raw = part.partition("=")
-            name, raw = name.strip(), raw.strip()
-            if not sep or name not in ("source", "type", "id"):
-                raise ValueError(
-                    f"selector: expected 'any' or source=N,type=N|NAME,id=N, got {text!r}"
-                )
-            if name == "type" and raw.upper() in ResultType.__members__:
-                values[name] = int(ResultType[raw.upper()])
-                continue
-            try:
-                values[name] = int(raw, 0)
-            except ValueError:
-                raise ValueError(f"selector {name}: expected an integer, got {raw!r}") from None
-        return cls(values.get("source"), values.get("type"), values.get("id"))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"source_id": self.source_id, "result_type": self.result_type, "id": self.id}
+def parse_selector(text: str) -> Selector:
+    """``any`` or comma-separated ``source=N``, ``type=N|NAME``, ``id=N``."""
+    text = text.strip()
+    if text in ("", "any"):
+        return Selector()
+    values: dict[str, int] = {}
+    for part in text.split(","):
+        name, sep, raw = part.partition("=")
+        name, raw = name.strip(), raw.strip()
+        if not sep or name not in ("source", "type", "id"):
+            raise ValueError(f"selector: expected 'any' or source=N,type=N|NAME,id=N, got {text!r}")
+        if name == "type" and raw.upper() in ResultType.__members__:
+            values[name] = int(ResultType[raw.upper()])
+            continue
+        try:
+            values[name] = int(raw, 0)
+        except ValueError:
+            raise ValueError(f"selector {name}: expected an integer, got {raw!r}") from None
+    return Selector(values.get("source"), values.get("type"), values.get("id"))
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class LinkVerdict:
     """``valid_until_ns``: the host time after which, with no newer verdict, this one is void.
     PROCEED: the moment its target goes stale (its capture time plus its TTL), unless a fresher
     result renews it. HOLD: the moment the host re-evaluates it at the latest (its next
@@ -114,7 +80,7 @@ class Verdict:
 
     decision: Decision
     reasons: tuple[HoldReason, ...]
-    selector: TargetSelector
+    selector: Selector
     host_ns: int
     valid_until_ns: int
     result: ReceivedResult | None = field(default=None, compare=False)  # the one to act on
@@ -123,7 +89,7 @@ class Verdict:
     def proceed(self) -> bool:
         return self.decision is Decision.PROCEED
 
-    def same_as(self, other: Verdict | None) -> bool:
+    def same_as(self, other: LinkVerdict | None) -> bool:
         """Same decision, reasons and target key: nothing new to publish. A change of target
         is news, so a consumer never keeps acting on the previous target's line."""
         if other is None or self.decision is not other.decision or self.reasons != other.reasons:
@@ -192,7 +158,7 @@ class ResultStore:
         self._negative_arrival: dict[int, int] = {}  # per source: newest "nothing tracked"
         self._last_reset_ns: dict[int, int] = {}
         self._break_arrival = 0  # update count at the latest link break: older is never current
-        self._watches: dict[TargetSelector, _Watch] = {}
+        self._watches: dict[Selector, _Watch] = {}
         self._key_watches: dict[ResultKey, tuple[_Watch, ...]] = {}  # per key: watches it matches
         self._evicted = 0
         self._updates = 0
@@ -223,7 +189,7 @@ class ResultStore:
         watches = self._key_watches.get(key)
         if watches is None:
             watches = self._key_watches[key] = tuple(
-                w for selector, w in self._watches.items() if selector.matches(key)
+                w for selector, w in self._watches.items() if selects(selector, key)
             )
         for watch in watches:
             watch.newest = received
@@ -235,13 +201,13 @@ class ResultStore:
             self._forget_key(evicted)
             self._evicted += 1
 
-    def watch(self, selector: TargetSelector) -> None:
+    def watch(self, selector: Selector) -> None:
         """Index ``selector`` so its verdicts cost O(1) however many keys are stored."""
         if selector in self._watches:
             return
         watch = self._watches[selector] = _Watch()
         for key, received in self._latest.items():
-            if selector.matches(key):
+            if selects(selector, key):
                 watch.candidates[key] = None
                 watch.newest = received
         self._key_watches.clear()
@@ -260,7 +226,7 @@ class ResultStore:
                 # The newest remaining match, current or not (rare: a reset, or an eviction
                 # of the least recently updated key).
                 watch.newest = next(
-                    (rr for k, rr in reversed(self._latest.items()) if selector.matches(k)), None
+                    (rr for k, rr in reversed(self._latest.items()) if selects(selector, k)), None
                 )
 
     def device_reset(self, source_id: int, host_ns: int) -> None:
@@ -284,12 +250,12 @@ class ResultStore:
             and arrival > self._break_arrival
         )
 
-    def current(self, selector: TargetSelector, now_ns: int) -> list[ReceivedResult]:
+    def current(self, selector: Selector, now_ns: int) -> list[ReceivedResult]:
         """Matching results that may be acted on now, newest first."""
         return [
             rr
             for key, rr in reversed(self._latest.items())
-            if selector.matches(key) and self.is_current(rr, now_ns)
+            if selects(selector, key) and self.is_current(rr, now_ns)
         ]
 
     def latest(self) -> list[ReceivedResult]:
@@ -297,13 +263,13 @@ class ResultStore:
 
     def verdict(
         self,
-        selector: TargetSelector,
+        selector: Selector,
         now_ns: int,
         *,
         link_state: LinkState,
         clock_status: ClockStatus,
         hold_until_ns: int | None = None,
-    ) -> Verdict:
+    ) -> LinkVerdict:
         """``hold_until_ns``: a HOLD's ``valid_until_ns`` (when the caller re-evaluates at the
         latest; default ``now_ns``). A PROCEED's is its target's stale time."""
         reasons: list[HoldReason] = []
@@ -330,7 +296,7 @@ class ResultStore:
             )
             reasons.append(HoldReason.LOST if fresh else HoldReason.STALE)
         if reasons or target is None:
-            return Verdict(
+            return LinkVerdict(
                 Decision.HOLD,
                 tuple(reasons),
                 selector,
@@ -338,15 +304,15 @@ class ResultStore:
                 now_ns if hold_until_ns is None else max(now_ns, hold_until_ns),
             )
         stale_at_ns = target.reference_ns() + self.ttl_ns(target.result.result_type)
-        return Verdict(Decision.PROCEED, (), selector, now_ns, stale_at_ns, target)
+        return LinkVerdict(Decision.PROCEED, (), selector, now_ns, stale_at_ns, target)
 
     def _newest_and_target(
-        self, selector: TargetSelector, now_ns: int
+        self, selector: Selector, now_ns: int
     ) -> tuple[ReceivedResult | None, ReceivedResult | None]:
         """The newest matching result, and the newest current one (the target)."""
         watch = self._watches.get(selector)
         if watch is None:  # not watched: a walk over every key
-            matching = [rr for key, rr in reversed(self._latest.items()) if selector.matches(key)]
+            matching = [rr for key, rr in reversed(self._latest.items()) if selects(selector, key)]
             target = next((rr for rr in matching if self.is_current(rr, now_ns)), None)
             return (matching[0] if matching else None), target
         candidates, latest = watch.candidates, self._latest

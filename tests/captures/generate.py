@@ -42,7 +42,7 @@ from gizmo_host.emulator.settings import emulator_camera
 from gizmo_host.emulator.targets import Detection, LatencyKind, LatencyModel, OutputPolicy
 from gizmo_host.standin import Rates, SimTime, StandIn, build_scenario
 from gizmo_host.stream.linkstate import REASON_OPENED, REASON_STOPPED, LinkInput
-from gizmo_host.stream.store import TargetSelector
+from gizmo_host.stream.store import parse_selector
 from rfly_link import messages as m
 from rfly_link import ports
 
@@ -135,7 +135,7 @@ CASES: dict[str, Case] = {
 def world_setup(case: Case) -> WorldSetup:
     """The settings ``gizmo-host run`` would resolve from the case's TOML."""
     rflysim = RflySimConfig(copter_id=1, request_odometry_hz=case.odometry_hz)
-    setup = resolve_world(CAMERA, WORLD, rflysim, StoreConfig(), TargetSelector.parse(SELECT))
+    setup = resolve_world(CAMERA, WORLD, rflysim, StoreConfig(), parse_selector(SELECT))
     assert setup is not None
     return setup
 
@@ -316,7 +316,7 @@ def build(name: str) -> bytes:
         info["standin"] = json.dumps(standin.stats._asdict(), sort_keys=True)
         metadata[WORLD_METADATA] = world_metadata(setup)
     settings = HostSettings(
-        serial_path=SERIAL_PATH, stats_interval_s=1.0, selector=TargetSelector.parse(SELECT)
+        serial_path=SERIAL_PATH, stats_interval_s=1.0, selector=parse_selector(SELECT)
     )
     out = io.BytesIO()
     recording.write(CaptureWriter(out, f"{name}.mcap", settings, info=info, metadata=metadata))

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcap.writer import Writer
 
+from fusion import Selector
 from gizmo_host.capture import channels as ch
 from gizmo_host.capture.background import BackgroundWriter
 from gizmo_host.capture.reader import (
@@ -28,7 +29,6 @@ from gizmo_host.capture.settings import HostSettings
 from gizmo_host.capture.writer import CaptureWriter
 from gizmo_host.errors import CaptureError, CaptureWriteError
 from gizmo_host.stream.linkstate import LinkInput
-from gizmo_host.stream.store import TargetSelector
 from tests.support.schemas import validate_schema
 
 SETTINGS = HostSettings(
@@ -37,7 +37,7 @@ SETTINGS = HostSettings(
     transport_delay_ns=0,
     ttl_ms=120.0,
     ttl_ms_by_type=((1, 80.0), (5, 300.0)),
-    selector=TargetSelector(source_id=2, result_type=5, id=None),
+    selector=Selector(source_id=2, result_type=5, id=None),
     stats_interval_s=0.0,
 )
 EXPECTED = [

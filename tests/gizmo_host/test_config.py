@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fusion import Selector
 from gizmo_host.app.config import (
     MAX_FILE_BYTES,
     MAX_LINE_CHARS,
@@ -21,7 +22,6 @@ from gizmo_host.app.config import (
 )
 from gizmo_host.app.settings import BY_KEY
 from gizmo_host.live.service import GizmoService
-from gizmo_host.stream.store import TargetSelector
 from gizmo_host.wire.results import ResultType
 
 FULL = """
@@ -54,7 +54,7 @@ def test_defaults():
     config = load_config(None)
     assert config == HostConfig()
     assert config.serial.baudrate == 115200 and config.publish.stdout
-    assert config.selector == TargetSelector()
+    assert config.selector == Selector()
 
 
 def test_file_then_flags_override_it(tmp_path):
@@ -68,7 +68,7 @@ def test_file_then_flags_override_it(tmp_path):
     assert config.serial.silent_after_s == 0.5 and config.serial.transport_delay_ms == 0.0
     assert config.clock.max_skew_ppm == 100.0
     assert dict(config.store.ttl_ms_by_type) == {ResultType.LINE: 150.0, ResultType.QR_CODE: 1000.0}
-    assert config.selector == TargetSelector(1, ResultType.COLOR_BLOB, 1)
+    assert config.selector == Selector(1, ResultType.COLOR_BLOB, 1)
     assert config.publish.stdout and config.publish.udp == "127.0.0.1:9870"
 
 

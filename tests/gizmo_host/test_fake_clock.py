@@ -10,6 +10,7 @@ import itertools
 
 import pytest
 
+from fusion import Decision, HoldReason, Selector
 from gizmo_host.emulator import BoardModel, PtyBoard
 from gizmo_host.errors import IllegalTransition
 from gizmo_host.live.config import LinkConfig, PipelineConfig
@@ -17,7 +18,6 @@ from gizmo_host.live.link import SerialLink
 from gizmo_host.live.service import GizmoService
 from gizmo_host.stream.events import LinkEvent, LinkState
 from gizmo_host.stream.linkstate import TRANSITIONS, LinkInput, LinkStateMachine
-from gizmo_host.stream.store import Decision, HoldReason, TargetSelector
 from gizmo_host.timing import FakeScheduler, settle
 
 MS = 1_000_000
@@ -101,7 +101,7 @@ class FakeTimeBoard:
     def __init__(self, board: PtyBoard, svc: GizmoService, scheduler: FakeScheduler) -> None:
         self.board, self.svc, self.scheduler = board, svc, scheduler
         self.results = svc.results()
-        self.verdicts = svc.verdicts(TargetSelector(source_id=1, result_type=5, id=11))
+        self.verdicts = svc.verdicts(Selector(source_id=1, result_type=5, id=11))
         self.model = BoardModel(period_ms=33, latency_ms=12)
 
     async def send(self, **fields: int):

@@ -8,13 +8,13 @@ import time
 
 import pytest
 
+from fusion import Decision, HoldReason, Selector
 from gizmo_host.emulator import BoardModel, PtyBoard, play
 from gizmo_host.live.config import PipelineConfig
 from gizmo_host.live.service import GizmoService
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkState
 from gizmo_host.stream.pipeline import FramePipeline
-from gizmo_host.stream.store import Decision, HoldReason, TargetSelector
 from gizmo_host.stream.tracker import SequenceEvent
 from gizmo_host.timing import FakeScheduler
 from tests.support.schemas import validate_as
@@ -79,7 +79,7 @@ def test_results_carry_host_capture_time_and_verdict_turns_proceed_then_stale(li
                 link_path, PipelineConfig(ttl_ms=150, transport_delay_ns=0)
             ) as svc:
                 events = svc.link_events()
-                verdicts = svc.verdicts(TargetSelector(source_id=1, result_type=5, id=11))
+                verdicts = svc.verdicts(Selector(source_id=1, result_type=5, id=11))
                 results = svc.results()
                 await wait_link(events, LinkState.SYNCING)
                 player = asyncio.create_task(play(board, model, 60))
@@ -181,7 +181,7 @@ def test_a_failing_verdict_evaluation_is_reported_to_the_owner(link_path):
             frame_pipeline=BrokenVerdicts(),
             scheduler=scheduler,
         ) as svc:
-            svc.watch(TargetSelector())
+            svc.watch(Selector())
             scheduler.advance(50_000_000)  # the first steady re-publication
             failure = await asyncio.wait_for(svc.wait_failed(), TIMEOUT_S)
             assert isinstance(failure, RuntimeError) and svc.failure is failure

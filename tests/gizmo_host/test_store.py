@@ -4,10 +4,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fusion import Decision, HoldReason, Selector
 from gizmo_host import VisionResult
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkState, ReceivedResult
-from gizmo_host.stream.store import Decision, HoldReason, ResultStore, TargetSelector
+from gizmo_host.stream.store import ResultStore, parse_selector
 from gizmo_host.stream.tracker import SequenceEvent
 from gizmo_host.wire.results import ResultType
 
@@ -42,11 +43,11 @@ def received(
 def verdict(
     store: ResultStore,
     now_ns: int,
-    selector: TargetSelector | None = None,
+    selector: Selector | None = None,
     link: LinkState = LinkState.UP,
     clock: ClockStatus = ClockStatus.LOCKED,
 ):
-    return store.verdict(selector or TargetSelector(), now_ns, link_state=link, clock_status=clock)
+    return store.verdict(selector or Selector(), now_ns, link_state=link, clock_status=clock)
 
 
 def test_fresh_tracked_result_proceeds_with_it_as_target():
@@ -64,7 +65,7 @@ def test_result_older_than_ttl_is_stale_and_never_current():
     now = T0 + 201 * MS
     v = verdict(store, now)
     assert v.decision is Decision.HOLD and v.reasons == (HoldReason.STALE,)
-    assert store.current(TargetSelector(), now) == []
+    assert store.current(Selector(), now) == []
 
 
 def test_capture_time_rather_than_receive_time_judges_freshness_when_mapped():
@@ -82,7 +83,7 @@ def test_valid_until_is_the_targets_stale_time_and_a_holds_recheck_time():
     assert verdict(store, v.valid_until_ns).decision is Decision.PROCEED  # inclusive
     assert verdict(store, v.valid_until_ns + 1).decision is Decision.HOLD
     held = store.verdict(
-        TargetSelector(),
+        Selector(),
         T0 + 300 * MS,
         link_state=LinkState.UP,
         clock_status=ClockStatus.LOCKED,
@@ -114,11 +115,11 @@ def test_device_reset_forgets_the_source_and_holds_for_a_while():
     store.update(received(source_id=2))
     store.device_reset(1, T0 + 10 * MS)
     assert [rr.key[0] for rr in store.latest()] == [2]
-    v = verdict(store, T0 + 20 * MS, TargetSelector(source_id=1))
+    v = verdict(store, T0 + 20 * MS, Selector(source_id=1))
     assert v.reasons == (HoldReason.DEVICE_RESET, HoldReason.NO_DATA)
-    assert verdict(store, T0 + 20 * MS, TargetSelector(source_id=2)).proceed
+    assert verdict(store, T0 + 20 * MS, Selector(source_id=2)).proceed
     store.update(received(source_id=1, rx_ns=T0 + 1100 * MS))
-    assert verdict(store, T0 + 1100 * MS, TargetSelector(source_id=1)).proceed
+    assert verdict(store, T0 + 1100 * MS, Selector(source_id=1)).proceed
 
 
 def test_selector_matching_and_default_ignores_type_none():
@@ -126,9 +127,9 @@ def test_selector_matching_and_default_ignores_type_none():
     store.update(received(result_type=ResultType.NONE, id_=0, flags=FOUND))
     assert verdict(store, T0).reasons == (HoldReason.NO_DATA,)
     store.update(received(result_type=ResultType.COLOR_BLOB, id_=1))
-    assert verdict(store, T0, TargetSelector.parse("type=color_blob,id=1")).proceed
-    assert not verdict(store, T0, TargetSelector.parse("type=1,id=2")).proceed
-    assert verdict(store, T0, TargetSelector.parse("source=1")).proceed
+    assert verdict(store, T0, parse_selector("type=color_blob,id=1")).proceed
+    assert not verdict(store, T0, parse_selector("type=1,id=2")).proceed
+    assert verdict(store, T0, parse_selector("source=1")).proceed
 
 
 def test_per_type_ttl():
@@ -136,10 +137,10 @@ def test_per_type_ttl():
     store.update(received(result_type=ResultType.LINE, id_=0))
     store.update(received(result_type=ResultType.COLOR_BLOB, id_=1))
     now = T0 + 300 * MS
-    assert [rr.key[1] for rr in store.current(TargetSelector(source_id=1, result_type=2), now)] == [
+    assert [rr.key[1] for rr in store.current(Selector(source_id=1, result_type=2), now)] == [
         ResultType.LINE
     ]
-    assert store.current(TargetSelector(result_type=ResultType.COLOR_BLOB), now) == []
+    assert store.current(Selector(result_type=ResultType.COLOR_BLOB), now) == []
 
 
 def test_store_is_bounded():
@@ -153,7 +154,7 @@ def test_store_is_bounded():
 @pytest.mark.parametrize("text", ["source", "colour=1", "type=blob", "id=x"])
 def test_bad_selector_names_what_is_expected(text):
     with pytest.raises(ValueError, match="expected"):
-        TargetSelector.parse(text)
+        parse_selector(text)
 
 
 @pytest.mark.parametrize(
@@ -168,7 +169,7 @@ def test_a_not_detected_frame_with_another_key_ends_the_old_target(result_type, 
     store.update(
         received(rx_ns=T0 + 33 * MS, result_type=result_type, id_=id_, flags=NOT_FOUND, sequence=2)
     )
-    hold = verdict(store, T0 + 40 * MS, TargetSelector(result_type=ResultType.DETECTOR, id=10))
+    hold = verdict(store, T0 + 40 * MS, Selector(result_type=ResultType.DETECTOR, id=10))
     assert not hold.proceed and hold.result is None
     assert hold.reasons == (HoldReason.LOST,)
     # A new tracked frame makes the target current again.
@@ -180,7 +181,7 @@ def test_untracked_frame_from_another_source_does_not_end_the_target():
     store = ResultStore()
     store.update(received(source_id=1, sequence=1))
     store.update(received(source_id=2, rx_ns=T0 + MS, flags=NOT_FOUND, sequence=1))
-    assert verdict(store, T0 + 2 * MS, TargetSelector(source_id=1)).proceed
+    assert verdict(store, T0 + 2 * MS, Selector(source_id=1)).proceed
 
 
 @pytest.mark.parametrize(
@@ -244,7 +245,7 @@ def test_a_verdict_costs_o1_in_the_number_of_stored_keys():
     """Issue 10 item 5: 1,024 QR keys, every fourth frame "not detected", a verdict after every
     frame. The watched selector's verdict looks at a bounded number of results per frame."""
     store = CountingStore(ttl_ms=200, max_entries=1024)
-    selector = TargetSelector()
+    selector = Selector()
     store.watch(selector)
     frames = 4096
     for k in range(frames):
@@ -275,9 +276,7 @@ def test_a_verdict_costs_o1_in_the_number_of_stored_keys():
         ),
         max_size=60,
     ),
-    st.sampled_from(
-        [TargetSelector(), TargetSelector(source_id=1), TargetSelector(1, ResultType.QR_CODE, 3)]
-    ),
+    st.sampled_from([Selector(), Selector(source_id=1), Selector(1, ResultType.QR_CODE, 3)]),
 )
 def test_the_indexed_verdict_equals_the_walk_over_every_key(ops, selector):
     """The index is an optimisation only: a watched store and an unwatched twin (which walks
@@ -316,7 +315,7 @@ def test_the_indexed_verdict_equals_the_walk_over_every_key(ops, selector):
 
 def test_nothing_received_before_a_link_break_is_current_again():
     store = ResultStore(ttl_ms=3000)
-    store.watch(TargetSelector())
+    store.watch(Selector())
     store.update(received(rx_ns=T0))
     assert verdict(store, T0 + 10 * MS).decision is Decision.PROCEED
     store.link_break()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from fusion import Selector
 from gizmo_host.app.config import StoreConfig
 from gizmo_host.app.world_config import RflySimConfig, resolve_world
 from gizmo_host.cli import emulate as emulate_cli
@@ -24,7 +25,6 @@ from gizmo_host.emulator.targets import Detection, LatencyKind, LatencyModel
 from gizmo_host.errors import ConfigError
 from gizmo_host.standin import StandIn, build_scenario
 from gizmo_host.standin.sensorset import builtin_config_text
-from gizmo_host.stream.store import TargetSelector
 from gizmo_host.wire.results import NormBox
 from rfly_link import ports
 from tests.support.emulate_host import START_NS, make_emulation
@@ -93,7 +93,7 @@ def config_json(tmp_path: Path) -> Path:
 
 def run_camera(camera: dict[str, object], config_json: Path):
     setup = resolve_world(
-        camera, {}, RflySimConfig(config=str(config_json)), StoreConfig(), TargetSelector()
+        camera, {}, RflySimConfig(config=str(config_json)), StoreConfig(), Selector()
     )
     assert setup is not None
     return setup.camera

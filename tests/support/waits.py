@@ -2,8 +2,8 @@
 
 import asyncio
 
+from fusion import Decision
 from gizmo_host.stream.events import LinkEvent, LinkState
-from gizmo_host.stream.store import Decision
 
 TIMEOUT_S = 5.0
 
