@@ -1,15 +1,18 @@
 """Timers and sleeps on an injected clock, so timing is testable without waiting.
 
-Everything in the live layer that waits (the reconnect backoff, the silence check, the stale
-timer, the verdict re-publication) goes through a ``Scheduler``. ``LoopScheduler`` is the real
-one: host time is ``time.monotonic_ns()`` (or the injected clock) and callbacks run on the
-running asyncio loop. ``FakeScheduler`` is a manual clock for tests: time moves only when the
-test calls ``advance``, and every timer due by then runs, in order, exactly at its time.
+Everything that waits goes through a ``Scheduler``: the live layer's reconnect backoff, silence
+check, stale timer and verdict re-publication, the emulator's recognition cycle and the
+simulator stand-in's sends (``sleep_until_ns``, which a request can cut short).
+``LoopScheduler`` is the real one: host time is ``time.monotonic_ns()`` (or the injected clock)
+and callbacks run on the running asyncio loop. ``FakeScheduler`` is a manual clock for tests:
+time moves only when the test calls ``advance``, and every timer due by then runs, in order,
+exactly at its time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import time
@@ -30,6 +33,11 @@ class Scheduler(Protocol):
 
     async def sleep(self, seconds: float) -> None: ...
 
+    async def sleep_until_ns(self, when_ns: int, wake: asyncio.Event | None = None) -> None:
+        """Return at host time ``when_ns``, or earlier once ``wake`` is set; a time already
+        past (or a ``wake`` already set) still yields to the loop once, so a task that is
+        always behind lets others in."""
+
 
 class LoopScheduler:
     """The running asyncio loop's timers, on ``clock`` (host monotonic time by default)."""
@@ -43,6 +51,16 @@ class LoopScheduler:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+    async def sleep_until_ns(self, when_ns: int, wake: asyncio.Event | None = None) -> None:
+        delay_s = (when_ns - self.now_ns()) / 1e9
+        if delay_s <= 0 or (wake is not None and wake.is_set()):
+            await asyncio.sleep(0)
+        elif wake is None:
+            await asyncio.sleep(delay_s)
+        else:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(wake.wait(), delay_s)
 
 
 class _FakeTimer:
@@ -86,6 +104,29 @@ class FakeScheduler:
 
         self.call_at_ns(self._now_ns + round(seconds * 1e9), wake)
         await future
+
+    async def sleep_until_ns(self, when_ns: int, wake: asyncio.Event | None = None) -> None:
+        if when_ns <= self._now_ns or (wake is not None and wake.is_set()):
+            await asyncio.sleep(0)
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def due() -> None:
+            if not future.done():
+                future.set_result(None)
+
+        timer = self.call_at_ns(when_ns, due)
+        woken = None if wake is None else asyncio.ensure_future(wake.wait())
+        try:
+            if woken is None:
+                await future
+            else:
+                await asyncio.wait((future, woken), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            future.cancel()
+            if woken is not None:
+                woken.cancel()
 
     def pending(self) -> list[int]:
         """Due times of the timers not yet run or cancelled, earliest first."""

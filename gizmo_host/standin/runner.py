@@ -1,48 +1,25 @@
 """The stand-in's asyncio edge: paces a :class:`~gizmo_host.standin.core.StandIn` by a clock, sends
 its datagrams and feeds it the requests that reach the vehicles' CopterSim control ports.
 
-Time comes from a :class:`Pacer` (host monotonic nanoseconds and a sleep that a request can cut
-short), so a test can drive the whole runner on a fake clock without waiting. Sends go through
-:class:`rfly_link.io.clients.UdpSender`: a send the network refuses is counted, never raised.
+Time comes from a :class:`~gizmo_host.timing.Scheduler` (host monotonic nanoseconds and a sleep
+that a request can cut short), so a test can drive the whole runner on a ``FakeScheduler``
+without waiting. Sends go through :class:`rfly_link.io.clients.UdpSender`: a send the network
+refuses is counted, never raised.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 from gizmo_host.standin.core import Address, StandIn, StandInStats
 from gizmo_host.standin.scenario import Truth
+from gizmo_host.timing import LoopScheduler, Scheduler
 from rfly_link.io.clients import SendStats, UdpSender
 
 TruthSink = Callable[[Truth, int], None]  # (truth, host_ns)
-
-
-class Pacer(Protocol):
-    """Host time and sleeps for the runner."""
-
-    def now_ns(self) -> int: ...
-
-    async def sleep_until(self, when_ns: int, wake: asyncio.Event) -> None:
-        """Return at ``when_ns`` host time, or earlier once ``wake`` is set."""
-
-
-class ClockPacer:
-    """The real clock (``time.monotonic_ns`` unless another is injected) and asyncio's timers."""
-
-    def __init__(self, clock: Callable[[], int] = time.monotonic_ns) -> None:
-        self.now_ns = clock
-
-    async def sleep_until(self, when_ns: int, wake: asyncio.Event) -> None:
-        delay_s = (when_ns - self.now_ns()) / 1e9
-        if delay_s <= 0 or wake.is_set():
-            await asyncio.sleep(0)  # let requests in even when always behind
-            return
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(wake.wait(), delay_s)
 
 
 class RunStats(NamedTuple):
@@ -71,14 +48,14 @@ class SimRunner:
         stand_in: StandIn,
         *,
         bind_host: str = "127.0.0.1",
-        pacer: Pacer | None = None,
+        scheduler: Scheduler | None = None,
         wall_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         on_truth: TruthSink | None = None,
         control_ports: dict[int, int] | None = None,
     ) -> None:
         self.stand_in = stand_in
         self.bind_host = bind_host
-        self.pacer: Pacer = pacer or ClockPacer()
+        self.scheduler: Scheduler = scheduler or LoopScheduler()
         self.wall_ms = wall_ms
         self.on_truth = on_truth
         self._rebind = dict(control_ports or {})
@@ -121,7 +98,7 @@ class SimRunner:
                     ) from exc
                 transports.append(transport)
                 self._bound[logical] = transport.get_extra_info("sockname")[1]
-            self._start_ns = self.pacer.now_ns()
+            self._start_ns = self.scheduler.now_ns()
             self.started.set()
             await self._loop(None if duration_s is None else round(duration_s * 1e9))
         finally:
@@ -134,7 +111,7 @@ class SimRunner:
 
     def _protocol_factory(self, logical: int) -> Callable[[], _Control]:
         def handle(data: bytes, sender: Address) -> None:
-            t_ns = self.pacer.now_ns() - self._start_ns
+            t_ns = self.scheduler.now_ns() - self._start_ns
             self.stand_in.receive(data, sender, logical, t_ns)
             self._wake.set()  # a new subscription may be due before the current sleep ends
 
@@ -144,7 +121,7 @@ class SimRunner:
         sender = self._sender
         assert sender is not None
         while True:
-            t_ns = self.pacer.now_ns() - self._start_ns
+            t_ns = self.scheduler.now_ns() - self._start_ns
             self._wake.clear()
             output = self.stand_in.poll(t_ns, self.wall_ms())
             for datagram in output.datagrams:
@@ -157,4 +134,4 @@ class SimRunner:
             due_ns = self.stand_in.next_due_ns()
             if duration_ns is not None:
                 due_ns = min(due_ns, duration_ns)
-            await self.pacer.sleep_until(self._start_ns + due_ns, self._wake)
+            await self.scheduler.sleep_until_ns(self._start_ns + due_ns, self._wake)

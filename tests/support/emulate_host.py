@@ -21,6 +21,7 @@ def make_emulation(
     rate_hz: float = 30.0,
     start_sequence: int = 0,
     latency: LatencyModel | None = None,
+    start_ns: int = START_NS,
 ) -> Emulation:
     board = BoardModel(
         live_clock=True,
@@ -33,7 +34,7 @@ def make_emulation(
         policy=OutputPolicy(),
         latency=latency or LatencyModel(LatencyKind.UNIFORM, 10.0, 14.0),
         timeline=FaultTimeline(faults, seed),
-        start_ns=START_NS,
+        start_ns=start_ns,
         rate_hz=rate_hz,
     )
 
