@@ -148,11 +148,11 @@ class SimClockEstimator:
         self._samples += 1
         if discontinuity:
             self._discontinuities += 1  # counted whether or not the sample is used
-        offset = float(host_rx_ns - sim_time_ns)
+        offset_ns = float(host_rx_ns - sim_time_ns)
         reason: str | None = None
         if not self._started:
             self._started = True
-            self._anchor(offset, host_rx_ns)
+            self._anchor(offset_ns, host_rx_ns)
         elif sim_time_ns < self._last_sim_ns:
             back_ns = self._last_sim_ns - sim_time_ns
             if back_ns <= self._reorder_window_ns:
@@ -164,16 +164,16 @@ class SimClockEstimator:
                 return SimClockSample(host, self._epoch, self._status(), None)
             self._resets += 1
             reason = f"sim clock reset ({-back_ns / 1e6:.1f} ms)"
-            self._new_epoch(offset, host_rx_ns)
+            self._new_epoch(offset_ns, host_rx_ns)
         else:
-            early = self._early(offset, host_rx_ns)
+            early = self._early(offset_ns, host_rx_ns)
             if early is not None:
                 if early.status is SimClockStatus.OUTLIER:
                     return early
                 reason = early.reason
             else:
                 self._watch_pause(sim_time_ns, host_rx_ns)
-                reason = self._follow(offset, sim_time_ns, host_rx_ns)
+                reason = self._follow(offset_ns, sim_time_ns, host_rx_ns)
         if discontinuity and reason is None:
             self._epoch += 1
             reason = "discontinuity"
@@ -191,9 +191,9 @@ class SimClockEstimator:
 
     # -- internals -----------------------------------------------------------------------
 
-    def _early(self, offset: float, host_rx_ns: int) -> SimClockSample | None:
+    def _early(self, offset_ns: float, host_rx_ns: int) -> SimClockSample | None:
         """A locked stream's sample far below the envelope: an outlier until confirmed."""
-        if not self._locked or offset >= self._offset_ns - self._threshold_ns:
+        if not self._locked or offset_ns >= self._offset_ns - self._threshold_ns:
             if self._early_samples:
                 self._outliers += self._early_samples  # the lone early ones were glitches
                 self._early_samples = 0
@@ -201,9 +201,9 @@ class SimClockEstimator:
             return None
         if self._early_since_ns is None:
             self._early_since_ns = host_rx_ns
-            self._early_min_offset_ns = offset
+            self._early_min_offset_ns = offset_ns
         self._early_samples += 1
-        self._early_min_offset_ns = min(self._early_min_offset_ns, offset)
+        self._early_min_offset_ns = min(self._early_min_offset_ns, offset_ns)
         if (
             host_rx_ns - self._early_since_ns < self._confirm_ns
             or self._early_samples < _CONFIRM_SAMPLES
@@ -216,13 +216,13 @@ class SimClockEstimator:
             host_rx_ns, self._epoch, SimClockStatus.LOCKING, f"sim clock ahead {step_ms:.1f} ms"
         )
 
-    def _follow(self, offset: float, sim_time_ns: int, host_rx_ns: int) -> str | None:
+    def _follow(self, offset_ns: float, sim_time_ns: int, host_rx_ns: int) -> str | None:
         if sim_time_ns == self._last_sim_ns:
             return None  # a repeat (a duplicate, or a paused simulation): nothing to learn
         elapsed = sim_time_ns - self._last_sim_ns
         ceiling = self._offset_ns + self._max_skew * elapsed
-        self._offset_ns = min(offset, ceiling)
-        if offset - self._offset_ns <= self._threshold_ns:
+        self._offset_ns = min(offset_ns, ceiling)
+        if offset_ns - self._offset_ns <= self._threshold_ns:
             self._high_since_sim_ns = None
             self._paused = False  # running on time again: a later rise is no pause
             return self._recover(sim_time_ns)
@@ -231,9 +231,9 @@ class SimClockEstimator:
             return None  # already holding; the mapping keeps its rate-limited course
         if self._high_since_sim_ns is None:
             self._high_since_sim_ns = sim_time_ns
-            self._high_min_offset_ns = offset
+            self._high_min_offset_ns = offset_ns
             return None
-        self._high_min_offset_ns = min(self._high_min_offset_ns, offset)
+        self._high_min_offset_ns = min(self._high_min_offset_ns, offset_ns)
         if sim_time_ns - self._high_since_sim_ns < self._confirm_ns:
             return None
         self._jumps += 1
@@ -284,17 +284,17 @@ class SimClockEstimator:
         elif host_rx_ns - self._lock_since_ns >= self._lock_ns:
             self._locked = True
 
-    def _new_epoch(self, offset: float, host_rx_ns: int) -> None:
+    def _new_epoch(self, offset_ns: float, host_rx_ns: int) -> None:
         self._epoch += 1
         self._late = False
         self._on_time_since_sim_ns = None
-        self._anchor(offset, host_rx_ns)
+        self._anchor(offset_ns, host_rx_ns)
 
-    def _anchor(self, offset: float, host_rx_ns: int) -> None:
-        self._offset_ns = offset
+    def _anchor(self, offset_ns: float, host_rx_ns: int) -> None:
+        self._offset_ns = offset_ns
         self._high_since_sim_ns = None
         self._early_since_ns = None
         self._early_samples = 0
         self._locked = False
         self._lock_since_ns = host_rx_ns
-        self._lock_offset_ns = offset
+        self._lock_offset_ns = offset_ns

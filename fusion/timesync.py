@@ -69,7 +69,7 @@ class TimesyncEstimator:
         self._max_pending = max_pending
         self._pending: dict[int, int] = {}  # ts1 we sent -> host send time (the same value)
         self._epoch = 0
-        self._offset: float | None = None
+        self._offset_ns: float | None = None
         self._offset_host_ns = 0  # host time of the last offset update
         self._epoch_accepted = 0
         self._first: tuple[int, float] | None = None  # (host ns, offset) of the epoch's first
@@ -83,7 +83,7 @@ class TimesyncEstimator:
 
     @property
     def status(self) -> SimClockStatus:
-        if self._offset is None or self._epoch_accepted < self._lock:
+        if self._offset_ns is None or self._epoch_accepted < self._lock:
             return SimClockStatus.LOCKING
         return SimClockStatus.LOCKED
 
@@ -124,13 +124,13 @@ class TimesyncEstimator:
         if self._last_autopilot_ns is None or autopilot_ns > self._last_autopilot_ns:
             self._last_autopilot_ns = autopilot_ns
 
-    def _take(self, offset: float, host_ns: int) -> None:
-        published = self._offset
+    def _take(self, offset_ns: float, host_ns: int) -> None:
+        published = self._offset_ns
         if published is None:
-            self._set(offset, host_ns)
+            self._set(offset_ns, host_ns)
             return
-        if abs(offset - published) > self._threshold_ns:
-            self._candidates.append(offset)
+        if abs(offset_ns - published) > self._threshold_ns:
+            self._candidates.append(offset_ns)
             if len(self._candidates) < self._confirm:
                 self._outliers += 1
                 return
@@ -143,25 +143,25 @@ class TimesyncEstimator:
             self._set(max(self._candidates), host_ns)  # the oldest-looking of them
             return
         self._candidates.clear()
-        if offset >= published:
-            self._set(offset, host_ns)  # older: at once
+        if offset_ns >= published:
+            self._set(offset_ns, host_ns)  # older: at once
         else:
             floor = published - self._max_skew * (host_ns - self._offset_host_ns)
-            self._set(max(offset, floor), host_ns)
+            self._set(max(offset_ns, floor), host_ns)
 
-    def _set(self, offset: float, host_ns: int) -> None:
-        self._offset = offset
+    def _set(self, offset_ns: float, host_ns: int) -> None:
+        self._offset_ns = offset_ns
         self._offset_host_ns = host_ns
         self._accepted += 1
         self._epoch_accepted += 1
         if self._first is None:
-            self._first = (host_ns, offset)
+            self._first = (host_ns, offset_ns)
         elif host_ns > self._first[0]:
-            self._skew_ppm = (offset - self._first[1]) / (host_ns - self._first[0]) * 1e6
+            self._skew_ppm = (offset_ns - self._first[1]) / (host_ns - self._first[0]) * 1e6
 
     def _new_epoch(self) -> None:
         self._epoch += 1
-        self._offset = None
+        self._offset_ns = None
         self._epoch_accepted = 0
         self._first = None
         self._skew_ppm = None
@@ -170,10 +170,10 @@ class TimesyncEstimator:
 
     def to_host_ns(self, autopilot_ns: int) -> int | None:
         """Host time of an autopilot time of this epoch; ``None`` before any sample."""
-        return None if self._offset is None else round(autopilot_ns - self._offset)
+        return None if self._offset_ns is None else round(autopilot_ns - self._offset_ns)
 
     def to_autopilot_ns(self, host_ns: int) -> int | None:
-        return None if self._offset is None else round(host_ns + self._offset)
+        return None if self._offset_ns is None else round(host_ns + self._offset_ns)
 
     def autopilot_now_ns(self, host_ns: int) -> int | None:
         """What to answer the autopilot's own TIMESYNC with: its clock now, once locked."""
@@ -183,7 +183,7 @@ class TimesyncEstimator:
         return TimesyncStats(
             self._epoch,
             self.status.value,
-            self._offset,
+            self._offset_ns,
             self._rtt,
             self._min_rtt,
             self._skew_ppm,

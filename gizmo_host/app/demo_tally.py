@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from fusion import Decision, WorldSnapshot
-from gizmo_host.standin.scenario import Scenario
+from gizmo_host.standin.scenario import SimScenario
 from gizmo_host.standin.views import box_centre_ray_ned, camera_pose, image_box, target_view
 from hil_geometry.pinhole import Pinhole, angle_deg
 
@@ -84,7 +84,7 @@ class GroundTruth:
     """
 
     def __init__(
-        self, scenario: Scenario, camera: Pinhole, vehicle_by_class: Mapping[int, int]
+        self, scenario: SimScenario, camera: Pinhole, vehicle_by_class: Mapping[int, int]
     ) -> None:
         self.scenario = scenario
         self.camera = camera

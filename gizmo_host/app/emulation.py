@@ -18,9 +18,9 @@ from gizmo_host.app.world_config import RflySimConfig, resolve_world
 from gizmo_host.emulator.board import BoardModel
 from gizmo_host.emulator.emulation import Emulation
 from gizmo_host.emulator.faults import FaultTimeline
-from gizmo_host.emulator.scenario import Scenario
+from gizmo_host.emulator.scenario import BoardScenario
 from gizmo_host.emulator.settings import EmulateSettings, emulator_camera
-from gizmo_host.emulator.sources import BoxSource, PoseSource, ScenarioSource, TargetSource
+from gizmo_host.emulator.sources import BoxSource, PoseTargetSource, ScenarioSource, TargetSource
 from gizmo_host.errors import ConfigError
 from hil_geometry.pinhole import rotation_quaternion, rpy_deg_from_rotation
 from rfly_link.config import load_config as load_rfly_config
@@ -87,7 +87,7 @@ def build_source(settings: EmulateSettings) -> TargetSource:
         if camera is None:
             raise ConfigError("camera: the pose source needs a [camera] table (--config FILE)")
         offset = settings.port_offset
-        return PoseSource(
+        return PoseTargetSource(
             camera,
             ego=settings.poses.ego,
             targets=settings.poses.targets,
@@ -103,7 +103,7 @@ def build_source(settings: EmulateSettings) -> TargetSource:
         return BoxSource(
             boxes.port, boxes.width_px, boxes.height_px, host=settings.listen, max_age_ns=max_age_ns
         )
-    return ScenarioSource(Scenario(camera))
+    return ScenarioSource(BoardScenario(camera))
 
 
 def emulation_factory(

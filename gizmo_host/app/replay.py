@@ -169,16 +169,16 @@ class OfflineReplay:
 
     # -- inputs ----------------------------------------------------------------------------
 
-    def _advance(self, t: int) -> None:
-        """Every timer due by ``t``, in time order, each at its own time (the world's first
+    def _advance(self, t_ns: int) -> None:
+        """Every timer due by ``t_ns``, in time order, each at its own time (the world's first
         at equal times)."""
         host, world = self.scheduler, self.world_scheduler
         if not self._started:  # the clocks start at the first input, as the host did
-            host.advance(t - host.now_ns())
-            world.advance(t - world.now_ns())
+            host.advance(t_ns - host.now_ns())
+            world.advance(t_ns - world.now_ns())
             _run_now(self.host.start())
             self._started = True
-        if t < host.now_ns():
+        if t_ns < host.now_ns():
             self.time_reversals += 1  # file order is time order: applied at the latest time
             return
         while True:
@@ -186,12 +186,12 @@ class OfflineReplay:
             world_due = min(world.pending(), default=None)
             host_first = host_due is not None and (world_due is None or host_due < world_due)
             due = host_due if host_first else world_due
-            if due is None or due > t:
+            if due is None or due > t_ns:
                 break
             world.advance(due - world.now_ns())  # first: a host timer may feed the world
             host.advance(due - host.now_ns())
-        world.advance(t - world.now_ns())
-        host.advance(t - host.now_ns())
+        world.advance(t_ns - world.now_ns())
+        host.advance(t_ns - host.now_ns())
 
     def _chunk(self, data: bytes) -> None:
         if not self._port_open:  # a capture without port events: the port was open

@@ -83,7 +83,7 @@ _UNUSABLE = {
 }
 
 
-class PoseSource(Enum):
+class RflyPoseStream(Enum):
     """Which CopterSim stream gives the vehicle's pose."""
 
     STATE = "state"  # 30100 + 2N - 1: SOut2Simulator (168 B) or the 112 B state
@@ -97,7 +97,7 @@ class RflyAdapter:
         self,
         copter_id: int,
         *,
-        pose_source: PoseSource = PoseSource.STATE,
+        pose_source: RflyPoseStream = RflyPoseStream.STATE,
         gimbal_seq_id: int | None = None,
         estimator: Callable[[], SimClockEstimator] = SimClockEstimator,
     ) -> None:
@@ -227,7 +227,7 @@ class RflyAdapter:
         if value.copter_id != self.copter_id:
             self.counts["other_copter"] += 1
             return []
-        if self.pose_source is not PoseSource.STATE:
+        if self.pose_source is not RflyPoseStream.STATE:
             self.counts["not_pose_source"] += 1
             return []
         conflict = self._pose_conflict("state", rx_ns)
@@ -269,7 +269,7 @@ class RflyAdapter:
             self.counts["other_copter"] += 1
             return []
         self.last_odometry_rx_ns = rx_ns
-        if self.pose_source is not PoseSource.ODOMETRY:
+        if self.pose_source is not RflyPoseStream.ODOMETRY:
             self.counts["not_pose_source"] += 1
             return []
         conflict = self._pose_conflict("odometry", rx_ns)

@@ -22,7 +22,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from gizmo_host.bridge.rfly_adapter import PoseSource, RflyAdapter
+from gizmo_host.bridge.rfly_adapter import RflyAdapter, RflyPoseStream
 from gizmo_host.timing import Scheduler
 from rfly_link import io as rio
 from rfly_link import ports
@@ -50,9 +50,9 @@ class RflySimSetup:
     gimbal_seq_id: int | None = None  # only this gimbal's status (None: any on this vehicle)
 
     @property
-    def pose_source(self) -> PoseSource:
+    def pose_source(self) -> RflyPoseStream:
         """Odometry when it is requested (the configured source), otherwise the state."""
-        return PoseSource.ODOMETRY if self.request_odometry_hz else PoseSource.STATE
+        return RflyPoseStream.ODOMETRY if self.request_odometry_hz else RflyPoseStream.STATE
 
     @property
     def allowed_senders(self) -> list[str]:

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 from gizmo_host.emulator.board import BoardModel
 from gizmo_host.emulator.faults import Fault, FaultKind, FaultTimeline
 from gizmo_host.emulator.injector import FaultInjector
-from gizmo_host.emulator.targets import Detection, LatencyModel, OutputPolicy
+from gizmo_host.emulator.targets import LatencyModel, OutputPolicy, TargetInView
 from gizmo_host.stream.tracker import (
     ADVANCE_TOLERANCE_MS,
     SEQUENCE_MODULUS,
@@ -110,7 +110,7 @@ class Emulation:
         return (now_ns - self.start_ns) / 1e9
 
     def cycle(
-        self, index: int, detections: Sequence[Detection], *, connected: bool = True
+        self, index: int, detections: Sequence[TargetInView], *, connected: bool = True
     ) -> Cycle:
         capture_ns = self.capture_ns(index)
         self.cycles += 1

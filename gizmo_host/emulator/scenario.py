@@ -22,7 +22,7 @@ from fusion.camera import CameraConfig
 from fusion.geometry import IDENTITY, Quat, Vec3
 from gizmo_host.emulator.projection import camera_pose, project_box
 from gizmo_host.emulator.settings import emulator_camera
-from gizmo_host.emulator.targets import Detection
+from gizmo_host.emulator.targets import TargetInView
 from hil_geometry.pinhole import Pinhole
 
 DEFAULT_CAMERA = CameraConfig(
@@ -53,7 +53,7 @@ TARGETS = (
 )
 
 
-class Scenario:
+class BoardScenario:
     """Ground truth and what the camera makes of it at any time since the start."""
 
     def __init__(
@@ -72,11 +72,11 @@ class Scenario:
         """Every target's position (NED, m) at ``t_s``."""
         return {target.name: target.position_ned_m(t_s) for target in self.targets}
 
-    def detections(self, t_s: float) -> list[Detection]:
+    def detections(self, t_s: float) -> list[TargetInView]:
         pose = camera_pose(self.camera, self.ego_position_ned_m, self.ego_quaternion_wxyz)
         out = []
         for target in self.targets:
             box = project_box(self.camera, pose, target.position_ned_m(t_s), target.half_extent_m)
             if box is not None:
-                out.append(Detection(target.name, box, target.confidence))
+                out.append(TargetInView(target.name, box, target.confidence))
         return out

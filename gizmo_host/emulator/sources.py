@@ -4,7 +4,7 @@
 - :class:`BoxSource`: RflySim TypeID 30 boxes received on a vision-sensor UDP port, decoded by
   rfly_link (fragments reassembled, ``decode_targets``), pixel corners mapped to the board's
   units with the sensor's image size;
-- :class:`PoseSource`: vehicle poses from CopterSim (the 168 B or 112 B state of the ego
+- :class:`PoseTargetSource`: vehicle poses from CopterSim (the 168 B or 112 B state of the ego
   vehicle and of the target CopterIDs) and RflySim3D object data on 20006 (``CoptReqData`` /
   ``ObjReqData``: position and box), projected through the simulator's camera
   (:mod:`hil_geometry.pinhole`) mounted on the ego.
@@ -12,7 +12,7 @@
 The UDP sources keep the newest value of each kind (a reader thread per port, from rfly_link);
 a value older than ``max_age_ns`` at the capture is not used, so a simulator that stops sends
 the board to "not detected". Every datagram rfly_link rejects is counted in ``stats``. Their
-detections carry the instant of what they show (``Detection.seen_ns``: the box list's or the
+detections carry the instant of what they show (``TargetInView.seen_ns``: the box list's or the
 ego's pose's simulation time on the host clock, :class:`SeenClock`), so the frame's ``age_ms``
 counts from the image's instant, not the cycle's.
 """
@@ -26,8 +26,8 @@ from typing import Any, Protocol
 from fusion.geometry import Quat, Vec3, quat_from_euler_zyx, quat_normalize
 from fusion.simclock import SimClockEstimator
 from gizmo_host.emulator.projection import camera_pose, pixel_box, project_box
-from gizmo_host.emulator.scenario import Scenario
-from gizmo_host.emulator.targets import Detection
+from gizmo_host.emulator.scenario import BoardScenario
+from gizmo_host.emulator.targets import TargetInView
 from hil_geometry.pinhole import Pinhole
 from rfly_link import messages as m
 from rfly_link import ports
@@ -44,7 +44,7 @@ _PoseMessage = m.SOut2Simulator | m.SOut2SimulatorSimpleTime
 
 
 class TargetSource(Protocol):
-    def detections(self, capture_ns: int, t_s: float) -> Sequence[Detection]: ...
+    def detections(self, capture_ns: int, t_s: float) -> Sequence[TargetInView]: ...
 
     async def start(self) -> None: ...
 
@@ -56,10 +56,10 @@ class TargetSource(Protocol):
 class ScenarioSource:
     """The built-in scenario, at the time since the emulation started."""
 
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: BoardScenario) -> None:
         self.scenario = scenario
 
-    def detections(self, capture_ns: int, t_s: float) -> Sequence[Detection]:
+    def detections(self, capture_ns: int, t_s: float) -> Sequence[TargetInView]:
         return self.scenario.detections(t_s)
 
     async def start(self) -> None:
@@ -147,7 +147,7 @@ class BoxSource:
                 seen = self._clock.seen_ns(event.frame.timestamp_s, event.rx_ns)
             self._latest = (event.value, event.rx_ns, seen)
 
-    def detections(self, capture_ns: int, t_s: float) -> Sequence[Detection]:
+    def detections(self, capture_ns: int, t_s: float) -> Sequence[TargetInView]:
         latest = self._latest
         if latest is None or capture_ns - latest[1] > self.max_age_ns:
             return []
@@ -168,7 +168,7 @@ class BoxSource:
                 continue
             confidence = target.credibility * 100 if math.isfinite(target.credibility) else 0
             confidence = min(max(round(confidence), 0), 100)
-            out.append(Detection(str(target.copter_id), box, confidence, latest[2]))
+            out.append(TargetInView(str(target.copter_id), box, confidence, latest[2]))
         return out
 
     async def start(self) -> None:
@@ -221,7 +221,7 @@ def _attitude(quaternion: Sequence[float] | None, euler_rad: Sequence[float]) ->
     return quat_from_euler_zyx(roll, pitch, yaw)
 
 
-class PoseSource:
+class PoseTargetSource:
     """Target vehicles' and objects' poses projected through the camera on the ego vehicle.
 
     ``bind`` maps a port of RflySim's map to the port bound (tests and side-by-side runs
@@ -300,7 +300,7 @@ class PoseSource:
                 return fresh
         return None
 
-    def detections(self, capture_ns: int, t_s: float) -> Sequence[Detection]:
+    def detections(self, capture_ns: int, t_s: float) -> Sequence[TargetInView]:
         ego = self._ego(capture_ns)
         if ego is None or ego.quaternion_wxyz is None:
             return []
@@ -321,7 +321,7 @@ class PoseSource:
         for name, (center, extent) in sorted(targets.items()):
             box = project_box(self.camera, camera_at, center, extent, max_range_m=self.max_range_m)
             if box is not None:
-                out.append(Detection(name, box, 87, ego.seen_ns))
+                out.append(TargetInView(name, box, 87, ego.seen_ns))
         return out
 
     async def start(self) -> None:

@@ -1,7 +1,7 @@
 """What the board reports of the targets it sees: the output policy, sans-I/O.
 
 A target source (the built-in scenario, RflySim boxes, projected poses) says which targets are
-in view at a capture, as :class:`Detection` values in the board's box units. The policy turns
+in view at a capture, as :class:`TargetInView` values in the board's box units. The policy turns
 one recognition cycle's detections into frame fields, as the board's detector task would:
 
 - the task's ``result_type`` and a class per target (``classes``, e.g. copter 2 ->
@@ -30,7 +30,7 @@ BOX_RESULT_TYPES = (ResultType.COLOR_BLOB, ResultType.QR_CODE, ResultType.DETECT
 _INT16 = (-0x8000, 0x7FFF)
 
 
-class Detection(NamedTuple):
+class TargetInView(NamedTuple):
     """One target in view at a capture: its name at the source, box and confidence.
 
     ``seen_ns``: the host time the source's data describe (a box list's or a pose's arrival),
@@ -114,7 +114,7 @@ class OutputPolicy:
     def class_of(self, target: str) -> int | None:
         return self.classes.get(target, self.default_class)
 
-    def frames(self, detections: Sequence[Detection]) -> list[FrameFields]:
+    def frames(self, detections: Sequence[TargetInView]) -> list[FrameFields]:
         """The frames of one recognition cycle: at least one, "not detected" when none."""
         reported = []
         for detection in detections:

@@ -88,19 +88,19 @@ class MavlinkPoseSource:
         attitudes = self._attitudes
         if not attitudes:
             return
-        for t, position, velocity in list(self._positions):
-            if self._last_ns is not None and t <= self._last_ns:
+        for boot_ns, position, velocity in list(self._positions):
+            if self._last_ns is not None and boot_ns <= self._last_ns:
                 continue
-            q = _attitude_at(attitudes, t, self._max_pair_ns)
+            q = _attitude_at(attitudes, boot_ns, self._max_pair_ns)
             if q is None:
-                if attitudes[-1][0] > t:
+                if attitudes[-1][0] > boot_ns:
                     self.counts["unpaired"] += 1
-                    self._last_ns = t  # no attitude will come for it any more
+                    self._last_ns = boot_ns  # no attitude will come for it any more
                 continue
-            self._emit(t, position, q, velocity)
+            self._emit(boot_ns, position, q, velocity)
 
     def _odometry(self, msg: Any) -> None:
-        t = int(msg.time_usec) * 1000
+        boot_ns = int(msg.time_usec) * 1000
         q = _quat(msg.q)
         p = _vec((msg.x, msg.y, msg.z))
         if q is None or p is None or msg.frame_id != mc.FRAME_LOCAL_NED:
@@ -112,10 +112,10 @@ class MavlinkPoseSource:
         elif msg.child_frame_id != mc.FRAME_LOCAL_NED:
             v = None
         self._odometry_epoch = self._session.estimator.epoch
-        if self._last_ns is not None and t <= self._last_ns:
+        if self._last_ns is not None and boot_ns <= self._last_ns:
             self.counts["stale"] += 1
             return
-        self._emit(t, p, q, v)
+        self._emit(boot_ns, p, q, v)
 
     def _emit(self, boot_ns: int, position: Vec3, q: Quat, velocity: Vec3 | None) -> None:
         estimator = self._session.estimator
@@ -155,23 +155,25 @@ class MavlinkPoseSource:
         return {**self.counts, "source": "odometry" if self._odometry_epoch is not None else "pair"}
 
 
-def _attitude_at(attitudes: deque[tuple[int, Quat]], t: int, tolerance_ns: int) -> Quat | None:
-    """The attitude at boot time ``t``: exact, slerped between close neighbours, or the
+def _attitude_at(
+    attitudes: deque[tuple[int, Quat]], boot_ns: int, tolerance_ns: int
+) -> Quat | None:
+    """The attitude at boot time ``boot_ns``: exact, slerped between close neighbours, or the
     nearest within the tolerance; ``None`` while none is newer (the pair may still come)."""
     before = after = None
     for item in attitudes:
-        if item[0] <= t:
+        if item[0] <= boot_ns:
             before = item
         elif after is None:
             after = item
-    if before is not None and before[0] == t:
+    if before is not None and before[0] == boot_ns:
         return before[1]
     if after is None:
         return None
     if before is not None and after[0] - before[0] <= 2 * tolerance_ns:
-        return slerp(before[1], after[1], (t - before[0]) / (after[0] - before[0]))
-    near = after if before is None or after[0] - t < t - before[0] else before
-    return near[1] if abs(near[0] - t) <= tolerance_ns else None
+        return slerp(before[1], after[1], (boot_ns - before[0]) / (after[0] - before[0]))
+    near = after if before is None or after[0] - boot_ns < boot_ns - before[0] else before
+    return near[1] if abs(near[0] - boot_ns) <= tolerance_ns else None
 
 
 def _vec(values: Any) -> Vec3 | None:

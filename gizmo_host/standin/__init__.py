@@ -14,10 +14,10 @@ command ``gizmo-host sim`` is :mod:`~gizmo_host.cli.sim`; importing this package
 from __future__ import annotations
 
 from gizmo_host.standin.core import Datagram, Output, Rates, StandIn, StandInStats
-from gizmo_host.standin.kinematics import VehicleState, vehicle_state
+from gizmo_host.standin.kinematics import SimVehicleState, vehicle_state
 from gizmo_host.standin.scenario import (
     SCENARIOS,
-    Scenario,
+    SimScenario,
     SimTime,
     Truth,
     Vehicle,
@@ -32,14 +32,14 @@ __all__ = [
     "Datagram",
     "Output",
     "Rates",
-    "Scenario",
+    "SimScenario",
     "SimTime",
+    "SimVehicleState",
     "StandIn",
     "StandInStats",
     "TargetView",
     "Truth",
     "Vehicle",
-    "VehicleState",
     "VehicleTruth",
     "build_scenario",
     "builtin_config",

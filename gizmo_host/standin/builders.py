@@ -1,11 +1,10 @@
 """Messages from the ground truth, with rfly_link's own encoders: pure functions, no I/O.
 
 CopterSim's side (the 168-byte state, odometry and IMU replies, the heartbeat) comes from a
-vehicle's :class:`~gizmo_host.standin.kinematics.VehicleState`; RflySim3D's side (the gimbal status,
-the distance sensor, TypeID 30 boxes, LiDAR clouds) from ray casts and projections of the
+vehicle's :class:`~gizmo_host.standin.kinematics.SimVehicleState`; RflySim3D's side (the gimbal
+status, the distance sensor, TypeID 30 boxes, LiDAR clouds) from ray casts and projections of the
 scenario (:mod:`gizmo_host.standin.world`, :mod:`gizmo_host.standin.views`). Sensor payloads
-leave as
-vision-sensor fragments made by :func:`rfly_link.reassembly.fragment_payload`.
+leave as vision-sensor fragments made by :func:`rfly_link.reassembly.fragment_payload`.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from gizmo_host.standin import sensorset
-from gizmo_host.standin.kinematics import GRAVITY_M_S2, VehicleState
+from gizmo_host.standin.kinematics import GRAVITY_M_S2, SimVehicleState
 from gizmo_host.standin.views import camera_pose, direction_ned, image_box
 from gizmo_host.standin.world import Hit, Placed, cast
 from hil_geometry.pinhole import Pinhole
@@ -50,7 +49,7 @@ def gps_of(position_ned_m: Vec3, home: Vec3 = GPS_HOME) -> Vec3:
 
 
 def state_168(
-    copter_id: int, vehicle_type: int, state: VehicleState, sim_time_s: float, *, motors: int = 4
+    copter_id: int, vehicle_type: int, state: SimVehicleState, sim_time_s: float, *, motors: int = 4
 ) -> m.SOut2Simulator:
     """CopterSim's 168-byte true state (``30100 + 2N - 1``)."""
     force = math.sqrt(sum(f * f for f in state.specific_force_frd_m_s2))
@@ -71,7 +70,7 @@ def state_168(
 
 
 def odometry(
-    sequence: int, copter_id: int, state: VehicleState, sim_time_s: float, *, discontinuity: bool
+    sequence: int, copter_id: int, state: SimVehicleState, sim_time_s: float, *, discontinuity: bool
 ) -> m.OdomReply:
     """The 88-byte odometry reply: world NED, body FRD (``frame_type`` 1), all valid."""
     flags = ODOM_VALID | (m.OdomFlags.DISCONTINUITY if discontinuity else 0)
@@ -88,7 +87,7 @@ def odometry(
     )
 
 
-def imu(sequence: int, state: VehicleState, sim_time_s: float) -> m.ImuReply:
+def imu(sequence: int, state: SimVehicleState, sim_time_s: float) -> m.ImuReply:
     """The 40-byte IMU reply: specific force and body rate in FRD."""
     return m.ImuReply(
         sequence=sequence % _I32,
@@ -109,7 +108,7 @@ def heartbeat(copter_id: int, start_ms: int, now_ms: int, count: int) -> m.RflyT
 
 
 def sensor_ray(
-    sensor: VisionSensorConfig, ego: VehicleState, axis: Vec3 = (1.0, 0.0, 0.0)
+    sensor: VisionSensorConfig, ego: SimVehicleState, axis: Vec3 = (1.0, 0.0, 0.0)
 ) -> tuple[Vec3, Vec3]:
     """A ray from the sensor along ``axis`` (sensor axes): its NED origin and unit direction."""
     origin = add(ego.position_ned_m, quat_rotate(ego.quaternion_wxyz, sensor.sensor_pos_xyz_m))
@@ -119,7 +118,7 @@ def sensor_ray(
 
 def laser_hit(
     sensor: VisionSensorConfig,
-    ego: VehicleState,
+    ego: SimVehicleState,
     bodies: Sequence[Placed],
     ground_down_m: float,
     max_range_m: float,
@@ -130,7 +129,7 @@ def laser_hit(
 
 def distance_payload(
     sensor: VisionSensorConfig,
-    ego: VehicleState,
+    ego: SimVehicleState,
     bodies: Sequence[Placed],
     ground_down_m: float = 0.0,
 ) -> bytes:
@@ -153,7 +152,7 @@ def distance_payload(
 def boxes_payload(
     sensor: VisionSensorConfig,
     camera: Pinhole,
-    ego: VehicleState,
+    ego: SimVehicleState,
     bodies: Sequence[Placed],
 ) -> bytes:
     """TypeID 30: the vehicles in the image as pixel boxes, nearest first.
@@ -201,7 +200,7 @@ def lidar_directions(sensor: VisionSensorConfig) -> list[Vec3]:
 
 def lidar_payload(
     sensor: VisionSensorConfig,
-    ego: VehicleState,
+    ego: SimVehicleState,
     bodies: Sequence[Placed],
     ground_down_m: float = 0.0,
 ) -> bytes:

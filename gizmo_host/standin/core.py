@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from gizmo_host.standin import builders, sensorset
-from gizmo_host.standin.scenario import Scenario, Truth
+from gizmo_host.standin.scenario import SimScenario, Truth
 from hil_geometry.pinhole import Pinhole
 from rfly_link import dispatch, ports
 from rfly_link import messages as m
@@ -103,11 +103,11 @@ class StandInStats(NamedTuple):
 
 
 class StandIn:
-    """RflySim's side of the wire for one :class:`Scenario`: CopterSim and RflySim3D."""
+    """RflySim's side of the wire for one :class:`SimScenario`: CopterSim and RflySim3D."""
 
     def __init__(
         self,
-        scenario: Scenario,
+        scenario: SimScenario,
         *,
         host: str = "127.0.0.1",
         config: LoadedConfig | None = None,
@@ -263,13 +263,13 @@ class StandIn:
             due.append(self._next_truth_ns)
         return min(due, default=2**63 - 1)
 
-    def _advance(self, next_ns: int, period: int, t_ns: int, kind: str) -> int:
+    def _advance(self, next_ns: int, step_ns: int, t_ns: int, kind: str) -> int:
         """The stream's next time after emitting at ``t_ns``; missed samples are skipped."""
-        next_ns += period
+        next_ns += step_ns
         if next_ns <= t_ns:
-            missed = (t_ns - next_ns) // period + 1
+            missed = (t_ns - next_ns) // step_ns + 1
             self._skipped[kind] += missed
-            next_ns += missed * period
+            next_ns += missed * step_ns
         return next_ns
 
     def poll(self, t_ns: int, wall_ms: int = 0) -> Output:

@@ -30,7 +30,7 @@ GRAVITY_M_S2 = 9.80665
 STEP_S = 1e-3  # central-difference step
 
 
-class VehicleState(NamedTuple):
+class SimVehicleState(NamedTuple):
     """One vehicle at one instant, in the units and frames CopterSim sends."""
 
     position_ned_m: Vec3
@@ -91,7 +91,7 @@ def attitude(track: Track, t_s: float) -> Quat:
     return tilted_attitude(track.yaw_rad(t_s), acceleration_ned(track, t_s))
 
 
-def vehicle_state(track: Track, t_s: float) -> VehicleState:
+def vehicle_state(track: Track, t_s: float) -> SimVehicleState:
     """Everything CopterSim reports about a vehicle on ``track`` at scenario time ``t_s``."""
     accel = acceleration_ned(track, t_s)
     q = tilted_attitude(track.yaw_rad(t_s), accel)
@@ -101,7 +101,7 @@ def vehicle_state(track: Track, t_s: float) -> VehicleState:
     rotvec = quat_to_rotvec(quat_multiply(quat_conjugate(q_before), q_after))
     rate = (rotvec[0] / (2 * STEP_S), rotvec[1] / (2 * STEP_S), rotvec[2] / (2 * STEP_S))
     gravity_free = (accel[0], accel[1], accel[2] - GRAVITY_M_S2)
-    return VehicleState(
+    return SimVehicleState(
         position_ned_m=track.position_ned_m(t_s),
         velocity_ned_m_s=velocity_ned(track, t_s),
         acceleration_ned_m_s2=accel,

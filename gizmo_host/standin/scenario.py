@@ -1,8 +1,8 @@
 """A scripted scenario and its ground truth at any scenario time: the stand-in's pure core.
 
-A :class:`Scenario` is the ego vehicle and the other vehicles, each on a
+A :class:`SimScenario` is the ego vehicle and the other vehicles, each on a
 :class:`~gizmo_host.standin.tracks.Track`, plus the simulation clock (:class:`SimTime`: where it
-starts and an optional jump). :meth:`Scenario.truth` takes the scenario time as an argument and
+starts and an optional jump). :meth:`SimScenario.truth` takes the scenario time as an argument and
 never reads a clock, so tests ask for the truth at any instant and the runner paces it by the
 real one. The built-in scenarios are in :data:`SCENARIOS`:
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from gizmo_host.standin.kinematics import VehicleState, vehicle_state
+from gizmo_host.standin.kinematics import SimVehicleState, vehicle_state
 from gizmo_host.standin.tracks import Approach, CircleDrive, Drive, Follow, Hover, Orbit, Track
 from gizmo_host.standin.views import TargetView, target_view
 from gizmo_host.standin.world import Body, Placed
@@ -92,7 +92,7 @@ class Vehicle:
 
 class VehicleTruth(NamedTuple):
     copter_id: int
-    state: VehicleState
+    state: SimVehicleState
 
     def to_dict(self) -> dict[str, Any]:
         s = self.state
@@ -136,7 +136,7 @@ class Truth(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
-class Scenario:
+class SimScenario:
     name: str
     ego: Vehicle
     others: tuple[Vehicle, ...]
@@ -152,7 +152,7 @@ class Scenario:
     def vehicles(self) -> tuple[Vehicle, ...]:
         return (self.ego, *self.others)
 
-    def state(self, copter_id: int, t_s: float) -> VehicleState:
+    def state(self, copter_id: int, t_s: float) -> SimVehicleState:
         for vehicle in self.vehicles:
             if vehicle.copter_id == copter_id:
                 return vehicle_state(vehicle.track, t_s)
@@ -186,32 +186,32 @@ def _car(copter_id: int, track: Track) -> Vehicle:
     return Vehicle(copter_id, track, CAR_SIZE_M)
 
 
-def orbit(ego_id: int = 1, time: SimTime = SimTime()) -> Scenario:
+def orbit(ego_id: int = 1, time: SimTime = SimTime()) -> SimScenario:
     car = _car(ego_id + 1, Hover((0.0, 0.0, _CAR_DOWN_M)))
     ego = Vehicle(ego_id, Orbit(center_ned_m=(0.0, 0.0, 0.0), radius_m=10.0, altitude_m=10.0))
-    return Scenario("orbit", ego, (car, _bystander(ego_id + 2)), time)
+    return SimScenario("orbit", ego, (car, _bystander(ego_id + 2)), time)
 
 
-def approach(ego_id: int = 1, time: SimTime = SimTime()) -> Scenario:
+def approach(ego_id: int = 1, time: SimTime = SimTime()) -> SimScenario:
     drive = Drive((30.0, 0.0, _CAR_DOWN_M), speed_m_s=1.5, heading_deg=0.0)
     ego = Vehicle(ego_id, Approach(drive, start_distance_m=30.0, standoff_m=10.0))
-    return Scenario("approach", ego, (_car(ego_id + 1, drive), _bystander(ego_id + 2)), time)
+    return SimScenario("approach", ego, (_car(ego_id + 1, drive), _bystander(ego_id + 2)), time)
 
 
-def track(ego_id: int = 1, time: SimTime = SimTime()) -> Scenario:
+def track(ego_id: int = 1, time: SimTime = SimTime()) -> SimScenario:
     circle = CircleDrive((0.0, 0.0, _CAR_DOWN_M), radius_m=20.0, speed_m_s=3.0)
     ego = Vehicle(ego_id, Follow(circle, distance_m=10.0, altitude_m=10.0))
-    return Scenario("track", ego, (_car(ego_id + 1, circle), _bystander(ego_id + 2)), time)
+    return SimScenario("track", ego, (_car(ego_id + 1, circle), _bystander(ego_id + 2)), time)
 
 
-ScenarioFactory = Callable[[int, SimTime], Scenario]
+ScenarioFactory = Callable[[int, SimTime], SimScenario]
 
 SCENARIOS: Mapping[str, ScenarioFactory] = MappingProxyType(
     {"orbit": orbit, "approach": approach, "track": track}
 )
 
 
-def build_scenario(name: str, *, ego_id: int = 1, time: SimTime = SimTime()) -> Scenario:
+def build_scenario(name: str, *, ego_id: int = 1, time: SimTime = SimTime()) -> SimScenario:
     """A built-in scenario by name; the others are CopterIDs ``ego_id + 1`` and ``+ 2``."""
     factory = SCENARIOS.get(name)
     if factory is None:

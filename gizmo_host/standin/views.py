@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from gizmo_host.standin.kinematics import VehicleState
+from gizmo_host.standin.kinematics import SimVehicleState
 from gizmo_host.standin.world import Placed
 from hil_geometry.pinhole import Array, Pinhole, Pose, rotation_quaternion
 from hil_geometry.rotations import (
@@ -30,7 +30,7 @@ _BOARD_HALF = 1000.0
 CameraPose = Pose
 
 
-def camera_pose(camera: Pinhole, ego: VehicleState, camera_in_body: Quat | None = None) -> Pose:
+def camera_pose(camera: Pinhole, ego: SimVehicleState, camera_in_body: Quat | None = None) -> Pose:
     """Where the camera is and how it points, from the ego pose and the mount (or gimbal)."""
     mount = None if camera_in_body is None else rotation_quaternion(camera_in_body)
     return camera.pose(ego.position_ned_m, ego.quaternion_wxyz, mount)
@@ -82,7 +82,7 @@ class TargetView(NamedTuple):
 
 def target_view(
     camera: Pinhole,
-    ego: VehicleState,
+    ego: SimVehicleState,
     copter_id: int,
     target_ned_m: Vec3,
     camera_in_body: Quat | None = None,

@@ -37,9 +37,9 @@ from gizmo_host.emulator.emulation import Emulation
 from gizmo_host.emulator.faults import Fault, FaultKind, FaultTimeline
 from gizmo_host.emulator.port import LinePacer
 from gizmo_host.emulator.projection import camera_pose, project_box
-from gizmo_host.emulator.scenario import Scenario as BoardScenario
+from gizmo_host.emulator.scenario import BoardScenario
 from gizmo_host.emulator.settings import emulator_camera
-from gizmo_host.emulator.targets import Detection, LatencyKind, LatencyModel, OutputPolicy
+from gizmo_host.emulator.targets import LatencyKind, LatencyModel, OutputPolicy, TargetInView
 from gizmo_host.standin import Rates, SimTime, StandIn, build_scenario
 from gizmo_host.stream.linkstate import REASON_OPENED, REASON_STOPPED, LinkInput
 from gizmo_host.stream.store import parse_selector
@@ -237,7 +237,7 @@ def _no_clock() -> int:
     raise AssertionError("the emulation read the host clock")
 
 
-def _detections(case: Case) -> Callable[[int], list[Detection]]:
+def _detections(case: Case) -> Callable[[int], list[TargetInView]]:
     """What the board sees at a capture: the stand-in's vehicles through ``CAMERA`` (world
     cases), else the emulator's built-in scenario."""
     if not case.world:
@@ -247,7 +247,7 @@ def _detections(case: Case) -> Callable[[int], list[Detection]]:
     camera = emulator_camera(world_setup(case).camera)
     extents = {v.copter_id: tuple(x / 2 for x in v.size_m) for v in scenario.others}
 
-    def detections(capture_ns: int) -> list[Detection]:
+    def detections(capture_ns: int) -> list[TargetInView]:
         truth = scenario.truth((capture_ns - START_NS) / 1e9)
         ego = truth.ego.state
         pose = camera_pose(camera, ego.position_ned_m, ego.quaternion_wxyz)
@@ -256,7 +256,7 @@ def _detections(case: Case) -> Callable[[int], list[Detection]]:
             x, y, z = extents[target.copter_id]
             box = project_box(camera, pose, target.state.position_ned_m, (x, y, z))
             if box is not None:
-                out.append(Detection(str(target.copter_id), box, 80))
+                out.append(TargetInView(str(target.copter_id), box, 80))
         return out
 
     return detections

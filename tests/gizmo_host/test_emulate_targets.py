@@ -15,14 +15,14 @@ from fusion.camera import CameraConfig, CameraModel
 from fusion.geometry import angle_between_rad, normalize, quat_from_euler_zyx_deg, quat_rotate
 from gizmo_host.emulator import LOST_RELATIVE, TRACKED_RELATIVE
 from gizmo_host.emulator.projection import camera_pose, pixel_box, project_box
-from gizmo_host.emulator.scenario import Scenario
+from gizmo_host.emulator.scenario import BoardScenario
 from gizmo_host.emulator.settings import emulator_camera
 from gizmo_host.emulator.targets import (
-    Detection,
     LatencyKind,
     LatencyModel,
     OutputPolicy,
     PerCycle,
+    TargetInView,
     class_id,
 )
 from gizmo_host.errors import ConfigError
@@ -88,8 +88,8 @@ def test_typeid_30_pixel_corners_map_to_board_units():
     assert pixel_box(math.nan, 0, 10, 10, 640, 480) is None
 
 
-def detection(target: str, confidence: int = 80, size: int = 100) -> Detection:
-    return Detection(target, NormBox(10, -20, size, size), confidence)
+def detection(target: str, confidence: int = 80, size: int = 100) -> TargetInView:
+    return TargetInView(target, NormBox(10, -20, size, size), confidence)
 
 
 def test_policy_maps_classes_picks_the_best_and_reports_nothing_in_view():
@@ -153,7 +153,7 @@ def test_latency_draws_stay_in_their_distribution():
 
 
 def test_the_scenario_has_targets_in_and_out_of_view():
-    scenario = Scenario()
+    scenario = BoardScenario()
     seen = [{d.target for d in scenario.detections(t / 2)} for t in range(96)]
     assert {"2", "3"} in seen and set() in seen and {"2"} in seen and {"3"} in seen
     assert scenario.detections(8.0) == []
@@ -163,7 +163,7 @@ def test_the_scenario_has_targets_in_and_out_of_view():
 def test_frames_carry_capture_plus_latency_and_one_frame_per_cycle():
     latency = LatencyModel(LatencyKind.FIXED, 12.0, 0.0)
     emulation = make_emulation(latency=latency)
-    scenario = Scenario()
+    scenario = BoardScenario()
     board_ms = emulation.board.device_ms(START_NS)  # 60 s of uptime at the start
     for index in range(0, 300, 7):
         t_s = index * emulation.period_ns / 1e9

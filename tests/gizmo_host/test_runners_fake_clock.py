@@ -11,7 +11,7 @@ from typing import Any
 
 from gizmo_host.emulator.port import PtyPort
 from gizmo_host.emulator.runner import Runner
-from gizmo_host.emulator.scenario import Scenario
+from gizmo_host.emulator.scenario import BoardScenario
 from gizmo_host.emulator.sources import ScenarioSource
 from gizmo_host.standin import StandIn, build_scenario
 from gizmo_host.standin.runner import SimRunner
@@ -79,7 +79,7 @@ def test_the_emulator_runner_on_a_fake_clock_writes_what_the_emulation_decides()
     """Every cycle of one second, byte for byte, as the pure emulation stepped by hand."""
     period_ns = make_emulation().period_ns
     cycles = -(-SECOND // period_ns)  # every capture before the end: 31 at 30 Hz
-    by_hand = run_through_host(make_emulation(), cycles * period_ns / 1e9, Scenario())
+    by_hand = run_through_host(make_emulation(), cycles * period_ns / 1e9, BoardScenario())
     expected = b"".join(by_hand[1])
 
     async def body() -> bytes:
@@ -91,7 +91,7 @@ def test_the_emulator_runner_on_a_fake_clock_writes_what_the_emulation_decides()
             runner = Runner(
                 lambda start_ns: make_emulation(start_ns=start_ns),
                 port,
-                ScenarioSource(Scenario()),
+                ScenarioSource(BoardScenario()),
                 scheduler=scheduler,
                 duration_s=1.0,
             )

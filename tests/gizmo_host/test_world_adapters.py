@@ -22,15 +22,15 @@ from fusion import (
     SourceConflict,
 )
 from fusion import geometry as g
-from gizmo_host.bridge.rfly_adapter import MAX_LIDAR_POINTS, PoseSource, RflyAdapter
+from gizmo_host.bridge.rfly_adapter import MAX_LIDAR_POINTS, RflyAdapter, RflyPoseStream
 from gizmo_host.bridge.world_adapters import result_label
 from gizmo_host.standin import builders, sensorset
-from gizmo_host.standin.kinematics import VehicleState
+from gizmo_host.standin.kinematics import SimVehicleState
 from rfly_link import messages as m
 from rfly_link.sensors import PointCloud, decode_sensor
 
 MS = 1_000_000
-STATE = VehicleState(
+STATE = SimVehicleState(
     position_ned_m=(1.0, 2.0, -10.0),
     velocity_ned_m_s=(0.5, 0.0, 0.0),
     acceleration_ned_m_s2=(0.0, 0.0, 0.0),
@@ -68,7 +68,7 @@ def test_the_state_of_the_configured_vehicle_is_a_pose_and_a_rate() -> None:
 
 def test_only_the_configured_pose_source_makes_poses() -> None:
     """Two streams with their own sim clocks would fight over one pose history."""
-    adapter = locked_adapter(1, pose_source=PoseSource.ODOMETRY)
+    adapter = locked_adapter(1, pose_source=RflyPoseStream.ODOMETRY)
     assert adapter.message(builders.state_168(1, 3, STATE, 1.0), 10 * MS) == []
     assert adapter.counts["not_pose_source"] == 1
     odom = builders.odometry(1, 1, STATE, 1.0, discontinuity=False)
@@ -78,7 +78,7 @@ def test_only_the_configured_pose_source_makes_poses() -> None:
 
 
 def test_an_odometry_discontinuity_starts_a_new_pose_epoch() -> None:
-    adapter = locked_adapter(1, pose_source=PoseSource.ODOMETRY)
+    adapter = locked_adapter(1, pose_source=RflyPoseStream.ODOMETRY)
     epochs = []
     for n in range(5):
         odom = builders.odometry(n, 1, STATE, 1.0 + n * 0.01, discontinuity=n == 3)
@@ -89,7 +89,7 @@ def test_an_odometry_discontinuity_starts_a_new_pose_epoch() -> None:
 
 
 def test_unusable_values_are_counted_never_raised() -> None:
-    adapter = locked_adapter(1, pose_source=PoseSource.ODOMETRY)
+    adapter = locked_adapter(1, pose_source=RflyPoseStream.ODOMETRY)
     nan_time = builders.odometry(1, 1, STATE, math.nan, discontinuity=False)
     # frame_type 2 is not NED/FRD: axes the adapter cannot know.
     body_frame = dataclasses.replace(nan_time, simulation_time_s=1.0, frame_type=2)

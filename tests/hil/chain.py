@@ -40,8 +40,8 @@ from gizmo_host.cli import emulate as emulate_cli
 from gizmo_host.emulator.faults import Fault
 from gizmo_host.emulator.port import PtyPort
 from gizmo_host.emulator.runner import Runner
-from gizmo_host.emulator.sources import BoxSource, PoseSource
-from gizmo_host.standin import Rates, Scenario, StandIn
+from gizmo_host.emulator.sources import BoxSource, PoseTargetSource
+from gizmo_host.standin import Rates, SimScenario, StandIn
 from gizmo_host.standin.runner import SimRunner
 from gizmo_host.standin.sensorset import sensor_camera
 from rfly_link import ports
@@ -60,7 +60,7 @@ class Plan:
     """One run of the chain."""
 
     name: str
-    scenario: Callable[[int], Scenario]  # the ego's CopterID -> the scenario (target: ego + 1)
+    scenario: Callable[[int], SimScenario]  # the ego's CopterID -> the scenario (target: ego + 1)
     duration_s: float  # of the emulation; fault times count from its start
     faults: tuple[Fault, ...] = ()
     seed: int = 0
@@ -79,7 +79,7 @@ class Chain:
     """What one run produced; times as emulation seconds unless named ``_ns``."""
 
     plan: Plan
-    scenario: Scenario
+    scenario: SimScenario
     target_id: int
     link: str  # the emulator's stable symlink, which gizmo-host run opens
     port_offset: int = 0  # where the pose source listens (the stand-in mirrors states there)
@@ -297,7 +297,7 @@ async def run_chain(plan: Plan, tmp: Path, copter_id: int, offset: int) -> Chain
     args = parser.parse_args(_emulate_flags(plan, tmp, link, copter_id, offset))
     settings, timeline = emulate_cli.settings_from_args(args)
     source = build_source(settings)
-    assert isinstance(source, PoseSource if plan.poses else BoxSource)
+    assert isinstance(source, PoseTargetSource if plan.poses else BoxSource)
     await source.start()
     rates = QUIET
     if plan.poses:  # the target's pose is needed, the boxes are not

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gizmo_host.standin import Scenario, Vehicle
+from gizmo_host.standin import SimScenario, Vehicle
 from gizmo_host.standin.tracks import Hover, Orbit, Vec3
 
 MARKER_SIZE_M = (0.5, 0.5, 0.02)
@@ -35,9 +35,9 @@ class SwingingOrbit:
         return self.orbit.yaw_rad(t_s) + math.radians(self.amplitude_deg) * math.sin(omega * t_s)
 
 
-def swinging_orbit(ego_id: int) -> Scenario:
+def swinging_orbit(ego_id: int) -> SimScenario:
     """The ego ``ego_id`` around a marker on the ground, CopterID ``ego_id + 1``."""
     orbit = Orbit(radius_m=10.0, altitude_m=10.0, speed_m_s=2.0, spin_start_s=NO_SPIN_S)
     ego = Vehicle(ego_id, SwingingOrbit(orbit))
     marker = Vehicle(ego_id + 1, Hover((0.0, 0.0, 0.0)), MARKER_SIZE_M)
-    return Scenario("swinging-orbit", ego, (marker,))
+    return SimScenario("swinging-orbit", ego, (marker,))

@@ -21,7 +21,7 @@ from gizmo_host.app.world_config import RflySimConfig, resolve_world
 from gizmo_host.cli import emulate as emulate_cli
 from gizmo_host.cli import sim as sim_cli
 from gizmo_host.emulator.sources import MAX_SEEN_LAG_NS, SeenClock
-from gizmo_host.emulator.targets import Detection, LatencyKind, LatencyModel
+from gizmo_host.emulator.targets import LatencyKind, LatencyModel, TargetInView
 from gizmo_host.errors import ConfigError
 from gizmo_host.standin import StandIn, build_scenario
 from gizmo_host.standin.sensorset import builtin_config_text
@@ -41,18 +41,18 @@ BOX = NormBox(10, -20, 100, 100)
 def test_age_counts_from_the_images_instant_and_a_late_cycle_sends_after_its_image():
     emulation = make_emulation(latency=LatencyModel(LatencyKind.FIXED, 12.0, 0.0))
     capture = emulation.capture_ns(3)
-    older = emulation.cycle(3, [Detection("2", BOX, 90, capture - 20 * MS)])
+    older = emulation.cycle(3, [TargetInView("2", BOX, 90, capture - 20 * MS)])
     assert older.emit_ns == capture + 12 * MS
     assert older.results[0].age_ms == 32  # capture - age is the image's instant
     capture = emulation.capture_ns(4)
-    newer = emulation.cycle(4, [Detection("2", BOX, 90, capture + 5 * MS)])
+    newer = emulation.cycle(4, [TargetInView("2", BOX, 90, capture + 5 * MS)])
     assert newer.emit_ns == capture + 17 * MS and newer.results[0].age_ms == 12
 
 
 def test_a_frame_held_behind_a_slow_one_reports_its_whole_age():
     emulation = make_emulation(latency=LatencyModel(LatencyKind.UNIFORM, 10.0, 60.0), seed=2)
     for index in range(60):
-        cycle = emulation.cycle(index, [Detection("2", BOX, 90)])
+        cycle = emulation.cycle(index, [TargetInView("2", BOX, 90)])
         (result,) = cycle.results
         # Whatever held it, the frame says how old its image is when it leaves.
         assert result.age_ms == round((cycle.emit_ns - cycle.capture_ns) / MS)

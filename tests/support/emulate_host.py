@@ -5,7 +5,7 @@ from __future__ import annotations
 from gizmo_host.emulator import BoardModel
 from gizmo_host.emulator.emulation import Emulation
 from gizmo_host.emulator.faults import Fault, FaultTimeline
-from gizmo_host.emulator.scenario import Scenario
+from gizmo_host.emulator.scenario import BoardScenario
 from gizmo_host.emulator.targets import LatencyKind, LatencyModel, OutputPolicy
 from gizmo_host.stream.pipeline import FramePipeline
 from gizmo_host.wire.parser import StreamParser
@@ -70,10 +70,10 @@ class Host:
 
 
 def run_through_host(
-    emulation: Emulation, seconds: float, scenario: Scenario | None = None
+    emulation: Emulation, seconds: float, scenario: BoardScenario | None = None
 ) -> tuple[Host, list[bytes]]:
     """Every cycle of ``seconds`` into a host; returns it and the chunks written."""
-    scenario = scenario or Scenario()
+    scenario = scenario or BoardScenario()
     host = Host()
     written: list[bytes] = []
     for index in range(round(seconds * 1e9 / emulation.period_ns)):
