@@ -129,10 +129,13 @@ class SOut2Simulator(WireMessage):
     position_gps: tuple[float, ...] = zeros(3)
 
 
-@wire_message(w.SOUT2SIMULATOR_SIMPLE_TIME, cs.STATE_112)
 @dataclass(frozen=True, slots=True)
-class SOut2SimulatorSimpleTime(WireMessage):
-    """CopterSim's 112 B state (GPS as scaled ints) on ``30100 + 2N - 1``."""
+class SimpleTimeFields(WireMessage):
+    """The fields of the 112 B ``SOUT2SIMULATOR_SIMPLE_TIME`` table, declared once: CopterSim's
+    state (:class:`SOut2SimulatorSimpleTime`) and RflySim3D's ``sendUE4PosNew``
+    (:class:`~rfly_link.messages.rflysim3d.UE4PosNew`) are the same struct with the same
+    marker, told apart by port. Not a message itself: the two classes are siblings, so one
+    is never taken for the other by ``isinstance``."""
 
     checksum: int = cs.STATE_112
     copter_id: int = 0
@@ -149,6 +152,12 @@ class SOut2SimulatorSimpleTime(WireMessage):
         """(lat deg, lon deg, alt m) from the wire's 1e7 / 1e7 / 1e3 integers."""
         lat, lon, alt = self.position_gps_int
         return lat / 1e7, lon / 1e7, alt / 1e3
+
+
+@wire_message(w.SOUT2SIMULATOR_SIMPLE_TIME, cs.STATE_112)
+@dataclass(frozen=True, slots=True)
+class SOut2SimulatorSimpleTime(SimpleTimeFields):
+    """CopterSim's 112 B state (GPS as scaled ints) on ``30100 + 2N - 1``."""
 
 
 class SilCmd(IntFlag):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rfly_link.messages.base import WireMessage, izeros, wire_message, zeros
+from rfly_link.messages.coptersim import SimpleTimeFields
 from rfly_link.wire import checksums as cs
 from rfly_link.wire import coptersim as wc
 from rfly_link.wire import rflysim3d as w
@@ -337,15 +338,5 @@ class UE4PosFull(WireMessage):
 
 @wire_message(wc.SOUT2SIMULATOR_SIMPLE_TIME, cs.STATE_112)
 @dataclass(frozen=True, slots=True)
-class UE4PosNew(WireMessage):
+class UE4PosNew(SimpleTimeFields):
     """``sendUE4PosNew``: the 112 B vehicle update sent to RflySim3D on ``20010 + window``."""
-
-    checksum: int = cs.STATE_112
-    copter_id: int = 0
-    vehicle_type: int = 0
-    position_gps_int: tuple[int, ...] = izeros(3)
-    motor_rpm: tuple[float, ...] = zeros(8)
-    velocity_ned_m_s: tuple[float, ...] = zeros(3)
-    euler_rad: tuple[float, ...] = zeros(3)
-    position_ned_m: tuple[float, ...] = zeros(3)
-    runned_time_s: float = 0.0
