@@ -201,6 +201,24 @@ class RflyAdapter:
             return None
         return host_ns, epoch
 
+    def _pose_gate(self, stream: RflyPoseStream, copter_id: int, rx_ns: int) -> list[Input] | None:
+        """None when a message of ``stream`` may become a pose; else what it gives instead:
+        nothing (another vehicle's, or not the configured pose source; counted) or a
+        conflict (a second sender)."""
+        if copter_id != self.copter_id:
+            self.counts["other_copter"] += 1
+            return []
+        if self.pose_source is not stream:
+            self.counts["not_pose_source"] += 1
+            return []
+        return self._pose_conflict(stream.value, rx_ns)
+
+    def _outlier(self, status: SimClockStatus) -> bool:
+        if status is SimClockStatus.OUTLIER:
+            self.counts["clock_outliers"] += 1
+            return True
+        return False
+
     def _pose_conflict(self, stream: str, rx_ns: int) -> list[Input] | None:
         """A pose stream's second sender becomes a ``SourceConflict`` (the world holds); its
         kept sender's poses still flow."""
@@ -224,15 +242,9 @@ class RflyAdapter:
         _frame_time_s: float | None,
         _sensor: object,
     ) -> list[Input]:
-        if value.copter_id != self.copter_id:
-            self.counts["other_copter"] += 1
-            return []
-        if self.pose_source is not RflyPoseStream.STATE:
-            self.counts["not_pose_source"] += 1
-            return []
-        conflict = self._pose_conflict("state", rx_ns)
-        if conflict is not None:
-            return conflict
+        refused = self._pose_gate(RflyPoseStream.STATE, value.copter_id, rx_ns)
+        if refused is not None:
+            return refused
         quaternion = value.quaternion_wxyz if isinstance(value, m.SOut2Simulator) else None
         turned = attitude(quaternion, value.euler_rad)
         timed = None if turned is None else self._time("state", value.runned_time_s, rx_ns)
@@ -240,8 +252,7 @@ class RflyAdapter:
             self.counts["dropped_invalid"] += 1
             return []
         host_ns, epoch, status = timed
-        if status is SimClockStatus.OUTLIER:
-            self.counts["clock_outliers"] += 1
+        if self._outlier(status):
             return []
         velocity = value.velocity_ned_m_s
         pose = PoseSample(
@@ -265,16 +276,11 @@ class RflyAdapter:
     def _odometry(
         self, value: m.OdomReply, rx_ns: int, _frame_time_s: float | None, _sensor: object
     ) -> list[Input]:
-        if value.copter_id != self.copter_id:
-            self.counts["other_copter"] += 1
-            return []
-        self.last_odometry_rx_ns = rx_ns
-        if self.pose_source is not RflyPoseStream.ODOMETRY:
-            self.counts["not_pose_source"] += 1
-            return []
-        conflict = self._pose_conflict("odometry", rx_ns)
-        if conflict is not None:
-            return conflict
+        if value.copter_id == self.copter_id:
+            self.last_odometry_rx_ns = rx_ns  # it is streaming, whatever gives the pose
+        refused = self._pose_gate(RflyPoseStream.ODOMETRY, value.copter_id, rx_ns)
+        if refused is not None:
+            return refused
         if value.frame_type != m.OdomFrameType.NED_FRD or not value.pose_valid:
             self.counts["dropped_invalid"] += 1
             return []
@@ -285,8 +291,7 @@ class RflyAdapter:
             self.counts["dropped_invalid"] += 1
             return []
         host_ns, epoch, status = timed
-        if status is SimClockStatus.OUTLIER:
-            self.counts["clock_outliers"] += 1
+        if self._outlier(status):
             return []
         flags = value.flags
         velocity = value.velocity_ned_m_s
