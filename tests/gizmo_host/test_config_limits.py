@@ -25,6 +25,8 @@ import pytest
 from tests.support.coptersim import free_copter_id
 from tests.support.range_attacks import free_port
 
+pytestmark = [pytest.mark.subprocess]
+
 DEADLINE_S = 3.5  # a refusal takes ~1 s here
 ACCEPTED_S = 0.7  # once accepted, how long its threads and memory are watched
 ADDRESS_SPACE_B = 3 << 30  # far above a normal start (numpy included), far below the machine

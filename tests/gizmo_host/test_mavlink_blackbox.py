@@ -28,6 +28,8 @@ from fusion import (
 from gizmo_host.mavlink import LandingFields, LandingTargetSender, Profile
 from tests.support.mavlink_rig import circling, rig, until
 
+pytestmark = [pytest.mark.realtime]
+
 TARGET_NED = (0.5, -0.3, 0.0)
 CAMERA = CameraConfig(
     width_px=640,
@@ -36,6 +38,7 @@ CAMERA = CameraConfig(
     mount_rpy_deg=(0.0, -90.0, 0.0),
     mount_position_frd_m=(0.1, 0.0, 0.05),
 )
+
 VISION_LATENCY_NS = 30_000_000
 SAMPLES = 100
 

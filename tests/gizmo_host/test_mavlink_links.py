@@ -25,6 +25,8 @@ from gizmo_host.mavlink.codec import Codec
 from gizmo_host.timing import LoopScheduler
 from tests.support.mavlink_rig import circling, rig, until
 
+pytestmark = [pytest.mark.realtime]
+
 
 @pytest.mark.parametrize(
     ("url", "send_to", "expected"),

@@ -14,9 +14,13 @@ import sys
 import time
 
 import jsonschema
+import pytest
 
 from gizmo_host.emulator import BoardModel, PtyBoard, play
 from gizmo_host.schemas import load_schema
+
+pytestmark = [pytest.mark.realtime, pytest.mark.subprocess]
+
 
 TIMEOUT_S = 10.0
 UNPLUG_BOUND_S = 0.5  # tests/gizmo_host/test_link_pty.py: link DOWN and HOLD after an unplug

@@ -21,6 +21,8 @@ from __future__ import annotations
 import asyncio
 import math
 
+import pytest
+
 from rfly_link import ports
 from tests.support.pose_attacks import (
     RECOVER_S,
@@ -51,6 +53,8 @@ from tests.support.pose_attacks import (
 from tests.support.world_attacks import (
     run_world,
 )
+
+pytestmark = [pytest.mark.realtime, pytest.mark.subprocess]
 
 
 def test_honest_flight_proceeds_on_true_poses_baseline(link_path, tmp_path):

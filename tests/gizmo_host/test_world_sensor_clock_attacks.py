@@ -66,6 +66,8 @@ from tests.support.world_attacks import (
     stop,
 )
 
+pytestmark = [pytest.mark.realtime, pytest.mark.subprocess]
+
 CLIMB_M_S = 8.0
 GLITCH_S = 0.07  # one frame stamped 70 ms ahead: 0.56 m of climb
 

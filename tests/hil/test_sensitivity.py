@@ -23,6 +23,8 @@ from tests.hil.chain import Chain, Plan, run_chains
 from tests.hil.judge import Accuracy, accuracy, measurements
 from tests.hil.scene import swinging_orbit
 
+pytestmark = [pytest.mark.hil, pytest.mark.subprocess, pytest.mark.realtime]
+
 DURATION_S = 3.0
 CLEAN_S = [(1.0, DURATION_S)]  # after the device clock has locked
 LONGER_LENS_FOV_DEG = 2 * math.degrees(math.atan(math.tan(math.radians(45.0)) / 1.02))
