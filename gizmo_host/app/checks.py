@@ -3,6 +3,7 @@ and the value expected (``serial.baudrate: expected an integer, got 'fast'``).""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -56,6 +57,11 @@ def check_type(key: str, value: Any, annotation: str) -> Any:
 
 def check_setting(setting: Setting, key: str, value: Any) -> Any:
     """``value`` of the right type and within ``setting``'s range, else a ConfigError."""
+    if setting.kind == "triple":
+        if not isinstance(value, (list, tuple)) or len(value) != 3:
+            raise fail(key, "a list of 3 numbers", value)
+        one = dataclasses.replace(setting, kind="float")  # each number by the same range
+        return tuple(check_setting(one, f"{key}[{i}]", v) for i, v in enumerate(value))
     annotation = {"int": "int", "float": "float", "bool": "bool", "str": "str"}.get(setting.kind)
     checked = value if annotation is None else check_type(key, value, annotation)
     number = isinstance(checked, (int, float)) and not isinstance(checked, bool)

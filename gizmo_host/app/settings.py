@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from fusion import WorldConfig
+from fusion import CameraConfig, WorldConfig
 from gizmo_host.live import event_loop
 from gizmo_host.live.config import LinkConfig, PipelineConfig
 
@@ -44,7 +44,8 @@ LIVE = frozenset({"run", "record"})  # the commands that read a serial port
 
 @dataclass(frozen=True, slots=True)
 class Setting:
-    """One key of the settings file. ``kind``: int, float, bool, str or table; ``low``/``high``
+    """One key of the settings file. ``kind``: int, float, bool, str, table or triple (three
+    numbers, each within the range); ``low``/``high``
     bound a number (``open_low``: ``low`` itself excluded; ``off``: 0 also accepted, meaning
     off); ``flag`` sets it on the command line of ``commands``."""
 
@@ -251,7 +252,42 @@ WORLD_SETTINGS: tuple[Setting, ...] = (
     _w("source_dead_ms", "a source silent this long is dead"),
 )  # fmt: skip
 
-SETTINGS: tuple[Setting, ...] = HOST_SETTINGS + WORLD_SETTINGS
+
+def _c(name: str, kind: str, doc: str, low: float | None = None, high: float | None = None,
+       unit: str = "", **kw: Any) -> Setting:  # fmt: skip
+    fields = {f.name: f for f in dataclasses.fields(CameraConfig)}
+    has_default = fields[name].default is not dataclasses.MISSING
+    default = _default(CameraConfig, name) if has_default else None
+    return Setting("camera", name, kind, default, doc, low, high, unit, commands=frozenset(),
+                   optional=default is None, **kw)  # fmt: skip
+
+
+# [camera]: fusion's CameraConfig defaults; each key its own range (fusion checks the table
+# whole again: exactly one of hfov_deg or fx_px, and the mount's pitch within ±90°).
+CAMERA_SETTINGS: tuple[Setting, ...] = (
+    _c("width_px", "int", "image width (required, or from camera.rflysim_sensor)", 2, 100_000,
+       "px"),
+    _c("height_px", "int", "image height (required, or from camera.rflysim_sensor)", 2, 100_000,
+       "px"),
+    _c("hfov_deg", "float", "horizontal field of view, edge to edge (or fx_px)", 0, 180, "deg",
+       open_low=True),
+    _c("vfov_deg", "float", "vertical field of view (default: square pixels)", 0, 180, "deg",
+       open_low=True),
+    _c("fx_px", "float", "focal length in pixels (instead of hfov_deg)", 0, 1e6, "px",
+       open_low=True),
+    _c("fy_px", "float", "vertical focal length in pixels (default fx_px)", 0, 1e6, "px",
+       open_low=True),
+    _c("cx_px", "float", "principal point x (default: the image centre)", -1e6, 1e6, "px"),
+    _c("cy_px", "float", "principal point y (default: the image centre)", -1e6, 1e6, "px"),
+    _c("mount_rpy_deg", "triple", "camera attitude from body FRD: roll, pitch (within ±90), "
+       "yaw, applied Z-Y-X", -360, 360, "deg"),
+    _c("mount_position_frd_m", "triple", "camera position in body FRD", -100, 100, "m"),
+    _c("on_gimbal", "bool", "the gimbal status's angles replace mount_rpy_deg"),
+    _c("rflysim_sensor", "int", "a Config.json camera or TypeID 30 sensor's SeqID: its size, "
+       "field of view and mount", 1, 1_000_000, ""),
+)  # fmt: skip
+
+SETTINGS: tuple[Setting, ...] = HOST_SETTINGS + WORLD_SETTINGS + CAMERA_SETTINGS
 BY_KEY: Mapping[str, Setting] = MappingProxyType({s.key: s for s in SETTINGS})
 SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(s.section for s in SETTINGS))
 
@@ -324,6 +360,8 @@ def _shown(value: Any) -> str:
         return _number(value)
     if isinstance(value, Mapping):
         return ", ".join(f"{k} {_number(v)}" for k, v in value.items()) or "{}"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_number(v) for v in value) + "]"
     return f'"{value}"' if isinstance(value, str) else str(value)
 
 

@@ -155,11 +155,12 @@ def _ttl_names(table: Mapping[str, Any]) -> dict[str, Any]:
     return {**table, "ttl_ms_by_type": named}
 
 
-def _check_table(table: Mapping[str, Any]) -> None:
-    """Each ``[world]`` key by its row of the settings table: type and range (unknown keys
-    are left to fusion's ``WorldConfig``, which names the keys it knows)."""
+def _check_table(table: Mapping[str, Any], section: str = "world") -> None:
+    """Each ``[world]`` (or ``[camera]``) key by its row of the settings table: type and range
+    (unknown keys are left to fusion's ``WorldConfig``/``CameraConfig``, which name the keys
+    they know)."""
     for name, value in table.items():
-        key = f"world.{name}"
+        key = f"{section}.{name}"
         setting = BY_KEY.get(key)
         if setting is None:
             continue
@@ -213,6 +214,7 @@ def resolve_world(
             "rflysim.copter_id: expected the vehicle's CopterID to request replies from",
             "rflysim.copter_id",
         )
+    _check_table(camera_table, "camera")
     loaded = None if rflysim.config is None else _load(rflysim.config)
     on_gimbal = camera_table.get("on_gimbal") is True
     defaults = None

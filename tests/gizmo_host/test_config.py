@@ -161,8 +161,10 @@ _INT_KEYS = {
 }
 
 
-# Every number of the host's own sections ([world] is test_world_config's).
-LIMITS = {k: s for k, s in BY_KEY.items() if s.low is not None and s.section != "world"}
+# Every number of the host's own sections ([world] and [camera]: test_settings_table).
+LIMITS = {
+    k: s for k, s in BY_KEY.items() if s.low is not None and s.section not in ("world", "camera")
+}
 
 
 def _typed(key: str, value: float) -> float:

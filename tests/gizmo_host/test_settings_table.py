@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fusion import WorldConfig
+from fusion import CameraConfig, WorldConfig
 from gizmo_host.app import settings
 from gizmo_host.app.config import ConfigError, HostConfig, config_from_mapping
 from gizmo_host.app.settings import BY_KEY, SETTINGS, add_flags, overrides_from
@@ -39,18 +39,29 @@ def test_every_key_of_every_section_has_one_row_with_its_default() -> None:
     world = WorldConfig()
     for f in dataclasses.fields(WorldConfig):
         assert BY_KEY[f"world.{f.name}"].default == getattr(world, f.name)
+    for f in dataclasses.fields(CameraConfig):  # width and height have none: required
+        if f.init:
+            row = BY_KEY[f"camera.{f.name}"]
+            assert row.default == (None if f.default is dataclasses.MISSING else f.default)
 
 
-@pytest.mark.parametrize("row", [s for s in SETTINGS if s.kind in ("int", "float")], ids=str)
+NUMBERS = [s for s in SETTINGS if s.kind in ("int", "float", "triple")]
+
+
+@pytest.mark.parametrize("row", NUMBERS, ids=str)
 def test_each_number_is_checked_against_its_own_row(row: settings.Setting) -> None:
     if row.low is None or row.high is None:
         return
-    document: dict[str, dict[str, object]] = {row.section: {row.name: row.high * 2 + 1}}
-    if row.section == "world":  # the world model runs only with a camera
-        document["camera"] = {"width_px": 640, "height_px": 480, "hfov_deg": 90.0}
-    if row.kind == "int":
-        document[row.section][row.name] = int(row.high * 2 + 1)
-    with pytest.raises(ConfigError, match=rf"^{re.escape(row.key)}: expected "):
+    document: dict[str, dict[str, object]] = {
+        "camera": {"width_px": 640, "height_px": 480, "hfov_deg": 90.0}  # the world needs one
+    } if row.section in ("world", "camera") else {}  # fmt: skip
+    document.setdefault(row.section, {})
+    beyond = int(row.high * 2 + 1) if row.kind == "int" else row.high * 2 + 1
+    document[row.section][row.name] = [0.0, beyond, 0.0] if row.kind == "triple" else beyond
+    if row.key == "camera.fy_px":
+        document["camera"].update(fx_px=500.0)
+        del document["camera"]["hfov_deg"]
+    with pytest.raises(ConfigError, match=rf"^{re.escape(row.key)}(\[1\])?: expected "):
         config_from_mapping(document)
 
 
