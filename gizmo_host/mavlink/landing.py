@@ -45,6 +45,7 @@ class Profile(Enum):
 class Held(Enum):
     NO_TARGET = "no_target"
     NOT_PROCEED = "not_proceed"
+    EXPIRED = "expired"  # offered after the snapshot's valid_until_ns: void
     NOT_NEW = "not_new"
     RATE_CAP = "rate_cap"
     LINK_DOWN = "link_down"
@@ -170,6 +171,8 @@ class LandingTargetSender:
             return Held.NO_TARGET
         if not snapshot.proceed or target.verdict is not Decision.PROCEED:
             return Held.NOT_PROCEED
+        if now_ns > snapshot.valid_until_ns:  # a late snapshot's PROCEED no longer holds
+            return Held.EXPIRED
         last = self._last_capture
         if last is not None and last[0] == key and target.capture_ns <= last[1]:
             return Held.NOT_NEW

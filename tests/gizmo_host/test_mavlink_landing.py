@@ -17,7 +17,6 @@ from gizmo_host.mavlink.landing import MIN_DOWN, ardupilot_fields, px4_fields
 from gizmo_host.timing import FakeScheduler
 from tests.support.mavlink_wire import (
     MS,
-    S,
     Wire,
 )
 
@@ -106,6 +105,10 @@ def test_nothing_is_sent_in_hold_and_the_rate_is_capped(profile):
         )
     clock.advance(20 * MS)
     assert not wire.autopilot.landing_targets and sender.sent == 0
+    # A PROCEED offered after its valid_until_ns (a snapshot delivered late) is void too.
+    now = clock.now_ns()
+    late = snapshot(now - 300 * MS, target(now - 330 * MS))
+    assert now > late.valid_until_ns and sender.offer(late, now) is Held.EXPIRED
     captures = {}  # time_usec -> host capture time
     for _ in range(200):  # 2 s of PROCEED snapshots, a new capture at 100 Hz
         clock.advance(10 * MS)
@@ -137,7 +140,7 @@ def test_the_same_capture_is_sent_once_and_a_down_link_or_unlocked_clock_holds()
     now = wire.clock.now_ns()
     t = target(now - 30 * MS)
     assert isinstance(sender.offer(snapshot(now, t), now), LandingFields)
-    assert sender.offer(snapshot(now + S, t), now + S) is Held.NOT_NEW
+    assert sender.offer(snapshot(now + 10 * MS, t), now + 10 * MS) is Held.NOT_NEW
 
 
 def test_a_bad_profile_or_rate_is_one_line():
