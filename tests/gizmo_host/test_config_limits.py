@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.coptersim import free_copter_id
-from tests.support.range_attacks import free_port
+from tests.support.range_attacks import free_port, sensor_entry
 
 pytestmark = [pytest.mark.subprocess]
 
@@ -135,30 +135,11 @@ def test_a_good_config_is_accepted_so_the_harness_can_tell_a_refusal(tmp_path):
     device), so a refusal below is the value's doing."""
     path = tmp_path / "Config.json"
     copter = free_copter_id()
-    path.write_text(json.dumps({"VisionSensors": [distance_sensor(2, copter, free_port())]}))
+    path.write_text(json.dumps({"VisionSensors": [sensor_entry(2, 5, copter, free_port())]}))
     outcome = run_cli(tmp_path, rflysim_toml(path, copter=copter))
     print(outcome.figures())
     assert outcome.rc is None, outcome.stderr
     assert "Traceback" not in outcome.stderr
-
-
-def distance_sensor(seq: int, copter: int, port: int) -> dict:
-    return {
-        "SeqID": seq,
-        "TypeID": 5,
-        "TargetCopter": copter,
-        "TargetMountType": 0,
-        "DataWidth": 0,
-        "DataHeight": 0,
-        "DataCheckFreq": 50,
-        "SendProtocol": [1, 127, 0, 0, 1, port, 0, 0],
-        "CameraFOV": 0.0,
-        "SensorPosXYZ": [0.0, 0.0, 0.0],
-        "EularOrQuat": 0,
-        "SensorAngEular": [0.0, -90.0, 0.0],
-        "SensorAngQuat": [1, 0, 0, 0],
-        "otherParams": [100] + [0] * 15,
-    }
 
 
 # Before the fix: issue 17 item 5: /dev/zero read whole: killed at the 3.5 s deadline with
@@ -195,7 +176,7 @@ def test_config_json_that_is_a_directory_is_a_one_line_config_error(tmp_path):
 # uncapped the issue measured 3,004 threads, 325 MB
 def test_three_thousand_distance_sensors_of_the_ego_is_a_one_line_config_error(tmp_path):
     copter = free_copter_id()
-    sensors = [distance_sensor(k + 1, copter, 0) for k in range(3000)]
+    sensors = [sensor_entry(k + 1, 5, copter, 0) for k in range(3000)]
     path = tmp_path / "Config.json"
     path.write_text(json.dumps({"VisionSensors": sensors}))
     outcome = run_cli(tmp_path, rflysim_toml(path, copter=copter))
@@ -209,7 +190,7 @@ def test_many_sensors_of_other_vehicles_are_not_the_ego_cap(tmp_path):
     others = [c for c in range(1, 451) if c != copter][:199]
     owners = [copter] * 2 + [c for c in others for _ in range(2)]
     sensors = [
-        distance_sensor(k + 1, owner, free_port() if owner == copter else 0)
+        sensor_entry(k + 1, 5, owner, free_port() if owner == copter else 0)
         for k, owner in enumerate(owners)
     ]
     path = tmp_path / "Config.json"
@@ -235,7 +216,7 @@ def test_many_sensors_of_other_vehicles_are_not_the_ego_cap(tmp_path):
 def test_camera_mount_rpy_out_of_range_is_a_one_line_config_error(tmp_path, rpy):
     copter = free_copter_id()
     path = tmp_path / "Config.json"
-    path.write_text(json.dumps({"VisionSensors": [distance_sensor(2, copter, free_port())]}))
+    path.write_text(json.dumps({"VisionSensors": [sensor_entry(2, 5, copter, free_port())]}))
     outcome = run_cli(tmp_path, rflysim_toml(path, rpy=rpy, copter=copter))
     assert_one_line_config_error(outcome, "mount_rpy_deg")
     assert "mount_rpy_deg" in outcome.stderr  # refused for this value, not another

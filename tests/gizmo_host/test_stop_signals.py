@@ -105,7 +105,6 @@ def test_run_with_a_stalled_stdout_ends_on_a_signal(signum: int, tmp_path: Path)
     proc = spawn(args, write_fd)
     try:
         feed_until_blocked(proc, lambda: time.sleep(0.01), read_fd)  # wait for the process
-        time.sleep(0.3)  # lines keep coming: the stdout sink's queue is in use now
         status = ends_after(proc, signum)
     finally:
         os.close(read_fd)
@@ -118,7 +117,6 @@ def test_demo_with_a_stalled_stdout_ends_on_sigterm() -> None:
     proc = spawn(["demo", "--json", "--duration", "120"], write_fd)  # world lines on stdout
     try:
         feed_until_blocked(proc, lambda: time.sleep(0.01), read_fd)  # wait for the process
-        time.sleep(0.3)  # lines keep coming: the stdout sink's queue is in use now
         status = ends_after(proc, signal.SIGTERM)
     finally:
         os.close(read_fd)
