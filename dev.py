@@ -25,7 +25,7 @@ import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-EXTRAS = "test,images,uvloop,record,demo,mavlink"
+EXTRAS = "test,images,uvloop,record,demo,mavlink,foxglove,zenoh,ros2,report"
 FAST = "not realtime and not subprocess and not hil"
 
 
