@@ -52,6 +52,7 @@ from gizmo_host.app.checks import check_type as _check_type
 from gizmo_host.app.checks import fail as _fail
 from gizmo_host.app.settings import (
     BY_KEY,
+    LANDING_PROFILES,
     MAX_PERIOD_S,
     MAX_UNIX_PATH_BYTES,
     MIN_PERIOD_S,
@@ -125,6 +126,23 @@ class RuntimeConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class MavlinkConfig:
+    """``[mavlink]``: the autopilot link (off while ``url`` is unset); see docs/mavlink.md."""
+
+    url: str | None = default("mavlink.url")
+    send_to: str | None = default("mavlink.send_to")
+    target_system: int = default("mavlink.target_system")
+    target_component: int = default("mavlink.target_component")
+    pose: bool = default("mavlink.pose")
+    landing_target: str = default("mavlink.landing_target")
+    rate_hz: float = default("mavlink.rate_hz")
+
+    @property
+    def gives_pose(self) -> bool:
+        return self.url is not None and self.pose
+
+
+@dataclass(frozen=True, slots=True)
 class HostConfig:
     """Every host setting, checked: one section per TOML table."""
 
@@ -135,6 +153,7 @@ class HostConfig:
     publish: PublishConfig = field(default_factory=PublishConfig)
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
     rflysim: RflySimConfig = field(default_factory=RflySimConfig)
+    mavlink: MavlinkConfig = field(default_factory=MavlinkConfig)
     world: Mapping[str, Any] = field(default_factory=dict)  # checked by world_setup()
     camera: Mapping[str, Any] | None = None  # None: no [camera], no world model
 
@@ -144,7 +163,14 @@ class HostConfig:
 
     def world_setup(self) -> WorldSetup | None:
         """The world model's settings, resolved (Config.json read); None when it is off."""
-        return resolve_world(self.camera, self.world, self.rflysim, self.store, self.selector)
+        return resolve_world(
+            self.camera,
+            self.world,
+            self.rflysim,
+            self.store,
+            self.selector,
+            mavlink_pose=self.mavlink.gives_pose,
+        )
 
     def link(self) -> LinkConfig:
         """The serial link's settings (``serial.path`` must be set)."""
@@ -293,7 +319,43 @@ def _check_whole(config: HostConfig) -> None:
         event_loop.resolve(config.runtime.event_loop)
     except ValueError as exc:
         raise ConfigError(f"runtime.event_loop: {exc}", "runtime.event_loop") from None
-    config.world_setup()  # [camera], [world], [rflysim]: raises a ConfigError naming the key
+    _check_mavlink(config.mavlink)
+    if config.mavlink.landing_target != "off" and config.camera is None:
+        key = "mavlink.landing_target"
+        raise ConfigError(f"{key}: expected a [camera] table: the target comes from the world", key)
+    setup = config.world_setup()  # [camera], [world], [rflysim]: a ConfigError naming the key
+    if config.mavlink.landing_target == "px4" and (setup is None or setup.pose_source != "mavlink"):
+        key = "mavlink.landing_target"
+        raise ConfigError(
+            f'{key}: "px4" expected the world\'s pose from the autopilot ([world] pose_source '
+            '= "mavlink"): its positions must be in the autopilot\'s local frame',
+            key,
+        )
+
+
+def _check_mavlink(mavlink: MavlinkConfig) -> None:
+    """The url (and send_to) parse, the profile is one we know; ``[mavlink]`` without a url
+    is an error rather than a link that silently never opens."""
+    if mavlink.landing_target not in LANDING_PROFILES:
+        key = "mavlink.landing_target"
+        raise _fail(key, " or ".join(repr(p) for p in LANDING_PROFILES), mavlink.landing_target)
+    if mavlink.url is None:
+        if mavlink != MavlinkConfig():
+            key = "mavlink.url"
+            raise ConfigError(f"{key}: expected the autopilot's connection string", key)
+        return
+    try:
+        from gizmo_host.mavlink.urls import parse_url  # noqa: PLC0415 (the extra, when used)
+    except ImportError as exc:
+        raise ConfigError(
+            f"mavlink.url: expected the mavlink extra (pip install gizmo-host[mavlink]): {exc}",
+            "mavlink.url",
+        ) from None
+    try:
+        parse_url(mavlink.url, mavlink.send_to)
+    except ValueError as exc:
+        key = "mavlink.send_to" if "send_to" in str(exc) else "mavlink.url"
+        raise ConfigError(str(exc).replace("mavlink ", "mavlink.", 1), key) from None
 
 
 def load_config(

@@ -14,7 +14,9 @@ what they plug in, in one place each:
   tally, a replay's output); line outputs (stdout, Unix socket, UDP, and MAVLink, Foxglove,
   Zenoh to come) are ``add_output``, fed JSON lines by the host's ``JsonLinesPublisher``;
 - a *source* feeds the world model: RflySim's receivers (``run``), or recorded or tapped
-  datagrams through the ``DatagramRouter`` (``datagram``).
+  datagrams through the ``DatagramRouter`` (``datagram``), and the autopilot over MAVLink
+  (``[mavlink]``: :class:`~gizmo_host.app.mavlink.MavlinkLink`, built here when its url is
+  set, unless the caller feeds the link itself: an offline replay has no autopilot).
 
 Timers go through the injected ``Scheduler``, so offline replay runs this same code on a
 manual clock.
@@ -26,13 +28,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fusion import WorldSnapshot
 from gizmo_host import __version__
 from gizmo_host.app.config import HostConfig
 from gizmo_host.app.outputs import Output, outputs_for
 from gizmo_host.app.world import DatagramRouter, apply_events, build_world, world_stats
+from gizmo_host.app.world_config import pose_source
 from gizmo_host.bridge.world import WorldService
 from gizmo_host.deploy.diagnostics import explain_open_error
 from gizmo_host.errors import ServiceFailed
@@ -42,6 +45,9 @@ from gizmo_host.publish.lines import JsonLinesPublisher, Message, encode_line, w
 from gizmo_host.stream.events import LinkEvent, ReceivedResult, version_message
 from gizmo_host.stream.store import LinkVerdict
 from gizmo_host.timing import LoopScheduler, Scheduler, Timer
+
+if TYPE_CHECKING:
+    from gizmo_host.app.mavlink import MavlinkLink
 
 LOGGER = logging.getLogger(__name__)
 HostMessage = ReceivedResult | LinkEvent | LinkVerdict | WorldSnapshot | dict[str, Any]
@@ -90,6 +96,7 @@ class Host:
         if world is BUILD:
             world, self.router = _world_for(config, self.scheduler, tapped, requests)
         self.world: WorldService | None = world
+        self.mavlink = _mavlink_for(config, self) if run_link else None
         self.publisher = JsonLinesPublisher(self.scheduler.now_ns)
         self._sinks: list[Sink] = []
         self._outputs: list[Output] = []
@@ -180,6 +187,8 @@ class Host:
                 except OSError as exc:  # a port taken by another program, an address not ours
                     raise ServiceFailed(f"rflysim: cannot listen: {exc.strerror or exc}") from None
             self.service.start(run_link=self._run_link)
+            if self.mavlink is not None:
+                self.mavlink.start()
         except BaseException:
             await self.stop()
             raise
@@ -207,6 +216,8 @@ class Host:
             self._stats_timer.cancel()
             self._stats_timer = None
         await self.service.stop()
+        if self.mavlink is not None:
+            await self.mavlink.stop()
         if self.world is not None:
             await self.world.stop()
         started, self._started = self._started, []
@@ -255,3 +266,26 @@ def _world_for(
     if setup is None:
         return None, None
     return build_world(setup, scheduler, receivers=not tapped, requests=requests)
+
+
+def _mavlink_for(config: HostConfig, host: Host) -> MavlinkLink | None:
+    """The autopilot link ``[mavlink]`` describes (none without a url), plugged into ``host``:
+    its poses into the world when the world takes its pose from it, its counters in ``stats``."""
+    if config.mavlink.url is None:
+        return None
+    from gizmo_host.app.mavlink import MavlinkLink  # noqa: PLC0415 (the extra, when used)
+
+    chosen = pose_source(
+        config.world.get("pose_source"),
+        config.rflysim.copter_id is not None,
+        config.mavlink.gives_pose,
+    )
+    link = MavlinkLink(
+        config.mavlink,
+        host.scheduler,
+        host.publish,
+        world=host.world,
+        pose_to_world=chosen == "mavlink",
+    )
+    host.add_stats(link.stats)
+    return link

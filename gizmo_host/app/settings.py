@@ -40,6 +40,8 @@ _PHRASES = {
 }
 RUN = frozenset({"run"})
 LIVE = frozenset({"run", "record"})  # the commands that read a serial port
+POSE_SOURCES = ("rflysim", "mavlink")
+LANDING_PROFILES = ("ardupilot", "px4", "off")
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,7 +289,31 @@ CAMERA_SETTINGS: tuple[Setting, ...] = (
        "field of view and mount", 1, 1_000_000, ""),
 )  # fmt: skip
 
-SETTINGS: tuple[Setting, ...] = HOST_SETTINGS + WORLD_SETTINGS + CAMERA_SETTINGS
+# [mavlink]: the autopilot link (the ``mavlink`` extra), and [world] pose_source, which chooses
+# between its pose and RflySim's (gizmo_host.app.mavlink, docs/mavlink.md).
+MAVLINK_SETTINGS: tuple[Setting, ...] = (
+    Setting("mavlink", "url", "str", None, "the autopilot: udpin:HOST:PORT, udpout:HOST:PORT, "
+            "tcp:HOST:PORT or /dev/DEVICE[:BAUD]", optional=True, flag="--mavlink-url",
+            metavar="URL", what="a connection string"),
+    Setting("mavlink", "send_to", "str", None, "with a udpin: url, send to HOST:PORT (RflySim's "
+            "CopterSim ports)", optional=True, flag="--mavlink-send-to", metavar="HOST:PORT"),
+    Setting("mavlink", "target_system", "int", 0, "the autopilot's system id (0: the first "
+            "autopilot heard)", 0, 255, "", flag="--mavlink-target-system", metavar="N"),
+    Setting("mavlink", "target_component", "int", 0, "its component id (0: any)", 0, 255, "",
+            flag="--mavlink-target-component", metavar="N"),
+    Setting("mavlink", "pose", "bool", True, "take the vehicle's pose from the autopilot",
+            flag="--no-mavlink-pose"),
+    Setting("mavlink", "landing_target", "str", "off", "send LANDING_TARGET for the selected "
+            "target while PROCEED, in this autopilot's form", flag="--mavlink-landing-target",
+            choices=LANDING_PROFILES),
+    Setting("mavlink", "rate_hz", "float", 20.0, "LANDING_TARGET at most this often", 0.1, 100,
+            "Hz", flag="--mavlink-rate-hz", metavar="HZ"),
+    Setting("world", "pose_source", "str", None, "rflysim or mavlink: required when both give a "
+            "pose (default: the one configured)", optional=True, flag="--pose-source",
+            choices=POSE_SOURCES),
+)  # fmt: skip
+
+SETTINGS: tuple[Setting, ...] = HOST_SETTINGS + WORLD_SETTINGS + CAMERA_SETTINGS + MAVLINK_SETTINGS
 BY_KEY: Mapping[str, Setting] = MappingProxyType({s.key: s for s in SETTINGS})
 SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(s.section for s in SETTINGS))
 
@@ -311,10 +337,11 @@ def add_flags(parser: argparse.ArgumentParser, command: str) -> None:
         if s.flag is None or command not in s.commands:
             continue
         target: Any = parser
-        if s.section == "rflysim":
-            if "rflysim" not in groups:
-                groups["rflysim"] = parser.add_argument_group("world model (with [camera])")
-            target = groups["rflysim"]
+        title = _GROUPS.get(s.section)
+        if title is not None:
+            if s.section not in groups:
+                groups[s.section] = parser.add_argument_group(title)
+            target = groups[s.section]
         help_text = f"{'turn off: ' if s.kind == 'bool' else ''}{s.doc} ([{s.section}] {s.name}"
         help_text += ")" if s.default is None else f", default {_shown(s.default)})"
         if s.kind == "bool":  # a flag that turns the default off
@@ -331,6 +358,7 @@ def add_flags(parser: argparse.ArgumentParser, command: str) -> None:
 
 
 _UNIT_METAVAR = {"s": "S", "ms": "MS", "Hz": "HZ"}
+_GROUPS = {"rflysim": "world model (with [camera])", "mavlink": "autopilot (MAVLink)"}
 
 
 def overrides_from(args: argparse.Namespace) -> dict[str, dict[str, Any]]:

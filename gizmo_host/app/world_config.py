@@ -5,7 +5,9 @@ camera) unless ``[world] enabled = false``; ``[world]`` or ``[rflysim]`` without
 is an error rather than a silently idle model. ``[camera]`` and ``[world]`` are checked by
 fusion's own ``CameraConfig`` and ``WorldConfig``; ``[world]`` inherits ``ttl_ms``,
 ``ttl_ms_by_type`` and ``reset_hold_ms`` from ``[store]`` unless it sets them, and requires a
-pose for PROCEED (``pose_required``) when ``[rflysim] copter_id`` names a vehicle.
+pose for PROCEED (``pose_required``) when a pose source is configured: ``[rflysim] copter_id``
+or ``[mavlink] url`` with ``pose``; with both, ``[world] pose_source`` chooses one (the other's
+poses are not used: two clocks never feed one pose history).
 ``camera.rflysim_sensor`` takes the size, field of view and mount of that Config.json sensor
 (``[rflysim] config``); keys in ``[camera]`` override them. Example::
 
@@ -38,7 +40,7 @@ from typing import Any
 from fusion import CameraConfig, Selector, WorldConfig
 from fusion import ConfigError as FusionConfigError
 from gizmo_host.app.checks import check_setting
-from gizmo_host.app.settings import BY_KEY, default
+from gizmo_host.app.settings import BY_KEY, POSE_SOURCES, default
 from gizmo_host.bridge.rfly_mounts import sensor_rpy_deg
 from gizmo_host.bridge.rfly_sources import RflySimSetup
 from gizmo_host.errors import ConfigError
@@ -49,6 +51,7 @@ from rfly_link.messages import TypeId
 from rfly_link.sensors import IMAGE_TYPES
 
 _INHERITED = ("ttl_ms", "ttl_ms_by_type", "reset_hold_ms")
+_NOT_FUSIONS = ("enabled", "pose_source")  # [world] keys the host resolves, not fusion
 _BODY_MOUNTS = (0, 1)  # TargetMountType: rigidly on the vehicle (centre, bottom centre)
 _GIMBAL_MOUNT = 3  # on the vehicle, attitude in the ground frame: only with the gimbal's angles
 
@@ -73,6 +76,7 @@ class WorldSetup:
     world: WorldConfig
     selector: Selector
     rflysim: RflySimSetup | None
+    pose_source: str | None = None  # "rflysim", "mavlink" or None (no pose source)
 
 
 def _error(exc: Exception, default_key: str) -> ConfigError:
@@ -174,7 +178,7 @@ def _check_table(table: Mapping[str, Any], section: str = "world") -> None:
 def world_config(table: Mapping[str, Any], store: Any, *, pose_required: bool) -> WorldConfig:
     """``[world]`` over the inherited ``[store]`` times; ``enabled`` is not fusion's key."""
     _check_table(table)
-    merged = _ttl_names({k: v for k, v in table.items() if k != "enabled"})
+    merged = _ttl_names({k: v for k, v in table.items() if k not in _NOT_FUSIONS})
     for key in _INHERITED:
         inherited = getattr(store, key)
         merged.setdefault(key, dict(inherited) if isinstance(inherited, Mapping) else inherited)
@@ -192,6 +196,8 @@ def resolve_world(
     rflysim: RflySimConfig,
     store: Any,
     selector: Selector,
+    *,
+    mavlink_pose: bool = False,
 ) -> WorldSetup | None:
     """The world model's settings, or None when it is off; a ConfigError names the key."""
     enabled = world_table.get("enabled")
@@ -225,7 +231,8 @@ def resolve_world(
         camera = CameraConfig.from_mapping(camera_table, defaults)
     except FusionConfigError as exc:
         raise _error(exc, "camera") from None
-    world = world_config(world_table, store, pose_required=copter is not None)
+    source = pose_source(world_table.get("pose_source"), copter is not None, mavlink_pose)
+    world = world_config(world_table, store, pose_required=source is not None)
     setup = None
     if copter is not None:
         sensors = () if loaded is None else loaded.sensors
@@ -240,5 +247,28 @@ def resolve_world(
             ),
             gimbal=camera.on_gimbal,
             gimbal_seq_id=camera.rflysim_sensor if camera.on_gimbal else None,
+            poses=source == "rflysim",
         )
-    return WorldSetup(camera, world, selector, setup)  # one selector for the link and the world
+    return WorldSetup(camera, world, selector, setup, source)  # one selector: link and world
+
+
+def pose_source(chosen: Any, rflysim: bool, mavlink: bool) -> str | None:
+    """Where the world's pose comes from: ``[world] pose_source`` when both RflySim
+    (``[rflysim] copter_id``) and MAVLink (``[mavlink] url`` with ``pose``) give one (two
+    streams are never mixed), else the one that does; None without either."""
+    key = "world.pose_source"
+    if chosen is None:
+        if rflysim and mavlink:
+            raise ConfigError(
+                f'{key}: expected "rflysim" or "mavlink": both [rflysim] copter_id and '
+                "[mavlink] url give the vehicle's pose, and the two are never mixed",
+                key,
+            )
+        return "rflysim" if rflysim else "mavlink" if mavlink else None
+    if chosen not in POSE_SOURCES:
+        raise ConfigError(f'{key}: expected "rflysim" or "mavlink", got {chosen!r}', key)
+    if chosen == "rflysim" and not rflysim:
+        raise ConfigError(f'{key}: "rflysim" expected [rflysim] copter_id', key)
+    if chosen == "mavlink" and not mavlink:
+        raise ConfigError(f'{key}: "mavlink" expected [mavlink] url with pose = true', key)
+    return str(chosen)

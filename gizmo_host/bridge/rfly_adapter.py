@@ -88,6 +88,7 @@ class RflyPoseStream(Enum):
 
     STATE = "state"  # 30100 + 2N - 1: SOut2Simulator (168 B) or the 112 B state
     ODOMETRY = "odometry"  # 31000 + N - 1: replies to the odometry request (88 B)
+    NONE = "none"  # the pose comes from another source ([world] pose_source = "mavlink")
 
 
 class RflyAdapter:

@@ -48,10 +48,14 @@ class RflySimSetup:
     range_sensors: tuple[VisionSensorConfig, ...] = ()
     gimbal: bool = False  # hear the gimbal status on 20006
     gimbal_seq_id: int | None = None  # only this gimbal's status (None: any on this vehicle)
+    poses: bool = True  # False: the world's pose comes from elsewhere (the autopilot)
 
     @property
     def pose_source(self) -> RflyPoseStream:
-        """Odometry when it is requested (the configured source), otherwise the state."""
+        """Odometry when it is requested (the configured source), otherwise the state; none
+        when the pose comes from elsewhere."""
+        if not self.poses:
+            return RflyPoseStream.NONE
         return RflyPoseStream.ODOMETRY if self.request_odometry_hz else RflyPoseStream.STATE
 
     @property

@@ -148,6 +148,8 @@ def _document(key: str, value: object) -> dict:
         return {"serial": {"backoff_min_s": LIMITS[key].low, "backoff_max_s": value}}
     if section == "rflysim":  # the world model needs a camera; replies need a vehicle
         return {"rflysim": {"copter_id": 1, name: value}, "camera": _CAMERA}
+    if section == "mavlink":  # [mavlink] without a url is an error of its own
+        return {"mavlink": {"url": "udpin:0.0.0.0:14540", name: value}}
     return {section: {name: value}}
 
 
@@ -158,6 +160,8 @@ _INT_KEYS = {
     "rflysim.copter_id",
     "rflysim.request_odometry_hz",
     "rflysim.request_imu_hz",
+    "mavlink.target_system",
+    "mavlink.target_component",
 }
 
 
@@ -299,6 +303,9 @@ _PLAUSIBLE_STRINGS = {
     "rflysim.config": st.sampled_from(['"/nonexistent/Config.json"', '""']),
     "rflysim.bind": st.sampled_from(['"127.0.0.1"', '"0.0.0.0"', '"::1"']),
     "rflysim.sim_host": st.sampled_from(['"127.0.0.1"', '"sim"']),
+    "mavlink.url": st.sampled_from(['"udpin:0.0.0.0:14540"', '"/dev/ttyAMA1:921600"', '"udp:x"']),
+    "mavlink.send_to": st.sampled_from(['"127.0.0.1:20100"', '"nowhere"']),
+    "mavlink.landing_target": st.sampled_from(['"ardupilot"', '"px4"', '"off"', '"apm"']),
 }
 
 
@@ -306,7 +313,7 @@ def _plausible(key: str) -> st.SearchStrategy[str]:
     """Values near the accepted range of ``key``: mostly accepted, sometimes just outside."""
     if key in _PLAUSIBLE_STRINGS:
         return _PLAUSIBLE_STRINGS[key]
-    if key == "publish.stdout":
+    if key in ("publish.stdout", "mavlink.pose"):
         return st.sampled_from(["true", "false"])
     limits = BY_KEY[key]
     if key in _INT_KEYS:
