@@ -36,7 +36,7 @@ from gizmo_host.emulator.faults import (
     parse_fault,
     validate_for_port,
 )
-from gizmo_host.errors import ConfigError
+from gizmo_host.errors import ConfigError, ServiceFailed
 from gizmo_host.live import event_loop
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.publish.lines import JsonLinesPublisher
@@ -60,6 +60,8 @@ BUILTIN_BLOCK: tuple[dict[str, Any], ...] = (
     {"kind": "wrap", "at_s": 18.5, "sequence": 65500},
 )
 LOGGER = logging.getLogger("gizmo_host.demo")
+PRECLAND = "precland"  # the MAVLink precision landing (gizmo_host.app.precland)
+_SCENARIOS = (*SCENARIOS, PRECLAND)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", metavar="N", help="the faults' seed (--protocol: the stream's)")
     parser.add_argument(
-        "--scenario", default="orbit", help=f"{' | '.join(SCENARIOS)} (default orbit)"
+        "--scenario", default="orbit", help=f"{' | '.join(_SCENARIOS)} (default orbit)"
     )
     parser.add_argument(
         "--json", action="store_true", help="print world snapshots as JSON Lines, not the table"
@@ -126,9 +128,9 @@ def parse_options(args: argparse.Namespace) -> Options:
             duration = math.nan
         if not (math.isfinite(duration) and 0 < duration <= 1e7):
             raise UsageError(f"--duration: expected seconds > 0, got {args.duration!r}")
-    if args.scenario not in SCENARIOS:
+    if args.scenario not in _SCENARIOS:
         raise UsageError(
-            f"--scenario: expected one of {', '.join(SCENARIOS)}, got {args.scenario!r}"
+            f"--scenario: expected one of {', '.join(_SCENARIOS)}, got {args.scenario!r}"
         )
     seed = None if args.seed is None else _integer("--seed", args.seed, 0, 2**63 - 1)
     frames = None if args.frames is None else _integer("--frames", args.frames, 1, 100_000)
@@ -189,6 +191,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
+    if options.scenario == PRECLAND:
+        return _precland(options, timeline)
     settings = DemoSettings(options.scenario, timeline)
     try:
         with tempfile.TemporaryDirectory(prefix="gizmo-demo-") as workdir:
@@ -293,3 +297,40 @@ async def _refresh(view: View, rig: DemoRig, t0_ns: int, title: str) -> None:
     while True:
         _show(view, rig, t0_ns, title)
         await asyncio.sleep(view.period_s)
+
+
+def _precland(options: Options, timeline: FaultTimeline) -> int:
+    """The precision landing: status lines (stdout, or none with --json), then the summary
+    (stdout; stderr with --json, whose stdout is for world lines alone: none here)."""
+    from gizmo_host.app import precland  # noqa: PLC0415 - the mavlink extra
+
+    settings = precland.settings_for_seed(timeline, options.seed or 0)
+
+    def status(line: dict[str, Any]) -> None:
+        print(json.dumps(line), flush=True)
+
+    async def main() -> dict[str, Any]:
+        stop = asyncio.Event()
+        restore = add_stop_handlers(asyncio.get_running_loop(), stop.set)
+        try:
+            with tempfile.TemporaryDirectory(prefix="gizmo-precland-") as workdir:
+                return await precland.play(
+                    settings,
+                    Path(workdir),
+                    options.duration_s,
+                    stop,
+                    None if options.json else status,
+                )
+        finally:
+            restore()
+
+    try:
+        data = event_loop.run(main(), event_loop.resolve("auto"))
+    except OSError as exc:
+        print(f"gizmo-host demo: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ServiceFailed as exc:
+        print(f"gizmo-host demo: failed: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(data), file=sys.stderr if options.json else sys.stdout, flush=True)
+    return 0

@@ -7,7 +7,8 @@ MAV_CMD_SET_MESSAGE_INTERVAL asks for (none until asked, as after a boot), sampl
 with its boot time in ns, sends its own requests at ``timesync_hz`` and keeps PX4's offset
 estimate of the companion (local minus remote, round trips under 10 ms, exponential filter),
 so a test can check the companion answers in the autopilot's clock: the offset stays ~0.
-LANDING_TARGET messages are kept with their arrival time. ``lag_ms = (lo, hi)`` delays every
+LANDING_TARGET messages are kept with their arrival time (and given to ``on_landing_target``:
+the precland vehicle, :mod:`gizmo_host.mavlink.precland`). ``lag_ms = (lo, hi)`` delays every
 telemetry message by a uniform lag (order kept), as an autopilot's output queue and a serial
 link do; TIMESYNC traffic has its own ``timesync_delay_ms`` (a round-trip spike).
 """
@@ -81,10 +82,12 @@ class StandinAutopilot:
         timesync_delay_ms: float = 0.0,
         timesync_hz: float = 10.0,
         seed: int = 0,
+        on_landing_target: Callable[[ReceivedTarget], None] | None = None,
     ) -> None:
         if (endpoint is None) == (send is None):
             raise ValueError("StandinAutopilot: expected an endpoint or a send function")
         self._vehicle = vehicle
+        self._on_landing_target = on_landing_target
         self._clock = clock
         self._scheduler = scheduler or LoopScheduler(clock)
         self.codec = mc.Codec(system_id, component_id)
@@ -233,7 +236,10 @@ class StandinAutopilot:
                 self._command(msg)
             elif msg_id == mc.MSG_LANDING_TARGET:
                 fields = {k: getattr(msg, k) for k in msg.get_fieldnames()}
-                self.landing_targets.append(ReceivedTarget(host_ns, self.boot_ns(host_ns), fields))
+                target = ReceivedTarget(host_ns, self.boot_ns(host_ns), fields)
+                self.landing_targets.append(target)
+                if self._on_landing_target is not None:
+                    self._on_landing_target(target)
 
     def _timesync(self, msg: Any, host_ns: int) -> None:
         now_boot = self.boot_ns(host_ns)
