@@ -8,7 +8,7 @@ One process, one loop, no simulator: the real vehicle's set-up, with stand-ins a
   messages the host sends (PX4's precland manner, ``px4`` profile by default);
 - the board: the emulated Gizmo board on a pty, its detections the landing pad projected
   through the emulator's own downward camera (:mod:`hil_geometry.pinhole`) from the vehicle's
-  true pose at each capture, with the fault timeline (``--faults``);
+  true pose at each capture, 1 px of detector noise, with the fault timeline (``--faults``);
 - the host: the same ``Host`` as ``gizmo-host run`` with ``[camera]`` (looking down) and
   ``[mavlink]``: the world's pose is the autopilot's, and LANDING_TARGET goes out only while
   the world says PROCEED.
@@ -35,7 +35,7 @@ from gizmo_host.app.emulation import emulation_factory
 from gizmo_host.app.host import Host
 from gizmo_host.emulator.faults import FaultTimeline
 from gizmo_host.emulator.port import PtyPort
-from gizmo_host.emulator.projection import camera_pose, project_box
+from gizmo_host.emulator.projection import camera_pose, clamp_box, project_box
 from gizmo_host.emulator.runner import Runner
 from gizmo_host.emulator.settings import load_settings
 from gizmo_host.emulator.targets import TargetInView
@@ -43,6 +43,7 @@ from gizmo_host.errors import ServiceFailed
 from gizmo_host.mavlink import StandinAutopilot
 from gizmo_host.mavlink.precland import PrecLandConfig, PrecLandVehicle
 from gizmo_host.timing import LoopScheduler, Timer
+from gizmo_host.wire.results import NormBox
 from hil_geometry.pinhole import Pinhole
 
 HOST = "127.0.0.1"
@@ -58,6 +59,7 @@ PAD_NAME = "pad"
 LAG_MS = (8.0, 16.0)
 SKEW_PPM = 60.0
 LANDED_GRACE_S = 0.5  # after touchdown, before the run ends
+NOISE_PX = 1.0  # the detector's box-centre noise (1 sigma)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,7 @@ class PrecLandSettings:
     profile: str = "px4"
     seed: int = 0
     vehicle: PrecLandConfig = field(default_factory=PrecLandConfig)
+    noise_px: float = NOISE_PX
 
 
 def settings_for_seed(timeline: FaultTimeline, seed: int, profile: str = "px4") -> PrecLandSettings:
@@ -90,10 +93,13 @@ def host_config(link: str, profile: str) -> HostConfig:
 
 
 class PadSource:
-    """The board's view: the pad through the emulator's camera from the vehicle's true pose."""
+    """The board's view: the pad through the emulator's camera from the vehicle's true pose,
+    its centre off by a detector's noise (``noise_px``, Gaussian, seeded)."""
 
-    def __init__(self, vehicle: PrecLandVehicle) -> None:
+    def __init__(self, vehicle: PrecLandVehicle, *, noise_px: float = 0.0, seed: int = 0) -> None:
         self._vehicle = vehicle
+        self._noise = (noise_px * 2000 / WIDTH_PX, noise_px * 2000 / HEIGHT_PX)  # box units
+        self._random = random.Random(seed)
         self._camera = Pinhole.from_table(
             WIDTH_PX, HEIGHT_PX, hfov_deg=HFOV_DEG, mount_rpy_deg=MOUNT_RPY_DEG
         )
@@ -108,6 +114,15 @@ class PadSource:
             self.unseen += 1
             return ()
         self.seen += 1
+        if self._noise[0] > 0:
+            box = clamp_box(
+                NormBox(
+                    round(box.center_x + self._random.gauss(0.0, self._noise[0])),
+                    round(box.center_y + self._random.gauss(0.0, self._noise[1])),
+                    box.width,
+                    box.height,
+                )
+            )
         return (TargetInView(PAD_NAME, box, 95),)
 
     async def start(self) -> None:
@@ -134,7 +149,7 @@ class PrecLandRig:
             None, {"emulate": {"classes": {PAD_NAME: "PEDESTRIAN"}, "default_class": False}}
         )
         self.port = PtyPort(self.link)
-        self.source = PadSource(self.vehicle)
+        self.source = PadSource(self.vehicle, noise_px=settings.noise_px, seed=settings.seed)
         self.board = Runner(
             emulation_factory(emulate, settings.timeline),
             self.port,
