@@ -4,6 +4,7 @@ clock with hand-made LANDING_TARGETs; and one closed loop through the host (real
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 from pathlib import Path
 
@@ -50,7 +51,7 @@ def test_it_lands_on_the_pad_while_targets_arrive_and_the_attitude_never_steps()
     # ~2.2 m at <= 1.5 m/s, then 7.7 m at 0.7 m/s: between 12 and 20 s
     assert 12 < summary["time_to_land_s"] < 20
     q = [vehicle.truth(t * 20 * MS).quaternion_wxyz for t in range(600)]
-    steps = [math.degrees(quat_angle_rad(a, b)) for a, b in zip(q, q[1:], strict=False)]
+    steps = [math.degrees(quat_angle_rad(a, b)) for a, b in itertools.pairwise(q)]
     assert max(steps) < 3.0  # the pose stream's jump rule allows 16° in 20 ms
 
 
