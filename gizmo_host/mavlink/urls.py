@@ -14,6 +14,15 @@ from enum import Enum
 from typing import NamedTuple
 
 DEFAULT_BAUDRATE = 115200
+RFLYSIM_MAVLINK_BASE = 20100
+
+
+def rflysim_companion_ports(copter_id: int) -> tuple[int, int]:
+    """RflySim's companion MAVLink ports for vehicle ``copter_id`` (CopterSim relays PX4 SITL
+    or HITL): the companion receives on ``20100 + 2N - 1`` and sends to ``20100 + 2N - 2``."""
+    if not 1 <= copter_id <= 450:
+        raise ValueError(f"copter_id: expected 1..450, got {copter_id!r}")
+    return RFLYSIM_MAVLINK_BASE + 2 * copter_id - 1, RFLYSIM_MAVLINK_BASE + 2 * copter_id - 2
 
 
 class Kind(Enum):
