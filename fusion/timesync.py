@@ -15,7 +15,14 @@ keeps the safety rules of the other clocks here (docs/world-safety.md):
 - **reboots**: the autopilot's clock going back (any message's boot time, or a TIMESYNC
   answer) by more than the threshold is a reboot: a new epoch, locking again;
 - **lock**: ``LOCKING`` until ``lock_samples`` low-round-trip samples of the epoch were
-  accepted; nothing is mapped for PROCEED before (the world HOLDs ``clock_not_locked``).
+  accepted; nothing is mapped for PROCEED before (the world HOLDs ``clock_not_locked``);
+- **the round-trip gate adapts, bounded**: a sample is kept when its round trip is at most
+  ``max_rtt_ms`` (PX4's own 10 ms) or, on a slower link, within ``rtt_spread`` of the least
+  round trip of the last ``rtt_window`` answers (plus 1 ms), never above ``rtt_ceiling_ms``.
+  A serial or radio link whose every round trip is 16-32 ms still locks, on its fastest
+  answers, and a sample's error (half its asymmetry) stays within half the gate's width above
+  the least round trip; a fast link keeps the fixed 10 ms gate. ``stats().rtt_gate_ns`` is
+  the gate now.
 
 Pure: every host time is an argument. The I/O side sends the requests, feeds the answers in,
 and answers the autopilot's own requests with :meth:`autopilot_now_ns` (in the autopilot's
@@ -24,6 +31,7 @@ clock, so its offset to us stays zero) only once locked.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import NamedTuple
 
 from .simclock import SimClockStatus
@@ -42,6 +50,7 @@ class TimesyncStats(NamedTuple):
     rejected_unknown: int  # answers to no request of ours
     outliers: int
     reboots: int
+    rtt_gate_ns: int = 0  # the round trip a sample may have now (adaptive, bounded)
 
 
 class TimesyncEstimator:
@@ -51,6 +60,9 @@ class TimesyncEstimator:
         self,
         *,
         max_rtt_ms: float = 10.0,
+        rtt_ceiling_ms: float = 100.0,
+        rtt_spread: float = 0.25,
+        rtt_window: int = 50,
         max_skew_ppm: float = 200.0,
         jump_threshold_ms: float = 20.0,
         confirm_samples: int = 5,
@@ -61,7 +73,16 @@ class TimesyncEstimator:
             raise ValueError(f"max_rtt_ms: expected > 0, got {max_rtt_ms!r}")
         if not max_skew_ppm >= 0:
             raise ValueError(f"max_skew_ppm: expected >= 0, got {max_skew_ppm!r}")
+        if not rtt_ceiling_ms >= max_rtt_ms:
+            raise ValueError(
+                f"rtt_ceiling_ms: expected >= max_rtt_ms ({max_rtt_ms!r}), got {rtt_ceiling_ms!r}"
+            )
+        if not 0 <= rtt_spread <= 1:
+            raise ValueError(f"rtt_spread: expected 0..1, got {rtt_spread!r}")
         self._max_rtt_ns = round(max_rtt_ms * 1e6)
+        self._ceiling_ns = round(rtt_ceiling_ms * 1e6)
+        self._spread = rtt_spread
+        self._recent_rtts: deque[int] = deque(maxlen=max(1, rtt_window))
         self._max_skew = max_skew_ppm * 1e-6
         self._threshold_ns = jump_threshold_ms * 1e6
         self._confirm = max(1, confirm_samples)
@@ -106,7 +127,9 @@ class TimesyncEstimator:
             self._rejected_unknown += 1
             return None
         rtt = host_rx_ns - sent
-        if not 0 <= rtt <= self._max_rtt_ns or tc1_ns <= 0:
+        if 0 <= rtt <= self._ceiling_ns:
+            self._recent_rtts.append(rtt)
+        if not 0 <= rtt <= self.rtt_gate_ns or tc1_ns <= 0:
             self._rejected_rtt += 1
             return None
         self._rtt = rtt
@@ -114,6 +137,16 @@ class TimesyncEstimator:
         self.boot_time(tc1_ns, host_rx_ns)
         self._take(tc1_ns - (sent + host_rx_ns) / 2, host_rx_ns)
         return self.status
+
+    @property
+    def rtt_gate_ns(self) -> int:
+        """The largest round trip a sample may have now: ``max_rtt_ms``, or on a slower link
+        the least recent round trip plus ``rtt_spread`` of it and 1 ms, up to the ceiling."""
+        if not self._recent_rtts:
+            return self._max_rtt_ns
+        least = min(self._recent_rtts)
+        adaptive = least + round(least * self._spread) + 1_000_000
+        return min(self._ceiling_ns, max(self._max_rtt_ns, adaptive))
 
     def boot_time(self, autopilot_ns: int, host_rx_ns: int) -> None:
         """Any message's boot time: the autopilot's clock going back is a reboot."""
@@ -193,4 +226,5 @@ class TimesyncEstimator:
             self._rejected_unknown,
             self._outliers,
             self._reboots,
+            self.rtt_gate_ns,
         )

@@ -16,8 +16,9 @@ injected ``send(bytes) -> bool``, so it runs the same over any transport and, on
   :class:`~fusion.timesync.TimesyncEstimator` (every ``time_boot_ms`` feeds its reboot
   check) and answers the autopilot's own TIMESYNC requests in the autopilot's clock once
   locked, never before, so PX4's offset to us stays zero. Before the estimator (which keeps
-  round trips under its own bound), answers slower than the least round trip of the last 50
-  by more than ``rtt_slack_ms`` are dropped: a loaded host or link delays one direction more
+  round trips under its own, adaptive bound), answers slower than the least round trip of the
+  last 50 by more than ``rtt_slack_ms`` (or a quarter of that least, on a slow link) are
+  dropped: a loaded host or link delays one direction more
   than the other, and the estimator takes an older-looking offset at once.
 
 Accepted messages go to the listeners (the pose source) with their host receive time.
@@ -42,6 +43,7 @@ _RATE_WINDOW_NS = 1_000_000_000
 _REREQUEST_NS = 5_000_000_000
 _RTT_WINDOW = 50  # TIMESYNC answers (5 s at 10 Hz) whose least round trip sets the bar
 _RTT_PLAUSIBLE_NS = 1_000_000_000
+_RTT_SLACK_SHARE = 0.25  # on a slow link: a quarter of the least round trip (the estimator's)
 
 
 class AutopilotSession:
@@ -253,7 +255,9 @@ class AutopilotSession:
             rtt = host_ns - int(msg.ts1)  # our ts1 is the host time we sent it at
             if 0 <= rtt <= _RTT_PLAUSIBLE_NS:
                 self._rtts.append(rtt)
-                if rtt > min(self._rtts) + self._rtt_slack_ns:
+                least = min(self._rtts)  # on a slow link the slack grows with it (bounded)
+                slack = max(self._rtt_slack_ns, round(least * _RTT_SLACK_SHARE))
+                if rtt > least + slack:
                     self.counts["timesync_filtered"] += 1  # its asymmetry could be rtt/2
                     return
             self.estimator.answer(int(msg.tc1), int(msg.ts1), host_ns)
@@ -295,6 +299,7 @@ class AutopilotSession:
                 "samples": ts.samples,
                 "accepted": ts.accepted,
                 "rejected_rtt": ts.rejected_rtt,
+                "rtt_gate_ms": round(ts.rtt_gate_ns / 1e6, 3),
                 "outliers": ts.outliers,
                 "reboots": ts.reboots,
             },

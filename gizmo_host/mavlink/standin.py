@@ -10,7 +10,9 @@ so a test can check the companion answers in the autopilot's clock: the offset s
 LANDING_TARGET messages are kept with their arrival time (and given to ``on_landing_target``:
 the precland vehicle, :mod:`gizmo_host.mavlink.precland`). ``lag_ms = (lo, hi)`` delays every
 telemetry message by a uniform lag (order kept), as an autopilot's output queue and a serial
-link do; TIMESYNC traffic has its own ``timesync_delay_ms`` (a round-trip spike).
+link do; TIMESYNC traffic has its own ``timesync_delay_ms`` (a round-trip spike), or the same
+lag with ``lag_timesync``, which also delays what the stand-in receives (a slow serial or
+radio link, both ways: every round trip well over 10 ms).
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ class StandinAutopilot:
         timesync_hz: float = 10.0,
         seed: int = 0,
         on_landing_target: Callable[[ReceivedTarget], None] | None = None,
+        lag_timesync: bool = False,
     ) -> None:
         if (endpoint is None) == (send is None):
             raise ValueError("StandinAutopilot: expected an endpoint or a send function")
@@ -100,10 +103,12 @@ class StandinAutopilot:
         self._out = send
         self.clock = BootClock(clock(), round(boot_at_start_ms * 1e6), skew_ppm)
         self._lag = lag_ms
+        self._lag_timesync = lag_timesync
         self.timesync_delay_ns = round(timesync_delay_ms * 1e6)
         self._timesync_ns = round(1e9 / timesync_hz)
         self._random = random.Random(seed)
         self._last_due_ns = 0
+        self._last_in_ns = 0
         self._timers: dict[int, Timer] = {}
         self.rates_hz: dict[int, float] = {}
         self.landing_targets: deque[ReceivedTarget] = deque(maxlen=_MAX_KEPT)
@@ -174,7 +179,7 @@ class StandinAutopilot:
         def deliver() -> None:
             self._out(data)
 
-        if telemetry and self._lag is not None:
+        if (telemetry or self._lag_timesync) and self._lag is not None:
             lag_ns = round(self._random.uniform(*self._lag) * 1e6)
             due = self._last_due_ns = max(self._last_due_ns, now + lag_ns)
             self._scheduler.call_at_ns(due, deliver)
@@ -225,7 +230,16 @@ class StandinAutopilot:
     # -- incoming --------------------------------------------------------------------------
 
     def feed(self, data: bytes, host_ns: int) -> None:
-        """Bytes from the companion, read at ``host_ns``."""
+        """Bytes from the companion, read at ``host_ns`` (with ``lag_timesync``, handled after
+        the same lag as what it sends: a slow link is slow both ways)."""
+        if self._lag_timesync and self._lag is not None:
+            lag_ns = round(self._random.uniform(*self._lag) * 1e6)
+            due = self._last_in_ns = max(self._last_in_ns, host_ns + lag_ns)
+            self._scheduler.call_at_ns(due, lambda: self._handle(data, due))
+            return
+        self._handle(data, host_ns)
+
+    def _handle(self, data: bytes, host_ns: int) -> None:
         for msg in self.codec.decode(data):
             msg_id = msg.get_msgId()
             if msg_id == mc.MSG_HEARTBEAT:

@@ -65,6 +65,37 @@ def test_a_lasting_slower_link_is_followed_after_the_filter_window():
     assert abs(wire.mapping_error_ms()) < 0.1
 
 
+def test_a_slow_link_whose_every_round_trip_is_over_10_ms_still_locks_within_its_bound():
+    """8-16 ms each way, TIMESYNC included: no round trip is under PX4's 10 ms, so a fixed gate
+    would never lock. The gate follows the least round trip (bounded), keeps the fastest
+    answers, and the mapping stays within half the gate's width above that least."""
+    wire = Wire(skew_ppm=120.0)
+    wire.down_ms = wire.up_ms = (8.0, 16.0)
+    wire.run(10.0)
+    assert wire.session.locked
+    errors = []
+    for _ in range(40):
+        wire.run(0.5)
+        errors.append(wire.mapping_error_ms())
+    ts = wire.session.stats(wire.clock.now_ns())["timesync"]
+    assert 16.0 <= ts["min_rtt_ms"] < 18.0 and ts["rtt_gate_ms"] < 24.0
+    assert ts["rejected_rtt"] + wire.session.counts["timesync_filtered"] > ts["accepted"]
+    bound_ms = (ts["rtt_gate_ms"] - ts["min_rtt_ms"]) / 2 + 0.5
+    assert max(abs(e) for e in errors) < bound_ms
+    errors.sort(key=abs)
+    print(f"slow link: mapping error p95 {abs(errors[int(0.95 * len(errors))]):.2f} ms")
+
+
+def test_a_fast_link_keeps_the_fixed_gate_and_a_spike_still_cannot_open_it():
+    wire = Wire()
+    wire.run(3.0)
+    assert wire.session.estimator.rtt_gate_ns == 10 * MS
+    wire.down_ms = 30.0
+    wire.run(1.0)  # 5 s of 31 ms round trips: the least of the window is still 2 ms
+    assert wire.session.estimator.rtt_gate_ns == 10 * MS
+    assert abs(wire.mapping_error_ms()) < 0.1
+
+
 def test_a_reboot_starts_a_new_epoch_relocks_and_requests_the_streams_again():
     wire = Wire(boot_at_start_ms=600_000.0)
     wire.run(2.0)

@@ -4,6 +4,7 @@ message builders they share.
 
 from __future__ import annotations
 
+import random
 import struct
 
 from pymavlink.dialects.v20 import common as mavlink
@@ -31,7 +32,9 @@ class Wire:
         **kw,
     ):
         self.clock = FakeScheduler()
-        self.down_ms = self.up_ms = 1.0
+        self.down_ms = self.up_ms = 1.0  # or (lo, hi): uniform per message
+        self.random = random.Random(5)
+        self._last_due = [0, 0]
         self.cut = False
         self.links: list[tuple[bool, int, str]] = []
         self.session = AutopilotSession(
@@ -55,15 +58,23 @@ class Wire:
         self.session.start()
         self.autopilot.start()
 
+    def _due(self, delay_ms, direction: int) -> int:
+        """``delay_ms`` from now: a number, or (lo, hi) drawn per message, order kept."""
+        if isinstance(delay_ms, tuple):
+            delay_ms = self.random.uniform(*delay_ms)
+        due = max(self._last_due[direction], self.clock.now_ns() + round(delay_ms * MS))
+        self._last_due[direction] = due
+        return due
+
     def _to_autopilot(self, data: bytes) -> bool:
         if not self.cut:
-            due = self.clock.now_ns() + round(self.down_ms * MS)
+            due = self._due(self.down_ms, 0)
             self.clock.call_at_ns(due, lambda: self.autopilot.feed(data, self.clock.now_ns()))
         return True
 
     def _to_host(self, data: bytes) -> bool:
         if not self.cut:
-            due = self.clock.now_ns() + round(self.up_ms * MS)
+            due = self._due(self.up_ms, 1)
             self.clock.call_at_ns(due, lambda: self.session.feed(data, self.clock.now_ns()))
         return True
 
