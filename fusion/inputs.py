@@ -281,6 +281,18 @@ class SourceConflict:
     detail: str
 
 
+@dataclass(frozen=True, slots=True)
+class PoseLinkStatus:
+    """The pose source's own link (the autopilot's MAVLink): while it is down, a world that
+    requires a pose HOLDs ``link_down`` (the poses stopping would say ``pose_stale`` only
+    later, and an autopilot never heard says nothing else). Up again, the HOLD ends; the poses
+    and their clock say the rest (``clock_not_locked`` until the mapping locks)."""
+
+    host_ns: int
+    up: bool
+    detail: str = ""
+
+
 RangeSample = LaserRange | GimbalLaserRange | LidarPoints
 Input = (
     VisionObservation
@@ -290,4 +302,5 @@ Input = (
     | RangeSample
     | GimbalSample
     | SourceConflict
+    | PoseLinkStatus
 )

@@ -29,7 +29,8 @@ class HoldReason(Enum):
     NO_DATA = "no_data"  # nothing matching the selector
     LOST = "lost"  # not tracked, flagged lost, or a later frame of its source saw nothing
     STALE = "stale"  # older than its TTL since capture
-    LINK_DOWN = "link_down"  # the link is not up, or the result came before it went down/silent
+    LINK_DOWN = "link_down"  # a link (the board's, or the pose's: the autopilot's) is not up, or
+    # the result came before the board's link went down/silent
     LINK_SILENT = "link_silent"  # the port is open but no valid frame arrives
     CLOCK_NOT_LOCKED = "clock_not_locked"  # the device clock mapping is not locked
     CLOCK_JUMP = "clock_jump"  # the pose stream arrives later than its clock mapping allows
@@ -93,6 +94,7 @@ class Conditions(NamedTuple):
     pose_jump: bool  # a pose jump is being held
     pose_required: bool
     pose_now: HoldReason | None  # NO_POSE (none in this epoch), POSE_STALE (too old) or None
+    pose_link_down: bool  # the pose source's own link (the autopilot's) is down
     down_barrier: int  # arrivals up to this count came before the latest link DOWN or SILENT
     reset_barrier: int  # ... before the latest device reset
 
@@ -115,6 +117,8 @@ def global_reasons(c: Conditions) -> set[HoldReason]:
             reasons.add(HoldReason.POSE_JUMP)
         if c.pose_now is not None:
             reasons.add(c.pose_now)
+        if c.pose_link_down:
+            reasons.add(HoldReason.LINK_DOWN)
     return reasons
 
 

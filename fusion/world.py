@@ -29,6 +29,7 @@ from .inputs import (
     LidarPoints,
     LinkState,
     LinkStatus,
+    PoseLinkStatus,
     PoseSample,
     SourceConflict,
     VisionObservation,
@@ -100,6 +101,7 @@ class WorldModel:
         self._vision_locked = False
         self._pose_clock = SimClockStatus.LOCKED
         self._pose_seen = False
+        self._pose_link_up = True  # a pose source without a link of its own is never down
         self._jump_hold_ns = round(c.jump_hold_ms * 1e6)
         self._conflict_hold_ns = round(c.conflict_hold_ms * 1e6)
         self._jump_ns: int | None = None  # the latest pose jump
@@ -134,6 +136,7 @@ class WorldModel:
             GimbalLaserRange: self._on_range,
             LidarPoints: self._on_range,
             SourceConflict: self._on_conflict,
+            PoseLinkStatus: self._on_pose_link,
         }
 
     @property
@@ -245,6 +248,10 @@ class WorldModel:
             self._sources.fault(conflict.source, conflict.host_ns)
         self._witness(conflict.host_ns)
 
+    def _on_pose_link(self, status: PoseLinkStatus) -> None:
+        self._pose_link_up = status.up
+        self._witness(status.host_ns)
+
     def _hold_conflict(self, now_ns: int) -> None:
         self._conflict_ns = now_ns if self._conflict_ns is None else max(self._conflict_ns, now_ns)
         self._sources.fault("pose", now_ns, self._conflict_hold_ns)
@@ -321,6 +328,7 @@ class WorldModel:
             jump is not None and now_ns - jump <= self._jump_hold_ns,
             self.pose_required,
             pose_now,
+            not self._pose_link_up,
             self._down_barrier,
             self._reset_barrier,
         )

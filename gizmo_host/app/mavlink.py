@@ -15,8 +15,9 @@ through the host's own seams only:
   counters are the ``mavlink`` key of the ``stats`` line (``Host.add_stats``).
 
 A URL that does not parse is a config error before anything starts; an autopilot that never
-answers is a transport that keeps retrying, a ``link`` line DOWN, and a world that HOLDs
-(``no_pose``, then ``clock_not_locked`` until the TIMESYNC mapping locks).
+answers is a transport that keeps retrying and a world that HOLDs ``link_down`` (a
+:class:`fusion.PoseLinkStatus` while the autopilot's heartbeat is missing) and ``no_pose``;
+once it is heard, ``clock_not_locked`` until the TIMESYNC mapping locks.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from fusion import WorldSnapshot
+from fusion import PoseLinkStatus, WorldSnapshot
 from gizmo_host.app.config import MavlinkConfig
 from gizmo_host.bridge.world import WorldService
 from gizmo_host.mavlink import (
@@ -68,7 +69,8 @@ class MavlinkLink:
             target_component=config.target_component,
             on_link=self._on_link,
         )
-        on_pose = world.apply if world is not None and pose_to_world and config.pose else None
+        self._world = world if pose_to_world and config.pose else None
+        on_pose = None if self._world is None else self._world.apply
         self.poses = MavlinkPoseSource(self.session, on_pose)
         self.sender: LandingTargetSender | None = None
         if config.landing_target != "off":
@@ -97,6 +99,8 @@ class MavlinkLink:
         previous = "UP" if self._up else "DOWN"
         self._up = up
         self.transitions += 1
+        if self._world is not None:
+            self._world.apply(PoseLinkStatus(host_ns, up, reason))
         self._publish(
             {
                 "type": "link",
@@ -115,6 +119,8 @@ class MavlinkLink:
         """Open the link (retrying in the background) and start the session's timers."""
         if self._task is not None:
             return
+        if self._world is not None:  # the world's pose link is down until a heartbeat
+            self._world.apply(PoseLinkStatus(self._scheduler.now_ns(), False, "not heard yet"))
         self.session.start()
         self._task = asyncio.create_task(self.transport.run(), name="mavlink transport")
 

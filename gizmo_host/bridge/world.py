@@ -34,6 +34,7 @@ from fusion import (
     HoldReason,
     Input,
     LinkStatus,
+    PoseLinkStatus,
     PoseSample,
     SourceConflict,
     VisionObservation,
@@ -51,7 +52,9 @@ from rfly_link.io import Event, ReceiverGroup, UdpReceiver
 
 LOGGER = logging.getLogger(__name__)
 SnapshotListener = Callable[[WorldSnapshot], None]
-_VERDICT_INPUTS = frozenset({VisionObservation, LinkStatus, PoseSample, SourceConflict})
+_VERDICT_INPUTS = frozenset(
+    {VisionObservation, LinkStatus, PoseSample, SourceConflict, PoseLinkStatus}
+)
 _Key = tuple[Decision, tuple[HoldReason, ...], str | None, frozenset[tuple[str, Decision, Any]]]
 
 

@@ -165,4 +165,5 @@ def test_an_autopilot_that_never_answers_is_a_hold_and_a_down_link_never_a_crash
     assert stats["counts"]["timesync_requests"] > 0  # it kept asking
     snapshots = [m for m in seen if hasattr(m, "reasons")]
     assert snapshots and all(not s.proceed for s in snapshots)
-    assert "no_pose" in {r.value for r in snapshots[-1].reasons}
+    assert {"no_pose", "link_down"} <= {r.value for r in snapshots[-1].reasons}
+    assert host.world is not None and host.world.model.stats()["poses"] == 0
