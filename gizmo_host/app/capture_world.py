@@ -31,12 +31,16 @@ def world_metadata(setup: WorldSetup) -> dict[str, str]:
     rflysim: dict[str, Any] | None = None
     if setup.rflysim is not None:
         rflysim = dataclasses.asdict(setup.rflysim)
+        if rflysim["poses"]:
+            del rflysim["poses"]  # the default: records stay as they were before the key
     values = {
         "camera": dataclasses.asdict(setup.camera),
         "world": dataclasses.asdict(setup.world),
         "selector": dataclasses.asdict(setup.selector),
         "rflysim": rflysim,
     }
+    if setup.pose_source == "mavlink":  # otherwise it follows from [rflysim]
+        values["pose_source"] = setup.pose_source
     return {key: json.dumps(value, separators=(",", ":")) for key, value in values.items()}
 
 
@@ -64,7 +68,10 @@ def world_setup_from(record: Mapping[str, str], where: str) -> WorldSetup:
         raise CaptureError(f"{where}: {key}: expected a value for {exc}, got none") from None
     except (FusionConfigError, TypeError, ValueError, AttributeError) as exc:
         raise CaptureError(f"{where}: {key}: {exc}") from None
-    return WorldSetup(camera, world, selector, rflysim)
+    pose_source = "rflysim" if rflysim is not None and rflysim.poses else None
+    if "pose_source" in record:  # the autopilot's poses (not in the capture: MAVLink is live)
+        pose_source = "mavlink"
+    return WorldSetup(camera, world, selector, rflysim, pose_source)
 
 
 def _rflysim(raw: dict[str, Any]) -> RflySimSetup:
