@@ -33,7 +33,7 @@ def world_metadata(setup: WorldSetup) -> dict[str, str]:
         rflysim = dataclasses.asdict(setup.rflysim)
         if rflysim["poses"]:
             del rflysim["poses"]  # the default: records stay as they were before the key
-    values = {
+    values: dict[str, Any] = {
         "camera": dataclasses.asdict(setup.camera),
         "world": dataclasses.asdict(setup.world),
         "selector": dataclasses.asdict(setup.selector),
