@@ -6,7 +6,8 @@ and the other vehicles' 168-byte states, each vehicle's heartbeat (20005), the g
 answers odometry and IMU requests on each vehicle's control port. ``--truth`` writes the ground
 truth as JSON Lines (stdout with ``-``). ``--mirror-offset N`` also sends every vehicle state to
 its port + N, so ``gizmo-host emulate --ego ... --port-offset N`` hears them beside ``gizmo-host
-run``, which binds the ego's state port. It runs for ``--duration`` seconds or until Ctrl-C,
+run``, which binds the ego's state port. ``--mavlink`` also plays the ego's PX4 over MAVLink
+(:mod:`gizmo_host.app.sim_autopilot`). It runs for ``--duration`` seconds or until Ctrl-C,
 then prints its counters on stderr as one JSON line and exits 0; a bad option, file or bind is
 one line on stderr and exit status 2. Registered in ``gizmo_host.cli.SUBCOMMANDS`` as ``sim``.
 """
@@ -92,6 +93,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--port-offset N beside gizmo-host run (default 0: off)",
     )
     parser.add_argument(
+        "--mavlink",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="URL",
+        help="also play the ego's autopilot over MAVLink (the mavlink extra), as CopterSim "
+        "relays PX4: listen on 20100+2N-2, send to --host:20100+2N-1 (or URL)",
+    )
+    parser.add_argument(
         "--truth",
         nargs="?",
         const="-",
@@ -115,6 +125,7 @@ class Options:
     camera: Pinhole | None
     truth: str | None
     mirror_offset: int = 0
+    mavlink: str | None = None  # "": RflySim's companion ports for the ego
 
 
 def parse_options(args: argparse.Namespace) -> Options:
@@ -151,6 +162,7 @@ def parse_options(args: argparse.Namespace) -> Options:
         camera=None if args.camera is None else _camera(args.camera),
         truth=args.truth,
         mirror_offset=_integer("--mirror-offset", args.mirror_offset, -65535, 65535),
+        mavlink=getattr(args, "mavlink", None),
     )
 
 
@@ -296,10 +308,15 @@ def run(args: argparse.Namespace) -> int:
             sink = _truth_writer(out)
         runner = SimRunner(stand_in, bind_host=options.bind, on_truth=sink)
         try:
+            main = runner.run(options.duration_s or None)
+            if options.mavlink is not None:
+                from gizmo_host.app.sim_autopilot import with_autopilot  # noqa: PLC0415 - extra
+
+                main = with_autopilot(main, runner, options.mavlink, options.host, options.bind)
             with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends the run; stats still print
-                asyncio.run(runner.run(options.duration_s or None))
-        except OSError as exc:
-            print(f"sim: {exc.strerror or exc}", file=sys.stderr)
+                asyncio.run(main)
+        except (OSError, ValueError) as exc:
+            print(f"sim: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
             return EXIT_USAGE
     stats = runner.stats
     print(

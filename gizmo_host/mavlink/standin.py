@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 from pymavlink.dialects.v20 import common as mavlink
 
 from fusion.geometry import Quat, Vec3, quat_rotate_inverse
+from gizmo_host.standin.scenario import SimScenario
 from gizmo_host.timing import LoopScheduler, Scheduler, Timer
 
 from . import codec as mc
@@ -280,3 +281,18 @@ class StandinAutopilot:
         self._set_rate(message_id, rate)
         ack = self.codec.mav.command_ack_encode(msg.command, 0)
         self._send(self.codec.encode(ack))
+
+
+def scenario_vehicle(
+    scenario: SimScenario, start_ns: Callable[[], int]
+) -> Callable[[int], VehicleTruth]:
+    """The ego of an RflySim stand-in's scenario as the autopilot's vehicle: host time ``h`` is
+    scenario time ``(h - start_ns()) / 1e9`` (``SimRunner.start_ns``), so CopterSim's state and
+    the autopilot's telemetry describe one flight."""
+
+    def vehicle(host_ns: int) -> VehicleTruth:
+        t_s = max(0.0, (host_ns - start_ns()) / 1e9)
+        state = scenario.state(scenario.ego.copter_id, t_s)
+        return VehicleTruth(state.position_ned_m, state.velocity_ned_m_s, state.quaternion_wxyz)
+
+    return vehicle

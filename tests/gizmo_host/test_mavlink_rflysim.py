@@ -16,7 +16,8 @@ from fusion import WorldSnapshot
 from gizmo_host.app.config import config_from_mapping
 from gizmo_host.app.demo_rig import config_json, free_udp_ports
 from gizmo_host.app.host import Host
-from gizmo_host.mavlink import StandinAutopilot, VehicleTruth, parse_url
+from gizmo_host.mavlink import StandinAutopilot, parse_url
+from gizmo_host.mavlink.standin import scenario_vehicle
 from gizmo_host.mavlink.urls import rflysim_companion_ports
 from gizmo_host.standin.core import Rates, StandIn
 from gizmo_host.standin.runner import SimRunner
@@ -66,10 +67,7 @@ def test_rflysim_and_mavlink_poses_agree_within_the_clock_bounds(tmp_path: Path)
         control_ports=dict.fromkeys(StandIn(scenario, rates=QUIET).control_ports(), 0),
     )
 
-    def vehicle(host_ns: int) -> VehicleTruth:
-        state = scenario.state(N, max(0.0, (host_ns - runner.start_ns) / 1e9))
-        return VehicleTruth(state.position_ned_m, state.velocity_ned_m_s, state.quaternion_wxyz)
-
+    vehicle = scenario_vehicle(scenario, lambda: runner.start_ns)
     host = Host(config, outputs=False)
     snapshots: list[WorldSnapshot] = []
     assert host.world is not None and host.mavlink is not None
