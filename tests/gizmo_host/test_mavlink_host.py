@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from typing import Any
 
@@ -15,6 +16,7 @@ from gizmo_host.cli.main import main
 from gizmo_host.errors import ConfigError
 from gizmo_host.mavlink import StandinAutopilot
 from tests.support.mavlink_rig import circling, until
+from tests.support.schemas import validate_message
 
 CAMERA = {"width_px": 640, "height_px": 480, "hfov_deg": 90.0, "mount_rpy_deg": [0, -90, 0]}
 
@@ -131,6 +133,8 @@ def test_host_takes_the_autopilots_pose_after_the_clock_locks_and_reports_the_li
     asyncio.run(scenario())
     links = [m for m in seen if isinstance(m, dict) and m.get("type") == "link"]
     assert links and links[0]["state"] == "UP" and links[0]["path"].startswith("mavlink:udpin:")
+    for line in [*links, *(m for m in seen if _stats_locked(m))]:
+        validate_message(json.loads(json.dumps(line)))  # as the outputs write them
     snapshots = [m for m in seen if hasattr(m, "reasons")]
     reasons = [{r.value for r in s.reasons} for s in snapshots]
     assert any("clock_not_locked" in r for r in reasons)  # the poses came before the lock

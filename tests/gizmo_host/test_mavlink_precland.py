@@ -12,6 +12,7 @@ import pytest
 
 from fusion.geometry import quat_angle_rad, quat_rotate_inverse
 from gizmo_host.app.precland import PrecLandSettings, play
+from gizmo_host.cli.main import main
 from gizmo_host.emulator.faults import FaultTimeline, parse_fault
 from gizmo_host.mavlink.precland import Phase, PrecLandConfig, PrecLandVehicle
 from gizmo_host.mavlink.standin import ReceivedTarget
@@ -102,6 +103,14 @@ def test_ardupilot_angles_become_the_pad_with_the_vehicles_own_attitude() -> Non
     garbage = {**fields, "angle_x": 1.15e18}  # MAVROS #1363
     vehicle.on_target(ReceivedTarget(now, now, garbage))
     assert vehicle.counts["targets_unusable"] == 1
+
+
+def test_precland_demo_options_are_checked_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--scenario", "precland", "--protocol"]) == 2
+    assert main(["demo", "--scenario", "precland", "--duration", "0"]) == 2
+    assert main(["demo", "--scenario", "preclnd"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 3 and "precland" in err[2] and not any("Traceback" in e for e in err)
 
 
 LOOP = PrecLandConfig(
