@@ -24,8 +24,9 @@ import asyncio
 import contextlib
 import math
 import random
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from gizmo_host.emulator.runner import Runner
 from gizmo_host.emulator.settings import load_settings
 from gizmo_host.emulator.targets import TargetInView
 from gizmo_host.errors import ServiceFailed
+from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.mavlink import StandinAutopilot
 from gizmo_host.mavlink.precland import PrecLandConfig, PrecLandVehicle
 from gizmo_host.timing import LoopScheduler, Timer
@@ -282,12 +284,28 @@ class PrecLandRig:
         }
 
 
+async def run(
+    settings: PrecLandSettings,
+    duration_s: float | None,
+    on_status: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """``gizmo-host demo --scenario precland``: one landing in a temporary directory (the
+    pty), until touchdown, ``duration_s`` or SIGINT/SIGTERM; returns the summary."""
+    stop = asyncio.Event()
+    restore = add_stop_handlers(asyncio.get_running_loop(), stop.set)
+    try:
+        with tempfile.TemporaryDirectory(prefix="gizmo-precland-") as workdir:
+            return await play(settings, Path(workdir), duration_s, stop, on_status)
+    finally:
+        restore()
+
+
 async def play(
     settings: PrecLandSettings,
     workdir: Path,
     duration_s: float | None,
     stop: asyncio.Event,
-    on_status: Any = None,
+    on_status: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run one landing until touchdown, ``duration_s`` or ``stop``; return the summary."""
     rig = PrecLandRig(settings, workdir)
@@ -310,7 +328,7 @@ async def play(
     return rig.summary()
 
 
-async def _status(rig: PrecLandRig, on_status: Any) -> None:
+async def _status(rig: PrecLandRig, on_status: Callable[[dict[str, Any]], None]) -> None:
     while True:
         await asyncio.sleep(1.0)
         on_status(rig.status())

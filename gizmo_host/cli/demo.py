@@ -300,32 +300,16 @@ async def _refresh(view: View, rig: DemoRig, t0_ns: int, title: str) -> None:
 
 
 def _precland(options: Options, timeline: FaultTimeline) -> int:
-    """The precision landing: status lines (stdout, or none with --json), then the summary
-    (stdout; stderr with --json, whose stdout is for world lines alone: none here)."""
+    """The precision landing (:mod:`gizmo_host.app.precland`): a status line a second on stdout
+    (none with --json), then the summary (stdout; stderr with --json)."""
     from gizmo_host.app import precland  # noqa: PLC0415 - the mavlink extra
 
     settings = precland.settings_for_seed(timeline, options.seed or 0)
-
-    def status(line: dict[str, Any]) -> None:
-        print(json.dumps(line), flush=True)
-
-    async def main() -> dict[str, Any]:
-        stop = asyncio.Event()
-        restore = add_stop_handlers(asyncio.get_running_loop(), stop.set)
-        try:
-            with tempfile.TemporaryDirectory(prefix="gizmo-precland-") as workdir:
-                return await precland.play(
-                    settings,
-                    Path(workdir),
-                    options.duration_s,
-                    stop,
-                    None if options.json else status,
-                )
-        finally:
-            restore()
-
+    status = None if options.json else (lambda line: print(json.dumps(line), flush=True))
     try:
-        data = event_loop.run(main(), event_loop.resolve("auto"))
+        data = event_loop.run(
+            precland.run(settings, options.duration_s, status), event_loop.resolve("auto")
+        )
     except OSError as exc:
         print(f"gizmo-host demo: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
