@@ -130,11 +130,17 @@ def test_the_closed_loop_lands_within_bound_with_and_without_faults(tmp_path: Pa
         ),
         7,
     )
-    for timeline, name in ((FaultTimeline(), "clean"), (faults, "faults")):
-        settings = PrecLandSettings(timeline, "px4", 1, LOOP)
-        workdir = tmp_path / name
-        workdir.mkdir()
-        summary = asyncio.run(play(settings, workdir, 30.0, asyncio.Event()))
+
+    async def both() -> list[dict]:  # side by side: the rigs share nothing but the loop
+        runs = []
+        for timeline, name in ((FaultTimeline(), "clean"), (faults, "faults")):
+            workdir = tmp_path / name
+            workdir.mkdir()
+            settings = PrecLandSettings(timeline, "px4", 1, LOOP)
+            runs.append(play(settings, workdir, 30.0, asyncio.Event()))
+        return list(await asyncio.gather(*runs))
+
+    for summary, name in zip(asyncio.run(both()), ("clean", "faults"), strict=True):
         assert summary["landed"], summary
         assert summary["landing_error_m"] <= 0.10, summary
         assert summary["stale_descents"] == 0
