@@ -16,6 +16,7 @@ from fusion import WorldSnapshot
 from gizmo_host.app.config import config_from_mapping
 from gizmo_host.app.demo_rig import config_json, free_udp_ports
 from gizmo_host.app.host import Host
+from gizmo_host.app.sim_autopilot import autopilot_endpoint
 from gizmo_host.mavlink import StandinAutopilot, parse_url
 from gizmo_host.mavlink.standin import scenario_vehicle
 from gizmo_host.mavlink.urls import rflysim_companion_ports
@@ -36,6 +37,13 @@ def test_the_worked_config_names_vehicle_1s_companion_ports_and_loads() -> None:
     endpoint = parse_url(document["mavlink"]["url"], document["mavlink"]["send_to"])
     assert endpoint.port == listen and endpoint.send_to == ("127.0.0.1", send)
     assert rflysim_companion_ports(N) == (20100 + 2 * N - 1, 20100 + 2 * N - 2)
+
+
+def test_sim_mavlink_takes_coptersims_side_of_the_same_ports() -> None:
+    endpoint = autopilot_endpoint("", 3, "10.0.0.2", "0.0.0.0")
+    assert (endpoint.kind.value, endpoint.host, endpoint.port) == ("udpin", "0.0.0.0", 20104)
+    assert endpoint.send_to == ("10.0.0.2", 20105)  # the companion receives on 20100 + 2N - 1
+    assert autopilot_endpoint("udpout:127.0.0.1:14540", 3, "h", "b").port == 14540
 
 
 def _document(tmp_path: Path) -> dict[str, Any]:
