@@ -152,13 +152,7 @@ def _document(key: str, value: object) -> dict:
 
 
 _CAMERA = {"width_px": 640, "height_px": 480, "hfov_deg": 90.0}
-_INT_KEYS = {
-    "serial.baudrate",
-    "publish.unix_max_buffer_bytes",
-    "rflysim.copter_id",
-    "rflysim.request_odometry_hz",
-    "rflysim.request_imu_hz",
-}
+_INT_KEYS = {k for k, s in BY_KEY.items() if s.kind == "int"}
 
 
 # Every number of the host's own sections ([world] and [camera]: test_settings_table).
@@ -299,6 +293,11 @@ _PLAUSIBLE_STRINGS = {
     "rflysim.config": st.sampled_from(['"/nonexistent/Config.json"', '""']),
     "rflysim.bind": st.sampled_from(['"127.0.0.1"', '"0.0.0.0"', '"::1"']),
     "rflysim.sim_host": st.sampled_from(['"127.0.0.1"', '"sim"']),
+    "zenoh.mode": st.sampled_from(['"peer"', '"client"', '"router"']),
+    "zenoh.connect": st.sampled_from(["[]", '["tcp/127.0.0.1:7447"]', '["nowhere"]', '"x"']),
+    "zenoh.listen": st.sampled_from(["[]", '["tcp/0.0.0.0:7447"]', "[1]"]),
+    "zenoh.vehicle": st.sampled_from(['"uav-1"', '"a/b"', '""', '"*"']),
+    "zenoh.ros2": st.sampled_from(['"off"', '"bridge"', '"rmw_zenoh"', '"ros1"']),
 }
 
 
@@ -306,7 +305,7 @@ def _plausible(key: str) -> st.SearchStrategy[str]:
     """Values near the accepted range of ``key``: mostly accepted, sometimes just outside."""
     if key in _PLAUSIBLE_STRINGS:
         return _PLAUSIBLE_STRINGS[key]
-    if key == "publish.stdout":
+    if BY_KEY[key].kind == "bool":
         return st.sampled_from(["true", "false"])
     limits = BY_KEY[key]
     if key in _INT_KEYS:

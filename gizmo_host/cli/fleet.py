@@ -1,0 +1,191 @@
+"""``gizmo-host fleet``: every vehicle publishing on Zenoh, in one live table or as JSON Lines.
+
+It subscribes to ``gizmo/*/world`` and ``gizmo/*/link`` (``gizmo_host.zenoh.watch``) and judges
+each vehicle by its own receive time (``gizmo_host.zenoh.fleet``): ``stale``, with verdict
+HOLD, once ``--ttl-ms`` passes without a world line. ``--json`` prints
+``{"type": "fleet_vehicle", ...}`` lines: at once for a vehicle that changed, and every vehicle
+at least once a second. ``--connect`` reaches a router or a peer (multicast scouting is off
+unless ``--scouting``). Needs the zenoh extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import sys
+from typing import Any
+
+from gizmo_host.errors import ConfigError
+from gizmo_host.live.stop_signals import add_stop_handlers
+from gizmo_host.publish.lines import encode_line
+from gizmo_host.publish.sinks import QueuedSink, stdout_sink
+
+EXIT_USAGE = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="JSON Lines instead of the table")
+    parser.add_argument(
+        "--ttl-ms", default="250", metavar="MS", help="stale after this long (default 250)"
+    )
+    parser.add_argument(
+        "--connect", action="append", default=[], metavar="ENDPOINT",
+        help='a router or peer to reach, e.g. "tcp/192.168.1.10:7447" (repeatable)',
+    )  # fmt: skip
+    parser.add_argument("--listen", action="append", default=[], metavar="ENDPOINT")
+    parser.add_argument("--mode", default="peer", choices=["peer", "client"])
+    parser.add_argument("--scouting", action="store_true", help="find peers by multicast")
+    parser.add_argument("--duration", metavar="S", help="stop after S seconds")
+
+
+def _options(args: argparse.Namespace) -> tuple[float, float | None, Any]:
+    from gizmo_host.zenoh.config import ZenohConfig  # noqa: PLC0415
+
+    try:
+        ttl_ms = float(args.ttl_ms)
+    except ValueError:
+        ttl_ms = math.nan
+    if not (math.isfinite(ttl_ms) and 1 <= ttl_ms <= 3_600_000):
+        raise ConfigError(f"--ttl-ms: expected milliseconds 1..3600000, got {args.ttl_ms!r}")
+    duration = None
+    if args.duration is not None:
+        try:
+            duration = float(args.duration)
+        except ValueError:
+            duration = math.nan
+        if not (math.isfinite(duration) and duration > 0):
+            raise ConfigError(f"--duration: expected seconds > 0, got {args.duration!r}")
+    try:
+        config = ZenohConfig(
+            enabled=True,
+            mode=args.mode,
+            connect=tuple(args.connect),
+            listen=tuple(args.listen),
+            multicast_scouting=args.scouting,
+        )
+    except ConfigError as exc:
+        flag = "--" + (exc.key or "zenoh.connect").removeprefix("zenoh.")
+        raise ConfigError(f"{flag}: {str(exc).partition(': ')[2]}") from None
+    return ttl_ms, duration, config
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        ttl_ms, duration, config = _options(args)
+        import gizmo_host.zenoh.session  # noqa: F401, PLC0415 - the extra, checked first
+    except ConfigError as exc:
+        print(f"gizmo-host fleet: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ImportError:
+        print("gizmo-host fleet: needs the zenoh extra: pip install 'gizmo-host[zenoh]'",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
+    try:
+        asyncio.run(_watch(config, ttl_ms, duration, args.json))
+    except Exception as exc:  # zenoh.ZError: a client with no router, a bad endpoint
+        print(f"gizmo-host fleet: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _watch(config: Any, ttl_ms: float, duration: float | None, json_lines: bool) -> None:
+    from gizmo_host.zenoh.fleet import FleetRow, FleetView  # noqa: PLC0415
+    from gizmo_host.zenoh.session import open_session  # noqa: PLC0415
+    from gizmo_host.zenoh.watch import FleetWatch  # noqa: PLC0415
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    restore = add_stop_handlers(loop, stop.set)
+    if duration is not None:
+        loop.call_later(duration, stop.set)
+    out: QueuedSink | None = stdout_sink() if json_lines else None
+    table = None if json_lines else _Table()
+
+    def report(rows: list[FleetRow]) -> None:
+        if out is not None:
+            for row in rows:
+                out.send(encode_line(row.to_dict()))
+        elif table is not None:
+            table.update(rows)
+
+    view = FleetView(round(ttl_ms * 1e6))
+    session = await loop.run_in_executor(None, open_session, config)
+    watch = FleetWatch(view, report)
+    try:
+        watch.start(session)
+        with table or _Nothing():
+            await stop.wait()
+    finally:
+        watch.stop()
+        await loop.run_in_executor(None, session.close)
+        if out is not None:
+            await out.close()
+        restore()
+
+
+class _Nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _Table:
+    """The live table (rich), or one plain line per change without rich."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, Any] = {}
+        try:
+            from rich.live import Live  # noqa: PLC0415 - the demo extra
+
+            self.live: Any = Live(self._render(), refresh_per_second=4)
+        except ImportError:
+            self.live = None
+
+    def __enter__(self) -> None:
+        if self.live is not None:
+            self.live.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.__exit__(None, None, None)
+
+    def update(self, rows: list[Any]) -> None:
+        for row in rows:
+            self.rows[row.vehicle] = row
+            if self.live is None:
+                print(" ".join(str(c) for c in _cells(row)), flush=True)
+        if self.live is not None:
+            self.live.update(self._render())
+
+    def _render(self) -> Any:
+        from rich.table import Table  # noqa: PLC0415
+
+        table = Table(title="gizmo-host fleet")
+        for name in ("vehicle", "state", "verdict", "target", "az/el °", "position NED m",
+                     "age ms", "link", "lost"):  # fmt: skip
+            table.add_column(name)
+        for row in self.rows.values():
+            cells = _cells(row)
+            style = (
+                "green" if row.verdict == "PROCEED" else "yellow" if row.state == "fresh" else "red"
+            )
+            table.add_row(*[str(c) for c in cells], style=style)
+        return table
+
+
+def _cells(row: Any) -> list[Any]:
+    world = row.world
+    selected = world.get("selected")
+    target = next((t for t in world.get("targets") or [] if t.get("key") == selected), None)
+    bearing = "-"
+    if target is not None and target.get("azimuth_deg") is not None:
+        bearing = f"{target['azimuth_deg']:.1f}/{target['elevation_deg']:.1f}"
+    vehicle = world.get("vehicle") or {}
+    position = vehicle.get("position_ned_m")
+    where = "-" if position is None else ",".join(f"{v:.1f}" for v in position)
+    verdict = row.verdict + (f" ({row.reason})" if row.reason else "")
+    return [row.vehicle, row.state, verdict, selected or "-", bearing, where,
+            f"{row.age_ms:.0f}", row.link or "-", row.lost]  # fmt: skip
