@@ -17,7 +17,7 @@ _F: Vec3 = (1.0, -1.0, -1.0)  # FLU -> FRD (diagonal)
 
 def enu_from_ned(v: Vec3) -> Vec3:
     """A position or direction in NED, in ENU."""
-    return (v[1], v[0], -v[2])
+    return (v[1], v[0], 0.0 - v[2])  # 0.0 - 0.0 is 0.0, not -0.0
 
 
 def enu_flu_from_ned_frd(q: Quat) -> Quat:

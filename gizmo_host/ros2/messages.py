@@ -56,8 +56,8 @@ def typestore() -> Any:
 
 @dataclass(frozen=True, slots=True)
 class Ros2Messages:
-    """One snapshot's messages: ``(type name, CDR bytes)`` for detections and pose (None:
-    not published: no vehicle, or no wall clock)."""
+    """One snapshot's messages as CDR bytes (None: none to publish: no wall clock, or, for
+    the pose, no vehicle)."""
 
     detections: bytes | None
     pose: bytes | None
