@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import math
 import sys
 from typing import Any
 
+from gizmo_host.cli.fleet_table import FleetTable
 from gizmo_host.errors import ConfigError
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.publish.lines import encode_line
@@ -100,7 +102,7 @@ async def _watch(config: Any, ttl_ms: float, duration: float | None, json_lines:
     if duration is not None:
         loop.call_later(duration, stop.set)
     out: QueuedSink | None = stdout_sink() if json_lines else None
-    table = None if json_lines else _Table()
+    table = None if json_lines else FleetTable()
 
     def report(rows: list[FleetRow]) -> None:
         if out is not None:
@@ -114,7 +116,7 @@ async def _watch(config: Any, ttl_ms: float, duration: float | None, json_lines:
     watch = FleetWatch(view, report)
     try:
         watch.start(session)
-        with table or _Nothing():
+        with table or contextlib.nullcontext():
             await stop.wait()
     finally:
         watch.stop()
@@ -122,70 +124,3 @@ async def _watch(config: Any, ttl_ms: float, duration: float | None, json_lines:
         if out is not None:
             await out.close()
         restore()
-
-
-class _Nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-class _Table:
-    """The live table (rich), or one plain line per change without rich."""
-
-    def __init__(self) -> None:
-        self.rows: dict[str, Any] = {}
-        try:
-            from rich.live import Live  # noqa: PLC0415 - the demo extra
-
-            self.live: Any = Live(self._render(), refresh_per_second=4)
-        except ImportError:
-            self.live = None
-
-    def __enter__(self) -> None:
-        if self.live is not None:
-            self.live.__enter__()
-
-    def __exit__(self, *exc: object) -> None:
-        if self.live is not None:
-            self.live.__exit__(None, None, None)
-
-    def update(self, rows: list[Any]) -> None:
-        for row in rows:
-            self.rows[row.vehicle] = row
-            if self.live is None:
-                print(" ".join(str(c) for c in _cells(row)), flush=True)
-        if self.live is not None:
-            self.live.update(self._render())
-
-    def _render(self) -> Any:
-        from rich.table import Table  # noqa: PLC0415
-
-        table = Table(title="gizmo-host fleet")
-        for name in ("vehicle", "state", "verdict", "target", "az/el °", "position NED m",
-                     "age ms", "link", "lost"):  # fmt: skip
-            table.add_column(name)
-        for row in self.rows.values():
-            cells = _cells(row)
-            style = (
-                "green" if row.verdict == "PROCEED" else "yellow" if row.state == "fresh" else "red"
-            )
-            table.add_row(*[str(c) for c in cells], style=style)
-        return table
-
-
-def _cells(row: Any) -> list[Any]:
-    world = row.world
-    selected = world.get("selected")
-    target = next((t for t in world.get("targets") or [] if t.get("key") == selected), None)
-    bearing = "-"
-    if target is not None and target.get("azimuth_deg") is not None:
-        bearing = f"{target['azimuth_deg']:.1f}/{target['elevation_deg']:.1f}"
-    vehicle = world.get("vehicle") or {}
-    position = vehicle.get("position_ned_m")
-    where = "-" if position is None else ",".join(f"{v:.1f}" for v in position)
-    verdict = row.verdict + (f" ({row.reason})" if row.reason else "")
-    return [row.vehicle, row.state, verdict, selected or "-", bearing, where,
-            f"{row.age_ms:.0f}", row.link or "-", row.lost]  # fmt: skip

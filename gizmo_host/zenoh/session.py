@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import zenoh
 
-from gizmo_host.zenoh.config import ZenohConfig
+from gizmo_host.zenoh.config import ZenohConfig, session_settings
 
 
 def open_settings(pairs: list[tuple[str, str]]) -> zenoh.Session:
@@ -18,3 +18,9 @@ def open_settings(pairs: list[tuple[str, str]]) -> zenoh.Session:
 
 def open_session(config: ZenohConfig) -> zenoh.Session:
     return open_settings(config.session_settings())
+
+
+def open_router(endpoint: str) -> zenoh.Session:
+    """A session in router mode listening on ``endpoint``, multicast scouting off: what the
+    demo (and the tests) route through, as there is no ``zenohd`` on the package index."""
+    return open_settings(session_settings("router", (), (endpoint,), False))

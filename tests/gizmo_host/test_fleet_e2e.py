@@ -151,3 +151,18 @@ def test_zenoh_is_only_imported_where_asked() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
     assert out.stdout.strip() == b"False"
+
+
+def test_demo_runs_a_fleet_over_zenoh() -> None:
+    """``gizmo-host demo --zenoh --vehicles 2 --json``: both vehicles reach the fleet view
+    through the router, each locating its target (PROCEED) at some point."""
+    out = subprocess.run(
+        [sys.executable, "-m", "gizmo_host.cli", "demo", "--zenoh", "--vehicles", "2", "--json",
+         "--duration", "5"],
+        capture_output=True, timeout=60, check=True,
+    )  # fmt: skip
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert {r["vehicle"] for r in rows} == {"uav1", "uav2"}
+    assert {r["vehicle"] for r in rows if r["verdict"] == "PROCEED"} == {"uav1", "uav2"}
+    summary = json.loads(out.stderr.splitlines()[-1])
+    assert all(v["dropped"] == 0 and v["errors"] == 0 for v in summary["vehicles"].values())
