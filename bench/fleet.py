@@ -10,7 +10,8 @@ a vehicle) at 50 Hz, each stamped with ``wall_ns`` as it is made; the vehicles a
 "CPU per host" is those processes' CPU divided by the vehicles. The fleet
 view is a process running the real ``FleetWatch`` and ``FleetView`` (JSON parsing, the
 fresh/stale judgement, change reports); over UDP the same view is fed by a datagram endpoint.
-The router is a zenoh-python session in router mode, a process of its own.
+The router is a zenoh-python session in router mode (``open_router``: its queue towards each
+peer at Zenoh's maximum), a process of its own.
 
 Reported per fleet size and transport:
 
@@ -18,7 +19,8 @@ Reported per fleet size and transport:
   view's process (one machine, one clock), p50 and p99;
 - CPU (% of one core, user + system, from /proc over the measured window) of the view, of
   the router, and per host (mean of the vehicle processes);
-- loss: lines a vehicle sent that the view never received;
+- loss: lines a vehicle sent that the view never received (in brackets: of those, the ones
+  its own bounded queue dropped; the rest were dropped on the way, by congestion control);
 - growth: the view's CPU per vehicle relative to the smallest fleet (1.0 = linear).
 
 The machine is shared (2 cores, other sessions): absolute numbers move between runs; the
@@ -243,10 +245,12 @@ def measure(transport: str, vehicles: int, seconds: float) -> dict[str, Any]:
     time.sleep(max(0.0, hi - time.time()))
     after = {p.pid: _cpu_s(p.pid) for p in procs}
     cpu = {pid: 100 * (after[pid] - before[pid]) / seconds for pid in before}
-    sent = 0
+    sent = host_dropped = 0
     for proc in workers:
         out, _ = proc.communicate(timeout=60)
-        sent += json.loads(out.splitlines()[-1])["sent"]
+        report = json.loads(out.splitlines()[-1])
+        sent += report["sent"]
+        host_dropped += report["dropped"]
     out, _ = viewer.communicate(timeout=60)
     result = json.loads(out.splitlines()[-1])
     if routing is not None:
@@ -263,6 +267,7 @@ def measure(transport: str, vehicles: int, seconds: float) -> dict[str, Any]:
         "router_cpu": None if routing is None else cpu[routing.pid],
         "sent": sent,
         "lost": sent - received,
+        "host_dropped": host_dropped,  # of "lost": dropped by the hosts' own bounded queues
         "samples": result["latencies"],
     }
 
@@ -311,7 +316,8 @@ def main() -> int:
         router_cpu = "-" if row["router_cpu"] is None else f"{row['router_cpu']:.1f}"
         print(f"| {row['vehicles']} | {row['transport']} | {row['p50_ms']:.2f} | "
               f"{row['p99_ms']:.2f} | {row['view_cpu']:.1f} | {row['host_cpu']:.2f} | "
-              f"{router_cpu} | {row['sent']} | {row['lost']} | {growth:.2f} |")  # fmt: skip
+              f"{router_cpu} | {row['sent']} | {row['lost']} ({row['host_dropped']}) | "
+              f"{growth:.2f} |")  # fmt: skip
     return 0
 
 

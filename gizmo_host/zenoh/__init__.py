@@ -2,6 +2,7 @@
 ROS 2 messages on the same sessions (the ``zenoh`` and ``ros2`` extras).
 
 - ``config``: ``[zenoh]`` (``ZenohConfig``), the key expressions, the session's settings;
+- ``session``: opening a session from them (and a router session for the demo and tests);
 - ``sink``: ``ZenohOutput``, a ``Host`` output publishing every line on its type's key (and, with
   ``ros2``, each world snapshot as ROS 2 messages) from a thread of its own behind a bounded
   queue, and answering ``gizmo/<vehicle>/world/latest``;

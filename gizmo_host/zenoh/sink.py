@@ -71,7 +71,7 @@ class ZenohOutput:
             self._ros2_class: type[Ros2Publication] | None = Ros2Publication
         else:
             self._ros2_class = None
-        self.dropped = self.sent = self.errors = self.untyped = 0
+        self.handed = self.dropped = self.sent = self.errors = self.untyped = 0
         self.queries = self.open_failures = self.ros2_samples = self.ros2_skipped = 0
         self.connected = False
 
@@ -84,6 +84,7 @@ class ZenohOutput:
             return
         if message_type == "world":
             self._latest_world = line  # one reference: the queryable reads it on its thread
+        self.handed += 1
         self._put((message_type, line))
 
     def on_message(self, message: object) -> None:
@@ -117,9 +118,11 @@ class ZenohOutput:
 
     def stats(self) -> dict[str, int]:
         return {
-            "queued": len(self._queue),
+            "queued": self.handed,
             "dropped": self.dropped,
-            "disconnected": 0 if self.connected else 1,
+            "disconnected": 0,  # Zenoh has no reader to cut off; see "connected"
+            "waiting": len(self._queue),
+            "connected": int(self.connected),
             "sent": self.sent,
             "errors": self.errors,
             "untyped": self.untyped,

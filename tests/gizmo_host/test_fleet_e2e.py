@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.schemas import validate_message
 from tests.support.zenoh_router import router, session, wait_until
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.realtime]
@@ -56,7 +57,7 @@ def _host(tmp_path: Path, vehicle: str, endpoint: str) -> tuple[subprocess.Popen
     config = tmp_path / f"{vehicle}.toml"
     config.write_text(
         "[camera]\nwidth_px = 640\nheight_px = 480\nhfov_deg = 90\n"
-        "[world]\nrate_hz = 20\n[publish]\nstats_interval_s = 0\n"
+        "[world]\nrate_hz = 20\n[publish]\nstats_interval_s = 0.5\n"
         f'[zenoh]\nenabled = true\nmode = "client"\nconnect = ["{endpoint}"]\n'
         f'vehicle = "{vehicle}"\n'
     )
@@ -114,8 +115,12 @@ def test_three_hosts_and_a_fleet_view_through_a_router(tmp_path: Path) -> None:
         for out in (*outs.values(), fleet):
             out.join()
 
-    # Every world line each host printed came through, in order, byte for byte.
+    # Every world line each host printed came through, in order, byte for byte; every line
+    # (the stats with publish.zenoh among them) is valid.
     for vehicle in VEHICLES:
+        for message in map(json.loads, outs[vehicle].lines):
+            validate_message(message)
+        assert outs[vehicle].messages("stats")[-1]["publish"]["zenoh"]["dropped"] == 0
         printed = [line for line in outs[vehicle].lines if line.startswith(b'{"type":"world"')]
         assert len(printed) >= 20
         assert seen[vehicle] == printed, vehicle

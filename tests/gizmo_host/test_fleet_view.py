@@ -6,6 +6,9 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
+
+from gizmo_host.cli.main import main
 from gizmo_host.timing import FakeScheduler, settle
 from gizmo_host.zenoh.fleet import FleetRow, FleetView
 from gizmo_host.zenoh.watch import FleetWatch
@@ -112,3 +115,26 @@ def test_delayed_publisher_goes_stale_on_time_and_fresh_again_on_its_next_line()
         assert watch.view.row("uav1", clock.now_ns()).link == "UP"
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--ttl-ms", "soon"], "gizmo-host fleet: --ttl-ms: expected milliseconds"),
+        (["--ttl-ms", "0"], "gizmo-host fleet: --ttl-ms: expected milliseconds"),
+        (["--duration", "-1"], "gizmo-host fleet: --duration: expected seconds > 0"),
+        (["--connect", "127.0.0.1:7447"], "gizmo-host fleet: --connect: expected endpoints"),
+        (["--mode", "client"], "gizmo-host fleet: --connect: expected a router's endpoint"),
+    ],
+)
+def test_a_bad_fleet_option_is_one_line_and_status_2(capsys, args, message) -> None:
+    assert main(["fleet", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_demo_zenoh_options_are_checked(capsys) -> None:
+    assert main(["demo", "--vehicles", "3"]) == 2
+    assert "--vehicles: only with --zenoh" in capsys.readouterr().err
+    assert main(["demo", "--zenoh", "--vehicles", "99"]) == 2
+    assert "--vehicles: expected an integer 1..20" in capsys.readouterr().err

@@ -16,10 +16,12 @@ from fusion import WorldSnapshot
 from gizmo_host.app.config import config_from_mapping
 from gizmo_host.errors import ConfigError
 from gizmo_host.publish.lines import encode_line
+from gizmo_host.schemas import load_schema
 from gizmo_host.zenoh.config import ZenohConfig, vehicle_of
 from gizmo_host.zenoh.sink import ZenohOutput, line_type
 from tests.support.ros2_snapshot import snapshot, vision_store
-from tests.support.zenoh_router import router, session, wait_until
+from tests.support.schemas import validate_schema
+from tests.support.zenoh_router import free_tcp_port, router, session, wait_until
 
 DETECTIONS_HASH = "RIHS01_793f5eab9595ac1c0da07873cc859db42eae51f0ee76056db8562515d830e018"
 
@@ -57,7 +59,8 @@ def test_the_queue_is_bounded_and_drops_the_oldest_counted() -> None:
         output.send(encode_line({"type": "world", "seq": seq}))
     output.send(b'{"type":"mystery"}\n')
     stats = output.stats()
-    assert (stats["queued"], stats["dropped"], stats["untyped"]) == (3, 7, 1)
+    assert (stats["waiting"], stats["queued"], stats["dropped"], stats["untyped"]) == (3, 10, 7, 1)
+    validate_schema({"zenoh": stats}, load_schema("stats")["properties"]["publish"])
     assert [json.loads(line)["seq"] for _, line in output._queue] == [7, 8, 9]
     assert vehicle_of("gizmo/v/world") == "v" and vehicle_of("other/v/world") is None
 
@@ -128,3 +131,26 @@ def _latest(viewer: zenoh.Session) -> bytes | None:
     assert len(replies) == 1
     reply = replies[0]
     return None if reply.ok is None else reply.ok.payload.to_bytes()
+
+
+@pytest.mark.realtime
+def test_no_router_never_blocks_the_host_and_its_lines_are_counted_as_dropped() -> None:
+    """A client whose router is not there: the host's sends return at once, the queue keeps
+    its bound (the oldest dropped, counted), the session is retried, and close returns."""
+
+    async def main() -> None:
+        endpoint = f"tcp/127.0.0.1:{free_tcp_port()}"  # nobody listens
+        config = ZenohConfig(
+            enabled=True, mode="client", connect=(endpoint,), vehicle="v", queue_lines=16
+        )
+        output = ZenohOutput(config)
+        await output.start()
+        line = encode_line({"type": "world", "seq": 1})
+        for _ in range(1000):
+            output.send(line)
+        wait_until(lambda: output.open_failures >= 1)
+        await asyncio.wait_for(output.close(), 5)
+        stats = output.stats()
+        assert (stats["queued"], stats["dropped"], stats["connected"]) == (1000, 984, 0)
+
+    asyncio.run(main())

@@ -1,5 +1,5 @@
-"""A Zenoh router for the tests: a zenoh-python session in router mode on a loopback port,
-multicast scouting off (no zenohd on the package index; this routes between clients)."""
+"""A Zenoh router for the tests (``open_router``: a zenoh-python session in router mode on a
+loopback port, multicast scouting off; no zenohd on the package index), and client sessions."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import zenoh
+
+from gizmo_host.zenoh.session import open_router
 
 DEADLINE_S = 10.0
 
@@ -36,7 +38,7 @@ def session(mode: str, *, listen: str | None = None, connect: str | None = None)
 def router() -> Iterator[str]:
     """A router; yields its endpoint."""
     endpoint = f"tcp/127.0.0.1:{free_tcp_port()}"
-    routing = session("router", listen=endpoint)
+    routing = open_router(endpoint)
     try:
         yield endpoint
     finally:
