@@ -127,7 +127,7 @@ def test_three_hosts_and_a_fleet_view_through_a_router(tmp_path: Path) -> None:
     # The fleet view's world is one of the host's own lines, for every vehicle.
     for line in fleet.lines:
         row = json.loads(line)
-        assert row["type"] == "fleet_vehicle"
+        validate_message(row)
         assert row["world"] in outs[row["vehicle"]].messages("world")
 
 

@@ -12,6 +12,7 @@ from gizmo_host.cli.main import main
 from gizmo_host.timing import FakeScheduler, settle
 from gizmo_host.zenoh.fleet import FleetRow, FleetView
 from gizmo_host.zenoh.watch import FleetWatch
+from tests.support.schemas import validate_message
 
 MS = 1_000_000
 TTL = 250 * MS
@@ -34,6 +35,7 @@ def test_a_vehicle_turns_stale_after_its_ttl_with_nothing_arriving() -> None:
     stale = view.row("uav1", 1000 * MS + TTL + 1)
     assert (stale.state, stale.verdict, stale.reason) == ("stale", "HOLD", "stale")
     assert stale.world["verdict"] == "PROCEED"  # the last line is kept, never shown as current
+    validate_message(stale.to_dict())
 
 
 def test_a_proceed_expires_by_its_own_validity_counted_from_its_arrival() -> None:
