@@ -134,14 +134,15 @@ async def view(
     reports = [0]
     watch = FleetWatch(FleetView(250_000_000), lambda rows: reports.__setitem__(0, reports[0] + 1))
     lo, hi = window  # wall-clock times: the lines made in the measured window count
-    feed = watch.feed
+    feed = watch.feed  # the view's own work, in both cases: parse, judge, report changes
 
-    def on_line(vehicle: str, payload: bytes, rx_ns: int, rx_wall_ns: int) -> None:
-        feed(f"gizmo/{vehicle}/world", payload, rx_ns)
+    def on_line(vehicle: str, payload: bytes, rx_ns: int, rx_wall_ns: int) -> str | None:
+        fed = feed(f"gizmo/{vehicle}/world", payload, rx_ns)
         message = json.loads(payload)  # the view parsed it too; here for seq and wall_ns
         seqs.setdefault(vehicle, set()).add(message["seq"])
         if lo * 1e9 <= message["wall_ns"] <= hi * 1e9:
             latencies.append(rx_wall_ns - message["wall_ns"])
+        return fed
 
     loop = asyncio.get_running_loop()
     session = None
@@ -152,8 +153,9 @@ async def view(
         session = open_session(ZenohConfig(enabled=True, mode="client", connect=(where,)))
         original = watch.feed
 
-        def timed(key_expr: str, payload: bytes, rx_ns: int) -> None:
-            on_line(key_expr.split("/")[1], payload, rx_ns, rx_ns + wall_offset)
+        def timed(key_expr: str, payload: bytes, rx_ns: int) -> str | None:
+            # Zenoh's path: stamped on its thread, drained on the loop, changes reported there
+            return on_line(key_expr.split("/")[1], payload, rx_ns, rx_ns + wall_offset)
 
         wall_offset = time.time_ns() - time.monotonic_ns()
         watch.feed = timed  # type: ignore[method-assign]
@@ -165,8 +167,8 @@ async def view(
         class Datagrams(asyncio.DatagramProtocol):
             def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
                 rx_ns, rx_wall = time.monotonic_ns(), time.time_ns()
-                vehicle = f"udp{addr[1]}"
-                on_line(vehicle, data, rx_ns, rx_wall)
+                vehicle = on_line(f"udp{addr[1]}", data, rx_ns, rx_wall)
+                watch._report_changes(None if vehicle is None else {vehicle})
 
         transport_, _ = await loop.create_datagram_endpoint(Datagrams, local_addr=(host, int(port)))
         sock = transport_.get_extra_info("socket")

@@ -14,6 +14,7 @@ Everything takes ``now_ns``; ``next_deadline_ns`` says when the view must look a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -119,13 +120,17 @@ class FleetView:
     def rows(self, now_ns: int) -> list[FleetRow]:
         return [self.row(v, now_ns) for v in sorted(self._vehicles)]
 
-    def changed(self, now_ns: int) -> list[FleetRow]:
-        """The rows that differ from the last ones returned by ``changed`` or ``mark_all``
-        (state, verdict, the line's verdict, reasons and selected target), marked as shown."""
+    def changed(self, now_ns: int, vehicles: Iterable[str] | None = None) -> list[FleetRow]:
+        """The rows (of ``vehicles``, default all) that differ from the last ones returned by
+        ``changed`` or ``mark_all`` (state, verdict, the line's verdict, reasons, selected
+        target, link), marked as shown. A new line can change only its own vehicle's row;
+        time passing, any row (``next_deadline_ns``)."""
         out = []
-        for vehicle in sorted(self._vehicles):
+        for vehicle in sorted(self._vehicles if vehicles is None else vehicles):
+            entry = self._vehicles.get(vehicle)
+            if entry is None:
+                continue
             row = self.row(vehicle, now_ns)
-            entry = self._vehicles[vehicle]
             shown = _shown(row)
             if shown != entry.shown:
                 entry.shown = shown

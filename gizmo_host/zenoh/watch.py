@@ -98,30 +98,36 @@ class FleetWatch:
     def _drain(self) -> None:
         self._scheduled = False
         pending = self._pending
+        touched: set[str] = set()
         while pending:
             key_expr, payload, rx_ns = pending.popleft()
-            self.feed(key_expr, payload, rx_ns)
-        self._report_changes()
+            vehicle = self.feed(key_expr, payload, rx_ns)
+            if vehicle is not None:
+                touched.add(vehicle)
+        self._report_changes(touched)
 
-    def feed(self, key_expr: str, payload: bytes, rx_ns: int) -> None:
-        """One sample into the view (``_drain``, or a test or bench without Zenoh)."""
+    def feed(self, key_expr: str, payload: bytes, rx_ns: int) -> str | None:
+        """One sample into the view (``_drain``, or a test or bench without Zenoh); its
+        vehicle, if it is one of ours."""
         vehicle = vehicle_of(key_expr)
         if vehicle is None:
-            return
+            return None
         self.samples += 1
         try:
             message = json.loads(payload)
         except ValueError:
             self.undecodable += 1
-            return
+            return None
         if key_expr.endswith("/world"):
             self.view.on_world(vehicle, message, rx_ns)
         else:
             self.view.on_link(vehicle, message)
+        return vehicle
 
-    def _report_changes(self) -> None:
+    def _report_changes(self, vehicles: set[str] | None = None) -> None:
+        """The rows that changed (of ``vehicles``: those a sample just came for; None: all)."""
         now = self.scheduler.now_ns()
-        rows = self.view.changed(now)
+        rows = self.view.changed(now, vehicles)
         if rows:
             self.report(rows)
         self._arm_deadline(now)

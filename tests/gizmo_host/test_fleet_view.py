@@ -65,13 +65,16 @@ def test_the_next_deadline_is_the_earliest_change_without_input() -> None:
 def test_changes_are_reported_once_and_lost_lines_counted() -> None:
     view = FleetView(TTL)
     view.on_world("uav1", world(1), rx_ns=0)
-    assert [r.vehicle for r in view.changed(0)] == ["uav1"]
+    view.on_world("uav2", world(1), rx_ns=0)
+    assert view.changed(0, ["uav3"]) == []  # only the vehicles named, and known
+    assert [r.vehicle for r in view.changed(0, ["uav1"])] == ["uav1"]
+    assert [r.vehicle for r in view.changed(0)] == ["uav2"]
     view.on_world("uav1", world(2), rx_ns=20 * MS)
     assert view.changed(20 * MS) == []  # same verdict, same target: nothing to say
     view.on_world("uav1", world(5, verdict="HOLD"), rx_ns=40 * MS)
     (row,) = view.changed(40 * MS)
     assert (row.verdict, row.lost) == ("HOLD", 2)
-    assert [r.vehicle for r in view.mark_all(40 * MS)] == ["uav1"]
+    assert [r.vehicle for r in view.mark_all(40 * MS)] == ["uav1", "uav2"]
     assert not view.changed(40 * MS)
 
 
