@@ -39,9 +39,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", default="peer", choices=["peer", "client"])
     parser.add_argument("--scouting", action="store_true", help="find peers by multicast")
     parser.add_argument("--duration", metavar="S", help="stop after S seconds")
+    parser.add_argument(
+        "--max-clock-error-ms", metavar="MS",
+        help="the hosts' wall clocks are within MS of this one (NTP/PTP): a line's transport "
+        "delay beyond it counts against its age (default: age by receive time only)",
+    )  # fmt: skip
 
 
-def _options(args: argparse.Namespace) -> tuple[float, float | None, Any]:
+def _options(args: argparse.Namespace) -> tuple[float, float | None, float | None, Any]:
     from gizmo_host.zenoh.config import ZenohConfig  # noqa: PLC0415
 
     try:
@@ -50,6 +55,17 @@ def _options(args: argparse.Namespace) -> tuple[float, float | None, Any]:
         ttl_ms = math.nan
     if not (math.isfinite(ttl_ms) and 1 <= ttl_ms <= 3_600_000):
         raise ConfigError(f"--ttl-ms: expected milliseconds 1..3600000, got {args.ttl_ms!r}")
+    clock_error = None
+    if args.max_clock_error_ms is not None:
+        try:
+            clock_error = float(args.max_clock_error_ms)
+        except ValueError:
+            clock_error = math.nan
+        if not (math.isfinite(clock_error) and 0 <= clock_error <= 3_600_000):
+            raise ConfigError(
+                "--max-clock-error-ms: expected milliseconds 0..3600000, "
+                f"got {args.max_clock_error_ms!r}"
+            )
     duration = None
     if args.duration is not None:
         try:
@@ -69,12 +85,12 @@ def _options(args: argparse.Namespace) -> tuple[float, float | None, Any]:
     except ConfigError as exc:
         flag = "--" + (exc.key or "zenoh.connect").removeprefix("zenoh.")
         raise ConfigError(f"{flag}: {str(exc).partition(': ')[2]}") from None
-    return ttl_ms, duration, config
+    return ttl_ms, duration, clock_error, config
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        ttl_ms, duration, config = _options(args)
+        ttl_ms, duration, clock_error, config = _options(args)
         import gizmo_host.zenoh.session  # noqa: F401, PLC0415 - the extra, checked first
     except ConfigError as exc:
         print(f"gizmo-host fleet: {exc}", file=sys.stderr)
@@ -84,14 +100,16 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
     try:
-        asyncio.run(_watch(config, ttl_ms, duration, args.json))
+        asyncio.run(_watch(config, ttl_ms, clock_error, duration, args.json))
     except Exception as exc:  # zenoh.ZError: a client with no router, a bad endpoint
         print(f"gizmo-host fleet: {exc}", file=sys.stderr)
         return 1
     return 0
 
 
-async def _watch(config: Any, ttl_ms: float, duration: float | None, json_lines: bool) -> None:
+async def _watch(
+    config: Any, ttl_ms: float, clock_error_ms: float | None, duration: float | None, json: bool
+) -> None:
     from gizmo_host.zenoh.fleet import FleetRow, FleetView  # noqa: PLC0415
     from gizmo_host.zenoh.session import open_session  # noqa: PLC0415
     from gizmo_host.zenoh.watch import FleetWatch  # noqa: PLC0415
@@ -101,8 +119,8 @@ async def _watch(config: Any, ttl_ms: float, duration: float | None, json_lines:
     restore = add_stop_handlers(loop, stop.set)
     if duration is not None:
         loop.call_later(duration, stop.set)
-    out: QueuedSink | None = stdout_sink() if json_lines else None
-    table = None if json_lines else FleetTable()
+    out: QueuedSink | None = stdout_sink() if json else None
+    table = None if json else FleetTable()
 
     def report(rows: list[FleetRow]) -> None:
         if out is not None:
@@ -111,7 +129,8 @@ async def _watch(config: Any, ttl_ms: float, duration: float | None, json_lines:
         elif table is not None:
             table.update(rows)
 
-    view = FleetView(round(ttl_ms * 1e6))
+    clock_error_ns = None if clock_error_ms is None else round(clock_error_ms * 1e6)
+    view = FleetView(round(ttl_ms * 1e6), clock_error_ns)
     session = await loop.run_in_executor(None, open_session, config)
     watch = FleetWatch(view, report)
     try:

@@ -7,7 +7,9 @@ clock): a vehicle is ``fresh`` while its newest world line arrived at most ``ttl
 verdict is PROCEED only while it is fresh, its newest line says PROCEED, and that line's own
 validity has not run out when counted from its arrival (``rx_ns + valid_until_ns - host_ns``):
 a stale vehicle's last PROCEED is never shown as current. The transport delay is not in
-``age_ms`` (the view cannot know it without a shared clock); see the README on freshness.
+``age_ms`` (the view cannot know it without a shared clock) unless the operator vouches for
+the clocks (``max_clock_error_ns``): then what the wall clocks say a line spent in transit,
+beyond that bound, counts against its age. See docs/zenoh.md on freshness.
 
 Everything takes ``now_ns``; ``next_deadline_ns`` says when the view must look again.
 """
@@ -33,6 +35,7 @@ class FleetRow(NamedTuple):
     world: dict[str, Any]
     link: str | None  # the newest link line's state, if any came
     lost: int  # world lines missing from the seq numbers seen (a host restart starts over)
+    delay_ms: float | None  # the newest line's transport delay by the wall clocks (offset in)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +47,7 @@ class FleetRow(NamedTuple):
             "age_ms": round(self.age_ms, 3),
             "link": self.link,
             "lost": self.lost,
+            "delay_ms": None if self.delay_ms is None else round(self.delay_ms, 3),
             "world": self.world,
         }
 
@@ -51,8 +55,9 @@ class FleetRow(NamedTuple):
 @dataclass(slots=True)
 class _Vehicle:
     world: dict[str, Any]
-    rx_ns: int
+    rx_ns: int  # the newest line's arrival, less its charged transport delay
     link: str | None = None
+    delay_ns: int | None = None  # the newest line's rx wall time - its wall_ns
     worlds: int = 0
     lost: int = 0
     shown: tuple[Any, ...] | None = None  # what the last emitted row said (change detection)
@@ -66,10 +71,16 @@ def _validity_ns(world: dict[str, Any]) -> int | None:
 
 
 class FleetView:
-    def __init__(self, ttl_ns: int) -> None:
+    """``max_clock_error_ns``: None, age by receive time only; else the bound the operator
+    vouches for between the hosts' wall clocks and this one (NTP, PTP): a line's transport
+    delay as the wall clocks see it (``rx_wall_ns - wall_ns``), less that bound, is charged
+    to its age, so a publisher whose lines arrive regularly but late turns stale too."""
+
+    def __init__(self, ttl_ns: int, max_clock_error_ns: int | None = None) -> None:
         if ttl_ns <= 0:
             raise ValueError(f"ttl_ns: expected > 0, got {ttl_ns}")
         self.ttl_ns = ttl_ns
+        self.max_clock_error_ns = max_clock_error_ns
         self._vehicles: dict[str, _Vehicle] = {}
         self.invalid = 0  # world lines that were not JSON objects
 
@@ -77,18 +88,29 @@ class FleetView:
     def vehicles(self) -> list[str]:
         return sorted(self._vehicles)
 
-    def on_world(self, vehicle: str, world: object, rx_ns: int) -> None:
+    def on_world(
+        self, vehicle: str, world: object, rx_ns: int, rx_wall_ns: int | None = None
+    ) -> None:
+        """A world line that arrived at ``rx_ns`` (this machine's monotonic clock) and, if
+        known, ``rx_wall_ns`` (its wall clock, for the transport delay)."""
         if not isinstance(world, dict):
             self.invalid += 1
             return
+        wall_ns = world.get("wall_ns")
+        delay_ns = None
+        if isinstance(wall_ns, int) and rx_wall_ns is not None:
+            delay_ns = rx_wall_ns - wall_ns
+        since_ns = rx_ns
+        if delay_ns is not None and self.max_clock_error_ns is not None:
+            since_ns -= max(0, delay_ns - self.max_clock_error_ns)
         entry = self._vehicles.get(vehicle)
         if entry is None:
-            self._vehicles[vehicle] = _Vehicle(world, rx_ns, worlds=1)
+            self._vehicles[vehicle] = _Vehicle(world, since_ns, delay_ns=delay_ns, worlds=1)
             return
         seq, last = world.get("seq"), entry.world.get("seq")
         if isinstance(seq, int) and isinstance(last, int) and seq > last + 1:
             entry.lost += seq - last - 1
-        entry.world, entry.rx_ns = world, max(entry.rx_ns, rx_ns)
+        entry.world, entry.rx_ns, entry.delay_ns = world, since_ns, delay_ns
         entry.worlds += 1
 
     def on_link(self, vehicle: str, link: object) -> None:
@@ -114,7 +136,7 @@ class FleetView:
                 verdict = PROCEED
         return FleetRow(
             vehicle, FRESH if fresh else STALE, verdict, reason, age_ns / 1e6, entry.world,
-            entry.link, entry.lost,
+            entry.link, entry.lost, None if entry.delay_ns is None else entry.delay_ns / 1e6,
         )  # fmt: skip
 
     def rows(self, now_ns: int) -> list[FleetRow]:

@@ -43,7 +43,7 @@ class FleetWatch:
         self.scheduler = scheduler or LoopScheduler(clock)
         self._clock = clock
         self._refresh_ns = round(refresh_s * 1e9)
-        self._pending: collections.deque[tuple[str, bytes, int]] = collections.deque()
+        self._pending: collections.deque[tuple[str, bytes, int, int]] = collections.deque()
         self._scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._subscribers: list[zenoh.Subscriber[None]] = []
@@ -79,7 +79,7 @@ class FleetWatch:
     # -- Zenoh's threads -------------------------------------------------------------------
 
     def _on_sample(self, sample: zenoh.Sample) -> None:
-        rx_ns = self._clock()
+        rx_ns, rx_wall_ns = self._clock(), time.time_ns()
         pending = self._pending
         if len(pending) >= MAX_PENDING:
             try:
@@ -87,7 +87,7 @@ class FleetWatch:
                 self.dropped += 1
             except IndexError:
                 pass
-        pending.append((str(sample.key_expr), sample.payload.to_bytes(), rx_ns))
+        pending.append((str(sample.key_expr), sample.payload.to_bytes(), rx_ns, rx_wall_ns))
         if not self._scheduled and self._loop is not None:
             self._scheduled = True
             with contextlib.suppress(RuntimeError):  # a closed loop: the command is ending
@@ -100,13 +100,15 @@ class FleetWatch:
         pending = self._pending
         touched: set[str] = set()
         while pending:
-            key_expr, payload, rx_ns = pending.popleft()
-            vehicle = self.feed(key_expr, payload, rx_ns)
+            key_expr, payload, rx_ns, rx_wall_ns = pending.popleft()
+            vehicle = self.feed(key_expr, payload, rx_ns, rx_wall_ns)
             if vehicle is not None:
                 touched.add(vehicle)
         self._report_changes(touched)
 
-    def feed(self, key_expr: str, payload: bytes, rx_ns: int) -> str | None:
+    def feed(
+        self, key_expr: str, payload: bytes, rx_ns: int, rx_wall_ns: int | None = None
+    ) -> str | None:
         """One sample into the view (``_drain``, or a test or bench without Zenoh); its
         vehicle, if it is one of ours."""
         vehicle = vehicle_of(key_expr)
@@ -119,7 +121,7 @@ class FleetWatch:
             self.undecodable += 1
             return None
         if key_expr.endswith("/world"):
-            self.view.on_world(vehicle, message, rx_ns)
+            self.view.on_world(vehicle, message, rx_ns, rx_wall_ns)
         else:
             self.view.on_link(vehicle, message)
         return vehicle

@@ -78,6 +78,28 @@ def test_changes_are_reported_once_and_lost_lines_counted() -> None:
     assert not view.changed(40 * MS)
 
 
+def test_lines_arriving_regularly_but_late_are_fresh_by_receive_time_alone() -> None:
+    """Receive time cannot see a transport delay: a publisher delayed 300 ms in transit but
+    steady looks fresh. The wall clocks can, when the operator vouches for them."""
+    wall = 1_780_000_000 * 10**9  # world()'s wall_ns
+    blind = FleetView(TTL)
+    blind.on_world("uav1", world(1), rx_ns=0, rx_wall_ns=wall + 300 * MS)
+    row = blind.row("uav1", 0)
+    assert (row.state, row.verdict, row.delay_ms) == ("fresh", "PROCEED", 300.0)
+
+    seeing = FleetView(TTL, max_clock_error_ns=20 * MS)
+    seeing.on_world("uav1", world(1), rx_ns=0, rx_wall_ns=wall + 300 * MS)
+    row = seeing.row("uav1", 0)
+    assert (row.state, row.verdict, row.reason, row.age_ms) == ("stale", "HOLD", "stale", 280.0)
+    # Within the bound the clocks are not believed over the receive time.
+    seeing.on_world("uav1", world(2), rx_ns=10 * MS, rx_wall_ns=wall + 15 * MS)
+    assert seeing.row("uav1", 10 * MS)[1:5] == ("fresh", "PROCEED", None, 0.0)
+    # 100 ms late, 80 ms beyond the bound: it turns stale 80 ms before its TTL.
+    seeing.on_world("uav1", world(3), rx_ns=20 * MS, rx_wall_ns=wall + 100 * MS)
+    assert seeing.next_deadline_ns(20 * MS) == 20 * MS - 80 * MS + 200 * MS + 1  # validity
+    assert seeing.row("uav1", 20 * MS + TTL - 80 * MS + 1).state == "stale"
+
+
 def test_a_non_object_world_line_is_counted_not_kept() -> None:
     view = FleetView(TTL)
     view.on_world("uav1", [1, 2], rx_ns=0)
@@ -130,6 +152,7 @@ def test_delayed_publisher_goes_stale_on_time_and_fresh_again_on_its_next_line()
         (["--duration", "-1"], "gizmo-host fleet: --duration: expected seconds > 0"),
         (["--connect", "127.0.0.1:7447"], "gizmo-host fleet: --connect: expected endpoints"),
         (["--mode", "client"], "gizmo-host fleet: --connect: expected a router's endpoint"),
+        (["--max-clock-error-ms", "-1"], "gizmo-host fleet: --max-clock-error-ms: expected"),
     ],
 )
 def test_a_bad_fleet_option_is_one_line_and_status_2(capsys, args, message) -> None:
