@@ -21,7 +21,8 @@ MESSAGE_TYPES = ("world", "result", "link", "verdict", "stats", "version")
 ROOT = "gizmo"
 # A key chunk: no key-expression syntax (/ * $ ? #), no whitespace, not empty.
 _CHUNK = re.compile(r"^[^/*$?#\s]+$")
-_ENDPOINT = re.compile(r"^[a-z0-9]+/\S+$")  # "tcp/127.0.0.1:7447", "udp/[::1]:7447", ...
+# "tcp/127.0.0.1:7447", "udp/[::1]:7447", ...: Zenoh's link protocols (another never opens)
+_ENDPOINT = re.compile(r"^(tcp|udp|tls|quic|ws|unixsock-stream|unixpipe|serial|vsock)/\S+$")
 MAX_ROS2_DOMAIN = 232  # ROS 2's domain ids (DDS' port arithmetic stops there)
 
 

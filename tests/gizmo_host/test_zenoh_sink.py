@@ -37,6 +37,7 @@ def test_line_type_reads_the_start_or_parses() -> None:
     [
         ({"mode": "router"}, "zenoh.mode: expected 'peer' or 'client'"),
         ({"connect": ["127.0.0.1:7447"]}, "zenoh.connect: expected endpoints"),
+        ({"listen": ["foo/bar:1"]}, "zenoh.listen: expected endpoints"),
         ({"connect": "tcp/a:1"}, None),
         ({"mode": "client"}, "zenoh.connect: expected a router's endpoint"),
         ({"vehicle": "a/b"}, "zenoh.vehicle: expected a name without"),
