@@ -174,3 +174,11 @@ def test_rmw_zenoh_samples_count_their_own_sequence_and_carry_the_wall_time() ->
         assert (seq, wall) == (keys.parse_attachment(before.attachment or b"")[0] + 1, stamp)
         assert gid == keys.parse_attachment(before.attachment or b"")[2]
     assert first[0].key.endswith(DETECTIONS_HASH) and first[1].key.endswith(POSE_HASH)
+
+
+def test_bridge_samples_are_the_topic_without_its_slash_and_raw_cdr() -> None:
+    publication = Ros2Publication("bridge", "uav1")
+    detections, pose = publication.samples(snapshot(), 0)
+    assert (detections.key, pose.key) == ("gizmo/uav1/detections", "gizmo/uav1/pose")
+    assert detections.attachment is None and pose.attachment is None
+    assert detections.payload.hex() == DETECTIONS_HEX
