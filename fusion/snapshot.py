@@ -124,6 +124,9 @@ class WorldSnapshot:
     vehicle: VehicleState | None
     sources: Mapping[str, SourceStatus]
     targets: tuple[TargetState, ...]  # newest capture first
+    # host_ns on CLOCK_REALTIME, stamped by the publisher (the model reads no clock); None
+    # until then, or when no wall clock is known (a replayed capture that recorded none).
+    wall_ns: int | None = None
 
     @property
     def proceed(self) -> bool:
@@ -138,6 +141,7 @@ class WorldSnapshot:
             "format_version": FORMAT_VERSION,
             "seq": self.seq,
             "host_ns": self.host_ns,
+            "wall_ns": self.wall_ns,
             "valid_until_ns": self.valid_until_ns,
             "verdict": self.verdict.value,
             "reasons": [r.value for r in self.reasons],

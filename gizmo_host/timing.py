@@ -7,6 +7,9 @@ simulator stand-in's sends (``sleep_until_ns``, which a request can cut short).
 and callbacks run on the running asyncio loop. ``FakeScheduler`` is a manual clock for tests:
 time moves only when the test calls ``advance``, and every timer due by then runs, in order,
 exactly at its time.
+
+A ``WallClock`` maps host time to ``CLOCK_REALTIME`` for what leaves the machine (the world
+line's ``wall_ns``): ``realtime_of`` live, ``RecordedWallClock`` in an offline replay.
 """
 
 from __future__ import annotations
@@ -18,6 +21,34 @@ import itertools
 import time
 from collections.abc import Callable
 from typing import Protocol
+
+WallClock = Callable[[int], int | None]  # host ns -> CLOCK_REALTIME ns (None: not known)
+
+
+def realtime_of(host_ns: int) -> int:
+    """``host_ns`` (``CLOCK_MONOTONIC``) on ``CLOCK_REALTIME``, with the offset between the
+    two sampled now: two vDSO reads (~100 ns), so an NTP step (a board without an RTC sets its
+    clock minutes after boot) shows in the next snapshot rather than never. Only for times
+    close to now, as a snapshot's is."""
+    return host_ns + (time.time_ns() - time.monotonic_ns())
+
+
+class RecordedWallClock:
+    """A capture's one offset (``monotonic_ns_at_start`` and ``wall_clock_ns_at_start``,
+    sampled together when recording began): a replay's ``wall_ns`` is deterministic."""
+
+    __slots__ = ("offset_ns",)
+
+    def __init__(self, monotonic_ns: int, wall_ns: int) -> None:
+        self.offset_ns = wall_ns - monotonic_ns
+
+    def __call__(self, host_ns: int) -> int:
+        return host_ns + self.offset_ns
+
+
+def no_wall_clock(host_ns: int) -> None:
+    """A replayed capture that recorded no wall clock: ``wall_ns`` is null, not a guess."""
+    return None
 
 
 class Timer(Protocol):

@@ -67,6 +67,7 @@ from gizmo_host.live.config import LinkConfig, PipelineConfig
 from gizmo_host.stream.store import parse_selector
 from gizmo_host.tomlfile import MAX_FILE_BYTES, MAX_LINE_CHARS, display_name, read_toml
 from gizmo_host.wire.results import ResultType
+from gizmo_host.zenoh.config import ZenohConfig
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -156,6 +157,7 @@ class HostConfig:
     mavlink: MavlinkConfig = field(default_factory=MavlinkConfig)
     world: Mapping[str, Any] = field(default_factory=dict)  # checked by world_setup()
     camera: Mapping[str, Any] | None = None  # None: no [camera], no world model
+    zenoh: ZenohConfig = field(default_factory=ZenohConfig)
 
     @property
     def selector(self) -> Selector:

@@ -38,7 +38,7 @@ from gizmo_host.app.world import DatagramRouter, apply_events, build_world, worl
 from gizmo_host.app.world_config import pose_source
 from gizmo_host.bridge.world import WorldService
 from gizmo_host.deploy.diagnostics import explain_open_error
-from gizmo_host.errors import ServiceFailed
+from gizmo_host.errors import ConfigError, ServiceFailed
 from gizmo_host.live.link import BytesCallback, OpenFunction
 from gizmo_host.live.service import GizmoService
 from gizmo_host.publish.lines import JsonLinesPublisher, Message, encode_line, with_types
@@ -108,6 +108,8 @@ class Host:
         if outputs:
             for output in outputs_for(config.publish, encode_line(self.version)):
                 self.add_output(output)
+            if config.zenoh.enabled:
+                self._add_zenoh()
         self._stats_ns = round(config.publish.stats_interval_s * 1e9)
         self._stats_timer: Timer | None = None
         self._started: list[Output] = []
@@ -143,6 +145,22 @@ class Host:
         self._check_not_started()
         self._outputs.append(output)
         self.publisher.add_sink(output)
+
+    def _add_zenoh(self) -> None:
+        """``[zenoh]``'s output (the zenoh extra), and its sink for ROS 2's messages."""
+        try:
+            from gizmo_host.zenoh.sink import ZenohOutput  # noqa: PLC0415 - optional extra
+
+            output = ZenohOutput(self.config.zenoh)
+        except ImportError as exc:
+            raise ConfigError(
+                f"zenoh.enabled: the zenoh extra is not installed ({exc}); "
+                "pip install 'gizmo-host[zenoh]' (and [ros2] for zenoh.ros2)",
+                "zenoh.enabled",
+            ) from None
+        self.add_output(output)
+        if output.wants_snapshots:
+            self.add_sink(output.on_message)
 
     def _check_not_started(self) -> None:
         if self._connected:

@@ -32,7 +32,7 @@ from gizmo_host.capture.settings import HostSettings
 from gizmo_host.errors import CaptureError, ConfigError, IllegalTransition
 from gizmo_host.stream.events import LinkState
 from gizmo_host.stream.linkstate import REASON_OPENED, LinkInput
-from gizmo_host.timing import FakeScheduler
+from gizmo_host.timing import FakeScheduler, RecordedWallClock, WallClock, no_wall_clock
 
 REASON_IMPLIED_OPEN = "capture: bytes before any recorded open"
 
@@ -80,6 +80,17 @@ def selector_text(selector: Selector) -> str:
     return ",".join(parts) or "any"
 
 
+def recorded_wall_clock(capture: dict[str, str]) -> WallClock:
+    """The wall clock a capture recorded (its one offset), so a replay's ``wall_ns`` is the
+    same every time; none (``wall_ns`` null) if it recorded none or an unreadable one."""
+    try:
+        return RecordedWallClock(
+            int(capture["monotonic_ns_at_start"]), int(capture["wall_clock_ns_at_start"])
+        )
+    except (KeyError, ValueError):
+        return no_wall_clock
+
+
 class _Lines:
     """The replay's output: the lines the host's publisher wrote, taken in order."""
 
@@ -114,7 +125,11 @@ class OfflineReplay:
         if info.world is not None:
             setup = world_setup_from(info.world, f"{where}: gizmo-host.world")
             world, router = build_world(
-                setup, self.world_scheduler, receivers=False, requests=False
+                setup,
+                self.world_scheduler,
+                receivers=False,
+                requests=False,
+                wall_clock=recorded_wall_clock(info.capture),
             )
         try:
             config = host_config(info.settings)

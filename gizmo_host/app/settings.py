@@ -21,6 +21,8 @@ from typing import Any
 from fusion import CameraConfig, WorldConfig
 from gizmo_host.live import event_loop
 from gizmo_host.live.config import LinkConfig, PipelineConfig
+from gizmo_host.zenoh.config import MAX_ROS2_DOMAIN, ROS2_MODES, ZenohConfig
+from gizmo_host.zenoh.config import MODES as ZENOH_MODES
 
 MIN_PERIOD_S = 0.01  # the shortest timer period or interval any setting may ask for
 MAX_PERIOD_S = 3600.0
@@ -313,7 +315,36 @@ MAVLINK_SETTINGS: tuple[Setting, ...] = (
             choices=POSE_SOURCES),
 )  # fmt: skip
 
-SETTINGS: tuple[Setting, ...] = HOST_SETTINGS + WORLD_SETTINGS + CAMERA_SETTINGS + MAVLINK_SETTINGS
+
+def _z(name: str, kind: str, doc: str, low: float | None = None, high: float | None = None,
+       unit: str = "", **kw: Any) -> Setting:  # fmt: skip
+    return Setting("zenoh", name, kind, _default(ZenohConfig, name), doc, low, high, unit,
+                   commands=RUN, **kw)  # fmt: skip
+
+
+# [zenoh]: the fleet's transport (gizmo_host.zenoh, the zenoh extra; ros2: the ros2 extra).
+ZENOH_SETTINGS: tuple[Setting, ...] = (
+    _z("enabled", "bool", "publish every line on gizmo/<vehicle>/<type> over Zenoh",
+       flag="--zenoh"),
+    _z("mode", "str", "peer, or client (of a router: connect required)", flag="--zenoh-mode",
+       choices=ZENOH_MODES),
+    _z("connect", "list", "endpoints to reach, e.g. [\"tcp/192.168.1.10:7447\"]",
+       flag="--zenoh-connect", metavar="ENDPOINT[,...]"),
+    _z("listen", "list", "endpoints to listen on", flag="--zenoh-listen",
+       metavar="ENDPOINT[,...]"),
+    _z("multicast_scouting", "bool", "find peers by multicast (off: only the endpoints)"),
+    _z("vehicle", "str", "the key prefix's vehicle name (unset: the hostname)", optional=True,
+       flag="--zenoh-vehicle", metavar="NAME", what="a vehicle name"),
+    _z("ros2", "str", "ROS 2 messages: off, bridge (zenoh-bridge-ros2dds keys) or rmw_zenoh",
+       flag="--ros2", choices=ROS2_MODES),
+    _z("ros2_domain", "int", "the ROS 2 domain id (rmw_zenoh keys)", 0, MAX_ROS2_DOMAIN),
+    _z("queue_lines", "int", "lines waiting for the Zenoh thread before the oldest drops", 1,
+       1_000_000),
+)  # fmt: skip
+
+SETTINGS: tuple[Setting, ...] = (
+    HOST_SETTINGS + WORLD_SETTINGS + CAMERA_SETTINGS + MAVLINK_SETTINGS + ZENOH_SETTINGS
+)
 BY_KEY: Mapping[str, Setting] = MappingProxyType({s.key: s for s in SETTINGS})
 SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(s.section for s in SETTINGS))
 
@@ -342,7 +373,8 @@ def add_flags(parser: argparse.ArgumentParser, command: str) -> None:
             if s.section not in groups:
                 groups[s.section] = parser.add_argument_group(title)
             target = groups[s.section]
-        help_text = f"{'turn off: ' if s.kind == 'bool' else ''}{s.doc} ([{s.section}] {s.name}"
+        off = "turn off: " if s.kind == "bool" and s.default else ""
+        help_text = f"{off}{s.doc} ([{s.section}] {s.name}"
         help_text += ")" if s.default is None else f", default {_shown(s.default)})"
         if s.kind == "bool":  # a flag that turns the default off
             target.add_argument(s.flag, dest=s.dest, action="store_const", const=not s.default,
@@ -358,7 +390,11 @@ def add_flags(parser: argparse.ArgumentParser, command: str) -> None:
 
 
 _UNIT_METAVAR = {"s": "S", "ms": "MS", "Hz": "HZ"}
-_GROUPS = {"rflysim": "world model (with [camera])", "mavlink": "autopilot (MAVLink)"}
+_GROUPS = {
+    "rflysim": "world model (with [camera])",
+    "mavlink": "autopilot (MAVLink)",
+    "zenoh": "fleet (Zenoh)",
+}
 
 
 def overrides_from(args: argparse.Namespace) -> dict[str, dict[str, Any]]:

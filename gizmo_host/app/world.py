@@ -16,7 +16,7 @@ from fusion import WorldModel
 from gizmo_host.app.world_config import WorldSetup
 from gizmo_host.bridge.rfly_sources import RflySimSetup, SensorRequester, rfly_receivers
 from gizmo_host.bridge.world import WorldService
-from gizmo_host.timing import Scheduler
+from gizmo_host.timing import Scheduler, WallClock, realtime_of
 from rfly_link.io import Event, UdpReceiver
 
 
@@ -26,14 +26,16 @@ def build_world(
     *,
     receivers: bool = True,
     requests: bool = True,
+    wall_clock: WallClock = realtime_of,
 ) -> tuple[WorldService, DatagramRouter | None]:
     """The world service for resolved settings. With ``receivers`` it binds RflySim's ports
     itself (``run``); without, it has none and the router feeds it (``record``, replay).
-    ``requests``: ask CopterSim for the replies ``[rflysim]`` names (never in a replay)."""
+    ``requests``: ask CopterSim for the replies ``[rflysim]`` names (never in a replay);
+    ``wall_clock``: each snapshot's ``wall_ns`` (a replay's from its capture)."""
     model = WorldModel(setup.camera, setup.world, selector=setup.selector)
     rflysim = setup.rflysim
     if rflysim is None:
-        return WorldService(model, scheduler=scheduler), None
+        return WorldService(model, scheduler=scheduler, wall_clock=wall_clock), None
     asks = requests and bool(rflysim.request_odometry_hz or rflysim.request_imu_hz)
     requester = SensorRequester(rflysim) if asks else None
     world = WorldService(
@@ -42,6 +44,7 @@ def build_world(
         rfly=rflysim.adapter(),
         receivers=rfly_receivers(rflysim) if receivers else (),
         requester=requester,
+        wall_clock=wall_clock,
     )
     return world, None if receivers else DatagramRouter(rflysim)
 

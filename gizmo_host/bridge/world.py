@@ -47,7 +47,7 @@ from gizmo_host.bridge.world_adapters import GizmoAdapter
 from gizmo_host.live.subscription import FailureCounter, FailureLatch, Subscription
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.store import LinkVerdict
-from gizmo_host.timing import LoopScheduler, Scheduler, Timer
+from gizmo_host.timing import LoopScheduler, Scheduler, Timer, WallClock, realtime_of
 from rfly_link.io import Event, ReceiverGroup, UdpReceiver
 
 LOGGER = logging.getLogger(__name__)
@@ -81,10 +81,11 @@ class WorldService:
         rfly: RflyAdapter | None = None,
         receivers: Sequence[UdpReceiver] = (),
         requester: SensorRequester | None = None,
+        wall_clock: WallClock = realtime_of,
     ) -> None:
         """``rate_hz`` and ``publish_on_change`` come from ``model.config``; ``rfly`` adapts
         what ``receivers`` deliver (required with receivers); ``requester`` keeps CopterSim
-        streaming replies."""
+        streaming replies; ``wall_clock`` stamps each published snapshot's ``wall_ns``."""
         if receivers and rfly is None:
             raise ValueError("rfly: expected an RflyAdapter for the receivers' messages")
         self.model = model
@@ -109,6 +110,7 @@ class WorldService:
         self._proceed_until_ns: int | None = None
         self._renew_at_ns = 0
         self._seq = 0
+        self._wall_clock = wall_clock
         self.inputs = 0
         self.published = 0
         self._listener_errors = FailureCounter(LOGGER)
@@ -303,7 +305,12 @@ class WorldService:
         valid_until_ns = snapshot.valid_until_ns
         if not snapshot.proceed and self._tick is not None:  # re-evaluated at the next tick
             valid_until_ns = min(valid_until_ns, self._tick_due_ns)
-        snapshot = dataclasses.replace(snapshot, seq=self._seq, valid_until_ns=valid_until_ns)
+        snapshot = dataclasses.replace(
+            snapshot,
+            seq=self._seq,
+            valid_until_ns=valid_until_ns,
+            wall_ns=self._wall_clock(snapshot.host_ns),
+        )
         self._last_key = key
         self._proceed_until_ns = valid_until_ns if snapshot.proceed else None
         self._renew_at_ns = (snapshot.host_ns + valid_until_ns) // 2

@@ -86,6 +86,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--frames", metavar="N", help="--protocol: frames in the noisy stream")
     parser.add_argument(
+        "--zenoh",
+        action="store_true",
+        help="the vehicles on Zenoh, through a router, and a fleet view",
+    )
+    parser.add_argument("--vehicles", metavar="N", help="--zenoh: how many (default 3)")
+    parser.add_argument(
         "--log-level",
         default="WARNING",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -106,6 +112,7 @@ class Options:
     json: bool
     protocol: bool
     frames: int | None
+    vehicles: int | None = None  # --zenoh: the fleet demo
 
 
 def _integer(flag: str, text: str, low: int, high: int) -> int:
@@ -139,7 +146,14 @@ def parse_options(args: argparse.Namespace) -> Options:
             raise UsageError("--frames: only with --protocol")
     elif args.faults is not None or args.duration is not None or args.scenario != "orbit":
         raise UsageError("--protocol: takes only --frames, --seed and --json")
-    return Options(duration, args.faults, seed, args.scenario, args.json, args.protocol, frames)
+    vehicles = None
+    if args.zenoh:
+        vehicles = 3 if args.vehicles is None else _integer("--vehicles", args.vehicles, 1, 20)
+    elif args.vehicles is not None:
+        raise UsageError("--vehicles: only with --zenoh")
+    return Options(
+        duration, args.faults, seed, args.scenario, args.json, args.protocol, frames, vehicles
+    )
 
 
 def builtin_timeline(duration_s: float | None, seed: int = 0) -> FaultTimeline:
@@ -187,6 +201,8 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"gizmo-host demo: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if options.vehicles is not None:
+        return _fleet(options, timeline, args.log_level)
     view = None if options.json else _table_view(timeline)
     logging.basicConfig(
         level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
@@ -208,6 +224,60 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(data, sort_keys=False), file=sys.stderr, flush=True)
     else:
         view.final(data)
+    return 0
+
+
+def _fleet(options: Options, timeline: FaultTimeline, log_level: str) -> int:
+    """``--zenoh``: the vehicles on Zenoh and the fleet view (``gizmo_host.app.demo_fleet``)."""
+    try:
+        from gizmo_host.app.demo_fleet import play_fleet  # noqa: PLC0415 - the zenoh extra
+    except ImportError:
+        print("gizmo-host demo: --zenoh needs the zenoh extra: pip install 'gizmo-host[zenoh]'",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
+    from gizmo_host.cli.fleet_table import FleetTable  # noqa: PLC0415
+    from gizmo_host.publish.lines import encode_line  # noqa: PLC0415
+
+    logging.basicConfig(
+        level=log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
+    table = None if options.json else FleetTable()
+
+    async def main(workdir: Path) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        restore = add_stop_handlers(loop, stop.set)
+        if options.duration_s is not None:
+            loop.call_later(options.duration_s, stop.set)
+        out = None if table is not None else stdout_sink()
+
+        def report(rows: list[Any]) -> None:
+            if table is not None:
+                table.update(rows)
+            elif out is not None:
+                for row in rows:
+                    out.send(encode_line(row.to_dict()))
+
+        settings = DemoSettings(options.scenario, timeline)
+        try:
+            with table or contextlib.nullcontext():
+                assert options.vehicles is not None
+                return await play_fleet(options.vehicles, settings, workdir, stop, report)
+        finally:
+            if out is not None:
+                await out.close()
+            restore()
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="gizmo-demo-") as workdir:
+            data = event_loop.run(main(Path(workdir)), event_loop.resolve("auto"))
+    except OSError as exc:
+        print(f"gizmo-host demo: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except DemoFailed as exc:
+        print(f"gizmo-host demo: failed: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(data), file=sys.stderr, flush=True)
     return 0
 
 

@@ -38,6 +38,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "rfly_link.cli",
         "receive RflySim sensors, CopterSim and RflySim3D data as JSON Lines",
     ),
+    "fleet": (
+        "gizmo_host.cli.fleet",
+        "every vehicle publishing on Zenoh: a live table, or JSON Lines (--json)",
+    ),
     "sim": (
         "gizmo_host.cli.sim",
         "a RflySim stand-in: a scripted scenario sent over UDP with its ground truth",

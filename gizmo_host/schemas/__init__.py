@@ -2,6 +2,7 @@
 
 ``world`` snapshots are fusion's own ``WorldSnapshot.to_dict()``: their schema is the one
 ``fusion/schemas/world.json`` defines (``fusion.world_schema()``), not a copy that could drift.
+``fleet_vehicle`` lines are ``gizmo-host fleet --json``'s.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any
 
 from fusion import world_schema
 
-MESSAGE_TYPES = ("version", "result", "link", "verdict", "stats", "error", "world")
+MESSAGE_TYPES = (
+    "version", "result", "link", "verdict", "stats", "error", "world", "fleet_vehicle",
+)  # fmt: skip
 
 
 def load_schema(message_type: str) -> dict[str, Any]:

@@ -48,6 +48,7 @@ from rfly_link import ports
 
 HERE = Path(__file__).resolve().parent
 START_NS = 20_000_000_000  # host time (CLOCK_MONOTONIC) of the first input
+WALL_NS = 1_780_000_000_000_000_000  # CLOCK_REALTIME at START_NS (2026-05-28): wall_ns
 READ_NS = 150_000  # a chunk is read this long after its last byte arrives
 NET_NS = 250_000  # a datagram arrives this long after it is sent
 DRAIN_NS = 100_000_000  # the emulator lets the reader drain before it hangs up
@@ -307,6 +308,9 @@ def build(name: str) -> bytes:
         "generator": "tests/captures/generate.py",
         "case": name,
         "description": case.description,
+        "host_clock": "CLOCK_MONOTONIC",
+        "monotonic_ns_at_start": str(START_NS),
+        "wall_clock_ns_at_start": str(WALL_NS),
         "emulator": json.dumps(emulation.stats(), sort_keys=True),
     }
     metadata = {}

@@ -37,6 +37,7 @@ TOP = [
     "format_version",
     "seq",
     "host_ns",
+    "wall_ns",
     "valid_until_ns",
     "verdict",
     "reasons",

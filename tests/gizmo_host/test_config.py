@@ -154,15 +154,7 @@ def _document(key: str, value: object) -> dict:
 
 
 _CAMERA = {"width_px": 640, "height_px": 480, "hfov_deg": 90.0}
-_INT_KEYS = {
-    "serial.baudrate",
-    "publish.unix_max_buffer_bytes",
-    "rflysim.copter_id",
-    "rflysim.request_odometry_hz",
-    "rflysim.request_imu_hz",
-    "mavlink.target_system",
-    "mavlink.target_component",
-}
+_INT_KEYS = {k for k, s in BY_KEY.items() if s.kind == "int"}
 
 
 # Every number of the host's own sections ([world] and [camera]: test_settings_table).
@@ -306,6 +298,11 @@ _PLAUSIBLE_STRINGS = {
     "mavlink.url": st.sampled_from(['"udpin:0.0.0.0:14540"', '"/dev/ttyAMA1:921600"', '"udp:x"']),
     "mavlink.send_to": st.sampled_from(['"127.0.0.1:20100"', '"nowhere"']),
     "mavlink.landing_target": st.sampled_from(['"ardupilot"', '"px4"', '"off"', '"apm"']),
+    "zenoh.mode": st.sampled_from(['"peer"', '"client"', '"router"']),
+    "zenoh.connect": st.sampled_from(["[]", '["tcp/127.0.0.1:7447"]', '["nowhere"]', '"x"']),
+    "zenoh.listen": st.sampled_from(["[]", '["tcp/0.0.0.0:7447"]', "[1]"]),
+    "zenoh.vehicle": st.sampled_from(['"uav-1"', '"a/b"', '""', '"*"']),
+    "zenoh.ros2": st.sampled_from(['"off"', '"bridge"', '"rmw_zenoh"', '"ros1"']),
 }
 
 
@@ -313,7 +310,7 @@ def _plausible(key: str) -> st.SearchStrategy[str]:
     """Values near the accepted range of ``key``: mostly accepted, sometimes just outside."""
     if key in _PLAUSIBLE_STRINGS:
         return _PLAUSIBLE_STRINGS[key]
-    if key in ("publish.stdout", "mavlink.pose"):
+    if BY_KEY[key].kind == "bool":
         return st.sampled_from(["true", "false"])
     limits = BY_KEY[key]
     if key in _INT_KEYS:

@@ -160,3 +160,20 @@ def test_no_timer_before_start_or_after_stop() -> None:
         await svc.stop()
 
     run(body)
+
+
+def test_each_published_snapshot_carries_its_time_on_the_wall_clock() -> None:
+    """``wall_ns`` is the wall clock's mapping of each snapshot's own ``host_ns``."""
+
+    async def body(clock: FakeScheduler) -> None:
+        got: list[WorldSnapshot] = []
+        model = world(rate_hz=10.0, publish_on_change=False)
+        offset_ns = 1_700_000_000_000_000_000
+        svc = WorldService(model, scheduler=clock, wall_clock=lambda ns: ns + offset_ns)
+        async with svc:
+            svc.add_listener(got.append)
+            clock.advance(300 * MS)
+        assert [s.wall_ns for s in got] == [T0 + n * 100 * MS + offset_ns for n in (1, 2, 3)]
+        assert got[0].to_dict()["wall_ns"] == T0 + 100 * MS + offset_ns
+
+    run(body)

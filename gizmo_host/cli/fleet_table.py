@@ -1,0 +1,65 @@
+"""The fleet's live table (``gizmo-host fleet``, ``gizmo-host demo --vehicles N --zenoh``):
+one row per vehicle, rich when installed, else one plain line per change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class FleetTable:
+    """The live table (rich), or one plain line per change without rich."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, Any] = {}
+        try:
+            from rich.live import Live  # noqa: PLC0415 - the demo extra
+
+            self.live: Any = Live(self._render(), refresh_per_second=4)
+        except ImportError:
+            self.live = None
+
+    def __enter__(self) -> None:
+        if self.live is not None:
+            self.live.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.__exit__(None, None, None)
+
+    def update(self, rows: list[Any]) -> None:
+        for row in rows:
+            self.rows[row.vehicle] = row
+            if self.live is None:
+                print(" ".join(str(c) for c in _cells(row)), flush=True)
+        if self.live is not None:
+            self.live.update(self._render())
+
+    def _render(self) -> Any:
+        from rich.table import Table  # noqa: PLC0415
+
+        table = Table(title="gizmo-host fleet")
+        for name in ("vehicle", "state", "verdict", "target", "az/el °", "position NED m",
+                     "age ms", "link", "lost"):  # fmt: skip
+            table.add_column(name)
+        for row in self.rows.values():
+            cells = _cells(row)
+            style = (
+                "green" if row.verdict == "PROCEED" else "yellow" if row.state == "fresh" else "red"
+            )
+            table.add_row(*[str(c) for c in cells], style=style)
+        return table
+
+
+def _cells(row: Any) -> list[Any]:
+    world = row.world
+    selected = world.get("selected")
+    target = next((t for t in world.get("targets") or [] if t.get("key") == selected), None)
+    bearing = "-"
+    if target is not None and target.get("azimuth_deg") is not None:
+        bearing = f"{target['azimuth_deg']:.1f}/{target['elevation_deg']:.1f}"
+    vehicle = world.get("vehicle") or {}
+    position = vehicle.get("position_ned_m")
+    where = "-" if position is None else ",".join(f"{v:.1f}" for v in position)
+    verdict = row.verdict + (f" ({row.reason})" if row.reason else "")
+    return [row.vehicle, row.state, verdict, selected or "-", bearing, where,
+            f"{row.age_ms:.0f}", row.link or "-", row.lost]  # fmt: skip

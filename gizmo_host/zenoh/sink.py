@@ -1,0 +1,238 @@
+"""``ZenohOutput``: the host's JSON lines on ``gizmo/<vehicle>/<type>``, from a thread of its own.
+
+The host's loop only appends to a bounded queue (``[zenoh] queue_lines``; when full, the oldest
+line is dropped and counted) and wakes the thread: opening the session (a client retries with
+backoff until its router answers), a slow peer or an outage never slows the serial path. The
+thread puts each line with congestion control DROP (Zenoh drops rather than blocks when a link
+is congested) and a Zenoh timestamp from the session's clock (HLC, wall-clock based).
+
+It answers ``gizmo/<vehicle>/world/latest`` with the newest world line (an error reply before
+the first one), and with ``[zenoh] ros2`` it also publishes each world snapshot as ROS 2
+messages (``gizmo_host.ros2``), built on the thread too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import logging
+import threading
+import time
+from typing import Any
+
+import zenoh
+
+from fusion import WorldSnapshot
+from gizmo_host.zenoh.config import MESSAGE_TYPES, ZenohConfig, key, latest_key
+from gizmo_host.zenoh.session import open_session
+
+LOGGER = logging.getLogger(__name__)
+_TYPE_PREFIX = b'{"type":"'
+BACKOFF_MIN_S, BACKOFF_MAX_S = 0.2, 5.0
+CLOSE_TIMEOUT_S = 2.0
+_ROS2 = "ros2"  # the queue's kind for a snapshot to publish as ROS 2 messages
+
+
+def line_type(line: bytes) -> str | None:
+    """A JSON line's ``type``: read from its start (every line the host writes begins with
+    it), else parsed; None when it has none."""
+    if line.startswith(_TYPE_PREFIX):
+        end = line.find(b'"', len(_TYPE_PREFIX))
+        if end > 0:
+            return line[len(_TYPE_PREFIX) : end].decode("ascii", "replace")
+    try:
+        value = json.loads(line).get("type")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+class ZenohOutput:
+    """An ``Output`` (``Host.add_output``) and, with ROS 2 on, a sink (``Host.add_sink``)."""
+
+    name = "zenoh"
+
+    def __init__(self, config: ZenohConfig, session: zenoh.Session | None = None) -> None:
+        """``session``: one to use (and not close); default, one opened for ``config``."""
+        self.config = config
+        self.vehicle = config.vehicle_name
+        self._given = session
+        self._queue: collections.deque[tuple[str, Any]] = collections.deque()
+        self._max = config.queue_lines
+        self._wake = threading.Event()
+        self._closing = False
+        self._thread: threading.Thread | None = None
+        self._latest_world: bytes | None = None
+        self.wants_snapshots = config.ros2 != "off"
+        if self.wants_snapshots:  # the ros2 extra, checked now rather than on the thread
+            from gizmo_host.ros2.publication import Ros2Publication  # noqa: PLC0415
+
+            self._ros2_class: type[Ros2Publication] | None = Ros2Publication
+        else:
+            self._ros2_class = None
+        self.handed = self.dropped = self.sent = self.errors = self.untyped = 0
+        self.queries = self.open_failures = self.ros2_samples = self.ros2_skipped = 0
+        self.connected = False
+
+    # -- the host's side (its loop) --------------------------------------------------------
+
+    def send(self, line: bytes) -> None:
+        message_type = line_type(line)
+        if message_type not in MESSAGE_TYPES:
+            self.untyped += 1
+            return
+        if message_type == "world":
+            self._latest_world = line  # one reference: the queryable reads it on its thread
+        self.handed += 1
+        self._put((message_type, line))
+
+    def on_message(self, message: object) -> None:
+        """A host sink: world snapshots to publish as ROS 2 messages."""
+        if isinstance(message, WorldSnapshot):
+            self._put((_ROS2, message))
+
+    def _put(self, item: tuple[str, Any]) -> None:
+        queue = self._queue
+        if len(queue) >= self._max:
+            try:
+                queue.popleft()
+                self.dropped += 1
+            except IndexError:  # the thread emptied it meanwhile
+                pass
+        queue.append(item)
+        self._wake.set()
+
+    async def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"zenoh {self.vehicle}")
+        self._thread.daemon = True  # a stuck session never keeps the process alive
+        self._thread.start()
+
+    async def close(self) -> None:
+        """Publish what is queued (the host's last lines), then close, within a bound."""
+        self._closing = True
+        self._wake.set()
+        thread = self._thread
+        if thread is not None:
+            await asyncio.get_running_loop().run_in_executor(None, thread.join, CLOSE_TIMEOUT_S)
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "queued": self.handed,
+            "dropped": self.dropped,
+            "disconnected": 0,  # Zenoh has no reader to cut off; see "connected"
+            "waiting": len(self._queue),
+            "connected": int(self.connected),
+            "sent": self.sent,
+            "errors": self.errors,
+            "untyped": self.untyped,
+            "queries": self.queries,
+            "open_failures": self.open_failures,
+            "ros2_samples": self.ros2_samples,
+            "ros2_skipped": self.ros2_skipped,
+        }
+
+    # -- the thread ------------------------------------------------------------------------
+
+    def _open(self) -> zenoh.Session | None:
+        """The session, retried with backoff until it opens or the output closes."""
+        if self._given is not None:
+            return self._given
+        delay = BACKOFF_MIN_S
+        while not self._closing:
+            try:
+                return open_session(self.config)
+            except zenoh.ZError as exc:
+                self.open_failures += 1
+                LOGGER.warning("zenoh: cannot open the session (%s); again in %.1f s", exc, delay)
+                self._wake.wait(delay)
+                self._wake.clear()
+                delay = min(BACKOFF_MAX_S, delay * 2)
+        return None
+
+    def _run(self) -> None:
+        session = self._open()
+        if session is None:
+            return
+        try:
+            self._serve(session)
+        except Exception:  # a bug here must not pass silently, nor reach the host's loop
+            self.errors += 1
+            LOGGER.exception("zenoh: the publishing thread failed")
+        finally:
+            self.connected = False
+            if session is not self._given:
+                session.close()  # type: ignore[no-untyped-call]
+
+    def _serve(self, session: zenoh.Session) -> None:
+        publishers = {
+            t: session.declare_publisher(
+                key(self.vehicle, t),
+                encoding=zenoh.Encoding.APPLICATION_JSON,
+                congestion_control=zenoh.CongestionControl.DROP,
+            )
+            for t in MESSAGE_TYPES
+        }
+        queryable = session.declare_queryable(latest_key(self.vehicle), self._on_query)
+        ros2 = None
+        if self._ros2_class is not None:
+            config = self.config
+            ros2 = self._ros2_class(
+                config.ros2, self.vehicle, config.ros2_domain, str(session.zid())
+            )
+            for ros2_key in ros2.keys:
+                publishers[ros2_key] = session.declare_publisher(
+                    ros2_key,
+                    encoding=zenoh.Encoding.APPLICATION_CDR,
+                    congestion_control=zenoh.CongestionControl.DROP,
+                )
+        self.connected = True
+        queue = self._queue
+        try:
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                while queue:
+                    kind, item = queue.popleft()
+                    if kind == _ROS2:
+                        if ros2 is not None:
+                            self._put_ros2(publishers, ros2, item)
+                        continue
+                    try:
+                        publishers[kind].put(item, timestamp=session.new_timestamp())
+                        self.sent += 1
+                    except zenoh.ZError:
+                        self.errors += 1
+                if self._closing:
+                    return
+        finally:
+            queryable.undeclare()  # type: ignore[no-untyped-call]
+            for publisher in publishers.values():
+                publisher.undeclare()  # type: ignore[no-untyped-call]
+
+    def _on_query(self, query: zenoh.Query) -> None:
+        """On Zenoh's thread: the newest world line, as it was published."""
+        self.queries += 1
+        line = self._latest_world
+        if line is None:
+            query.reply_err(b"no world snapshot yet")
+        else:
+            query.reply(latest_key(self.vehicle), line, encoding=zenoh.Encoding.APPLICATION_JSON)
+
+    def _put_ros2(
+        self, publishers: dict[str, zenoh.Publisher], ros2: Any, snapshot: WorldSnapshot
+    ) -> None:
+        try:
+            samples = ros2.samples(snapshot, time.time_ns())
+        except Exception:  # a message that cannot be built is counted, never raised
+            self.errors += 1
+            LOGGER.exception("zenoh: a ROS 2 message could not be built")
+            return
+        if not samples:
+            self.ros2_skipped += 1
+        for sample in samples:
+            try:
+                publishers[sample.key].put(sample.payload, attachment=sample.attachment)
+                self.ros2_samples += 1
+            except zenoh.ZError:
+                self.errors += 1

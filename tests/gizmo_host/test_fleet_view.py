@@ -1,0 +1,168 @@
+"""The fleet view's judgement, on the viewer's own clock: fresh, stale, and what may be shown."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from gizmo_host.cli.main import main
+from gizmo_host.timing import FakeScheduler, settle
+from gizmo_host.zenoh.fleet import FleetRow, FleetView
+from gizmo_host.zenoh.watch import FleetWatch
+from tests.support.schemas import validate_message
+
+MS = 1_000_000
+TTL = 250 * MS
+
+
+def world(seq: int, verdict: str = "PROCEED", valid_ms: int = 200) -> dict[str, Any]:
+    """A world line as its host wrote it: its own clock (host_ns) means nothing here."""
+    host_ns = 9_000_000_000_000 + seq * 20 * MS
+    return {
+        "type": "world", "seq": seq, "host_ns": host_ns, "wall_ns": 1_780_000_000 * 10**9,
+        "valid_until_ns": host_ns + valid_ms * MS, "verdict": verdict, "reasons": [],
+        "selected": "0:5:11", "vehicle": None, "sources": {}, "targets": [],
+    }  # fmt: skip
+
+
+def test_a_vehicle_turns_stale_after_its_ttl_with_nothing_arriving() -> None:
+    view = FleetView(TTL)
+    view.on_world("uav1", world(1), rx_ns=1000 * MS)
+    assert view.row("uav1", 1000 * MS + TTL).state == "fresh"
+    stale = view.row("uav1", 1000 * MS + TTL + 1)
+    assert (stale.state, stale.verdict, stale.reason) == ("stale", "HOLD", "stale")
+    assert stale.world["verdict"] == "PROCEED"  # the last line is kept, never shown as current
+    validate_message(stale.to_dict())
+
+
+def test_a_proceed_expires_by_its_own_validity_counted_from_its_arrival() -> None:
+    view = FleetView(TTL)
+    view.on_world("uav1", world(1, valid_ms=100), rx_ns=0)
+    assert view.row("uav1", 100 * MS).verdict == "PROCEED"
+    row = view.row("uav1", 100 * MS + 1)
+    assert (row.state, row.verdict, row.reason) == ("fresh", "HOLD", "expired")
+
+
+def test_a_hold_line_is_shown_as_hold_without_a_reason_of_the_view() -> None:
+    view = FleetView(TTL)
+    view.on_world("uav1", world(1, verdict="HOLD"), rx_ns=0)
+    assert view.row("uav1", 0)[1:4] == ("fresh", "HOLD", None)
+
+
+def test_the_next_deadline_is_the_earliest_change_without_input() -> None:
+    view = FleetView(TTL)
+    view.on_world("a", world(1, valid_ms=100), rx_ns=0)  # PROCEED until 100 ms
+    view.on_world("b", world(1, verdict="HOLD"), rx_ns=50 * MS)  # stale after 300 ms
+    assert view.next_deadline_ns(0) == 100 * MS + 1
+    assert view.next_deadline_ns(100 * MS + 1) == TTL + 1
+    assert view.next_deadline_ns(TTL + 1) == 50 * MS + TTL + 1
+    assert view.next_deadline_ns(50 * MS + TTL + 1) is None
+
+
+def test_changes_are_reported_once_and_lost_lines_counted() -> None:
+    view = FleetView(TTL)
+    view.on_world("uav1", world(1), rx_ns=0)
+    view.on_world("uav2", world(1), rx_ns=0)
+    assert view.changed(0, ["uav3"]) == []  # only the vehicles named, and known
+    assert [r.vehicle for r in view.changed(0, ["uav1"])] == ["uav1"]
+    assert [r.vehicle for r in view.changed(0)] == ["uav2"]
+    view.on_world("uav1", world(2), rx_ns=20 * MS)
+    assert view.changed(20 * MS) == []  # same verdict, same target: nothing to say
+    view.on_world("uav1", world(5, verdict="HOLD"), rx_ns=40 * MS)
+    (row,) = view.changed(40 * MS)
+    assert (row.verdict, row.lost) == ("HOLD", 2)
+    assert [r.vehicle for r in view.mark_all(40 * MS)] == ["uav1", "uav2"]
+    assert not view.changed(40 * MS)
+
+
+def test_lines_arriving_regularly_but_late_are_fresh_by_receive_time_alone() -> None:
+    """Receive time cannot see a transport delay: a publisher delayed 300 ms in transit but
+    steady looks fresh. The wall clocks can, when the operator vouches for them."""
+    wall = 1_780_000_000 * 10**9  # world()'s wall_ns
+    blind = FleetView(TTL)
+    blind.on_world("uav1", world(1), rx_ns=0, rx_wall_ns=wall + 300 * MS)
+    row = blind.row("uav1", 0)
+    assert (row.state, row.verdict, row.delay_ms) == ("fresh", "PROCEED", 300.0)
+
+    seeing = FleetView(TTL, max_clock_error_ns=20 * MS)
+    seeing.on_world("uav1", world(1), rx_ns=0, rx_wall_ns=wall + 300 * MS)
+    row = seeing.row("uav1", 0)
+    assert (row.state, row.verdict, row.reason, row.age_ms) == ("stale", "HOLD", "stale", 280.0)
+    # Within the bound the clocks are not believed over the receive time.
+    seeing.on_world("uav1", world(2), rx_ns=10 * MS, rx_wall_ns=wall + 15 * MS)
+    assert seeing.row("uav1", 10 * MS)[1:5] == ("fresh", "PROCEED", None, 0.0)
+    # 100 ms late, 80 ms beyond the bound: it turns stale 80 ms before its TTL.
+    seeing.on_world("uav1", world(3), rx_ns=20 * MS, rx_wall_ns=wall + 100 * MS)
+    assert seeing.next_deadline_ns(20 * MS) == 20 * MS - 80 * MS + 200 * MS + 1  # validity
+    assert seeing.row("uav1", 20 * MS + TTL - 80 * MS + 1).state == "stale"
+
+
+def test_a_non_object_world_line_is_counted_not_kept() -> None:
+    view = FleetView(TTL)
+    view.on_world("uav1", [1, 2], rx_ns=0)
+    assert view.invalid == 1 and view.vehicles == []
+
+
+def test_delayed_publisher_goes_stale_on_time_and_fresh_again_on_its_next_line() -> None:
+    """A publisher whose lines stop arriving (a delay, an outage): the watch reports it stale
+    exactly at TTL after its last line, with no input, then fresh at the next line; its
+    PROCEED is HOLD while stale. Fake clock: the times are exact."""
+
+    async def main() -> None:
+        clock = FakeScheduler(start_ns=0)
+        reported: list[tuple[int, FleetRow]] = []
+        watch = FleetWatch(
+            FleetView(TTL),
+            lambda rows: reported.extend((clock.now_ns(), r) for r in rows),
+            refresh_s=10.0,
+            scheduler=clock,
+            clock=clock.now_ns,
+        )
+        watch._arm_refresh(0)
+        for seq in range(1, 6):  # 50 Hz for 100 ms
+            watch.feed("gizmo/uav1/world", json.dumps(world(seq)).encode(), clock.now_ns())
+            watch._report_changes()
+            clock.advance(20 * MS)
+        last_rx = 80 * MS
+        clock.advance(1000 * MS)  # the publisher is delayed for a second
+        await settle()
+        stale = [(t, r) for t, r in reported if r.state == "stale"]
+        assert stale and stale[0][0] == last_rx + TTL + 1
+        assert stale[0][1].verdict == "HOLD" and stale[0][1].age_ms <= (TTL + 100 * MS) / 1e6
+        watch.feed("gizmo/uav1/world", json.dumps(world(60)).encode(), clock.now_ns())
+        watch._report_changes()
+        _, row = reported[-1]
+        assert (row.state, row.verdict, row.lost) == ("fresh", "PROCEED", 54)
+        watch.feed("gizmo/uav1/link", b'{"type":"link","state":"UP"}', clock.now_ns())
+        watch.feed("gizmo/uav1/world", b"not json", clock.now_ns())
+        assert watch.stats() == {"samples": 8, "dropped": 0, "undecodable": 1, "vehicles": 1}
+        assert watch.view.row("uav1", clock.now_ns()).link == "UP"
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--ttl-ms", "soon"], "gizmo-host fleet: --ttl-ms: expected milliseconds"),
+        (["--ttl-ms", "0"], "gizmo-host fleet: --ttl-ms: expected milliseconds"),
+        (["--duration", "-1"], "gizmo-host fleet: --duration: expected seconds > 0"),
+        (["--connect", "127.0.0.1:7447"], "gizmo-host fleet: --connect: expected endpoints"),
+        (["--mode", "client"], "gizmo-host fleet: --connect: expected a router's endpoint"),
+        (["--max-clock-error-ms", "-1"], "gizmo-host fleet: --max-clock-error-ms: expected"),
+    ],
+)
+def test_a_bad_fleet_option_is_one_line_and_status_2(capsys, args, message) -> None:
+    assert main(["fleet", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_demo_zenoh_options_are_checked(capsys) -> None:
+    assert main(["demo", "--vehicles", "3"]) == 2
+    assert "--vehicles: only with --zenoh" in capsys.readouterr().err
+    assert main(["demo", "--zenoh", "--vehicles", "99"]) == 2
+    assert "--vehicles: expected an integer 1..20" in capsys.readouterr().err

@@ -1,0 +1,58 @@
+"""A Zenoh router for the tests (``open_router``: a zenoh-python session in router mode on a
+loopback port, multicast scouting off; no zenohd on the package index), and client sessions."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import zenoh
+
+from gizmo_host.zenoh.session import open_router
+
+DEADLINE_S = 10.0
+
+
+def free_tcp_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def session(mode: str, *, listen: str | None = None, connect: str | None = None) -> zenoh.Session:
+    config = zenoh.Config()
+    config.insert_json5("mode", json.dumps(mode))
+    config.insert_json5("scouting/multicast/enabled", "false")
+    if listen:
+        config.insert_json5("listen/endpoints", json.dumps([listen]))
+    if connect:
+        config.insert_json5("connect/endpoints", json.dumps([connect]))
+    return zenoh.open(config)
+
+
+@contextlib.contextmanager
+def router() -> Iterator[str]:
+    """A router; yields its endpoint."""
+    endpoint = f"tcp/127.0.0.1:{free_tcp_port()}"
+    routing = open_router(endpoint)
+    try:
+        yield endpoint
+    finally:
+        routing.close()
+
+
+def wait_until(predicate: Callable[[], Any], timeout_s: float = DEADLINE_S) -> Any:
+    """``predicate()``'s first true value, polled until a deadline (an event on another
+    thread or process: no callback to await)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.01)
