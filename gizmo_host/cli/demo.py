@@ -29,6 +29,8 @@ from typing import Any
 
 from gizmo_host.app import demo_protocol
 from gizmo_host.app.demo_rig import DemoFailed, DemoRig, DemoSettings
+from gizmo_host.app.foxglove_view import add_foxglove_flag, announce, check_listen
+from gizmo_host.app.settings import default
 from gizmo_host.cli.demo_view import PlainView, View, summary
 from gizmo_host.emulator.faults import (
     FaultTimeline,
@@ -82,6 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--protocol", action="store_true", help="decode the spec's frame and a noisy stream"
     )
+    add_foxglove_flag(parser)
     parser.add_argument("--frames", metavar="N", help="--protocol: frames in the noisy stream")
     parser.add_argument(
         "--log-level",
@@ -104,6 +107,7 @@ class Options:
     json: bool
     protocol: bool
     frames: int | None
+    foxglove: str | None = None  # HOST:PORT of the Foxglove view
 
 
 def _integer(flag: str, text: str, low: int, high: int) -> int:
@@ -137,7 +141,16 @@ def parse_options(args: argparse.Namespace) -> Options:
             raise UsageError("--frames: only with --protocol")
     elif args.faults is not None or args.duration is not None or args.scenario != "orbit":
         raise UsageError("--protocol: takes only --frames, --seed and --json")
-    return Options(duration, args.faults, seed, args.scenario, args.json, args.protocol, frames)
+    foxglove = None
+    if getattr(args, "foxglove__enabled", None):
+        foxglove = getattr(args, "foxglove__listen", None) or default("foxglove.listen")
+        try:
+            check_listen(foxglove)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+    return Options(
+        duration, args.faults, seed, args.scenario, args.json, args.protocol, frames, foxglove
+    )
 
 
 def builtin_timeline(duration_s: float | None, seed: int = 0) -> FaultTimeline:
@@ -189,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
-    settings = DemoSettings(options.scenario, timeline)
+    settings = DemoSettings(options.scenario, timeline, options.foxglove)
     try:
         with tempfile.TemporaryDirectory(prefix="gizmo-demo-") as workdir:
             loop = event_loop.resolve("auto")
@@ -200,6 +213,9 @@ def run(args: argparse.Namespace) -> int:
     except DemoFailed as exc:
         print(f"gizmo-host demo: failed: {exc}", file=sys.stderr)
         return 1
+    except ConfigError as exc:  # --foxglove without the extra
+        print(f"gizmo-host demo: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if view is None:
         print(json.dumps(data, sort_keys=False), file=sys.stderr, flush=True)
     else:
@@ -241,6 +257,8 @@ async def play(
     try:
         with view or contextlib.nullcontext():
             await rig.start()
+            if rig.foxglove is not None:
+                announce(rig.foxglove, "demo")
             if view is not None:
                 refresh = asyncio.create_task(_refresh(view, rig, t0_ns, title), name="demo view")
             await rig.wait(stop)

@@ -1,0 +1,197 @@
+"""The live view: the Foxglove SDK's WebSocket server (``foxglove.sdk.v1``) with the topics.
+
+Every topic of ``topics`` is a channel of the server's own SDK ``Context`` (protobuf topics
+with the SDK's schema, JSON topics with the host line's JSON Schema), advertised at once, so
+a viewer sees them all on connecting. Messages are built only for channels someone has
+subscribed to (``has_sinks``). The SDK queues each client's messages in its own bounded
+backlog (``[foxglove] client_backlog``) and drops for a client that falls behind, so a stuck
+viewer slows neither the host's loop nor the other viewers. A viewer subscribing to
+``/gizmo/tf`` gets the static transforms again (nothing logged before a subscription is
+replayed to it). ``stats`` counts messages sent, subscriptions and clients.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import threading
+from typing import Any
+
+import foxglove
+from foxglove import Capability, Channel, Context, Schema
+from foxglove import messages as fm
+from foxglove.websocket import ChannelView, Client, ServerListener, WebSocketServer
+
+from fusion import WorldSnapshot
+from gizmo_host.foxglove import topics as tp
+from gizmo_host.foxglove.render import FoxgloveRenderer
+
+LOGGER = logging.getLogger(__name__)
+SERVER_NAME = "gizmo-host"
+
+
+def sdk_schema(topic: str) -> Schema:
+    """The schema ``topic`` is advertised and recorded with."""
+    name = tp.PROTOBUF.get(topic)
+    if name is not None:
+        schema: Schema = getattr(fm, name).get_schema()
+        return schema
+    return Schema(
+        name=tp.schema_title(topic),
+        encoding="jsonschema",
+        data=json.dumps(tp.json_schema(topic)).encode(),
+    )
+
+
+def message_encoding(topic: str) -> str:
+    return "protobuf" if topic in tp.PROTOBUF else "json"
+
+
+def channels(context: Context) -> dict[str, Channel]:
+    """One channel per topic in ``context``: raw bytes in, the topic's schema advertised."""
+    return {
+        topic: Channel(
+            topic,
+            schema=sdk_schema(topic),
+            message_encoding=message_encoding(topic),
+            context=context,
+        )
+        for topic in tp.TOPICS
+    }
+
+
+class ChannelEmitter:
+    """An ``Emitter`` onto SDK channels: protobuf messages encoded here, JSON bytes as they
+    are; ``sent`` counts messages by topic."""
+
+    def __init__(self, by_topic: dict[str, Channel]) -> None:
+        self._channels = by_topic
+        self.sent: dict[str, int] = dict.fromkeys(by_topic, 0)
+
+    def wants(self, topic: str) -> bool:
+        return self._channels[topic].has_sinks()
+
+    def emit(self, topic: str, message: Any, log_ns: int) -> None:
+        data = message if isinstance(message, bytes) else message.encode()
+        self._channels[topic].log(data, log_time=log_ns)
+        self.sent[topic] += 1
+
+
+class _Listener(ServerListener):
+    """The server's callbacks (from the SDK's thread): count, and ask the loop for the static
+    transforms when a viewer subscribes to ``/gizmo/tf``."""
+
+    def __init__(self, server: FoxgloveServer) -> None:
+        self._server = server
+
+    def on_subscribe(self, client: Client, channel: ChannelView) -> None:
+        self._server.subscribed(client.id, channel.topic)
+
+    def on_unsubscribe(self, client: Client, channel: ChannelView) -> None:
+        self._server.unsubscribed(client.id, channel.topic)
+
+
+class FoxgloveServer:
+    """``[foxglove] listen``'s server: an ``Output`` of the host (started and closed with it,
+    its counters in the ``stats`` line under ``publish.foxglove``; it ignores the JSON lines)
+    whose ``sink`` is a ``Host.add_sink``, feeding its ``FoxgloveRenderer``."""
+
+    name = "foxglove"
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        renderer_factory: Any,
+        *,
+        client_backlog: int = 256,
+    ) -> None:
+        """``renderer_factory(emitter) -> FoxgloveRenderer``."""
+        self.host, self.port = host, port
+        self.context = Context()
+        self.emitter = ChannelEmitter(channels(self.context))
+        self.renderer: FoxgloveRenderer = renderer_factory(self.emitter)
+        self._backlog = client_backlog
+        self._server: WebSocketServer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()  # the SDK's thread and the loop both count
+        self.subscriptions = 0
+        self._clients: dict[int, int] = {}  # client id -> its subscriptions
+        self.clients_seen = 0
+        self.static_sent = 0
+
+    @property
+    def address(self) -> str:
+        return f"ws://{self.host}:{self.port}"
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._server = foxglove.start_server(
+            name=SERVER_NAME,
+            host=self.host,
+            port=self.port,
+            capabilities=[Capability.Time],
+            server_listener=_Listener(self),
+            context=self.context,
+            message_backlog_size=self._backlog,
+        )
+        self.port = self._server.port
+        self._send_static()
+
+    async def close(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.stop()
+
+    def send(self, line: bytes) -> None:
+        """The host's JSON lines: not used (``sink`` has the messages themselves)."""
+
+    def sink(self, message: Any) -> None:
+        """A ``Host.add_sink``: every message to the renderer; a snapshot's time to the
+        viewers as the server's time."""
+        self.renderer(message)
+        if isinstance(message, WorldSnapshot) and self._server is not None:
+            self._server.broadcast_time(message.host_ns)
+
+    # -- from the SDK's thread -------------------------------------------------------------
+
+    def subscribed(self, client_id: int, topic: str) -> None:
+        with self._lock:
+            self.subscriptions += 1
+            if client_id not in self._clients:
+                self.clients_seen += 1
+            self._clients[client_id] = self._clients.get(client_id, 0) + 1
+        if topic == tp.TF and self._loop is not None:
+            # on the loop, once the subscription is in place (it is not, inside this call)
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                self._loop.call_soon_threadsafe(self._send_static)
+
+    def unsubscribed(self, client_id: int, topic: str) -> None:
+        with self._lock:
+            left = self._clients.get(client_id, 0) - 1
+            if left <= 0:
+                self._clients.pop(client_id, None)
+            else:
+                self._clients[client_id] = left
+
+    # -- on the loop -----------------------------------------------------------------------
+
+    def _send_static(self) -> None:
+        clock = self.renderer.clock
+        self.renderer.static(clock())
+        self.static_sent += 1
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            clients = len(self._clients)
+        return {
+            "listen": self.address,
+            "clients": clients,
+            "clients_seen": self.clients_seen,
+            "subscriptions": self.subscriptions,
+            "static_sent": self.static_sent,
+            "sent": sum(self.emitter.sent.values()),
+            **self.renderer.stats(),
+        }
