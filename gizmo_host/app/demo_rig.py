@@ -201,11 +201,11 @@ class DemoRig:
         self._started = False
 
     def _foxglove(self, settings: DemoSettings, setup: WorldSetup) -> FoxgloveServer:
-        from gizmo_host.app.foxglove_view import foxglove_server  # noqa: PLC0415 - the extra
+        from gizmo_host.app.foxglove_view import camera_mount, foxglove_server  # noqa: PLC0415
 
         assert settings.foxglove is not None
         config = FoxgloveConfig(enabled=True, listen=settings.foxglove)
-        server = foxglove_server(config, setup, self.host.scheduler.now_ns)
+        server = foxglove_server(config, camera_mount(setup), self.host.scheduler.now_ns)
         self.host.add_output(server)
         self.host.add_sink(server.sink)
         return server

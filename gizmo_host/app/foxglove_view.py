@@ -70,17 +70,17 @@ def camera_mount(setup: WorldSetup | None) -> CameraMount | None:
 
 def foxglove_server(
     config: FoxgloveConfig,
-    setup: WorldSetup | None,
+    mount: CameraMount | None,
     clock: Callable[[], int],
 ) -> FoxgloveServer:
-    """The server ``[foxglove]`` describes (not started); a ``ConfigError`` without the extra."""
+    """The server ``[foxglove]`` describes (not started), drawing the camera at ``mount``; a
+    ``ConfigError`` without the extra."""
     try:
         from gizmo_host.foxglove.render import FoxgloveRenderer  # noqa: PLC0415
         from gizmo_host.foxglove.server import FoxgloveServer  # noqa: PLC0415
     except ImportError as exc:
         raise ConfigError(f"--foxglove: {exc} ({EXTRA_HINT})", "foxglove.enabled") from None
     host, port = check_listen(config.listen)
-    mount = camera_mount(setup)
     return FoxgloveServer(
         host,
         port,
@@ -93,10 +93,24 @@ def attach_foxglove(host: Host, config: HostConfig) -> FoxgloveServer | None:
     """With ``[foxglove] enabled``: the server as one of ``host``'s outputs and sinks."""
     if not config.foxglove.enabled:
         return None
-    server = foxglove_server(config.foxglove, config.world_setup(), host.scheduler.now_ns)
+    mount = camera_mount(config.world_setup())
+    server = foxglove_server(config.foxglove, mount, host.scheduler.now_ns)
     host.add_output(server)
     host.add_sink(server.sink)
     return server
+
+
+def capture_view(sink: Any, setup: WorldSetup | None, clock: Callable[[], int]) -> Any:
+    """A ``FoxgloveRenderer`` writing the Foxglove topics into a capture (``sink``: its
+    ``BackgroundWriter``), its static transforms written; None without the extra."""
+    try:
+        from gizmo_host.foxglove.capture import CaptureEmitter  # noqa: PLC0415
+        from gizmo_host.foxglove.render import FoxgloveRenderer  # noqa: PLC0415
+    except ImportError:
+        return None
+    renderer = FoxgloveRenderer(CaptureEmitter(sink), camera_mount(setup), clock)
+    renderer.static(clock())
+    return renderer
 
 
 def announce(server: FoxgloveServer, command: str) -> None:

@@ -38,6 +38,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "rfly_link.cli",
         "receive RflySim sensors, CopterSim and RflySim3D data as JSON Lines",
     ),
+    "foxglove-layout": (
+        "gizmo_host.cli.foxglove_layout",
+        "print the Foxglove layout for the live view and captures (Import from file...)",
+    ),
     "sim": (
         "gizmo_host.cli.sim",
         "a RflySim stand-in: a scripted scenario sent over UDP with its ground truth",

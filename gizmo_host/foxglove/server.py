@@ -14,39 +14,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import threading
 from typing import Any
 
 import foxglove
-from foxglove import Capability, Channel, Context, Schema
-from foxglove import messages as fm
+from foxglove import Capability, Channel, Context
 from foxglove.websocket import ChannelView, Client, ServerListener, WebSocketServer
 
 from fusion import WorldSnapshot
 from gizmo_host.foxglove import topics as tp
 from gizmo_host.foxglove.render import FoxgloveRenderer
+from gizmo_host.foxglove.schemas import message_encoding, sdk_schema
 
 LOGGER = logging.getLogger(__name__)
 SERVER_NAME = "gizmo-host"
-
-
-def sdk_schema(topic: str) -> Schema:
-    """The schema ``topic`` is advertised and recorded with."""
-    name = tp.PROTOBUF.get(topic)
-    if name is not None:
-        schema: Schema = getattr(fm, name).get_schema()
-        return schema
-    return Schema(
-        name=tp.schema_title(topic),
-        encoding="jsonschema",
-        data=json.dumps(tp.json_schema(topic)).encode(),
-    )
-
-
-def message_encoding(topic: str) -> str:
-    return "protobuf" if topic in tp.PROTOBUF else "json"
 
 
 def channels(context: Context) -> dict[str, Channel]:
@@ -77,6 +59,18 @@ class ChannelEmitter:
         data = message if isinstance(message, bytes) else message.encode()
         self._channels[topic].log(data, log_time=log_ns)
         self.sent[topic] += 1
+
+
+class McapFile:
+    """The topics into a new MCAP file written by the SDK (``replay --foxglove-out``)."""
+
+    def __init__(self, path: str) -> None:
+        self.context = Context()
+        self.emitter = ChannelEmitter(channels(self.context))
+        self._writer = foxglove.open_mcap(path, allow_overwrite=True, context=self.context)
+
+    def close(self) -> None:
+        self._writer.close()
 
 
 class _Listener(ServerListener):
@@ -152,8 +146,13 @@ class FoxgloveServer:
         """A ``Host.add_sink``: every message to the renderer; a snapshot's time to the
         viewers as the server's time."""
         self.renderer(message)
-        if isinstance(message, WorldSnapshot) and self._server is not None:
-            self._server.broadcast_time(message.host_ns)
+        if isinstance(message, WorldSnapshot):
+            self.broadcast_time(message.host_ns)
+
+    def broadcast_time(self, t_ns: int) -> None:
+        """The viewers' clock (``Capability.Time``): the host's, or a replayed capture's."""
+        if self._server is not None:
+            self._server.broadcast_time(t_ns)
 
     # -- from the SDK's thread -------------------------------------------------------------
 
