@@ -7,7 +7,7 @@ an older version, opens with the shipped layout too:
 - ``replay FILE --offline --foxglove-out OUT.mcap``: as fast as the CPU allows, into a new
   MCAP file written by the SDK (the host's lines still go to stdout);
 - ``replay FILE --foxglove [HOST:PORT]``: paced at the recorded times (``--speed``), served
-  live, the server's time following the capture's.
+  live.
 
 Log times are the capture's (host ``time.monotonic_ns()`` when it was recorded).
 """
@@ -104,7 +104,6 @@ async def serve_capture(reader: CaptureReader, listen: str, speed: float) -> int
             if delay > 0:
                 await asyncio.sleep(delay)
             _feed(server.renderer, t_ns, line)
-            server.broadcast_time(t_ns)
     finally:
         await server.close()
     return 0

@@ -69,6 +69,7 @@ class FoxgloveRenderer:
         self.boxes = BoxMatcher()
         self._trail_due_ns = 0
         self._verdict: tuple[str, tuple[str, ...]] | None = None
+        self._link: tuple[bytes, int] | None = None  # the newest link line, for late viewers
         self.errors = 0  # messages that could not be rendered (counted, never raised)
         self.last_error = ""
 
@@ -113,8 +114,11 @@ class FoxgloveRenderer:
         if topic is None:
             return
         emitter = self.emitter
+        payload = encode_line(dict(data)).rstrip(b"\n")
+        if message_type == "link":
+            self._link = (payload, log_ns)
         if emitter.wants(topic):
-            emitter.emit(topic, encode_line(dict(data)).rstrip(b"\n"), log_ns)
+            emitter.emit(topic, payload, log_ns)
         if message_type == "link" and emitter.wants(tp.LOG):
             text = f"link {data.get('previous')} -> {data.get('state')}: {data.get('reason')}"
             level = LogLevel.Info if data.get("state") == "UP" else LogLevel.Warning
@@ -170,6 +174,14 @@ class FoxgloveRenderer:
                 level = LogLevel.Info if verdict[0] == "PROCEED" else LogLevel.Warning
                 text = " ".join([verdict[0], *verdict[1]])
                 emitter.emit(tp.LOG, _log(log_ns, level, "world", text), log_ns)
+
+    def latched(self, topic: str) -> None:
+        """What a viewer subscribing to ``topic`` should get at once: the static transforms,
+        the link's current state (its transitions are rare)."""
+        if topic == tp.TF:
+            self.static(self.clock())
+        elif topic == tp.LINK and self._link is not None and self.emitter.wants(tp.LINK):
+            self.emitter.emit(tp.LINK, *self._link)
 
     # -- sensors ---------------------------------------------------------------------------
 

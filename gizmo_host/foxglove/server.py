@@ -6,8 +6,14 @@ a viewer sees them all on connecting. Messages are built only for channels someo
 subscribed to (``has_sinks``). The SDK queues each client's messages in its own bounded
 backlog (``[foxglove] client_backlog``) and drops for a client that falls behind, so a stuck
 viewer slows neither the host's loop nor the other viewers. A viewer subscribing to
-``/gizmo/tf`` gets the static transforms again (nothing logged before a subscription is
-replayed to it). ``stats`` counts messages sent, subscriptions and clients.
+``/gizmo/tf`` gets the static transforms again, and one subscribing to ``/gizmo/link`` the
+link's current state (nothing logged before a subscription is replayed to it). ``stats``
+counts messages sent, subscriptions and clients.
+
+The server does not broadcast a time (``Capability.Time``): a viewer's clock is the log
+times, host ``time.monotonic_ns()``. Time messages travel on the SDK's lossless control
+queue, which disconnects a viewer once it holds a backlog of them; at the world rate a viewer
+that stalls for five seconds would be cut off rather than merely lose old messages.
 """
 
 from __future__ import annotations
@@ -19,10 +25,9 @@ import threading
 from typing import Any
 
 import foxglove
-from foxglove import Capability, Channel, Context
+from foxglove import Channel, Context
 from foxglove.websocket import ChannelView, Client, ServerListener, WebSocketServer
 
-from fusion import WorldSnapshot
 from gizmo_host.foxglove import topics as tp
 from gizmo_host.foxglove.render import FoxgloveRenderer
 from gizmo_host.foxglove.schemas import message_encoding, sdk_schema
@@ -114,7 +119,7 @@ class FoxgloveServer:
         self.subscriptions = 0
         self._clients: dict[int, int] = {}  # client id -> its subscriptions
         self.clients_seen = 0
-        self.static_sent = 0
+        self.latched_sent = 0  # static transforms and link states sent to late viewers
 
     @property
     def address(self) -> str:
@@ -126,13 +131,13 @@ class FoxgloveServer:
             name=SERVER_NAME,
             host=self.host,
             port=self.port,
-            capabilities=[Capability.Time],
+            capabilities=[],  # no Capability.Time: a viewer's clock is the log times
             server_listener=_Listener(self),
             context=self.context,
             message_backlog_size=self._backlog,
         )
         self.port = self._server.port
-        self._send_static()
+        self.renderer.static(self.renderer.clock())
 
     async def close(self) -> None:
         server, self._server = self._server, None
@@ -143,16 +148,8 @@ class FoxgloveServer:
         """The host's JSON lines: not used (``sink`` has the messages themselves)."""
 
     def sink(self, message: Any) -> None:
-        """A ``Host.add_sink``: every message to the renderer; a snapshot's time to the
-        viewers as the server's time."""
+        """A ``Host.add_sink``: every message to the renderer."""
         self.renderer(message)
-        if isinstance(message, WorldSnapshot):
-            self.broadcast_time(message.host_ns)
-
-    def broadcast_time(self, t_ns: int) -> None:
-        """The viewers' clock (``Capability.Time``): the host's, or a replayed capture's."""
-        if self._server is not None:
-            self._server.broadcast_time(t_ns)
 
     # -- from the SDK's thread -------------------------------------------------------------
 
@@ -162,10 +159,10 @@ class FoxgloveServer:
             if client_id not in self._clients:
                 self.clients_seen += 1
             self._clients[client_id] = self._clients.get(client_id, 0) + 1
-        if topic == tp.TF and self._loop is not None:
+        if topic in (tp.TF, tp.LINK) and self._loop is not None:
             # on the loop, once the subscription is in place (it is not, inside this call)
             with contextlib.suppress(RuntimeError):  # the loop has closed
-                self._loop.call_soon_threadsafe(self._send_static)
+                self._loop.call_soon_threadsafe(self._latched, topic)
 
     def unsubscribed(self, client_id: int, topic: str) -> None:
         with self._lock:
@@ -177,10 +174,9 @@ class FoxgloveServer:
 
     # -- on the loop -----------------------------------------------------------------------
 
-    def _send_static(self) -> None:
-        clock = self.renderer.clock
-        self.renderer.static(clock())
-        self.static_sent += 1
+    def _latched(self, topic: str) -> None:
+        self.renderer.latched(topic)
+        self.latched_sent += 1
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
@@ -190,7 +186,7 @@ class FoxgloveServer:
             "clients": clients,
             "clients_seen": self.clients_seen,
             "subscriptions": self.subscriptions,
-            "static_sent": self.static_sent,
+            "latched_sent": self.latched_sent,
             "sent": sum(self.emitter.sent.values()),
             **self.renderer.stats(),
         }

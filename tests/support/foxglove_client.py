@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import struct
 import time
@@ -21,6 +22,7 @@ OP_TIME = 2
 _HEADER = struct.Struct("<BIQ")  # opcode, subscription id, log time
 
 
+@functools.lru_cache(maxsize=64)
 def protobuf_class(schema_name: str, descriptor_set: bytes) -> Any:
     """The message class ``schema_name`` of a serialised FileDescriptorSet."""
     files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set)
@@ -134,7 +136,11 @@ class connect:  # noqa: N801 - used as ``async with connect(url)``
 
     async def __aenter__(self) -> FoxgloveClient:
         self._ws = await websockets.connect(
-            self._url, subprotocols=[SUBPROTOCOL], max_size=None, **self._kwargs
+            self._url,
+            subprotocols=[SUBPROTOCOL],
+            max_size=None,
+            close_timeout=1.0,  # a server with a full queue for us does not answer the close
+            **self._kwargs,
         )
         return FoxgloveClient(self._ws)
 
