@@ -158,6 +158,7 @@ _INT_KEYS = {
     "rflysim.copter_id",
     "rflysim.request_odometry_hz",
     "rflysim.request_imu_hz",
+    "foxglove.client_backlog",
 }
 
 
@@ -299,6 +300,7 @@ _PLAUSIBLE_STRINGS = {
     "rflysim.config": st.sampled_from(['"/nonexistent/Config.json"', '""']),
     "rflysim.bind": st.sampled_from(['"127.0.0.1"', '"0.0.0.0"', '"::1"']),
     "rflysim.sim_host": st.sampled_from(['"127.0.0.1"', '"sim"']),
+    "foxglove.listen": st.sampled_from(['"127.0.0.1:8765"', '"0.0.0.0:0"', '"localhost"']),
 }
 
 
@@ -306,7 +308,7 @@ def _plausible(key: str) -> st.SearchStrategy[str]:
     """Values near the accepted range of ``key``: mostly accepted, sometimes just outside."""
     if key in _PLAUSIBLE_STRINGS:
         return _PLAUSIBLE_STRINGS[key]
-    if key == "publish.stdout":
+    if key in ("publish.stdout", "foxglove.enabled"):
         return st.sampled_from(["true", "false"])
     limits = BY_KEY[key]
     if key in _INT_KEYS:

@@ -77,7 +77,11 @@ async def view(url: str) -> None:
             }
         )
         await viewer.subscribe(TOPICS)
-        await viewer.until(first_of_each, timeout_s=10.0)
+        try:
+            await viewer.until(first_of_each, timeout_s=15.0)
+        except AssertionError:
+            missing = [t for t in TOPICS if not viewer.messages.get(t)]
+            raise AssertionError(f"no message within 15 s on {missing}") from None
         for topic in TOPICS:
             for received in viewer.messages.get(topic, [])[:1]:
                 check_decoded(topic, viewer.decode(topic, received))

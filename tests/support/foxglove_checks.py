@@ -108,3 +108,37 @@ def decode_json_world(payload: bytes) -> dict[str, Any]:
 def decode_message(channel: tuple[str, str, bytes], payload: bytes) -> Any:
     encoding, name, schema = channel
     return decode(encoding, name, schema, payload)
+
+
+def check_capture(path: str, layout_topics: set[str]) -> dict[str, int]:
+    """A capture's Foxglove channels read back with the ``mcap`` reader: every one in its
+    contract schema, every message decoding from the file's own schema, the scene against the
+    world line, and every topic the layout names present (but the sensors the host had not).
+    Returns the message count per Foxglove topic."""
+    from mcap.reader import make_reader
+
+    counts: dict[str, int] = {}
+    worlds, scenes = [], []
+    with open(path, "rb") as stream:
+        for schema, channel, message in make_reader(stream).iter_messages():
+            topic = channel.topic
+            if topic not in SCHEMAS:
+                continue
+            assert schema is not None
+            assert (channel.message_encoding, schema.name) == SCHEMAS[topic], topic
+            decoded = decode_message(
+                (channel.message_encoding, schema.name, schema.data), message.data
+            )
+            if not counts.get(topic):
+                check_decoded(topic, decoded)
+            counts[topic] = counts.get(topic, 0) + 1
+            if topic == "/gizmo/world":
+                worlds.append((message.log_time, decoded))
+            elif topic == "/gizmo/scene":
+                scenes.append((message.log_time, decoded))
+    missing = set(SCHEMAS) - SENSOR_TOPICS - set(counts)
+    assert not missing, missing
+    assert layout_topics - SENSOR_TOPICS <= set(counts)
+    points, _ = check_scene_against_world(worlds, scenes)
+    assert points > 0
+    return counts
