@@ -40,6 +40,8 @@ from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.store import LinkVerdict
 
 TRAIL_PERIOD_NS = 200_000_000  # the trail is redrawn at most 5 times a second
+_WORLD_TOPICS = (tp.WORLD, tp.TF, tp.SCENE, tp.PLOT)
+_RESULT_TOPICS = (tp.RESULT, tp.PLOT, tp.ANNOTATIONS)
 _HOST_TOPICS = {"result": tp.RESULT, "link": tp.LINK, "verdict": tp.VERDICT, "stats": tp.STATS}
 
 
@@ -84,12 +86,18 @@ class FoxgloveRenderer:
 
     def _host_message(self, message: Any) -> None:
         if isinstance(message, WorldSnapshot):
-            data = message.to_dict()
-            self.world(data, message.host_ns)
+            if any(map(self.emitter.wants, _WORLD_TOPICS)):
+                self.world(message.to_dict(), message.host_ns)
+            else:  # no viewer: no line built, the trail and the verdict kept up to date
+                vehicle = message.vehicle
+                position = None if vehicle is None else vehicle.position_ned_m
+                reasons = tuple(r.value for r in message.reasons)
+                self._track(position, message.verdict.value, reasons, message.host_ns)
             return
         now_ns = self._now()
         if isinstance(message, ReceivedResult):
-            self._result(message.to_json_line(now_ns), now_ns)
+            if any(map(self.emitter.wants, _RESULT_TOPICS)):
+                self._result(message.to_json_line(now_ns), now_ns)
         elif isinstance(message, LinkEvent):
             self.line("link", message.to_dict(), message.host_ns)
         elif isinstance(message, LinkVerdict):
@@ -159,15 +167,21 @@ class FoxgloveRenderer:
         self._after_world(data, log_ns)
 
     def _after_world(self, data: Mapping[str, Any], log_ns: int) -> None:
+        vehicle = data.get("vehicle")
+        position = None if vehicle is None else vehicle["position_ned_m"]
+        self._track(position, str(data["verdict"]), tuple(data["reasons"]), log_ns)
+
+    def _track(
+        self, position: Any, verdict_text: str, reasons: tuple[str, ...], log_ns: int
+    ) -> None:
         """The trail and the verdict's log line (kept up to date with no viewer too)."""
         emitter = self.emitter
-        vehicle = data.get("vehicle")
-        if vehicle is not None:
-            self.trail.add(vehicle["position_ned_m"])
+        if position is not None:
+            self.trail.add(position)
             if log_ns >= self._trail_due_ns and emitter.wants(tp.TRAIL):
                 self._trail_due_ns = log_ns + TRAIL_PERIOD_NS
                 emitter.emit(tp.TRAIL, self.trail.scene(log_ns), log_ns)
-        verdict = (str(data["verdict"]), tuple(data["reasons"]))
+        verdict = (verdict_text, reasons)
         if verdict != self._verdict:
             self._verdict = verdict
             if emitter.wants(tp.LOG):

@@ -91,6 +91,10 @@ class FoxgloveClient:
         while not done(self):
             await self._read_one(deadline)
 
+    async def read_one(self, timeout_s: float) -> None:
+        """Read one frame from the server (a message, or a JSON operation)."""
+        await self._read_one(time.monotonic() + timeout_s)
+
     async def _read_one(self, deadline: float) -> None:
         left = deadline - time.monotonic()
         if left <= 0:
