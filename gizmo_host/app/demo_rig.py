@@ -201,13 +201,18 @@ class DemoRig:
         self._started = False
 
     def _foxglove(self, settings: DemoSettings, setup: WorldSetup) -> FoxgloveServer:
-        from gizmo_host.app.foxglove_view import camera_mount, foxglove_server  # noqa: PLC0415
+        from gizmo_host.app.foxglove_view import (  # noqa: PLC0415 - the extra
+            camera_mount,
+            foxglove_server,
+            watch_world,
+        )
 
         assert settings.foxglove is not None
         config = FoxgloveConfig(enabled=True, listen=settings.foxglove)
         server = foxglove_server(config, camera_mount(setup), self.host.scheduler.now_ns)
         self.host.add_output(server)
         self.host.add_sink(server.sink)
+        watch_world(self.host, server.renderer)
         return server
 
     async def _camera(self, server: FoxgloveServer) -> None:

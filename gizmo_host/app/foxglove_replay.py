@@ -21,7 +21,13 @@ from typing import IO, TYPE_CHECKING, Any
 
 from gizmo_host.app.capture_world import world_setup_from
 from gizmo_host.app.config import FoxgloveConfig
-from gizmo_host.app.foxglove_view import EXTRA_HINT, announce, camera_mount, foxglove_server
+from gizmo_host.app.foxglove_view import (
+    EXTRA_HINT,
+    announce,
+    camera_mount,
+    foxglove_server,
+    watch_world,
+)
 from gizmo_host.app.replay import OfflineReplay
 from gizmo_host.errors import CaptureWriteError, ConfigError
 
@@ -69,6 +75,7 @@ def replay_to_mcap(reader: CaptureReader, out_path: str, lines_out: IO[bytes] | 
     except Exception as exc:  # the SDK raises its own error for a path it cannot create
         raise CaptureWriteError(f"{out_path}: cannot write: {exc}") from None
     renderer = FoxgloveRenderer(writer.emitter, _mount(reader), replay.scheduler.now_ns)
+    watch_world(replay.host, renderer)
     first = True
     try:
         for t_ns, line in _lines(replay, reader.messages()):
@@ -91,6 +98,7 @@ async def serve_capture(reader: CaptureReader, listen: str, speed: float) -> int
     loop = asyncio.get_running_loop()
     config = FoxgloveConfig(enabled=True, listen=listen)
     server = foxglove_server(config, _mount(reader), replay.scheduler.now_ns)
+    watch_world(replay.host, server.renderer)
     await server.start()
     announce(server, "replay")
     start = loop.time()

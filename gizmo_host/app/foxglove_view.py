@@ -97,6 +97,7 @@ def attach_foxglove(host: Host, config: HostConfig) -> FoxgloveServer | None:
     server = foxglove_server(config.foxglove, mount, host.scheduler.now_ns)
     host.add_output(server)
     host.add_sink(server.sink)
+    watch_world(host, server.renderer)
     return server
 
 
@@ -111,6 +112,12 @@ def capture_view(sink: Any, setup: WorldSetup | None, clock: Callable[[], int]) 
     renderer = FoxgloveRenderer(CaptureEmitter(sink), camera_mount(setup), clock)
     renderer.static(clock())
     return renderer
+
+
+def watch_world(host: Host, renderer: Any) -> None:
+    """``renderer`` hears the LiDAR points ``host``'s world model takes, if it has one."""
+    if host.world is not None:
+        host.world.add_input_listener(renderer.fusion_input)
 
 
 def announce(server: FoxgloveServer, command: str) -> None:

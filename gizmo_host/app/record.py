@@ -24,7 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 from fusion import WorldSnapshot
 from gizmo_host import __version__
 from gizmo_host.app.config import HostConfig
-from gizmo_host.app.foxglove_view import capture_view
+from gizmo_host.app.foxglove_view import capture_view, watch_world
 from gizmo_host.app.host import Host
 from gizmo_host.app.world_config import WorldSetup
 from gizmo_host.capture.channels import recorded_input
@@ -138,6 +138,7 @@ class Recorder:
         view = capture_view(background, self.setup, self.clock)  # the Foxglove topics
         if view is not None:
             host.add_sink(view)
+            watch_world(host, view)
         transports: list[asyncio.DatagramTransport] = []
         try:
             for port in self.options.ports:

@@ -24,7 +24,7 @@ import numpy.typing as npt
 from foxglove.messages import Log, LogLevel, PackedElementField, PackedElementFieldNumericType
 from foxglove.messages import PointCloud as PointCloudMessage
 
-from fusion import WorldSnapshot
+from fusion import LidarPoints, PointFrame, WorldSnapshot
 from gizmo_host.capture.lines import encode_line
 from gizmo_host.foxglove import topics as tp
 from gizmo_host.foxglove.camera import BoxMatcher, box_of, raw_image
@@ -214,21 +214,25 @@ class FoxgloveRenderer:
         if done is not None and emitter.wants(tp.ANNOTATIONS):
             emitter.emit(tp.ANNOTATIONS, done[0], done[1])
 
-    def lidar(self, t_ns: int, points_frd_m: npt.NDArray[np.float32]) -> None:
-        """A LiDAR scan: N x 3 points in the body's FRD axes."""
-        if self.emitter.wants(tp.LIDAR):
-            self.emitter.emit(tp.LIDAR, point_cloud(t_ns, points_frd_m), t_ns)
+    def fusion_input(self, item: Any) -> None:
+        """A world model's input (``WorldService.add_input_listener``): its LiDAR points, as
+        the model took them (timed, in body FRD or world NED), on ``/gizmo/lidar``."""
+        if isinstance(item, LidarPoints) and self.emitter.wants(tp.LIDAR):
+            frame = tp.FRAME_BODY_FRD if item.frame is PointFrame.BODY_FRD else tp.FRAME_MAP_NED
+            cloud = point_cloud(item.host_ns, item.points_m, frame)
+            self.emitter.emit(tp.LIDAR, cloud, item.host_ns)
 
     def stats(self) -> dict[str, Any]:
         return {"render_errors": self.errors, "camera": self.boxes.stats()}
 
 
-def point_cloud(t_ns: int, points_frd_m: npt.NDArray[np.float32]) -> PointCloudMessage:
-    data = np.ascontiguousarray(points_frd_m, dtype="<f4")
+def point_cloud(t_ns: int, points_m: npt.NDArray[Any], frame_id: str) -> PointCloudMessage:
+    """N x 3 points in ``frame_id`` as x, y, z float32."""
+    data = np.ascontiguousarray(points_m, dtype="<f4")
     f32 = PackedElementFieldNumericType.Float32
     return PointCloudMessage(
         timestamp=timestamp(t_ns),
-        frame_id=tp.FRAME_BODY_FRD,
+        frame_id=frame_id,
         point_stride=12,
         fields=[
             PackedElementField(name="x", offset=0, type=f32),

@@ -307,3 +307,25 @@ def test_json_topics_carry_the_host_lines_schema() -> None:
             "jsonschema",
             load_schema(message_type),
         )
+
+
+def test_the_lidar_points_are_the_ones_the_model_took_in_their_frame() -> None:
+    from foxglove.messages import PointCloud
+
+    from fusion import LidarPoints, PointFrame
+
+    cloud = protobuf_class("foxglove.PointCloud", PointCloud.get_schema().data)
+    sink = Collect()
+    renderer = FoxgloveRenderer(sink)
+    points = np.array([[1.0, 2.0, 3.0], [-4.5, 0.25, 10.0]])
+    renderer.fusion_input(LidarPoints(42, points, PointFrame.BODY_FRD))
+    renderer.fusion_input(LidarPoints(43, points, PointFrame.WORLD_NED))
+    renderer.fusion_input(up(44))  # not a cloud: nothing
+    frames = []
+    for topic, message, log_ns in sink.out:
+        decoded = cloud.FromString(message.encode())  # type: ignore[attr-defined]
+        assert topic == "/gizmo/lidar" and stamp_ns(decoded.timestamp) == log_ns
+        xyz = np.frombuffer(decoded.data, dtype="<f4").reshape(-1, 3)
+        assert (xyz == points.astype(np.float32)).all()
+        frames.append(decoded.frame_id)
+    assert frames == ["base_link_frd", "map_ned"]

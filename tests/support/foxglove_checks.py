@@ -60,9 +60,13 @@ def check_decoded(topic: str, message: Any) -> None:
         assert message.timestamp.seconds > 0
     elif topic == "/gizmo/log":
         assert message.message
+    elif topic == "/gizmo/lidar":
+        assert message.frame_id in ("base_link_frd", "map_ned")
+        assert message.point_stride == 12 and len(message.data) % 12 == 0 and message.data
+        assert [(f.name, f.offset) for f in message.fields] == [("x", 0), ("y", 4), ("z", 8)]
     elif topic == "/gizmo/plot":
         assert message["source"] in ("world", "result")
-    elif topic.startswith("/gizmo/") and topic != "/gizmo/lidar":
+    else:
         assert message["type"] == topic.removeprefix("/gizmo/"), message
 
 
