@@ -287,6 +287,7 @@ async def play(
             "first_proceed_s": _since(rig.tally.first_proceed_ns, t0_ns),
             "sim_start_ns": rig.truth.start_ns,
             "tasks_left": len(leaks),
+            **({} if rig.foxglove is None else {"foxglove": rig.foxglove.stats()}),
         },
     )
 

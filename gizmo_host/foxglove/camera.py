@@ -2,10 +2,11 @@
 
 RflySim's own viewer draws boxes on whatever image is newest, so a box lands on an image taken
 up to a frame period (and the link's latency) later. Here each box goes to the image whose
-timestamp is nearest its capture time: image ``k``'s annotations are sent once image ``k + 1``
-arrives (every box captured before the midpoint has arrived by then, or is counted late), with
-image ``k``'s timestamp and log time. ``gap_ms_max`` and ``gap_ms_mean`` say how far apart a
-box's capture and its image were (at 10 Hz at most half a period, 50 ms).
+timestamp is nearest its capture time: image ``k``'s annotations are sent once image ``k + 2``
+arrives (every box captured before the midpoint with image ``k + 1`` has arrived by then, or is
+counted late), with image ``k``'s timestamp and log time. ``gap_ms_max`` and ``gap_ms_mean``
+say how far apart a box's capture and its image were (half the gap between two images at
+most: 50 ms at a steady 10 Hz).
 
 Pure: results and images in, ``(ImageAnnotations, log_ns)`` out; bounded throughout.
 """
@@ -80,19 +81,25 @@ class _Image(NamedTuple):
 
 
 class BoxMatcher:
-    """Boxes in, each image's annotations out once the next image shows which boxes are its."""
+    """Boxes in, each image's annotations out once the images after it show which boxes are
+    its: image ``k``'s window runs from the midpoint with image ``k - 1`` (the first image:
+    as far before it as the next image is after) to the midpoint with image ``k + 1``, and its
+    annotations go out when image ``k + 2`` arrives, so a box may reach the host up to one and
+    a half image periods after its capture and still land on its image. A box later than
+    that, or captured before the first image's window, is counted late, never drawn on an
+    image further from it."""
 
     def __init__(self) -> None:
         self._pending: deque[Box] = deque()
-        self._image: _Image | None = None  # the newest image, not yet annotated
-        self._boundary_ns: int | None = None  # boxes before this went to an earlier image
+        self._images: deque[_Image] = deque()  # not yet annotated, oldest first (at most 2)
+        self._lower_ns: int | None = None  # boxes before this had their image already
         self.images = self.annotations = self.boxes = 0
         self.late = self.dropped = 0
         self.gap_ms_max = 0.0
         self._gap_ms_sum = 0.0
 
     def box(self, box: Box) -> None:
-        if self._boundary_ns is not None and box.capture_ns < self._boundary_ns:
+        if self._lower_ns is not None and box.capture_ns < self._lower_ns:
             self.late += 1  # its image's annotations have gone
             return
         if len(self._pending) >= MAX_PENDING:
@@ -101,23 +108,28 @@ class BoxMatcher:
         self._pending.append(box)
 
     def image(self, t_ns: int, width_px: int, height_px: int) -> tuple[Any, int] | None:
-        """A new image at ``t_ns``: the previous image's annotations and log time, if any."""
+        """A new image at ``t_ns``: the annotations and log time of the image two before it,
+        if any."""
         self.images += 1
-        previous, self._image = self._image, _Image(t_ns, width_px, height_px)
-        if previous is None:
+        self._images.append(_Image(t_ns, width_px, height_px))
+        if len(self._images) < 3:
             return None
-        boundary = (previous.t_ns + t_ns) // 2
-        mine = [b for b in self._pending if b.capture_ns < boundary]
-        self._pending = deque(b for b in self._pending if b.capture_ns >= boundary)
-        self._boundary_ns = boundary
+        image, after = self._images.popleft(), self._images[0]
+        upper = (image.t_ns + after.t_ns) // 2
+        lower = image.t_ns - (after.t_ns - image.t_ns) // 2
+        lower = lower if self._lower_ns is None else self._lower_ns
+        mine = [b for b in self._pending if lower <= b.capture_ns < upper]
+        self.late += sum(b.capture_ns < lower for b in self._pending)
+        self._pending = deque(b for b in self._pending if b.capture_ns >= upper)
+        self._lower_ns = upper
         for b in mine:
-            gap_ms = abs(b.capture_ns - previous.t_ns) / 1e6
+            gap_ms = abs(b.capture_ns - image.t_ns) / 1e6
             self.gap_ms_max = max(self.gap_ms_max, gap_ms)
             self._gap_ms_sum += gap_ms
         self.boxes += len(mine)
         self.annotations += 1
-        done = box_annotations(previous.t_ns, previous.width_px, previous.height_px, mine)
-        return done, previous.t_ns
+        done = box_annotations(image.t_ns, image.width_px, image.height_px, mine)
+        return done, image.t_ns
 
     def stats(self) -> dict[str, Any]:
         mean = self._gap_ms_sum / self.boxes if self.boxes else None

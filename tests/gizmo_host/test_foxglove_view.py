@@ -137,19 +137,21 @@ def box(capture_ms: int) -> Box:
 def test_each_box_goes_on_the_image_nearest_its_capture() -> None:
     matcher = BoxMatcher()
     assert matcher.image(100 * MS, 320, 240) is None  # not known yet which boxes are its
-    for capture_ms in (90, 140, 149, 160, 190):
+    for capture_ms in (40, 90, 140, 149, 160, 190):
         matcher.box(box(capture_ms))
-    first = matcher.image(200 * MS, 320, 240)  # midpoint 150 ms: 90, 140 and 149 are image 1's
+    assert matcher.image(200 * MS, 320, 240) is None  # a box of image 1 may still come
+    matcher.box(box(145))  # 45 ms after image 1, arriving after image 2: still image 1's
+    first = matcher.image(300 * MS, 320, 240)
     assert first is not None and first[1] == 100 * MS
     annotations, log_ns = ANNOTATIONS.FromString(first[0].encode()), first[1]
     assert stamp_ns(annotations.timestamp) == log_ns == 100 * MS  # the image's own time
-    assert len(annotations.points) == 3
+    assert len(annotations.points) == 4  # 90, 140, 145, 149: [50, 150); 40 is before it
     matcher.box(box(120))  # its image's annotations went out already: late, counted
-    second = matcher.image(300 * MS, 320, 240)
-    assert second is not None
+    second = matcher.image(400 * MS, 320, 240)
+    assert second is not None and second[1] == 200 * MS
     assert len(ANNOTATIONS.FromString(second[0].encode()).points) == 2  # 160 and 190
     stats = matcher.stats()
-    assert (stats["boxes"], stats["boxes_late"]) == (5, 1)
+    assert (stats["boxes"], stats["boxes_late"]) == (6, 2)
     assert stats["gap_ms_max"] == 49.0  # 149 ms on the 100 ms image; 160 on 200 is 40
 
 
@@ -157,7 +159,8 @@ def test_a_box_is_drawn_in_the_image_pixels() -> None:
     matcher = BoxMatcher()
     matcher.image(0, 321, 241)
     matcher.box(Box(0, -1000.0, 1000.0, 200.0, 400.0, "x"))  # centred on the bottom-left pixel
-    done = matcher.image(100 * MS, 321, 241)
+    matcher.image(100 * MS, 321, 241)
+    done = matcher.image(200 * MS, 321, 241)
     assert done is not None
     decoded = ANNOTATIONS.FromString(done[0].encode())
     corners = [(p.x, p.y) for p in decoded.points[0].points]
