@@ -38,7 +38,7 @@ from gizmo_host.emulator.faults import (
     parse_fault,
     validate_for_port,
 )
-from gizmo_host.errors import ConfigError
+from gizmo_host.errors import ConfigError, ServiceFailed
 from gizmo_host.live import event_loop
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.publish.lines import JsonLinesPublisher
@@ -210,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:  # a port taken between the pick and the bind, a pty refused
         print(f"gizmo-host demo: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
-    except DemoFailed as exc:
+    except (DemoFailed, ServiceFailed) as exc:  # ServiceFailed: the Foxglove port is taken
         print(f"gizmo-host demo: failed: {exc}", file=sys.stderr)
         return 1
     except ConfigError as exc:  # --foxglove without the extra

@@ -31,7 +31,7 @@ from typing import IO, TYPE_CHECKING
 from gizmo_host.app.foxglove_view import add_foxglove_flag, check_listen
 from gizmo_host.app.player import LivePlayer, PlayerOptions
 from gizmo_host.app.settings import default
-from gizmo_host.errors import CaptureError, ConfigError
+from gizmo_host.errors import CaptureError, ConfigError, ServiceFailed
 
 if TYPE_CHECKING:
     from gizmo_host.capture.reader import CaptureReader
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     except CaptureError as exc:
         print(f"gizmo-host replay: {exc}", file=sys.stderr)
         return 1
-    except OSError as exc:
+    except (OSError, ServiceFailed) as exc:  # ServiceFailed: the Foxglove port is taken
         print(f"gizmo-host replay: {exc}", file=sys.stderr)
         return 1
 

@@ -28,6 +28,7 @@ import foxglove
 from foxglove import Channel, Context
 from foxglove.websocket import ChannelView, Client, ServerListener, WebSocketServer
 
+from gizmo_host.errors import ServiceFailed
 from gizmo_host.foxglove import topics as tp
 from gizmo_host.foxglove.render import FoxgloveRenderer
 from gizmo_host.foxglove.schemas import message_encoding, sdk_schema
@@ -127,15 +128,18 @@ class FoxgloveServer:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._server = foxglove.start_server(
-            name=SERVER_NAME,
-            host=self.host,
-            port=self.port,
-            capabilities=[],  # no Capability.Time: a viewer's clock is the log times
-            server_listener=_Listener(self),
-            context=self.context,
-            message_backlog_size=self._backlog,
-        )
+        try:
+            self._server = foxglove.start_server(
+                name=SERVER_NAME,
+                host=self.host,
+                port=self.port,
+                capabilities=[],  # no Capability.Time: a viewer's clock is the log times
+                server_listener=_Listener(self),
+                context=self.context,
+                message_backlog_size=self._backlog,
+            )
+        except Exception as exc:  # the SDK's own error: a port taken, an address not ours
+            raise ServiceFailed(f"foxglove {self.address}: cannot serve: {exc}") from None
         self.port = self._server.port
         self.renderer.static(self.renderer.clock())
 

@@ -332,3 +332,20 @@ def test_the_lidar_points_are_the_ones_the_model_took_in_their_frame() -> None:
         assert (xyz == points.astype(np.float32)).all()
         frames.append(decoded.frame_id)
     assert frames == ["base_link_frd", "map_ned"]
+
+
+def test_a_port_in_use_is_one_service_failure_naming_the_address() -> None:
+    import asyncio
+    import socket
+
+    from gizmo_host.app.config import FoxgloveConfig
+    from gizmo_host.app.foxglove_view import foxglove_server
+    from gizmo_host.errors import ServiceFailed
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        server = foxglove_server(FoxgloveConfig(True, f"127.0.0.1:{port}"), None, lambda: 0)
+        with pytest.raises(ServiceFailed, match=f"foxglove ws://127.0.0.1:{port}: cannot serve"):
+            asyncio.run(server.start())
