@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 from gizmo_host.app.capture_world import world_setup_from
@@ -34,6 +34,7 @@ from gizmo_host.errors import CaptureWriteError, ConfigError
 if TYPE_CHECKING:
     from gizmo_host.capture.reader import CaptureMessage, CaptureReader
     from gizmo_host.foxglove.render import FoxgloveRenderer
+    from gizmo_host.foxglove.server import FoxgloveServer
 
 
 def _lines(
@@ -92,15 +93,26 @@ def replay_to_mcap(reader: CaptureReader, out_path: str, lines_out: IO[bytes] | 
     return 0
 
 
-async def serve_capture(reader: CaptureReader, listen: str, speed: float) -> int:
-    """The capture's Foxglove topics served live at ``listen``, at the recorded pace."""
+async def serve_capture(
+    reader: CaptureReader,
+    listen: str,
+    speed: float,
+    on_serving: Callable[[FoxgloveServer], None] | None = None,
+    linger_s: float = 0.0,
+) -> int:
+    """The capture's Foxglove topics served live at ``listen``, at the recorded pace, then
+    for ``linger_s`` more; ``on_serving(server)`` once it listens (by default: its address on
+    stderr)."""
     replay = OfflineReplay(reader.info, reader.path)
     loop = asyncio.get_running_loop()
     config = FoxgloveConfig(enabled=True, listen=listen)
     server = foxglove_server(config, _mount(reader), replay.scheduler.now_ns)
     watch_world(replay.host, server.renderer)
     await server.start()
-    announce(server, "replay")
+    if on_serving is None:
+        announce(server, "replay")
+    else:
+        on_serving(server)
     start = loop.time()
     first_ns: int | None = None
     try:
@@ -112,6 +124,7 @@ async def serve_capture(reader: CaptureReader, listen: str, speed: float) -> int
             if delay > 0:
                 await asyncio.sleep(delay)
             _feed(server.renderer, t_ns, line)
+        await asyncio.sleep(linger_s)
     finally:
         await server.close()
     return 0

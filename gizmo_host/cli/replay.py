@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=1.0,
         metavar="S",
-        help="keep the pty open this long after the last byte (default 1)",
+        help="keep the pty (or the Foxglove server) open this long after the end (default 1)",
     )
 
 
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         if args.offline:
             return replay_offline(reader, sys.stdout.buffer)
         if foxglove is not None:
-            return asyncio.run(serve_capture(reader, foxglove, args.speed))
+            return asyncio.run(serve_capture(reader, foxglove, args.speed, args.linger_s))
         options = PlayerOptions(args.link, args.speed, args.udp_host, args.wait_s, args.linger_s)
         return asyncio.run(LivePlayer(reader, options).play())
     except ConfigError as exc:  # the foxglove extra is missing
@@ -123,10 +123,10 @@ def replay_to_mcap(reader: CaptureReader, out_path: str, out: IO[bytes]) -> int:
     return to_mcap(reader, out_path, out)
 
 
-async def serve_capture(reader: CaptureReader, listen: str, speed: float) -> int:
+async def serve_capture(reader: CaptureReader, listen: str, speed: float, linger_s: float) -> int:
     from gizmo_host.app.foxglove_replay import serve_capture as serve  # noqa: PLC0415
 
-    return await serve(reader, listen, speed)
+    return await serve(reader, listen, speed, linger_s=linger_s)
 
 
 def replay_offline(reader: CaptureReader, out: IO[bytes]) -> int:

@@ -80,12 +80,14 @@ def check_scene_against_world(
     """Each world line and the scene logged at the same time: a PROCEED target's sphere sits
     exactly at its ``position_ned_m``; a target that is not PROCEED has no sphere and no ray.
     Returns (points compared, HOLD targets checked); every world has its scene."""
-    by_time = {t: scene for t, scene in scenes}
+    by_time: dict[int, list[Any]] = {}
+    for t, scene in scenes:  # two snapshots may share a time (a change and a tick): in order
+        by_time.setdefault(t, []).append(scene)
     points = held = 0
     for t, world in worlds:
         assert world["host_ns"] == t  # one log time: the snapshot's own
-        scene = by_time.get(t)
-        assert scene is not None, f"no scene logged at the world's time {t}"
+        assert by_time.get(t), f"no scene logged at the world's time {t}"
+        scene = by_time[t].pop(0)
         entities = {e.id: e for e in scene.entities}
         for target in world["targets"]:
             entity = entities[f"target/{target['key']}"]
