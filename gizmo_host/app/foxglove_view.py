@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from gizmo_host.app.config import FoxgloveConfig, HostConfig, parse_host_port
 from gizmo_host.app.world_config import WorldSetup
 from gizmo_host.errors import ConfigError
+from rfly_link.config import VisionSensorConfig, load_config
+from rfly_link.sensors.images import IMAGE_TYPES
 
 if TYPE_CHECKING:
     from gizmo_host.app.host import Host
@@ -93,12 +95,48 @@ def attach_foxglove(host: Host, config: HostConfig) -> FoxgloveServer | None:
     """With ``[foxglove] enabled``: the server as one of ``host``'s outputs and sinks."""
     if not config.foxglove.enabled:
         return None
-    mount = camera_mount(config.world_setup())
-    server = foxglove_server(config.foxglove, mount, host.scheduler.now_ns)
+    setup = config.world_setup()
+    server = foxglove_server(config.foxglove, camera_mount(setup), host.scheduler.now_ns)
     host.add_output(server)
     host.add_sink(server.sink)
     watch_world(host, server.renderer)
+    sensor = image_sensor(config, setup)
+    if sensor is not None and setup is not None and setup.rflysim is not None:
+        from gizmo_host.foxglove import topics  # noqa: PLC0415 - the extra, imported above
+        from gizmo_host.foxglove.rfly_images import RflyImages  # noqa: PLC0415
+
+        wants = server.emitter.wants
+        images = RflyImages(
+            sensor,
+            setup.rflysim.bind,
+            setup.rflysim.allowed_senders,
+            server.renderer.image,
+            lambda: wants(topics.IMAGE) or wants(topics.ANNOTATIONS),
+        )
+        server.add_source(images)
     return server
+
+
+def image_sensor(config: HostConfig, setup: WorldSetup | None) -> VisionSensorConfig | None:
+    """The Config.json image sensor the view shows: ``[camera] rflysim_sensor`` when it is
+    one, else the vehicle's first (by SeqID) sent over UDP; None without one."""
+    if setup is None or setup.rflysim is None or config.rflysim.config is None:
+        return None
+    try:
+        loaded = load_config(config.rflysim.config)
+    except (OSError, ValueError) as exc:  # read and checked by world_setup() a moment ago
+        raise ConfigError(f"rflysim.config: {exc}", "rflysim.config") from None
+    copter = setup.rflysim.copter_id
+    images = sorted(
+        (
+            s
+            for s in loaded.sensors
+            if s.type_id in IMAGE_TYPES and s.target_copter == copter and s.mode != 0
+        ),
+        key=lambda s: s.seq_id,
+    )
+    chosen = setup.camera.rflysim_sensor
+    return next((s for s in images if s.seq_id == chosen), images[0] if images else None)
 
 
 def capture_view(sink: Any, setup: WorldSetup | None, clock: Callable[[], int]) -> Any:

@@ -60,17 +60,19 @@ def box_of(result: Mapping[str, Any]) -> Box | None:
     return Box(capture_ns, box["center_x"], box["center_y"], box["width"], box["height"], text)
 
 
-def raw_image(t_ns: int, pixels: npt.NDArray[np.uint8]) -> RawImage:
-    """An H x W x 3 RGB image as a ``foxglove.RawImage`` in ``camera_optical``."""
+def raw_image(t_ns: int, pixels: npt.NDArray[Any], encoding: str = "rgb8") -> RawImage:
+    """An image (H x W x 3 for ``rgb8``/``bgr8``, H x W for ``mono8``/``16UC1``) as a
+    ``foxglove.RawImage`` in ``camera_optical``."""
     height, width = int(pixels.shape[0]), int(pixels.shape[1])
+    data = np.ascontiguousarray(pixels)
     return RawImage(
         timestamp=timestamp(t_ns),
         frame_id=tp.FRAME_OPTICAL,
         width=width,
         height=height,
-        encoding="rgb8",
-        step=width * 3,
-        data=np.ascontiguousarray(pixels, dtype=np.uint8).tobytes(),
+        encoding=encoding,
+        step=width * data.itemsize * (data.shape[2] if data.ndim == 3 else 1),
+        data=data.tobytes(),
     )
 
 

@@ -204,12 +204,12 @@ class FoxgloveRenderer:
         if self.emitter.wants(tp.TF):
             self.emitter.emit(tp.TF, static_transforms(log_ns, self.camera), log_ns)
 
-    def image(self, t_ns: int, pixels: npt.NDArray[np.uint8]) -> None:
-        """A camera image (H x W x 3 RGB) taken at ``t_ns``; the previous image's boxes go
-        out now that it is known which boxes are nearest it."""
+    def image(self, t_ns: int, pixels: npt.NDArray[Any], encoding: str = "rgb8") -> None:
+        """A camera image taken at ``t_ns`` (``camera.raw_image``'s encodings); an earlier
+        image's boxes go out now that it is known which boxes are nearest it."""
         emitter = self.emitter
         if emitter.wants(tp.IMAGE):
-            emitter.emit(tp.IMAGE, raw_image(t_ns, pixels), t_ns)
+            emitter.emit(tp.IMAGE, raw_image(t_ns, pixels, encoding), t_ns)
         done = self.boxes.image(t_ns, int(pixels.shape[1]), int(pixels.shape[0]))
         if done is not None and emitter.wants(tp.ANNOTATIONS):
             emitter.emit(tp.ANNOTATIONS, done[0], done[1])

@@ -121,6 +121,7 @@ class FoxgloveServer:
         self._clients: dict[int, int] = {}  # client id -> its subscriptions
         self.clients_seen = 0
         self.latched_sent = 0  # static transforms and link states sent to late viewers
+        self._sources: list[Any] = []  # started and closed with the server (start, close)
 
     @property
     def address(self) -> str:
@@ -140,10 +141,22 @@ class FoxgloveServer:
             )
         except Exception as exc:  # the SDK's own error: a port taken, an address not ours
             raise ServiceFailed(f"foxglove {self.address}: cannot serve: {exc}") from None
+        for source in self._sources:
+            try:
+                await source.start()
+            except OSError as exc:  # a sensor's port taken
+                await self.close()
+                raise ServiceFailed(f"foxglove: camera image: {exc.strerror or exc}") from None
         self.port = self._server.port
         self.renderer.static(self.renderer.clock())
 
+    def add_source(self, source: Any) -> None:
+        """A source of images for the view (``start``, ``close``, ``stats``), run with it."""
+        self._sources.append(source)
+
     async def close(self) -> None:
+        for source in self._sources:
+            await source.close()
         server, self._server = self._server, None
         if server is not None:
             server.stop()
@@ -193,4 +206,5 @@ class FoxgloveServer:
             "latched_sent": self.latched_sent,
             "sent": sum(self.emitter.sent.values()),
             **self.renderer.stats(),
+            **({"image_source": self._sources[0].stats()} if self._sources else {}),
         }
