@@ -349,3 +349,15 @@ def test_a_port_in_use_is_one_service_failure_naming_the_address() -> None:
         server = foxglove_server(FoxgloveConfig(True, f"127.0.0.1:{port}"), None, lambda: 0)
         with pytest.raises(ServiceFailed, match=f"foxglove ws://127.0.0.1:{port}: cannot serve"):
             asyncio.run(server.start())
+
+
+def test_the_view_s_counters_fit_the_stats_line_schema() -> None:
+    from gizmo_host.app.config import FoxgloveConfig
+    from gizmo_host.app.foxglove_view import foxglove_server
+    from gizmo_host.schemas import load_schema
+    from tests.support.schemas import schema_validator
+
+    publish = load_schema("stats")["properties"]["publish"]
+    server = foxglove_server(FoxgloveConfig(True, "127.0.0.1:0"), None, lambda: 0)
+    stats = {"foxglove": server.stats(), "stdout": {"queued": 1, "dropped": 0, "disconnected": 0}}
+    schema_validator(json.dumps(publish)).validate(stats)
