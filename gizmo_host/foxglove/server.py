@@ -95,10 +95,11 @@ class _Listener(ServerListener):
 
 class FoxgloveServer:
     """``[foxglove] listen``'s server: an ``Output`` of the host (started and closed with it,
-    its counters in the ``stats`` line under ``publish.foxglove``; it ignores the JSON lines)
-    whose ``sink`` is a ``Host.add_sink``, feeding its ``FoxgloveRenderer``."""
+    its counters in the ``stats`` line under ``publish.foxglove``) that takes no JSON lines:
+    its ``sink`` is a ``Host.add_sink``, feeding its ``FoxgloveRenderer``."""
 
     name = "foxglove"
+    takes_lines = False  # the host encodes no JSON line for it: ``sink`` has the messages
 
     def __init__(
         self,
@@ -162,7 +163,7 @@ class FoxgloveServer:
             server.stop()
 
     def send(self, line: bytes) -> None:
-        """The host's JSON lines: not used (``sink`` has the messages themselves)."""
+        """Never called (``takes_lines`` is False): ``sink`` has the messages themselves."""
 
     def sink(self, message: Any) -> None:
         """A ``Host.add_sink``: every message to the renderer."""

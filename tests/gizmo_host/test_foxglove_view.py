@@ -361,3 +361,50 @@ def test_the_view_s_counters_fit_the_stats_line_schema() -> None:
     server = foxglove_server(FoxgloveConfig(True, "127.0.0.1:0"), None, lambda: 0)
     stats = {"foxglove": server.stats(), "stdout": {"queued": 1, "dropped": 0, "disconnected": 0}}
     schema_validator(json.dumps(publish)).validate(stats)
+
+
+def test_an_output_that_takes_no_lines_costs_the_host_no_line() -> None:
+    import asyncio
+
+    from gizmo_host.app.config import config_from_mapping
+    from gizmo_host.app.host import Host
+    from gizmo_host.timing import FakeScheduler
+
+    class Viewer:
+        name = "viewer"
+        takes_lines = False
+
+        def __init__(self) -> None:
+            self.events: list[str] = []
+
+        def send(self, line: bytes) -> None:
+            self.events.append("line")
+
+        async def start(self) -> None:
+            self.events.append("start")
+
+        async def close(self) -> None:
+            self.events.append("close")
+
+        def stats(self) -> dict[str, int]:
+            return {"queued": 0, "dropped": 0, "disconnected": 0}
+
+    config = config_from_mapping(
+        {"serial": {"path": "/dev/null"}, "publish": {"stdout": False, "stats_interval_s": 1}}
+    )
+    scheduler = FakeScheduler(0)
+    host = Host(config, scheduler=scheduler, run_link=False)
+    viewer, seen = Viewer(), []
+    host.add_output(viewer)
+    host.add_sink(seen.append)
+
+    async def main() -> None:
+        await host.start()
+        scheduler.advance(1_500_000_000)
+        await host.stop()
+
+    asyncio.run(main())
+    assert viewer.events == ["start", "close"]  # started and closed, never sent a line
+    stats = [m for m in seen if isinstance(m, dict) and m.get("type") == "stats"]
+    assert stats and "viewer" in stats[0]["publish"]
+    assert host.publisher.lines <= 1  # the version line at most: no message encoded
