@@ -144,6 +144,15 @@ class MavlinkConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class FoxgloveConfig:
+    """``[foxglove]``: the live Foxglove view (off unless ``enabled``); see docs/foxglove.md."""
+
+    enabled: bool = default("foxglove.enabled")
+    listen: str = default("foxglove.listen")
+    client_backlog: int = default("foxglove.client_backlog")
+
+
+@dataclass(frozen=True, slots=True)
 class HostConfig:
     """Every host setting, checked: one section per TOML table."""
 
@@ -158,6 +167,7 @@ class HostConfig:
     world: Mapping[str, Any] = field(default_factory=dict)  # checked by world_setup()
     camera: Mapping[str, Any] | None = None  # None: no [camera], no world model
     zenoh: ZenohConfig = field(default_factory=ZenohConfig)
+    foxglove: FoxgloveConfig = field(default_factory=FoxgloveConfig)
 
     @property
     def selector(self) -> Selector:
@@ -318,6 +328,10 @@ def _check_whole(config: HostConfig) -> None:
         except ValueError as exc:
             raise ConfigError(f"publish.udp: {exc}", "publish.udp") from None
     try:
+        parse_host_port(config.foxglove.listen, allow_any_port=True)
+    except ValueError as exc:
+        raise ConfigError(f"foxglove.listen: {exc}", "foxglove.listen") from None
+    try:
         event_loop.resolve(config.runtime.event_loop)
     except ValueError as exc:
         raise ConfigError(f"runtime.event_loop: {exc}", "runtime.event_loop") from None
@@ -401,10 +415,12 @@ def config_from_args(args: argparse.Namespace, *, serial_required: bool = True) 
     return config
 
 
-def parse_host_port(text: str) -> tuple[str, int]:
-    """``host:port`` (``[v6]:port`` for IPv6) -> (host, port)."""
+def parse_host_port(text: str, *, allow_any_port: bool = False) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port`` for IPv6) -> (host, port); ``allow_any_port``: a server's
+    port 0 (the kernel picks one) is accepted."""
     host, sep, port_text = text.rpartition(":")
     host = host.strip("[]")
-    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise ValueError(f"expected HOST:PORT with a port in 1..65535, got {text!r}")
+    low = 0 if allow_any_port else 1
+    if not sep or not host or not port_text.isdigit() or not low <= int(port_text) < 65536:
+        raise ValueError(f"expected HOST:PORT with a port in {low}..65535, got {text!r}")
     return host, int(port_text)

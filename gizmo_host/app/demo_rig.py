@@ -26,13 +26,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fusion import WorldModel
-from gizmo_host.app.config import HostConfig, config_from_mapping
+from gizmo_host.app.config import FoxgloveConfig, HostConfig, config_from_mapping
 from gizmo_host.app.demo_tally import GroundTruth, Tally
 from gizmo_host.app.emulation import build_source, emulation_factory
 from gizmo_host.app.host import Host, HostMessage
+from gizmo_host.app.world_config import WorldSetup
 from gizmo_host.bridge.rfly_sources import RflySimSetup, SensorRequester
 from gizmo_host.bridge.world import WorldService
 from gizmo_host.emulator.faults import FaultTimeline
@@ -41,6 +42,7 @@ from gizmo_host.emulator.runner import Runner
 from gizmo_host.emulator.settings import EmulateSettings, load_settings
 from gizmo_host.errors import ConfigError
 from gizmo_host.standin.core import Rates, StandIn
+from gizmo_host.standin.render import SceneCamera
 from gizmo_host.standin.runner import SimRunner
 from gizmo_host.standin.scenario import Truth, build_scenario
 from gizmo_host.standin.sensorset import builtin_config_text, sensor_camera
@@ -51,6 +53,9 @@ from rfly_link import ports
 from rfly_link.config import parse_config
 from rfly_link.messages import TypeId
 
+if TYPE_CHECKING:
+    from gizmo_host.foxglove.server import FoxgloveServer
+
 HOST = "127.0.0.1"
 EGO_ID = 1
 CAMERA_SEQ_ID = 1  # the built-in Config.json's TypeID 30 boxes: 640x480, 90° HFOV, pitch -45°
@@ -60,6 +65,8 @@ ODOMETRY_HZ = 100
 CLASSES = {EGO_ID + 1: DetectorId.PEDESTRIAN, EGO_ID + 2: DetectorId.CAT}
 # Only the streams the demo uses; the others go to RflySim's fixed ports, where another
 # program on this machine may listen. Truth at 1 Hz: only its first record is read (the start).
+IMAGE_HZ = 10.0  # the synthetic camera image for the Foxglove view
+IMAGE_SCALE = 2  # rendered at half the sensor's size (320x240)
 RATES = Rates(state_hz=0, others_hz=0, heartbeat_hz=0, gimbal_hz=0, lidar_hz=10, truth_hz=1)
 
 
@@ -100,14 +107,15 @@ def config_json(sensor_ports: Mapping[int, int], host: str = HOST, ego_id: int =
 class DemoSettings:
     scenario: str = "orbit"
     timeline: FaultTimeline = field(default_factory=FaultTimeline)
+    foxglove: str | None = None  # HOST:PORT: serve the Foxglove view, with a camera image
 
 
-def host_config(link: str, config_path: str) -> HostConfig:
+def host_config(link: str, config_path: str, stats_interval_s: float = 0) -> HostConfig:
     """``gizmo-host run``'s settings for the demo (as a TOML file would give them)."""
     return config_from_mapping(
         {
             "serial": {"path": link, "transport_delay_ms": 0.0},  # a pty: no line time
-            "publish": {"stats_interval_s": 0},
+            "publish": {"stats_interval_s": stats_interval_s},
             "camera": {"rflysim_sensor": CAMERA_SEQ_ID},
             "rflysim": {
                 "copter_id": EGO_ID,
@@ -144,7 +152,9 @@ class DemoRig:
         assert camera_sensor.type_id == TypeId.BOX_TARGETS
 
         # The host, as `gizmo-host run` composes it; its RflySim receivers on the rig's ports.
-        config = host_config(self.link, str(self.config_path))
+        # the Foxglove view shows the counters: a stats message a second
+        stats_s = 0 if settings.foxglove is None else 1.0
+        config = host_config(self.link, str(self.config_path), stats_s)
         setup = config.world_setup()
         if setup is None or setup.rflysim is None:  # pragma: no cover - host_config sets both
             raise ConfigError("the demo's host configuration has no world model")
@@ -157,6 +167,7 @@ class DemoRig:
         self.host = Host(config, world=self.world, outputs=False)
         self.service = self.host.service
         self.host.add_sink(self._on_gizmo)
+        self.foxglove = None if settings.foxglove is None else self._foxglove(settings, setup)
 
         # The board: the stand-in's boxes in, frames out on the pty.
         emulate = emulator_settings(boxes, camera_sensor.data_width, camera_sensor.data_height)
@@ -179,6 +190,8 @@ class DemoRig:
             self.stand_in, bind_host=HOST, on_truth=self._on_truth, control_ports=control_ports
         )
 
+        self.scenario = scenario
+        self.scene_camera = SceneCamera(sensor_camera(camera_sensor), IMAGE_SCALE)
         vehicle_by_class = {int(cls): copter for copter, cls in CLASSES.items()}
         self.truth = GroundTruth(scenario, sensor_camera(camera_sensor), vehicle_by_class)
         self.tally = Tally(self.truth)
@@ -186,6 +199,40 @@ class DemoRig:
         self.first_frame_ns: int | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._started = False
+
+    def _foxglove(self, settings: DemoSettings, setup: WorldSetup) -> FoxgloveServer:
+        from gizmo_host.app.foxglove_view import (  # noqa: PLC0415 - the extra
+            camera_mount,
+            foxglove_server,
+            watch_world,
+        )
+
+        assert settings.foxglove is not None
+        config = FoxgloveConfig(enabled=True, listen=settings.foxglove)
+        server = foxglove_server(config, camera_mount(setup), self.host.scheduler.now_ns)
+        self.host.add_output(server)
+        self.host.add_sink(server.sink)
+        watch_world(self.host, server.renderer)
+        return server
+
+    async def _camera(self, server: FoxgloveServer) -> None:
+        """The stand-in's camera image at ``IMAGE_HZ``, rendered while a viewer wants it."""
+        from gizmo_host.foxglove import topics  # noqa: PLC0415 - the extra
+
+        scheduler, period_ns = self.host.scheduler, round(1e9 / IMAGE_HZ)
+        wants = server.emitter.wants
+        due_ns = scheduler.now_ns()
+        while True:
+            due_ns += period_ns
+            await scheduler.sleep_until_ns(due_ns)
+            if not self.sim.started.is_set() or not (
+                wants(topics.IMAGE) or wants(topics.ANNOTATIONS)
+            ):
+                continue
+            t_ns = scheduler.now_ns()
+            truth = self.scenario.truth((t_ns - self.sim.start_ns) / 1e9)
+            pixels = self.scene_camera.render(truth.ego.state, self.scenario.placed(truth))
+            server.renderer.image(t_ns, pixels)
 
     # -- events --------------------------------------------------------------------------------
 
@@ -216,6 +263,8 @@ class DemoRig:
             raise DemoFailed("the stand-in ended before it started")
         await self.host.start()
         self._spawn(self.board.run(), "demo board")
+        if self.foxglove is not None:
+            self._spawn(self._camera(self.foxglove), "demo camera")
 
     def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
         task = asyncio.create_task(coro, name=name)

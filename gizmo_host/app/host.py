@@ -100,6 +100,7 @@ class Host:
         self.publisher = JsonLinesPublisher(self.scheduler.now_ns)
         self._sinks: list[Sink] = []
         self._outputs: list[Output] = []
+        self._line_outputs = False  # an output takes JSON lines: the publisher encodes them
         self._connected = False  # the listeners are connected at start
         self._report_outputs = outputs
         self.version = version_message(__version__, config.link().path)
@@ -123,7 +124,7 @@ class Host:
             return
         self._connected = True
         listeners: list[Callable[[Message], None]] = [*self._sinks]
-        if self._outputs:
+        if self._line_outputs:
             listeners.append(self.publisher)
         for listener in listeners:
             self.service.add_listener(listener)
@@ -141,10 +142,14 @@ class Host:
         self._sinks.append(sink)
 
     def add_output(self, output: Output) -> None:
-        """A JSON Lines output, started and closed with the host."""
+        """A JSON Lines output, started and closed with the host. One whose ``takes_lines`` is
+        False (a viewer that takes the messages themselves through ``add_sink``) is started,
+        closed and reported alike but gets no lines: none is encoded for it."""
         self._check_not_started()
         self._outputs.append(output)
-        self.publisher.add_sink(output)
+        if getattr(output, "takes_lines", True):
+            self._line_outputs = True
+            self.publisher.add_sink(output)
 
     def _add_zenoh(self) -> None:
         """``[zenoh]``'s output (the zenoh extra), and its sink for ROS 2's messages."""
@@ -263,7 +268,7 @@ class Host:
         """``message`` (a ``stats`` line, or a composition's own) to every sink and output."""
         for sink in self._sinks:
             sink(message)
-        if self._outputs:
+        if self._line_outputs:
             self.publisher.publish(message)
 
     def _arm_stats(self, now_ns: int) -> None:

@@ -2,8 +2,9 @@
 
 Every chunk read from the serial port (with its receive time), the port's opens and losses, the
 RflySim datagrams (with their senders) and the host's own output go to the channels of
-``gizmo_host.capture.channels``, from a thread of their own behind a bounded queue
-(``BackgroundWriter``): a slow disk costs dropped messages (counted), never a stalled reader.
+``gizmo_host.capture.channels`` (with the ``foxglove`` extra, the Foxglove topics too), from a
+thread of their own behind a bounded queue (``BackgroundWriter``): a slow disk costs dropped
+messages (counted), never a stalled reader.
 The host's world model hears the tapped datagrams through the ``DatagramRouter``, as offline
 replay will.
 """
@@ -23,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 from fusion import WorldSnapshot
 from gizmo_host import __version__
 from gizmo_host.app.config import HostConfig
+from gizmo_host.app.foxglove_view import capture_view, watch_world
 from gizmo_host.app.host import Host
 from gizmo_host.app.world_config import WorldSetup
 from gizmo_host.capture.channels import recorded_input
@@ -133,6 +135,10 @@ class Recorder:
     ) -> None:
         host = Host(self.config, tapped=True, outputs=False, on_bytes=background.uart)
         host.add_sink(functools.partial(_record_message, background, self.clock))
+        view = capture_view(background, self.setup, self.clock)  # the Foxglove topics
+        if view is not None:
+            host.add_sink(view)
+            watch_world(host, view)
         transports: list[asyncio.DatagramTransport] = []
         try:
             for port in self.options.ports:

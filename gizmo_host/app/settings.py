@@ -342,8 +342,27 @@ ZENOH_SETTINGS: tuple[Setting, ...] = (
        1_000_000),
 )  # fmt: skip
 
+
+# [foxglove]: the live Foxglove view (the foxglove extra). ``--foxglove [HOST:PORT]`` on run
+# and demo sets both keys (gizmo_host.app.foxglove_view), so the rows have no flag of their own.
+FOXGLOVE_SETTINGS: tuple[Setting, ...] = (
+    Setting("foxglove", "enabled", "bool", False,
+            "serve the live Foxglove view (--foxglove [HOST:PORT])", commands=RUN),
+    Setting("foxglove", "listen", "str", "127.0.0.1:8765",
+            "the Foxglove WebSocket server's HOST:PORT (port 0: any free port)", commands=RUN,
+            what="HOST:PORT"),
+    Setting("foxglove", "client_backlog", "int", 256,
+            "messages queued per viewer; beyond, the SDK drops that viewer's oldest", 16,
+            65_536, "", commands=RUN),
+)  # fmt: skip
+
 SETTINGS: tuple[Setting, ...] = (
-    HOST_SETTINGS + WORLD_SETTINGS + CAMERA_SETTINGS + MAVLINK_SETTINGS + ZENOH_SETTINGS
+    HOST_SETTINGS
+    + WORLD_SETTINGS
+    + CAMERA_SETTINGS
+    + MAVLINK_SETTINGS
+    + ZENOH_SETTINGS
+    + FOXGLOVE_SETTINGS
 )
 BY_KEY: Mapping[str, Setting] = MappingProxyType({s.key: s for s in SETTINGS})
 SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(s.section for s in SETTINGS))

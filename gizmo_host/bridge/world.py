@@ -97,6 +97,7 @@ class WorldService:
         self.receivers = list(receivers)
         self.requester = requester
         self._listeners: list[SnapshotListener] = []
+        self._input_listeners: list[Callable[[Input], None]] = []
         self._subs: list[Subscription[WorldSnapshot]] = []
         self._closed_drops = 0
         self._tasks: list[asyncio.Task[None]] = []
@@ -202,6 +203,11 @@ class WorldService:
         """Feed one fusion input (the adapters' output, or a replay's)."""
         self.model.apply(item)
         self.inputs += 1
+        for listener in self._input_listeners:
+            try:
+                listener(item)
+            except Exception:
+                self._listener_errors.failed("world input listener %r", listener)
         if (
             self._on_change
             and self._check is None
@@ -236,6 +242,11 @@ class WorldService:
     def add_listener(self, listener: SnapshotListener) -> None:
         """Call ``listener`` with every published snapshot; it must not block."""
         self._listeners.append(listener)
+
+    def add_input_listener(self, listener: Callable[[Input], None]) -> None:
+        """Call ``listener`` with every input applied (a viewer's LiDAR points, as the model
+        took them: timed, in the frame the adapter named); it must not block."""
+        self._input_listeners.append(listener)
 
     def remove_listener(self, listener: SnapshotListener) -> None:
         self._listeners.remove(listener)

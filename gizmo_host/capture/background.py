@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from gizmo_host.capture.channels import HOST_TYPES
+from gizmo_host.capture.channels import HOST_TYPES, ViewChannel
 from gizmo_host.capture.lines import HostMessage, encode_line, message_line
 from gizmo_host.capture.writer import CaptureWriter, Sender
 from gizmo_host.errors import CaptureWriteError
@@ -26,7 +26,8 @@ from gizmo_host.stream.linkstate import LinkInput
 DEFAULT_MAX_ITEMS = 65536
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_FLUSH_INTERVAL_S = 1.0
-_UART, _PORT, _UDP, _HOST, _DICT = range(5)
+_UART, _PORT, _UDP, _HOST, _DICT, _VIEW = range(6)
+VIEW_ITEM_BYTES = 1024  # what a viewer's message is counted as in the queue (before encoding)
 _STOP: Any = object()
 
 
@@ -80,6 +81,12 @@ class BackgroundWriter:
             expected = ", ".join(HOST_TYPES)
             raise ValueError(f"type: expected one of {expected}, got {obj.get('type')!r}")
         self._put((_DICT, now_ns, obj), 1024)
+
+    def view(self, channel: ViewChannel, message: Any, now_ns: int) -> None:
+        """A viewer's message: bytes, or an immutable message whose ``encode()`` gives them
+        (encoded in the writer's thread)."""
+        size = len(message) if isinstance(message, bytes) else VIEW_ITEM_BYTES
+        self._put((_VIEW, now_ns, channel, message, size), size)
 
     def _put(self, item: tuple[Any, ...], size: int) -> None:
         if self.failure is not None or self._bytes_in - self._bytes_out + size > self._max_bytes:
@@ -146,6 +153,11 @@ class BackgroundWriter:
             elif kind == _HOST:
                 writer.host(*message_line(item[2], t), t)
                 self._bytes_out += 256
+            elif kind == _VIEW:
+                message = item[3]
+                data = message if isinstance(message, bytes) else message.encode()
+                writer.view(item[2], data, t)
+                self._bytes_out += item[4]
             else:
                 writer.host(item[2]["type"], encode_line(item[2]), t)
                 self._bytes_out += 1024

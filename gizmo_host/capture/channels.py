@@ -14,6 +14,10 @@ Inputs (what the host reads; replay feeds these):
 
 Outputs (what the host printed; replay recomputes them): ``/gizmo/host/TYPE`` for each JSON Lines
 ``type`` (``result``, ``link``, ``verdict``, ``stats``, ``world``), one JSON object per message.
+
+The view (with the ``foxglove`` extra; replay recomputes it too): the Foxglove topics
+(``/gizmo/tf``, ``/gizmo/scene``, ``/gizmo/world`` ...) in Foxglove's schemas, each a
+``ViewChannel``, so the capture opens in Foxglove with the shipped layout.
 """
 
 from __future__ import annotations
@@ -91,6 +95,20 @@ class ChannelSpec:
 
     def schema_bytes(self) -> bytes:
         return b"" if self.schema is None else json.dumps(self.schema, indent=1).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class ViewChannel:
+    """A viewer's channel (the Foxglove topics, ``gizmo_host.foxglove.topics``): its schema
+    comes whole from whoever defines it (the Foxglove SDK's protobuf descriptor set, or a JSON
+    Schema), and the capture stores it as given. The reader skips these channels (counted):
+    replay recomputes them."""
+
+    topic: str
+    message_encoding: str
+    schema_name: str
+    schema_encoding: str
+    schema_data: bytes
 
 
 UART = ChannelSpec(UART_TOPIC, RAW_ENCODING)

@@ -100,6 +100,21 @@ class CaptureWriter:
             channel = self._register(ch.host_channel(message_type), {}, key)
         self._add(channel, log_ns, line.rstrip(b"\n"))
 
+    def view(self, channel: ch.ViewChannel, data: bytes, log_ns: int) -> None:
+        """A message of a viewer's channel, its schema registered as given on first use."""
+        key = ("view", channel.topic)
+        channel_id = self._channels.get(key)
+        if channel_id is None:
+            with self._errors("register channel"):
+                schema_id = self._writer.register_schema(
+                    channel.schema_name, channel.schema_encoding, channel.schema_data
+                )
+                channel_id = self._writer.register_channel(
+                    channel.topic, channel.message_encoding, schema_id, {}
+                )
+            self._channels[key] = channel_id
+        self._add(channel_id, log_ns, data)
+
     # -- lifecycle -------------------------------------------------------------------------
 
     def flush(self) -> None:

@@ -29,6 +29,8 @@ from typing import Any
 
 from gizmo_host.app import demo_protocol
 from gizmo_host.app.demo_rig import DemoFailed, DemoRig, DemoSettings
+from gizmo_host.app.foxglove_view import add_foxglove_flag, announce, check_listen
+from gizmo_host.app.settings import default
 from gizmo_host.cli.demo_view import PlainView, View, summary
 from gizmo_host.emulator.faults import (
     FaultTimeline,
@@ -84,6 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--protocol", action="store_true", help="decode the spec's frame and a noisy stream"
     )
+    add_foxglove_flag(parser)
     parser.add_argument("--frames", metavar="N", help="--protocol: frames in the noisy stream")
     parser.add_argument(
         "--zenoh",
@@ -113,6 +116,7 @@ class Options:
     protocol: bool
     frames: int | None
     vehicles: int | None = None  # --zenoh: the fleet demo
+    foxglove: str | None = None  # HOST:PORT of the Foxglove view
 
 
 def _integer(flag: str, text: str, low: int, high: int) -> int:
@@ -151,8 +155,23 @@ def parse_options(args: argparse.Namespace) -> Options:
         vehicles = 3 if args.vehicles is None else _integer("--vehicles", args.vehicles, 1, 20)
     elif args.vehicles is not None:
         raise UsageError("--vehicles: only with --zenoh")
+    foxglove = None
+    if getattr(args, "foxglove__enabled", None):
+        foxglove = getattr(args, "foxglove__listen", None) or default("foxglove.listen")
+        try:
+            check_listen(foxglove)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
     return Options(
-        duration, args.faults, seed, args.scenario, args.json, args.protocol, frames, vehicles
+        duration,
+        args.faults,
+        seed,
+        args.scenario,
+        args.json,
+        args.protocol,
+        frames,
+        vehicles,
+        foxglove,
     )
 
 
@@ -209,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if options.scenario == PRECLAND:
         return _precland(options, timeline)
-    settings = DemoSettings(options.scenario, timeline)
+    settings = DemoSettings(options.scenario, timeline, options.foxglove)
     try:
         with tempfile.TemporaryDirectory(prefix="gizmo-demo-") as workdir:
             loop = event_loop.resolve("auto")
@@ -217,9 +236,12 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:  # a port taken between the pick and the bind, a pty refused
         print(f"gizmo-host demo: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
-    except DemoFailed as exc:
+    except (DemoFailed, ServiceFailed) as exc:  # ServiceFailed: the Foxglove port is taken
         print(f"gizmo-host demo: failed: {exc}", file=sys.stderr)
         return 1
+    except ConfigError as exc:  # --foxglove without the extra
+        print(f"gizmo-host demo: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if view is None:
         print(json.dumps(data, sort_keys=False), file=sys.stderr, flush=True)
     else:
@@ -315,6 +337,8 @@ async def play(
     try:
         with view or contextlib.nullcontext():
             await rig.start()
+            if rig.foxglove is not None:
+                announce(rig.foxglove, "demo")
             if view is not None:
                 refresh = asyncio.create_task(_refresh(view, rig, t0_ns, title), name="demo view")
             await rig.wait(stop)
@@ -343,6 +367,7 @@ async def play(
             "first_proceed_s": _since(rig.tally.first_proceed_ns, t0_ns),
             "sim_start_ns": rig.truth.start_ns,
             "tasks_left": len(leaks),
+            **({} if rig.foxglove is None else {"foxglove": rig.foxglove.stats()}),
         },
     )
 

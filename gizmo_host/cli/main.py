@@ -42,6 +42,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "gizmo_host.cli.fleet",
         "every vehicle publishing on Zenoh: a live table, or JSON Lines (--json)",
     ),
+    "foxglove-layout": (
+        "gizmo_host.cli.foxglove_layout",
+        "print the Foxglove layout for the live view and captures (Import from file...)",
+    ),
     "sim": (
         "gizmo_host.cli.sim",
         "a RflySim stand-in: a scripted scenario sent over UDP with its ground truth",

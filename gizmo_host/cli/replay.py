@@ -13,6 +13,10 @@ capture carries the world model's settings: deterministic, as fast as the CPU al
 host's JSON Lines (``result``, ``link``, ``verdict``, ``world``, ``stats``) go to stdout. A
 damaged or truncated capture: the lines for what could be read, then one error line and exit
 status 1.
+
+``--foxglove [HOST:PORT]`` serves the capture to Foxglove instead, at the recorded pace;
+``--offline --foxglove-out OUT.mcap`` also writes the Foxglove topics into a new MCAP file
+(both recomputed from the inputs: ``gizmo_host.app.foxglove_replay``).
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ import os
 import sys
 from typing import IO, TYPE_CHECKING
 
+from gizmo_host.app.foxglove_view import add_foxglove_flag, check_listen
 from gizmo_host.app.player import LivePlayer, PlayerOptions
-from gizmo_host.errors import CaptureError
+from gizmo_host.app.settings import default
+from gizmo_host.errors import CaptureError, ConfigError, ServiceFailed
 
 if TYPE_CHECKING:
     from gizmo_host.capture.reader import CaptureReader
@@ -52,12 +58,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="how long to wait for a reader to open the pty (default 10)",
     )
+    add_foxglove_flag(parser)
+    parser.add_argument(
+        "--foxglove-out",
+        metavar="OUT.mcap",
+        help="with --offline: also write the Foxglove topics into a new MCAP file",
+    )
     parser.add_argument(
         "--linger-s",
         type=float,
         default=1.0,
         metavar="S",
-        help="keep the pty open this long after the last byte (default 1)",
+        help="keep the pty (or the Foxglove server) open this long after the end (default 1)",
     )
 
 
@@ -67,6 +79,18 @@ def run(args: argparse.Namespace) -> int:
             "gizmo-host replay: --speed must be > 0, --wait-s and --linger-s >= 0", file=sys.stderr
         )
         return 2
+    foxglove = None
+    try:
+        if getattr(args, "foxglove__enabled", None):
+            foxglove = getattr(args, "foxglove__listen", None) or default("foxglove.listen")
+            check_listen(foxglove)
+            if args.offline:
+                raise ConfigError("--foxglove: serves live; with --offline use --foxglove-out")
+        if args.foxglove_out is not None and not args.offline:
+            raise ConfigError("--foxglove-out: only with --offline")
+    except ConfigError as exc:
+        print(f"gizmo-host replay: {exc}", file=sys.stderr)
+        return 2
     try:
         from gizmo_host.capture.reader import CaptureReader  # noqa: PLC0415 - needs mcap
     except ImportError as exc:
@@ -74,16 +98,35 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         reader = CaptureReader(args.file)
+        if args.foxglove_out is not None:
+            return replay_to_mcap(reader, args.foxglove_out, sys.stdout.buffer)
         if args.offline:
             return replay_offline(reader, sys.stdout.buffer)
+        if foxglove is not None:
+            return asyncio.run(serve_capture(reader, foxglove, args.speed, args.linger_s))
         options = PlayerOptions(args.link, args.speed, args.udp_host, args.wait_s, args.linger_s)
         return asyncio.run(LivePlayer(reader, options).play())
+    except ConfigError as exc:  # the foxglove extra is missing
+        print(f"gizmo-host replay: {exc}", file=sys.stderr)
+        return 2
     except CaptureError as exc:
         print(f"gizmo-host replay: {exc}", file=sys.stderr)
         return 1
-    except OSError as exc:
+    except (OSError, ServiceFailed) as exc:  # ServiceFailed: the Foxglove port is taken
         print(f"gizmo-host replay: {exc}", file=sys.stderr)
         return 1
+
+
+def replay_to_mcap(reader: CaptureReader, out_path: str, out: IO[bytes]) -> int:
+    from gizmo_host.app.foxglove_replay import replay_to_mcap as to_mcap  # noqa: PLC0415
+
+    return to_mcap(reader, out_path, out)
+
+
+async def serve_capture(reader: CaptureReader, listen: str, speed: float, linger_s: float) -> int:
+    from gizmo_host.app.foxglove_replay import serve_capture as serve  # noqa: PLC0415
+
+    return await serve(reader, listen, speed, linger_s=linger_s)
 
 
 def replay_offline(reader: CaptureReader, out: IO[bytes]) -> int:

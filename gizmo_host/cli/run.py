@@ -23,6 +23,7 @@ from collections.abc import Callable
 from gizmo_host.app import settings
 from gizmo_host.app.config import HostConfig as Config
 from gizmo_host.app.config import config_from_args
+from gizmo_host.app.foxglove_view import add_foxglove_flag, announce, attach_foxglove
 from gizmo_host.app.host import Host
 from gizmo_host.deploy.sd_notify import SdNotifier, watchdog_loop
 from gizmo_host.errors import ConfigError, ServiceFailed
@@ -35,6 +36,7 @@ LOGGER = logging.getLogger("gizmo_host.run")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="TOML settings; flags override it")
     settings.add_flags(parser, "run")
+    add_foxglove_flag(parser)
     parser.add_argument(
         "--log-level",
         default="INFO",
@@ -91,9 +93,12 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
     stop = stop or asyncio.Event()
     _stop_on_signals(stop)
     host = Host(config)
+    foxglove = attach_foxglove(host, config)
     notifier = _notifier()
     watchdog: asyncio.Task[None] | None = None
     async with host:
+        if foxglove is not None:
+            announce(foxglove, "run")
         gc.freeze()  # start-up objects live forever: keep them out of every collection
         _notify(notifier, SdNotifier.ready, "ready")
         _notify(notifier, lambda n: n.status(f"reading {host.service.config.path}"), "status")

@@ -1,6 +1,8 @@
 """Record and replay end to end through real I/O: a pty and loopback UDP into ``gizmo-host
 record``, its capture replayed offline (the same lines as the live host printed, modulo the
-documented differences) and live, through a pty and UDP, into ``gizmo-host run``.
+documented differences) and live, through a pty and UDP, into ``gizmo-host run``; its Foxglove
+topics read back with the ``mcap`` reader, as recorded and as ``replay --foxglove-out``
+recomputes them.
 
 Documented differences between a live run and its offline replay: timer-driven lines (the
 periodic verdict, world and stats lines) may come at other times and in another number, and
@@ -21,11 +23,14 @@ from typing import Any
 
 import pytest
 
+from gizmo_host.app.foxglove_replay import replay_to_mcap
 from gizmo_host.app.replay import OfflineReplay
 from gizmo_host.capture.reader import CaptureReader, HostLine
 from gizmo_host.emulator import BoardModel, PtyBoard
+from gizmo_host.foxglove.layout import layout, named_topics
 from rfly_link import ports
 from tests.support.coptersim import free_copter_id, state_datagram
+from tests.support.foxglove_checks import check_capture
 from tests.support.goldens import changes
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.realtime]
@@ -134,6 +139,12 @@ def test_record_a_live_run_then_replay_it_offline_and_into_run(tmp_path: Path) -
 
     reader = CaptureReader(str(capture))
     assert reader.info.world is not None  # the world's settings travel with the capture
+    # the Foxglove topics, in the same file, and recomputed into a new one by replay
+    named = named_topics(layout())
+    recorded = check_capture(str(capture), named)
+    view = tmp_path / "view.mcap"
+    assert replay_to_mcap(CaptureReader(str(capture)), str(view), None) == 0
+    assert check_capture(str(view), named)["/gizmo/result"] == recorded["/gizmo/result"]
     printed: dict[str, list[dict[str, Any]]] = {}
     for message in reader.messages():
         if isinstance(message, HostLine):

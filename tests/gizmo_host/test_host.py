@@ -34,15 +34,22 @@ class Lines:
         return {"lines": len(self.lines)}
 
 
-def test_stats_come_on_the_scheduler_to_every_sink_and_output() -> None:
+def host_with(output: Any) -> tuple[Host, FakeScheduler, list[Any]]:
+    """A host with stats every second, ``output`` and a sink that keeps every message."""
     config = config_from_mapping(
         {"serial": {"path": "/dev/null"}, "publish": {"stdout": False, "stats_interval_s": 1}}
     )
     scheduler = FakeScheduler(0)
     host = Host(config, scheduler=scheduler, run_link=False)
-    output, seen = Lines(), []
+    seen: list[Any] = []
     host.add_output(output)
     host.add_sink(seen.append)
+    return host, scheduler, seen
+
+
+def test_stats_come_on_the_scheduler_to_every_sink_and_output() -> None:
+    output = Lines()
+    host, scheduler, seen = host_with(output)
 
     async def main() -> None:
         await host.start()
@@ -71,3 +78,29 @@ def test_without_a_camera_there_is_no_world_and_the_version_says_so() -> None:
     config = config_from_mapping({"serial": {"path": "/dev/null"}})
     host = Host(config, scheduler=FakeScheduler(0), run_link=False)
     assert host.world is None and "world" not in host.version["types"]
+
+
+class Viewer(Lines):
+    """An output that takes the messages through a sink, not lines (the Foxglove view)."""
+
+    name = "viewer"
+    takes_lines = False
+
+    def send(self, line: bytes) -> None:
+        raise AssertionError("a line for an output that takes none")
+
+
+def test_an_output_that_takes_no_lines_costs_the_host_no_line() -> None:
+    viewer = Viewer()
+    host, scheduler, seen = host_with(viewer)
+
+    async def main() -> None:
+        await host.start()
+        scheduler.advance(1_500_000_000)
+        await host.stop()
+
+    asyncio.run(main())
+    assert viewer.started and viewer.closed
+    stats = [m for m in seen if isinstance(m, dict) and m.get("type") == "stats"]
+    assert stats and "viewer" in stats[0]["publish"]
+    assert host.publisher.lines <= 1  # the version line at most: no message encoded
