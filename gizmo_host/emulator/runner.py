@@ -100,7 +100,7 @@ class Runner:
             self.port.write(chunk)
         if cycle.hangup is not None:
             await self.scheduler.sleep_until_ns(self.pacer.busy_until_ns + self.drain_ns)
-            self.port.hang_up()
+            emulation.hung_up(observed=self.port.hang_up())
             self._replug_at_ns = self.scheduler.now_ns() + round(cycle.hangup.duration_s * 1e9)
 
     def stats(self) -> dict[str, Any]:
