@@ -38,6 +38,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "rfly_link.cli",
         "receive RflySim sensors, CopterSim and RflySim3D data as JSON Lines",
     ),
+    "doctor": (
+        "gizmo_host.cli.doctor",
+        "diagnose the board's link, the simulator, the autopilot and the service",
+    ),
     "sim": (
         "gizmo_host.cli.sim",
         "a RflySim stand-in: a scripted scenario sent over UDP with its ground truth",
