@@ -56,9 +56,7 @@ class Recorder:
     def on_snapshot(self, snapshot: WorldSnapshot) -> None:
         selected = next((t for t in snapshot.targets if t.key == snapshot.selected), None)
         reasons = tuple(r.value for r in snapshot.reasons)
-        self.observations.append(
-            Observation(snapshot.host_ns, snapshot.proceed, reasons, selected)
-        )
+        self.observations.append(Observation(snapshot.host_ns, snapshot.proceed, reasons, selected))
 
     def on_cycle(self, cycle: Cycle) -> None:
         for result in cycle.results:
@@ -87,7 +85,8 @@ class RunResult:
     wrong: list[WrongProceed] = field(default_factory=list)
     hold_latency_s: dict[str, list[float]] = field(default_factory=dict)
     recovery_s: dict[str, list[float]] = field(default_factory=dict)
-    bearing_deg: list[float] = field(default_factory=list)
+    bearing_deg: list[float] = field(default_factory=list)  # to the line of sight
+    beyond_bias_deg: list[float] = field(default_factory=list)  # less the box-centre bias
     position_m: list[float] = field(default_factory=list)
     capture_ms: list[float] = field(default_factory=list)
     proceed_s: float = 0.0
@@ -110,9 +109,9 @@ def judge(
     obs = recorder.observations
     t_s = [(o.host_ns - start_ns) / 1e9 for o in obs]
     visible = [truth.view(target_class, o.host_ns) is not None for o in obs]
-    errors: list[tuple[float, float]] = []
+    errors: list[tuple[float, float, float]] = []
     seen: set[int] = set()
-    for o, t, vis in zip(obs, t_s, visible, strict=True):
+    for o, t in zip(obs, t_s, strict=True):
         if not o.proceed:
             continue
         wrong, sample = _judge_proceed(o, truth, target_class)
@@ -120,9 +119,10 @@ def judge(
             result.wrong.append(WrongProceed(round(t, 3), *wrong))
         if sample is not None and o.target is not None and o.target.capture_ns not in seen:
             seen.add(o.target.capture_ns)
-            bearing, position = sample
+            bearing, beyond, position = sample
             result.bearing_deg.append(bearing)
-            errors.append((t, bearing))
+            result.beyond_bias_deg.append(beyond)
+            errors.append((t, bearing, beyond))
             if position is not None:
                 result.position_m.append(position)
     for (o, t, vis), following in zip(zip(obs, t_s, visible, strict=True), obs[1:], strict=False):
@@ -139,17 +139,19 @@ def judge(
         "t_s": [round(t, 3) for t in t_s],
         "proceed": [o.proceed for o in obs],
         "visible": visible,
-        "error_t_s": [round(t, 3) for t, _ in errors],
-        "error_deg": [round(e, 4) for _, e in errors],
-        "frames_written": [board["frames"].get("written", 0)],
+        "error_t_s": [round(t, 3) for t, _, _ in errors],
+        "error_deg": [round(e, 4) for _, e, _ in errors],
+        "beyond_bias_deg": [round(e, 4) for _, _, e in errors],
+        "windows": [[w.name, w.start_s, w.end_s] for w in plan.windows],
     }
     return result
 
 
 def _judge_proceed(
     o: Observation, truth: GroundTruth, target_class: int
-) -> tuple[tuple[str, str] | None, tuple[float, float | None] | None]:
-    """(why it is wrong, or None; (bearing error, position error off the body) or None)."""
+) -> tuple[tuple[str, str] | None, tuple[float, float, float | None] | None]:
+    """(why it is wrong, or None; (bearing error, that less the box-centre bias, position
+    error off the body) or None)."""
     target = o.target
     if target is None or target.bearing_ned is None:
         return ("not there", "PROCEED with no located target"), None
@@ -173,7 +175,7 @@ def _judge_proceed(
     position = None
     if target.position_ned_m is not None:
         position = _off_body_m(truth, target.id, target.capture_ns, target.position_ned_m)
-    sample = (bearing, position)
+    sample = (bearing, beyond, position)
     if beyond > BEARING_BOUND_DEG:
         return ("bearing", f"{beyond:.2f}° off beyond the box bias"), sample
     if position is not None and position > position_bound_m(view.range_m):

@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from gizmo_host.app.demo_rig import CLASSES, DemoRig, DemoSettings, EGO_ID
+from gizmo_host.app.demo_rig import CLASSES, EGO_ID, DemoRig, DemoSettings
 from gizmo_host.certify.judge import Recorder, RunResult, judge
 from gizmo_host.certify.plan import RunPlan
 
