@@ -110,7 +110,9 @@ def host_config(link: str, config_path: str, select: str = "any") -> HostConfig:
     """``gizmo-host run``'s settings for the demo (as a TOML file would give them)."""
     return config_from_mapping(
         {
-            "serial": {"path": link, "transport_delay_ms": 0.0},  # a pty: no line time
+            # The emulator writes a frame to the pty when its last byte would have arrived at
+            # 115200 baud (PtyPort.writes_at_line_end): the default transport delay applies.
+            "serial": {"path": link},
             "publish": {"stats_interval_s": 0},
             "verdict": {"select": select},
             "camera": {"rflysim_sensor": CAMERA_SEQ_ID},

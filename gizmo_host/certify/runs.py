@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from gizmo_host.app.demo_rig import CLASSES, EGO_ID, DemoRig, DemoSettings
+from gizmo_host.app.demo_rig import CLASSES, EGO_ID, DemoFailed, DemoRig, DemoSettings
 from gizmo_host.certify.judge import Recorder, RunResult, judge
 from gizmo_host.certify.plan import RunPlan
 
@@ -38,7 +38,7 @@ async def run_plan(plan: RunPlan, workdir: Path) -> RunResult:
         await rig.stop()
     emulation = rig.board.emulation
     if emulation is None or rig.truth.start_ns is None:
-        raise RuntimeError(f"{plan.scenario} seed {plan.seed}: the rig never started")
+        raise DemoFailed(f"{plan.scenario} seed {plan.seed}: the rig never started")
     return judge(plan, recorder, rig.truth, TARGET_CLASS, emulation.start_ns, stats)
 
 

@@ -9,6 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from gizmo_host.app.demo_rig import DemoFailed
 from gizmo_host.certify.judge import RunResult
 from gizmo_host.certify.plan import FAULT_CLASSES, SCENARIOS
 from gizmo_host.certify.run import DEFAULT_SEEDS, QUICK_SEEDS, Options, certify, parse_names
@@ -65,7 +66,11 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"gizmo-host certify: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    summary = certify(options, progress=_progress)
+    try:
+        summary = certify(options, progress=_progress)
+    except (DemoFailed, OSError) as exc:  # a rig that could not start or stopped working
+        print(f"gizmo-host certify: a run failed: {exc}", file=sys.stderr)
+        return 1
     print(
         f"gizmo-host certify: {'PASS' if summary['passed'] else 'FAIL'}: {summary['runs']} runs, "
         f"{len(summary['wrong_proceeds'])} wrong PROCEEDs, "

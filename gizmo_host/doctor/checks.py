@@ -343,11 +343,10 @@ def board_checks(facts: Facts) -> list[Check]:
         out.append(Check("board clock", Status.WARN, clock, "the board's oscillator is off"))
     else:
         out.append(_ok("board clock", clock))
-    if s.latency_ms:
-        ordered = sorted(s.latency_ms)
-        p50 = ordered[len(ordered) // 2]
-        p95 = ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
-        text = f"board latency (age_ms) p50 {p50:.0f} ms, p95 {p95:.0f} ms, max {ordered[-1]:.0f}"
+    p50, p95 = _percentile(s.latency_ms, 0.5), _percentile(s.latency_ms, 0.95)
+    if p50 is not None and p95 is not None:
+        most = max(s.latency_ms)
+        text = f"board latency (age_ms) p50 {p50:.0f} ms, p95 {p95:.0f} ms, max {most:.0f}"
         if p95 > LATENCY_WARN_MS:
             out.append(
                 Check("board latency", Status.WARN, text, "the board is overloaded or throttled")
@@ -355,6 +354,14 @@ def board_checks(facts: Facts) -> list[Check]:
         else:
             out.append(_ok("board latency", text))
     return out
+
+
+def _percentile(values: Sequence[float], fraction: float) -> float | None:
+    """Nearest rank; None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
 
 
 # -- RflySim and MAVLink -------------------------------------------------------------------
@@ -441,12 +448,19 @@ def mavlink_checks(facts: Facts) -> list[Check]:
             )
         )
     else:
-        lag = round(max(0.0, m.rtt_ms / 2) / 1000, 3)
+        board_ms = _percentile(facts.stream.latency_ms, 0.5)
+        one_way_ms = max(0.0, m.rtt_ms / 2)
+        if board_ms is None:
+            lag = f"PLND_LAG >= {one_way_ms / 1000:.3f} s plus the board's latency (not read)"
+        else:
+            lag = (
+                f"recommended PLND_LAG {(board_ms + one_way_ms) / 1000:.3f} s (board latency "
+                f"p50 {board_ms:.0f} ms + one way {one_way_ms:.1f} ms)"
+            )
         out.append(
             _ok(
                 "mavlink timesync",
-                f"round trip {m.rtt_ms:.1f} ms, offset {m.offset_ms or 0:.1f} ms; "
-                f"recommended PLND_LAG >= {lag} s plus the board's latency",
+                f"round trip {m.rtt_ms:.1f} ms, offset {m.offset_ms or 0:.1f} ms; {lag}",
             )
         )
     rates = ", ".join(f"{k} {v:.0f} Hz" for k, v in sorted(m.rates_hz.items()))

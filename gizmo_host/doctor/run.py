@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,6 @@ class Options:
     config: str | None = None
     seconds: float = DEFAULT_SECONDS
     root: Path = Path("/")
-    baud_rates: tuple[int, ...] = field(default=())  # () = the common rates
 
 
 def load(options: Options) -> tuple[HostConfig, dict[str, Any] | None, str | None]:
@@ -69,12 +68,7 @@ def gather_facts(options: Options) -> Facts:
     elif device.open_errno is not None:
         stream = StreamFacts(baudrate, 0.0, skipped="cannot open it")
     else:
-        rates = options.baud_rates or None
-        stream = (
-            sample_stream(path, baudrate, options.seconds, rates=rates)
-            if rates
-            else sample_stream(path, baudrate, options.seconds)
-        )
+        stream = sample_stream(path, baudrate, options.seconds)
     probe_s = min(MAX_PROBE_S, options.seconds)
     instance = os.path.basename(path)
     socket_path = config.publish.unix_socket or f"/run/gizmo-host/{instance}/results.sock"

@@ -7,13 +7,14 @@ import json
 import math
 import subprocess
 import sys
+from itertools import pairwise
 
 import pytest
 
 from fusion import Decision, TargetState, WorldSnapshot
 from gizmo_host.app.demo_tally import GroundTruth
 from gizmo_host.certify.judge import Recorder, judge
-from gizmo_host.certify.plan import HOLD_BUDGET_S, FAULT_CLASSES, RunPlan, Window, plan_run
+from gizmo_host.certify.plan import FAULT_CLASSES, HOLD_BUDGET_S, RunPlan, Window, plan_run
 from gizmo_host.certify.report import Setup, summarize
 from gizmo_host.cli import main
 from gizmo_host.emulator.faults import FaultTimeline
@@ -118,7 +119,7 @@ def test_a_plan_rotates_its_faults_with_the_seed_and_keeps_them_apart():
     assert [w.name for w in one.windows] != [w.name for w in two.windows]
     assert sorted(w.name for w in one.windows) == sorted(names)
     starts = [w.start_s for w in one.windows]
-    assert all(b - a >= 3.0 for a, b in zip(starts, starts[1:]))
+    assert all(b - a >= 3.0 for a, b in pairwise(starts))
     assert all(w.end_s <= w.start_s + 1.0 for w in one.windows)
 
 
