@@ -94,6 +94,7 @@ class RunResult:
     mismatches: dict[str, tuple[int, int]] = field(default_factory=dict)
     injected: dict[str, int] = field(default_factory=dict)
     series: dict[str, list[Any]] = field(default_factory=dict)  # for the plots
+    longest_hold: tuple[float, float, tuple[str, ...]] | None = None  # start s, length s, why
 
 
 def judge(
@@ -131,6 +132,7 @@ def judge(
             result.visible_s += dt
             result.proceed_s += dt if o.proceed else 0.0
     _windows(plan, obs, t_s, visible, result)
+    result.longest_hold = _longest_hold(obs, t_s, visible)
     result.capture_ms = list(recorder.capture_errors_ms)
     result.mismatches = counter_mismatches(stats)
     board = stats["board"]
@@ -197,6 +199,25 @@ def _off_body_m(
     local = rotation.T @ offset
     outside = np.maximum(np.abs(local) - np.asarray(size, dtype=float) / 2, 0.0)
     return float(np.linalg.norm(outside))
+
+
+def _longest_hold(
+    obs: Sequence[Observation], t_s: Sequence[float], visible: Sequence[bool]
+) -> tuple[float, float, tuple[str, ...]] | None:
+    """The longest HOLD while the vehicle stayed in view, with every reason it gave."""
+    best: tuple[float, float, tuple[str, ...]] | None = None
+    start: int | None = None
+    for i, o in enumerate(obs):
+        holding = not o.proceed and visible[i] and t_s[i] > 0
+        if holding and start is None:
+            start = i
+        if start is not None and (not holding or i == len(obs) - 1):
+            length = t_s[i] - t_s[start]
+            if best is None or length > best[1]:
+                reasons = sorted({r for x in obs[start : i + 1] for r in x.reasons})
+                best = (round(t_s[start], 3), round(length, 3), tuple(reasons))
+            start = None
+    return best
 
 
 def _windows(

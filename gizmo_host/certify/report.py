@@ -116,6 +116,17 @@ def summarize(results: Sequence[RunResult], setup: Setup) -> dict[str, Any]:
         "counters": [
             {"scenario": r.scenario, "seed": r.seed, "injected": r.injected} for r in results
         ],
+        "longest_holds": [
+            {
+                "scenario": r.scenario,
+                "seed": r.seed,
+                "start_s": r.longest_hold[0],
+                "length_s": r.longest_hold[1],
+                "reasons": list(r.longest_hold[2]),
+            }
+            for r in results
+            if r.longest_hold is not None
+        ],
     }
 
 
@@ -207,6 +218,18 @@ def markdown(summary: dict[str, Any], plots: Sequence[str]) -> str:
         "Capture time: the host's mapped capture time against "
         "the board's own (emit time less `age_ms`). Availability: the share of the time the "
         "vehicle was truly in the image that the verdict was PROCEED, faults included.",
+        "",
+        "## The longest HOLD of each run while the vehicle was in view",
+        "",
+        "| scenario | seed | from (s) | for (s) | reasons |",
+        "|---|---|---|---|---|",
+    ]
+    for row in summary["longest_holds"]:
+        lines.append(
+            f"| {row['scenario']} | {row['seed']} | {row['start_s']} | {row['length_s']} | "
+            f"{', '.join(row['reasons'])} |"
+        )
+    lines += [
         "",
         "## Host counters against the emulator's",
         "",

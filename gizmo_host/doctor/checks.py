@@ -198,6 +198,8 @@ def access_checks(facts: Facts) -> list[Check]:
 
 def holder_checks(facts: Facts) -> list[Check]:
     h = facts.holders
+    if not facts.device.exists:
+        return [Check("port holders", Status.SKIP, "no device to hold")]
     if h.holders:
         names = ", ".join(f"{x.name} (pid {x.pid}, {x.how})" for x in h.holders)
         fixes = [GRABBER_FIXES.get(x.name, f"stop pid {x.pid}") for x in h.holders]
