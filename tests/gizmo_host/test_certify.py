@@ -99,6 +99,8 @@ def test_hold_latency_and_recovery_are_measured_from_the_fault_window():
     result = judged(snaps, [Window("silence", 2.0, 2.5)])
     assert result.hold_latency_s["silence"] == [pytest.approx(0.2)]
     assert result.recovery_s["silence"] == [pytest.approx(0.1)]  # 2.6 s, the first PROCEED
+    start_s, length_s, reasons = result.longest_hold
+    assert (start_s, length_s, reasons) == (pytest.approx(2.2), pytest.approx(0.4), ())
 
 
 def test_a_counter_mismatch_or_a_late_hold_fails_the_report():
