@@ -133,11 +133,11 @@ def test_a_bad_option_is_one_line_and_exit_2(capsys):
 
 @pytest.mark.subprocess
 def test_a_lean_matrix_through_the_real_host_has_no_wrong_proceed(tmp_path):
-    """Three scenarios at once, one seed, the faults that must HOLD and two that must not:
+    """Three scenarios at once, one seed, three faults that must HOLD and one that need not:
     the suite's size of ``--quick`` (the whole of it takes about 90 s on 2 cores)."""
     done = subprocess.run(
         [sys.executable, "-m", "gizmo_host.cli", "certify", "--seeds", "1", "--spacing", "3",
-         "--faults", "silence,hangup,reset,clock_jump,garbage,wrap", "--out", str(tmp_path)],
+         "--faults", "silence,hangup,reset,garbage", "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=180, check=False,
     )  # fmt: skip
     summary = json.loads((tmp_path / "summary.json").read_text())
