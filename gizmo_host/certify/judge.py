@@ -22,7 +22,7 @@ import numpy as np
 from fusion import TargetState, WorldSnapshot
 from gizmo_host.app.counters import counter_mismatches, injected_faults
 from gizmo_host.app.demo_tally import GroundTruth
-from gizmo_host.certify.plan import HOLD_BUDGET_S, TTL_S, RunPlan
+from gizmo_host.certify.plan import HOLD_BUDGET_S, LATCHING, TTL_S, RunPlan
 from gizmo_host.emulator.emulation import Cycle
 from gizmo_host.stream.events import ReceivedResult
 from hil_geometry.pinhole import angle_deg, rotation_quaternion
@@ -243,7 +243,7 @@ def _windows(
             )
             result.hold_latency_s.setdefault(window.name, []).append(held)
         after = [i for i, t in enumerate(t_s) if t >= window.end_s]
-        if after and visible[after[0]]:
+        if after and visible[after[0]] and window.name not in LATCHING:
             back = next(
                 (
                     t_s[i] - window.end_s

@@ -3,7 +3,7 @@
 A run is one scenario and one seed: after a warm-up (the first PROCEED comes after about a
 second), each fault class in turn, ``spacing_s`` apart. The order rotates with the seed, so
 over the seeds each class meets the scenario at another moment (a target in view, turning,
-out of view). Classes that must make the host HOLD have a latency budget: the host must HOLD
+out of view); a class whose HOLD lasts until the next epoch goes last. Classes that must make the host HOLD have a latency budget: the host must HOLD
 within one vision period plus the TTL (the data's own expiry) plus the verdict tick.
 """
 
@@ -33,8 +33,12 @@ FAULT_CLASSES: dict[str, Fault] = {
     "duplicate": Fault(FaultKind.DUPLICATE, duration_s=1.0, probability=0.3),
     "wrap": Fault(FaultKind.WRAP, sequence=65500),
     "clock_skew": Fault(FaultKind.CLOCK_SKEW, ppm=100.0),
+    "clock_step_back": Fault(FaultKind.CLOCK_JUMP, delta_ms=-150),
 }
-MUST_HOLD = frozenset({"silence", "hangup", "reset", "clock_jump"})
+MUST_HOLD = frozenset({"silence", "hangup", "reset", "clock_jump", "clock_step_back"})
+# A device clock stepping back looks like a rise in latency: the host holds until the next
+# epoch (a reset, a reconnect), by design. It goes last in a run, and has no recovery.
+LATCHING = frozenset({"clock_step_back"})
 SCENARIOS = ("orbit", "approach", "track")
 
 
@@ -69,11 +73,13 @@ def fault_end_s(fault: Fault) -> float:
 def plan_run(
     scenario: str, seed: int, classes: Sequence[str], spacing_s: float = SPACING_S
 ) -> RunPlan:
-    """``classes`` one after another from ``WARMUP_S``, the order rotated by ``seed``."""
-    names = list(classes)
+    """``classes`` one after another from ``WARMUP_S``, the order rotated by ``seed`` (a
+    latching class last)."""
+    names = [n for n in classes if n not in LATCHING]
     if names:
         shift = seed % len(names)
         names = names[shift:] + names[:shift]
+    names += [n for n in classes if n in LATCHING]
     faults, windows = [], []
     for index, name in enumerate(names):
         at_s = WARMUP_S + index * spacing_s

@@ -123,6 +123,8 @@ def test_a_plan_rotates_its_faults_with_the_seed_and_keeps_them_apart():
     starts = [w.start_s for w in one.windows]
     assert all(b - a >= 3.0 for a, b in pairwise(starts))
     assert all(w.end_s <= w.start_s + 1.0 for w in one.windows)
+    # The step back holds until the next epoch: it goes last, whatever the seed.
+    assert one.windows[-1].name == two.windows[-1].name == "clock_step_back"
 
 
 def test_a_bad_option_is_one_line_and_exit_2(capsys):
