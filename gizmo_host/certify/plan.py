@@ -3,8 +3,9 @@
 A run is one scenario and one seed: after a warm-up (the first PROCEED comes after about a
 second), each fault class in turn, ``spacing_s`` apart. The order rotates with the seed, so
 over the seeds each class meets the scenario at another moment (a target in view, turning,
-out of view); a class whose HOLD lasts until the next epoch goes last. Classes that must make the host HOLD have a latency budget: the host must HOLD
-within one vision period plus the TTL (the data's own expiry) plus the verdict tick.
+out of view); a class whose HOLD lasts until the next epoch goes last. Classes that must make
+the host HOLD have a latency budget: the host must HOLD within one vision period plus the TTL
+(the data's own expiry) plus the verdict tick.
 """
 
 from __future__ import annotations

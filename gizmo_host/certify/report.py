@@ -174,12 +174,17 @@ def markdown(summary: dict[str, Any], plots: Sequence[str]) -> str:
             f"| {cls} | {row['n']} | {_cell(row['p50'])} | {_cell(row['p95'])} | "
             f"{_cell(row['max'])} | {row['over_budget']} |"
         )
+    free = ", ".join(sorted(set(setup["faults"]) - MUST_HOLD))
+    judged = (
+        f" Classes that need not HOLD ({free}) are judged by the wrong-PROCEED rule."
+        if free
+        else ""
+    )
     lines += [
         "",
         "Measured from the fault's onset to the first HOLD, where the target was PROCEED just "
-        "before it. Classes that need not HOLD ("
-        + ", ".join(sorted(set(setup["faults"]) - MUST_HOLD))
-        + ") are judged by the wrong-PROCEED rule alone.",
+        "before it." + judged + " A device clock step back holds until the next epoch, by "
+        "design: it goes last in a run and has no recovery time.",
         "",
         "## Recovery after each fault (s, fault end to the next PROCEED)",
         "",
