@@ -50,7 +50,7 @@ class Recorder:
 
     def __init__(self) -> None:
         self.observations: list[Observation] = []
-        self.capture_errors_ms: list[float] = []
+        self.capture_errors_ms: list[tuple[int, float]] = []  # (host receive time, error)
         self._board_capture: OrderedDict[int, int] = OrderedDict()
 
     def on_snapshot(self, snapshot: WorldSnapshot) -> None:
@@ -69,7 +69,8 @@ class Recorder:
         if isinstance(message, ReceivedResult) and message.host_capture_ns is not None:
             board = self._board_capture.get(message.result.sequence)
             if board is not None:
-                self.capture_errors_ms.append((message.host_capture_ns - board) / 1e6)
+                error_ms = (message.host_capture_ns - board) / 1e6
+                self.capture_errors_ms.append((message.host_rx_ns, error_ms))
 
 
 class WrongProceed(NamedTuple):
@@ -132,8 +133,13 @@ def judge(
             result.visible_s += dt
             result.proceed_s += dt if o.proceed else 0.0
     _windows(plan, obs, t_s, visible, result)
-    result.longest_hold = _longest_hold(obs, t_s, visible)
-    result.capture_ms = list(recorder.capture_errors_ms)
+    # A latching fault (the clock step back) keeps the older mapping until the next epoch, by
+    # design: its capture times are conservative, not errors, and its HOLD is not a recovery.
+    latch_s = min((w.start_s for w in plan.windows if w.name in LATCHING), default=math.inf)
+    before = sum(t < latch_s for t in t_s)
+    result.longest_hold = _longest_hold(obs[:before], t_s[:before], visible[:before])
+    latch_ns = start_ns + latch_s * 1e9
+    result.capture_ms = [e for rx_ns, e in recorder.capture_errors_ms if rx_ns < latch_ns]
     result.mismatches = counter_mismatches(stats)
     board = stats["board"]
     result.injected = injected_faults(board)

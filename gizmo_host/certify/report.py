@@ -221,10 +221,12 @@ def markdown(summary: dict[str, Any], plots: Sequence[str]) -> str:
         "of a box detector included (large where the box is clipped at the image's edge); "
         "beyond the box bias: the host's own part (negative: closer than the box's ray). "
         "Capture time: the host's mapped capture time against "
-        "the board's own (emit time less `age_ms`). Availability: the share of the time the "
-        "vehicle was truly in the image that the verdict was PROCEED, faults included.",
+        "the board's own (emit time less `age_ms`), before the step back (after it the host "
+        "keeps its older mapping on purpose, 150 ms conservative). Availability: the share "
+        "of the time the vehicle was truly in the image that the verdict was PROCEED, faults "
+        "included.",
         "",
-        "## The longest HOLD of each run while the vehicle was in view",
+        "## The longest HOLD of each run while the vehicle was in view (before the step back)",
         "",
         "| scenario | seed | from (s) | for (s) | reasons |",
         "|---|---|---|---|---|",
