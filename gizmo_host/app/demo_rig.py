@@ -23,7 +23,7 @@ import contextlib
 import json
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +36,7 @@ from gizmo_host.app.host import Host, HostMessage
 from gizmo_host.app.world_config import WorldSetup
 from gizmo_host.bridge.rfly_sources import RflySimSetup, SensorRequester
 from gizmo_host.bridge.world import WorldService
+from gizmo_host.emulator.emulation import Cycle
 from gizmo_host.emulator.faults import FaultTimeline
 from gizmo_host.emulator.port import PtyPort
 from gizmo_host.emulator.runner import Runner
@@ -108,14 +109,22 @@ class DemoSettings:
     scenario: str = "orbit"
     timeline: FaultTimeline = field(default_factory=FaultTimeline)
     foxglove: str | None = None  # HOST:PORT: serve the Foxglove view, with a camera image
+    board_duration_s: float | None = None  # the board stops (cleanly) after this long
+    on_cycle: Callable[[Cycle], None] | None = None  # every board cycle (certify's truth)
+    select: str = "any"  # [verdict] select: the target the verdict is about
 
 
-def host_config(link: str, config_path: str, stats_interval_s: float = 0) -> HostConfig:
+def host_config(
+    link: str, config_path: str, stats_interval_s: float = 0, select: str = "any"
+) -> HostConfig:
     """``gizmo-host run``'s settings for the demo (as a TOML file would give them)."""
     return config_from_mapping(
         {
-            "serial": {"path": link, "transport_delay_ms": 0.0},  # a pty: no line time
+            # The emulator writes a frame to the pty when its last byte would have arrived at
+            # 115200 baud (PtyPort.writes_at_line_end): the default transport delay applies.
+            "serial": {"path": link},
             "publish": {"stats_interval_s": stats_interval_s},
+            "verdict": {"select": select},
             "camera": {"rflysim_sensor": CAMERA_SEQ_ID},
             "rflysim": {
                 "copter_id": EGO_ID,
@@ -154,7 +163,7 @@ class DemoRig:
         # The host, as `gizmo-host run` composes it; its RflySim receivers on the rig's ports.
         # the Foxglove view shows the counters: a stats message a second
         stats_s = 0 if settings.foxglove is None else 1.0
-        config = host_config(self.link, str(self.config_path), stats_s)
+        config = host_config(self.link, str(self.config_path), stats_s, settings.select)
         setup = config.world_setup()
         if setup is None or setup.rflysim is None:  # pragma: no cover - host_config sets both
             raise ConfigError("the demo's host configuration has no world model")
@@ -179,6 +188,8 @@ class DemoRig:
             self.port,
             self.source,
             baudrate=emulate.baudrate,
+            duration_s=settings.board_duration_s,
+            on_cycle=settings.on_cycle,
         )
 
         # The stand-in: its odometry control port is the one the host's requests go to.
@@ -198,6 +209,7 @@ class DemoRig:
         self.world.add_listener(self.tally)
         self.first_frame_ns: int | None = None
         self._tasks: list[asyncio.Task[Any]] = []
+        self._board_task: asyncio.Task[Any] | None = None
         self._started = False
 
     def _foxglove(self, settings: DemoSettings, setup: WorldSetup) -> FoxgloveServer:
@@ -262,7 +274,7 @@ class DemoRig:
             sim.result()  # raises the stand-in's OSError
             raise DemoFailed("the stand-in ended before it started")
         await self.host.start()
-        self._spawn(self.board.run(), "demo board")
+        self._board_task = self._spawn(self.board.run(), "demo board")
         if self.foxglove is not None:
             self._spawn(self._camera(self.foxglove), "demo camera")
 
@@ -272,7 +284,8 @@ class DemoRig:
         return task
 
     async def wait(self, stop: asyncio.Event) -> None:
-        """Return once ``stop`` is set; raise :class:`DemoFailed` when a part fails first."""
+        """Return once ``stop`` is set, or the board has run its ``board_duration_s``; raise
+        :class:`DemoFailed` when a part fails first."""
         host = asyncio.create_task(self.host.wait(stop), name="demo host")
         try:
             done, _ = await asyncio.wait([host, *self._tasks], return_when=asyncio.FIRST_COMPLETED)
@@ -280,6 +293,9 @@ class DemoRig:
             host.cancel()
             await asyncio.gather(host, return_exceptions=True)
         failed = next(iter(done))
+        board = self._board_task
+        if failed is board and board is not None and board.exception() is None:
+            return  # the board's duration is over, its last frames read
         if failed is host:
             if host.cancelled() or host.exception() is None:
                 return

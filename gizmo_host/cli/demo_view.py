@@ -3,7 +3,7 @@ as ``world`` JSON Lines; and the summary at the end.
 
 Every view reads the same numbers: the newest snapshot and the tally
 (:mod:`gizmo_host.app.demo_tally`), and the parts' counters (``DemoRig.stats()``), condensed by
-:func:`host_counters` and :func:`injected_faults`. rich is an optional extra
+:mod:`gizmo_host.app.counters`. rich is an optional extra
 (``gizmo-host[demo]``); without it the demo prints one line a second.
 """
 
@@ -14,51 +14,8 @@ from typing import Any, Protocol, TextIO
 
 from fusion import WorldSnapshot
 from fusion.geometry import quat_to_euler_zyx
+from gizmo_host.app.counters import HOST_COUNTERS, host_counters, injected_faults
 from gizmo_host.app.demo_tally import Tally
-
-HOST_COUNTERS = (
-    "frames_ok",
-    "crc_errors",
-    "header_errors",
-    "bytes_discarded",
-    "lost",
-    "duplicates",
-    "resets",
-    "discontinuities",
-    "disconnects",
-)
-# fault kind -> the count of the emulator's stats that says how often it was injected
-_FAULT_COUNTS = {
-    "bit_errors": "frames",
-    "drop_bytes": "frames",
-    "garbage": "bursts",
-    "truncate": "frames",
-    "duplicate": "frames",
-    "wrap": "events",
-    "reset": "events",
-    "silence": "events",
-    "hangup": "events",
-    "clock_skew": "events",
-    "clock_jump": "events",
-}
-
-
-def host_counters(host: dict[str, Any]) -> dict[str, Any]:
-    """The link's and the sequence tracker's counters from the host's ``stats`` message."""
-    link = host["link"]
-    sources = host.get("sources", {}).values()
-    out: dict[str, Any] = {"state": link["state"], "clock": host["clock"]["status"]}
-    for name in ("frames_ok", "crc_errors", "header_errors", "bytes_discarded", "disconnects"):
-        out[name] = link[name]
-    for name in ("lost", "duplicates", "resets", "discontinuities"):
-        out[name] = sum(source[name] for source in sources)
-    return out
-
-
-def injected_faults(board: dict[str, Any]) -> dict[str, int]:
-    """How many of each fault the board injected (events, or frames hit, or bursts)."""
-    faults = board.get("faults", {})
-    return {kind: faults[kind][count] for kind, count in _FAULT_COUNTS.items() if kind in faults}
 
 
 def summary(

@@ -46,6 +46,14 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "gizmo_host.cli.foxglove_layout",
         "print the Foxglove layout for the live view and captures (Import from file...)",
     ),
+    "doctor": (
+        "gizmo_host.cli.doctor",
+        "diagnose the board's link, the simulator, the autopilot and the service",
+    ),
+    "certify": (
+        "gizmo_host.cli.certify",
+        "HIL certification: fault matrix x scenarios x seeds through the real host, a report",
+    ),
     "sim": (
         "gizmo_host.cli.sim",
         "a RflySim stand-in: a scripted scenario sent over UDP with its ground truth",

@@ -140,10 +140,16 @@ def _explain_not_permitted(path: str, proc_root: Path) -> str:
     driver = _char_driver_name(proc_root, os.major(device.st_rdev))
     if driver is None:
         return _explain_permission(path)
+    target = os.path.realpath(path)
+    shown = path if target == path else f"{path} (-> {target})"
+    node = f"{os.major(device.st_rdev)}:{os.minor(device.st_rdev)}"
     return (
-        f"{path} is refused by the device access list (systemd DeviceAllow=): its driver "
-        f"{driver} is not among the serial classes the unit allows. Add it with "
-        f"`sudo systemctl edit gizmo-host@.service`: [Service] DeviceAllow=char-{driver} rw"
+        f"{shown}, char {node} (driver {driver}), is refused by the device access list "
+        f"(systemd DeviceAllow=): the gizmo-host@ unit admits only its own instance's node, "
+        f"resolved when the service started. If the board came back on another node, restart "
+        f"it (`sudo systemctl restart gizmo-host@<name>`); to admit this node add "
+        f"`sudo systemctl edit gizmo-host@.service`: [Service] DeviceAllow={target} rw "
+        f"(or the whole driver class, DeviceAllow=char-{driver} rw)"
     )
 
 

@@ -92,6 +92,7 @@ class Emulation:
         self.frames_written = self.frames_unsent = self.bytes_written = 0
         self.wrap_events = self.wraps = self.reset_events = self.quiet_cycles = 0
         self.silence_events = self.hangups = self.hangup_unsent = 0
+        self.host_disconnects = 0  # hang-ups a reader had the port open for (the runner says)
         self.silence_s = 0.0
         self.skew_events = self.jump_events = self.jumps_forward = self.jumps_backward = 0
         self.jump_restarts = 0
@@ -157,6 +158,15 @@ class Emulation:
             for _ in range(outcome.valid_copies):
                 self._valid(result, emit_ns)
         return Cycle(capture_ns, emit_ns, tuple(chunks), tuple(results), hangup)
+
+    def hung_up(self, *, observed: bool) -> None:
+        """The runner closed the port for a hang-up; ``observed``: a reader had it open.
+
+        The host counts a disconnect when its open connection ends, so only an observed
+        hang-up is one it must count. Not observed: a hang-up while the port was still down
+        from the previous one, or before the reader reopened it; and hang-ups due in one
+        cycle close the port once."""
+        self.host_disconnects += observed
 
     def reconnected(self) -> None:
         """The port is back after a hang-up (the runner calls this)."""
@@ -280,7 +290,11 @@ class Emulation:
                 "reset": {"events": self.reset_events},
                 "silence": {"events": self.silence_events, "seconds": round(self.silence_s, 6)},
                 "quiet_cycles": self.quiet_cycles,
-                "hangup": {"events": self.hangups, "frames_unsent": self.hangup_unsent},
+                "hangup": {
+                    "events": self.hangups,
+                    "observed": self.host_disconnects,
+                    "frames_unsent": self.hangup_unsent,
+                },
                 "clock_skew": {"events": self.skew_events, "ppm": self.board.skew_ppm},
                 "clock_jump": {
                     "events": self.jump_events,
@@ -296,6 +310,6 @@ class Emulation:
                 "duplicates": self.host_duplicates,
                 "resets": self.host_resets,
                 "discontinuities": self.host_discontinuities,
-                "disconnects": self.hangups,
+                "disconnects": self.host_disconnects,
             },
         }

@@ -60,7 +60,9 @@ class Port(Protocol):
 
     def write(self, data: bytes) -> None: ...
 
-    def hang_up(self) -> None: ...
+    def hang_up(self) -> bool:
+        """Unplug; whether a reader had the port open (only then can it see the hang-up)."""
+        ...
 
     def plug(self) -> str: ...
 
@@ -133,11 +135,14 @@ class PtyPort:
         self.bytes_written += written
         self.bytes_refused += len(data) - written
 
-    def hang_up(self) -> None:
-        """Close the master: the reader sees a hang-up; the link points nowhere until plug()."""
+    def hang_up(self) -> bool:
+        """Close the master: the reader sees a hang-up; the link is gone until plug().
+        Returns whether a reader had the slave open: a hang-up while none had (it was still
+        reopening after the previous one) is one no reader can count."""
         self.hangups += 1
-        self._board.unplug()
+        observed = self._board.unplug()
         self._attached_since_ns = None
+        return observed
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -194,7 +199,7 @@ class DevicePort:
         writer.write(data)
         self.bytes_written += len(data)
 
-    def hang_up(self) -> None:
+    def hang_up(self) -> bool:
         raise RuntimeError("a device port cannot be unplugged by the emulator")
 
     def stats(self) -> dict[str, Any]:

@@ -1,8 +1,11 @@
 """The emulated board's port: a real pseudo-terminal behind a stable symlink.
 
 ``PtyBoard`` publishes a pty's slave at ``link_path``, as udev publishes ``/dev/gizmo0``:
-``unplug()`` closes the master (the reader sees a hang-up), ``plug()`` makes a new pty and
-re-points the symlink atomically. The slave is put in raw mode before anyone opens it, so bytes
+``unplug()`` closes the master (the reader sees a hang-up) and removes the symlink, as udev
+removes ``/dev/gizmo0`` on unplug; ``plug()`` makes a new pty and points the symlink at it
+atomically. A symlink left behind would point at a freed ``/dev/pts/N`` that the next pty made
+on the machine (any program's) reuses: a reader reopening it would read someone else's pty.
+The slave is put in raw mode before anyone opens it, so bytes
 written while no reader has it open are neither echoed back nor cooked. ``play`` writes frames
 at the board's pace. Used by the tests, ``bench/serial_link.py`` and ``gizmo-host emulate``.
 """
@@ -47,11 +50,18 @@ class PtyBoard:
         os.replace(temp, self.link_path)
         return self.slave_name
 
-    def unplug(self) -> None:
-        """Close the master: the slave hangs up, its /dev/pts entry disappears."""
+    def unplug(self) -> bool:
+        """Remove the symlink (it would point at a /dev/pts number free for reuse), then close
+        the master: the slave hangs up, its /dev/pts entry disappears. Returns whether a reader
+        had the slave open then (with the link gone, none can open it in between)."""
+        if self.link_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.link_path)
+        observed = self.reader_attached()
         if self.master_fd is not None:
             os.close(self.master_fd)
             self.master_fd = None
+        return observed
 
     def reader_attached(self) -> bool:
         """Whether some process has the slave open (the master polls HUP while none has)."""
@@ -71,9 +81,6 @@ class PtyBoard:
 
     def close(self) -> None:
         self.unplug()
-        if self.link_path is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.link_path)
 
     def __enter__(self) -> PtyBoard:
         self.plug()

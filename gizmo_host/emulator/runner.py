@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from gizmo_host.emulator.emulation import Emulation
+from gizmo_host.emulator.emulation import Cycle, Emulation
 from gizmo_host.emulator.port import LinePacer, Port
 from gizmo_host.emulator.sources import TargetSource
 from gizmo_host.timing import LoopScheduler, Scheduler
@@ -41,7 +41,9 @@ class Runner:
         duration_s: float | None = None,
         wait_reader: bool = True,
         drain_ns: int = 100_000_000,
+        on_cycle: Callable[[Cycle], None] | None = None,
     ) -> None:
+        """``on_cycle``: told every cycle's output (what a HIL judge needs as truth)."""
         self._make_emulation = make_emulation
         self.port = port
         self.source = source
@@ -54,6 +56,7 @@ class Runner:
         self.cycles_skipped = 0
         self.started = asyncio.Event()  # the emulation's clock runs (a reader is there)
         self._replug_at_ns: int | None = None
+        self._on_cycle = on_cycle
 
     async def run(self) -> None:
         """Until the duration is over (forever without one); cancel to stop early."""
@@ -91,6 +94,8 @@ class Runner:
         capture_ns = emulation.capture_ns(index)
         detections = self.source.detections(capture_ns, emulation.elapsed_s(capture_ns))
         cycle = emulation.cycle(index, detections, connected=connected)
+        if self._on_cycle is not None:
+            self._on_cycle(cycle)
         await self.scheduler.sleep_until_ns(cycle.emit_ns)
         for chunk in cycle.chunks:
             start_ns, end_ns = self.pacer.send(self.scheduler.now_ns(), len(chunk))
@@ -100,7 +105,7 @@ class Runner:
             self.port.write(chunk)
         if cycle.hangup is not None:
             await self.scheduler.sleep_until_ns(self.pacer.busy_until_ns + self.drain_ns)
-            self.port.hang_up()
+            emulation.hung_up(observed=self.port.hang_up())
             self._replug_at_ns = self.scheduler.now_ns() + round(cycle.hangup.duration_s * 1e9)
 
     def stats(self) -> dict[str, Any]:

@@ -229,6 +229,7 @@ def board_run(case: Case, recording: Recording) -> Emulation:
             hung_up = True
             at_ns = max(pacer.busy_until_ns, cycle.emit_ns) + DRAIN_NS
             serial.hang_up(at_ns, round(cycle.hangup.duration_s * 1e9))
+            emulation.hung_up(observed=True)  # the recorded reader had the port open
         index += 1
     recording.port(end_ns, LinkInput.STOPPED, REASON_STOPPED)
     return emulation

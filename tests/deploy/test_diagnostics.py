@@ -195,6 +195,8 @@ def test_eperm_on_a_tty_names_the_device_allow_class(pty_path):
     comes from the real /proc/devices for the real pty.
     """
     message = explain_open_error(pty_path, PermissionError(errno.EPERM, "Operation not permitted"))
+    assert "admits only its own instance's node" in message
+    assert f"DeviceAllow={os.path.realpath(pty_path)} rw" in message
     assert "DeviceAllow=char-pts rw" in message
 
 
