@@ -48,13 +48,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fusion import Selector
-from gizmo_host.app.checks import check_type as _check_type
-from gizmo_host.app.checks import fail as _fail
 from gizmo_host.app.settings import (
     BY_KEY,
     MAX_PERIOD_S,
     MAX_UNIX_PATH_BYTES,
     MIN_PERIOD_S,
+    RULES,
     default,
     flag_names,
     overrides_from,
@@ -63,6 +62,9 @@ from gizmo_host.app.world_config import RflySimConfig, WorldSetup, resolve_world
 from gizmo_host.errors import ConfigError
 from gizmo_host.live import event_loop
 from gizmo_host.live.config import LinkConfig, PipelineConfig
+from gizmo_host.setting import check_rules
+from gizmo_host.setting import check_type as _check_type
+from gizmo_host.setting import fail as _fail
 from gizmo_host.stream.store import parse_selector
 from gizmo_host.tomlfile import MAX_FILE_BYTES, MAX_LINE_CHARS, display_name, read_toml
 from gizmo_host.wire.results import ResultType
@@ -268,12 +270,10 @@ def config_from_mapping(data: Mapping[str, Any], base: HostConfig | None = None)
 
 
 def _check_whole(config: HostConfig) -> None:
-    if config.serial.backoff_min_s > config.serial.backoff_max_s:
-        raise ConfigError(
-            f"serial.backoff_max_s: expected >= serial.backoff_min_s "
-            f"({config.serial.backoff_min_s:g}), got {config.serial.backoff_max_s:g}",
-            "serial.backoff_max_s",
-        )
+    for section in dataclasses.fields(config):
+        value = getattr(config, section.name)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):  # not [world]
+            check_rules(RULES, section.name, dataclasses.asdict(value))
     try:
         selector = config.selector
     except ValueError as exc:
