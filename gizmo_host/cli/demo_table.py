@@ -17,7 +17,7 @@ from rich.text import Text
 
 from fusion import Decision, WorldSnapshot
 from gizmo_host.app.demo_tally import Tally
-from gizmo_host.cli.demo_view import (
+from gizmo_host.app.demo_view import (
     fmt_num,
     fmt_reasons,
     host_counters,

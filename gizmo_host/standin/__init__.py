@@ -8,7 +8,8 @@ Pure parts (no clock, no socket): :mod:`~gizmo_host.standin.tracks` (scripted pa
 :mod:`~gizmo_host.standin.builders` (messages from the truth) and
 :mod:`~gizmo_host.standin.core` (what to
 send when, and the answers to requests). The asyncio edge is :mod:`~gizmo_host.standin.runner`, the
-command ``gizmo-host sim`` is :mod:`~gizmo_host.cli.sim`; importing this package imports neither.
+command's options and lines :mod:`~gizmo_host.standin.options`, and the command ``gizmo-host
+sim`` :mod:`~gizmo_host.cli.sim`; importing this package imports none of them.
 """
 
 from __future__ import annotations

@@ -58,7 +58,14 @@ from tests.hil.judge import (
 from tests.hil.scene import swinging_orbit
 from tests.support.schemas import validate_message
 
-pytestmark = [pytest.mark.hil, pytest.mark.subprocess, pytest.mark.realtime]
+# One worker runs the HIL modules one after the other (``--dist loadgroup``): each module's
+# chains are one fixture, and two workers would run them twice, side by side.
+pytestmark = [
+    pytest.mark.hil,
+    pytest.mark.subprocess,
+    pytest.mark.realtime,
+    pytest.mark.xdist_group("hil"),
+]
 
 GAP_S = 0.15  # half the quiet time between two faults: where the counts are compared
 

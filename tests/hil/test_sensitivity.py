@@ -23,7 +23,14 @@ from tests.hil.chain import Chain, Plan, run_chains
 from tests.hil.judge import Accuracy, accuracy, measurements
 from tests.hil.scene import swinging_orbit
 
-pytestmark = [pytest.mark.hil, pytest.mark.subprocess, pytest.mark.realtime]
+# One worker runs the HIL modules one after the other (``--dist loadgroup``): each module's
+# chains are one fixture, and two workers would run them twice, side by side.
+pytestmark = [
+    pytest.mark.hil,
+    pytest.mark.subprocess,
+    pytest.mark.realtime,
+    pytest.mark.xdist_group("hil"),
+]
 
 DURATION_S = 3.0
 CLEAN_S = [(1.0, DURATION_S)]  # after the device clock has locked
