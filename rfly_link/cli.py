@@ -164,19 +164,6 @@ def json_line(value: Any) -> str:
         return json.dumps(_finite(value), allow_nan=False)
 
 
-async def start_all(receivers: list[rio.UdpReceiver]) -> None:
-    """Start every receiver; if one fails, close those already started and re-raise."""
-    started: list[rio.UdpReceiver] = []
-    try:
-        for receiver in receivers:
-            await receiver.start()
-            started.append(receiver)
-    except BaseException:
-        for receiver in started:
-            await receiver.close()
-        raise
-
-
 async def listen(
     receivers: list[rio.UdpReceiver],
     *,
@@ -186,17 +173,12 @@ async def listen(
 ) -> int:
     """Print events until ``count`` events or ``duration_s`` seconds; returns events printed.
 
-    Slow output (a stalled stdout pipe) never grows memory: each receiver's pump holds at most
-    one event while it waits here, so events pile up only in the receivers' bounded queues,
-    which drop the oldest and count them (``queue_full``).
+    Slow output (a stalled stdout pipe) never grows memory: the receivers run in a
+    ``ReceiverGroup`` whose pumps wait on a one-slot queue, so events pile up only in the
+    receivers' bounded queues, which drop the oldest and count them (``queue_full``).
     """
     events: asyncio.Queue[rio.Event] = asyncio.Queue(maxsize=1)
     stream = sys.stdout if out is None else out  # sys.stdout now: a test may have replaced it
-
-    async def pump(receiver: rio.UdpReceiver) -> None:
-        async for event in receiver:
-            await events.put(event)
-
     printed = 0
 
     async def consume() -> None:
@@ -207,18 +189,10 @@ async def listen(
             stream.flush()
             printed += 1
 
-    await start_all(receivers)
-    tasks = [asyncio.create_task(pump(r), name=f"pump-{r.name}") for r in receivers]
-    try:
-        await asyncio.wait_for(consume(), duration_s or None)
-    except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
-        pass
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for receiver in receivers:
-            await receiver.close()
+    async with rio.ReceiverGroup(receivers, events.put):  # a pump waits while the slot is full
+        # asyncio.TimeoutError: not the builtin TimeoutError before Python 3.11
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(consume(), duration_s or None)
     return printed
 
 
