@@ -6,7 +6,7 @@ project with its test extras there (again only when ``pyproject.toml`` changes),
 ``test`` runs ruff (lint and format), ``mypy --strict``, import-linter's layer contracts and
 pytest, stopping at the first that fails; ``test --fast`` skips the tests marked realtime,
 subprocess or hil (the edit loop; CI runs everything). pytest runs in parallel with
-pytest-xdist, in two phases (see ``pytest_in_phases``). ``regen-goldens`` rewrites the golden
+pytest-xdist, in three phases (see ``pytest_in_phases``). ``regen-goldens`` rewrites the golden
 outputs in ``tests/captures`` from their captures, on purpose (``--captures``: rebuild the
 synthetic captures first).
 
@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 EXTRAS = "test,images,uvloop,record,demo,mavlink,foxglove,zenoh,ros2,report"
 FAST = "not realtime and not subprocess and not hil"
-SLOW = "realtime or subprocess or hil"
+WAITING = "(realtime or subprocess) and not hil"
 
 
 def _venv_for(version: tuple[int, int]) -> Path:
@@ -124,17 +124,18 @@ NO_TESTS = 5  # pytest's exit status when a selection holds no test
 
 
 def pytest_in_phases(rest: list[str], *, fast: bool = False) -> int:
-    """The suite in two parallel phases (pytest-xdist): the tests that compute, one worker per
-    core; then the realtime, subprocess and HIL tests, which mostly wait on the wall clock, two
-    workers per core (``--fast``: the first phase only). The phases never overlap, so a test
-    paced on the wall clock never shares the CPU with the hypothesis tests. Arguments that
+    """The suite in three phases that never overlap: the tests that compute, one worker per
+    core (pytest-xdist); the realtime and subprocess tests, which mostly wait on the wall clock,
+    two workers per core; then the HIL chains alone, as before (they time a whole emulated
+    board, host and simulator on the wall clock). ``--fast``: the first phase only. A test
+    paced on the wall clock so never shares the CPU with the hypothesis tests. Arguments that
     choose the markers or the workers (``-m``, ``-n``, ``-p no:xdist``) run one pytest
     instead, as given (after ``--fast``'s marker)."""
     pytest = [_python(), "-m", "pytest"]
     if any(a in ("-m", "no:xdist") or a.startswith(("-n", "--numprocesses")) for a in rest):
         return run(*pytest, *(["-m", FAST] if fast else []), *rest)
     cores = os.cpu_count() or 1
-    phases = [(FAST, cores)] if fast else [(FAST, cores), (SLOW, 2 * cores)]
+    phases = [(FAST, cores)] if fast else [(FAST, cores), (WAITING, 2 * cores), ("hil", 1)]
     codes = []
     for markers, workers in phases:
         parallel = ["-n", str(min(workers, 8)), "--dist", "loadgroup"] if workers > 1 else []

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from fusion import (
-    FORMAT_VERSION,
     GimbalSample,
     ImuSample,
     InvalidInput,
@@ -25,6 +24,7 @@ from fusion import (
     world_schema,
 )
 from fusion.simclock import SimClockStatus
+from fusion.snapshot import FORMAT_VERSION
 from tests.support.fusion_inputs import MS, not_detected, observation, pose, up, world
 from tests.support.schemas import validate_schema
 

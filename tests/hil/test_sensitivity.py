@@ -23,8 +23,8 @@ from tests.hil.chain import Chain, Plan, run_chains
 from tests.hil.judge import Accuracy, accuracy, measurements
 from tests.hil.scene import swinging_orbit
 
-# One worker runs the HIL modules one after the other (``--dist loadgroup``): each module's
-# chains are one fixture, and two workers would run them twice, side by side.
+# dev.py runs the HIL tests alone, after the others; with ``pytest -n N --dist loadgroup`` one
+# worker runs them (each module's chains are one fixture: two workers would run it twice).
 pytestmark = [
     pytest.mark.hil,
     pytest.mark.subprocess,
