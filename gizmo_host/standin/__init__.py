@@ -14,15 +14,15 @@ sim`` :mod:`~gizmo_host.cli.sim`; importing this package imports none of them.
 
 from __future__ import annotations
 
-from gizmo_host.standin.core import Datagram, Output, Rates, StandIn, StandInStats
+from gizmo_host.standin.core import Datagram, PollResult, Rates, StandIn, StandInStats
 from gizmo_host.standin.kinematics import SimVehicleState, vehicle_state
 from gizmo_host.standin.scenario import (
     SCENARIOS,
     SimScenario,
     SimTime,
+    SimVehicleTruth,
     Truth,
     Vehicle,
-    VehicleTruth,
     build_scenario,
 )
 from gizmo_host.standin.sensorset import builtin_config, builtin_config_text
@@ -31,17 +31,17 @@ from gizmo_host.standin.views import TargetView
 __all__ = [
     "SCENARIOS",
     "Datagram",
-    "Output",
+    "PollResult",
     "Rates",
     "SimScenario",
     "SimTime",
     "SimVehicleState",
+    "SimVehicleTruth",
     "StandIn",
     "StandInStats",
     "TargetView",
     "Truth",
     "Vehicle",
-    "VehicleTruth",
     "build_scenario",
     "builtin_config",
     "builtin_config_text",
