@@ -126,16 +126,17 @@ NO_TESTS = 5  # pytest's exit status when a selection holds no test
 def pytest_in_phases(rest: list[str], *, fast: bool = False) -> int:
     """The suite in three phases that never overlap: the tests that compute, one worker per
     core (pytest-xdist); the realtime and subprocess tests, which mostly wait on the wall clock,
-    two workers per core; then the HIL chains alone, as before (they time a whole emulated
-    board, host and simulator on the wall clock). ``--fast``: the first phase only. A test
-    paced on the wall clock so never shares the CPU with the hypothesis tests. Arguments that
-    choose the markers or the workers (``-m``, ``-n``, ``-p no:xdist``) run one pytest
-    instead, as given (after ``--fast``'s marker)."""
+    also one worker per core (two per core halved their time again, but on a machine shared
+    with other work a refusal that takes 1 s took 4, and availability bounds were missed); then
+    the HIL chains alone, as before (they time a whole emulated board, host and simulator).
+    ``--fast``: the first phase only. A test paced on the wall clock so never shares the CPU
+    with the hypothesis tests. Arguments that choose the markers or the workers (``-m``,
+    ``-n``, ``-p no:xdist``) run one pytest instead, as given (after ``--fast``'s marker)."""
     pytest = [_python(), "-m", "pytest"]
     if any(a in ("-m", "no:xdist") or a.startswith(("-n", "--numprocesses")) for a in rest):
         return run(*pytest, *(["-m", FAST] if fast else []), *rest)
     cores = os.cpu_count() or 1
-    phases = [(FAST, cores)] if fast else [(FAST, cores), (WAITING, 2 * cores), ("hil", 1)]
+    phases = [(FAST, cores)] if fast else [(FAST, cores), (WAITING, cores), ("hil", 1)]
     codes = []
     for markers, workers in phases:
         parallel = ["-n", str(min(workers, 8)), "--dist", "loadgroup"] if workers > 1 else []
