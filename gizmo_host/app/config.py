@@ -97,6 +97,7 @@ class SerialConfig:
 class ClockConfig:
     max_skew_ppm: float = default("clock.max_skew_ppm")
     phase_error_threshold_ms: float = default("clock.phase_error_threshold_ms")
+    lock_after_ms: float = default("clock.lock_after_ms")
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +173,7 @@ class HostConfig:
             reset_hold_ms=self.store.reset_hold_ms,
             max_skew_ppm=self.clock.max_skew_ppm,
             phase_error_threshold_ms=self.clock.phase_error_threshold_ms,
+            lock_after_ms=self.clock.lock_after_ms,
             transport_delay_ns=None if delay_ms is None else round(delay_ms * 1e6),
             verdict_interval_s=self.verdict.interval_s,
         )

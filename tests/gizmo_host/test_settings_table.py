@@ -98,3 +98,10 @@ def test_the_flags_are_the_rows_with_a_flag_and_set_their_key() -> None:
     for row in SETTINGS:
         if row.flag is not None and "run" in row.commands:
             assert row.flag in help_text
+
+
+def test_the_clock_lock_period_reaches_the_pipeline_the_link_builds() -> None:
+    config = config_from_mapping({"clock": {"lock_after_ms": 300}})
+    assert config.pipeline().lock_after_ms == 300.0
+    with pytest.raises(ConfigError, match=r"^clock\.lock_after_ms: expected .* from 100 to"):
+        config_from_mapping({"clock": {"lock_after_ms": 10}})
