@@ -58,5 +58,12 @@ async def spawn_run(
             run.messages.append(json.loads(line))
 
     run.reader = asyncio.create_task(read())
-    await run.wait_for(ready)
+    try:
+        await run.wait_for(ready)
+    except AssertionError:
+        if proc.returncode is None and not run.reader.done():
+            raise
+        rc = await proc.wait()  # it ended before it was ready: say why
+        err = b"" if proc.stderr is None else await proc.stderr.read()
+        raise AssertionError(f"gizmo-host run exited {rc} before it was ready: {err!r}") from None
     return run
