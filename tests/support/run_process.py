@@ -28,6 +28,8 @@ class Run:
                 if predicate(message):
                     return message
             seen = len(self.messages)
+            if self.reader is not None and self.reader.done() and seen == len(self.messages):
+                raise AssertionError("no such message: the process closed its stdout")
             if time.monotonic() > deadline:
                 raise AssertionError("no such message in time")
             await asyncio.sleep(0.01)  # poll the reader task's list with a deadline
