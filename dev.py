@@ -5,7 +5,8 @@
 project with its test extras there (again only when ``pyproject.toml`` changes), then run.
 ``test`` runs ruff (lint and format), ``mypy --strict``, import-linter's layer contracts and
 pytest, stopping at the first that fails; ``test --fast`` skips the tests marked realtime,
-subprocess or hil (the edit loop; CI runs everything). ``regen-goldens`` rewrites the golden
+subprocess or hil (the edit loop; CI runs everything). pytest runs in parallel with
+pytest-xdist, in three phases (see ``pytest_in_phases``). ``regen-goldens`` rewrites the golden
 outputs in ``tests/captures`` from their captures, on purpose (``--captures``: rebuild the
 synthetic captures first).
 
@@ -27,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 EXTRAS = "test,images,uvloop,record,demo,mavlink,foxglove,zenoh,ros2,report"
 FAST = "not realtime and not subprocess and not hil"
+WAITING = "(realtime or subprocess) and not hil"
 
 
 def _venv_for(version: tuple[int, int]) -> Path:
@@ -103,8 +105,8 @@ def main(argv: list[str]) -> int:
             rc |= run(_python(), script)
         return rc
     # test: the static checks first (fast, and each names what is wrong), then the suite.
-    if "--fast" in rest:
-        rest = ["-m", FAST, *(a for a in rest if a != "--fast")]
+    fast = "--fast" in rest
+    rest = [a for a in rest if a != "--fast"]
     for check in (
         [BIN / "ruff", "check", "."],
         [BIN / "ruff", "format", "--check", "."],
@@ -115,7 +117,33 @@ def main(argv: list[str]) -> int:
         if rc:
             return rc
     print(f"dev.py: pytest on Python {sys.version.split()[0]} in {VENV.name}", flush=True)
-    return run(_python(), "-m", "pytest", *rest)
+    return pytest_in_phases(rest, fast=fast)
+
+
+NO_TESTS = 5  # pytest's exit status when a selection holds no test
+
+
+def pytest_in_phases(rest: list[str], *, fast: bool = False) -> int:
+    """The suite in three phases that never overlap: the tests that compute, one worker per
+    core (pytest-xdist); the realtime and subprocess tests, which mostly wait on the wall clock,
+    also one worker per core (two per core halved their time again, but on a machine shared
+    with other work a refusal that takes 1 s took 4, and availability bounds were missed); then
+    the HIL chains alone, as before (they time a whole emulated board, host and simulator).
+    ``--fast``: the first phase only. A test paced on the wall clock so never shares the CPU
+    with the hypothesis tests. Arguments that choose the markers or the workers (``-m``,
+    ``-n``, ``-p no:xdist``) run one pytest instead, as given (after ``--fast``'s marker)."""
+    pytest = [_python(), "-m", "pytest"]
+    if any(a in ("-m", "no:xdist") or a.startswith(("-n", "--numprocesses")) for a in rest):
+        return run(*pytest, *(["-m", FAST] if fast else []), *rest)
+    cores = os.cpu_count() or 1
+    phases = [(FAST, cores)] if fast else [(FAST, cores), (WAITING, cores), ("hil", 1)]
+    codes = []
+    for markers, workers in phases:
+        parallel = ["-n", str(min(workers, 8)), "--dist", "loadgroup"] if workers > 1 else []
+        codes.append(run(*pytest, "-m", markers, *parallel, *rest))
+        if codes[-1] not in (0, NO_TESTS):
+            return codes[-1]
+    return NO_TESTS if all(c == NO_TESTS for c in codes) else 0
 
 
 if __name__ == "__main__":

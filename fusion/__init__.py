@@ -25,28 +25,20 @@ from .inputs import (
     PointFrame,
     PoseLinkStatus,
     PoseSample,
-    RangeSample,
     SensorMount,
     SourceConflict,
     VisionObservation,
 )
 from .ranging import RangeSource
-from .simclock import SimClockEstimator, SimClockSample, SimClockStatus
-from .snapshot import (
-    FORMAT_VERSION,
-    SourceState,
-    SourceStatus,
-    TargetState,
-    VehicleState,
-    WorldSnapshot,
-    world_schema,
-)
-from .timeline import PoseAt, PoseHistory
+from .simclock import SimClockEstimator, SimClockStatus
+from .snapshot import SourceState, TargetState, WorldSnapshot, world_schema
 from .verdicts import Decision, HoldReason, Selector
 from .world import WorldModel
 
+# What a user needs: the model, its settings, every input it takes (with the enums they
+# carry), the snapshot and the verdict vocabulary. Its parts (the pose history, the snapshot's
+# pieces, the clock samples) are in their modules.
 __all__ = [
-    "FORMAT_VERSION",
     "CameraConfig",
     "CameraModel",
     "ConfigError",
@@ -63,22 +55,16 @@ __all__ = [
     "LinkState",
     "LinkStatus",
     "PointFrame",
-    "PoseAt",
-    "PoseHistory",
     "PoseLinkStatus",
     "PoseSample",
-    "RangeSample",
     "RangeSource",
     "Selector",
     "SensorMount",
     "SimClockEstimator",
-    "SimClockSample",
     "SimClockStatus",
     "SourceConflict",
     "SourceState",
-    "SourceStatus",
     "TargetState",
-    "VehicleState",
     "VisionObservation",
     "WorldConfig",
     "WorldModel",

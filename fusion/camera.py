@@ -15,24 +15,17 @@ looking straight down has pitch -90° and the image's top points to the nose. Wi
 centre, as the board's scaling does (UART spec, box results): a centre ``c`` in -1000..1000 is
 pixel ``(c + 1000)·(extent - 1)/2000``, a size ``s`` in 0..2000 is ``s·extent/2000`` pixels.
 ``rflysim_sensor`` names a Config.json vision sensor; the app layer resolves it into these
-keys (``from_mapping``'s ``defaults``) and it is kept here for the record only.
+keys and it is kept here for the record only. A user's ``[camera]`` table is checked by the
+host's settings table (``gizmo_host.app.settings``) before it gets here; ``__post_init__``
+keeps the invariants for programs that build a ``CameraConfig`` themselves.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from .config import (
-    MOUNT_POSITION_LIMITS_M,
-    MOUNT_RPY_LIMITS_DEG,
-    check_keys,
-    integer,
-    number,
-    triple,
-)
+from .config import MOUNT_POSITION_LIMITS_M, MOUNT_RPY_LIMITS_DEG, integer, number, triple
 from .errors import ConfigError
 from .geometry import Quat, Vec3, quat_from_euler_zyx_deg, quat_rotate
 
@@ -40,22 +33,6 @@ _MOUNT_LIMITS = {
     "mount_rpy_deg": MOUNT_RPY_LIMITS_DEG,
     "mount_position_frd_m": MOUNT_POSITION_LIMITS_M,
 }
-_KEYS = frozenset(
-    {
-        "width_px",
-        "height_px",
-        "hfov_deg",
-        "vfov_deg",
-        "fx_px",
-        "fy_px",
-        "cx_px",
-        "cy_px",
-        "mount_rpy_deg",
-        "mount_position_frd_m",
-        "on_gimbal",
-        "rflysim_sensor",
-    }
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,33 +79,6 @@ class CameraConfig:
                 number(s, key, value)
         for key, limits in _MOUNT_LIMITS.items():
             object.__setattr__(self, key, triple(s, key, list(getattr(self, key)), limits))
-
-    @classmethod
-    def from_mapping(
-        cls, table: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
-    ) -> CameraConfig:
-        """Build from a TOML table; ``defaults`` (e.g. from a Config.json sensor) fill the
-        keys the table leaves out, and a table's ``hfov_deg`` or ``fx_px`` replaces both."""
-        check_keys("camera", table, _KEYS)
-        merged = dict(defaults or {})
-        if "hfov_deg" in table or "fx_px" in table:
-            for key in ("hfov_deg", "vfov_deg", "fx_px", "fy_px"):
-                merged.pop(key, None)
-        merged.update(table)
-        for key in ("width_px", "height_px"):
-            if key not in merged:
-                raise ConfigError(f"camera.{key}: expected an integer >= 2, got nothing")
-        if "on_gimbal" in merged and not isinstance(merged["on_gimbal"], bool):
-            raise ConfigError(
-                f"camera.on_gimbal: expected true or false, got {merged['on_gimbal']!r}"
-            )
-        sensor = merged.get("rflysim_sensor")
-        if sensor is not None:
-            integer("camera", "rflysim_sensor", sensor, low=1)
-        for key, limits in _MOUNT_LIMITS.items():
-            if key in merged:
-                merged[key] = triple("camera", key, merged[key], limits)
-        return cls(**merged)
 
 
 @dataclass(frozen=True, slots=True)

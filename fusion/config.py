@@ -1,7 +1,7 @@
-"""``[world]`` settings as a typed value, and the checked readers ``[camera]`` shares.
+"""``[world]`` settings as a typed value, and the checks ``CameraConfig`` keeps for programs.
 
-Every error names its key and the value expected, e.g.
-``world.max_wait_ms: expected a number >= 0, got 'soon'``. Example::
+A user's ``[world]`` table is checked by the host's settings table (``gizmo_host.app.
+settings``: each key its own range) and arrives here as a ``WorldConfig``. Example::
 
     [world]
     rate_hz = 50
@@ -15,8 +15,8 @@ Every error names its key and the value expected, e.g.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Set
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -70,12 +70,6 @@ def integer(section: str, key: str, value: Any, *, low: int = 0) -> int:
     return value
 
 
-def boolean(section: str, key: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{section}.{key}: expected true or false, got {value!r}")
-    return value
-
-
 # Where a mount can be: roll and yaw within a turn either way, pitch within ±90° (Z-Y-X
 # angles cover every attitude so), and the sensor within 100 m of the body's origin.
 MOUNT_RPY_LIMITS_DEG = ((-360.0, 360.0), (-90.0, 90.0), (-360.0, 360.0))
@@ -97,14 +91,6 @@ def triple(
         for i, (v, (lo, hi)) in enumerate(zip(value, bounds, strict=True))
     )
     return (x, y, z)
-
-
-def check_keys(section: str, table: Mapping[str, Any], allowed: Set[str]) -> None:
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise ConfigError(
-            f"{section}: unknown key {unknown[0]!r}; expected one of {', '.join(sorted(allowed))}"
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,67 +151,3 @@ class WorldConfig:
 
     def ttl_ns(self, result_type: int) -> int:
         return round(self.ttl_ms_by_type.get(result_type, self.ttl_ms) * 1e6)
-
-    @classmethod
-    def from_mapping(cls, table: Mapping[str, Any], section: str = "world") -> WorldConfig:
-        """Build from a TOML table; unset keys keep their defaults."""
-        names = {f.name: f for f in fields(cls)}
-        check_keys(section, table, set(names))
-        defaults = cls()
-        values: dict[str, Any] = {}
-        for key, raw in table.items():
-            default = getattr(defaults, key)
-            if key == "ttl_ms_by_type":
-                values[key] = _per_key_ms(section, key, raw, int)
-            elif key == "source_stale_ms":
-                values[key] = {**SOURCE_STALE_MS, **_per_key_ms(section, key, raw, str)}
-            elif isinstance(default, bool):
-                values[key] = boolean(section, key, raw)
-            elif isinstance(default, int):
-                values[key] = integer(section, key, raw, low=2 if key == "pose_history" else 1)
-            elif key == "ground_z_ned_m":
-                values[key] = number(section, key, raw)
-            elif key.endswith("_deg"):
-                values[key] = number(section, key, raw, low=0, high=90, open_low=True)
-            elif key in _POSITIVE:
-                values[key] = number(section, key, raw, low=0, open_low=True)
-            else:
-                values[key] = number(section, key, raw, low=0)
-        return cls(**values)
-
-
-_POSITIVE = frozenset(
-    {
-        "rate_hz",
-        "ttl_ms",
-        "max_pose_gap_ms",
-        "pose_ttl_ms",
-        "gimbal_max_rate_deg_s",
-        "pose_jump_m",
-        "max_accel_m_s2",
-        "max_speed_m_s",
-        "max_angular_rate_deg_s",
-    }
-)
-
-
-def _per_key_ms(section: str, key: str, raw: Any, kind: type) -> dict[Any, float]:
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{section}.{key}: expected a table, got {raw!r}")
-    out: dict[Any, float] = {}
-    for raw_name, value in raw.items():
-        name: Any = raw_name
-        if kind is int:
-            try:
-                name = int(raw_name)
-            except ValueError:
-                raise ConfigError(
-                    f"{section}.{key}: expected result_type numbers as keys, got {raw_name!r}"
-                ) from None
-        elif name not in SOURCE_STALE_MS:
-            raise ConfigError(
-                f"{section}.{key}: unknown source {name!r}; expected one of "
-                + ", ".join(SOURCE_STALE_MS)
-            )
-        out[name] = number(section, f"{key}.{name}", value, low=0, open_low=True)
-    return out

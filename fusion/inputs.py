@@ -68,7 +68,7 @@ def _set(owner: object, name: str, value: object) -> None:
 
 
 class LinkState(Enum):
-    """The live link's state, as ``gizmo_host.stream.events.LinkState`` names it."""
+    """The live link's state (the host's serial link uses this very enum)."""
 
     DOWN = "DOWN"
     CONNECTING = "CONNECTING"

@@ -8,32 +8,21 @@ Layers, each importing only those below it (checked by import-linter):
   verdicts), which takes host times as arguments;
 - ``live``: asyncio at the edges (serial link, service, timers, publishing); ``emulator``: the
   board without the board; ``deploy``: install, udev, systemd, diagnostics;
-- ``cli``: the ``gizmo-host`` subcommands and their settings.
+- ``app``: the settings table, ``HostConfig`` and the ``Host`` every command builds;
+- ``cli``: the ``gizmo-host`` subcommands (arguments in, the app, an exit status out).
 """
 
 from typing import TYPE_CHECKING
 
-from gizmo_host.errors import (
-    BadPayloadLength,
-    BadSync,
-    CrcMismatch,
-    EncodeError,
-    FrameError,
-    FrameLengthError,
-    GizmoError,
-    TruncatedFrame,
-    UnknownMessageType,
-    UnsupportedVersion,
-)
+from gizmo_host.errors import EncodeError, FrameError, GizmoError
 from gizmo_host.wire.batch import FRAME_DTYPE, decode_capture
-from gizmo_host.wire.parser import ParserStats, StreamParser
-from gizmo_host.wire.protocol import FRAME_LEN, ResultFlags, VisionResult, crc16
+from gizmo_host.wire.parser import StreamParser
+from gizmo_host.wire.protocol import VisionResult, crc16
 from gizmo_host.wire.results import ResultType, interpret
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for a user's type checker
     from fusion import Decision, HoldReason, Selector
     from gizmo_host.bridge.world import WorldService
-    from gizmo_host.live.link import SerialLink
     from gizmo_host.live.service import GizmoService
     from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult
     from gizmo_host.stream.store import LinkVerdict
@@ -45,7 +34,6 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for a user's type che
 # metadata (pyproject.toml's, the one source of truth), also on first use.
 _LIVE_LINK = {
     "GizmoService": "live.service",
-    "SerialLink": "live.link",
     "Decision": "stream.store",
     "HoldReason": "stream.store",
     "Selector": "stream.store",
@@ -77,32 +65,24 @@ def _version() -> str:
         return "0+unknown"
 
 
+# What a user needs: the codec, the live service and the world, the messages they hand out and
+# the verdict vocabulary. The rest (each frame error, the parser's stats, the serial link
+# itself) is in its own module: gizmo_host.errors, gizmo_host.wire, gizmo_host.live.
 __all__ = [
     "FRAME_DTYPE",
-    "FRAME_LEN",
-    "BadPayloadLength",
-    "BadSync",
-    "CrcMismatch",
     "Decision",
     "EncodeError",
     "FrameError",
-    "FrameLengthError",
     "GizmoError",
     "GizmoService",
     "HoldReason",
     "LinkEvent",
     "LinkState",
     "LinkVerdict",
-    "ParserStats",
     "ReceivedResult",
-    "ResultFlags",
     "ResultType",
     "Selector",
-    "SerialLink",
     "StreamParser",
-    "TruncatedFrame",
-    "UnknownMessageType",
-    "UnsupportedVersion",
     "VisionResult",
     "WorldService",
     "__version__",

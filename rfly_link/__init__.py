@@ -14,57 +14,33 @@ from types import ModuleType
 
 from rfly_link.coordinates import LocalOdometry, Odometry, WorldFrame, imu_flu, odometry_in
 from rfly_link.dispatch import decode
-from rfly_link.errors import (
-    AmbiguousDatagram,
-    ConfigError,
-    DecodeError,
-    DropCause,
-    InconsistentPayload,
-    RflyLinkError,
-    UnknownChecksum,
-    WrongLength,
-    WrongPort,
-)
+from rfly_link.errors import ConfigError, DecodeError, DropCause, RflyLinkError
 from rfly_link.messages import (
-    HILStateData,
-    HILStateShort,
     ImuReply,
-    NetDataShort,
-    OdomFlags,
     OdomReply,
-    PX4ExtMsg,
     RflyTimeStmp,
     SOut2Simulator,
     SOut2SimulatorSimpleTime,
     TypeId,
-    WireMessage,
 )
-from rfly_link.ports import MESSAGE_ROLES, PortRole, port_role
-from rfly_link.reassembly import Reassembler, ReassemblerStats, SensorFrame, fragment_payload
-from rfly_link.sensors import Image, PointCloud, PointLayout, TargetList, decode_sensor
+from rfly_link.reassembly import Reassembler, SensorFrame
+from rfly_link.sensors import Image, PointCloud, TargetList, decode_sensor
 
+# What a user needs: the two decoders, the messages a world model consumes, the odometry
+# conversions and the errors to catch. Every message, each decode error, the port roles and
+# the reassembler's internals are in their modules (rfly_link.messages, .errors, .ports,
+# .reassembly, .sensors).
 __all__ = [
-    "MESSAGE_ROLES",
-    "AmbiguousDatagram",
     "ConfigError",
     "DecodeError",
     "DropCause",
-    "HILStateData",
-    "HILStateShort",
     "Image",
     "ImuReply",
-    "InconsistentPayload",
     "LocalOdometry",
-    "NetDataShort",
-    "OdomFlags",
     "OdomReply",
     "Odometry",
-    "PX4ExtMsg",
     "PointCloud",
-    "PointLayout",
-    "PortRole",
     "Reassembler",
-    "ReassemblerStats",
     "RflyLinkError",
     "RflyTimeStmp",
     "SOut2Simulator",
@@ -72,17 +48,11 @@ __all__ = [
     "SensorFrame",
     "TargetList",
     "TypeId",
-    "UnknownChecksum",
-    "WireMessage",
     "WorldFrame",
-    "WrongLength",
-    "WrongPort",
     "decode",
     "decode_sensor",
-    "fragment_payload",
     "imu_flu",
     "odometry_in",
-    "port_role",
 ]
 
 

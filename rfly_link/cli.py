@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ipaddress
 import json
 import math
 import sys
@@ -29,6 +28,7 @@ from rfly_link import io as rio
 from rfly_link import ports
 from rfly_link.config import load_config
 from rfly_link.errors import ConfigError
+from rfly_link.flags import integer, ipv4, number
 
 EXIT_USAGE = 2
 
@@ -84,10 +84,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-class UsageError(ValueError):
-    """A command-line value that is malformed or out of range; the message names the flag."""
-
-
 @dataclass(frozen=True, slots=True)
 class Options:
     """The ``rfly`` command line, checked."""
@@ -107,54 +103,25 @@ class Options:
 
 
 def parse_options(args: argparse.Namespace) -> Options:
-    """Check every value of ``args``; raises :class:`UsageError` for the first bad one."""
+    """Check every value of ``args``; raises :class:`rfly_link.flags.UsageError` for the
+    first bad one."""
     interface = args.multicast_interface
     return Options(
         config=args.config,
-        copter_ids=tuple(_integer("--copter", text, 1, ports.MAX_COPTERS) for text in args.copter),
+        copter_ids=tuple(integer("--copter", text, 1, ports.MAX_COPTERS) for text in args.copter),
         rflysim3d=args.rflysim3d,
         multicast=args.multicast,
         start_signal=args.start_signal,
         coptersim_requests=args.coptersim_requests,
         custom_data=args.custom_data,
-        multicast_interface=None
-        if interface is None
-        else _ipv4("--multicast-interface", interface),
+        multicast_interface=None if interface is None else ipv4("--multicast-interface", interface),
         bind=args.bind,
         allowed_senders=None
         if args.allow is None
-        else tuple(_ipv4("--allow", a) for a in args.allow),
-        count=_integer("--count", args.count, 0, None),
-        duration_s=_seconds("--duration", args.duration),
+        else tuple(ipv4("--allow", a) for a in args.allow),
+        count=integer("--count", args.count, 0),
+        duration_s=number("--duration", args.duration, what="a finite number of seconds"),
     )
-
-
-def _integer(flag: str, text: str, low: int, high: int | None) -> int:
-    wanted = f"an integer {low}..{high}" if high is not None else f"an integer >= {low}"
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"{flag}: expected {wanted}, got {text!r}") from None
-    if value < low or (high is not None and value > high):
-        raise UsageError(f"{flag}: expected {wanted}, got {value}")
-    return value
-
-
-def _seconds(flag: str, text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value >= 0):
-        raise UsageError(f"{flag}: expected a finite number of seconds >= 0, got {text!r}")
-    return value
-
-
-def _ipv4(flag: str, text: str) -> str:
-    try:
-        return str(ipaddress.IPv4Address(text))
-    except ValueError:
-        raise UsageError(f"{flag}: expected an IPv4 address, got {text!r}") from None
 
 
 def build_receivers(options: Options) -> list[rio.UdpReceiver]:
@@ -197,19 +164,6 @@ def json_line(value: Any) -> str:
         return json.dumps(_finite(value), allow_nan=False)
 
 
-async def start_all(receivers: list[rio.UdpReceiver]) -> None:
-    """Start every receiver; if one fails, close those already started and re-raise."""
-    started: list[rio.UdpReceiver] = []
-    try:
-        for receiver in receivers:
-            await receiver.start()
-            started.append(receiver)
-    except BaseException:
-        for receiver in started:
-            await receiver.close()
-        raise
-
-
 async def listen(
     receivers: list[rio.UdpReceiver],
     *,
@@ -219,17 +173,12 @@ async def listen(
 ) -> int:
     """Print events until ``count`` events or ``duration_s`` seconds; returns events printed.
 
-    Slow output (a stalled stdout pipe) never grows memory: each receiver's pump holds at most
-    one event while it waits here, so events pile up only in the receivers' bounded queues,
-    which drop the oldest and count them (``queue_full``).
+    Slow output (a stalled stdout pipe) never grows memory: the receivers run in a
+    ``ReceiverGroup`` whose pumps wait on a one-slot queue, so events pile up only in the
+    receivers' bounded queues, which drop the oldest and count them (``queue_full``).
     """
     events: asyncio.Queue[rio.Event] = asyncio.Queue(maxsize=1)
     stream = sys.stdout if out is None else out  # sys.stdout now: a test may have replaced it
-
-    async def pump(receiver: rio.UdpReceiver) -> None:
-        async for event in receiver:
-            await events.put(event)
-
     printed = 0
 
     async def consume() -> None:
@@ -240,18 +189,10 @@ async def listen(
             stream.flush()
             printed += 1
 
-    await start_all(receivers)
-    tasks = [asyncio.create_task(pump(r), name=f"pump-{r.name}") for r in receivers]
-    try:
-        await asyncio.wait_for(consume(), duration_s or None)
-    except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
-        pass
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for receiver in receivers:
-            await receiver.close()
+    async with rio.ReceiverGroup(receivers, events.put):  # a pump waits while the slot is full
+        # asyncio.TimeoutError: not the builtin TimeoutError before Python 3.11
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(consume(), duration_s or None)
     return printed
 
 

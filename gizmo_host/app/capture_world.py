@@ -13,11 +13,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from fusion import CameraConfig, Selector, WorldConfig
-from fusion import ConfigError as FusionConfigError
-from gizmo_host.app.world_config import WorldSetup
+from fusion import Selector
+from gizmo_host.app.world_config import WorldSetup, camera_from_table, world_from_table
 from gizmo_host.bridge.rfly_sources import RflySimSetup
-from gizmo_host.errors import CaptureError
+from gizmo_host.errors import CaptureError, ConfigError
 from rfly_link.config import VisionSensorConfig
 
 _KEYS = ("camera", "world", "selector", "rflysim")
@@ -56,9 +55,9 @@ def world_setup_from(record: Mapping[str, str], where: str) -> WorldSetup:
             raise CaptureError(f"{where}: {key}: expected JSON: {exc}") from None
     key = "camera"
     try:
-        camera = CameraConfig(**values["camera"])
+        camera = camera_from_table(values["camera"])
         key = "world"
-        world = WorldConfig.from_mapping(values["world"])
+        world = world_from_table(values["world"])
         key = "selector"
         selector = Selector(**values["selector"])
         key = "rflysim"
@@ -66,7 +65,7 @@ def world_setup_from(record: Mapping[str, str], where: str) -> WorldSetup:
         rflysim = None if raw is None else _rflysim(raw)
     except KeyError as exc:
         raise CaptureError(f"{where}: {key}: expected a value for {exc}, got none") from None
-    except (FusionConfigError, TypeError, ValueError, AttributeError) as exc:
+    except (ConfigError, TypeError, ValueError, AttributeError) as exc:
         raise CaptureError(f"{where}: {key}: {exc}") from None
     pose_source = "rflysim" if rflysim is not None and rflysim.poses else None
     if "pose_source" in record:  # the autopilot's poses (not in the capture: MAVLink is live)

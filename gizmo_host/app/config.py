@@ -48,14 +48,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fusion import Selector
-from gizmo_host.app.checks import check_type as _check_type
-from gizmo_host.app.checks import fail as _fail
 from gizmo_host.app.settings import (
     BY_KEY,
     LANDING_PROFILES,
     MAX_PERIOD_S,
     MAX_UNIX_PATH_BYTES,
     MIN_PERIOD_S,
+    RULES,
     default,
     flag_names,
     overrides_from,
@@ -64,6 +63,9 @@ from gizmo_host.app.world_config import RflySimConfig, WorldSetup, resolve_world
 from gizmo_host.errors import ConfigError
 from gizmo_host.live import event_loop
 from gizmo_host.live.config import LinkConfig, PipelineConfig
+from gizmo_host.setting import check_rules
+from gizmo_host.setting import check_type as _check_type
+from gizmo_host.setting import fail as _fail
 from gizmo_host.stream.store import parse_selector
 from gizmo_host.tomlfile import MAX_FILE_BYTES, MAX_LINE_CHARS, display_name, read_toml
 from gizmo_host.wire.results import ResultType
@@ -97,6 +99,7 @@ class SerialConfig:
 class ClockConfig:
     max_skew_ppm: float = default("clock.max_skew_ppm")
     phase_error_threshold_ms: float = default("clock.phase_error_threshold_ms")
+    lock_after_ms: float = default("clock.lock_after_ms")
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +211,7 @@ class HostConfig:
             reset_hold_ms=self.store.reset_hold_ms,
             max_skew_ppm=self.clock.max_skew_ppm,
             phase_error_threshold_ms=self.clock.phase_error_threshold_ms,
+            lock_after_ms=self.clock.lock_after_ms,
             transport_delay_ns=None if delay_ms is None else round(delay_ms * 1e6),
             verdict_interval_s=self.verdict.interval_s,
         )
@@ -306,12 +310,10 @@ def config_from_mapping(data: Mapping[str, Any], base: HostConfig | None = None)
 
 
 def _check_whole(config: HostConfig) -> None:
-    if config.serial.backoff_min_s > config.serial.backoff_max_s:
-        raise ConfigError(
-            f"serial.backoff_max_s: expected >= serial.backoff_min_s "
-            f"({config.serial.backoff_min_s:g}), got {config.serial.backoff_max_s:g}",
-            "serial.backoff_max_s",
-        )
+    for section in dataclasses.fields(config):
+        value = getattr(config, section.name)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):  # not [world]
+            check_rules(RULES, section.name, dataclasses.asdict(value))
     try:
         selector = config.selector
     except ValueError as exc:

@@ -7,6 +7,7 @@ the emulation per start time, and the camera and boxes a Config.json gives it.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -14,14 +15,21 @@ from typing import Any
 from fusion import Selector
 from fusion.camera import CameraConfig
 from gizmo_host.app.config import StoreConfig
-from gizmo_host.app.world_config import RflySimConfig, resolve_world
+from gizmo_host.app.settings import overrides_from
+from gizmo_host.app.world_config import RflySimConfig, camera_from_table, resolve_world
 from gizmo_host.emulator.board import BoardModel
 from gizmo_host.emulator.emulation import Emulation
-from gizmo_host.emulator.faults import FaultTimeline
+from gizmo_host.emulator.faults import (
+    FaultTimeline,
+    load_timeline,
+    parse_fault_flag,
+    validate_for_port,
+)
 from gizmo_host.emulator.scenario import BoardScenario
-from gizmo_host.emulator.settings import EmulateSettings, emulator_camera
+from gizmo_host.emulator.settings import EmulateSettings, emulator_camera, load_settings
 from gizmo_host.emulator.sources import BoxSource, PoseTargetSource, ScenarioSource, TargetSource
 from gizmo_host.errors import ConfigError
+from gizmo_host.tomlfile import read_toml
 from hil_geometry.pinhole import rotation_quaternion, rpy_deg_from_rotation
 from rfly_link.config import load_config as load_rfly_config
 from rfly_link.errors import ConfigError as RflyConfigError
@@ -46,16 +54,23 @@ def rfly_boxes(path: str) -> dict[str, Any]:
     raise ConfigError(f"{path}: no TypeID 30 sensor in VisionSensors")
 
 
-def sensor_camera(
+def emulator_camera_config(
     path: str, data: Mapping[str, Any], rfly_config: str | None
 ) -> CameraConfig | None:
-    """The ``[camera]`` of ``data`` resolved as ``gizmo-host run`` resolves it, when it names
-    ``rflysim_sensor`` (None otherwise): size, field of view and mount from that Config.json
-    sensor (``--rfly-config``, else the file's ``[rflysim] config``), overridden by the table.
-    The mount is the emulator's own reading of the sensor's entry, not the host's."""
+    """The ``[camera]`` of ``data`` (None without one), checked and resolved as ``gizmo-host
+    run`` resolves it: with ``rflysim_sensor``, size, field of view and mount from that
+    Config.json sensor (``--rfly-config``, else the file's ``[rflysim] config``), overridden by
+    the table. The mount is the emulator's own reading of the sensor's entry, not the host's."""
     camera = data.get("camera")
-    if not isinstance(camera, Mapping) or camera.get("rflysim_sensor") is None:
+    if camera is None:
         return None
+    if not isinstance(camera, Mapping):
+        raise ConfigError(f"{path}: camera: expected a table, got {camera!r}")
+    if camera.get("rflysim_sensor") is None:
+        try:
+            return camera_from_table(camera)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
     rflysim = data.get("rflysim")
     config = rfly_config or (rflysim.get("config") if isinstance(rflysim, Mapping) else None)
     if not isinstance(config, str):
@@ -129,3 +144,58 @@ def emulation_factory(
         )
 
     return make
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    emulate: dict[str, Any] = dict(overrides_from(args).get("emulate", {}))
+    if args.classes:
+        classes = {}
+        for item in args.classes:
+            target, sep, value = item.partition("=")
+            if not sep or not target.strip():
+                raise ConfigError(f"--class {item}: expected TARGET=CLASS, e.g. 2=PEDESTRIAN")
+            classes[target.strip()] = value.strip()
+        emulate["classes"] = classes
+    if args.boxes is not None or args.image_size is not None:
+        boxes: dict[str, Any] = {"port": args.boxes}
+        if args.image_size is not None:
+            width, sep, height = args.image_size.lower().partition("x")
+            if not sep:
+                raise ConfigError(f"--image-size: expected WIDTHxHEIGHT, got {args.image_size!r}")
+            boxes.update(width_px=width, height_px=height)
+        emulate["boxes"] = boxes
+    if args.ego is not None or args.targets is not None or args.rflysim3d:
+        poses: dict[str, Any] = {"ego": args.ego, "rflysim3d": args.rflysim3d or None}
+        if args.targets is not None:
+            poses["targets"] = [t.strip() for t in args.targets.split(",") if t.strip()]
+        emulate["poses"] = poses
+    return {"emulate": emulate}
+
+
+def settings_from_args(args: argparse.Namespace) -> tuple[EmulateSettings, FaultTimeline]:
+    """``gizmo-host emulate``'s settings and fault timeline: ``--config``'s ``[emulate]`` and
+    ``[camera]``, the flags over them, ``--faults`` and every ``--fault``."""
+    overrides = _overrides(args)
+    data = read_toml(args.config) if args.config is not None else {}
+    emulate_table = data.get("emulate")
+    poses = "poses" in overrides["emulate"] or (
+        isinstance(emulate_table, Mapping) and "poses" in emulate_table
+    )
+    if args.rfly_config is not None and not poses:
+        boxes = rfly_boxes(args.rfly_config)
+        given = overrides["emulate"].get("boxes", {})
+        overrides["emulate"]["boxes"] = {**boxes, **{k: v for k, v in given.items() if v}}
+    camera = (
+        None if args.config is None else emulator_camera_config(args.config, data, args.rfly_config)
+    )
+    settings = load_settings(args.config, overrides, camera_config=camera)
+    timeline = load_timeline(args.faults) if args.faults else FaultTimeline()
+    timeline = timeline.with_faults([parse_fault_flag(spec) for spec in args.fault])
+    if args.seed is not None:
+        if args.seed < 0:
+            raise ConfigError(f"--seed: expected an integer >= 0, got {args.seed}")
+        timeline = FaultTimeline(timeline.faults, args.seed)
+    if args.duration is not None and not 0 < args.duration <= 1e7:
+        raise ConfigError(f"--duration: expected seconds > 0, got {args.duration}")
+    validate_for_port(timeline, can_hang_up=args.link is not None)
+    return settings, timeline

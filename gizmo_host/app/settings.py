@@ -5,7 +5,9 @@ the TOML validation (``gizmo_host.app.config``), the command-line flags and thei
 (``add_flags``), and the README's settings table (``python -m gizmo_host.app.settings``,
 checked by a test) all read it. Defaults that a component owns are read from that component's
 config (``LinkConfig``, ``PipelineConfig``, fusion's ``WorldConfig``), never written again.
-``[camera]`` is checked whole by fusion's ``CameraConfig`` (see the README).
+Rules over a whole table (exactly one of ``hfov_deg`` or ``fx_px``, ``backoff_min_s`` not
+above ``backoff_max_s``) are ``RULES``, declared below the rows; fusion's own configs keep
+their invariants for programmatic users, but a user's file is checked here first.
 """
 
 from __future__ import annotations
@@ -14,13 +16,25 @@ import argparse
 import dataclasses
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from fusion import CameraConfig, WorldConfig
+from fusion.config import MOUNT_POSITION_LIMITS_M, MOUNT_RPY_LIMITS_DEG
+from gizmo_host.emulator.settings import EMULATE_SETTINGS
 from gizmo_host.live import event_loop
 from gizmo_host.live.config import LinkConfig, PipelineConfig
+from gizmo_host.setting import (
+    LIVE,
+    Rule,
+    Setting,
+    at_most_one,
+    exactly_one,
+    not_above,
+    number_text,
+    only_with,
+    required,
+)
 from gizmo_host.zenoh.config import MAX_ROS2_DOMAIN, ROS2_MODES, ZenohConfig
 from gizmo_host.zenoh.config import MODES as ZENOH_MODES
 
@@ -29,85 +43,34 @@ MAX_PERIOD_S = 3600.0
 MAX_MS = MAX_PERIOD_S * 1000  # beyond an hour a time no longer means anything
 MAX_UNIX_PATH_BYTES = 107  # sun_path holds 108 bytes with the terminating NUL
 
-# How an error message names a unit: "serial.silent_after_s: expected a number of seconds ..."
-_PHRASES = {
-    "s": "a number of seconds",
-    "ms": "a number of milliseconds",
-    "ppm": "a number of ppm",
-    "bytes": "a number of bytes",
-    "Hz": "a rate in Hz",
-    "deg": "an angle in degrees",
-    "deg/s": "a rate in degrees per second",
-    "m": "a distance in metres",
-}
+__all__ = [
+    "BY_KEY",
+    "CAMERA_SETTINGS",
+    "EMULATE_SETTINGS",
+    "HOST_SETTINGS",
+    "LIVE",
+    "MAX_MS",
+    "MAX_PERIOD_S",
+    "MAX_UNIX_PATH_BYTES",
+    "MIN_PERIOD_S",
+    "RULES",
+    "RUN",
+    "SECTIONS",
+    "SETTINGS",
+    "WORLD_SETTINGS",
+    "Rule",
+    "Setting",
+    "add_flags",
+    "default",
+    "flag_names",
+    "markdown_table",
+    "overrides_from",
+    "section_keys",
+]
+
 RUN = frozenset({"run"})
-LIVE = frozenset({"run", "record"})  # the commands that read a serial port
 POSE_SOURCES = ("rflysim", "mavlink")
 LANDING_PROFILES = ("ardupilot", "px4", "off")
-
-
-@dataclass(frozen=True, slots=True)
-class Setting:
-    """One key of the settings file. ``kind``: int, float, bool, str, table or triple (three
-    numbers, each within the range); ``low``/``high``
-    bound a number (``open_low``: ``low`` itself excluded; ``off``: 0 also accepted, meaning
-    off); ``flag`` sets it on the command line of ``commands``."""
-
-    section: str
-    name: str
-    kind: str
-    default: Any
-    doc: str
-    low: float | None = None
-    high: float | None = None
-    unit: str = ""
-    open_low: bool = False
-    off: bool = False
-    optional: bool = False  # None (unset) is a value
-    flag: str | None = None
-    aliases: tuple[str, ...] = ()
-    metavar: str | None = None
-    choices: tuple[str, ...] = ()
-    commands: frozenset[str] = LIVE
-    what: str | None = None  # the error message's phrase, when the unit's is not right
-
-    @property
-    def key(self) -> str:
-        return f"{self.section}.{self.name}"
-
-    @property
-    def dest(self) -> str:
-        return self.key.replace(".", "__")
-
-    def accepts(self, value: float) -> bool:
-        if self.low is None or self.high is None:
-            return True
-        above = value > self.low if self.open_low else value >= self.low
-        return (above and value <= self.high) or (self.off and value == 0)
-
-    def describe(self) -> str:
-        """The expected value, as an error message says it."""
-        what = self.what or (
-            "an integer" if self.kind == "int" else _PHRASES.get(self.unit, "a number")
-        )
-        if self.low is None or self.high is None:
-            return what
-        low = f"more than {_number(self.low)}" if self.open_low else f"from {_number(self.low)}"
-        text = f"{what} {low} to {_number(self.high)}"
-        return f"0 (off) or {text}" if self.off else text
-
-    def range_text(self) -> str:
-        if self.choices:
-            return " / ".join(self.choices)
-        if self.low is None or self.high is None:
-            return ""
-        left = "(" if self.open_low else "["
-        text = f"{left}{_number(self.low)}, {_number(self.high)}]"
-        return f"0 or {text}" if self.off else text
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _default(cls: type, name: str) -> Any:
@@ -150,6 +113,9 @@ HOST_SETTINGS: tuple[Setting, ...] = (
             "the largest device clock drift believed", 0, 10_000, "ppm"),
     Setting("clock", "phase_error_threshold_ms", "float", _pipe("phase_error_threshold_ms"),
             "a device timestamp further off than this re-anchors the clock", 0.01, 1000, "ms"),
+    Setting("clock", "lock_after_ms", "float", _pipe("lock_after_ms"),
+            "a new device clock epoch is trusted (LOCKED) after this long (and 10 frames)", 100,
+            60_000, "ms"),
     Setting("store", "ttl_ms", "float", _pipe("ttl_ms"),
             "a result older than this is stale", 1, MAX_MS, "ms", flag="--ttl-ms"),
     Setting("store", "ttl_ms_by_type", "table", {},
@@ -266,26 +232,27 @@ def _c(name: str, kind: str, doc: str, low: float | None = None, high: float | N
                    optional=default is None, **kw)  # fmt: skip
 
 
-# [camera]: fusion's CameraConfig defaults; each key its own range (fusion checks the table
-# whole again: exactly one of hfov_deg or fx_px, and the mount's pitch within ±90°).
+# [camera]: fusion's CameraConfig defaults and mount limits; each key its own range, and the
+# rules over the whole table below.
 CAMERA_SETTINGS: tuple[Setting, ...] = (
     _c("width_px", "int", "image width (required, or from camera.rflysim_sensor)", 2, 100_000,
        "px"),
     _c("height_px", "int", "image height (required, or from camera.rflysim_sensor)", 2, 100_000,
        "px"),
     _c("hfov_deg", "float", "horizontal field of view, edge to edge (or fx_px)", 0, 180, "deg",
-       open_low=True),
+       open_low=True, open_high=True),
     _c("vfov_deg", "float", "vertical field of view (default: square pixels)", 0, 180, "deg",
-       open_low=True),
+       open_low=True, open_high=True),
     _c("fx_px", "float", "focal length in pixels (instead of hfov_deg)", 0, 1e6, "px",
        open_low=True),
     _c("fy_px", "float", "vertical focal length in pixels (default fx_px)", 0, 1e6, "px",
        open_low=True),
     _c("cx_px", "float", "principal point x (default: the image centre)", -1e6, 1e6, "px"),
     _c("cy_px", "float", "principal point y (default: the image centre)", -1e6, 1e6, "px"),
-    _c("mount_rpy_deg", "triple", "camera attitude from body FRD: roll, pitch (within ±90), "
-       "yaw, applied Z-Y-X", -360, 360, "deg"),
-    _c("mount_position_frd_m", "triple", "camera position in body FRD", -100, 100, "m"),
+    _c("mount_rpy_deg", "triple", "camera attitude from body FRD: roll, pitch, yaw, applied "
+       "Z-Y-X", -360, 360, "deg", limits=MOUNT_RPY_LIMITS_DEG),
+    _c("mount_position_frd_m", "triple", "camera position in body FRD", -100, 100, "m",
+       limits=MOUNT_POSITION_LIMITS_M),
     _c("on_gimbal", "bool", "the gimbal status's angles replace mount_rpy_deg"),
     _c("rflysim_sensor", "int", "a Config.json camera or TypeID 30 sensor's SeqID: its size, "
        "field of view and mount", 1, 1_000_000, ""),
@@ -356,10 +323,27 @@ FOXGLOVE_SETTINGS: tuple[Setting, ...] = (
             65_536, "", commands=RUN),
 )  # fmt: skip
 
+
+def _required(row: Setting) -> Rule:
+    return required(row.section, row.name, row.describe())
+
+
+# Rules over a whole table: checked after every key passed its row (and, for [camera], after
+# a Config.json sensor's values filled the keys the table leaves out).
+RULES: tuple[Rule, ...] = (
+    not_above("serial", "backoff_min_s", "backoff_max_s"),
+    _required(CAMERA_SETTINGS[0]),
+    _required(CAMERA_SETTINGS[1]),
+    exactly_one("camera", "hfov_deg", "fx_px"),
+    only_with("camera", "fy_px", "fx_px", " (use vfov_deg with hfov)"),
+    at_most_one("camera", "vfov_deg", "fy_px"),
+)
+
 SETTINGS: tuple[Setting, ...] = (
     HOST_SETTINGS
     + WORLD_SETTINGS
     + CAMERA_SETTINGS
+    + EMULATE_SETTINGS
     + MAVLINK_SETTINGS
     + ZENOH_SETTINGS
     + FOXGLOVE_SETTINGS
@@ -440,11 +424,11 @@ def _shown(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return _number(value)
+        return number_text(value)
     if isinstance(value, Mapping):
-        return ", ".join(f"{k} {_number(v)}" for k, v in value.items()) or "{}"
+        return ", ".join(f"{k} {number_text(v)}" for k, v in value.items()) or "{}"
     if isinstance(value, tuple):
-        return "[" + ", ".join(_number(v) for v in value) + "]"
+        return "[" + ", ".join(number_text(v) for v in value) + "]"
     return f'"{value}"' if isinstance(value, str) else str(value)
 
 
@@ -456,8 +440,13 @@ def markdown_table() -> str:
     ]
     for s in SETTINGS:
         flag = f"`{s.flag}`" if s.flag else ""
+        if flag and "run" not in s.commands:  # another command's flag: name the command
+            flag = f"`{'/'.join(sorted(s.commands))} {s.flag}`"
         cells = [f"`{s.key}`", s.kind, _shown(s.default), s.range_text(), s.unit, flag, s.doc]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    lines.append("")
+    lines.append("Rules over a whole table:")
+    lines.extend(f"- `[{r.section}]`: {r.name}" for r in RULES)
     return "\n".join(lines) + "\n"
 
 

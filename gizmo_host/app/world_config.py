@@ -3,7 +3,8 @@
 The world model runs when ``[camera]`` is configured (it cannot place anything without the
 camera) unless ``[world] enabled = false``; ``[world]`` or ``[rflysim]`` without ``[camera]``
 is an error rather than a silently idle model. ``[camera]`` and ``[world]`` are checked by
-fusion's own ``CameraConfig`` and ``WorldConfig``; ``[world]`` inherits ``ttl_ms``,
+their rows of the settings table and its rules, then become fusion's ``CameraConfig`` and
+``WorldConfig``; ``[world]`` inherits ``ttl_ms``,
 ``ttl_ms_by_type`` and ``reset_hold_ms`` from ``[store]`` unless it sets them, and requires a
 pose for PROCEED (``pose_required``) when a pose source is configured: ``[rflysim] copter_id``
 or ``[mavlink] url`` with ``pose``; with both, ``[world] pose_source`` chooses one (the other's
@@ -38,12 +39,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from fusion import CameraConfig, Selector, WorldConfig
-from fusion import ConfigError as FusionConfigError
-from gizmo_host.app.checks import check_setting
-from gizmo_host.app.settings import BY_KEY, POSE_SOURCES, default
+from fusion.config import SOURCE_STALE_MS
+from gizmo_host.app.settings import BY_KEY, POSE_SOURCES, RULES, default, section_keys
 from gizmo_host.bridge.rfly_mounts import sensor_rpy_deg
 from gizmo_host.bridge.rfly_sources import RflySimSetup
 from gizmo_host.errors import ConfigError
+from gizmo_host.setting import check_keys, check_rules, fail
 from gizmo_host.wire.results import ResultType
 from rfly_link.config import LoadedConfig, VisionSensorConfig, load_config
 from rfly_link.errors import ConfigError as RflyConfigError
@@ -77,13 +78,6 @@ class WorldSetup:
     selector: Selector
     rflysim: RflySimSetup | None
     pose_source: str | None = None  # "rflysim", "mavlink" or None (no pose source)
-
-
-def _error(exc: Exception, default_key: str) -> ConfigError:
-    text = str(exc)
-    head = text.split(":", 1)[0]
-    key = head if head.replace(".", "").replace("_", "").isalnum() else default_key
-    return ConfigError(text, key)
 
 
 def _ipv4(key: str, value: str) -> str:
@@ -147,47 +141,83 @@ def camera_defaults(sensor: VisionSensorConfig) -> dict[str, Any]:
     }
 
 
-def _ttl_names(table: Mapping[str, Any]) -> dict[str, Any]:
-    """``ttl_ms_by_type`` keys may be result type names, as in ``[store]``."""
-    raw = table.get("ttl_ms_by_type")
-    if not isinstance(raw, Mapping):
-        return dict(table)
-    named = {}
+def _ttl_by_type(key: str, raw: Mapping[str, Any]) -> dict[int, float]:
+    """``ttl_ms_by_type``: result type names or numbers as keys, as in ``[store]``."""
+    out: dict[int, float] = {}
     for name, value in raw.items():
         member = ResultType.__members__.get(str(name).upper())
-        named[str(int(member)) if member is not None else name] = value
-    return {**table, "ttl_ms_by_type": named}
+        try:
+            number = int(member) if member is not None else int(str(name))
+        except ValueError:
+            raise ConfigError(
+                f"{key}: expected result_type numbers as keys, got {name!r}", key
+            ) from None
+        out[number] = BY_KEY[key].check(value, f"{key}.{name}")
+    return out
 
 
-def _check_table(table: Mapping[str, Any], section: str = "world") -> None:
-    """Each ``[world]`` (or ``[camera]``) key by its row of the settings table: type and range
-    (unknown keys are left to fusion's ``WorldConfig``/``CameraConfig``, which name the keys
-    they know)."""
+def _source_stale(key: str, raw: Mapping[str, Any]) -> dict[str, float]:
+    out = dict(SOURCE_STALE_MS)
+    for name, value in raw.items():
+        if name not in SOURCE_STALE_MS:
+            raise ConfigError(
+                f"{key}: unknown source {name!r}; expected one of {', '.join(SOURCE_STALE_MS)}",
+                key,
+            )
+        out[name] = BY_KEY[key].check(value, f"{key}.{name}")
+    return out
+
+
+def _checked(section: str, table: Mapping[str, Any]) -> dict[str, Any]:
+    """Each key of ``[section]`` by its row of the settings table (type and range), then the
+    rules over the whole table; an unknown key names the known ones."""
+    check_keys(section, table, section_keys(section))
+    values: dict[str, Any] = {}
     for name, value in table.items():
         key = f"{section}.{name}"
-        setting = BY_KEY.get(key)
-        if setting is None:
-            continue
-        if setting.kind != "table":
-            check_setting(setting, key, value)
-        elif isinstance(value, Mapping):
-            for item, number in value.items():
-                check_setting(setting, f"{key}.{item}", number)
+        row = BY_KEY[key]
+        if row.kind != "table":
+            values[name] = row.check(value)
+        elif not isinstance(value, Mapping):
+            raise fail(key, "a table", value)
+        elif name == "ttl_ms_by_type":
+            values[name] = _ttl_by_type(key, value)
+        else:
+            values[name] = _source_stale(key, value)
+    check_rules(RULES, section, values)
+    return values
+
+
+def world_from_table(table: Mapping[str, Any]) -> WorldConfig:
+    """fusion's ``WorldConfig`` from a ``[world]`` table checked by the settings table."""
+    values = _checked("world", table)
+    for name in _NOT_FUSIONS:  # the host's switch and choice, not the model's
+        values.pop(name, None)
+    return WorldConfig(**values)
+
+
+def camera_from_table(
+    table: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
+) -> CameraConfig:
+    """fusion's ``CameraConfig`` from a ``[camera]`` table checked by the settings table;
+    ``defaults`` (a Config.json sensor's) fill the keys it leaves out, and a table's
+    ``hfov_deg`` or ``fx_px`` replaces all four intrinsics of the defaults."""
+    merged = dict(defaults or {})
+    if "hfov_deg" in table or "fx_px" in table:
+        for name in ("hfov_deg", "vfov_deg", "fx_px", "fy_px"):
+            merged.pop(name, None)
+    merged.update(table)
+    return CameraConfig(**_checked("camera", merged))
 
 
 def world_config(table: Mapping[str, Any], store: Any, *, pose_required: bool) -> WorldConfig:
-    """``[world]`` over the inherited ``[store]`` times; ``enabled`` is not fusion's key."""
-    _check_table(table)
-    merged = _ttl_names({k: v for k, v in table.items() if k not in _NOT_FUSIONS})
+    """``[world]`` over the inherited ``[store]`` times."""
+    merged = dict(table)
     for key in _INHERITED:
         inherited = getattr(store, key)
         merged.setdefault(key, dict(inherited) if isinstance(inherited, Mapping) else inherited)
     merged.setdefault("pose_required", pose_required)
-    try:
-        world = WorldConfig.from_mapping(merged)
-    except FusionConfigError as exc:
-        raise _error(exc, "world") from None
-    return world
+    return world_from_table(merged)
 
 
 def resolve_world(
@@ -220,17 +250,13 @@ def resolve_world(
             "rflysim.copter_id: expected the vehicle's CopterID to request replies from",
             "rflysim.copter_id",
         )
-    _check_table(camera_table, "camera")
     loaded = None if rflysim.config is None else _load(rflysim.config)
     on_gimbal = camera_table.get("on_gimbal") is True
     defaults = None
     if camera_table.get("rflysim_sensor") is not None:
         sensor = _camera_sensor(loaded, camera_table["rflysim_sensor"], on_gimbal)
         defaults = camera_defaults(sensor)
-    try:
-        camera = CameraConfig.from_mapping(camera_table, defaults)
-    except FusionConfigError as exc:
-        raise _error(exc, "camera") from None
+    camera = camera_from_table(camera_table, defaults)
     source = pose_source(world_table.get("pose_source"), copter is not None, mavlink_pose)
     world = world_config(world_table, store, pose_required=source is not None)
     setup = None

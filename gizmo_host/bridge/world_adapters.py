@@ -47,10 +47,6 @@ class _Fields:
         self.id = ident
 
 
-def link_state(event: LinkEvent) -> LinkState:
-    return LinkState(event.state.value)
-
-
 class GizmoAdapter:
     """``ReceivedResult`` and ``LinkEvent`` from the live link as fusion inputs."""
 
@@ -60,7 +56,7 @@ class GizmoAdapter:
         self.counts: dict[str, int] = {"results": 0, "device_resets": 0, "dropped_invalid": 0}
 
     def link(self, event: LinkEvent) -> LinkStatus:
-        self._state = link_state(event)
+        self._state = event.state  # one LinkState for the link and the world
         return LinkStatus(event.host_ns, self._state)
 
     def result(self, received: ReceivedResult) -> list[Input]:

@@ -1,6 +1,7 @@
 """``gizmo-host demo``: the whole loop with no hardware, and the world model it produces, live.
 
-One process, one asyncio loop (:mod:`gizmo_host.app.demo_rig`): the RflySim stand-in flies a
+One process, one asyncio loop (:mod:`gizmo_host.app.demo_rig`, run by
+:mod:`gizmo_host.app.demo_play`): the RflySim stand-in flies a
 scenario and sends its TypeID 30 boxes, the emulated board turns them into VISION_RESULT frames
 on a pty, and the host reads the pty and fuses the frames with the stand-in's odometry into
 ``world`` snapshots. The terminal shows the newest one (:mod:`gizmo_host.cli.demo_table`, or a
@@ -22,45 +23,25 @@ import logging
 import math
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gizmo_host.app import demo_protocol
-from gizmo_host.app.demo_rig import DemoFailed, DemoRig, DemoSettings
-from gizmo_host.app.foxglove_view import add_foxglove_flag, announce, check_listen
+from gizmo_host.app.demo_play import BUILTIN, play, timeline_for
+from gizmo_host.app.demo_rig import DemoFailed, DemoSettings
+from gizmo_host.app.demo_view import PlainView, View
+from gizmo_host.app.foxglove_view import add_foxglove_flag, check_listen
 from gizmo_host.app.settings import default
-from gizmo_host.cli.demo_view import PlainView, View, summary
-from gizmo_host.emulator.faults import (
-    FaultTimeline,
-    load_timeline,
-    parse_fault,
-    validate_for_port,
-)
+from gizmo_host.emulator.faults import FaultTimeline
 from gizmo_host.errors import ConfigError, ServiceFailed
 from gizmo_host.live import event_loop
 from gizmo_host.live.stop_signals import add_stop_handlers
-from gizmo_host.publish.lines import JsonLinesPublisher
-from gizmo_host.publish.sinks import QueuedSink, stdout_sink
+from gizmo_host.publish.sinks import stdout_sink
 from gizmo_host.standin.scenario import SCENARIOS
+from rfly_link.flags import UsageError, integer
 
 EXIT_USAGE = 2
-BUILTIN = ""  # --faults without a file
-BLOCK_S = 20.0  # the built-in timeline repeats every 20 s (the orbit's spins are 20 s apart too)
-MAX_BLOCKS = 30  # without --duration: ten minutes of faults, then a clean run
-# The built-in block, in seconds after the board starts (the first PROCEED comes after ~1 s):
-# a silence longer than the TTL (HOLD stale), a garbage burst, a device reset (HOLD
-# device_reset for [store] reset_hold_ms), a hang-up and replug (HOLD link_down), bit errors
-# (CRC errors, gaps) and a sequence wrap. 8..12.6 s is the orbit's spin: the target leaves.
-BUILTIN_BLOCK: tuple[dict[str, Any], ...] = (
-    {"kind": "silence", "at_s": 2.0, "duration_s": 0.6},
-    {"kind": "garbage", "at_s": 3.5, "duration_s": 1.0, "probability": 0.2, "bytes": 48},
-    {"kind": "reset", "at_s": 5.0, "down_s": 0.5},
-    {"kind": "hangup", "at_s": 13.5, "duration_s": 0.5},
-    {"kind": "bit_errors", "at_s": 17.0, "duration_s": 1.0, "ber": 0.002},
-    {"kind": "wrap", "at_s": 18.5, "sequence": 65500},
-)
 LOGGER = logging.getLogger("gizmo_host.demo")
 PRECLAND = "precland"  # the MAVLink precision landing (gizmo_host.app.precland)
 _SCENARIOS = (*SCENARIOS, PRECLAND)
@@ -102,10 +83,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-class UsageError(ValueError):
-    """A command-line value that is malformed or out of range; the message names the flag."""
-
-
 @dataclass(frozen=True, slots=True)
 class Options:
     duration_s: float | None
@@ -117,16 +94,6 @@ class Options:
     frames: int | None
     vehicles: int | None = None  # --zenoh: the fleet demo
     foxglove: str | None = None  # HOST:PORT of the Foxglove view
-
-
-def _integer(flag: str, text: str, low: int, high: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"{flag}: expected an integer {low}..{high}, got {text!r}") from None
-    if not low <= value <= high:
-        raise UsageError(f"{flag}: expected an integer {low}..{high}, got {value}")
-    return value
 
 
 def parse_options(args: argparse.Namespace) -> Options:
@@ -143,8 +110,8 @@ def parse_options(args: argparse.Namespace) -> Options:
         raise UsageError(
             f"--scenario: expected one of {', '.join(_SCENARIOS)}, got {args.scenario!r}"
         )
-    seed = None if args.seed is None else _integer("--seed", args.seed, 0, 2**63 - 1)
-    frames = None if args.frames is None else _integer("--frames", args.frames, 1, 100_000)
+    seed = None if args.seed is None else integer("--seed", args.seed, 0, 2**63 - 1)
+    frames = None if args.frames is None else integer("--frames", args.frames, 1, 100_000)
     if not args.protocol:
         if frames is not None:
             raise UsageError("--frames: only with --protocol")
@@ -152,7 +119,7 @@ def parse_options(args: argparse.Namespace) -> Options:
         raise UsageError("--protocol: takes only --frames, --seed and --json")
     vehicles = None
     if args.zenoh:
-        vehicles = 3 if args.vehicles is None else _integer("--vehicles", args.vehicles, 1, 20)
+        vehicles = 3 if args.vehicles is None else integer("--vehicles", args.vehicles, 1, 20)
     elif args.vehicles is not None:
         raise UsageError("--vehicles: only with --zenoh")
     foxglove = None
@@ -175,34 +142,6 @@ def parse_options(args: argparse.Namespace) -> Options:
     )
 
 
-def builtin_timeline(duration_s: float | None, seed: int = 0) -> FaultTimeline:
-    """:data:`BUILTIN_BLOCK` every :data:`BLOCK_S` seconds, over ``duration_s`` (or
-    :data:`MAX_BLOCKS` blocks)."""
-    blocks = MAX_BLOCKS if duration_s is None else max(1, math.ceil(duration_s / BLOCK_S))
-    faults = []
-    for block in range(blocks):
-        for index, values in enumerate(BUILTIN_BLOCK):
-            shifted = {**values, "at_s": values["at_s"] + block * BLOCK_S}
-            faults.append(parse_fault(shifted, f"built-in fault {index}"))
-    return FaultTimeline(tuple(faults), seed)
-
-
-def timeline_for(options: Options) -> FaultTimeline:
-    if options.faults is None:
-        return FaultTimeline()
-    if options.faults == BUILTIN:
-        timeline = builtin_timeline(options.duration_s)
-    else:
-        try:
-            timeline = load_timeline(options.faults)
-        except ConfigError as exc:
-            raise UsageError(f"--faults: {exc}") from None
-    if options.seed is not None:
-        timeline = FaultTimeline(timeline.faults, options.seed)
-    validate_for_port(timeline, can_hang_up=True)  # the board's pty has a link
-    return timeline
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         options = parse_options(args)
@@ -216,9 +155,9 @@ def run(args: argparse.Namespace) -> int:
             options.json,
         )
     try:
-        timeline = timeline_for(options)
-    except UsageError as exc:
-        print(f"gizmo-host demo: {exc}", file=sys.stderr)
+        timeline = timeline_for(options.faults, options.duration_s, options.seed)
+    except ConfigError as exc:
+        print(f"gizmo-host demo: --faults: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if options.vehicles is not None:
         return _fleet(options, timeline, args.log_level)
@@ -232,7 +171,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="gizmo-demo-") as workdir:
             loop = event_loop.resolve("auto")
-            data = event_loop.run(play(settings, Path(workdir), options, view), loop)
+            faults = "none" if options.faults is None else (options.faults or "built-in")
+            running = play(
+                settings, Path(workdir), view, duration_s=options.duration_s, faults=faults
+            )
+            data = event_loop.run(running, loop)
     except OSError as exc:  # a port taken between the pick and the bind, a pty refused
         print(f"gizmo-host demo: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -314,84 +257,6 @@ def _table_view(timeline: FaultTimeline) -> View:
         )
         return PlainView(sys.stdout)
     return RichView(scheduled=frozenset(f.kind.value for f in timeline.faults))
-
-
-async def play(
-    settings: DemoSettings, workdir: Path, options: Options, view: View | None
-) -> dict[str, Any]:
-    """Run the rig until the duration is over or a signal comes; return the summary."""
-    t0_ns = time.monotonic_ns()
-    rig = DemoRig(settings, workdir)
-    out: QueuedSink | None = None
-    if view is None:
-        publisher = JsonLinesPublisher()
-        publisher.add_sink(out := stdout_sink())
-        rig.world.add_listener(publisher)
-    faults = "none" if options.faults is None else (options.faults or "built-in")
-    title = f"gizmo-host demo · {settings.scenario} · faults: {faults}"
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    restore_signals = add_stop_handlers(loop, stop.set)  # ends within a second regardless
-    timer = None if options.duration_s is None else loop.call_later(options.duration_s, stop.set)
-    refresh: asyncio.Task[None] | None = None
-    try:
-        with view or contextlib.nullcontext():
-            await rig.start()
-            if rig.foxglove is not None:
-                announce(rig.foxglove, "demo")
-            if view is not None:
-                refresh = asyncio.create_task(_refresh(view, rig, t0_ns, title), name="demo view")
-            await rig.wait(stop)
-            await _cancel(refresh)
-            if view is not None:
-                _show(view, rig, t0_ns, title)  # the last picture stays on the screen
-    finally:
-        await _cancel(refresh)
-        await rig.stop()
-        if out is not None:
-            await out.close()
-        if timer is not None:
-            timer.cancel()
-        restore_signals()
-    leaks = [t.get_name() for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-    if leaks:
-        LOGGER.warning("tasks still running at exit: %s", ", ".join(sorted(leaks)))
-    return summary(
-        rig.tally,
-        rig.stats(),
-        elapsed_s=(time.monotonic_ns() - t0_ns) / 1e9,
-        extra={
-            "scenario": settings.scenario,
-            "fault_timeline": faults,
-            "first_frame_s": _since(rig.first_frame_ns, t0_ns),
-            "first_proceed_s": _since(rig.tally.first_proceed_ns, t0_ns),
-            "sim_start_ns": rig.truth.start_ns,
-            "tasks_left": len(leaks),
-            **({} if rig.foxglove is None else {"foxglove": rig.foxglove.stats()}),
-        },
-    )
-
-
-async def _cancel(task: asyncio.Task[None] | None) -> None:
-    if task is not None:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-
-def _since(when_ns: int | None, t0_ns: int) -> float | None:
-    return None if when_ns is None else round((when_ns - t0_ns) / 1e9, 3)
-
-
-def _show(view: View, rig: DemoRig, t0_ns: int, title: str) -> None:
-    elapsed = (time.monotonic_ns() - t0_ns) / 1e9
-    view.show(rig.tally.latest, rig.tally, rig.stats(), elapsed, title)
-
-
-async def _refresh(view: View, rig: DemoRig, t0_ns: int, title: str) -> None:
-    while True:
-        _show(view, rig, t0_ns, title)
-        await asyncio.sleep(view.period_s)
 
 
 def _precland(options: Options, timeline: FaultTimeline) -> int:

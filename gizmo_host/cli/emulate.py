@@ -21,22 +21,16 @@ import contextlib
 import json
 import logging
 import sys
-from collections.abc import Mapping
 from typing import Any
 
-from gizmo_host.app.emulation import build_source, emulation_factory, rfly_boxes, sensor_camera
-from gizmo_host.emulator.faults import (
-    FaultTimeline,
-    load_timeline,
-    parse_fault_flag,
-    validate_for_port,
-)
+from gizmo_host.app.emulation import build_source, emulation_factory, settings_from_args
+from gizmo_host.app.settings import add_flags
+from gizmo_host.emulator.faults import FaultTimeline
 from gizmo_host.emulator.port import DevicePort, Port, PtyPort
 from gizmo_host.emulator.runner import Runner
-from gizmo_host.emulator.settings import EmulateSettings, load_settings
+from gizmo_host.emulator.settings import EmulateSettings
 from gizmo_host.errors import ConfigError
 from gizmo_host.live.stop_signals import add_stop_handlers
-from gizmo_host.tomlfile import read_toml
 
 LOGGER = logging.getLogger("gizmo_host.emulate")
 
@@ -46,9 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     port.add_argument("--link", metavar="PATH", help="keep a symlink to the pty here")
     port.add_argument("--device", metavar="PATH", help="write to this serial device instead")
     parser.add_argument("--config", metavar="FILE", help="TOML: [emulate] and [camera]")
-    parser.add_argument("--baud", type=int, metavar="N", help="line rate (default 115200)")
-    parser.add_argument("--rate-hz", type=float, metavar="HZ", help="cycles/s (default 30)")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    add_flags(parser, "emulate")  # the [emulate] rows with a flag: --baud, --rate-hz, ...
     parser.add_argument(
         "--stats",
         nargs="?",
@@ -75,16 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument(
         "--rflysim3d", action="store_true", help="also RflySim3D object data on 20006"
     )
-    source.add_argument("--listen", metavar="HOST", help="address to receive on (127.0.0.1)")
-    source.add_argument(
-        "--port-offset",
-        type=int,
-        metavar="N",
-        help="shift the RflySim ports bound (beside gizmo-host run: gizmo-host sim "
-        "--mirror-offset N sends the states there)",
-    )
     output = parser.add_argument_group("output policy")
-    output.add_argument("--result-type", metavar="TYPE", help="DETECTOR, COLOR_BLOB, QR_CODE")
     output.add_argument(
         "--class",
         dest="classes",
@@ -93,11 +77,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="TARGET=CLASS",
         help="class of a target, e.g. 2=PEDESTRIAN (repeatable)",
     )
-    output.add_argument("--per-cycle", choices=["best", "all"], help="frames per cycle")
-    output.add_argument("--latency", metavar="DIST", help="ms: 12, uniform:8:16, normal:12:2")
-    output.add_argument("--skew-ppm", type=float, metavar="PPM", help="device clock skew")
-    output.add_argument("--boot-offset-ms", type=int, metavar="MS", help="device clock at start")
-    output.add_argument("--start-sequence", type=int, metavar="N", help="first sequence")
     faults = parser.add_argument_group("faults")
     faults.add_argument("--faults", metavar="FILE", help="TOML fault timeline")
     faults.add_argument(
@@ -114,68 +93,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="stderr log level",
     )
-
-
-def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    emulate: dict[str, Any] = {
-        "rate_hz": args.rate_hz,
-        "baudrate": args.baud,
-        "latency": args.latency,
-        "skew_ppm": args.skew_ppm,
-        "boot_offset_ms": args.boot_offset_ms,
-        "start_sequence": args.start_sequence,
-        "result_type": args.result_type,
-        "per_cycle": args.per_cycle,
-        "listen": args.listen,
-        "port_offset": args.port_offset,
-    }
-    if args.classes:
-        classes = {}
-        for item in args.classes:
-            target, sep, value = item.partition("=")
-            if not sep or not target.strip():
-                raise ConfigError(f"--class {item}: expected TARGET=CLASS, e.g. 2=PEDESTRIAN")
-            classes[target.strip()] = value.strip()
-        emulate["classes"] = classes
-    if args.boxes is not None or args.image_size is not None:
-        boxes: dict[str, Any] = {"port": args.boxes}
-        if args.image_size is not None:
-            width, sep, height = args.image_size.lower().partition("x")
-            if not sep:
-                raise ConfigError(f"--image-size: expected WIDTHxHEIGHT, got {args.image_size!r}")
-            boxes.update(width_px=width, height_px=height)
-        emulate["boxes"] = boxes
-    if args.ego is not None or args.targets is not None or args.rflysim3d:
-        poses: dict[str, Any] = {"ego": args.ego, "rflysim3d": args.rflysim3d or None}
-        if args.targets is not None:
-            poses["targets"] = [t.strip() for t in args.targets.split(",") if t.strip()]
-        emulate["poses"] = poses
-    return {"emulate": emulate}
-
-
-def settings_from_args(args: argparse.Namespace) -> tuple[EmulateSettings, FaultTimeline]:
-    overrides = _overrides(args)
-    data = read_toml(args.config) if args.config is not None else {}
-    emulate_table = data.get("emulate")
-    poses = "poses" in overrides["emulate"] or (
-        isinstance(emulate_table, Mapping) and "poses" in emulate_table
-    )
-    if args.rfly_config is not None and not poses:
-        boxes = rfly_boxes(args.rfly_config)
-        given = overrides["emulate"].get("boxes", {})
-        overrides["emulate"]["boxes"] = {**boxes, **{k: v for k, v in given.items() if v}}
-    camera = None if args.config is None else sensor_camera(args.config, data, args.rfly_config)
-    settings = load_settings(args.config, overrides, camera_config=camera)
-    timeline = load_timeline(args.faults) if args.faults else FaultTimeline()
-    timeline = timeline.with_faults([parse_fault_flag(spec) for spec in args.fault])
-    if args.seed is not None:
-        if args.seed < 0:
-            raise ConfigError(f"--seed: expected an integer >= 0, got {args.seed}")
-        timeline = FaultTimeline(timeline.faults, args.seed)
-    if args.duration is not None and not 0 < args.duration <= 1e7:
-        raise ConfigError(f"--duration: expected seconds > 0, got {args.duration}")
-    validate_for_port(timeline, can_hang_up=args.link is not None)
-    return settings, timeline
 
 
 def _print_port(port: PtyPort, path: str) -> None:

@@ -31,8 +31,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from gizmo_host.emulator.checks import Number, boolean, check_keys, table
 from gizmo_host.errors import ConfigError
+from gizmo_host.setting import Setting, check_keys, fail
 from gizmo_host.tomlfile import read_toml
 
 
@@ -63,26 +63,6 @@ FRAME_FAULTS = frozenset(
 # destroyed by one fault at most, so every lost frame is counted once.
 DESTRUCTIVE = (FaultKind.TRUNCATE, FaultKind.DROP_BYTES, FaultKind.BIT_ERRORS)
 
-_TIME = Number(0.0, 86_400.0)
-_WINDOW = {
-    "duration_s": _TIME,
-    "count": Number(1, 1_000_000_000, integer=True),
-    "probability": Number(0.0, 1.0, open_low=True),
-}
-# kind -> its keys (besides ``kind`` and ``at_s``) and their ranges; booleans are None.
-_KEYS: dict[FaultKind, dict[str, Number | None]] = {
-    FaultKind.BIT_ERRORS: {**_WINDOW, "ber": Number(0.0, 0.5, open_low=True)},
-    FaultKind.DROP_BYTES: {**_WINDOW, "bytes": Number(1, 34, integer=True)},
-    FaultKind.GARBAGE: {**_WINDOW, "bytes": Number(1, 4096, integer=True)},
-    FaultKind.TRUNCATE: {**_WINDOW, "keep_bytes": Number(1, 34, integer=True)},
-    FaultKind.DUPLICATE: dict(_WINDOW),
-    FaultKind.WRAP: {"sequence": Number(0, 65535, integer=True)},
-    FaultKind.RESET: {"down_s": _TIME},
-    FaultKind.SILENCE: {"duration_s": Number(0.0, 86_400.0, open_low=True)},
-    FaultKind.HANGUP: {"duration_s": Number(0.0, 86_400.0, open_low=True), "reset": None},
-    FaultKind.CLOCK_SKEW: {"ppm": Number(-100_000.0, 100_000.0)},
-    FaultKind.CLOCK_JUMP: {"delta_ms": Number(-(2**31), 2**31, integer=True)},
-}
 _REQUIRED = {
     FaultKind.BIT_ERRORS: ("ber",),
     FaultKind.SILENCE: ("duration_s",),
@@ -128,6 +108,45 @@ class Fault:
         return out
 
 
+DAY_S = 86_400.0
+
+
+def _row(
+    name: str, kind: str, low: float | None, high: float | None, unit: str = "", **kw: Any
+) -> Setting:
+    """A fault key's row (its default is the ``Fault`` field's); booleans have no range."""
+    default = Fault.__dataclass_fields__[name].default
+    return Setting("fault", name, kind, default, name, low, high, unit, **kw)
+
+
+_TIME = _row("at_s", "float", 0.0, DAY_S, "s")
+_WINDOW = {
+    "duration_s": _row("duration_s", "float", 0.0, DAY_S, "s"),
+    "count": _row("count", "int", 1, 1_000_000_000, optional=True),
+    "probability": _row("probability", "float", 0.0, 1.0, open_low=True),
+}
+_LENGTH = _row("duration_s", "float", 0.0, DAY_S, "s", open_low=True)
+_FRAME_BYTES = 34  # a VISION_RESULT v1 frame
+# kind -> its keys (besides ``kind`` and ``at_s``), each checked by its row of settings.
+_KEYS: dict[FaultKind, dict[str, Setting]] = {
+    FaultKind.BIT_ERRORS: {**_WINDOW, "ber": _row("ber", "float", 0.0, 0.5, open_low=True)},
+    FaultKind.DROP_BYTES: {**_WINDOW, "bytes": _row("bytes", "int", 1, _FRAME_BYTES)},
+    FaultKind.GARBAGE: {**_WINDOW, "bytes": _row("bytes", "int", 1, 4096)},
+    FaultKind.TRUNCATE: {
+        **_WINDOW,
+        "keep_bytes": _row("keep_bytes", "int", 1, _FRAME_BYTES, optional=True),
+    },
+    FaultKind.DUPLICATE: dict(_WINDOW),
+    FaultKind.WRAP: {"sequence": _row("sequence", "int", 0, 65535)},
+    FaultKind.RESET: {"down_s": _row("down_s", "float", 0.0, DAY_S, "s")},
+    FaultKind.SILENCE: {"duration_s": _LENGTH},
+    FaultKind.HANGUP: {"duration_s": _LENGTH, "reset": _row("reset", "bool", None, None)},
+    FaultKind.CLOCK_SKEW: {"ppm": _row("ppm", "float", -100_000.0, 100_000.0, "ppm")},
+    FaultKind.CLOCK_JUMP: {"delta_ms": _row("delta_ms", "int", -(2**31), 2**31, "ms")},
+}
+_SEED = Setting("fault", "seed", "int", 0, "the fault and latency seed", 0, 2**63 - 1)
+
+
 @dataclass(frozen=True, slots=True)
 class FaultTimeline:
     """A seed and faults sorted by time: the same timeline and seed inject the same bytes."""
@@ -165,17 +184,10 @@ def parse_fault(values: Mapping[str, Any], where: str) -> Fault:
             raise ConfigError(f"{where}.{key}: {kind.value} needs it, got nothing")
     fields: dict[str, Any] = {"kind": kind}
     if "at_s" in values:
-        fields["at_s"] = _TIME.check(f"{where}.at_s", values["at_s"])
-    for key, spec in allowed.items():
-        if key not in values:
-            continue
-        name = f"{where}.{key}"
-        if spec is None:
-            fields[key] = boolean(name, values[key])
-        elif spec.integer:
-            fields[key] = spec.check_int(name, values[key])
-        else:
-            fields[key] = spec.check(name, values[key])
+        fields["at_s"] = _TIME.check(values["at_s"], f"{where}.at_s", text=True)
+    for key, row in allowed.items():
+        if key in values:
+            fields[key] = row.check(values[key], f"{where}.{key}", text=True)
     if kind is FaultKind.CLOCK_JUMP and fields["delta_ms"] == 0:
         raise ConfigError(f"{where}.delta_ms: expected a non-zero step, got 0")
     return Fault(**fields)
@@ -195,15 +207,21 @@ def parse_fault_flag(spec: str) -> Fault:
 
 def timeline_from_mapping(data: Mapping[str, Any], where: str) -> FaultTimeline:
     check_keys(where, data, {"seed", "fault"})
-    seed = Number(0, 2**63 - 1, integer=True).check_int(f"{where}: seed", data.get("seed", 0))
+    seed = _SEED.check(data.get("seed", 0), f"{where}: seed")
     raw = data.get("fault", [])
     if not isinstance(raw, list):
         raise ConfigError(f"{where}: fault: expected an array of tables ([[fault]]), got {raw!r}")
     faults = [
-        parse_fault(table(f"{where}: fault[{i}]", item), f"{where}: fault[{i}]")
+        parse_fault(_table(f"{where}: fault[{i}]", item), f"{where}: fault[{i}]")
         for i, item in enumerate(raw)
     ]
     return FaultTimeline(tuple(faults), seed)
+
+
+def _table(key: str, value: Any) -> Mapping[str, Any]:
+    if isinstance(value, Mapping):
+        return value
+    raise fail(key, "a table", value)
 
 
 def load_timeline(path: str | Path) -> FaultTimeline:

@@ -34,54 +34,30 @@ run`` rejects ``[emulate]``, so that table lives in a file of its own. Example::
     rflysim3d = false              # also CoptReqData / ObjReqData on 20006
     half_extent_m = [0.3, 0.3, 0.15]
 
-With neither ``boxes`` nor ``poses`` the built-in scenario plays. ``listen`` (default
+Every ``[emulate]`` key is a row of ``EMULATE_SETTINGS`` (in the README's settings table, for
+the ``emulate`` command); ``[camera]`` is checked by the host's rows and rules
+(``gizmo_host.app.emulation``) and handed in resolved. With neither ``boxes`` nor ``poses``
+the built-in scenario plays. ``listen`` (default
 127.0.0.1), ``port_offset`` (added to every RflySim port bound) and ``max_age_s`` (0.5) sit in
 ``[emulate]`` and apply to both sources.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fusion.camera import CameraConfig
-from fusion.errors import ConfigError as FusionConfigError
 from fusion.geometry import Vec3
-from gizmo_host.emulator.checks import Number, boolean, check_keys, table, text
 from gizmo_host.emulator.targets import LatencyModel, OutputPolicy, PerCycle, class_id
 from gizmo_host.errors import ConfigError
+from gizmo_host.setting import Setting, check_keys, fail
 from gizmo_host.tomlfile import read_toml
 from gizmo_host.wire.results import ResultType
 from hil_geometry.pinhole import Pinhole
-
-_PORT = Number(0, 65535, integer=True)
-_SIZE = Number(2, 65535, integer=True)
-_COPTER = Number(1, 450, integer=True)
-_NUMBERS = {
-    "rate_hz": Number(0.1, 1000.0),
-    "baudrate": Number(50, 20_000_000, integer=True),
-    "source_id": Number(0, 255, integer=True),
-    "boot_offset_ms": Number(0, 2**32 - 1, integer=True),
-    "skew_ppm": Number(-100_000.0, 100_000.0),
-    "start_sequence": Number(0, 65535, integer=True),
-    "port_offset": Number(-65535, 65535, integer=True),
-    "max_age_s": Number(0.001, 3600.0),
-    "max_range_m": Number(0.0, 100_000.0, open_low=True),
-}
-_KEYS = {
-    *_NUMBERS,
-    "latency",
-    "result_type",
-    "classes",
-    "default_class",
-    "not_detected_id",
-    "per_cycle",
-    "listen",
-    "boxes",
-    "poses",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +94,77 @@ class EmulateSettings:
     max_range_m: float = 200.0
 
 
+EMULATE = frozenset({"emulate"})
+
+
+def _e(name: str, kind: str, doc: str, low: float | None = None, high: float | None = None,
+       unit: str = "", *, section: str = "emulate", default: Any = None,
+       **kw: Any) -> Setting:  # fmt: skip
+    """A row of ``gizmo-host emulate``'s table; numbers default to the settings' own."""
+    cls = {"emulate": EmulateSettings, "emulate.boxes": BoxesSettings,
+           "emulate.poses": PosesSettings}[section]  # fmt: skip
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    field_ = fields.get(name)
+    if default is None and field_ is not None and field_.default is not dataclasses.MISSING:
+        default = field_.default
+    return Setting(section, name, kind, default, doc, low, high, unit, commands=EMULATE, **kw)
+
+
+_PORT = 0, 65535
+_SIZE = 2, 65535
+_COPTER = 1, 450
+# [emulate], [emulate.boxes] and [emulate.poses]: every key its row (type, default, range).
+EMULATE_SETTINGS: tuple[Setting, ...] = (
+    _e("rate_hz", "float", "recognition cycles per second", 0.1, 1000, "Hz", flag="--rate-hz"),
+    _e("baudrate", "int", "the line rate the writes are paced at", 50, 20_000_000,
+       flag="--baud", metavar="N"),
+    _e("source_id", "int", "the frames' source_id", 0, 255),
+    _e("boot_offset_ms", "int", "the device clock at the start", 0, 2**32 - 1, "ms",
+       flag="--boot-offset-ms"),
+    _e("skew_ppm", "float", "device clock rate above the host's", -100_000, 100_000, "ppm",
+       flag="--skew-ppm", metavar="PPM"),
+    _e("latency", "str", "processing latency in ms: MS, uniform:LOW:HIGH or normal:MEAN:SD",
+       default="normal:12:1.5", flag="--latency", metavar="DIST"),
+    _e("start_sequence", "int", "the first frame's sequence (e.g. 65500 to wrap early)", 0,
+       65535, flag="--start-sequence", metavar="N"),
+    _e("result_type", "str", "the frames' result type", default="DETECTOR",
+       choices=("DETECTOR", "COLOR_BLOB", "QR_CODE"), flag="--result-type"),
+    _e("classes", "table", "target -> class id or name (--class TARGET=CLASS)", default={}),
+    _e("default_class", "str", "the other targets' class; false: not reported",
+       default="PEDESTRIAN"),
+    _e("not_detected_id", "str", "the class of a frame with no target (default: the first "
+       "mapped class, else default_class)"),
+    _e("per_cycle", "str", "frames per cycle", default="best", choices=("best", "all"),
+       flag="--per-cycle"),
+    _e("listen", "str", "address to receive RflySim on", default="127.0.0.1", flag="--listen",
+       metavar="HOST"),
+    _e("port_offset", "int", "added to every RflySim port bound", -65535, 65535,
+       flag="--port-offset", metavar="N"),
+    _e("max_age_s", "float", "a box or pose older than this is not drawn", 0.001, 3600, "s"),
+    _e("max_range_m", "float", "a target further than this is not drawn", 0, 100_000, "m",
+       open_low=True),
+    _e("port", "int", "RflySim TypeID 30 boxes on this port (required)", *_PORT,
+       section="emulate.boxes"),
+    _e("width_px", "int", "the box sensor's image width (required)", *_SIZE, "px",
+       section="emulate.boxes"),
+    _e("height_px", "int", "the box sensor's image height (required)", *_SIZE, "px",
+       section="emulate.boxes"),
+    _e("ego", "int", "the camera carrier's CopterID", *_COPTER, section="emulate.poses"),
+    _e("targets", "list", "the targets' CopterIDs", *_COPTER, section="emulate.poses",
+       default=[]),
+    _e("rflysim3d", "bool", "also CoptReqData / ObjReqData on 20006", section="emulate.poses"),
+    _e("half_extent_m", "triple", "a target's half size: its box", 0, 1000, "m",
+       section="emulate.poses"),
+)  # fmt: skip
+_ROWS = {s.key: s for s in EMULATE_SETTINGS}
+_NUMBERS = tuple(s.name for s in EMULATE_SETTINGS if s.section == "emulate" and s.low is not None)
+_KEYS = [s.name for s in EMULATE_SETTINGS if s.section == "emulate"] + ["boxes", "poses"]
+
+
+def _check(section: str, name: str, value: Any, where: str) -> Any:
+    return _ROWS[f"{section}.{name}"].check(value, f"{where}{section}.{name}", text=True)
+
+
 def emulator_camera(config: CameraConfig) -> Pinhole:
     """The ``[camera]`` table's values as the emulator's own camera (not fusion's model)."""
     return Pinhole.from_table(
@@ -150,24 +197,16 @@ def load_settings(
     *,
     camera_config: CameraConfig | None = None,
 ) -> EmulateSettings:
-    """Settings from a TOML file's ``[emulate]`` and ``[camera]`` tables, then ``overrides``
-    (flags: ``{"emulate": {...}, "camera": {...}}``, None values ignored). ``camera_config``,
-    when given, is the camera already resolved by the caller (a ``[camera]`` table naming a
-    Config.json sensor, ``gizmo_host.app.emulation``) and replaces the table."""
+    """Settings from a TOML file's ``[emulate]`` table, then ``overrides`` (flags:
+    ``{"emulate": {...}}``, None values ignored). ``camera_config`` is the file's ``[camera]``,
+    checked and resolved by the caller as ``gizmo-host run`` resolves it
+    (``gizmo_host.app.emulation.emulator_camera_config``)."""
     data: dict[str, Any] = read_toml(path) if path is not None else {}
     where = f"{path}: " if path is not None else ""
     merged = _merge(data, overrides or {})
-    emulate = table(f"{where}emulate", merged.get("emulate", {}))
-    camera = merged.get("camera")
-    settings = parse_emulate(emulate, where)
+    settings = parse_emulate(_table(f"{where}emulate", merged.get("emulate", {})), where)
     if camera_config is not None:
         settings = _replace_camera(settings, camera_config)
-    elif camera is not None:
-        try:
-            config = CameraConfig.from_mapping(table(f"{where}camera", camera))
-        except FusionConfigError as exc:
-            raise ConfigError(f"{where}{exc}") from None
-        settings = _replace_camera(settings, config)
     return settings
 
 
@@ -181,20 +220,27 @@ def parse_emulate(values: Mapping[str, Any], where: str = "") -> EmulateSettings
     section = f"{where}emulate"
     check_keys(section, values, _KEYS)
     out: dict[str, Any] = {}
-    for key, spec in _NUMBERS.items():
+    for key in _NUMBERS:
         if key in values:
-            number = spec.check(f"{section}.{key}", values[key])
-            out[key] = int(number) if spec.integer else number
+            out[key] = _check("emulate", key, values[key], where)
     if "latency" in values:
         out["latency"] = LatencyModel.parse(values["latency"], f"{section}.latency")
     if "listen" in values:
-        out["listen"] = text(f"{section}.listen", values["listen"])
+        out["listen"] = _check("emulate", "listen", values["listen"], where)
+        if not out["listen"]:
+            raise fail(f"{section}.listen", "a non-empty string", values["listen"])
     out["policy"] = _policy(values, section)
     if "boxes" in values:
-        out["boxes"] = _boxes(table(f"{section}.boxes", values["boxes"]), f"{section}.boxes")
+        out["boxes"] = _boxes(_table(f"{section}.boxes", values["boxes"]), where)
     if "poses" in values:
-        out["poses"] = _poses(table(f"{section}.poses", values["poses"]), f"{section}.poses")
+        out["poses"] = _poses(_table(f"{section}.poses", values["poses"]), where)
     return EmulateSettings(**out)
+
+
+def _table(key: str, value: Any) -> Mapping[str, Any]:
+    if isinstance(value, Mapping):
+        return value
+    raise fail(key, "a table", value)
 
 
 def _policy(values: Mapping[str, Any], section: str) -> OutputPolicy:
@@ -212,7 +258,7 @@ def _policy(values: Mapping[str, Any], section: str) -> OutputPolicy:
             )
     classes = {
         str(target): class_id(result_type, value, f"{section}.classes.{target}")
-        for target, value in table(f"{section}.classes", values.get("classes", {})).items()
+        for target, value in _table(f"{section}.classes", values.get("classes", {})).items()
     }
     fields: dict[str, Any] = {"result_type": result_type, "classes": classes}
     if "default_class" in values:
@@ -234,38 +280,28 @@ def _policy(values: Mapping[str, Any], section: str) -> OutputPolicy:
     return OutputPolicy(**fields)
 
 
-def _boxes(values: Mapping[str, Any], section: str) -> BoxesSettings:
-    check_keys(section, values, {"port", "width_px", "height_px"})
+def _boxes(values: Mapping[str, Any], where: str) -> BoxesSettings:
+    section = "emulate.boxes"
+    check_keys(f"{where}{section}", values, ("port", "width_px", "height_px"))
     for key in ("port", "width_px", "height_px"):
         if key not in values:
-            raise ConfigError(f"{section}.{key}: expected an integer, got nothing")
-    return BoxesSettings(
-        port=_PORT.check_int(f"{section}.port", values["port"]),
-        width_px=_SIZE.check_int(f"{section}.width_px", values["width_px"]),
-        height_px=_SIZE.check_int(f"{section}.height_px", values["height_px"]),
-    )
+            raise ConfigError(f"{where}{section}.{key}: expected an integer, got nothing")
+    return BoxesSettings(**{k: _check(section, k, v, where) for k, v in values.items()})
 
 
-def _poses(values: Mapping[str, Any], section: str) -> PosesSettings:
-    check_keys(section, values, {"ego", "targets", "rflysim3d", "half_extent_m"})
+def _poses(values: Mapping[str, Any], where: str) -> PosesSettings:
+    section = "emulate.poses"
+    check_keys(f"{where}{section}", values, ("ego", "targets", "rflysim3d", "half_extent_m"))
     fields: dict[str, Any] = {}
-    if "ego" in values:
-        fields["ego"] = _COPTER.check_int(f"{section}.ego", values["ego"])
-    if "targets" in values:
-        raw = values["targets"]
-        if not isinstance(raw, (list, tuple)):
-            raise ConfigError(f"{section}.targets: expected a list of CopterIDs, got {raw!r}")
-        fields["targets"] = tuple(
-            _COPTER.check_int(f"{section}.targets[{i}]", v) for i, v in enumerate(raw)
-        )
-    if "rflysim3d" in values:
-        fields["rflysim3d"] = boolean(f"{section}.rflysim3d", values["rflysim3d"])
-    if "half_extent_m" in values:
-        raw = values["half_extent_m"]
-        if not isinstance(raw, (list, tuple)) or len(raw) != 3:
-            raise ConfigError(f"{section}.half_extent_m: expected 3 numbers, got {raw!r}")
-        extent = Number(0.0, 1000.0)
-        fields["half_extent_m"] = tuple(
-            extent.check(f"{section}.half_extent_m[{i}]", v) for i, v in enumerate(raw)
-        )
+    for key, value in values.items():
+        if key != "targets":
+            fields[key] = _check(section, key, value, where)
+        elif not isinstance(value, (list, tuple)):
+            raise fail(f"{where}{section}.targets", "a list of CopterIDs", value)
+        else:
+            row = _ROWS[f"{section}.targets"]
+            fields[key] = tuple(
+                row.check(v, f"{where}{section}.targets[{i}]", text=True)
+                for i, v in enumerate(value)
+            )
     return PosesSettings(**fields)

@@ -10,7 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gizmo_host.stream.clock import DEFAULT_PHASE_ERROR_THRESHOLD_MS, frame_transmit_ns
+from gizmo_host.stream.clock import (
+    DEFAULT_LOCK_AFTER_MS,
+    DEFAULT_PHASE_ERROR_THRESHOLD_MS,
+    frame_transmit_ns,
+)
 from gizmo_host.stream.pipeline import FramePipeline
 from gizmo_host.stream.store import DEFAULT_RESET_HOLD_MS, DEFAULT_TTL_MS
 from gizmo_host.stream.tracker import DEFAULT_MAX_SKEW_PPM
@@ -36,6 +40,7 @@ class PipelineConfig:
     reset_hold_ms: float = DEFAULT_RESET_HOLD_MS
     max_skew_ppm: float = DEFAULT_MAX_SKEW_PPM
     phase_error_threshold_ms: float = DEFAULT_PHASE_ERROR_THRESHOLD_MS
+    lock_after_ms: float = DEFAULT_LOCK_AFTER_MS
     transport_delay_ns: int | None = None  # None: 35 bytes' time at the link's baud rate
     verdict_interval_s: float = 1.0  # watched verdicts are re-published this often
 
@@ -53,4 +58,5 @@ class PipelineConfig:
             max_skew_ppm=self.max_skew_ppm,
             phase_error_threshold_ms=self.phase_error_threshold_ms,
             transport_delay_ns=self.transport_delay(baudrate),
+            lock_after_ms=self.lock_after_ms,
         )

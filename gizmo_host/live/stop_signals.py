@@ -10,15 +10,18 @@ Here the Python-level handler itself arms a deadline before asking the command t
 ``SIGALRM`` ``GRACE_S`` later, whose handler ends the process with ``os._exit(128 + signal)``
 (the status a shell reports for a death by that signal). That handler runs inside a blocked
 write for the same reason, and during the interpreter's final flush of stdout. A command that
-stops in time never sees it: the process has ended first.
+stops in time never sees it: at exit the deadline is disarmed once stdout and stderr are
+flushed (a flush blocked on a stalled pipe is still ended by it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from types import FrameType
@@ -42,6 +45,20 @@ def arm_deadline(signum: int, grace_s: float = GRACE_S) -> None:
 
     signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, grace_s)
+    atexit.register(_flush_then_disarm)
+
+
+def _flush_then_disarm() -> None:
+    """At exit, while ``expire`` is still installed, flush what the command printed, then
+    disarm the deadline. CPython restores ``SIGALRM``'s default action after the exit hooks
+    (``_PySignal_Fini``), so a deadline expiring after that killed the process by SIGALRM
+    (status -14, a failure to systemd) instead of ``128 + signal``: seen when a busy machine
+    stretched a demo's stop close to the grace period. A flush that blocks on a stalled pipe is
+    still ended by the deadline here; once it is done nothing is left to block."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed or broken stream: nothing to flush
+            stream.flush()
+    signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def _in_main_thread() -> bool:

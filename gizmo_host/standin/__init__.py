@@ -8,20 +8,21 @@ Pure parts (no clock, no socket): :mod:`~gizmo_host.standin.tracks` (scripted pa
 :mod:`~gizmo_host.standin.builders` (messages from the truth) and
 :mod:`~gizmo_host.standin.core` (what to
 send when, and the answers to requests). The asyncio edge is :mod:`~gizmo_host.standin.runner`, the
-command ``gizmo-host sim`` is :mod:`~gizmo_host.cli.sim`; importing this package imports neither.
+command's options and lines :mod:`~gizmo_host.standin.options`, and the command ``gizmo-host
+sim`` :mod:`~gizmo_host.cli.sim`; importing this package imports none of them.
 """
 
 from __future__ import annotations
 
-from gizmo_host.standin.core import Datagram, Output, Rates, StandIn, StandInStats
+from gizmo_host.standin.core import Datagram, PollResult, Rates, StandIn, StandInStats
 from gizmo_host.standin.kinematics import SimVehicleState, vehicle_state
 from gizmo_host.standin.scenario import (
     SCENARIOS,
     SimScenario,
     SimTime,
+    SimVehicleTruth,
     Truth,
     Vehicle,
-    VehicleTruth,
     build_scenario,
 )
 from gizmo_host.standin.sensorset import builtin_config, builtin_config_text
@@ -30,17 +31,17 @@ from gizmo_host.standin.views import TargetView
 __all__ = [
     "SCENARIOS",
     "Datagram",
-    "Output",
+    "PollResult",
     "Rates",
     "SimScenario",
     "SimTime",
     "SimVehicleState",
+    "SimVehicleTruth",
     "StandIn",
     "StandInStats",
     "TargetView",
     "Truth",
     "Vehicle",
-    "VehicleTruth",
     "build_scenario",
     "builtin_config",
     "builtin_config_text",

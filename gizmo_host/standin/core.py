@@ -46,7 +46,9 @@ class Datagram(NamedTuple):
     data: bytes
 
 
-class Output(NamedTuple):
+class PollResult(NamedTuple):
+    """What :meth:`StandIn.poll` has to send now, and the truth it was built from."""
+
     datagrams: list[Datagram]
     truths: list[Truth]
 
@@ -272,7 +274,7 @@ class StandIn:
             next_ns += missed * step_ns
         return next_ns
 
-    def poll(self, t_ns: int, wall_ms: int = 0) -> Output:
+    def poll(self, t_ns: int, wall_ms: int = 0) -> PollResult:
         """Everything due by ``t_ns`` (scenario time, ns), built from the truth at ``t_ns``.
 
         ``wall_ms`` is the wall clock in Unix milliseconds, for CopterSim's heartbeat.
@@ -282,7 +284,7 @@ class StandIn:
         replies = [s for s in self._subscriptions.values() if s.next_ns <= t_ns]
         want_truth = bool(self._truth_period_ns) and self._next_truth_ns <= t_ns
         if not (due or replies or want_truth):
-            return Output([], [])
+            return PollResult([], [])
         truth = self.scenario.truth(t_ns / 1e9, self.camera)
         out: list[Datagram] = []
         for stream in due:
@@ -299,7 +301,7 @@ class StandIn:
             )
         for datagram in out:
             self._sent[datagram.kind] += 1
-        return Output(out, truths)
+        return PollResult(out, truths)
 
     def _reply(self, sub: _Subscription, truth: Truth) -> Datagram:
         state = (

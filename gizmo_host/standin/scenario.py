@@ -90,7 +90,7 @@ class Vehicle:
         return Body(self.copter_id, self.size_m)
 
 
-class VehicleTruth(NamedTuple):
+class SimVehicleTruth(NamedTuple):
     copter_id: int
     state: SimVehicleState
 
@@ -113,11 +113,11 @@ class Truth(NamedTuple):
     t_s: float  # scenario time
     sim_time_s: float  # what CopterSim and RflySim3D stamp on their messages
     epoch: int  # SimTime.epoch: changes at the time jump
-    ego: VehicleTruth
-    targets: tuple[VehicleTruth, ...]
+    ego: SimVehicleTruth
+    targets: tuple[SimVehicleTruth, ...]
     views: tuple[TargetView, ...]  # one per target when a camera is given, else empty
 
-    def target(self, copter_id: int) -> VehicleTruth:
+    def target(self, copter_id: int) -> SimVehicleTruth:
         for t in self.targets:
             if t.copter_id == copter_id:
                 return t
@@ -160,8 +160,10 @@ class SimScenario:
 
     def truth(self, t_s: float, camera: Pinhole | None = None) -> Truth:
         """Ground truth at scenario time ``t_s`` (bearings from ``camera`` when given)."""
-        ego = VehicleTruth(self.ego.copter_id, vehicle_state(self.ego.track, t_s))
-        targets = tuple(VehicleTruth(v.copter_id, vehicle_state(v.track, t_s)) for v in self.others)
+        ego = SimVehicleTruth(self.ego.copter_id, vehicle_state(self.ego.track, t_s))
+        targets = tuple(
+            SimVehicleTruth(v.copter_id, vehicle_state(v.track, t_s)) for v in self.others
+        )
         views: tuple[TargetView, ...] = ()
         if camera is not None:
             views = tuple(

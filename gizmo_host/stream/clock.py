@@ -42,6 +42,8 @@ from gizmo_host.stream.tracker import DEFAULT_MAX_SKEW_PPM, device_clock_advance
 UART_BITS_PER_BYTE = 10  # 8N1: start + 8 data + stop
 FRAME_BYTES = 35
 DEFAULT_PHASE_ERROR_THRESHOLD_MS = 5.0
+# A new epoch's mapping is trusted (LOCKED) after this long and 10 samples.
+DEFAULT_LOCK_AFTER_MS = 1000.0
 
 
 def frame_transmit_ns(baudrate: int, frame_bytes: int = FRAME_BYTES) -> int:
@@ -113,7 +115,7 @@ class DeviceClockEstimator:
         segment_ms: float = 500.0,
         window_segments: int = 240,
         phase_segments: int = 8,
-        lock_after_ms: float = 1000.0,
+        lock_after_ms: float = DEFAULT_LOCK_AFTER_MS,
         lock_min_samples: int = 10,
     ) -> None:
         if not 0 <= max_skew_ppm <= 10_000:

@@ -17,6 +17,7 @@ from typing import Any
 
 from fusion import Decision, Selector
 from gizmo_host.stream.clock import (
+    DEFAULT_LOCK_AFTER_MS,
     DEFAULT_PHASE_ERROR_THRESHOLD_MS,
     ClockEvent,
     ClockStatus,
@@ -54,12 +55,14 @@ class FramePipeline:
         max_skew_ppm: float = DEFAULT_MAX_SKEW_PPM,
         phase_error_threshold_ms: float = DEFAULT_PHASE_ERROR_THRESHOLD_MS,
         transport_delay_ns: int = 0,
+        lock_after_ms: float = DEFAULT_LOCK_AFTER_MS,
     ) -> None:
         self.tracker = SequenceTracker(max_skew_ppm=max_skew_ppm)
         self.device_clock = DeviceClockEstimator(
             max_skew_ppm=max_skew_ppm,
             phase_error_threshold_ms=phase_error_threshold_ms,
             transport_delay_ns=transport_delay_ns,
+            lock_after_ms=lock_after_ms,
         )
         self.store = ResultStore(
             ttl_ms=ttl_ms, ttl_ms_by_type=ttl_ms_by_type, reset_hold_ms=reset_hold_ms

@@ -4,24 +4,30 @@ Three owners used to start their receivers one by one (the world service, the em
 sources, ``gizmo-host rfly``), and one of them left the receivers it had started running when a
 later bind failed. A group binds every socket first; if one fails it closes those it opened
 and re-raises the ``OSError`` (which names the port), so a failed start leaves nothing behind.
+
+A handler that returns an awaitable is awaited before the pump takes the receiver's next
+event: back-pressure for a slow consumer (``gizmo-host rfly`` hands events to a one-slot queue
+in front of stdout), so events wait in the receiver's own bounded queue, which drops the
+oldest and counts them, and never pile up in between.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from rfly_link.io.pipelines import Event
 from rfly_link.io.receiver import UdpReceiver
 
-Handler = Callable[[Event], None]
+Handler = Callable[[Event], Awaitable[None] | None]
 
 
 class ReceiverGroup:
     """``async with ReceiverGroup(receivers, handle):`` runs every receiver into ``handle``.
 
-    ``handle`` is called in the loop for each event; an exception it raises goes to
+    ``handle`` is called in the loop for each event (and awaited when it returns an
+    awaitable: the pump waits for a slow consumer); an exception it raises goes to
     ``on_error(receiver, exc)`` and the pump goes on (without ``on_error`` it ends the pump,
     whose task then carries it: see ``task_done``). ``task_done`` is added to every pump task
     as a done callback, so an owner can notice a pump that died.
@@ -71,10 +77,14 @@ class ReceiverGroup:
         handle, on_error = self._handle, self._on_error
         async for event in receiver:
             if on_error is None:
-                handle(event)
+                pending = handle(event)
+                if pending is not None:
+                    await pending
                 continue
             try:
-                handle(event)
+                pending = handle(event)
+                if pending is not None:
+                    await pending
             except Exception as exc:  # one bad event must not end the stream
                 on_error(receiver, exc)
 

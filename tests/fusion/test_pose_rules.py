@@ -13,7 +13,6 @@ from fusion import (
     Decision,
     HoldReason,
     LaserRange,
-    PoseHistory,
     SensorMount,
     SourceConflict,
     WorldConfig,
@@ -21,7 +20,7 @@ from fusion import (
 from fusion import geometry as g
 from fusion.ranging import Ranger
 from fusion.simclock import SimClockStatus
-from fusion.timeline import Added, JumpBounds
+from fusion.timeline import Added, JumpBounds, PoseHistory
 from tests.support.fusion_inputs import MS, observation, pose, up, world, yaw_quat
 
 NORTH_1_M_S = (1.0, 0.0, 0.0)

@@ -9,8 +9,6 @@ import numpy as np
 import pytest
 
 from fusion import (
-    FORMAT_VERSION,
-    ConfigError,
     GimbalSample,
     ImuSample,
     InvalidInput,
@@ -23,10 +21,10 @@ from fusion import (
     SensorMount,
     SourceState,
     VisionObservation,
-    WorldConfig,
     world_schema,
 )
 from fusion.simclock import SimClockStatus
+from fusion.snapshot import FORMAT_VERSION
 from tests.support.fusion_inputs import MS, not_detected, observation, pose, up, world
 from tests.support.schemas import validate_schema
 
@@ -172,40 +170,6 @@ def test_source_states():
     assert w.snapshot(2051 * MS).sources["link"].state is SourceState.RESYNC
     w.apply(pose(2060 * MS, clock_status=SimClockStatus.JUMPED))
     assert w.snapshot(2061 * MS).sources["pose"].state is SourceState.RESYNC
-
-
-def test_world_config_from_a_toml_table():
-    c = WorldConfig.from_mapping(
-        {
-            "max_wait_ms": 30,
-            "ground_z_ned_m": -1.5,
-            "pose_required": True,
-            "ttl_ms_by_type": {"5": 150},
-            "source_stale_ms": {"pose": 50},
-        }
-    )
-    assert (c.max_wait_ms, c.ground_z_ned_m, c.pose_required) == (30.0, -1.5, True)
-    assert c.ttl_ns(5) == 150 * MS and c.ttl_ns(1) == 250 * MS
-    assert c.source_stale_ms["pose"] == 50 and c.source_stale_ms["vision"] == 250
-
-
-@pytest.mark.parametrize(
-    ("table", "message"),
-    [
-        ({"max_wait_ms": "soon"}, "world.max_wait_ms: expected a number >= 0, got 'soon'"),
-        ({"ttl_ms": 0}, "world.ttl_ms: expected a number > 0"),
-        ({"max_targets": 0}, "world.max_targets: expected an integer >= 1"),
-        ({"pose_required": 1}, "world.pose_required: expected true or false"),
-        ({"laser_beam_half_angle_deg": 95}, r"world.laser_beam_half_angle_deg: .*\(0, 90\]"),
-        ({"ttl_ms_by_type": {"DETECTOR": 1}}, "world.ttl_ms_by_type: expected result_type"),
-        ({"source_stale_ms": {"radar": 1}}, "world.source_stale_ms: unknown source 'radar'"),
-        ({"wait_ms": 3}, "world: unknown key 'wait_ms'"),
-        ({"ground_z_ned_m": float("nan")}, "world.ground_z_ned_m: expected a finite number"),
-    ],
-)
-def test_world_config_errors_name_the_key(table, message):
-    with pytest.raises(ConfigError, match=message):
-        WorldConfig.from_mapping(table)
 
 
 def test_inputs_are_checked_when_built():

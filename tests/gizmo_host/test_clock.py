@@ -60,10 +60,10 @@ def simulate(
 
 
 def run(
-    frames: list[SimFrame],
+    frames: list[SimFrame], **settings: float
 ) -> list[tuple[float, float | None, ClockStatus, ClockEvent | None]]:
     """Per frame: (true capture s, capture-time error ms, status, clock event)."""
-    clock = DeviceClockEstimator(transport_delay_ns=frame_transmit_ns(BAUD))
+    clock = DeviceClockEstimator(transport_delay_ns=frame_transmit_ns(BAUD), **settings)
     out = []
     for frame in frames:
         sample = clock.observe(frame.timestamp_ms, frame.host_rx_ns)
@@ -104,6 +104,20 @@ def test_status_converges_locks_and_resyncs_on_reset():
     reset_frame = next(i for i, r in enumerate(results) if r[3] is ClockEvent.DEVICE_RESET)
     assert results[reset_frame][2] is ClockStatus.RESYNC
     assert all(s is ClockStatus.LOCKED for t, _, s, _ in results if 22.0 <= t < 30.0)
+
+
+@pytest.mark.parametrize("lock_after_ms", [300.0, 1000.0])
+def test_a_new_epoch_locks_after_lock_after_ms_and_its_captures_are_as_accurate(lock_after_ms):
+    """``[clock] lock_after_ms`` (the end-to-end attack tests set 300): LOCKED no earlier than
+    that after the first frame (and 10 frames), and every capture mapped while LOCKED within
+    the 2 ms the default achieves."""
+    frames = simulate(7, 80.0, duration_s=3.0, outlier_rate=0.0)
+    results = run(frames, lock_after_ms=lock_after_ms)
+    first_locked_s = next(t for t, _, s, _ in results if s is ClockStatus.LOCKED)
+    frame_s = 1 / 30  # the epoch starts at the first frame's device time, ± one frame
+    assert lock_after_ms / 1e3 - frame_s <= first_locked_s < lock_after_ms / 1e3 + 3 * frame_s
+    locked_errors = [e for _, e, s, _ in results if s is ClockStatus.LOCKED]
+    assert locked_errors and max(abs(e) for e in locked_errors if e is not None) < 2.0
 
 
 def test_skew_estimate_tracks_the_board_oscillator():

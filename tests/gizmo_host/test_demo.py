@@ -18,8 +18,8 @@ import time
 
 import pytest
 
+from gizmo_host.app.demo_play import BUILTIN_BLOCK, builtin_timeline
 from gizmo_host.app.demo_tally import ErrorHistogram
-from gizmo_host.cli.demo import BUILTIN_BLOCK, builtin_timeline
 from gizmo_host.standin.scenario import build_scenario
 from gizmo_host.standin.sensorset import builtin_config, sensor_camera
 from gizmo_host.standin.views import box_centre_ray_ned, camera_pose, image_box, target_view
@@ -89,7 +89,9 @@ def truth_bearing(capture_ns: int, sim_start_ns: int):
 
 @pytest.mark.subprocess
 def test_json_world_lines_proceed_on_the_true_bearing_beside_a_table_run():
-    json_run = start("--json", "--duration", "2")
+    # 3 s: the first PROCEED comes after ~1.1 s alone, later on a busy machine (2 s once gave
+    # 15 PROCEED lines under load)
+    json_run = start("--json", "--duration", "3")
     table_run = start("--duration", "1.5", columns=120)  # at the same time, on its own ports
     worlds = list(Lines(json_run))
     code, _, err = finish(json_run)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from fusion import Decision, HoldReason, TargetState, VehicleState, WorldSnapshot
+from fusion import Decision, HoldReason, TargetState, WorldSnapshot
 from fusion.ranging import RangeSource
+from fusion.snapshot import VehicleState
 from gizmo_host.app.demo_tally import Tally, TargetTruth
 from gizmo_host.cli.demo_table import RichView
 

@@ -45,13 +45,13 @@ def test_a_toml_timeline_and_the_flag_form_mean_the_same(tmp_path):
     [
         ("meteor,at_s=1", "--fault meteor.kind: expected one of bit_errors, clock_jump"),
         ("bit_errors,at_s=1", "--fault bit_errors.ber: bit_errors needs it, got nothing"),
-        ("bit_errors,ber=2", "--fault bit_errors.ber: expected a number in (0, 0.5], got '2'"),
-        ("truncate,keep_bytes=35", "--fault truncate.keep_bytes: expected an integer in [1, 34]"),
+        ("bit_errors,ber=2", "--fault bit_errors.ber: expected a number more than 0 to 0.5"),
+        ("truncate,keep_bytes=35", "--fault truncate.keep_bytes: expected an integer from 1 to 34"),
         ("reset,ppm=3", "--fault reset.ppm: unknown key; expected one of at_s, down_s, kind"),
-        ("silence,duration_s=0", "--fault silence.duration_s: expected a number in (0, 86400]"),
+        ("silence,duration_s=0", "--fault silence.duration_s: expected a number of seconds more"),
         ("clock_jump,delta_ms=0", "--fault clock_jump.delta_ms: expected a non-zero step"),
         ("wrap,sequence", "--fault wrap,sequence: expected key=value, got 'sequence'"),
-        ("duplicate,at_s=-1", "--fault duplicate.at_s: expected a number in [0, 86400]"),
+        ("duplicate,at_s=-1", "--fault duplicate.at_s: expected a number of seconds from 0 to"),
         ("hangup,duration_s=1,reset=maybe", "--fault hangup.reset: expected true or false"),
     ],
 )

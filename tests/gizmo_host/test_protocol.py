@@ -8,19 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gizmo_host import (
+from gizmo_host import EncodeError, FrameError, StreamParser, VisionResult, crc16
+from gizmo_host.errors import (
     BadPayloadLength,
     BadSync,
     CrcMismatch,
-    EncodeError,
-    FrameError,
     FrameLengthError,
-    StreamParser,
     TruncatedFrame,
     UnknownMessageType,
     UnsupportedVersion,
-    VisionResult,
-    crc16,
 )
 from gizmo_host.wire.protocol import FIELDS, FRAME, FRAME_LEN
 from tests.support.strategies import vision_results

@@ -14,6 +14,7 @@ from fusion import CameraConfig, WorldConfig
 from gizmo_host.app import settings
 from gizmo_host.app.config import ConfigError, HostConfig, config_from_mapping
 from gizmo_host.app.settings import BY_KEY, SETTINGS, add_flags, overrides_from
+from gizmo_host.emulator.settings import parse_emulate
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -48,7 +49,7 @@ def test_every_key_of_every_section_has_one_row_with_its_default() -> None:
 NUMBERS = [s for s in SETTINGS if s.kind in ("int", "float", "triple")]
 
 
-@pytest.mark.parametrize("row", NUMBERS, ids=str)
+@pytest.mark.parametrize("row", NUMBERS, ids=lambda row: row.key)
 def test_each_number_is_checked_against_its_own_row(row: settings.Setting) -> None:
     if row.low is None or row.high is None:
         return
@@ -62,7 +63,20 @@ def test_each_number_is_checked_against_its_own_row(row: settings.Setting) -> No
         document["camera"].update(fx_px=500.0)
         del document["camera"]["hfov_deg"]
     with pytest.raises(ConfigError, match=rf"^{re.escape(row.key)}(\[1\])?: expected "):
-        config_from_mapping(document)
+        if row.section.startswith("emulate"):  # gizmo-host emulate's own file
+            parse_emulate(_nested(document))
+        else:
+            config_from_mapping(document)
+
+
+def _nested(document: dict[str, dict[str, object]]) -> dict[str, object]:
+    """``{"emulate.boxes": {...}}`` as the table ``[emulate.boxes]`` in ``[emulate]``."""
+    out: dict[str, object] = {}
+    for section, values in document.items():
+        _, _, sub = section.partition(".")
+        full = {"port": 1, "width_px": 640, "height_px": 480} if sub == "boxes" else {}
+        out.update({sub: {**full, **values}} if sub else values)
+    return out
 
 
 def test_a_world_angle_has_its_own_range_not_a_guess_from_its_name() -> None:
@@ -84,3 +98,10 @@ def test_the_flags_are_the_rows_with_a_flag_and_set_their_key() -> None:
     for row in SETTINGS:
         if row.flag is not None and "run" in row.commands:
             assert row.flag in help_text
+
+
+def test_the_clock_lock_period_reaches_the_pipeline_the_link_builds() -> None:
+    config = config_from_mapping({"clock": {"lock_after_ms": 300}})
+    assert config.pipeline().lock_after_ms == 300.0
+    with pytest.raises(ConfigError, match=r"^clock\.lock_after_ms: expected .* from 100 to"):
+        config_from_mapping({"clock": {"lock_after_ms": 10}})

@@ -58,7 +58,14 @@ from tests.hil.judge import (
 from tests.hil.scene import swinging_orbit
 from tests.support.schemas import validate_message
 
-pytestmark = [pytest.mark.hil, pytest.mark.subprocess, pytest.mark.realtime]
+# dev.py runs the HIL tests alone, after the others; with ``pytest -n N --dist loadgroup`` one
+# worker runs them (each module's chains are one fixture: two workers would run it twice).
+pytestmark = [
+    pytest.mark.hil,
+    pytest.mark.subprocess,
+    pytest.mark.realtime,
+    pytest.mark.xdist_group("hil"),
+]
 
 GAP_S = 0.15  # half the quiet time between two faults: where the counts are compared
 

@@ -23,7 +23,14 @@ from tests.hil.chain import Chain, Plan, run_chains
 from tests.hil.judge import Accuracy, accuracy, measurements
 from tests.hil.scene import swinging_orbit
 
-pytestmark = [pytest.mark.hil, pytest.mark.subprocess, pytest.mark.realtime]
+# dev.py runs the HIL tests alone, after the others; with ``pytest -n N --dist loadgroup`` one
+# worker runs them (each module's chains are one fixture: two workers would run it twice).
+pytestmark = [
+    pytest.mark.hil,
+    pytest.mark.subprocess,
+    pytest.mark.realtime,
+    pytest.mark.xdist_group("hil"),
+]
 
 DURATION_S = 3.0
 CLEAN_S = [(1.0, DURATION_S)]  # after the device clock has locked

@@ -120,7 +120,7 @@ def test_no_datagram_is_decoded_as_a_type_its_port_does_not_carry(
     for port in (None, 5000):
         try:
             value = rfly_link.decode(raw, port=port)
-        except rfly_link.AmbiguousDatagram as exc:
+        except rfly_link.errors.AmbiguousDatagram as exc:
             assert cls.__name__ in exc.candidates or ports.identified_by_port(cls)
         else:
             assert not ports.identified_by_port(type(value))
@@ -129,7 +129,7 @@ def test_no_datagram_is_decoded_as_a_type_its_port_does_not_carry(
 
 def test_shared_layouts_are_ambiguous_without_port() -> None:
     state = m.SOut2SimulatorSimpleTime(copter_id=1).encode()
-    with pytest.raises(rfly_link.AmbiguousDatagram) as info:
+    with pytest.raises(rfly_link.errors.AmbiguousDatagram) as info:
         rfly_link.decode(state)
     assert set(info.value.candidates) == {"SOut2SimulatorSimpleTime", "UE4PosNew", "ObjReqDataQuat"}
     assert info.value.cause is DropCause.AMBIGUOUS
@@ -137,9 +137,9 @@ def test_shared_layouts_are_ambiguous_without_port() -> None:
     assert isinstance(rfly_link.decode(state, port=30103), m.SOut2SimulatorSimpleTime)
     assert isinstance(rfly_link.decode(state, port=20011), m.UE4PosNew)
     full = m.SOut2Simulator().encode()
-    with pytest.raises(rfly_link.AmbiguousDatagram, match="SOut2Simulator, UE4PosFull"):
+    with pytest.raises(rfly_link.errors.AmbiguousDatagram, match="SOut2Simulator, UE4PosFull"):
         rfly_link.decode(full)
-    with pytest.raises(rfly_link.AmbiguousDatagram, match="port 5000"):
+    with pytest.raises(rfly_link.errors.AmbiguousDatagram, match="port 5000"):
         rfly_link.decode(full, port=5000)
     assert type(rfly_link.decode(full, port=20010)) is m.UE4PosFull
 
@@ -160,7 +160,7 @@ def test_shared_layouts_are_ambiguous_without_port() -> None:
     ],
 )
 def test_structure_on_a_port_of_another_role_is_rejected(msg: m.WireMessage, port: int) -> None:
-    with pytest.raises(rfly_link.WrongPort, match=f"port {port}") as info:
+    with pytest.raises(rfly_link.errors.WrongPort, match=f"port {port}") as info:
         rfly_link.decode(msg.encode(), port=port)
     assert info.value.cause is DropCause.WRONG_PORT
     # Without a port, or on a port outside RflySim's map, a unique length and checksum decide.
@@ -173,16 +173,16 @@ def test_same_checksum_other_length_is_not_the_imu() -> None:
     # docs/protocol-decisions.md: 1234567898 also appears in a 48-byte message on another port
     # (PX4ExtMsg).
     data = struct.pack("<i", 1234567898) + bytes(44)
-    with pytest.raises(rfly_link.WrongPort, match="PX4ExtMsg"):
+    with pytest.raises(rfly_link.errors.WrongPort, match="PX4ExtMsg"):
         rfly_link.decode(data, port=31000)
     assert isinstance(rfly_link.decode(data, port=40101), m.PX4ExtMsg)
-    with pytest.raises(rfly_link.WrongLength):
+    with pytest.raises(rfly_link.errors.WrongLength):
         rfly_link.decode(struct.pack("<i", 1234567898) + bytes(40), port=40101)
 
 
 def test_unknown_checksum_names_the_expected_values() -> None:
     data = struct.pack("<i", 42) + bytes(36)
-    with pytest.raises(rfly_link.UnknownChecksum, match="1234567898") as info:
+    with pytest.raises(rfly_link.errors.UnknownChecksum, match="1234567898") as info:
         rfly_link.decode(data)
     assert info.value.cause is DropCause.UNKNOWN_CHECKSUM
 
@@ -267,12 +267,12 @@ def test_point_count_inconsistent_with_length_is_rejected(n: int, extra: int, cl
         )
     )
     payload += bytes(extra)  # no longer an exact fit
-    with pytest.raises(rfly_link.InconsistentPayload, match="fits no layout"):
+    with pytest.raises(rfly_link.errors.InconsistentPayload, match="fits no layout"):
         rfly_link.decode_sensor(20, bytes(payload), scale_m=1.0)
     struct.pack_into("<i", payload, 32, claimed)  # absurd count, never trusted for allocation
     try:
         cloud = rfly_link.decode_sensor(20, bytes(payload), scale_m=1.0)
-    except rfly_link.InconsistentPayload:
+    except rfly_link.errors.InconsistentPayload:
         pass
     else:
         assert cloud.point_count * cloud.layout.bytes_per_point + 36 == len(payload)
@@ -296,9 +296,9 @@ def test_raw_image_round_trip(type_id: int, width: int, height: int, seed: int) 
 
 
 def test_raw_image_wrong_size_and_missing_dimensions() -> None:
-    with pytest.raises(rfly_link.WrongLength, match="needs 48 B, got 47"):
+    with pytest.raises(rfly_link.errors.WrongLength, match="needs 48 B, got 47"):
         rfly_link.decode_sensor(1, bytes(47), width=4, height=4, mode=2)
-    with pytest.raises(rfly_link.InconsistentPayload, match="need width and height"):
+    with pytest.raises(rfly_link.errors.InconsistentPayload, match="need width and height"):
         rfly_link.decode_sensor(3, bytes(16), mode=2)
 
 
@@ -344,7 +344,7 @@ def test_box_targets_round_trip(entries: list[tuple[int, tuple[float, ...]]]) ->
 
 def test_target_count_inconsistent() -> None:
     payload = struct.pack("<i", 3) + bytes(16 * 2)
-    with pytest.raises(rfly_link.InconsistentPayload, match="target_count 3 needs 52 B"):
+    with pytest.raises(rfly_link.errors.InconsistentPayload, match="target_count 3 needs 52 B"):
         rfly_link.decode_sensor(31, payload)
 
 
@@ -398,7 +398,7 @@ def test_a_28_byte_prefix_cloud_is_not_misread_as_a_36_byte_one() -> None:
     ambiguous = sensors.encode_point_cloud(
         sensors.PointLayout.PREFIX28_INT16_XYZ, pts, position_m=(1, 0, 3)
     )
-    with pytest.raises(rfly_link.InconsistentPayload, match="exactly one layout"):
+    with pytest.raises(rfly_link.errors.InconsistentPayload, match="exactly one layout"):
         rfly_link.decode_sensor(7, ambiguous, scale_m=1.0)
     chosen = rfly_link.decode_sensor(7, ambiguous, scale_m=32767.0, channels=3)
     assert chosen.layout is sensors.PointLayout.PREFIX28_INT16_XYZ

@@ -77,10 +77,10 @@ def test_ue4_pos_full_168_decoded_by_port() -> None:
     assert type(value) is m.UE4PosFull
     _assert_state_168(value)
     assert type(rfly_link.decode(data, port=30100 + 2 * 3 - 1)) is m.SOut2Simulator
-    with pytest.raises(rfly_link.AmbiguousDatagram) as info:
+    with pytest.raises(rfly_link.errors.AmbiguousDatagram) as info:
         rfly_link.decode(data)
     assert set(info.value.candidates) == {"SOut2Simulator", "UE4PosFull"}
-    with pytest.raises(rfly_link.WrongPort):
+    with pytest.raises(rfly_link.errors.WrongPort):
         rfly_link.decode(data, port=20006)  # neither structure travels RflySim3D -> us
     full = m.UE4PosFull(
         copter_id=2,
@@ -319,7 +319,7 @@ def test_copt_req_data_80_and_obj_req_data_112_shared_fields() -> None:
     assert obj.position_ue_m == _OBJ_POS and obj.euler == _OBJ_EULER
     assert obj.object_name == b"Tree_01" and obj.to_dict()["object_name"] == "Tree_01"
     # 112 B / 1234567891 is also sendUE4PosNew and CopterSim's state: the port decides.
-    with pytest.raises(rfly_link.AmbiguousDatagram):
+    with pytest.raises(rfly_link.errors.AmbiguousDatagram):
         rfly_link.decode(_obj_req_112())
 
 
@@ -391,7 +391,7 @@ def test_ue4_ext_act_is_the_144_byte_doubles_the_sdk_sends() -> None:
     assert rfly_link.decode(bytes(buf), port=20010) == ext
     assert ext.action_ext[3] == 0.1 * 3  # doubles: no float32 rounding
     old_80 = struct.pack("<2i1d16f", 1234567894, 4, 1.5, *([0.0] * 16))
-    with pytest.raises(rfly_link.WrongLength):
+    with pytest.raises(rfly_link.errors.WrongLength):
         rfly_link.decode(old_80, port=20010)
 
 

@@ -84,9 +84,10 @@ def test_net_data_short_200_with_native_padding() -> None:
 def test_net_data_short_with_another_payload_is_inconsistent_not_a_state() -> None:
     buf = bytearray(m.NetDataShort().encode())
     put(buf, 4, "i", 112)
-    with pytest.raises(rfly_link.InconsistentPayload, match=r"payload_len: expected 152"):
+    with pytest.raises(rfly_link.errors.InconsistentPayload, match=r"payload_len: expected 152"):
         rfly_link.decode(bytes(buf), port=30101)
-    with pytest.raises(rfly_link.AmbiguousDatagram, match="only a port identifies NetDataShort"):
+    only_a_port = "only a port identifies NetDataShort"
+    with pytest.raises(rfly_link.errors.AmbiguousDatagram, match=only_a_port):
         rfly_link.decode(m.NetDataShort().encode())
 
 
@@ -135,7 +136,7 @@ def test_in_ctrl_ext_120_is_not_sil() -> None:
     expected = m.DllInCtrlExt(1234567803, 1, tuple(range(8)), tuple(0.5 * i for i in range(20)))
     value = check(buf, expected, 30100)
     assert isinstance(value, m.DllInCtrlExt) and value.index == 3
-    with pytest.raises(rfly_link.WrongPort):
+    with pytest.raises(rfly_link.errors.WrongPort):
         rfly_link.decode(bytes(buf), port=20006)  # RflySim3D sends SILIntFloat only
 
 
@@ -349,9 +350,9 @@ def test_hil_state_data_120_and_hil_cmd_data_120() -> None:
     ctrls = (1.0, 2.0, -3.0, *([0.0] * 6), 0.5, *([0.0] * 6))
     check(cmd, m.HILCmdData(3, 80, 5000, 2, 0b110111000111, 1, ctrls), 20102)
     # Both 120 B structures carry no checksum: without their port they are never guessed.
-    with pytest.raises(rfly_link.AmbiguousDatagram):
+    with pytest.raises(rfly_link.errors.AmbiguousDatagram):
         rfly_link.decode(bytes(cmd))
-    with pytest.raises(rfly_link.InconsistentPayload, match="payload_len: expected 112"):
+    with pytest.raises(rfly_link.errors.InconsistentPayload, match="payload_len: expected 112"):
         rfly_link.decode(bytes(cmd), port=20101)
 
 

@@ -123,3 +123,37 @@ def test_a_group_starts_all_or_none_and_a_bad_event_does_not_end_its_pump() -> N
         await group.close()
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_an_awaiting_handler_holds_its_pump_so_events_wait_in_the_bounded_queue() -> None:
+    """Back-pressure (``gizmo-host rfly`` before a stalled stdout): while the handler's
+    awaitable is pending the pump takes nothing more, so the receiver's own queue (2 here)
+    fills and drops the oldest, counted, instead of the events piling up in between."""
+
+    async def main() -> None:
+        release = asyncio.Event()
+        handled: list[int] = []
+
+        async def handle(event: rio.Event) -> None:
+            handled.append(event.value.target_id)
+            await release.wait()
+
+        receiver = rio.UdpReceiver(rio.MessagePipeline(20006), port=0, thread=False, queue_size=2)
+        async with rio.ReceiverGroup([receiver], handle):
+            with udp_socket("127.0.0.1") as sim:
+                for target_id in range(6):
+                    packet = m.CopterSimCrash(copter_id=1, target_id=target_id).encode()
+                    sim.sendto(packet, ("127.0.0.1", receiver.bound_port))
+                    await receiver.wait_delivered(target_id + 1)
+                    while not handled:
+                        await asyncio.sleep(0)  # the pump takes the first and holds it
+                for _ in range(20):
+                    await asyncio.sleep(0)  # a pump not held would take the next events now
+                assert handled == [0]
+                assert receiver.stats.drops == {"queue_full": 3}  # 1..3 dropped, 4 and 5 held
+                release.set()
+                while len(handled) < 3:
+                    await asyncio.sleep(0)
+        assert handled == [0, 4, 5]
+
+    asyncio.run(asyncio.wait_for(main(), 30))

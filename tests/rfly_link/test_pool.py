@@ -6,8 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rfly_link import Reassembler, fragment_payload
+from rfly_link import Reassembler
 from rfly_link.pool import ArrayPool, BufferPool
+from rfly_link.reassembly import fragment_payload
 
 
 def test_buffer_pool_reuses_only_unreferenced_buffers() -> None:

@@ -7,7 +7,8 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rfly_link import DropCause, Reassembler, fragment_payload
+from rfly_link import DropCause, Reassembler
+from rfly_link.reassembly import fragment_payload
 
 SENDER_A = ("192.168.1.10", 40000)
 SENDER_B = ("192.168.1.11", 40000)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 
@@ -14,8 +15,15 @@ HOVER_NED_M = (10.0, 5.0, -20.0)
 
 
 def free_copter_id() -> int:
-    """A CopterID whose state and reply ports are both free here (the port map fixes them)."""
-    ids = list(range(300, ports.MAX_COPTERS + 1))
+    """A CopterID whose state and reply ports are both free here (the port map fixes them).
+
+    The IDs are shared out among pytest-xdist's workers (``gwN`` takes those ``N`` modulo the
+    worker count): a probe only sees the ports bound so far, so two workers starting a host at
+    once could otherwise both pick one ID, and the second host's bind fails."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    mine = int(worker[2:]) % workers if worker[2:].isdigit() else 0
+    ids = [i for i in range(300, ports.MAX_COPTERS + 1) if i % workers == mine]
     random.Random().shuffle(ids)  # concurrent runs on one machine pick different ids
     for copter_id in ids[:60]:
         probes: list[socket.socket] = []

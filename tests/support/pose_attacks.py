@@ -22,6 +22,7 @@ from tests.support.run_process import (
 )
 from tests.support.world_attacks import (
     ACCURACY_MS,
+    LOCK_TOML,
     ODOM_VALID,
     POSE_PERIOD_S,
     SELECT,
@@ -251,7 +252,7 @@ class Sim:
 
 def camera_toml(copter: int, world: str = "") -> str:
     return (
-        f"[store]\nttl_ms = {TTL_MS}\n"
+        f"{LOCK_TOML}[store]\nttl_ms = {TTL_MS}\n"
         f'[verdict]\nselect = "{SELECT}"\ninterval_s = 0.2\n'
         "[camera]\nwidth_px = 640\nheight_px = 480\nhfov_deg = 90.0\n"
         f"mount_rpy_deg = [0.0, {-CAMERA_BELOW_DEG}, 0.0]\n"

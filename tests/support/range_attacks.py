@@ -24,6 +24,7 @@ from tests.support.coptersim import free_copter_id
 from tests.support.run_process import Run, spawn_run
 from tests.support.world_attacks import (
     ACCURACY_MS,
+    LOCK_TOML,
     SELECT,
     SPEED_M_S,
     TTL_MS,
@@ -120,7 +121,7 @@ async def start_run(link_path: str, tmp_path, copter: int, text: str, toml: str)
     (tmp_path / "Config.json").write_text(text)
     config = tmp_path / "gizmo.toml"
     config.write_text(
-        f"[store]\nttl_ms = {TTL_MS}\n"
+        f"{LOCK_TOML}[store]\nttl_ms = {TTL_MS}\n"
         f'[verdict]\nselect = "{SELECT}"\ninterval_s = 0.2\n'
         f'[rflysim]\ncopter_id = {copter}\nconfig = "{tmp_path / "Config.json"}"\n' + toml
     )

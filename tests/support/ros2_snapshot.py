@@ -12,12 +12,11 @@ from fusion import (
     Decision,
     HoldReason,
     SourceState,
-    SourceStatus,
     TargetState,
-    VehicleState,
     WorldSnapshot,
 )
 from fusion.ranging import RangeSource
+from fusion.snapshot import SourceStatus, VehicleState
 
 HOST_NS = 5_000_000_000
 WALL_NS = 1_780_000_000_123_456_789

@@ -28,6 +28,8 @@ class Run:
                 if predicate(message):
                     return message
             seen = len(self.messages)
+            if self.reader is not None and self.reader.done() and seen == len(self.messages):
+                raise AssertionError("no such message: the process closed its stdout")
             if time.monotonic() > deadline:
                 raise AssertionError("no such message in time")
             await asyncio.sleep(0.01)  # poll the reader task's list with a deadline
@@ -58,5 +60,12 @@ async def spawn_run(
             run.messages.append(json.loads(line))
 
     run.reader = asyncio.create_task(read())
-    await run.wait_for(ready)
+    try:
+        await run.wait_for(ready)
+    except AssertionError:
+        if proc.returncode is None and not run.reader.done():
+            raise
+        rc = await proc.wait()  # it ended before it was ready: say why
+        err = b"" if proc.stderr is None else await proc.stderr.read()
+        raise AssertionError(f"gizmo-host run exited {rc} before it was ready: {err!r}") from None
     return run

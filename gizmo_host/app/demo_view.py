@@ -1,5 +1,6 @@
-"""What ``gizmo-host demo`` shows: the live world model as a table (rich), as a plain line, or
-as ``world`` JSON Lines; and the summary at the end.
+"""What ``gizmo-host demo`` shows: the live world model as a plain line (the rich table is the
+command's own, ``gizmo_host.cli.demo_table``, drawn from these numbers), or as ``world`` JSON
+Lines; and the summary at the end.
 
 Every view reads the same numbers: the newest snapshot and the tally
 (:mod:`gizmo_host.app.demo_tally`), and the parts' counters (``DemoRig.stats()``), condensed by
