@@ -156,3 +156,20 @@ class FleetWatch:
         rows = self.view.mark_all(self.scheduler.now_ns())
         if rows:
             self.report(rows)
+
+
+async def watch_fleet(
+    config: Any, ttl_ns: int, clock_error_ns: int | None, stop: asyncio.Event, report: Report
+) -> None:
+    """Open a session for ``config``, report the fleet's rows until ``stop`` is set, close."""
+    from gizmo_host.zenoh.session import open_session  # noqa: PLC0415 - keeps the import light
+
+    loop = asyncio.get_running_loop()
+    session = await loop.run_in_executor(None, open_session, config)
+    watch = FleetWatch(FleetView(ttl_ns, clock_error_ns), report)
+    try:
+        watch.start(session)
+        await stop.wait()
+    finally:
+        watch.stop()
+        await loop.run_in_executor(None, session.close)
