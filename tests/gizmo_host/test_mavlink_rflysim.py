@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 
 from fusion import WorldSnapshot
 from gizmo_host.app.config import config_from_mapping
@@ -23,6 +22,7 @@ from gizmo_host.mavlink.urls import rflysim_companion_ports
 from gizmo_host.standin.core import Rates, StandIn
 from gizmo_host.standin.runner import SimRunner
 from gizmo_host.standin.scenario import build_scenario
+from gizmo_host.tomlfile import read_toml
 from tests.support.mavlink_rig import until
 
 EXAMPLE = Path(__file__).parents[2] / "docs" / "rflysim-px4.toml"
@@ -31,7 +31,7 @@ QUIET = Rates(state_hz=100, others_hz=0, heartbeat_hz=0, gimbal_hz=0, truth_hz=0
 
 
 def test_the_worked_config_names_vehicle_1s_companion_ports_and_loads() -> None:
-    document = tomllib.loads(EXAMPLE.read_text(encoding="utf-8"))
+    document = read_toml(EXAMPLE)
     listen, send = rflysim_companion_ports(1)
     assert (listen, send) == (20101, 20100)
     endpoint = parse_url(document["mavlink"]["url"], document["mavlink"]["send_to"])
@@ -50,7 +50,7 @@ def _document(tmp_path: Path) -> dict[str, Any]:
     """The example for vehicle N on this machine: its ports by the formula, the stand-in's
     Config.json (sensors on free ports), and the RflySim pose in the world (the MAVLink pose
     source keeps its own history: both paths in one run)."""
-    document = tomllib.loads(EXAMPLE.read_text(encoding="utf-8"))
+    document = read_toml(EXAMPLE)
     boxes, distance, lidar, gimbal = free_udp_ports(4)
     config = tmp_path / "Config.json"
     config.write_text(config_json({1: boxes, 2: distance, 3: lidar, 4: gimbal}, ego_id=N))
