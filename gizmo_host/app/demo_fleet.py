@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gizmo_host.app.demo_rig import DemoRig, DemoSettings
+from gizmo_host.live.event_loop import first_done
 from gizmo_host.zenoh.config import ZenohConfig
 from gizmo_host.zenoh.fleet import FleetRow, FleetView
 from gizmo_host.zenoh.session import open_router, open_session
@@ -67,13 +68,7 @@ async def play_fleet(
         for rig in rigs:
             await rig.start()
         waits = [asyncio.create_task(rig.wait(stop), name=f"rig {i}") for i, rig in enumerate(rigs)]
-        try:
-            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in waits:
-                task.cancel()
-            await asyncio.gather(*waits, return_exceptions=True)
-        for task in done:
+        for task in await first_done(waits):
             error = None if task.cancelled() else task.exception()
             if error is not None:
                 raise error

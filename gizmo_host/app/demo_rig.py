@@ -42,6 +42,7 @@ from gizmo_host.emulator.port import PtyPort
 from gizmo_host.emulator.runner import Runner
 from gizmo_host.emulator.settings import EmulateSettings, load_settings
 from gizmo_host.errors import ConfigError
+from gizmo_host.live.event_loop import cancel_all
 from gizmo_host.standin.core import Rates, StandIn
 from gizmo_host.standin.render import SceneCamera
 from gizmo_host.standin.runner import SimRunner
@@ -310,9 +311,7 @@ class DemoRig:
             return
         self._started = False
         await self.host.stop()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_all(self._tasks)
         self._tasks.clear()
         await self.source.close()
         await self.port.close()

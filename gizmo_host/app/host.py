@@ -39,6 +39,7 @@ from gizmo_host.app.world_config import pose_source
 from gizmo_host.bridge.world import WorldService
 from gizmo_host.deploy.diagnostics import explain_open_error
 from gizmo_host.errors import ConfigError, ServiceFailed
+from gizmo_host.live.event_loop import first_done
 from gizmo_host.live.link import BytesCallback, OpenFunction
 from gizmo_host.live.service import GizmoService
 from gizmo_host.publish.lines import JsonLinesPublisher, Message, encode_line, with_types
@@ -223,13 +224,7 @@ class Host:
         waits.append(asyncio.create_task(self.service.wait_failed(), name="host failure"))
         if self.world is not None:
             waits.append(asyncio.create_task(self.world.wait_failed(), name="world failure"))
-        try:
-            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in waits:
-                task.cancel()
-            await asyncio.gather(*waits, return_exceptions=True)
-        for task in done:
+        for task in await first_done(waits):
             if task is not waits[0]:
                 raise ServiceFailed(f"service failed: {task.result()!r}")
 

@@ -41,6 +41,7 @@ from gizmo_host.emulator.runner import Runner
 from gizmo_host.emulator.settings import load_settings
 from gizmo_host.emulator.targets import TargetInView
 from gizmo_host.errors import ServiceFailed
+from gizmo_host.live.event_loop import cancel_all
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.mavlink import StandinAutopilot
 from gizmo_host.mavlink.precland import PrecLandConfig, PrecLandVehicle
@@ -229,9 +230,7 @@ class PrecLandRig:
         if self._step is not None:
             self._step.cancel()
         await self.host.stop()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_all(self._tasks)
         self._tasks.clear()
         await self.source.close()
         await self.port.close()

@@ -9,7 +9,7 @@ C; ``bench/serial_link.py`` measures the difference. It is an optional extra
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -43,3 +43,21 @@ def run(main: Coroutine[Any, Any, T], loop: str) -> T:
 
         return uvloop.run(main)
     return asyncio.run(main)
+
+
+async def first_done(tasks: Sequence[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
+    """Wait until the first of ``tasks`` ends, then cancel and reap the rest (also when the
+    wait itself is cancelled); returns the tasks that had ended."""
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        await cancel_all(tasks)
+    return done
+
+
+async def cancel_all(tasks: Iterable[asyncio.Task[Any]]) -> None:
+    """Cancel ``tasks`` and wait until each has ended, whatever it raised."""
+    pending = list(tasks)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
