@@ -65,6 +65,15 @@ def _not_completed(damaged: bytes) -> bytes:
     return damaged
 
 
+def _not_completing(damaged: bytes, burst: bytes) -> bytes:
+    """``burst``, its first byte changed while it would complete ``damaged`` (sent just before
+    it) into a valid frame: garbage after a cut frame must not mend it (p ~ 1/256 a burst)."""
+    missing = FRAME_LEN - len(damaged)
+    while 0 < missing <= len(burst) and _decodes(damaged + burst[:missing]):
+        burst = bytes([(burst[0] + 1) & 0xFF]) + burst[1:]
+    return burst
+
+
 class FrameOutcome(NamedTuple):
     chunks: tuple[bytes, ...]  # in wire order: garbage bursts, then the frame (and its copy)
     valid_copies: int  # 0: destroyed; 1: intact; 2: intact and duplicated
@@ -113,10 +122,13 @@ class FaultInjector:
         self.truncated_frames = self.bytes_cut = 0
         self.duplicated_frames = 0
         self.destroyed_bytes_out = 0  # bytes of destroyed frames that still went out
+        self._destroyed_tail = b""  # the last chunk out, when it was a destroyed frame
 
     def apply(self, frame: bytes, t_s: float) -> FrameOutcome:
         self.frames_in += 1
         chunks = [self._garbage(w) for w in self._windows.get(FaultKind.GARBAGE, ()) if w.draw(t_s)]
+        if chunks and self._destroyed_tail:
+            chunks[0] = _not_completing(self._destroyed_tail, chunks[0])
         damaged: bytes | None = None
         destroyed_by: FaultKind | None = None
         for kind in DESTRUCTIVE:
@@ -144,6 +156,7 @@ class FaultInjector:
                     copies = 2
                     break
         self.bytes_out += sum(map(len, chunks))
+        self._destroyed_tail = damaged or b""
         return FrameOutcome(tuple(chunks), copies, destroyed_by)
 
     def _garbage(self, window: _Window) -> bytes:
