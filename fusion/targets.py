@@ -13,10 +13,20 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from .geometry import Vec3
+from .geometry import Quat, Vec3
 from .inputs import VisionObservation
 from .ranging import RangeSource
 from .verdicts import HoldReason
+
+
+class RayFrame(NamedTuple):
+    """What placed a ray, beyond the ray: the camera's origin and attitude in NED and the
+    focal lengths used (a gimbal's zoom changes them). The noise model needs them."""
+
+    origin_ned_m: Vec3
+    camera_quaternion_wxyz: Quat  # camera axes in NED
+    fx_px: float
+    fy_px: float
 
 
 class Geometry(NamedTuple):
@@ -30,6 +40,7 @@ class Geometry(NamedTuple):
     position_ned_m: Vec3 | None
     range_m: float | None
     range_source: RangeSource | None
+    frame: RayFrame | None = None  # the camera's origin and attitude when it has a pose
 
 
 class Placement(NamedTuple):

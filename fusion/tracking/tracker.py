@@ -1,0 +1,285 @@
+"""Placed measurements into tracks: gating, assignment, lifecycle, and exact late fusion.
+
+Pure: measurements carry their host capture times and arrival counts, and nothing here reads
+a clock. Tracks are kept per key (``source:type:id``): the board's key constrains every match,
+so the keys never interact and each has its own history:
+
+- a **frame** is the measurements of one key with one capture time, plus any frame of its
+  source that saw nothing at that time. All of a frame's detections are matched at once: each
+  detection's cost for a track is its squared Mahalanobis distance from the track's prediction,
+  a pair beyond the χ² gate is forbidden, and a detection left unassigned costs the gate
+  (it starts a tentative track instead). The assignment is optimal
+  (:mod:`fusion.tracking.assignment`), first among the tracks confirmed once, then among the
+  tentative ones for the detections left. A detection the gate rejects never moves a track;
+- **late measurements are fused exactly**: the frames of the last ``oosm_window_ms`` are kept
+  with the tracks as they were before each one. A measurement older than the newest frame is
+  put in its place and the frames from there on are replayed, so the result is the one the
+  in-order run gives. One older than the window is counted (``late_dropped``) and dropped.
+  A second detection of a frame already fused (two boxes of one key in one image) replays that
+  frame the same way.
+
+A new track's number is remembered by the measurement that started it, so a replay gives it the
+same number.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import numpy as np
+
+from ..camera import CameraModel
+from ..ranging import RangeSource
+from ..targets import Placement
+from . import motion
+from .assignment import solve
+from .config import TrackingConfig
+from .noise import Array, PixelScale, position_covariance
+from .tracks import Lifecycle, Track
+
+_INF = float("inf")
+_MAX_FRAMES = 4096  # per key, whatever the window: a bound on memory at absurd frame rates
+_MAX_BORN = 4096  # the numbers of the tracks recently started, by their first measurement
+
+
+class Detection(NamedTuple):
+    placement: Placement
+    z: Array  # position, NED (3)
+    r: Array  # its covariance (3×3)
+    gate: float  # the χ² gate for its degrees of freedom
+
+
+class Frame(NamedTuple):
+    capture_ns: int
+    detections: tuple[Detection, ...]  # in a fixed order (by box, then arrival)
+
+
+def _order(detection: Detection) -> tuple[int, ...]:
+    obs = detection.placement.obs
+    return (obs.center_x, obs.center_y, obs.width, obs.height, detection.placement.arrival)
+
+
+class _History:
+    """One key's frames in the window, the tracks before each, and the tracks after all."""
+
+    __slots__ = ("before", "floor_ns", "frames", "source_id", "tracks")
+
+    def __init__(self, source_id: int) -> None:
+        self.source_id = source_id
+        self.frames: list[Frame] = []
+        self.before: list[tuple[Track, ...]] = []
+        self.tracks: tuple[Track, ...] = ()
+        self.floor_ns: int | None = None  # the newest frame forgotten: nothing at or before it
+
+
+class Tracker:
+    """The tracks of every key; ``add`` a placed measurement, read ``tracks``."""
+
+    def __init__(self, camera: CameraModel, config: TrackingConfig | None = None) -> None:
+        self._config = c = config or TrackingConfig()
+        self._motion = c.motion()
+        self._noise = c.noise()
+        self._gates = {2: c.gate(2), 3: c.gate(3)}
+        self._lifecycle = Lifecycle(
+            c.confirm_hits,
+            c.confirm_window,
+            round(c.coast_after_ms * 1e6),
+            round(c.delete_after_ms * 1e6),
+        )
+        width, height = camera.config.width_px, camera.config.height_px
+        self._scale = PixelScale((width - 1) / 2000, (height - 1) / 2000)
+        self._window_ns = round(c.oosm_window_ms * 1e6)
+        self._keys: dict[str, _History] = {}
+        self._born: OrderedDict[int, int] = OrderedDict()  # first arrival -> track number
+        self._next_id = 1
+        self.counts: dict[str, int] = dict.fromkeys(
+            ("tracks_started", "late_fused", "late_dropped", "replayed_frames", "gated_out",
+             "tracks_evicted"),
+            0,
+        )  # fmt: skip
+
+    @property
+    def config(self) -> TrackingConfig:
+        return self._config
+
+    @property
+    def lifecycle(self) -> Lifecycle:
+        return self._lifecycle
+
+    def __iter__(self) -> Iterator[Track]:
+        for history in self._keys.values():
+            yield from history.tracks
+
+    def tracks(self, now_ns: int) -> list[Track]:
+        """The tracks not yet deleted at ``now_ns``; a key none of whose tracks is left is
+        forgotten once its newest frame is older than the window."""
+        alive = self._lifecycle.alive
+        out: list[Track] = []
+        for key, history in list(self._keys.items()):
+            kept = [t for t in history.tracks if alive(t, now_ns)]
+            if not kept and history.frames[-1].capture_ns < now_ns - self._window_ns:
+                del self._keys[key]
+            out.extend(kept)
+        return out
+
+    def detection(self, placement: Placement) -> Detection | None:
+        """The measurement a placement gives (``None`` without a position)."""
+        g = placement.geometry
+        if g is None or g.position_ned_m is None or g.range_m is None or g.frame is None:
+            return None
+        ground = g.range_source is RangeSource.GROUND_PLANE
+        r = position_covariance(
+            g.bearing_camera, g.frame, g.range_m, ground, self._scale, self._noise
+        )
+        gate = self._gates[2 if ground else 3]
+        return Detection(placement, np.array(g.position_ned_m), r, gate)
+
+    # -- inputs ----------------------------------------------------------------------------
+
+    def add(self, placement: Placement) -> None:
+        """A positive measurement of its key: with a position it is matched to a track; without
+        one (no pose, no range) it is still a frame of its key, where every track misses."""
+        obs = placement.obs
+        detection = self.detection(placement)
+        history = self._keys.get(obs.key)
+        if history is None:
+            if detection is None:
+                return  # nothing to miss: no track of this key
+            history = self._keys[obs.key] = _History(obs.source_id)
+        self._insert(history, obs.host_capture_ns, detection)
+
+    def saw_nothing(self, source_id: int, capture_ns: int) -> None:
+        """A frame of ``source_id`` that saw nothing: every track of the source misses."""
+        for history in list(self._keys.values()):
+            if history.source_id == source_id:
+                self._insert(history, capture_ns, None)
+
+    def clear(self) -> None:
+        self._keys.clear()
+
+    # -- the history -----------------------------------------------------------------------
+
+    def _insert(self, history: _History, capture_ns: int, detection: Detection | None) -> None:
+        frames = history.frames
+        newest = frames[-1].capture_ns if frames else None
+        floor = history.floor_ns
+        if (floor is not None and capture_ns <= floor) or (
+            newest is not None and capture_ns < newest - self._window_ns
+        ):
+            self.counts["late_dropped"] += 1
+            return
+        times = [f.capture_ns for f in frames]
+        i = bisect_left(times, capture_ns)
+        added = () if detection is None else (detection,)
+        before = history.before
+        if i < len(frames) and times[i] == capture_ns:
+            old = frames[i]
+            frames[i] = Frame(capture_ns, tuple(sorted((*old.detections, *added), key=_order)))
+        else:
+            frames.insert(i, Frame(capture_ns, added))
+            before.insert(i, before[i] if i < len(before) else history.tracks)
+        late = i < len(frames) - 1
+        replay = late or times[i : i + 1] == [capture_ns]  # before the newest, or merged
+        self.counts["late_fused"] += late
+        if replay:
+            self.counts["replayed_frames"] += len(frames) - i
+        tracks = before[i]
+        for k in range(i, len(frames)):
+            before[k] = tracks
+            tracks = self._process(tracks, frames[k], counted=not replay)
+        history.tracks = tracks
+        self._forget(history)
+        self._bound()
+
+    def _forget(self, history: _History) -> None:
+        frames = history.frames
+        oldest_kept = frames[-1].capture_ns - self._window_ns
+        drop = 0
+        while drop < len(frames) - 1 and (
+            frames[drop].capture_ns < oldest_kept or len(frames) - drop > _MAX_FRAMES
+        ):
+            drop += 1
+        if drop:
+            history.floor_ns = frames[drop - 1].capture_ns
+            del frames[:drop]
+            del history.before[:drop]
+
+    # -- one frame -------------------------------------------------------------------------
+
+    def _process(
+        self, tracks: tuple[Track, ...], frame: Frame, *, counted: bool
+    ) -> tuple[Track, ...]:
+        life, t = self._lifecycle, frame.capture_ns
+        alive = [track for track in tracks if life.alive(track, t)]
+        hits: dict[int, tuple[motion.Prediction, Detection]] = {}
+        unassigned = list(frame.detections)
+        # Tracks confirmed once choose first, then the tentative ones from what is left: a
+        # new track's prediction is wide, and would otherwise win what is near both.
+        for established in (True, False):
+            candidates = [j for j, track in enumerate(alive) if track.confirmed is established]
+            if not unassigned or not candidates:
+                continue
+            predictions = {
+                j: motion.predict(alive[j].state, (t - alive[j].time_ns) * 1e-9, self._motion)
+                for j in candidates
+            }
+            n, m = len(unassigned), len(candidates)
+            cost = [[_INF] * (m + n) for _ in unassigned]
+            for i, d in enumerate(unassigned):
+                for k, j in enumerate(candidates):
+                    d2 = motion.mahalanobis2(predictions[j], d.z, d.r)
+                    if d2 <= d.gate:
+                        cost[i][k] = d2
+                cost[i][m + i] = d.gate
+            left: list[Detection] = []
+            for i, k in enumerate(solve(cost)):
+                if k < m:
+                    j = candidates[k]
+                    hits[j] = (predictions[j], unassigned[i])
+                else:
+                    left.append(unassigned[i])
+            if established:
+                self.counts["gated_out"] += counted * len(left)
+            unassigned = left
+        out: list[Track] = []
+        for j, track in enumerate(alive):
+            hit = hits.get(j)
+            if hit is None:
+                missed = life.miss(track)
+                if missed is not None:
+                    out.append(missed)
+                continue
+            prediction, d = hit
+            state = motion.update(prediction, d.z, d.r)
+            out.append(life.hit(track, state, d.placement))
+        for d in unassigned:
+            state = motion.initial_state(d.z, d.r, self._motion)
+            out.append(life.born(self._number(d.placement.arrival), d.placement.obs.key, state,
+                                 d.placement))  # fmt: skip
+        return tuple(out)
+
+    def _number(self, arrival: int) -> int:
+        """The track number for a track started by the measurement that arrived as
+        ``arrival``: the same in every replay."""
+        number = self._born.get(arrival)
+        if number is None:
+            number = self._born[arrival] = self._next_id
+            self._next_id += 1
+            self.counts["tracks_started"] += 1
+            while len(self._born) > _MAX_BORN:
+                self._born.popitem(last=False)
+        return number
+
+    def _bound(self) -> None:
+        """At most ``max_tracks``: the least recently hit go first (counted)."""
+        every = list(self)
+        excess = len(every) - self._config.max_tracks
+        if excess <= 0:
+            return
+        doomed = {id(t) for t in sorted(every, key=lambda t: (t.confirmed, t.time_ns))[:excess]}
+        for history in self._keys.values():
+            history.tracks = tuple(t for t in history.tracks if id(t) not in doomed)
+        self.counts["tracks_evicted"] += excess
