@@ -25,9 +25,9 @@ same number.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -36,13 +36,14 @@ from ..ranging import RangeSource
 from ..targets import Placement
 from . import motion
 from .assignment import solve
-from .config import TrackingConfig
+from .config import TrackingConfig, chi2_quantile
 from .noise import Array, PixelScale, position_covariance
-from .tracks import Lifecycle, Track
+from .tracks import MISS, Lifecycle, Track
 
 _INF = float("inf")
 _MAX_FRAMES = 4096  # per key, whatever the window: a bound on memory at absurd frame rates
 _MAX_BORN = 4096  # the numbers of the tracks recently started, by their first measurement
+_MAX_HEARD = 64  # frames without a detection remembered per source or key, and keys so
 
 
 class Detection(NamedTuple):
@@ -60,6 +61,15 @@ class Frame(NamedTuple):
 def _order(detection: Detection) -> tuple[int, ...]:
     obs = detection.placement.obs
     return (obs.center_x, obs.center_y, obs.width, obs.height, detection.placement.arrival)
+
+
+def _remember(table: OrderedDict[Any, deque[int]], name: Any, capture_ns: int) -> None:
+    heard = table.get(name)
+    if heard is None:
+        heard = table[name] = deque(maxlen=_MAX_HEARD)
+        while len(table) > _MAX_HEARD:
+            table.popitem(last=False)
+    heard.append(capture_ns)
 
 
 class _History:
@@ -83,6 +93,8 @@ class Tracker:
         self._motion = c.motion()
         self._noise = c.noise()
         self._gates = {2: c.gate(2), 3: c.gate(3)}
+        # A coasting track's successor may be a little further: at the gate's miss rate squared.
+        self._succession = chi2_quantile(1.0 - (1.0 - c.gate_probability) ** 2, 3)
         self._lifecycle = Lifecycle(
             c.confirm_hits,
             c.confirm_window,
@@ -95,9 +107,13 @@ class Tracker:
         self._keys: dict[str, _History] = {}
         self._born: OrderedDict[int, int] = OrderedDict()  # first arrival -> track number
         self._next_id = 1
+        # Frames that saw nothing (per source) and positives without a position (per key),
+        # heard before any track of theirs: a late first detection replays past them.
+        self._nothing: OrderedDict[int, deque[int]] = OrderedDict()
+        self._blind: OrderedDict[str, deque[int]] = OrderedDict()
         self.counts: dict[str, int] = dict.fromkeys(
-            ("tracks_started", "late_fused", "late_dropped", "replayed_frames", "gated_out",
-             "tracks_evicted"),
+            ("tracks_started", "tracks_continued", "late_fused", "late_dropped",
+             "replayed_frames", "gated_out", "tracks_evicted"),
             0,
         )  # fmt: skip
 
@@ -146,16 +162,27 @@ class Tracker:
         detection = self.detection(placement)
         history = self._keys.get(obs.key)
         if history is None:
-            if detection is None:
-                return  # nothing to miss: no track of this key
-            history = self._keys[obs.key] = _History(obs.source_id)
+            if detection is None:  # no track of this key to miss, yet: remembered
+                _remember(self._blind, obs.key, obs.host_capture_ns)
+                return
+            history = self._keys[obs.key] = self._new_history(obs.key, obs.source_id)
         self._insert(history, obs.host_capture_ns, detection)
 
     def saw_nothing(self, source_id: int, capture_ns: int) -> None:
         """A frame of ``source_id`` that saw nothing: every track of the source misses."""
+        _remember(self._nothing, source_id, capture_ns)
         for history in list(self._keys.values()):
             if history.source_id == source_id:
                 self._insert(history, capture_ns, None)
+
+    def _new_history(self, key: str, source_id: int) -> _History:
+        """A key's first history, with the frames without a detection already heard: a late
+        first detection must meet them as the in-order run did."""
+        history = _History(source_id)
+        heard = {*self._nothing.get(source_id, ()), *self._blind.get(key, ())}
+        history.frames = [Frame(capture, ()) for capture in sorted(heard)]
+        history.before = [() for _ in history.frames]
+        return history
 
     def clear(self) -> None:
         self._keys.clear()
@@ -245,6 +272,7 @@ class Tracker:
                 self.counts["gated_out"] += counted * len(left)
             unassigned = left
         out: list[Track] = []
+        promoted: list[int] = []  # the tracks confirmed by this frame
         for j, track in enumerate(alive):
             hit = hits.get(j)
             if hit is None:
@@ -254,12 +282,40 @@ class Tracker:
                 continue
             prediction, d = hit
             state = motion.update(prediction, d.z, d.r)
-            out.append(life.hit(track, state, d.placement))
+            updated = life.hit(track, state, d.placement)
+            if updated.confirmed and not track.confirmed:
+                promoted.append(len(out))
+            out.append(updated)
         for d in unassigned:
             state = motion.initial_state(d.z, d.r, self._motion)
             out.append(life.born(self._number(d.placement.arrival), d.placement.obs.key, state,
                                  d.placement))  # fmt: skip
+        for index in promoted:
+            self._succeed(out, index, t, counted=counted)
         return tuple(out)
+
+    def _succeed(self, tracks: list[Track], index: int, t: int, *, counted: bool) -> None:
+        """A track just confirmed where a coasting one of its key is predicted to be takes
+        that one's number, and the coasting one ends: a target whose first frames of a
+        manoeuvre fell outside the gate keeps its number. The new estimate is the new track's
+        own; nothing of the old one moves it."""
+        new = tracks[index]
+        mean, cov = motion.estimate(new.state)
+        best: tuple[float, int] | None = None
+        for k, old in enumerate(tracks):
+            if k == index or not old.confirmed or old.window[-1] != MISS:
+                continue
+            ahead = motion.predict(old.state, (t - old.time_ns) * 1e-9, self._motion)
+            old_mean, old_cov = motion.combined(ahead.x, ahead.p, ahead.mu)
+            gap = mean[:3] - old_mean[:3]
+            d2 = float(gap @ np.linalg.solve(cov[:3, :3] + old_cov[:3, :3], gap))
+            if d2 <= self._succession and (best is None or d2 < best[0]):
+                best = (d2, k)
+        if best is not None:
+            old = tracks[best[1]]
+            tracks[index] = new._replace(track_id=old.track_id)
+            del tracks[best[1]]
+            self.counts["tracks_continued"] += counted
 
     def _number(self, arrival: int) -> int:
         """The track number for a track started by the measurement that arrived as
