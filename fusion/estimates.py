@@ -5,8 +5,9 @@ path). With tracking (:mod:`fusion.tracking`), a target is a track: its position
 are the estimate at ``capture_ns`` (its latest hit's capture), with their covariance, and it
 may PROCEED only while the track is ``confirmed``; every rule of the per-frame path still
 applies to its latest measurement. A key's latest measurement that no track took (it could
-not be placed, or it came too late to be fused) is listed too, and never PROCEEDs with a
-position. The fields of a HOLD target that a consumer could act on are ``null``.
+not be placed, or it came too late to be fused; not a repeat of one a track took) is listed
+too, and never PROCEEDs with a position. The fields of a HOLD target that a consumer could
+act on are ``null``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .snapshot import TargetState
 from .targets import Placement, TargetTable
 from .tracking import Track, Tracker, TrackStatus
 from .tracking.motion import estimate
+from .tracking.tracker import SAME_IMAGE_NS
 from .verdicts import Conditions, Decision, HoldReason, ordered, target_reasons
 
 _TRACK_REASONS = {
@@ -40,9 +42,29 @@ def entries(targets: TargetTable, tracker: Tracker | None, now_ns: int) -> list[
     newest_fused: dict[str, int] = {}
     for t in tracks:
         newest_fused[t.key] = max(newest_fused.get(t.key, -1), t.placement.arrival)
-    out = [Entry(p, None) for p in targets if p.arrival > newest_fused.get(p.obs.key, -1)]
+    out = [
+        Entry(p, None)
+        for p in targets
+        if p.arrival > newest_fused.get(p.obs.key, -1) and not _repeats(p, tracks)
+    ]
     out.extend(Entry(t.placement, t) for t in tracks)
     return out
+
+
+def _repeats(p: Placement, tracks: list[Track]) -> bool:
+    """Whether ``p`` is a track's measurement reported again (the tracker counts it as a
+    duplicate): the same key and box, its capture within ``SAME_IMAGE_NS``."""
+    obs = p.obs
+    for t in tracks:
+        o = t.placement.obs
+        if (
+            o.key == obs.key
+            and (o.center_x, o.center_y, o.width, o.height)
+            == (obs.center_x, obs.center_y, obs.width, obs.height)
+            and abs(o.host_capture_ns - obs.host_capture_ns) <= SAME_IMAGE_NS
+        ):
+            return True
+    return False
 
 
 def target_state(

@@ -16,7 +16,8 @@ so the keys never interact and each has its own history:
   put in its place and the frames from there on are replayed, so the result is the one the
   in-order run gives. One older than the window is counted (``late_dropped``) and dropped.
   A second detection of a frame already fused (two boxes of one key in one image) replays that
-  frame the same way.
+  frame the same way; the same box again (a board that reports one image twice) is a counted
+  duplicate.
 
 A new track's number is remembered by the measurement that started it, so a replay gives it the
 same number.
@@ -43,6 +44,7 @@ from .tracks import MISS, Lifecycle, Track
 _INF = float("inf")
 _MAX_FRAMES = 4096  # per key, whatever the window: a bound on memory at absurd frame rates
 _MAX_BORN = 4096  # the numbers of the tracks recently started, by their first measurement
+SAME_IMAGE_NS = 2_000_000  # one image's reports: captures this close, the same box
 _MAX_HEARD = 64  # frames without a detection remembered per source or key, and keys so
 
 
@@ -56,6 +58,11 @@ class Detection(NamedTuple):
 class Frame(NamedTuple):
     capture_ns: int
     detections: tuple[Detection, ...]  # in a fixed order (by box, then arrival)
+
+
+def _box(detection: Detection) -> tuple[int, int, int, int]:
+    obs = detection.placement.obs
+    return (obs.center_x, obs.center_y, obs.width, obs.height)
 
 
 def _order(detection: Detection) -> tuple[int, ...]:
@@ -113,7 +120,7 @@ class Tracker:
         self._blind: OrderedDict[str, deque[int]] = OrderedDict()
         self.counts: dict[str, int] = dict.fromkeys(
             ("tracks_started", "tracks_continued", "late_fused", "late_dropped",
-             "replayed_frames", "gated_out", "tracks_evicted"),
+             "replayed_frames", "duplicates", "gated_out", "tracks_evicted"),
             0,
         )  # fmt: skip
 
@@ -202,7 +209,12 @@ class Tracker:
         i = bisect_left(times, capture_ns)
         added = () if detection is None else (detection,)
         before = history.before
+        if detection is not None and self._repeated(history, detection):
+            self.counts["duplicates"] += 1
+            return
         if i < len(frames) and times[i] == capture_ns:
+            if detection is None:
+                return  # a second "nothing" for a frame already held
             old = frames[i]
             frames[i] = Frame(capture_ns, tuple(sorted((*old.detections, *added), key=_order)))
         else:
@@ -220,6 +232,19 @@ class Tracker:
         history.tracks = tracks
         self._forget(history)
         self._bound()
+
+    def _repeated(self, history: _History, detection: Detection) -> bool:
+        """The same image reported again: a board that sends a frame it already processed
+        gives the same box at the same capture (to its clock's millisecond, either way)."""
+        t, box = detection.placement.obs.host_capture_ns, _box(detection)
+        times = [f.capture_ns for f in history.frames]
+        i = bisect_left(times, t - SAME_IMAGE_NS)
+        for frame in history.frames[i:]:
+            if frame.capture_ns > t + SAME_IMAGE_NS:
+                break
+            if any(_box(d) == box for d in frame.detections):
+                return True
+        return False
 
     def _forget(self, history: _History) -> None:
         frames = history.frames
