@@ -32,6 +32,10 @@ _TRACK_REASONS = {
 class Entry(NamedTuple):
     placement: Placement
     track: Track | None
+    # The key's latest measurement, when it arrived after the track's and no track took it
+    # (it could not be placed, or came too late): its reasons hold the track too, as they
+    # hold the key's target on the per-frame path.
+    newer: Placement | None = None
 
 
 def entries(targets: TargetTable, tracker: Tracker | None, now_ns: int) -> list[Entry]:
@@ -42,12 +46,15 @@ def entries(targets: TargetTable, tracker: Tracker | None, now_ns: int) -> list[
     newest_fused: dict[str, int] = {}
     for t in tracks:
         newest_fused[t.key] = max(newest_fused.get(t.key, -1), t.placement.arrival)
-    out = [
-        Entry(p, None)
+    unfused = {
+        p.obs.key: p
         for p in targets
         if p.arrival > newest_fused.get(p.obs.key, -1) and not _repeats(p, tracks)
-    ]
-    out.extend(Entry(t.placement, t) for t in tracks)
+    }
+    out = [Entry(p, None) for p in unfused.values()]
+    for t in tracks:
+        newer = unfused.get(t.key)
+        out.append(Entry(t.placement, t, newer))
     return out
 
 
@@ -75,25 +82,20 @@ def target_state(
     tracker: Tracker | None,
 ) -> TargetState:
     """One target's line at ``c.now_ns``, with every reason it must HOLD for."""
-    placement, track = entry
+    placement, track, newer = entry
     obs, g = placement.obs, placement.geometry
     now_ns = c.now_ns
-    reasons = target_reasons(
-        c,
-        positive=obs.positive,
-        superseded=targets.superseded(placement),
-        age_ns=now_ns - obs.host_capture_ns,
-        ttl_ns=config.ttl_ns(obs.result_type),
-        clock_locked=obs.clock_locked,
-        arrival=placement.arrival,
-        pose_reason=placement.pose_reason,
-    )
+    reasons = _reasons(placement, c, targets, config)
+    if newer is not None:
+        reasons = ordered({*reasons, *_reasons(newer, c, targets, config)})
     status: TrackStatus | None = None
     if track is not None and tracker is not None:
-        status = tracker.lifecycle.status(track, now_ns, max(c.down_barrier, c.reset_barrier))
+        status = tracker.lifecycle.status(track, max(c.down_barrier, c.reset_barrier))
         extra = _TRACK_REASONS.get(status)
         if extra is not None:
             reasons = ordered({*reasons, extra})
+        elif now_ns - track.time_ns > config.ttl_ns(obs.result_type):
+            status = TrackStatus.COASTING  # no update for its TTL (the reason: stale)
     elif tracker is not None and g is not None and g.position_ned_m is not None:
         reasons = ordered({*reasons, HoldReason.TENTATIVE})  # a position no track took
     key, age_ms = obs.key, (now_ns - obs.host_capture_ns) / 1e6
@@ -118,25 +120,27 @@ def target_state(
     )  # fmt: skip
 
 
+def _reasons(
+    placement: Placement, c: Conditions, targets: TargetTable, config: WorldConfig
+) -> tuple[HoldReason, ...]:
+    obs = placement.obs
+    return target_reasons(
+        c,
+        positive=obs.positive,
+        superseded=targets.superseded(placement),
+        age_ns=c.now_ns - obs.host_capture_ns,
+        ttl_ns=config.ttl_ns(obs.result_type),
+        clock_locked=obs.clock_locked,
+        arrival=placement.arrival,
+        pose_reason=placement.pose_reason,
+    )
+
+
 def deadlines(tracker: Tracker | None, config: WorldConfig, now_ns: int) -> Iterable[int]:
-    """When a track's verdict can change with no new input: its TTL, or it starts coasting."""
+    """When a track's verdict can change with no new input: its measurement's TTL."""
     if tracker is None:
         return ()
-    coast = tracker.lifecycle.coast_after_ns
-    out: list[int] = []
-    for t in tracker.tracks(now_ns):
-        obs = t.placement.obs
-        out.append(obs.host_capture_ns + config.ttl_ns(obs.result_type) + 1)
-        out.append(t.time_ns + coast + 1)
-    return out
-
-
-def coast_until(tracker: Tracker | None, state: TargetState, now_ns: int) -> int | None:
-    """The last host time a PROCEED track stays confirmed without a new hit."""
-    if tracker is None or state.track_id is None:
-        return None
-    coast = tracker.lifecycle.coast_after_ns
-    for t in tracker.tracks(now_ns):
-        if t.track_id == state.track_id:
-            return t.time_ns + coast
-    return None
+    return [
+        t.placement.obs.host_capture_ns + config.ttl_ns(t.placement.obs.result_type) + 1
+        for t in tracker.tracks(now_ns)
+    ]

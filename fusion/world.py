@@ -396,9 +396,6 @@ class WorldModel:
             due = self.next_deadline_ns()
             return now_ns if due is None else due
         until = selected.capture_ns + self._config.ttl_ns(selected.result_type)
-        coast = estimates.coast_until(self._tracker, selected, now_ns)
-        if coast is not None:
-            until = min(until, coast)
         newest = self._history.newest
         if newest is not None and self.pose_required:
             until = min(until, newest.host_ns + self._pose_ttl_ns)

@@ -44,7 +44,6 @@ class TrackingConfig:
     # Lifecycle: confirmed after confirm_hits of the last confirm_window frames of its key
     confirm_hits: int = 3
     confirm_window: int = 5
-    coast_after_ms: float = 250.0  # no update this long: coasting; a later hit counts anew
     delete_after_ms: float = 3000.0  # no update this long: deleted
     oosm_window_ms: float = 500.0  # a late measurement this much older is still fused exactly
     max_tracks: int = 64

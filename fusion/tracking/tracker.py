@@ -105,7 +105,6 @@ class Tracker:
         self._lifecycle = Lifecycle(
             c.confirm_hits,
             c.confirm_window,
-            round(c.coast_after_ms * 1e6),
             round(c.delete_after_ms * 1e6),
         )
         width, height = camera.config.width_px, camera.config.height_px
@@ -163,10 +162,15 @@ class Tracker:
     # -- inputs ----------------------------------------------------------------------------
 
     def add(self, placement: Placement) -> None:
-        """A positive measurement of its key: with a position it is matched to a track; without
-        one (no pose, no range) it is still a frame of its key, where every track misses."""
+        """A positive measurement of its key: with a position (and a capture time the device
+        clock vouches for) it is matched to a track; without (no pose, no range, a clock that
+        jumped or re-acquires) it is still a frame of its key, where every track misses."""
         obs = placement.obs
-        detection = self.detection(placement)
+        # A capture time the device clock does not vouch for (jumped, re-acquiring after a
+        # reset) must not move a filter that lives in time: such a frame is only a miss. One
+        # of a first epoch still converging is close: it is used (a PROCEED waits for a lock).
+        timed = obs.clock_locked or obs.clock_converging
+        detection = self.detection(placement) if timed else None
         history = self._keys.get(obs.key)
         if history is None:
             if detection is None:  # no track of this key to miss, yet: remembered

@@ -6,12 +6,12 @@ lifecycle follows from the last ``confirm_window`` frames:
 
 - ``tentative``: never had ``confirm_hits`` hits among them; deleted as soon as it no longer
   can (more than ``confirm_window - confirm_hits`` misses);
-- ``confirmed``: its key's latest frame was a hit, ``confirm_hits`` of the last
-  ``confirm_window`` frames were hits, and its last hit is less than ``coast_after_ms`` old;
+- ``confirmed``: its key's latest frame was a hit, and ``confirm_hits`` of the last
+  ``confirm_window`` frames were hits;
 - ``coasting``: once confirmed, but not now: the prediction goes on, its covariance grows
-  with the time since the last hit, and ``confirm_hits`` new hits confirm it again. A hit
-  after more than ``coast_after_ms`` without one starts the count anew, and so does the link
-  going down or the board resetting (hits that arrived before count no more);
+  with the time since the last hit, and ``confirm_hits`` new hits confirm it again. After the
+  link goes down or the board resets, the hits that arrived before count no more (the world
+  model also shows a track not updated for its TTL as coasting);
 - deleted ``delete_after_ms`` after its last hit.
 
 A track is a frozen value: processing a frame returns new tracks, so any earlier set of tracks
@@ -50,7 +50,6 @@ class Lifecycle(NamedTuple):
 
     confirm_hits: int
     confirm_window: int
-    coast_after_ns: int
     delete_after_ns: int
 
     def born(self, track_id: int, key: str, state: ImmState, placement: Placement) -> Track:
@@ -60,8 +59,7 @@ class Lifecycle(NamedTuple):
 
     def hit(self, track: Track, state: ImmState, placement: Placement) -> Track:
         capture = placement.obs.host_capture_ns
-        window = track.window if capture - track.time_ns <= self.coast_after_ns else ()
-        window = (*window, placement.arrival)[-self.confirm_window :]
+        window = (*track.window, placement.arrival)[-self.confirm_window :]
         confirmed = track.confirmed or self._enough(window)
         return Track(track.track_id, track.key, state, capture, placement, window, confirmed)
 
@@ -77,16 +75,15 @@ class Lifecycle(NamedTuple):
     def alive(self, track: Track, now_ns: int) -> bool:
         return now_ns - track.time_ns <= self.delete_after_ns
 
-    def status(self, track: Track, now_ns: int, barrier: int) -> TrackStatus:
-        """The track's state at ``now_ns``; hits that arrived at or before ``barrier`` (the
-        latest link outage or device reset) do not count towards confirming it."""
+    def status(self, track: Track, barrier: int) -> TrackStatus:
+        """The track's state; hits that arrived at or before ``barrier`` (the latest link
+        outage or device reset) do not count towards confirming it."""
         if not track.confirmed:
             return TrackStatus.TENTATIVE
         window = track.window
         if (
             window[-1] > barrier
             and sum(1 for a in window if a > barrier) >= self.confirm_hits
-            and now_ns - track.time_ns <= self.coast_after_ns
         ):
             return TrackStatus.CONFIRMED
         return TrackStatus.COASTING

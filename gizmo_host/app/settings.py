@@ -248,8 +248,6 @@ TRACKING_SETTINGS: tuple[Setting, ...] = (
        "for a ranged one", 0.5, 1, "", open_high=True),
     _t("confirm_hits", "confirmed after this many hits ...", 1, 32, "", kind="int"),
     _t("confirm_window", "... of its key's last this many frames", 1, 32, "", kind="int"),
-    _t("coast_after_ms", "no hit this long: coasting (a later hit counts anew)", 0, MAX_MS,
-       "ms", open_low=True),
     _t("delete_after_ms", "no hit this long: the track is deleted", 0, MAX_MS, "ms",
        open_low=True),
     _t("oosm_window_ms", "a late measurement this much older than the newest is fused "

@@ -205,6 +205,7 @@ class Board:
         return VisionObservation(
             1, 5, ident, "pedestrian", 80 if seen else 0, seen, not seen, True,
             cx, cy, 30, 40, capture, rx, sample[1], sample[2].value == "locked",
+            sample[2].value == "converging",
         )  # fmt: skip
 
 
