@@ -81,10 +81,7 @@ class Lifecycle(NamedTuple):
         if not track.confirmed:
             return TrackStatus.TENTATIVE
         window = track.window
-        if (
-            window[-1] > barrier
-            and sum(1 for a in window if a > barrier) >= self.confirm_hits
-        ):
+        if window[-1] > barrier and sum(1 for a in window if a > barrier) >= self.confirm_hits:
             return TrackStatus.CONFIRMED
         return TrackStatus.COASTING
 
