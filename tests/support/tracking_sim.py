@@ -53,10 +53,17 @@ class Path2D:
     """A ground path of constant-turn segments ``(seconds, turn rate rad/s)`` at one speed,
     closed form in each; before 0 and after the last segment it runs straight."""
 
-    def __init__(self, speed: float, heading_deg: float, segments: list[tuple[float, float]]):
+    def __init__(
+        self,
+        speed: float,
+        heading_deg: float,
+        segments: list[tuple[float, float]],
+        start_ne_m: tuple[float, float] = (0.0, 0.0),
+    ):
         self.speed = speed
         self.starts: list[tuple[float, float, float, float, float]] = []  # t, n, e, heading, w
-        t, n, e, h = 0.0, 0.0, 0.0, math.radians(heading_deg)
+        t, h = 0.0, math.radians(heading_deg)
+        n, e = start_ne_m
         for duration, w in [*segments, (math.inf, 0.0)]:
             self.starts.append((t, n, e, h, w))
             if math.isinf(duration):
