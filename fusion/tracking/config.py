@@ -52,7 +52,7 @@ class TrackingConfig:
     ct_accel_m_s2: float = 0.15
     turn_accel_rad_s2: float = 0.2
     vertical_accel_m_s2: float = 0.01
-    cv_dwell_s: float = 5.0  # mean time before a straight run turns
+    cv_dwell_s: float = 10.0  # mean time before a straight run turns
     ct_dwell_s: float = 1.0  # mean time a turn lasts
     initial_speed_m_s: float = 10.0  # a new track's velocity σ
     initial_turn_rate_deg_s: float = 30.0  # a new track's turn-rate σ

@@ -45,7 +45,7 @@ class MotionParams(NamedTuple):
     ct_accel_m_s2: float = 0.15
     turn_accel_rad_s2: float = 0.2
     vertical_accel_m_s2: float = 0.01
-    cv_dwell_s: float = 5.0
+    cv_dwell_s: float = 10.0
     ct_dwell_s: float = 1.0
     initial_speed_m_s: float = 10.0  # σ of a new track's velocity, each axis
     initial_turn_rate_rad_s: float = 0.5  # σ of a new track's ω
