@@ -100,8 +100,9 @@ class Tracker:
         self._motion = c.motion()
         self._noise = c.noise()
         self._gates = {2: c.gate(2), 3: c.gate(3)}
-        # A coasting track's successor may be a little further: at the gate's miss rate squared.
-        self._succession = chi2_quantile(1.0 - (1.0 - c.gate_probability) ** 2, 3)
+        # A coasting track's successor may be further than the gate (a manoeuvre the coasting
+        # one did not follow): at the gate's miss rate cubed (0.99: 1e-6, χ²₃ 30.7).
+        self._succession = chi2_quantile(1.0 - (1.0 - c.gate_probability) ** 3, 3)
         self._lifecycle = Lifecycle(
             c.confirm_hits,
             c.confirm_window,
