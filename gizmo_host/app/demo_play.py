@@ -151,4 +151,4 @@ def _show(view: View, rig: DemoRig, t0_ns: int, title: str) -> None:
 async def _refresh(view: View, rig: DemoRig, t0_ns: int, title: str) -> None:
     while True:
         _show(view, rig, t0_ns, title)
-        await asyncio.sleep(view.period_s)
+        await rig.host.scheduler.sleep(view.period_s)

@@ -22,7 +22,7 @@ from gizmo_host.app.config import HostConfig
 from gizmo_host.app.world_config import camera_defaults
 from gizmo_host.doctor.facts import MavlinkFacts, RflyFacts
 from gizmo_host.errors import ConfigError
-from gizmo_host.timing import LoopScheduler
+from gizmo_host.timing import LoopScheduler, poll
 from rfly_link import ports
 from rfly_link.config import load_config as load_rfly_config
 from rfly_link.errors import ConfigError as RflyConfigError
@@ -158,12 +158,12 @@ def mavlink_facts(url: str | None, seconds: float) -> MavlinkFacts:
         task = asyncio.ensure_future(transport.run())
         session.start()
         try:
-            deadline = time.monotonic() + seconds
-            while time.monotonic() < deadline:
+
+            def answered() -> bool:
                 stats = session.stats(scheduler.now_ns())
-                if stats["timesync"]["rtt_ms"] is not None and session.rates_hz:
-                    break
-                await asyncio.sleep(0.05)
+                return stats["timesync"]["rtt_ms"] is not None and bool(session.rates_hz)
+
+            await poll(scheduler, answered, seconds, 0.05)
             stats = session.stats(scheduler.now_ns())
         finally:
             session.stop()

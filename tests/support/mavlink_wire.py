@@ -1,4 +1,4 @@
-"""A fake autopilot wire on a fake clock for the MAVLink session tests: bytes both ways, and the
+"""A fake autopilot wire on a manual clock for the MAVLink session tests: bytes both ways, and the
 message builders they share.
 """
 
@@ -11,7 +11,7 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from gizmo_host.mavlink import AutopilotSession, MavlinkPoseSource, StandinAutopilot
 from gizmo_host.mavlink.session import DEFAULT_STREAMS
-from gizmo_host.timing import FakeScheduler
+from gizmo_host.timing import ManualScheduler
 from tests.support.mavlink_rig import circling
 
 MS = 1_000_000
@@ -21,7 +21,7 @@ S = 1_000_000_000
 
 
 class Wire:
-    """Host <-> stand-in on the fake clock, ``down_ms`` to the autopilot, ``up_ms`` back."""
+    """Host <-> stand-in on the manual clock, ``down_ms`` to the autopilot, ``up_ms`` back."""
 
     def __init__(
         self,
@@ -31,7 +31,7 @@ class Wire:
         streams=DEFAULT_STREAMS,
         **kw,
     ):
-        self.clock = FakeScheduler()
+        self.clock = ManualScheduler()
         self.down_ms = self.up_ms = 1.0  # or (lo, hi): uniform per message
         self.random = random.Random(5)
         self._last_due = [0, 0]
