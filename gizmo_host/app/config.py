@@ -120,6 +120,7 @@ class PublishConfig:
     stdout: bool = default("publish.stdout")
     unix_socket: str | None = default("publish.unix_socket")
     unix_max_buffer_bytes: int = default("publish.unix_max_buffer_bytes")
+    unix_max_clients: int = default("publish.unix_max_clients")
     udp: str | None = default("publish.udp")
     stats_interval_s: float = default("publish.stats_interval_s")
 

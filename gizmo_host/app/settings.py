@@ -24,6 +24,7 @@ from fusion.config import MOUNT_POSITION_LIMITS_M, MOUNT_RPY_LIMITS_DEG
 from gizmo_host.emulator.settings import EMULATE_SETTINGS
 from gizmo_host.live import event_loop
 from gizmo_host.live.config import LinkConfig, PipelineConfig
+from gizmo_host.publish import unix_socket
 from gizmo_host.setting import (
     LIVE,
     Rule,
@@ -132,9 +133,14 @@ HOST_SETTINGS: tuple[Setting, ...] = (
     Setting("publish", "unix_socket", "str", None, "also serve JSON Lines on this Unix socket",
             optional=True, flag="--unix-socket", aliases=("--socket",), metavar="PATH",
             commands=RUN, what="a socket path"),
-    Setting("publish", "unix_max_buffer_bytes", "int", 256 * 1024,
-            "a socket client further behind than this is dropped", 4096, 64 * 1024 * 1024,
-            "bytes", what="a number of bytes"),
+    Setting("publish", "unix_max_buffer_bytes", "int", unix_socket.DEFAULT_MAX_BUFFER_BYTES,
+            "a socket client further behind than this (its expired lines skipped) is dropped",
+            4096, 64 * 1024 * 1024, "bytes", what="a number of bytes"),
+    Setting("publish", "unix_max_clients", "int", unix_socket.DEFAULT_MAX_CLIENTS,
+            "socket clients served at once (a file descriptor and up to unix_max_buffer_bytes "
+            "each); one more takes the slot of a client 4 KiB behind, or is refused (counted, "
+            "logged, shown by doctor)", 1, unix_socket.MAX_CLIENTS, "",
+            what="a number of clients"),
     Setting("publish", "udp", "str", None, "also send JSON Lines datagrams to HOST:PORT",
             optional=True, flag="--udp", metavar="HOST:PORT", commands=RUN),
     Setting("publish", "stats_interval_s", "float", 10.0, "stats line period, 0 for none",

@@ -74,6 +74,7 @@ def test_a_slow_sink_drops_its_oldest_lines_while_another_gets_everything():
         "queued": 101,
         "written": 10,
         "dropped": 91,
+        "expired": 0,
         "disconnected": 0,
         "errors": 0,
         "pending_bytes": 0,
