@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import json
 import select
 import shutil
 import socket
@@ -203,3 +204,32 @@ def systemctl_show(unit: str) -> dict[str, str] | None:
         return None
     props = dict(line.partition("=")[::2] for line in done.stdout.splitlines() if "=" in line)
     return props or None
+
+
+MAX_GREETING_BYTES = 1 << 20  # a greeting names at most 256 clients: far less than this
+
+
+def socket_greeting(path: str, timeout_s: float) -> dict[str, Any] | str:
+    """The first line the host's Unix socket sends a new client (its ``version`` greeting, or
+    the refusal when every slot is taken), parsed; or why it could not be read."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout_s)
+    data = b""
+    try:
+        sock.connect(path)
+        while not data.endswith(b"\n") and len(data) < MAX_GREETING_BYTES:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except OSError as exc:
+        return f"cannot connect to {path}: {exc.strerror or exc}"
+    finally:
+        sock.close()
+    try:
+        message = json.loads(data.split(b"\n", 1)[0])
+    except ValueError:
+        return f"{path} answered something else than a JSON line ({len(data)} bytes)"
+    if not isinstance(message, dict):
+        return f"{path} answered something else than a JSON object"
+    return message

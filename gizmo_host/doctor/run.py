@@ -80,7 +80,13 @@ def gather_facts(options: Options) -> Facts:
         stream=stream,
         rfly=probes.rfly_facts(config, camera, probe_s),
         mavlink=probes.mavlink_facts(url, probe_s),
-        service=gather.service_facts(instance, probes.systemctl_show(unit), socket_path, root),
+        service=gather.service_facts(
+            instance,
+            probes.systemctl_show(unit),
+            socket_path,
+            root,
+            lambda path: probes.socket_greeting(path, probe_s),
+        ),
     )
 
 
