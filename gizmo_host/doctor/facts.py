@@ -143,3 +143,4 @@ class Facts:
     mavlink: MavlinkFacts
     service: ServiceFacts
     extra: dict[str, Any] = field(default_factory=dict)
+    settings: tuple[str, ...] | None = None  # settings that would do nothing (None: no file)

@@ -1,8 +1,8 @@
 """``gizmo-host doctor``'s composition: read the settings, gather the facts, judge them.
 
-The settings file is read as ``gizmo-host run`` reads it, except that a ``[mavlink]`` table is
-taken aside first (only its ``url`` is used here), so the doctor works whether or not this
-build's host knows that table yet.
+The settings file is read as ``gizmo-host run`` reads it; a ``[mavlink]`` table the host cannot
+take (a bad url, the extra missing) is set aside for the mavlink probe to report. Settings that
+would do nothing are a check of their own (``gizmo_host.app.idle``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gizmo_host.app.config import HostConfig, config_from_mapping
+from gizmo_host.app.idle import idle_settings
 from gizmo_host.doctor import gather, probes
 from gizmo_host.doctor.checks import Check, Status, exit_code, run_checks
 from gizmo_host.doctor.facts import Facts, StreamFacts
@@ -40,12 +41,20 @@ def load(options: Options) -> tuple[HostConfig, dict[str, Any] | None, str | Non
     if options.config is None:
         return HostConfig(), None, None
     document = dict(read_toml(options.config))
-    mavlink = document.pop("mavlink", None)
+    mavlink = document.get("mavlink")
     url = mavlink.get("url") if isinstance(mavlink, dict) else None
+    if isinstance(mavlink, dict) and mavlink.get("enabled") is False:
+        url = None  # turned off: not probed (its keys are reported as doing nothing)
     try:
         config = config_from_mapping(document)
     except ConfigError as exc:
-        raise ConfigError(f"config file {options.config}: {exc}", exc.key) from None
+        if not (exc.key or "").startswith("mavlink."):
+            raise ConfigError(f"config file {options.config}: {exc}", exc.key) from None
+        # The mavlink probe reports a bad url (or a missing extra) itself.
+        try:
+            config = config_from_mapping({k: v for k, v in document.items() if k != "mavlink"})
+        except ConfigError as exc:
+            raise ConfigError(f"config file {options.config}: {exc}", exc.key) from None
     camera = document.get("camera")
     return (
         config,
@@ -74,6 +83,7 @@ def gather_facts(options: Options) -> Facts:
     socket_path = config.publish.unix_socket or f"/run/gizmo-host/{instance}/results.sock"
     unit = f"gizmo-host@{instance}.service"
     return Facts(
+        settings=None if options.config is None else tuple(idle_settings(config)),
         device=device,
         access=gather.access_facts(device, root),
         holders=holders,

@@ -367,7 +367,9 @@ def test_result_json_line_parses_to_exactly_to_dict(
 ):
     capture = None if capture_offset_ns is None else rx_ns - capture_offset_ns
     reference = rx_ns if capture is None else capture
-    received = ReceivedResult(result, rx_ns, capture, 123, 2, status, event, reference + 250_000_000)
+    received = ReceivedResult(
+        result, rx_ns, capture, 123, 2, status, event, reference + 250_000_000
+    )
     now = rx_ns + published_after_ns
     line = received.to_json_line(now)
     assert line.endswith(b"\n") and line.count(b"\n") == 1
