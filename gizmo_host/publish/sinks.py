@@ -32,6 +32,7 @@ import contextlib
 import errno
 import functools
 import os
+import re
 import socket
 import stat
 import time
@@ -55,7 +56,7 @@ class Sink(Protocol):
     def stats(self) -> dict[str, int]: ...
 
 
-_VALID_UNTIL = b'"valid_until_ns":'
+_VALID_UNTIL = re.compile(rb'"valid_until_ns":(?:(-?\d+)|[^,}]*)')
 _NEVER = 2**63  # a line without validity: it never expires
 
 
@@ -64,19 +65,9 @@ def valid_until_ns(line: bytes | memoryview) -> int | None:
 
     Read from the bytes, without parsing the line: every line that carries it has it at the
     top level before any nested object, and inside a JSON string a quote is always escaped, so
-    the first ``"valid_until_ns":`` is the line's own."""
-    data = bytes(line)
-    at = data.find(_VALID_UNTIL)
-    if at < 0:
-        return None
-    start = at + len(_VALID_UNTIL)
-    end = start
-    while end < len(data) and data[end] in b"-0123456789":
-        end += 1
-    try:
-        return int(data[start:end])
-    except ValueError:  # null, or not a number: no validity to judge by
-        return None
+    the first ``"valid_until_ns":`` is the line's own (``null`` or no number: none)."""
+    found = _VALID_UNTIL.search(line)
+    return None if found is None or found.group(1) is None else int(found.group(1))
 
 
 class LineQueue:

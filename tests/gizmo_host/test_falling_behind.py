@@ -7,7 +7,6 @@ The 17th socket client of 16 idle ones is refused, told why, counted and logged 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -25,6 +24,7 @@ from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import ReceivedResult, version_message
 from gizmo_host.stream.tracker import SequenceEvent
 from gizmo_host.timing import ManualScheduler
+from tests.support.pipes import full_pipe
 from tests.support.schemas import validate_as
 from tests.support.strategies import vision_results
 
@@ -112,15 +112,6 @@ def test_a_half_written_line_is_finished_even_if_it_expired_meanwhile():
 
 
 # -- a real stalled pipe --------------------------------------------------------------------
-
-
-def full_pipe() -> tuple[int, int]:
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(write_fd, False)
-    with contextlib.suppress(BlockingIOError):
-        while True:
-            os.write(write_fd, b"#" * 4096)
-    return read_fd, write_fd
 
 
 def test_a_stalled_pipe_gets_the_current_lines_after_the_stall_not_the_backlog():

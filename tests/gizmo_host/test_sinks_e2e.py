@@ -6,7 +6,6 @@ within the bound the in-process unplug test uses."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
@@ -18,6 +17,7 @@ import pytest
 
 from gizmo_host.emulator import BoardModel, PtyBoard, play
 from gizmo_host.schemas import load_schema
+from tests.support.pipes import full_pipe
 
 pytestmark = [pytest.mark.realtime, pytest.mark.subprocess]
 
@@ -26,17 +26,6 @@ TIMEOUT_S = 10.0
 UNPLUG_BOUND_S = 0.5  # tests/gizmo_host/test_link_pty.py: link DOWN and HOLD after an unplug
 STALL_S = 10.0
 FRAMES = round(STALL_S * 1000 / 33)
-
-
-def full_pipe() -> tuple[int, int]:
-    """A pipe whose buffer is already full: the first write to it would block."""
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(write_fd, False)
-    with contextlib.suppress(BlockingIOError):
-        while True:
-            os.write(write_fd, b"#" * 4096)
-    os.set_blocking(write_fd, True)  # as a shell would hand it over
-    return read_fd, write_fd
 
 
 async def connect(path: str, proc: asyncio.subprocess.Process):
