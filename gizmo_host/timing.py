@@ -38,6 +38,7 @@ __all__ = [
     "Scheduler",
     "Timer",
     "WallClock",
+    "call_after",
     "no_wall_clock",
     "poll",
     "realtime_of",
@@ -155,6 +156,11 @@ class Pacer:
 
     async def wait(self, t_ns: int) -> None:
         await self._scheduler.sleep_until_ns(self.due_ns(t_ns))
+
+
+def call_after(scheduler: Scheduler, seconds: float, callback: Callable[[], None]) -> Timer:
+    """``callback`` once, ``seconds`` from now on ``scheduler``'s clock (a run's duration)."""
+    return scheduler.call_at_ns(scheduler.now_ns() + round(seconds * 1e9), callback)
 
 
 async def poll(

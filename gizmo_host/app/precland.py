@@ -44,7 +44,7 @@ from gizmo_host.live.event_loop import cancel_all
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.mavlink import StandinAutopilot
 from gizmo_host.mavlink.precland import PrecLandConfig, PrecLandVehicle
-from gizmo_host.timing import LoopScheduler, Timer, poll
+from gizmo_host.timing import LoopScheduler, Timer, call_after, poll
 from gizmo_host.wire.results import NormBox
 from hil_geometry.pinhole import Pinhole
 
@@ -305,8 +305,7 @@ async def play(
 ) -> dict[str, Any]:
     """Run one landing until touchdown, ``duration_s`` or ``stop``; return the summary."""
     rig = PrecLandRig(settings, workdir)
-    loop = asyncio.get_running_loop()
-    timer = None if duration_s is None else loop.call_later(duration_s, stop.set)
+    timer = None if duration_s is None else call_after(rig.scheduler, duration_s, stop.set)
     status: asyncio.Task[None] | None = None
     try:
         await rig.start()

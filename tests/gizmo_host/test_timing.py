@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gizmo_host.emulator import BoardModel, PtyBoard, play
-from gizmo_host.timing import Backoff, ManualScheduler, Pacer, poll, settle
+from gizmo_host.timing import Backoff, ManualScheduler, Pacer, call_after, poll, settle
 from gizmo_host.wire.protocol import FRAME_LEN
 
 MS = 1_000_000
@@ -249,6 +249,16 @@ def test_poll_returns_as_soon_as_the_condition_holds():
         return task.result(), scheduler.now_ns()
 
     assert asyncio.run(main()) == (True, 30 * MS)
+
+
+def test_call_after_fires_once_exactly_that_long_from_now():
+    scheduler = ManualScheduler(start_ns=7 * MS)
+    fired: list[int] = []
+    call_after(scheduler, 1.5, lambda: fired.append(scheduler.now_ns()))
+    scheduler.advance(1_499 * MS)
+    assert fired == []
+    scheduler.advance(10_000 * MS)
+    assert fired == [1_507 * MS]
 
 
 def test_no_module_but_timing_sleeps_on_the_event_loop_directly():
