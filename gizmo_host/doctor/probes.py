@@ -135,7 +135,7 @@ def _listen(
     return counts
 
 
-def mavlink_facts(url: str | None, seconds: float) -> MavlinkFacts:
+def mavlink_facts(url: str | None, seconds: float, target_system: int = 0) -> MavlinkFacts:
     """``seconds`` of an autopilot session on ``url``: heartbeat, TIMESYNC, pose rates."""
     if url is None:
         return MavlinkFacts(None)
@@ -145,14 +145,18 @@ def mavlink_facts(url: str | None, seconds: float) -> MavlinkFacts:
         mavlink: Any = importlib.import_module("gizmo_host.mavlink")
         endpoint = mavlink.parse_url(url)
     except ImportError:
-        return MavlinkFacts(url, error="the mavlink extra is not installed")
+        return MavlinkFacts(url, target_system, error="the mavlink extra is not installed")
     except ValueError as exc:
-        return MavlinkFacts(url, error=str(exc))
+        return MavlinkFacts(url, target_system, error=str(exc))
 
     async def probe() -> MavlinkFacts:
         scheduler = LoopScheduler()
         holder: list[Any] = []
-        session = mavlink.AutopilotSession(lambda data: bool(holder[0].send(data)), scheduler)
+        session = mavlink.AutopilotSession(
+            lambda data, to: bool(holder[0].send(data, to)),
+            scheduler,
+            target_system=target_system,
+        )
         transport = mavlink.MavlinkTransport(endpoint, session.feed)
         holder.append(transport)
         task = asyncio.ensure_future(transport.run())
@@ -174,6 +178,7 @@ def mavlink_facts(url: str | None, seconds: float) -> MavlinkFacts:
         autopilot = stats["autopilot"]
         return MavlinkFacts(
             url,
+            target_system,
             error=error,
             heartbeat=autopilot is not None,
             autopilot=None if autopilot is None else f"system {autopilot[0]}/{autopilot[1]}",

@@ -96,10 +96,14 @@ class StandinAutopilot:
         self._scheduler = scheduler or LoopScheduler(clock)
         self.codec = mc.Codec(system_id, component_id)
         self.transport: MavlinkTransport | None = None
+        self._peer: tuple[str, int] | None = None  # who spoke to it last (PX4 answers them)
         if endpoint is not None:
             url = endpoint if isinstance(endpoint, Endpoint) else parse_url(endpoint)
-            self.transport = MavlinkTransport(url, self.feed, clock=clock)
-            send = self.transport.send
+            transport = self.transport = MavlinkTransport(url, self.feed, clock=clock)
+
+            def send(data: bytes) -> bool:
+                return transport.send(data, self._peer)
+
         assert send is not None
         self._out = send
         self.clock = BootClock(clock(), round(boot_at_start_ms * 1e6), skew_ppm)
@@ -230,9 +234,12 @@ class StandinAutopilot:
 
     # -- incoming --------------------------------------------------------------------------
 
-    def feed(self, data: bytes, host_ns: int) -> None:
+    def feed(self, data: bytes, host_ns: int, source: tuple[str, int] | None = None) -> None:
         """Bytes from the companion, read at ``host_ns`` (with ``lag_timesync``, handled after
-        the same lag as what it sends: a slow link is slow both ways)."""
+        the same lag as what it sends: a slow link is slow both ways); a listening stand-in
+        answers whoever spoke last (``source``), as PX4 does."""
+        if source is not None:
+            self._peer = source
         if self._lag_timesync and self._lag is not None:
             lag_ns = round(self._random.uniform(*self._lag) * 1e6)
             due = self._last_in_ns = max(self._last_in_ns, host_ns + lag_ns)

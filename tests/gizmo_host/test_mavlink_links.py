@@ -89,7 +89,7 @@ def test_rflysim_shape_listen_on_one_port_and_send_to_another():
         assert standin.transport is not None
         await until(lambda: standin.transport.local_port is not None)
         holder: list[MavlinkTransport] = []
-        session = AutopilotSession(lambda d: bool(holder[0].send(d)), LoopScheduler())
+        session = AutopilotSession(lambda d, to: bool(holder[0].send(d, to)), LoopScheduler())
         poses = []
         MavlinkPoseSource(session, poses.append)
         url = parse_url("udpin:127.0.0.1:0", f"127.0.0.1:{standin.transport.local_port}")
@@ -124,7 +124,7 @@ def test_tcp_peer_brings_the_link_up():
         server = await asyncio.start_server(serve, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         holder: list[MavlinkTransport] = []
-        session = AutopilotSession(lambda d: bool(holder[0].send(d)), LoopScheduler())
+        session = AutopilotSession(lambda d, to: bool(holder[0].send(d, to)), LoopScheduler())
         transport = MavlinkTransport(parse_url(f"tcp:127.0.0.1:{port}"), session.feed)
         holder.append(transport)
         task = asyncio.ensure_future(transport.run())
@@ -156,7 +156,7 @@ def test_serial_over_a_pty():
 
         loop.add_reader(master, readable)
         holder: list[MavlinkTransport] = []
-        session = AutopilotSession(lambda d: bool(holder[0].send(d)), LoopScheduler())
+        session = AutopilotSession(lambda d, to: bool(holder[0].send(d, to)), LoopScheduler())
         transport = MavlinkTransport(parse_url(f"{path}:921600"), session.feed)
         holder.append(transport)
         task = asyncio.ensure_future(transport.run())
@@ -179,7 +179,7 @@ def test_serial_over_a_pty():
 def test_an_unreachable_autopilot_is_a_down_link_with_a_reason(url):
     async def main():
         holder: list[MavlinkTransport] = []
-        session = AutopilotSession(lambda d: bool(holder[0].send(d)), LoopScheduler())
+        session = AutopilotSession(lambda d, to: bool(holder[0].send(d, to)), LoopScheduler())
         transport = MavlinkTransport(parse_url(url), session.feed, backoff_max_s=0.2)
         holder.append(transport)
         task = asyncio.ensure_future(transport.run())
