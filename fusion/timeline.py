@@ -9,12 +9,13 @@ of two epochs are not on one timeline.
 Nothing is ever blended across a step the poses themselves contradict (``JumpBounds``): a
 position step further than the reported velocity carries it (or than a speed bound, without
 velocity), or an attitude step faster than an angular-rate bound; checked across a gap too,
-with bounds that grow with it (a velocity glitch after a gap would be extrapolated from). Such a pose appended breaks
-the history (``Added.JUMP``: cleared, then kept as the first of a new stretch: a simulator
-reposition is real); one that would fall between two poses it contradicts is dropped
-(``Added.CONFLICT``), and so is a different pose at a time already held. Whether a
-measurement newer than the newest pose may wait or be extrapolated is the world model's
-policy; this module only answers where the time falls and extrapolates when asked.
+with bounds that grow with it (a velocity glitch after a gap would be extrapolated from). Such
+a pose appended breaks the history (``Added.JUMP``: cleared, then kept as the first of a new
+stretch: a simulator reposition is real); one that would fall between two poses it
+contradicts is dropped (``Added.CONFLICT``), and so is a different pose at a time already
+held. Whether a measurement newer than the newest pose may wait or be extrapolated is the
+world model's policy; this module only answers where the time falls and extrapolates when
+asked.
 """
 
 from __future__ import annotations

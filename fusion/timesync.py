@@ -228,6 +228,10 @@ class TimesyncEstimator:
         self._falls.clear()
         self._last_autopilot_ns = None
 
+    def restart(self) -> None:
+        """Forget the mapping: a new epoch, locking again (another autopilot is now mapped)."""
+        self._new_epoch()
+
     def to_host_ns(self, autopilot_ns: int) -> int | None:
         """Host time of an autopilot time of this epoch; ``None`` before any sample."""
         return None if self._offset_ns is None else round(autopilot_ns - self._offset_ns)

@@ -13,9 +13,9 @@ voice is a conflict, never a vote. Pure: host times are arguments.
   until no second voice has been heard for ``quiet_ns``; every message of a voice once in
   conflict (its ids and address) keeps it so;
 - **rebind**: once the bound autopilot has been silent for ``rebind_ns`` (the link timeout),
-  a HEARTBEAT with its ids from a new address binds that address (an autopilot that restarted
-  sends from a new port). The ids never change for the session's life: another vehicle's clock
-  and frame are not this one's;
+  a HEARTBEAT that would bind binds anew: its ids from a new address (an autopilot that
+  restarted sends from a new port), or, when the target ids allow it, another autopilot (the
+  session then maps its clock from scratch: a new epoch);
 - **foreign**: other systems (a ground station, another vehicle the target ids exclude);
   **unbound**: anything before the first binding HEARTBEAT.
 """
@@ -73,12 +73,11 @@ class AutopilotBinding:
                 return Heard.UNBOUND
             self.bound, self._bound_heard_ns = voice, rx_ns
             return Heard.BOUND
-        same_ids = voice[:2] == bound[:2]
-        if same_ids and claims and rx_ns - self._bound_heard_ns > self._rebind_ns:
+        if claims and rx_ns - self._bound_heard_ns > self._rebind_ns:
             self.bound, self._bound_heard_ns = voice, rx_ns
             self._voices.pop(voice, None)
             return Heard.REBOUND
-        if same_ids or claims or voice in self._voices:
+        if voice[:2] == bound[:2] or claims or voice in self._voices:
             return self._conflict(voice, rx_ns)
         return Heard.FOREIGN
 

@@ -84,7 +84,7 @@ class MavlinkPoseSource:
         elif msg_id == mc.MSG_LOCAL_POSITION_NED:
             p = _vec((msg.x, msg.y, msg.z), MAX_POSITION_M)
             v = _vec((msg.vx, msg.vy, msg.vz), MAX_SPEED_M_S)
-            if p is None or v is None and _given((msg.vx, msg.vy, msg.vz)):
+            if p is None or (v is None and _given((msg.vx, msg.vy, msg.vz))):
                 self.counts["invalid"] += 1
                 return
             self._positions.append((int(msg.time_boot_ms) * 1_000_000, p, v))

@@ -134,6 +134,7 @@ class AutopilotSession:
         self._up = False
         self._last_heartbeat_ns: int | None = None
         self._autopilot: tuple[int, int] | None = None  # (MAV_TYPE, MAV_AUTOPILOT)
+        self._ids: tuple[int, int] | None = None  # the bound autopilot's (system, component)
         self._epoch = self.estimator.epoch
         self._requested_ns: int | None = None
         self._received: dict[str, int] = {}
@@ -263,7 +264,10 @@ class AutopilotSession:
         elif heard is Heard.REBOUND:
             self.counts["rebinds"] += 1
             LOGGER.warning("mavlink: the autopilot now speaks %s", describe(voice))
-        if msg_id != mc.MSG_TIMESYNC and msg_id != mc.MSG_HEARTBEAT:
+            if voice[:2] != self._ids:
+                self.estimator.restart()  # another autopilot: its clock is not the last one's
+        self._ids = voice[:2]
+        if msg_id not in (mc.MSG_TIMESYNC, mc.MSG_HEARTBEAT):
             boot_ns = boot_time_ns(msg)
             if boot_ns is not None:
                 now = self.estimator.to_autopilot_ns(host_ns)

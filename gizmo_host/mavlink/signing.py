@@ -46,7 +46,9 @@ def read_key_file(path: str | Path) -> bytes:
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
-        raise ValueError(f"mavlink.signing_key_file: cannot read {path!s}: {exc.strerror}") from None
+        raise ValueError(
+            f"mavlink.signing_key_file: cannot read {path!s}: {exc.strerror}"
+        ) from None
     if len(data) == KEY_BYTES:
         return data
     text = data.strip()

@@ -30,6 +30,7 @@ from gizmo_host.standin.scenario import SimScenario
 from gizmo_host.timing import LoopScheduler, Scheduler, Timer
 
 from . import codec as mc
+from .signing import Signer
 from .transport import MavlinkTransport
 from .urls import Endpoint, parse_url
 
@@ -87,6 +88,7 @@ class StandinAutopilot:
         seed: int = 0,
         on_landing_target: Callable[[ReceivedTarget], None] | None = None,
         lag_timesync: bool = False,
+        signer: Signer | None = None,
     ) -> None:
         if (endpoint is None) == (send is None):
             raise ValueError("StandinAutopilot: expected an endpoint or a send function")
@@ -94,7 +96,7 @@ class StandinAutopilot:
         self._on_landing_target = on_landing_target
         self._clock = clock
         self._scheduler = scheduler or LoopScheduler(clock)
-        self.codec = mc.Codec(system_id, component_id)
+        self.codec = mc.Codec(system_id, component_id, signer=signer)
         self.transport: MavlinkTransport | None = None
         self._peer: tuple[str, int] | None = None  # who spoke to it last (PX4 answers them)
         if endpoint is not None:

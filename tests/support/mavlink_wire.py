@@ -42,6 +42,7 @@ class Wire:
         self.address = source
         self.sent_to: list[tuple[bytes, object]] = []
         self.conflicts: list[tuple[int, str]] = []
+        self.tamper = None  # bytes -> bytes | None: what the autopilot's datagram becomes
         self.down_ms = self.up_ms = 1.0  # or (lo, hi): uniform per message
         self.random = random.Random(5)
         self._last_due = [0, 0]
@@ -88,6 +89,10 @@ class Wire:
         return True
 
     def _to_host(self, data: bytes) -> bool:
+        if self.tamper is not None:
+            data = self.tamper(data)
+            if data is None:
+                return True
         if not self.cut:
             due = self._due(self.up_ms, 1)
             self.clock.call_at_ns(
