@@ -8,6 +8,8 @@ way the host feeds it for the verdicts."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pymavlink.dialects.v20 import common as mavlink
 
 from fusion import (
@@ -294,3 +296,33 @@ def test_an_autopilot_that_never_answers_timesync_holds_clock_not_locked_not_no_
     assert HoldReason.NO_POSE not in snapshot.reasons
     assert snapshot.sources["pose"].state.value != "dead"
     assert wire.session.counts["timesync_answered_unlocked"] >= 20  # its requests answered
+
+
+@pytest.mark.parametrize("field", ["x", "vx"], ids=["position", "velocity"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 1e12])
+def test_non_finite_or_out_of_range_pose_numbers_are_counted_drops(field, value):
+    wire = Wire(streams=(mavlink.MAVLINK_MSG_ID_ATTITUDE_QUATERNION, 32))
+    wire.run(2.0)
+    poses = len(wire.poses)
+    mav = voice()
+    numbers = dict.fromkeys(("x", "y", "z", "vx", "vy", "vz"), 0.0)
+    numbers[field] = value
+    boot_ms = wire.autopilot.boot_ns(wire.clock.now_ns()) // MS
+    for k in range(5):
+        msg = mav.local_position_ned_encode(boot_ms + k, *numbers.values())
+        wire.inject(msg.pack(mav))
+    wire.run(0.5)
+    assert wire.source.counts["invalid"] == 5
+    assert len(wire.poses) > poses and off_truth_m(wire) < 0.01
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.binary(max_size=400), max_size=12))
+def test_any_datagrams_from_anyone_never_raise(datagrams):
+    wire = Wire()
+    wire.run(0.3)
+    for i, data in enumerate(datagrams):
+        wire.inject(data, AUTOPILOT if i % 2 else SPOOFER)
+        wire.inject(data + data[:5], AUTOPILOT)
+    wire.run(0.3)
+    assert wire.session.link_up
