@@ -35,7 +35,7 @@ Accepted messages go to the listeners (the pose source) with their host receive 
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -45,6 +45,7 @@ from gizmo_host.timing import Scheduler, Timer
 
 from . import codec as mc
 from .binding import AutopilotBinding, Heard, Source, describe
+from .requests import TimesyncRequests
 from .signing import Signer
 
 LOGGER = logging.getLogger(__name__)
@@ -58,7 +59,6 @@ _REREQUEST_NS = 5_000_000_000
 _RTT_WINDOW = 50  # TIMESYNC answers (5 s at 10 Hz) whose least round trip sets the bar
 _RTT_PLAUSIBLE_NS = 1_000_000_000
 _RTT_SLACK_SHARE = 0.25  # on a slow link: a quarter of the least round trip (the estimator's)
-_OUTSTANDING = 64  # TIMESYNC requests remembered (6.4 s at 10 Hz)
 _CONFLICT_TELL_NS = 200_000_000  # on_conflict at most this often while in conflict
 _INT64_MAX = 2**63 - 1
 
@@ -123,11 +123,9 @@ class AutopilotSession:
         self._conflict_told_ns: int | None = None
         self._in_conflict = False
         self._rtt_slack_ns = round(rtt_slack_ms * 1e6)
-        self._answer_deadline_ns = round(answer_deadline_ms * 1e6)
+        self._requests = TimesyncRequests(deadline_ns=round(answer_deadline_ms * 1e6))
         self._future_ns = round(future_ms * 1e6)
         self._rtts: deque[int] = deque(maxlen=_RTT_WINDOW)
-        self._outstanding: OrderedDict[int, int] = OrderedDict()  # ts1 sent -> host send time
-        self._answered: OrderedDict[int, None] = OrderedDict()  # ts1 answered already
         self._listeners: list[Listener] = []
         self._timers: list[Timer] = []
         self._link_timer: Timer | None = None
@@ -221,9 +219,7 @@ class AutopilotSession:
 
     def _tick_timesync(self, now_ns: int) -> None:
         ts1 = self.estimator.request(now_ns)
-        self._outstanding[ts1] = now_ns
-        if len(self._outstanding) > _OUTSTANDING:
-            self._outstanding.popitem(last=False)  # never answered
+        self._requests.sent(ts1, now_ns)
         self.counts["timesync_requests"] += 1
         self.send(mc.timesync(self.codec, 0, ts1))
 
@@ -337,17 +333,9 @@ class AutopilotSession:
         if tc1 == 0:
             self._answer(ts1, host_ns)
             return
-        sent = self._outstanding.pop(ts1, None)
-        if sent is None:
-            replayed = ts1 in self._answered
-            self.counts["timesync_replayed" if replayed else "timesync_unmatched"] += 1
-            return
-        self._answered[ts1] = None
-        if len(self._answered) > _OUTSTANDING:
-            self._answered.popitem(last=False)
-        rtt = host_ns - sent  # our ts1 is the host time we sent it at
-        if rtt > self._answer_deadline_ns:
-            self.counts["timesync_late"] += 1
+        rtt = self._requests.answer(ts1, host_ns)
+        if isinstance(rtt, str):
+            self.counts[f"timesync_{rtt}"] += 1
             return
         if 0 <= rtt <= _RTT_PLAUSIBLE_NS:
             self._rtts.append(rtt)
