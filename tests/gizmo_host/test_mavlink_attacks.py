@@ -326,3 +326,21 @@ def test_any_datagrams_from_anyone_never_raise(datagrams):
         wire.inject(data + data[:5], AUTOPILOT)
     wire.run(0.3)
     assert wire.session.link_up
+
+
+def test_an_autopilot_restarted_on_a_new_port_is_bound_again_and_the_hold_ends():
+    """Its old address falls silent, the new one is a second voice until the link timeout,
+    then its HEARTBEAT binds it: replies follow it, poses resume, the conflict ends."""
+    wire = Wire()
+    world = world_on(wire)
+    wire.run(2.0)
+    wire.address = ("127.0.0.1", 14590)  # the same ids, from a new port
+    wire.autopilot.reboot(boot_at_start_ms=500.0)
+    for _ in range(100):
+        wire.run(0.1)
+    now = wire.clock.now_ns()
+    assert wire.session.counts["rebinds"] == 1 and wire.session.locked
+    assert wire.session.stats(now)["autopilot_address"] == ["127.0.0.1", 14590]
+    assert not world.conditions(now).pose_conflict
+    assert [p for p in wire.poses if p.host_ns > now - S and p.clock_status.value == "locked"]
+    assert wire.sent_to[-1][1] == ("127.0.0.1", 14590)
