@@ -90,13 +90,19 @@ def test_a_spoofer_with_the_autopilots_ids_is_a_conflict_that_holds_then_ends():
     wire.run(2.0)
     assert wire.session.locked
     spoof = voice()
-    run_with(
-        wire,
-        2.0,
-        20,
-        lambda: wire.inject(heartbeat(spoof) + spoofed_position(wire, spoof), SPOOFER),
-    )
+    sniffer = voice(9)
+
+    def spoofing() -> None:
+        wire.inject(heartbeat(spoof) + spoofed_position(wire, spoof), SPOOFER)
+        for data, _ in wire.sent_to[-5:]:  # it even sees our requests, and answers first
+            for msg in sniffer.parse_buffer(data) or []:
+                if msg.get_type() == "TIMESYNC" and msg.tc1 == 0:
+                    lie = wire.autopilot.boot_ns(wire.clock.now_ns()) + 15 * MS
+                    wire.inject(spoof.timesync_encode(lie, msg.ts1).pack(spoof), SPOOFER)
+
+    run_with(wire, 2.0, 20, spoofing)
     assert off_truth_m(wire) < 0.01  # not one spoofed pose reached the pose source
+    assert abs(wire.mapping_error_ms()) < 0.1  # nor one of its TIMESYNC answers
     held = world.conditions(wire.clock.now_ns())
     assert held.pose_conflict
     assert wire.session.counts["conflicts"] >= 100 and wire.conflicts
