@@ -136,24 +136,34 @@ def _listen(
     return counts
 
 
-def mavlink_facts(url: str | None, seconds: float) -> MavlinkFacts:
-    """``seconds`` of an autopilot session on ``url``: heartbeat, TIMESYNC, pose rates."""
+def mavlink_facts(
+    url: str | None, seconds: float, target_system: int = 0, key_file: str | None = None
+) -> MavlinkFacts:
+    """``seconds`` of an autopilot session on ``url``: heartbeat, TIMESYNC, pose rates
+    (signed with the key in ``key_file``, as the host would)."""
     if url is None:
         return MavlinkFacts(None)
     try:
         # The optional extra, loaded only when [mavlink] url is set: no command imports
         # pymavlink otherwise (an import contract checks the static imports).
         mavlink: Any = importlib.import_module("gizmo_host.mavlink")
+        signing: Any = importlib.import_module("gizmo_host.mavlink.signing")
         endpoint = mavlink.parse_url(url)
+        signer = None if key_file is None else signing.Signer(signing.read_key_file(key_file))
     except ImportError:
-        return MavlinkFacts(url, error="the mavlink extra is not installed")
+        return MavlinkFacts(url, target_system, error="the mavlink extra is not installed")
     except ValueError as exc:
-        return MavlinkFacts(url, error=str(exc))
+        return MavlinkFacts(url, target_system, error=str(exc))
 
     async def probe() -> MavlinkFacts:
         scheduler = LoopScheduler()
         holder: list[Any] = []
-        session = mavlink.AutopilotSession(lambda data: bool(holder[0].send(data)), scheduler)
+        session = mavlink.AutopilotSession(
+            lambda data, to: bool(holder[0].send(data, to)),
+            scheduler,
+            target_system=target_system,
+            signer=signer,
+        )
         transport = mavlink.MavlinkTransport(endpoint, session.feed)
         holder.append(transport)
         task = asyncio.ensure_future(transport.run())
@@ -175,6 +185,7 @@ def mavlink_facts(url: str | None, seconds: float) -> MavlinkFacts:
         autopilot = stats["autopilot"]
         return MavlinkFacts(
             url,
+            target_system,
             error=error,
             heartbeat=autopilot is not None,
             autopilot=None if autopilot is None else f"system {autopilot[0]}/{autopilot[1]}",

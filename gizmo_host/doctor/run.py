@@ -1,8 +1,9 @@
 """``gizmo-host doctor``'s composition: read the settings, gather the facts, judge them.
 
 The settings file is read as ``gizmo-host run`` reads it; a ``[mavlink]`` table the host cannot
-take (a bad url, the extra missing) is set aside for the mavlink probe to report. Settings that
-would do nothing are a check of their own (``gizmo_host.app.idle``).
+take (a bad url, the extra missing) is set aside for the mavlink probe to report (it uses the
+table's ``url``, ``target_system`` and ``signing_key_file``). Settings that would do nothing
+are a check of their own (``gizmo_host.app.idle``).
 """
 
 from __future__ import annotations
@@ -35,16 +36,13 @@ class Options:
     root: Path = Path("/")
 
 
-def load(options: Options) -> tuple[HostConfig, dict[str, Any] | None, str | None]:
-    """The host's settings, its raw ``[camera]`` table and ``[mavlink] url``; a mistake in
-    the file is a ConfigError naming it."""
+def load(options: Options) -> tuple[HostConfig, dict[str, Any] | None, dict[str, Any]]:
+    """The host's settings, its raw ``[camera]`` table and raw ``[mavlink]`` table; a
+    mistake in the file is a ConfigError naming it."""
     if options.config is None:
-        return HostConfig(), None, None
+        return HostConfig(), None, {}
     document = dict(read_toml(options.config))
     mavlink = document.get("mavlink")
-    url = mavlink.get("url") if isinstance(mavlink, dict) else None
-    if isinstance(mavlink, dict) and mavlink.get("enabled") is False:
-        url = None  # turned off: not probed (its keys are reported as doing nothing)
     try:
         config = config_from_mapping(document)
     except ConfigError as exc:
@@ -59,12 +57,17 @@ def load(options: Options) -> tuple[HostConfig, dict[str, Any] | None, str | Non
     return (
         config,
         camera if isinstance(camera, dict) else None,
-        url if isinstance(url, str) else None,
+        mavlink if isinstance(mavlink, dict) else {},
     )
 
 
 def gather_facts(options: Options) -> Facts:
-    config, camera, url = load(options)
+    config, camera, mavlink = load(options)
+    url, target = mavlink.get("url"), mavlink.get("target_system", 0)
+    url = url if isinstance(url, str) and mavlink.get("enabled") is not False else None
+    target = target if isinstance(target, int) and 0 <= target <= 255 else 0
+    key_file = mavlink.get("signing_key_file")
+    key_file = key_file if isinstance(key_file, str) else None
     root = gather.Root(options.root)
     path = options.serial or config.serial.path or DEFAULT_SERIAL
     device = gather.device_facts(path, root)
@@ -89,7 +92,7 @@ def gather_facts(options: Options) -> Facts:
         holders=holders,
         stream=stream,
         rfly=probes.rfly_facts(config, camera, probe_s),
-        mavlink=probes.mavlink_facts(url, probe_s),
+        mavlink=probes.mavlink_facts(url, probe_s, target, key_file),
         service=gather.service_facts(
             instance,
             probes.systemctl_show(unit),
