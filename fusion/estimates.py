@@ -112,11 +112,12 @@ def target_state(
         position = (float(mean[0]), float(mean[1]), float(mean[2]))
         velocity = (float(mean[3]), float(mean[4]), float(mean[5]))
         covariance = tuple(float(v) for v in cov.ravel())
+    camera = None if g.frame is None else g.frame.origin_ned_m
     return TargetState(
         key, obs.result_type, obs.id, obs.label, obs.confidence, obs.tracked,
         obs.host_capture_ns, age_ms, Decision.PROCEED, (),
         g.bearing_camera, g.bearing_ned, g.azimuth_deg, g.elevation_deg, g.angular_size_deg,
-        position, g.range_m, g.range_source, velocity, covariance, track_id, status,
+        position, g.range_m, g.range_source, velocity, covariance, track_id, status, camera,
     )  # fmt: skip
 
 

@@ -91,6 +91,9 @@ class TargetState:
     covariance_ned: tuple[float, ...] | None = None  # 6×6 row-major: n, e, d, vn, ve, vd
     track_id: int | None = None
     track_state: TrackStatus | None = None
+    # Where the camera was at the capture (NED), for a line of sight to the estimate; not in
+    # the JSON line (``position_ned_m - range_m * bearing_ned`` there, for a measurement).
+    camera_ned_m: Vec3 | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -144,7 +147,10 @@ class WorldSnapshot:
         return self.verdict is Decision.PROCEED
 
     def target(self, key: str) -> TargetState | None:
-        return next((t for t in self.targets if t.key == key), None)
+        """The target ``key`` names: its PROCEED one when it has several (tracks), else the
+        first (the newest capture)."""
+        mine = [t for t in self.targets if t.key == key]
+        return next((t for t in mine if t.verdict is Decision.PROCEED), mine[0] if mine else None)
 
     def to_dict(self) -> dict[str, Any]:
         return {

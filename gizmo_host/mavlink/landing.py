@@ -16,6 +16,11 @@ clock (µs). Two profiles (docs/mavlink.md):
   local frame (the world's, when the world's pose comes from the autopilot); nothing without
   a position.
 
+A tracked target (docs/tracking.md) sends its track's estimate: px4 the filtered position,
+ardupilot the line of sight and distance from the camera to the filtered position (not the
+raw box's); ``target_num`` is the track id mod 256, ``position_valid`` 1 only while the track
+is confirmed (a PROCEED needs that anyway).
+
 The capture -> send latency is kept as a distribution (ArduPilot's ``PLND_LAG`` should match it).
 """
 
@@ -27,8 +32,9 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any, NamedTuple
 
-from fusion.geometry import Quat, quat_rotate_inverse
+from fusion.geometry import Quat, Vec3, norm, quat_rotate_inverse, scale, sub
 from fusion.snapshot import TargetState, WorldSnapshot
+from fusion.tracking import TrackStatus
 from fusion.verdicts import Decision
 
 from . import codec as mc
@@ -71,11 +77,27 @@ class LandingFields(NamedTuple):
     position_valid: int = 0
 
 
+def line_of_sight(target: TargetState) -> tuple[Vec3, float] | None:
+    """The unit line of sight in NED and the distance: from the camera to a track's estimate,
+    else the measurement's own bearing and range (0 without one)."""
+    position, camera = target.position_ned_m, target.camera_ned_m
+    if target.track_id is not None and position is not None and camera is not None:
+        to_target = sub(position, camera)
+        distance = norm(to_target)
+        if distance > 0.0:
+            return scale(to_target, 1.0 / distance), distance
+    if target.bearing_ned is None:
+        return None
+    return target.bearing_ned, target.range_m or 0.0
+
+
 def ardupilot_fields(target: TargetState, q_body: Quat, time_usec: int) -> LandingFields | Held:
     """BODY_FRD angles of the line of sight, with ``q_body`` the attitude at the capture."""
-    if target.bearing_ned is None:
+    sight = line_of_sight(target)
+    if sight is None:
         return Held.NO_BEARING
-    bx, by, bz = quat_rotate_inverse(q_body, target.bearing_ned)
+    bearing, distance = sight
+    bx, by, bz = quat_rotate_inverse(q_body, bearing)
     if bz <= MIN_DOWN:
         return Held.ABOVE_HORIZON
     size = target.angular_size_deg or (0.0, 0.0)
@@ -84,7 +106,7 @@ def ardupilot_fields(target: TargetState, q_body: Quat, time_usec: int) -> Landi
         mc.FRAME_BODY_FRD,
         angle_x=math.atan2(by, bz),
         angle_y=math.atan2(-bx, bz),
-        distance=target.range_m or 0.0,
+        distance=distance,
         size_x=math.radians(size[0]),
         size_y=math.radians(size[1]),
     )
@@ -95,14 +117,16 @@ def px4_fields(target: TargetState, time_usec: int) -> LandingFields | Held:
     if target.position_ned_m is None:
         return Held.NO_POSITION
     x, y, z = target.position_ned_m
+    sight = line_of_sight(target)
+    confirmed = target.track_state in (None, TrackStatus.CONFIRMED)
     return LandingFields(
         time_usec,
         mc.FRAME_LOCAL_NED,
-        distance=target.range_m or 0.0,
+        distance=0.0 if sight is None else sight[1],
         x=x,
         y=y,
         z=z,
-        position_valid=1,
+        position_valid=int(confirmed),
     )
 
 
@@ -196,7 +220,8 @@ class LandingTargetSender:
             fields = px4_fields(target, time_usec)
         if isinstance(fields, Held):
             return fields
-        if not session.send(self._encode(fields)):
+        number = self._target_num if target.track_id is None else target.track_id % 256
+        if not session.send(self._encode(fields, number)):
             return Held.SEND_FAILED
         self.sent += 1
         self.last = fields
@@ -205,10 +230,10 @@ class LandingTargetSender:
         self.latency_ms.add((now_ns - target.capture_ns) / 1e6)
         return fields
 
-    def _encode(self, f: LandingFields) -> bytes:
+    def _encode(self, f: LandingFields, target_num: int) -> bytes:
         codec = self._session.codec
         msg = codec.mav.landing_target_encode(
-            f.time_usec, self._target_num, f.frame, f.angle_x, f.angle_y, f.distance,
+            f.time_usec, target_num, f.frame, f.angle_x, f.angle_y, f.distance,
             f.size_x, f.size_y, f.x, f.y, f.z, (1.0, 0.0, 0.0, 0.0), 0, f.position_valid,
         )  # fmt: skip
         return codec.encode(msg)
