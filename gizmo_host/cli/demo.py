@@ -40,7 +40,7 @@ from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.publish.sinks import stdout_sink
 from gizmo_host.standin.scenario import SCENARIOS
 from gizmo_host.timing import LoopScheduler, call_after
-from rfly_link.flags import UsageError, integer
+from rfly_link.flags import UsageError, integer, number
 
 EXIT_USAGE = 2
 LOGGER = logging.getLogger("gizmo_host.demo")
@@ -77,6 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--vehicles", metavar="N", help="--zenoh: how many (default 3)")
     parser.add_argument(
+        "--pad-speed", metavar="M_S", help="--scenario precland: the pad drives at M_S m/s"
+    )
+    parser.add_argument(
         "--log-level",
         default="WARNING",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -95,6 +98,7 @@ class Options:
     frames: int | None
     vehicles: int | None = None  # --zenoh: the fleet demo
     foxglove: str | None = None  # HOST:PORT of the Foxglove view
+    pad_speed_m_s: float = 0.0  # --scenario precland: a moving pad
 
 
 def parse_options(args: argparse.Namespace) -> Options:
@@ -123,6 +127,13 @@ def parse_options(args: argparse.Namespace) -> Options:
         vehicles = 3 if args.vehicles is None else integer("--vehicles", args.vehicles, 1, 20)
     elif args.vehicles is not None:
         raise UsageError("--vehicles: only with --zenoh")
+    pad_speed = 0.0
+    if getattr(args, "pad_speed", None) is not None:
+        if args.scenario != PRECLAND:
+            raise UsageError("--pad-speed: only with --scenario precland")
+        pad_speed = number("--pad-speed", args.pad_speed, what="a speed in m/s")
+        if pad_speed > 10.0:
+            raise UsageError(f"--pad-speed: expected at most 10 m/s, got {args.pad_speed!r}")
     foxglove = None
     if getattr(args, "foxglove__enabled", None):
         foxglove = getattr(args, "foxglove__listen", None) or default("foxglove.listen")
@@ -140,6 +151,7 @@ def parse_options(args: argparse.Namespace) -> Options:
         frames,
         vehicles,
         foxglove,
+        pad_speed,
     )
 
 
@@ -265,7 +277,9 @@ def _precland(options: Options, timeline: FaultTimeline) -> int:
     (none with --json), then the summary (stdout; stderr with --json)."""
     from gizmo_host.app import precland  # noqa: PLC0415 - the mavlink extra
 
-    settings = precland.settings_for_seed(timeline, options.seed or 0)
+    settings = precland.settings_for_seed(
+        timeline, options.seed or 0, pad_speed_m_s=options.pad_speed_m_s
+    )
     status = None if options.json else (lambda line: print(json.dumps(line), flush=True))
     try:
         data = event_loop.run(
