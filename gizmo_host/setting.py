@@ -1,7 +1,7 @@
 """One settings row (``Setting``), the whole-table rules (``Rule``), and the one checker.
 
 Every settings table of the project is made of these rows: the host's (``gizmo_host.app.
-settings``), the emulator's ``[emulate]`` and its fault timelines (``gizmo_host.emulator.
+settings``), the emulator's ``[emulate]`` and its fault timelines (``gizmo_host.rigs.board.
 settings``, ``faults``). A value is checked by its row only, and an error is one line naming
 the key and the value expected (``serial.baudrate: expected an integer, got 'fast'``), so the
 same mistake reads the same wherever it is made. A leaf: it imports nothing of ours but the

@@ -21,9 +21,9 @@ from typing import Any
 
 from fusion import CameraConfig, WorldConfig
 from fusion.config import MOUNT_POSITION_LIMITS_M, MOUNT_RPY_LIMITS_DEG
-from gizmo_host.emulator.settings import EMULATE_SETTINGS
 from gizmo_host.live import event_loop
 from gizmo_host.live.config import LinkConfig, PipelineConfig
+from gizmo_host.rigs.board.emulate_settings import EMULATE_SETTINGS
 from gizmo_host.setting import (
     LIVE,
     Rule,

@@ -1,6 +1,6 @@
 """``gizmo-host certify``: the HIL certification run; exit 0 when it passes, 1 when it fails
 (a wrong PROCEED, a late HOLD, a counter mismatch), 2 on a usage mistake. The work is in
-:mod:`gizmo_host.certify`."""
+:mod:`gizmo_host.rigs.certify`."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import shlex
 import sys
 from pathlib import Path
 
-from gizmo_host.app.demo_rig import DemoFailed
-from gizmo_host.certify.judge import RunResult
-from gizmo_host.certify.plan import FAULT_CLASSES, SCENARIOS
-from gizmo_host.certify.run import DEFAULT_SEEDS, QUICK_SEEDS, Options, certify, parse_names
 from gizmo_host.errors import ConfigError
+from gizmo_host.rigs.certify.judge import RunResult
+from gizmo_host.rigs.certify.matrix import DEFAULT_SEEDS, QUICK_SEEDS, Options, certify, parse_names
+from gizmo_host.rigs.certify.plan import FAULT_CLASSES, SCENARIOS
+from gizmo_host.rigs.demo.scene_rig import DemoFailed
 
 EXIT_USAGE = 2
 

@@ -1,7 +1,7 @@
 """``gizmo-host demo``: the whole loop with no hardware, and the world model it produces, live.
 
-One process, one asyncio loop (:mod:`gizmo_host.app.demo_rig`, run by
-:mod:`gizmo_host.app.demo_play`): the RflySim stand-in flies a
+One process, one asyncio loop (:mod:`gizmo_host.rigs.demo.scene_rig`, run by
+:mod:`gizmo_host.rigs.demo.play`): the RflySim stand-in flies a
 scenario and sends its TypeID 30 boxes, the emulated board turns them into VISION_RESULT frames
 on a pty, and the host reads the pty and fuses the frames with the stand-in's odometry into
 ``world`` snapshots. The terminal shows the newest one (:mod:`gizmo_host.cli.demo_table`, or a
@@ -10,7 +10,7 @@ plain line without rich); ``--json`` prints every snapshot as JSON Lines instead
 ``gizmo-host emulate --faults`` timeline). It runs for ``--duration`` seconds or until
 Ctrl-C/SIGTERM, then prints a summary (stderr, one JSON line, with ``--json``) and exits 0.
 A bad option is one line on stderr and exit status 2. ``--protocol`` runs the older
-walkthrough of the frame codec instead (:mod:`gizmo_host.app.demo_protocol`).
+walkthrough of the frame codec instead (:mod:`gizmo_host.rigs.demo.codec_walkthrough`).
 """
 
 from __future__ import annotations
@@ -27,23 +27,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gizmo_host.app import demo_protocol
-from gizmo_host.app.demo_play import BUILTIN, play, timeline_for
-from gizmo_host.app.demo_rig import DemoFailed, DemoSettings
-from gizmo_host.app.demo_view import PlainView, View
 from gizmo_host.app.foxglove_view import add_foxglove_flag, check_listen
 from gizmo_host.app.settings import default
-from gizmo_host.emulator.faults import FaultTimeline
 from gizmo_host.errors import ConfigError, ServiceFailed
 from gizmo_host.live import event_loop
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.publish.sinks import stdout_sink
-from gizmo_host.standin.scenario import SCENARIOS
+from gizmo_host.rigs.board.faults import FaultTimeline
+from gizmo_host.rigs.demo import codec_walkthrough as demo_protocol
+from gizmo_host.rigs.demo.play import BUILTIN, play, timeline_for
+from gizmo_host.rigs.demo.scene_rig import DemoFailed, DemoSettings
+from gizmo_host.rigs.demo.view import PlainView, View
+from gizmo_host.rigs.rflysim.scenario import SCENARIOS
 from rfly_link.flags import UsageError, integer
 
 EXIT_USAGE = 2
 LOGGER = logging.getLogger("gizmo_host.demo")
-PRECLAND = "precland"  # the MAVLink precision landing (gizmo_host.app.precland)
+PRECLAND = "precland"  # the MAVLink precision landing (gizmo_host.rigs.demo.precland)
 _SCENARIOS = (*SCENARIOS, PRECLAND)
 
 
@@ -193,9 +193,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _fleet(options: Options, timeline: FaultTimeline, log_level: str) -> int:
-    """``--zenoh``: the vehicles on Zenoh and the fleet view (``gizmo_host.app.demo_fleet``)."""
+    """``--zenoh``: the vehicles on Zenoh and the fleet view
+    (``gizmo_host.rigs.demo.fleet_rigs``)."""
     try:
-        from gizmo_host.app.demo_fleet import play_fleet  # noqa: PLC0415 - the zenoh extra
+        from gizmo_host.rigs.demo.fleet_rigs import play_fleet  # noqa: PLC0415 - the zenoh extra
     except ImportError:
         print("gizmo-host demo: --zenoh needs the zenoh extra: pip install 'gizmo-host[zenoh]'",
               file=sys.stderr)  # fmt: skip
@@ -260,9 +261,9 @@ def _table_view(timeline: FaultTimeline) -> View:
 
 
 def _precland(options: Options, timeline: FaultTimeline) -> int:
-    """The precision landing (:mod:`gizmo_host.app.precland`): a status line a second on stdout
-    (none with --json), then the summary (stdout; stderr with --json)."""
-    from gizmo_host.app import precland  # noqa: PLC0415 - the mavlink extra
+    """The precision landing (:mod:`gizmo_host.rigs.demo.precland`): a status line a second on
+    stdout (none with --json), then the summary (stdout; stderr with --json)."""
+    from gizmo_host.rigs.demo import precland  # noqa: PLC0415 - the mavlink extra
 
     settings = precland.settings_for_seed(timeline, options.seed or 0)
     status = None if options.json else (lambda line: print(json.dumps(line), flush=True))

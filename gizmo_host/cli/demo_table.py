@@ -19,9 +19,9 @@ from rich.table import Table
 from rich.text import Text
 
 from fusion import Decision, TargetState, WorldSnapshot
-from gizmo_host.app.counters import host_counters, injected_faults
-from gizmo_host.app.demo_tally import Tally, TargetTruth
-from gizmo_host.app.demo_view import fmt_num, fmt_reasons, summary_text, vehicle_row
+from gizmo_host.rigs.demo.counters import host_counters, injected_faults
+from gizmo_host.rigs.demo.tally import Tally, TargetTruth
+from gizmo_host.rigs.demo.view import fmt_num, fmt_reasons, summary_text, vehicle_row
 
 _LINK_LABELS = (
     ("state", "link state"),

@@ -10,7 +10,7 @@ exactly as ``gizmo-host run`` does. Beside ``gizmo-host run``, which binds the e
 state port, the pose source listens at ``--port-offset N`` and ``gizmo-host sim --mirror-offset
 N`` sends the states there too. Faults come from ``--faults FILE`` and ``--fault SPEC``.
 It runs for ``--duration`` or until SIGINT/SIGTERM, then prints every count as JSON
-(``--stats``: stderr, or ``--stats FILE``). Settings: ``gizmo_host.emulator.settings``.
+(``--stats``: stderr, or ``--stats FILE``). Settings: ``gizmo_host.rigs.board.emulate_settings``.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ import logging
 import sys
 from typing import Any
 
-from gizmo_host.app.emulation import build_source, emulation_factory, settings_from_args
 from gizmo_host.app.settings import add_flags
-from gizmo_host.emulator.faults import FaultTimeline
-from gizmo_host.emulator.port import DevicePort, Port, PtyPort
-from gizmo_host.emulator.runner import Runner
-from gizmo_host.emulator.settings import EmulateSettings
 from gizmo_host.errors import ConfigError
 from gizmo_host.live.stop_signals import add_stop_handlers
+from gizmo_host.rigs.board.compose import build_source, emulation_factory, settings_from_args
+from gizmo_host.rigs.board.emulate_settings import EmulateSettings
+from gizmo_host.rigs.board.faults import FaultTimeline
+from gizmo_host.rigs.board.port import DevicePort, Port, PtyPort
+from gizmo_host.rigs.board.runner import Runner
 
 LOGGER = logging.getLogger("gizmo_host.emulate")
 

@@ -26,8 +26,8 @@ import pytest
 from gizmo_host.app.foxglove_replay import replay_to_mcap
 from gizmo_host.app.replay import OfflineReplay
 from gizmo_host.capture.reader import CaptureReader, HostLine
-from gizmo_host.emulator import BoardModel, PtyBoard
 from gizmo_host.foxglove.layout import layout, named_topics
+from gizmo_host.rigs.board import BoardModel, PtyBoard
 from rfly_link import ports
 from tests.support.coptersim import free_copter_id, state_datagram
 from tests.support.foxglove_checks import check_capture

@@ -7,7 +7,7 @@ import json
 from gizmo_host.app.replay import OfflineReplay
 from gizmo_host.capture.reader import CaptureInfo, Datagram, HostLine, PortEvent, UartChunk
 from gizmo_host.capture.settings import HostSettings
-from gizmo_host.emulator import BoardModel
+from gizmo_host.rigs.board import BoardModel
 from gizmo_host.stream.linkstate import REASON_OPENED, LinkInput
 
 T0 = 5_000_000_000

@@ -19,9 +19,9 @@ from gizmo_host.capture.settings import HostSettings
 from gizmo_host.capture.writer import CaptureWriter
 from gizmo_host.cli import record, replay
 from gizmo_host.errors import CaptureError
-from gizmo_host.standin import builders
-from gizmo_host.standin.scenario import build_scenario
-from gizmo_host.standin.sensorset import builtin_config_text
+from gizmo_host.rigs.rflysim import builders
+from gizmo_host.rigs.rflysim.scenario import build_scenario
+from gizmo_host.rigs.rflysim.sensorset import builtin_config_text
 from rfly_link import ports
 
 

@@ -12,14 +12,14 @@ from itertools import pairwise
 import pytest
 
 from fusion import Decision, TargetState, WorldSnapshot
-from gizmo_host.app.demo_tally import GroundTruth
-from gizmo_host.certify.judge import Recorder, judge
-from gizmo_host.certify.plan import FAULT_CLASSES, HOLD_BUDGET_S, RunPlan, Window, plan_run
-from gizmo_host.certify.report import Setup, summarize
 from gizmo_host.cli import main
-from gizmo_host.emulator.faults import FaultTimeline
-from gizmo_host.standin.scenario import build_scenario
-from gizmo_host.standin.sensorset import builtin_config, sensor_camera
+from gizmo_host.rigs.board.faults import FaultTimeline
+from gizmo_host.rigs.certify.judge import Recorder, judge
+from gizmo_host.rigs.certify.plan import FAULT_CLASSES, HOLD_BUDGET_S, RunPlan, Window, plan_run
+from gizmo_host.rigs.certify.report import Setup, summarize
+from gizmo_host.rigs.demo.tally import GroundTruth
+from gizmo_host.rigs.rflysim.scenario import build_scenario
+from gizmo_host.rigs.rflysim.sensorset import builtin_config, sensor_camera
 
 CAR = 11  # the class the board reports the ground vehicle (CopterID 2) as
 SECOND = 1_000_000_000

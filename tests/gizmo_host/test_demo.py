@@ -18,11 +18,11 @@ import time
 
 import pytest
 
-from gizmo_host.app.demo_play import BUILTIN_BLOCK, builtin_timeline
-from gizmo_host.app.demo_tally import ErrorHistogram
-from gizmo_host.standin.scenario import build_scenario
-from gizmo_host.standin.sensorset import builtin_config, sensor_camera
-from gizmo_host.standin.views import box_centre_ray_ned, camera_pose, image_box, target_view
+from gizmo_host.rigs.demo.play import BUILTIN_BLOCK, builtin_timeline
+from gizmo_host.rigs.demo.tally import ErrorHistogram
+from gizmo_host.rigs.rflysim.scenario import build_scenario
+from gizmo_host.rigs.rflysim.sensorset import builtin_config, sensor_camera
+from gizmo_host.rigs.rflysim.views import box_centre_ray_ned, camera_pose, image_box, target_view
 from hil_geometry.pinhole import angle_deg
 
 TIMEOUT_S = 20.0

@@ -12,8 +12,8 @@ from rich.console import Console
 from fusion import Decision, HoldReason, TargetState, WorldSnapshot
 from fusion.ranging import RangeSource
 from fusion.snapshot import VehicleState
-from gizmo_host.app.demo_tally import Tally, TargetTruth
 from gizmo_host.cli.demo_table import RichView
+from gizmo_host.rigs.demo.tally import Tally, TargetTruth
 
 BOARD = {
     "frames": {"written": 1234, "not_detected": 5},

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from gizmo_host.app.config import config_from_mapping
-from gizmo_host.app.demo_rig import config_json, free_udp_ports
 from gizmo_host.doctor import gather, probes
 from gizmo_host.doctor.checks import Status, run_checks
 from gizmo_host.doctor.stream import sample_stream
-from gizmo_host.emulator import BoardModel, PtyBoard
-from gizmo_host.emulator.uart_line import received_bytes
+from gizmo_host.rigs.board import BoardModel, PtyBoard
+from gizmo_host.rigs.board.uart_line import received_bytes
+from gizmo_host.rigs.demo.scene_rig import config_json, free_udp_ports
 from tests.support.doctor_facts import healthy
 
 FLOCK_HOLDER = Path(__file__).parents[1] / "deploy" / "flock_holder.py"

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gizmo_host.emulator import LOST_RELATIVE, BoardModel
+from gizmo_host.rigs.board import LOST_RELATIVE, BoardModel
 from gizmo_host.wire.protocol import VisionResult
 
 MS = 1_000_000

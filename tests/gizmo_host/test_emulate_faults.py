@@ -7,7 +7,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from gizmo_host.emulator.faults import (
+from gizmo_host.errors import ConfigError
+from gizmo_host.rigs.board.faults import (
     Fault,
     FaultKind,
     FaultTimeline,
@@ -16,8 +17,7 @@ from gizmo_host.emulator.faults import (
     timeline_from_mapping,
     validate_for_port,
 )
-from gizmo_host.emulator.injector import FaultInjector
-from gizmo_host.errors import ConfigError
+from gizmo_host.rigs.board.injector import FaultInjector
 from gizmo_host.wire.parser import StreamParser
 from gizmo_host.wire.protocol import FRAME_LEN, VisionResult
 from tests.support.emulate_host import expected, make_emulation, run_through_host

@@ -13,11 +13,9 @@ from hypothesis import strategies as st
 
 from fusion.camera import CameraConfig, CameraModel
 from fusion.geometry import angle_between_rad, normalize, quat_from_euler_zyx_deg, quat_rotate
-from gizmo_host.emulator import LOST_RELATIVE, TRACKED_RELATIVE
-from gizmo_host.emulator.projection import camera_pose, pixel_box, project_box
-from gizmo_host.emulator.scenario import BoardScenario
-from gizmo_host.emulator.settings import emulator_camera
-from gizmo_host.emulator.targets import (
+from gizmo_host.errors import ConfigError
+from gizmo_host.rigs.board import LOST_RELATIVE, TRACKED_RELATIVE
+from gizmo_host.rigs.board.detections import (
     LatencyKind,
     LatencyModel,
     OutputPolicy,
@@ -25,7 +23,9 @@ from gizmo_host.emulator.targets import (
     TargetInView,
     class_id,
 )
-from gizmo_host.errors import ConfigError
+from gizmo_host.rigs.board.emulate_settings import emulator_camera
+from gizmo_host.rigs.board.projection import camera_pose, pixel_box, project_box
+from gizmo_host.rigs.board.scene import BoardScenario
 from gizmo_host.wire.results import DetectorId, NormBox, ResultType
 from tests.support.emulate_host import START_NS, make_emulation
 

@@ -28,10 +28,10 @@ from gizmo_host.foxglove.capture import CaptureEmitter
 from gizmo_host.foxglove.layout import layout, layout_text, named_topics
 from gizmo_host.foxglove.render import FoxgloveRenderer
 from gizmo_host.foxglove.scene import CameraMount, SceneRenderer, static_transforms
-from gizmo_host.standin.render import BLOBS, SKY, SceneCamera
-from gizmo_host.standin.scenario import build_scenario
-from gizmo_host.standin.sensorset import builtin_config, sensor_camera
-from gizmo_host.standin.views import camera_pose, image_box
+from gizmo_host.rigs.rflysim.scenario import build_scenario
+from gizmo_host.rigs.rflysim.scene_camera import BLOBS, SKY, SceneCamera
+from gizmo_host.rigs.rflysim.sensorset import builtin_config, sensor_camera
+from gizmo_host.rigs.rflysim.views import camera_pose, image_box
 from tests.support.foxglove_checks import (
     SCHEMAS,
     check_decoded,

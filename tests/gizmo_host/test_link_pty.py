@@ -11,10 +11,10 @@ import random
 import pytest
 
 from fusion import Decision, HoldReason
-from gizmo_host.emulator import BoardModel, PtyBoard, play
 from gizmo_host.live.config import LinkConfig, PipelineConfig
 from gizmo_host.live.link import SerialLink
 from gizmo_host.live.service import GizmoService
+from gizmo_host.rigs.board import BoardModel, PtyBoard, play
 from gizmo_host.stream.events import LinkEvent, LinkState
 from tests.support.waits import wait_link, wait_verdict
 

@@ -18,10 +18,10 @@ from gizmo_host.mavlink import (
     Kind,
     MavlinkPoseSource,
     MavlinkTransport,
-    StandinAutopilot,
     parse_url,
 )
 from gizmo_host.mavlink.codec import Codec
+from gizmo_host.rigs.autopilot.standin import StandinAutopilot
 from gizmo_host.timing import LoopScheduler
 from tests.support.mavlink_rig import circling, rig, until
 

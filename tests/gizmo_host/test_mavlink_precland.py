@@ -1,5 +1,5 @@
-"""The stand-in autopilot's precision landing (``gizmo_host.mavlink.precland``), on its own
-clock with hand-made LANDING_TARGETs; and one closed loop through the host (realtime)."""
+"""The stand-in autopilot's precision landing (``gizmo_host.rigs.autopilot.landing_vehicle``), on
+its own clock with hand-made LANDING_TARGETs; and one closed loop through the host (realtime)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from fusion.geometry import quat_angle_rad, quat_rotate_inverse
-from gizmo_host.app.precland import PrecLandSettings, play
 from gizmo_host.cli.main import main
-from gizmo_host.emulator.faults import FaultTimeline, parse_fault
-from gizmo_host.mavlink.precland import Phase, PrecLandConfig, PrecLandVehicle
-from gizmo_host.mavlink.standin import ReceivedTarget
+from gizmo_host.rigs.autopilot.landing_vehicle import Phase, PrecLandConfig, PrecLandVehicle
+from gizmo_host.rigs.autopilot.standin import ReceivedTarget
+from gizmo_host.rigs.board.faults import FaultTimeline, parse_fault
+from gizmo_host.rigs.demo.precland import PrecLandSettings, play
 
 MS = 1_000_000
 PAD = (2.0, -1.0, 0.0)

@@ -13,15 +13,15 @@ import pytest
 
 from fusion import WorldSnapshot
 from gizmo_host.app.config import config_from_mapping
-from gizmo_host.app.demo_rig import config_json, free_udp_ports
 from gizmo_host.app.host import Host
-from gizmo_host.app.sim_autopilot import autopilot_endpoint
-from gizmo_host.mavlink import StandinAutopilot, parse_url
-from gizmo_host.mavlink.standin import scenario_vehicle
+from gizmo_host.mavlink import parse_url
 from gizmo_host.mavlink.urls import rflysim_companion_ports
-from gizmo_host.standin.core import Rates, StandIn
-from gizmo_host.standin.runner import SimRunner
-from gizmo_host.standin.scenario import build_scenario
+from gizmo_host.rigs.autopilot.beside_sim import autopilot_endpoint
+from gizmo_host.rigs.autopilot.standin import StandinAutopilot, scenario_vehicle
+from gizmo_host.rigs.demo.scene_rig import config_json, free_udp_ports
+from gizmo_host.rigs.rflysim.core import Rates, StandIn
+from gizmo_host.rigs.rflysim.scenario import build_scenario
+from gizmo_host.rigs.rflysim.sim_runner import SimRunner
 from gizmo_host.tomlfile import read_toml
 from tests.support.mavlink_rig import until
 

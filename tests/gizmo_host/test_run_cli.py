@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from gizmo_host.cli import main
-from gizmo_host.emulator import BoardModel, PtyBoard, play
+from gizmo_host.rigs.board import BoardModel, PtyBoard, play
 from tests.support.schemas import validate_message
 
 TIMEOUT_S = 10.0

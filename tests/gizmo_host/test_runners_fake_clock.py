@@ -9,12 +9,12 @@ import os
 from collections.abc import Coroutine
 from typing import Any
 
-from gizmo_host.emulator.port import PtyPort
-from gizmo_host.emulator.runner import Runner
-from gizmo_host.emulator.scenario import BoardScenario
-from gizmo_host.emulator.sources import ScenarioSource
-from gizmo_host.standin import StandIn, build_scenario
-from gizmo_host.standin.runner import SimRunner
+from gizmo_host.rigs.board.port import PtyPort
+from gizmo_host.rigs.board.runner import Runner
+from gizmo_host.rigs.board.scene import BoardScenario
+from gizmo_host.rigs.board.target_sources import ScenarioSource
+from gizmo_host.rigs.rflysim import StandIn, build_scenario
+from gizmo_host.rigs.rflysim.sim_runner import SimRunner
 from gizmo_host.timing import FakeScheduler, LoopScheduler, settle
 from tests.support.emulate_host import START_NS, make_emulation, run_through_host
 

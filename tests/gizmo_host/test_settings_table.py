@@ -14,7 +14,7 @@ from fusion import CameraConfig, WorldConfig
 from gizmo_host.app import settings
 from gizmo_host.app.config import ConfigError, HostConfig, config_from_mapping
 from gizmo_host.app.settings import BY_KEY, SETTINGS, add_flags, overrides_from
-from gizmo_host.emulator.settings import parse_emulate
+from gizmo_host.rigs.board.emulate_settings import parse_emulate
 
 SETTINGS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
 

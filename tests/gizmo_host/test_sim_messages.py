@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fusion.geometry import quat_rotate
-from gizmo_host.standin import (
+from gizmo_host.rigs.rflysim import (
     Datagram,
     Rates,
     SimTime,
@@ -22,7 +22,7 @@ from gizmo_host.standin import (
     builders,
     sensorset,
 )
-from gizmo_host.standin.views import camera_pose, project
+from gizmo_host.rigs.rflysim.views import camera_pose, project
 from rfly_link import dispatch, ports
 from rfly_link import messages as m
 from rfly_link.config import VisionSensorConfig

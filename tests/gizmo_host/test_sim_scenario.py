@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from fusion.camera import CameraConfig, CameraModel
 from fusion.geometry import quat_rotate
-from gizmo_host.standin import SimTime, build_scenario
-from gizmo_host.standin.kinematics import GRAVITY_M_S2
-from gizmo_host.standin.tracks import Orbit
+from gizmo_host.rigs.rflysim import SimTime, build_scenario
+from gizmo_host.rigs.rflysim.kinematics import GRAVITY_M_S2
+from gizmo_host.rigs.rflysim.tracks import Orbit
 from hil_geometry.pinhole import Pinhole
 
 ORBIT = build_scenario("orbit")

@@ -16,7 +16,7 @@ import time
 import jsonschema
 import pytest
 
-from gizmo_host.emulator import BoardModel, PtyBoard, play
+from gizmo_host.rigs.board import BoardModel, PtyBoard, play
 from gizmo_host.schemas import load_schema
 
 pytestmark = [pytest.mark.realtime, pytest.mark.subprocess]

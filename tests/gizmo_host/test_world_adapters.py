@@ -24,8 +24,8 @@ from fusion import (
 from fusion import geometry as g
 from gizmo_host.bridge.rfly_adapter import MAX_LIDAR_POINTS, RflyAdapter, RflyPoseStream
 from gizmo_host.bridge.world_adapters import result_label
-from gizmo_host.standin import builders, sensorset
-from gizmo_host.standin.kinematics import SimVehicleState
+from gizmo_host.rigs.rflysim import builders, sensorset
+from gizmo_host.rigs.rflysim.kinematics import SimVehicleState
 from rfly_link import messages as m
 from rfly_link.sensors import PointCloud, decode_sensor
 

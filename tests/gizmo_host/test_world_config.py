@@ -9,7 +9,7 @@ import pytest
 
 from gizmo_host.app.config import ConfigError, config_from_mapping
 from gizmo_host.app.world_config import WorldSetup
-from gizmo_host.standin.sensorset import builtin_config_text
+from gizmo_host.rigs.rflysim.sensorset import builtin_config_text
 
 
 @pytest.fixture

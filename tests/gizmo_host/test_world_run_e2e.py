@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from gizmo_host.emulator import BoardModel, PtyBoard
+from gizmo_host.rigs.board import BoardModel, PtyBoard
 from rfly_link import ports
 from tests.support.coptersim import HOVER_NED_M, free_copter_id, state_datagram
 from tests.support.schemas import validate_message

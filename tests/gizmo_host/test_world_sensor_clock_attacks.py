@@ -20,8 +20,8 @@ import time
 import numpy as np
 import pytest
 
-from gizmo_host.emulator import PtyBoard
-from gizmo_host.standin.builders import sensor_datagrams
+from gizmo_host.rigs.board import PtyBoard
+from gizmo_host.rigs.rflysim.builders import sensor_datagrams
 from rfly_link import ports
 from rfly_link.config import parse_config
 from rfly_link.sensors import INT16_FULL_SCALE, PointLayout, encode_point_cloud

@@ -1,9 +1,9 @@
 """The HIL chain in one test: stand-in -> loopback UDP -> emulator -> pty -> ``gizmo-host run``.
 
-The stand-in (:class:`gizmo_host.standin.StandIn` on its
-:class:`~gizmo_host.standin.runner.SimRunner`)
+The stand-in (:class:`gizmo_host.rigs.rflysim.StandIn` on its
+:class:`~gizmo_host.rigs.rflysim.sim_runner.SimRunner`)
 and the emulator (``gizmo-host emulate``'s own argument parser, settings, target source and
-:class:`~gizmo_host.emulator.runner.Runner` on a real pty) share the test's event loop;
+:class:`~gizmo_host.rigs.board.runner.Runner` on a real pty) share the test's event loop;
 ``gizmo-host run`` is a child process reading the pty and hearing the stand-in on UDP, and its
 JSON Lines are collected as they come. Everything runs on ``time.monotonic_ns``, so a world
 line's ``capture_ns`` is a scenario time of the stand-in, where the truth is exact.
@@ -35,15 +35,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gizmo_host.app.emulation import build_source, emulation_factory
 from gizmo_host.cli import emulate as emulate_cli
-from gizmo_host.emulator.faults import Fault
-from gizmo_host.emulator.port import PtyPort
-from gizmo_host.emulator.runner import Runner
-from gizmo_host.emulator.sources import BoxSource, PoseTargetSource
-from gizmo_host.standin import Rates, SimScenario, StandIn
-from gizmo_host.standin.runner import SimRunner
-from gizmo_host.standin.sensorset import sensor_camera
+from gizmo_host.rigs.board.compose import build_source, emulation_factory
+from gizmo_host.rigs.board.faults import Fault
+from gizmo_host.rigs.board.port import PtyPort
+from gizmo_host.rigs.board.runner import Runner
+from gizmo_host.rigs.board.target_sources import BoxSource, PoseTargetSource
+from gizmo_host.rigs.rflysim import Rates, SimScenario, StandIn
+from gizmo_host.rigs.rflysim.sensorset import sensor_camera
+from gizmo_host.rigs.rflysim.sim_runner import SimRunner
 from rfly_link import ports
 from rfly_link.config import load_config
 

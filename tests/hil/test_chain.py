@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from gizmo_host.emulator.faults import Fault
-from gizmo_host.emulator.faults import FaultKind as K
+from gizmo_host.rigs.board.faults import Fault
+from gizmo_host.rigs.board.faults import FaultKind as K
 from rfly_link import ports
 from tests.hil.budgets import (
     BEARING_BUDGET_DEG,

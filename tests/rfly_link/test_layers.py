@@ -110,8 +110,9 @@ def test_no_cycle_between_subpackages_and_modules() -> None:
 def test_nothing_from_gizmo_host_or_fusion() -> None:
     """gizmo_host sits on rfly_link, so rfly_link never imports it. The protocol library does
     not import the world model either: the one quaternion and rotation module is
-    hil_geometry.rotations (fusion.geometry re-exports it). (The stand-in, gizmo_host.standin,
-    has an import-linter contract of its own: no fusion, so its ground truth is not fusion's.)"""
+    hil_geometry.rotations (fusion.geometry re-exports it). (The stand-in,
+    gizmo_host.rigs.rflysim, has an import-linter contract of its own: no fusion, so its ground
+    truth is not fusion's.)"""
     for name, imported in GRAPH.items():
         bad = sorted(i for i in imported if i.split(".")[0] in ("gizmo_host", "fusion"))
         assert not bad, f"{name} imports {bad}"
@@ -123,8 +124,8 @@ def test_importing_rfly_link_and_its_stand_in_loads_no_fusion_module() -> None:
     import sys
 
     probe = (
-        "import sys, rfly_link, rfly_link.coordinates, gizmo_host.standin, gizmo_host.cli.sim; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'fusion'))"
+        "import sys, rfly_link, rfly_link.coordinates, gizmo_host.rigs.rflysim, "
+        "gizmo_host.cli.sim; print(sorted(m for m in sys.modules if m.split('.')[0] == 'fusion'))"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60

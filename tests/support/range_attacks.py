@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from fusion.timeline import PoseAt
-from gizmo_host.emulator import PtyBoard
-from gizmo_host.standin.builders import sensor_datagrams
+from gizmo_host.rigs.board import PtyBoard
+from gizmo_host.rigs.rflysim.builders import sensor_datagrams
 from rfly_link import messages as m
 from rfly_link import ports
 from rfly_link.config import VisionSensorConfig, parse_config

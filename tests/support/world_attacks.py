@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gizmo_host.emulator import BoardModel, PtyBoard
+from gizmo_host.rigs.board import BoardModel, PtyBoard
 from rfly_link import messages as m
 from rfly_link import ports
 from tests.support.coptersim import free_copter_id

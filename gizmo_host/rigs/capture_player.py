@@ -1,0 +1,137 @@
+"""Live replay: a capture's serial bytes into a pseudo-terminal and its datagrams to their
+ports, at the recorded pace, for a live host to read (``gizmo-host replay`` without
+``--offline``). The pty hangs up and a new one appears where the capture's port was lost and
+opened again, as an unplugged USB adapter would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import select
+import socket
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gizmo_host.rigs.board import PtyBoard
+from gizmo_host.stream.linkstate import LinkInput
+
+if TYPE_CHECKING:
+    from gizmo_host.capture.reader import CaptureReader
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerOptions:
+    link: str | None = None  # keep a symlink to the pty here
+    speed: float = 1.0  # pace factor
+    udp_host: str = "127.0.0.1"  # where datagrams go
+    wait_s: float = 10.0  # how long to wait for a reader to open the pty
+    linger_s: float = 1.0  # keep the pty open this long after the last byte
+
+
+class LivePlayer:
+    """The capture into a pty and loopback UDP, paced on the loop's clock."""
+
+    def __init__(self, reader: CaptureReader, options: PlayerOptions) -> None:
+        self.reader, self.options = reader, options
+        self._link = options.link or os.path.join(tempfile.mkdtemp(prefix="gizmo-replay-"), "pty")
+        self._board = PtyBoard(self._link)
+        self._sockets: dict[tuple[str, int], socket.socket] = {}
+        self.written = self.dropped_bytes = self.datagrams = self.send_errors = 0
+
+    async def play(self) -> int:
+        from gizmo_host.capture.reader import Datagram, PortEvent, UartChunk  # noqa: PLC0415
+
+        loop = asyncio.get_running_loop()
+        first_ns = 0
+        try:
+            self._plug()
+            await self._wait_open()
+            start = loop.time()  # the loop time of the first message's time
+            for message in self.reader.messages():
+                t = message[0]
+                if first_ns == 0:
+                    first_ns = t
+                delay = start + (t - first_ns) / 1e9 / self.options.speed - loop.time()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                if isinstance(message, UartChunk):
+                    self._write(message.data)
+                elif isinstance(message, Datagram):
+                    self._send(message.sender, message.port, message.data)
+                elif isinstance(message, PortEvent):
+                    if message.event is LinkInput.LOST:
+                        self._board.unplug()
+                    elif message.event is LinkInput.OPENED and self._board.master_fd is None:
+                        self._plug()
+                        start += await self._wait_open()
+            await asyncio.sleep(self.options.linger_s)
+        finally:
+            self._board.close()
+            if not self.options.link:
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.dirname(self._link))
+            for sock in self._sockets.values():
+                sock.close()
+        print(
+            json.dumps(
+                {
+                    "type": "replay",
+                    "bytes_written": self.written,
+                    "bytes_dropped": self.dropped_bytes,
+                    "datagrams": self.datagrams,
+                    "send_errors": self.send_errors,
+                }
+            ),
+            file=sys.stderr,
+        )
+        return 0
+
+    def _plug(self) -> None:
+        pty = self._board.plug()
+        assert self._board.master_fd is not None
+        os.set_blocking(self._board.master_fd, False)  # a reader that stalls costs bytes
+        link = self.options.link
+        print(json.dumps({"type": "pty", "path": pty, "link": link}), flush=True)
+
+    async def _wait_open(self) -> float:
+        """Seconds spent waiting (at most ``--wait-s``) for a reader to open the pty: its
+        master reports a hang-up while no one has the other side open."""
+        fd = self._board.master_fd
+        assert fd is not None
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        began = time.monotonic()
+        while time.monotonic() - began < self.options.wait_s:
+            if not any(event & select.POLLHUP for _, event in poller.poll(0)):
+                break
+            await asyncio.sleep(0.01)
+        return time.monotonic() - began
+
+    def _write(self, data: bytes) -> None:
+        fd = self._board.master_fd
+        if fd is None:
+            self.dropped_bytes += len(data)  # recorded while the port was lost
+            return
+        try:
+            written = os.write(fd, data)
+        except (BlockingIOError, OSError):
+            written = 0
+        self.written += written
+        self.dropped_bytes += len(data) - written
+
+    def _send(self, sender: tuple[str, int], port: int, data: bytes) -> None:
+        sock = self._sockets.get(sender)
+        if sock is None:
+            sock = self._sockets[sender] = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            sock.setblocking(False)
+        try:
+            sock.sendto(data, (self.options.udp_host, port))
+            self.datagrams += 1
+        except OSError:
+            self.send_errors += 1
