@@ -11,7 +11,7 @@ import pytest
 from gizmo_host import VisionResult
 from gizmo_host.cli.decode import main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SPEC_HEX = (
     "A5 47 01 60 00 2A 00 18 00 01 01 2A 00 E8 03 00 00 57 05 0C 00 83 FF 36 00 9A 01 68 "
     "01 01 00 00 00 9C D9"

@@ -16,7 +16,7 @@ from gizmo_host.app.config import ConfigError, HostConfig, config_from_mapping
 from gizmo_host.app.settings import BY_KEY, SETTINGS, add_flags, overrides_from
 from gizmo_host.rigs.board.emulate_settings import parse_emulate
 
-SETTINGS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
+SETTINGS_PAGE = Path(__file__).resolve().parents[3] / "docs" / "settings.md"
 
 
 def test_the_docs_table_is_generated_from_the_settings_table() -> None:

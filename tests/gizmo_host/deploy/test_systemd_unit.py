@@ -134,7 +134,7 @@ def test_rendered_unit_only_changes_the_executable():
 
 
 def test_repository_copies_are_the_shipped_files():
-    systemd_dir = Path(__file__).parents[2] / "systemd"
+    systemd_dir = Path(__file__).parents[3] / "systemd"
     for name in (UNIT_NAME, "gizmo-host.sysusers.conf"):
         assert (systemd_dir / name).read_text() == shipped_file(name)
 
@@ -142,7 +142,7 @@ def test_repository_copies_are_the_shipped_files():
 def test_the_deploy_page_describes_the_units_restarts_and_devices():
     """docs/deploy.md's restart wording is the unit's own values, so the two cannot drift apart."""
     unit = _directives(shipped_file(UNIT_NAME))
-    readme = " ".join((Path(__file__).parents[2] / "docs" / "deploy.md").read_text().split())
+    readme = " ".join((Path(__file__).parents[3] / "docs" / "deploy.md").read_text().split())
     burst = unit["Unit.StartLimitBurst"][0]
     interval = unit["Unit.StartLimitIntervalSec"][0]
     assert f"`Restart={unit['Service.Restart'][0]}`" in readme

@@ -25,7 +25,7 @@ from tests.support.coptersim import free_copter_id, state_datagram
 
 pytestmark = pytest.mark.subprocess
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 F_SETPIPE_SZ = 1031  # Linux
 FILL_DEADLINE_S = 20.0
 END_DEADLINE_S = 10.0  # generous on a loaded machine; without the fix it never ends

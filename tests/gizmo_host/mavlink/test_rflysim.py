@@ -25,7 +25,7 @@ from gizmo_host.rigs.rflysim.sim_runner import SimRunner
 from gizmo_host.tomlfile import read_toml
 from tests.support.mavlink_rig import until
 
-EXAMPLE = Path(__file__).parents[2] / "docs" / "rflysim-px4.toml"
+EXAMPLE = Path(__file__).parents[3] / "docs" / "rflysim-px4.toml"
 N = 41  # a vehicle no other test flies: its ports are RflySim's own for N
 QUIET = Rates(state_hz=100, others_hz=0, heartbeat_hz=0, gimbal_hz=0, truth_hz=0, lidar_hz=0)
 

@@ -21,7 +21,7 @@ from tests.support.foxglove_checks import (
 )
 from tests.support.foxglove_client import connect
 
-CAPTURE = Path(__file__).resolve().parents[1] / "captures" / "clean.mcap"
+CAPTURE = Path(__file__).resolve().parents[2] / "captures" / "clean.mcap"
 
 
 def test_a_capture_recomputed_into_a_new_mcap_opens_with_the_layout(tmp_path: Path) -> None:

@@ -249,6 +249,6 @@ def test_udev_rule_command_explains_a_bad_value(capsys):
 
 
 def test_repository_copies_are_the_shipped_files():
-    udev_dir = Path(__file__).parents[2] / "udev"
+    udev_dir = Path(__file__).parents[3] / "udev"
     for name in (RULES_FILE, UART_RULES_FILE):
         assert (udev_dir / name).read_text() == shipped_rules(name)

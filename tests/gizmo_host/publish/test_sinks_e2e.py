@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.realtime, pytest.mark.subprocess]
 
 
 TIMEOUT_S = 10.0
-UNPLUG_BOUND_S = 0.5  # tests/gizmo_host/test_link_pty.py: link DOWN and HOLD after an unplug
+UNPLUG_BOUND_S = 0.5  # tests/gizmo_host/live/test_link_pty.py: link DOWN and HOLD after an unplug
 STALL_S = 10.0
 FRAMES = round(STALL_S * 1000 / 33)
 
@@ -127,7 +127,7 @@ def test_a_stalled_stdout_never_delays_a_socket_client_through_an_unplug(link_pa
     assert results == list(range(FRAMES))  # the serial path lost nothing meanwhile
     stats = messages[-1]["publish"]
     # Every stdout line waits in its queue (1 MiB: ten seconds fit; drop-oldest beyond that is
-    # tests/gizmo_host/test_sinks.py's); not one was written, and nobody waited for them.
+    # tests/gizmo_host/publish/test_sinks.py's); not one was written, and nobody waited for them.
     assert stats["stdout"]["written"] == 0 and stats["stdout"]["pending_bytes"] > 0
     assert stats["stdout"]["queued"] >= FRAMES and stats["stdout"]["disconnected"] == 0
     assert stats["unix_socket"]["dropped"] == 0 and stats["unix_socket"]["disconnected"] == 0

@@ -129,7 +129,7 @@ def test_record_refuses_bad_flags_in_one_line(
 
 
 def test_the_offline_world_stats_name_the_receivers_as_run_does() -> None:
-    captures = Path(__file__).resolve().parents[1] / "captures"
+    captures = Path(__file__).resolve().parents[2] / "captures"
     last = (captures / "udp_loss.golden.jsonl").read_bytes().splitlines()[-1]
     world = json.loads(last)["world"]
     assert set(world["rflysim"]["receivers"]) == {"rfly-state-30101"}
