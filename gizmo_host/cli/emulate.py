@@ -23,14 +23,14 @@ import logging
 import sys
 from typing import Any
 
-from gizmo_host.app.settings import add_flags
 from gizmo_host.errors import ConfigError
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.rigs.board.compose import build_source, emulation_factory, settings_from_args
-from gizmo_host.rigs.board.emulate_settings import EmulateSettings
+from gizmo_host.rigs.board.emulate_settings import EMULATE_SETTINGS, EmulateSettings
 from gizmo_host.rigs.board.faults import FaultTimeline
 from gizmo_host.rigs.board.port import DevicePort, Port, PtyPort
 from gizmo_host.rigs.board.runner import Runner
+from gizmo_host.setting import add_flags
 
 LOGGER = logging.getLogger("gizmo_host.emulate")
 
@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     port.add_argument("--device", metavar="PATH", help="write to this serial device instead")
     parser.add_argument("--config", metavar="FILE", help="TOML: [emulate] and [camera]")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
-    add_flags(parser, "emulate")  # the [emulate] rows with a flag: --baud, --rate-hz, ...
+    add_flags(parser, EMULATE_SETTINGS, "emulate")  # the [emulate] rows with a flag: --baud, ...
     parser.add_argument(
         "--stats",
         nargs="?",

@@ -15,11 +15,15 @@ from typing import Any
 from fusion import Selector
 from fusion.camera import CameraConfig
 from gizmo_host.app.config import StoreConfig
-from gizmo_host.app.settings import overrides_from
 from gizmo_host.app.world_config import RflySimConfig, camera_from_table, resolve_world
 from gizmo_host.errors import ConfigError
 from gizmo_host.rigs.board.board import BoardModel
-from gizmo_host.rigs.board.emulate_settings import EmulateSettings, emulator_camera, load_settings
+from gizmo_host.rigs.board.emulate_settings import (
+    EMULATE_SETTINGS,
+    EmulateSettings,
+    emulator_camera,
+    load_settings,
+)
 from gizmo_host.rigs.board.emulation import Emulation
 from gizmo_host.rigs.board.faults import (
     FaultTimeline,
@@ -34,6 +38,7 @@ from gizmo_host.rigs.board.target_sources import (
     ScenarioSource,
     TargetSource,
 )
+from gizmo_host.setting import overrides_from
 from gizmo_host.tomlfile import read_toml
 from hil_geometry.pinhole import rotation_quaternion, rpy_deg_from_rotation
 from rfly_link.config import load_config as load_rfly_config
@@ -152,7 +157,7 @@ def emulation_factory(
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    emulate: dict[str, Any] = dict(overrides_from(args).get("emulate", {}))
+    emulate: dict[str, Any] = dict(overrides_from(args, EMULATE_SETTINGS).get("emulate", {}))
     if args.classes:
         classes = {}
         for item in args.classes:

@@ -34,8 +34,8 @@ run`` rejects ``[emulate]``, so that table lives in a file of its own. Example::
     rflysim3d = false              # also CoptReqData / ObjReqData on 20006
     half_extent_m = [0.3, 0.3, 0.15]
 
-Every ``[emulate]`` key is a row of ``EMULATE_SETTINGS`` (in docs/settings.md's table, for
-the ``emulate`` command); ``[camera]`` is checked by the host's rows and rules
+Every ``[emulate]`` key is a row of ``EMULATE_SETTINGS`` (docs/hil.md's table: ``python -m
+gizmo_host.rigs.board.emulate_settings``); ``[camera]`` is checked by the host's rows and rules
 (``gizmo_host.rigs.board.compose``) and handed in resolved. With neither ``boxes`` nor ``poses``
 the built-in scenario plays. ``listen`` (default
 127.0.0.1), ``port_offset`` (added to every RflySim port bound) and ``max_age_s`` (0.5) sit in
@@ -45,6 +45,7 @@ the built-in scenario plays. ``listen`` (default
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +55,7 @@ from fusion.camera import CameraConfig
 from fusion.geometry import Vec3
 from gizmo_host.errors import ConfigError
 from gizmo_host.rigs.board.detections import LatencyModel, OutputPolicy, PerCycle, class_id
-from gizmo_host.setting import Setting, check_keys, fail
+from gizmo_host.setting import Setting, check_keys, fail, markdown_table
 from gizmo_host.tomlfile import read_toml
 from gizmo_host.wire.results import ResultType
 from hil_geometry.pinhole import Pinhole
@@ -305,3 +306,7 @@ def _poses(values: Mapping[str, Any], where: str) -> PosesSettings:
                 for i, v in enumerate(value)
             )
     return PosesSettings(**fields)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(markdown_table(EMULATE_SETTINGS))

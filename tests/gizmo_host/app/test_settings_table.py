@@ -1,5 +1,5 @@
 """The settings table is the one definition: the TOML sections, their defaults, the flags and
-the docs' table (docs/settings.md) all come from it."""
+the docs' table (docs/settings.md) all come from it; the emulator's table (docs/hil.md) alike."""
 
 from __future__ import annotations
 
@@ -14,17 +14,31 @@ from fusion import CameraConfig, WorldConfig
 from gizmo_host.app import settings
 from gizmo_host.app.config import ConfigError, HostConfig, config_from_mapping
 from gizmo_host.app.settings import BY_KEY, SETTINGS, add_flags, overrides_from
-from gizmo_host.rigs.board.emulate_settings import parse_emulate
+from gizmo_host.rigs.board.emulate_settings import EMULATE_SETTINGS, parse_emulate
+from gizmo_host.setting import markdown_table
 
-SETTINGS_PAGE = Path(__file__).resolve().parents[3] / "docs" / "settings.md"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 
 def test_the_docs_table_is_generated_from_the_settings_table() -> None:
-    text = SETTINGS_PAGE.read_text(encoding="utf-8")
+    text = (DOCS / "settings.md").read_text(encoding="utf-8")
     found = re.search(r"<!-- settings:begin .*?-->\n(.*?)<!-- settings:end -->", text, re.S)
     assert found, "docs/settings.md lacks the settings table markers"
     assert found.group(1) == settings.markdown_table(), (
         "docs/settings.md table is stale: regenerate it with python -m gizmo_host.app.settings"
+    )
+    assert "`emulate." not in found.group(1)  # no vehicle reads them: the emulator's own table
+
+
+def test_the_emulators_docs_table_is_generated_from_its_rows() -> None:
+    text = (DOCS / "hil.md").read_text(encoding="utf-8")
+    found = re.search(
+        r"<!-- emulate-settings:begin .*?-->\n(.*?)<!-- emulate-settings:end -->", text, re.S
+    )
+    assert found, "docs/hil.md lacks the emulator's settings table markers"
+    assert found.group(1) == markdown_table(EMULATE_SETTINGS), (
+        "docs/hil.md's [emulate] table is stale: regenerate it with "
+        "python -m gizmo_host.rigs.board.emulate_settings"
     )
 
 
@@ -46,7 +60,7 @@ def test_every_key_of_every_section_has_one_row_with_its_default() -> None:
             assert row.default == (None if f.default is dataclasses.MISSING else f.default)
 
 
-NUMBERS = [s for s in SETTINGS if s.kind in ("int", "float", "triple")]
+NUMBERS = [s for s in SETTINGS + EMULATE_SETTINGS if s.kind in ("int", "float", "triple")]
 
 
 @pytest.mark.parametrize("row", NUMBERS, ids=lambda row: row.key)
