@@ -21,10 +21,9 @@ from gizmo_host.wire.protocol import VisionResult, crc16
 from gizmo_host.wire.results import ResultType, interpret
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for a user's type checker
-    from fusion import Decision, HoldReason, Selector
     from gizmo_host.bridge.world import WorldService
     from gizmo_host.live.service import GizmoService
-    from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult
+    from gizmo_host.stream.events import LinkEvent, ReceivedResult
     from gizmo_host.stream.store import LinkVerdict
 
     __version__: str
@@ -34,12 +33,8 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for a user's type che
 # metadata (pyproject.toml's, the one source of truth), also on first use.
 _LIVE_LINK = {
     "GizmoService": "live.service",
-    "Decision": "stream.store",
-    "HoldReason": "stream.store",
-    "Selector": "stream.store",
     "LinkVerdict": "stream.store",
     "LinkEvent": "stream.events",
-    "LinkState": "stream.events",
     "ReceivedResult": "stream.events",
     "WorldService": "bridge.world",
 }
@@ -65,23 +60,20 @@ def _version() -> str:
         return "0+unknown"
 
 
-# What a user needs: the codec, the live service and the world, the messages they hand out and
-# the verdict vocabulary. The rest (each frame error, the parser's stats, the serial link
-# itself) is in its own module: gizmo_host.errors, gizmo_host.wire, gizmo_host.live.
+# What a user needs: the codec, the live service and the world, and the messages they hand out
+# (the verdict's vocabulary, Decision, HoldReason, Selector and LinkState, is gizmo_core's). The
+# rest (each frame error, the parser's stats, the serial link itself) is in its own module:
+# gizmo_host.errors, gizmo_host.wire, gizmo_host.live.
 __all__ = [
     "FRAME_DTYPE",
-    "Decision",
     "EncodeError",
     "FrameError",
     "GizmoError",
     "GizmoService",
-    "HoldReason",
     "LinkEvent",
-    "LinkState",
     "LinkVerdict",
     "ReceivedResult",
     "ResultType",
-    "Selector",
     "StreamParser",
     "VisionResult",
     "WorldService",

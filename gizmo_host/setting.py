@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any
 
-from gizmo_host.errors import ConfigError
+from gizmo_core import ConfigError
 
 MAX_DISPLAYED_CHARS = 60
 LIVE = frozenset({"run", "record"})  # the commands that read a serial port

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gizmo_host.errors import ConfigError
+from gizmo_core import ConfigError
 from rfly_link.config import read_regular_file
 
 if sys.version_info >= (3, 11):

@@ -14,7 +14,7 @@ from types import ModuleType
 
 from rfly_link.coordinates import LocalOdometry, Odometry, WorldFrame, imu_flu, odometry_in
 from rfly_link.dispatch import decode
-from rfly_link.errors import ConfigError, DecodeError, DropCause, RflyLinkError
+from rfly_link.errors import DecodeError, DropCause, RflyLinkError
 from rfly_link.messages import (
     ImuReply,
     OdomReply,
@@ -31,7 +31,6 @@ from rfly_link.sensors import Image, PointCloud, TargetList, decode_sensor
 # the reassembler's internals are in their modules (rfly_link.messages, .errors, .ports,
 # .reassembly, .sensors).
 __all__ = [
-    "ConfigError",
     "DecodeError",
     "DropCause",
     "Image",

@@ -24,10 +24,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from gizmo_core import ConfigError
 from rfly_link import io as rio
 from rfly_link import ports
 from rfly_link.config import load_config
-from rfly_link.errors import ConfigError
 from rfly_link.flags import integer, ipv4, number
 
 EXIT_USAGE = 2

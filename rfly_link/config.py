@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gizmo_core import ConfigError
 from rfly_link import ports
-from rfly_link.errors import ConfigError
 from rfly_link.messages import VisionSensorReq, VisionSensorReqLegacy
 from rfly_link.sensors import IMAGE_TYPES, POINT_CLOUD_TYPES, SensorParams, raw_image_bytes
 from rfly_link.wire import checksums as cs

@@ -13,10 +13,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from fusion import Selector
+from gizmo_core import ConfigError, Selector
 from gizmo_host.app.world_config import WorldSetup, camera_from_table, world_from_table
 from gizmo_host.bridge.rfly_sources import RflySimSetup
-from gizmo_host.errors import CaptureError, ConfigError
+from gizmo_host.errors import CaptureError
 from rfly_link.config import VisionSensorConfig
 
 _KEYS = ("camera", "world", "selector", "rflysim")

@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fusion import Selector
+from gizmo_core import ConfigError, Selector
 from gizmo_host.app.settings import (
     BY_KEY,
     LANDING_PROFILES,
@@ -60,7 +60,6 @@ from gizmo_host.app.settings import (
     overrides_from,
 )
 from gizmo_host.app.world_config import RflySimConfig, WorldSetup, resolve_world
-from gizmo_host.errors import ConfigError
 from gizmo_host.live import event_loop
 from gizmo_host.live.config import LinkConfig, PipelineConfig
 from gizmo_host.setting import check_rules

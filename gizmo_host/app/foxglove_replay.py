@@ -19,6 +19,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
+from gizmo_core import ConfigError
 from gizmo_host.app.capture_world import world_setup_from
 from gizmo_host.app.config import FoxgloveConfig
 from gizmo_host.app.foxglove_view import (
@@ -29,7 +30,7 @@ from gizmo_host.app.foxglove_view import (
     watch_world,
 )
 from gizmo_host.app.replay import OfflineReplay
-from gizmo_host.errors import CaptureWriteError, ConfigError
+from gizmo_host.errors import CaptureWriteError
 
 if TYPE_CHECKING:
     from gizmo_host.capture.reader import CaptureMessage, CaptureReader

@@ -9,9 +9,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from gizmo_core import ConfigError
 from gizmo_host.app.config import FoxgloveConfig, HostConfig, parse_host_port
 from gizmo_host.app.world_config import WorldSetup
-from gizmo_host.errors import ConfigError
 from rfly_link.config import VisionSensorConfig, load_config
 from rfly_link.sensors.images import IMAGE_TYPES
 

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fusion import WorldSnapshot
+from gizmo_core import ConfigError
 from gizmo_host import __version__
 from gizmo_host.app.config import HostConfig
 from gizmo_host.app.outputs import Output, outputs_for
@@ -38,7 +39,7 @@ from gizmo_host.app.world import DatagramRouter, apply_events, build_world, worl
 from gizmo_host.app.world_config import pose_source
 from gizmo_host.bridge.world import WorldService
 from gizmo_host.deploy.diagnostics import explain_open_error
-from gizmo_host.errors import ConfigError, ServiceFailed
+from gizmo_host.errors import ServiceFailed
 from gizmo_host.live.event_loop import first_done
 from gizmo_host.live.link import BytesCallback, OpenFunction
 from gizmo_host.live.service import GizmoService

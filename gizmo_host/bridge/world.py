@@ -30,8 +30,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fusion import (
-    Decision,
-    HoldReason,
     Input,
     LinkStatus,
     PoseLinkStatus,
@@ -41,6 +39,7 @@ from fusion import (
     WorldModel,
     WorldSnapshot,
 )
+from gizmo_core import Decision, HoldReason
 from gizmo_host.bridge.rfly_adapter import RflyAdapter
 from gizmo_host.bridge.rfly_sources import RflySimSetup, SensorRequester, rfly_receivers
 from gizmo_host.bridge.world_adapters import GizmoAdapter

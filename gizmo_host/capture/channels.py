@@ -29,8 +29,9 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
+from gizmo_core import LinkState
 from gizmo_host.schemas import load_schema
-from gizmo_host.stream.events import LinkEvent, LinkState
+from gizmo_host.stream.events import LinkEvent
 from gizmo_host.stream.linkstate import REASON_STOPPED, LinkInput
 
 CAPTURE_FORMAT_VERSION = 1

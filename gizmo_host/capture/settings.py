@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from fusion import Selector
+from gizmo_core import Selector
 from gizmo_host.errors import CaptureError
 from gizmo_host.stream.clock import DEFAULT_PHASE_ERROR_THRESHOLD_MS
 from gizmo_host.stream.store import DEFAULT_RESET_HOLD_MS, DEFAULT_TTL_MS

@@ -9,7 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from gizmo_host.errors import ConfigError
+from gizmo_core import ConfigError
 from gizmo_host.rigs.certify.judge import RunResult
 from gizmo_host.rigs.certify.matrix import DEFAULT_SEEDS, QUICK_SEEDS, Options, certify, parse_names
 from gizmo_host.rigs.certify.plan import FAULT_CLASSES, SCENARIOS

@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gizmo_core import ConfigError
 from gizmo_host.app.foxglove_view import add_foxglove_flag, check_listen
 from gizmo_host.app.settings import default
-from gizmo_host.errors import ConfigError, ServiceFailed
+from gizmo_host.errors import ServiceFailed
 from gizmo_host.live import event_loop
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.publish.sinks import stdout_sink

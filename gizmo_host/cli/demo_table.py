@@ -18,7 +18,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from fusion import Decision, TargetState, WorldSnapshot
+from fusion import TargetState, WorldSnapshot
+from gizmo_core import Decision
 from gizmo_host.rigs.demo.counters import host_counters, injected_faults
 from gizmo_host.rigs.demo.tally import Tally, TargetTruth
 from gizmo_host.rigs.demo.view import fmt_num, fmt_reasons, summary_text, vehicle_row

@@ -7,8 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from gizmo_core import ConfigError
 from gizmo_host.doctor.run import DEFAULT_SECONDS, Options, diagnose, render_json, render_text
-from gizmo_host.errors import ConfigError
 
 EXIT_USAGE = 2
 

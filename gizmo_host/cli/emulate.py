@@ -23,7 +23,7 @@ import logging
 import sys
 from typing import Any
 
-from gizmo_host.errors import ConfigError
+from gizmo_core import ConfigError
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.rigs.board.compose import build_source, emulation_factory, settings_from_args
 from gizmo_host.rigs.board.emulate_settings import EMULATE_SETTINGS, EmulateSettings

@@ -16,8 +16,8 @@ import contextlib
 import sys
 from typing import Any
 
+from gizmo_core import ConfigError
 from gizmo_host.cli.fleet_table import FleetTable
-from gizmo_host.errors import ConfigError
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.publish.lines import encode_line
 from gizmo_host.publish.sinks import QueuedSink, stdout_sink

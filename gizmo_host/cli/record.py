@@ -22,11 +22,11 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
+from gizmo_core import ConfigError
 from gizmo_host.app import settings as setting_table
 from gizmo_host.app.config import config_from_args
 from gizmo_host.app.record import Recorder, RecordOptions
 from gizmo_host.app.world import DatagramRouter
-from gizmo_host.errors import ConfigError
 
 if TYPE_CHECKING:
     pass

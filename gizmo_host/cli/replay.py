@@ -28,9 +28,10 @@ import os
 import sys
 from typing import IO, TYPE_CHECKING
 
+from gizmo_core import ConfigError
 from gizmo_host.app.foxglove_view import add_foxglove_flag, check_listen
 from gizmo_host.app.settings import default
-from gizmo_host.errors import CaptureError, ConfigError, ServiceFailed
+from gizmo_host.errors import CaptureError, ServiceFailed
 from gizmo_host.rigs.capture_player import LivePlayer, PlayerOptions
 
 if TYPE_CHECKING:

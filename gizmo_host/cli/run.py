@@ -20,13 +20,14 @@ import logging
 import sys
 from collections.abc import Callable
 
+from gizmo_core import ConfigError
 from gizmo_host.app import settings
 from gizmo_host.app.config import HostConfig as Config
 from gizmo_host.app.config import config_from_args
 from gizmo_host.app.foxglove_view import add_foxglove_flag, announce, attach_foxglove
 from gizmo_host.app.host import Host
 from gizmo_host.deploy.sd_notify import SdNotifier, watchdog_loop
-from gizmo_host.errors import ConfigError, ServiceFailed
+from gizmo_host.errors import ServiceFailed
 from gizmo_host.live import event_loop
 from gizmo_host.live.stop_signals import add_stop_handlers
 

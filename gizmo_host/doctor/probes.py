@@ -18,14 +18,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from gizmo_core import ConfigError
 from gizmo_host.app.config import HostConfig
 from gizmo_host.app.world_config import camera_defaults
 from gizmo_host.doctor.facts import MavlinkFacts, RflyFacts
-from gizmo_host.errors import ConfigError
 from gizmo_host.timing import LoopScheduler
 from rfly_link import ports
 from rfly_link.config import load_config as load_rfly_config
-from rfly_link.errors import ConfigError as RflyConfigError
 from rfly_link.io.clients import CopterSimClient, UdpSender
 from rfly_link.messages import TypeId
 
@@ -50,7 +49,7 @@ def rfly_facts(config: HostConfig, camera: Mapping[str, Any] | None, seconds: fl
     try:
         setup = config.world_setup()
         loaded = load_rfly_config(path)
-    except (ConfigError, RflyConfigError) as exc:
+    except ConfigError as exc:
         return RflyFacts(path, config_error=str(exc))
     except OSError as exc:
         return RflyFacts(path, config_error=f"{path}: {exc.strerror or exc}")

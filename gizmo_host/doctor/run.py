@@ -13,12 +13,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from gizmo_core import ConfigError
 from gizmo_host.app.config import HostConfig, config_from_mapping
 from gizmo_host.doctor import gather, probes
 from gizmo_host.doctor.checks import Check, Status, exit_code, run_checks
 from gizmo_host.doctor.facts import Facts, StreamFacts
 from gizmo_host.doctor.stream import sample_stream
-from gizmo_host.errors import ConfigError
 from gizmo_host.tomlfile import read_toml
 
 DEFAULT_SERIAL = "/dev/gizmo0"

@@ -28,12 +28,12 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from fusion import Selector
+from gizmo_core import LinkState, Selector
 from gizmo_host.live.config import LinkConfig, PipelineConfig
 from gizmo_host.live.link import BytesCallback, OpenFunction, SerialLink
 from gizmo_host.live.subscription import FailureCounter, FailureLatch, Subscription
 from gizmo_host.stream.clock import ClockStatus
-from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult
+from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.pipeline import FramePipeline
 from gizmo_host.stream.store import LinkVerdict, ResultStore
 from gizmo_host.timing import LoopScheduler, Scheduler, Timer

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from fusion import Selector
+from gizmo_core import ConfigError, Selector
 from gizmo_host.app.config import StoreConfig
 from gizmo_host.app.world_config import RflySimConfig, resolve_world
 from gizmo_host.cli import emulate as emulate_cli
 from gizmo_host.cli import sim as sim_cli
-from gizmo_host.errors import ConfigError
 from gizmo_host.rigs.board.detections import LatencyKind, LatencyModel, TargetInView
 from gizmo_host.rigs.board.target_sources import MAX_SEEN_LAG_NS, SeenClock
 from gizmo_host.rigs.rflysim import StandIn, build_scenario

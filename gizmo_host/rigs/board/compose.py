@@ -12,11 +12,10 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fusion import Selector
 from fusion.camera import CameraConfig
+from gizmo_core import ConfigError, Selector
 from gizmo_host.app.config import StoreConfig
 from gizmo_host.app.world_config import RflySimConfig, camera_from_table, resolve_world
-from gizmo_host.errors import ConfigError
 from gizmo_host.rigs.board.board import BoardModel
 from gizmo_host.rigs.board.emulate_settings import (
     EMULATE_SETTINGS,
@@ -42,7 +41,6 @@ from gizmo_host.setting import overrides_from
 from gizmo_host.tomlfile import read_toml
 from hil_geometry.pinhole import rotation_quaternion, rpy_deg_from_rotation
 from rfly_link.config import load_config as load_rfly_config
-from rfly_link.errors import ConfigError as RflyConfigError
 from rfly_link.messages import TypeId
 
 
@@ -52,8 +50,6 @@ def rfly_boxes(path: str) -> dict[str, Any]:
         loaded = load_rfly_config(path)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except RflyConfigError as exc:
-        raise ConfigError(str(exc)) from None
     for sensor in loaded.sensors:
         if sensor.type_id == TypeId.BOX_TARGETS:
             return {

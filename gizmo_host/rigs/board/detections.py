@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
-from gizmo_host.errors import ConfigError
+from gizmo_core import ConfigError
 from gizmo_host.rigs.board.board import LOST_RELATIVE, TRACKED_RELATIVE
 from gizmo_host.wire.results import BlobColor, DetectorId, NormBox, ResultType
 

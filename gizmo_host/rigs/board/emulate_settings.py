@@ -53,7 +53,7 @@ from typing import Any
 
 from fusion.camera import CameraConfig
 from fusion.geometry import Vec3
-from gizmo_host.errors import ConfigError
+from gizmo_core import ConfigError
 from gizmo_host.rigs.board.detections import LatencyModel, OutputPolicy, PerCycle, class_id
 from gizmo_host.setting import Setting, check_keys, fail, markdown_table
 from gizmo_host.tomlfile import read_toml

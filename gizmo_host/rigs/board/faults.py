@@ -31,7 +31,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from gizmo_host.errors import ConfigError
+from gizmo_core import ConfigError
 from gizmo_host.setting import Setting, check_keys, fail
 from gizmo_host.tomlfile import read_toml
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gizmo_host.errors import ConfigError
+from gizmo_core import ConfigError
 from gizmo_host.rigs.certify.judge import RunResult
 from gizmo_host.rigs.certify.plan import FAULT_CLASSES, SCENARIOS, SPACING_S, plan_run
 from gizmo_host.rigs.certify.report import Setup, markdown, summarize

@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fusion import WorldModel
+from gizmo_core import ConfigError
 from gizmo_host.app.config import FoxgloveConfig, HostConfig, config_from_mapping
 from gizmo_host.app.host import Host, HostMessage
 from gizmo_host.app.world_config import WorldSetup
 from gizmo_host.bridge.rfly_sources import RflySimSetup, SensorRequester
 from gizmo_host.bridge.world import WorldService
-from gizmo_host.errors import ConfigError
 from gizmo_host.live.event_loop import cancel_all
 from gizmo_host.rigs.board.compose import build_source, emulation_factory
 from gizmo_host.rigs.board.emulate_settings import EmulateSettings, load_settings

@@ -18,7 +18,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from fusion import Decision, WorldSnapshot
+from fusion import WorldSnapshot
+from gizmo_core import Decision
 from gizmo_host.rigs.rflysim.scenario import SimScenario
 from gizmo_host.rigs.rflysim.views import box_centre_ray_ned, camera_pose, image_box, target_view
 from hil_geometry.pinhole import Pinhole, angle_deg

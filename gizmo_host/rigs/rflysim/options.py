@@ -9,7 +9,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from gizmo_host.errors import ConfigError
+from gizmo_core import ConfigError
 from gizmo_host.rigs.rflysim.core import Rates, StandIn
 from gizmo_host.rigs.rflysim.scenario import SCENARIOS, SimTime, Truth
 from gizmo_host.rigs.rflysim.sim_runner import SimRunner

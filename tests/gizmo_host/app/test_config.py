@@ -10,12 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fusion import Selector
+from gizmo_core import ConfigError, Selector
 from gizmo_host.app.config import (
     MAX_FILE_BYTES,
     MAX_LINE_CHARS,
     MIN_PERIOD_S,
-    ConfigError,
     HostConfig,
     config_from_mapping,
     load_config,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from gizmo_core import ConfigError
 from gizmo_host.app.world_config import camera_from_table, world_from_table
-from gizmo_host.errors import ConfigError
 
 MS = 1_000_000
 VGA = {"width_px": 640, "height_px": 480}

@@ -12,7 +12,8 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from fusion import Decision, HoldReason, WorldSnapshot
+from fusion import WorldSnapshot
+from gizmo_core import Decision, HoldReason
 from gizmo_host.bridge.world import WorldService
 from gizmo_host.timing import FakeScheduler, settle
 from tests.support.fusion_inputs import MS, observation, up, world

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcap.writer import Writer
 
-from fusion import Selector
+from gizmo_core import Selector
 from gizmo_host.capture import channels as ch
 from gizmo_host.capture.background import BackgroundWriter
 from gizmo_host.capture.reader import (

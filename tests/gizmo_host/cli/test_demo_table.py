@@ -9,9 +9,10 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from fusion import Decision, HoldReason, TargetState, WorldSnapshot
+from fusion import TargetState, WorldSnapshot
 from fusion.ranging import RangeSource
 from fusion.snapshot import VehicleState
+from gizmo_core import Decision, HoldReason
 from gizmo_host.cli.demo_table import RichView
 from gizmo_host.rigs.demo.tally import Tally, TargetTruth
 

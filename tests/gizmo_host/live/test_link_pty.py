@@ -10,12 +10,12 @@ import random
 
 import pytest
 
-from fusion import Decision, HoldReason
+from gizmo_core import Decision, HoldReason, LinkState
 from gizmo_host.live.config import LinkConfig, PipelineConfig
 from gizmo_host.live.link import SerialLink
 from gizmo_host.live.service import GizmoService
 from gizmo_host.rigs.board import BoardModel, PtyBoard, play
-from gizmo_host.stream.events import LinkEvent, LinkState
+from gizmo_host.stream.events import LinkEvent
 from tests.support.waits import wait_link, wait_verdict
 
 TIMEOUT_S = 5.0

@@ -8,12 +8,11 @@ import time
 
 import pytest
 
-from fusion import Decision, HoldReason, Selector
+from gizmo_core import Decision, HoldReason, LinkState, Selector
 from gizmo_host.live.config import PipelineConfig
 from gizmo_host.live.service import GizmoService
 from gizmo_host.rigs.board import BoardModel, PtyBoard, play
 from gizmo_host.stream.clock import ClockStatus
-from gizmo_host.stream.events import LinkState
 from gizmo_host.stream.pipeline import FramePipeline
 from gizmo_host.stream.tracker import SequenceEvent
 from gizmo_host.timing import FakeScheduler

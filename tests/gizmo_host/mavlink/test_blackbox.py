@@ -17,7 +17,6 @@ from scipy.spatial.transform import Rotation
 from fusion import (
     CameraConfig,
     CameraModel,
-    LinkState,
     LinkStatus,
     PoseSample,
     SimClockStatus,
@@ -25,6 +24,7 @@ from fusion import (
     WorldConfig,
     WorldModel,
 )
+from gizmo_core import LinkState
 from gizmo_host.mavlink import LandingFields, LandingTargetSender, Profile
 from tests.support.mavlink_rig import circling, rig, until
 

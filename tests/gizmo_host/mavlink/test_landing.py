@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
-from fusion import Decision, HoldReason, TargetState, WorldSnapshot
+from fusion import TargetState, WorldSnapshot
+from gizmo_core import Decision, HoldReason
 from gizmo_host.mavlink import Held, LandingFields, LandingTargetSender, Profile
 from gizmo_host.mavlink.landing import MIN_DOWN, ardupilot_fields, px4_fields
 from gizmo_host.timing import FakeScheduler

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gizmo_core import LinkState
 from gizmo_host.app.config import parse_host_port
 from gizmo_host.publish.lines import (
     JsonLinesPublisher,
@@ -20,7 +21,7 @@ from gizmo_host.publish.lines import (
 )
 from gizmo_host.publish.sinks import stdout_sink, udp_sink
 from gizmo_host.stream.clock import ClockStatus
-from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult, version_message
+from gizmo_host.stream.events import LinkEvent, ReceivedResult, version_message
 from gizmo_host.stream.tracker import SequenceEvent
 from tests.support.schemas import validate_as
 from tests.support.strategies import vision_results

@@ -11,7 +11,8 @@ from itertools import pairwise
 
 import pytest
 
-from fusion import Decision, TargetState, WorldSnapshot
+from fusion import TargetState, WorldSnapshot
+from gizmo_core import Decision
 from gizmo_host.cli import main
 from gizmo_host.rigs.board.faults import FaultTimeline
 from gizmo_host.rigs.certify.judge import Recorder, judge

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from fusion.camera import CameraConfig, CameraModel
 from fusion.geometry import angle_between_rad, normalize, quat_from_euler_zyx_deg, quat_rotate
-from gizmo_host.errors import ConfigError
+from gizmo_core import ConfigError
 from gizmo_host.rigs.board import LOST_RELATIVE, TRACKED_RELATIVE
 from gizmo_host.rigs.board.detections import (
     LatencyKind,

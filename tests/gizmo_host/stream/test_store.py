@@ -4,10 +4,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fusion import Decision, HoldReason, Selector
+from gizmo_core import Decision, HoldReason, LinkState, Selector
 from gizmo_host import VisionResult
 from gizmo_host.stream.clock import ClockStatus
-from gizmo_host.stream.events import LinkState, ReceivedResult
+from gizmo_host.stream.events import ReceivedResult
 from gizmo_host.stream.store import ResultStore, parse_selector
 from gizmo_host.stream.tracker import SequenceEvent
 from gizmo_host.wire.results import ResultType

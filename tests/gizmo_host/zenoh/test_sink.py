@@ -13,8 +13,8 @@ import zenoh.ext
 from rosbags.typesys import Stores, get_typestore
 
 from fusion import WorldSnapshot
+from gizmo_core import ConfigError
 from gizmo_host.app.config import config_from_mapping
-from gizmo_host.errors import ConfigError
 from gizmo_host.publish.lines import encode_line
 from gizmo_host.schemas import load_schema
 from gizmo_host.zenoh.config import ZenohConfig, vehicle_of
