@@ -40,7 +40,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rfly_link import config, endpoints, sensors
+from rfly_link import config, sensors
+from rfly_link import io as endpoints
 from rfly_link.reassembly import fragment_payload
 
 POINTS = 200_000

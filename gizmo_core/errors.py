@@ -18,3 +18,12 @@ class ConfigError(ValueError):
     def __init__(self, message: str, key: str | None = None) -> None:
         super().__init__(message)
         self.key = key
+
+
+class MissingExtra(ConfigError):
+    """A setting, flag or input needs an optional extra that is not installed: every command
+    and layer says so in these same words, naming the extra to install."""
+
+    def __init__(self, extra: str, what: str, key: str | None = None) -> None:
+        super().__init__(f"{what} needs the {extra} extra: pip install 'gizmo-host[{extra}]'", key)
+        self.extra = extra

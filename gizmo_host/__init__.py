@@ -28,27 +28,30 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for a user's type che
 
     __version__: str
 
+
 # The live link pulls in asyncio and serialx; it is imported on first use so that the codec
 # and the decode tool stay quick to start. The version is read from the installed package's
 # metadata (pyproject.toml's, the one source of truth), also on first use.
-_LIVE_LINK = {
-    "GizmoService": "live.service",
-    "LinkVerdict": "stream.store",
-    "LinkEvent": "stream.events",
-    "ReceivedResult": "stream.events",
-    "WorldService": "bridge.world",
-}
-
-
 def __getattr__(name: str) -> object:
     if name == "__version__":
         return _version()
-    module = _LIVE_LINK.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gizmo_host' has no attribute {name!r}")
-    from importlib import import_module  # noqa: PLC0415
+    if name == "GizmoService":
+        from gizmo_host.live.service import GizmoService  # noqa: PLC0415
 
-    return getattr(import_module(f"{__name__}.{module}"), name)
+        return GizmoService
+    if name in ("LinkEvent", "ReceivedResult"):
+        from gizmo_host.stream import events  # noqa: PLC0415
+
+        return getattr(events, name)
+    if name == "LinkVerdict":
+        from gizmo_host.stream.store import LinkVerdict  # noqa: PLC0415
+
+        return LinkVerdict
+    if name == "WorldService":
+        from gizmo_host.bridge.world import WorldService  # noqa: PLC0415
+
+        return WorldService
+    raise AttributeError(f"module 'gizmo_host' has no attribute {name!r}")
 
 
 def _version() -> str:

@@ -17,6 +17,7 @@ from gizmo_core import ConfigError, Selector
 from gizmo_host.app.world_config import WorldSetup, camera_from_table, world_from_table
 from gizmo_host.bridge.rfly_sources import RflySimSetup
 from gizmo_host.errors import CaptureError
+from gizmo_host.jsonl import json_text
 from rfly_link.config import VisionSensorConfig
 
 _KEYS = ("camera", "world", "selector", "rflysim")
@@ -40,7 +41,7 @@ def world_metadata(setup: WorldSetup) -> dict[str, str]:
     }
     if setup.pose_source == "mavlink":  # otherwise it follows from [rflysim]
         values["pose_source"] = setup.pose_source
-    return {key: json.dumps(value, separators=(",", ":")) for key, value in values.items()}
+    return {key: json_text(value) for key, value in values.items()}
 
 
 def world_setup_from(record: Mapping[str, str], where: str) -> WorldSetup:

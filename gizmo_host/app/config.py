@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gizmo_core import ConfigError, Selector
+from gizmo_core import ConfigError, MissingExtra, Selector
 from gizmo_host.app.settings import (
     BY_KEY,
     LANDING_PROFILES,
@@ -363,11 +363,8 @@ def _check_mavlink(mavlink: MavlinkConfig) -> None:
         return
     try:
         from gizmo_host.mavlink.urls import parse_url  # noqa: PLC0415 (the extra, when used)
-    except ImportError as exc:
-        raise ConfigError(
-            f"mavlink.url: expected the mavlink extra (pip install gizmo-host[mavlink]): {exc}",
-            "mavlink.url",
-        ) from None
+    except ImportError:
+        raise MissingExtra("mavlink", "mavlink.url", "mavlink.url") from None
     try:
         parse_url(mavlink.url, mavlink.send_to)
     except ValueError as exc:

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fusion import WorldSnapshot
-from gizmo_core import ConfigError
+from gizmo_core import MissingExtra
 from gizmo_host import __version__
 from gizmo_host.app.config import HostConfig
 from gizmo_host.app.outputs import Output, outputs_for
@@ -40,10 +40,11 @@ from gizmo_host.app.world_config import pose_source
 from gizmo_host.bridge.world import WorldService
 from gizmo_host.deploy.diagnostics import explain_open_error
 from gizmo_host.errors import ServiceFailed
+from gizmo_host.jsonl import encode_line
 from gizmo_host.live.event_loop import first_done
 from gizmo_host.live.link import BytesCallback, OpenFunction
 from gizmo_host.live.service import GizmoService
-from gizmo_host.publish.lines import JsonLinesPublisher, Message, encode_line, with_types
+from gizmo_host.publish.lines import JsonLinesPublisher, Message, with_types
 from gizmo_host.stream.events import LinkEvent, ReceivedResult, version_message
 from gizmo_host.stream.store import LinkVerdict
 from gizmo_host.timing import LoopScheduler, Scheduler, Timer
@@ -160,11 +161,8 @@ class Host:
 
             output = ZenohOutput(self.config.zenoh)
         except ImportError as exc:
-            raise ConfigError(
-                f"zenoh.enabled: the zenoh extra is not installed ({exc}); "
-                "pip install 'gizmo-host[zenoh]' (and [ros2] for zenoh.ros2)",
-                "zenoh.enabled",
-            ) from None
+            extra = "ros2" if "rosbags" in str(exc) else "zenoh"
+            raise MissingExtra(extra, "zenoh.enabled", "zenoh.enabled") from None
         self.add_output(output)
         if output.wants_snapshots:
             self.add_sink(output.on_message)

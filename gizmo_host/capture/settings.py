@@ -16,6 +16,7 @@ from typing import Any
 
 from gizmo_core import Selector
 from gizmo_host.errors import CaptureError
+from gizmo_host.jsonl import json_text
 from gizmo_host.stream.clock import DEFAULT_PHASE_ERROR_THRESHOLD_MS
 from gizmo_host.stream.store import DEFAULT_RESET_HOLD_MS, DEFAULT_TTL_MS
 from gizmo_host.stream.tracker import DEFAULT_MAX_SKEW_PPM
@@ -57,7 +58,7 @@ class HostSettings:
                 value = value.to_dict()
             elif f.name == "ttl_ms_by_type":
                 value = {str(k): v for k, v in value}
-            out[f.name] = json.dumps(value, separators=(",", ":"))
+            out[f.name] = json_text(value)
         return out
 
     @classmethod

@@ -10,12 +10,11 @@ import sys
 from pathlib import Path
 
 from gizmo_core import ConfigError
+from gizmo_host.cli.common import EXIT_USAGE
 from gizmo_host.rigs.certify.judge import RunResult
 from gizmo_host.rigs.certify.matrix import DEFAULT_SEEDS, QUICK_SEEDS, Options, certify, parse_names
 from gizmo_host.rigs.certify.plan import FAULT_CLASSES, SCENARIOS
 from gizmo_host.rigs.demo.scene_rig import DemoFailed
-
-EXIT_USAGE = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

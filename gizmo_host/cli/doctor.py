@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 
 from gizmo_core import ConfigError
+from gizmo_host.cli.common import EXIT_USAGE
 from gizmo_host.doctor.run import DEFAULT_SECONDS, Options, diagnose, render_json, render_text
-
-EXIT_USAGE = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

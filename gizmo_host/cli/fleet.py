@@ -17,13 +17,12 @@ import sys
 from typing import Any
 
 from gizmo_core import ConfigError
+from gizmo_host.cli.common import EXIT_USAGE, require_extra
+from gizmo_host.cli.flags import UsageError, number
 from gizmo_host.cli.fleet_table import FleetTable
+from gizmo_host.jsonl import encode_line
 from gizmo_host.live.stop_signals import add_stop_handlers
-from gizmo_host.publish.lines import encode_line
 from gizmo_host.publish.sinks import QueuedSink, stdout_sink
-from rfly_link.flags import UsageError, number
-
-EXIT_USAGE = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,14 +81,12 @@ def _options(args: argparse.Namespace) -> tuple[float, float | None, float | Non
 def run(args: argparse.Namespace) -> int:
     try:
         ttl_ms, duration, clock_error, config = _options(args)
-        from gizmo_host.zenoh.watch import watch_fleet  # noqa: PLC0415 - the extra, checked first
-    except UsageError as exc:
+        require_extra("zenoh", "gizmo-host fleet")
+    except (UsageError, ConfigError) as exc:
         print(f"gizmo-host fleet: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except ImportError:
-        print("gizmo-host fleet: needs the zenoh extra: pip install 'gizmo-host[zenoh]'",
-              file=sys.stderr)  # fmt: skip
-        return EXIT_USAGE
+    from gizmo_host.zenoh.watch import watch_fleet  # noqa: PLC0415 - the zenoh extra
+
     clock_error_ns = None if clock_error is None else round(clock_error * 1e6)
 
     async def main() -> None:

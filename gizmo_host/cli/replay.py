@@ -31,8 +31,9 @@ from typing import IO, TYPE_CHECKING
 from gizmo_core import ConfigError
 from gizmo_host.app.foxglove_view import add_foxglove_flag, check_listen
 from gizmo_host.app.settings import default
+from gizmo_host.cli.common import EXIT_USAGE, require_extra
 from gizmo_host.errors import CaptureError, ServiceFailed
-from gizmo_host.rigs.capture_player import LivePlayer, PlayerOptions
+from gizmo_host.rigs.board.capture_player import LivePlayer, PlayerOptions
 
 if TYPE_CHECKING:
     from gizmo_host.capture.reader import CaptureReader
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         print(
             "gizmo-host replay: --speed must be > 0, --wait-s and --linger-s >= 0", file=sys.stderr
         )
-        return 2
+        return EXIT_USAGE
     foxglove = None
     try:
         if getattr(args, "foxglove__enabled", None):
@@ -89,14 +90,12 @@ def run(args: argparse.Namespace) -> int:
                 raise ConfigError("--foxglove: serves live; with --offline use --foxglove-out")
         if args.foxglove_out is not None and not args.offline:
             raise ConfigError("--foxglove-out: only with --offline")
+        require_extra("record", "replaying a capture")
     except ConfigError as exc:
         print(f"gizmo-host replay: {exc}", file=sys.stderr)
-        return 2
-    try:
-        from gizmo_host.capture.reader import CaptureReader  # noqa: PLC0415 - needs mcap
-    except ImportError as exc:
-        print(f"gizmo-host replay: {exc} (pip install 'gizmo-host[record]')", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    from gizmo_host.capture.reader import CaptureReader  # noqa: PLC0415 - the record extra
+
     try:
         reader = CaptureReader(args.file)
         if args.foxglove_out is not None:
@@ -109,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         return asyncio.run(LivePlayer(reader, options).play())
     except ConfigError as exc:  # the foxglove extra is missing
         print(f"gizmo-host replay: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except CaptureError as exc:
         print(f"gizmo-host replay: {exc}", file=sys.stderr)
         return 1

@@ -26,6 +26,7 @@ from gizmo_host.app.config import HostConfig as Config
 from gizmo_host.app.config import config_from_args
 from gizmo_host.app.foxglove_view import add_foxglove_flag, announce, attach_foxglove
 from gizmo_host.app.host import Host
+from gizmo_host.cli.common import EXIT_USAGE, add_log_level, setup_logging
 from gizmo_host.deploy.sd_notify import SdNotifier, watchdog_loop
 from gizmo_host.errors import ServiceFailed
 from gizmo_host.live import event_loop
@@ -38,32 +39,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="TOML settings; flags override it")
     settings.add_flags(parser, "run")
     add_foxglove_flag(parser)
-    parser.add_argument(
-        "--log-level",
-        default="INFO",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="stderr log level",
-    )
+    add_log_level(parser, "INFO")
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=args.log_level,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    setup_logging(args.log_level)
     try:
         config = config_from_args(args)
     except ConfigError as exc:
         print(f"gizmo-host run: config error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     loop = event_loop.resolve(config.runtime.event_loop)
     LOGGER.info("event loop: %s", loop)
     try:
         event_loop.run(serve(config), loop)
     except ConfigError as exc:  # Config.json changed since the check
         print(f"gizmo-host run: config error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except (OSError, ServiceFailed) as exc:  # e.g. the Unix socket path cannot be bound
         print(f"gizmo-host run: {exc}", file=sys.stderr)
         return 1

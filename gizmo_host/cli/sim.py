@@ -20,21 +20,20 @@ import contextlib
 import sys
 from pathlib import Path
 
-from gizmo_host.rigs.rflysim.core import StandIn
-from gizmo_host.rigs.rflysim.options import (
+from gizmo_host.cli.common import EXIT_USAGE
+from gizmo_host.cli.flags import UsageError
+from gizmo_host.cli.sim_options import (
     RATE_NAMES,
     banner,
     parse_options,
     stats_line,
     truth_writer,
 )
+from gizmo_host.jsonl import json_text
+from gizmo_host.rigs.rflysim.core import StandIn
 from gizmo_host.rigs.rflysim.scenario import SCENARIOS, build_scenario
 from gizmo_host.rigs.rflysim.sensorset import builtin_config_text
 from gizmo_host.rigs.rflysim.sim_runner import SimRunner
-from rfly_link.cli import json_line
-from rfly_link.flags import UsageError
-
-EXIT_USAGE = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -130,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:  # the mirrored ports leave the port range
         print(f"sim: --mirror-offset: {str(exc).removeprefix('mirror_offset: ')}", file=sys.stderr)
         return EXIT_USAGE
-    print(json_line(banner(options, stand_in)), file=sys.stderr, flush=True)
+    print(json_text(banner(options, stand_in)), file=sys.stderr, flush=True)
     with contextlib.ExitStack() as stack:
         sink = None
         if options.truth is not None:

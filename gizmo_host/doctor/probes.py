@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import select
 import shutil
 import socket
@@ -140,9 +139,14 @@ def mavlink_facts(url: str | None, seconds: float) -> MavlinkFacts:
         return MavlinkFacts(None)
     try:
         # The optional extra, loaded only when [mavlink] url is set: no command imports
-        # pymavlink otherwise (an import contract checks the static imports).
-        mavlink: Any = importlib.import_module("gizmo_host.mavlink")
-        endpoint = mavlink.parse_url(url)
+        # pymavlink otherwise.
+        from gizmo_host.mavlink import (  # noqa: PLC0415
+            AutopilotSession,
+            MavlinkTransport,
+            parse_url,
+        )
+
+        endpoint = parse_url(url)
     except ImportError:
         return MavlinkFacts(url, error="the mavlink extra is not installed")
     except ValueError as exc:
@@ -151,8 +155,8 @@ def mavlink_facts(url: str | None, seconds: float) -> MavlinkFacts:
     async def probe() -> MavlinkFacts:
         scheduler = LoopScheduler()
         holder: list[Any] = []
-        session = mavlink.AutopilotSession(lambda data: bool(holder[0].send(data)), scheduler)
-        transport = mavlink.MavlinkTransport(endpoint, session.feed)
+        session = AutopilotSession(lambda data: bool(holder[0].send(data)), scheduler)
+        transport = MavlinkTransport(endpoint, session.feed)
         holder.append(transport)
         task = asyncio.ensure_future(transport.run())
         session.start()

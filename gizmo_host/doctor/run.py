@@ -7,7 +7,6 @@ build's host knows that table yet.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from gizmo_host.doctor import gather, probes
 from gizmo_host.doctor.checks import Check, Status, exit_code, run_checks
 from gizmo_host.doctor.facts import Facts, StreamFacts
 from gizmo_host.doctor.stream import sample_stream
+from gizmo_host.jsonl import json_text
 from gizmo_host.tomlfile import read_toml
 
 DEFAULT_SERIAL = "/dev/gizmo0"
@@ -107,12 +107,11 @@ def render_text(checks: list[Check], code: int) -> str:
 
 
 def render_json(facts: Facts, checks: list[Check], code: int) -> str:
-    return json.dumps(
+    return json_text(
         {
             "type": "doctor",
             "exit": code,
             "checks": [{**c._asdict(), "status": c.status.value} for c in checks],
             "facts": asdict(facts),
-        },
-        default=str,
+        }
     )

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gizmo_core import ConfigError
-from gizmo_host.cli import main
+from gizmo_host.cli.main import main
 from rfly_link import config
 from tests.support.rfly_config import EXAMPLE
 

@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2] / "rfly_link"
 IO_MODULES = frozenset({"asyncio", "socket", "threading", "selectors", "serial", "serialx"})
 # The I/O edge: everything else is sans-I/O and may not reach it.
-EDGE = ("rfly_link.io", "rfly_link.cli")
+EDGE = ("rfly_link.io",)
 
 
 def module_names() -> dict[str, Path]:
@@ -84,7 +84,7 @@ def test_the_io_edge_is_where_the_sockets_are() -> None:
     # The check above would pass vacuously if the graph missed imports.
     assert "socket" in GRAPH["rfly_link.io.receiver"]
     assert "asyncio" in GRAPH["rfly_link.io.handoff"]
-    assert "rfly_link.io" in reach("rfly_link.cli")
+    assert "rfly_link.io" in reach("rfly_link.io.group")
 
 
 def component(name: str) -> str:
@@ -145,16 +145,3 @@ def test_importing_rfly_link_starts_no_io() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "[]"
-
-
-def test_the_former_endpoints_module_is_the_io_package() -> None:
-    import pytest
-
-    import rfly_link
-    from rfly_link import endpoints  # bench/udp_reassembly.py still uses this name
-    from rfly_link import io as rio
-
-    assert endpoints is rio
-    assert endpoints.vision_sensor_receivers is rio.factories.vision_sensor_receivers
-    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        rfly_link.nothing  # noqa: B018

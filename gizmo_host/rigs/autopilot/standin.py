@@ -23,8 +23,6 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from pymavlink.dialects.v20 import common as mavlink
-
 from fusion.geometry import Quat, Vec3, quat_rotate_inverse
 from gizmo_host.mavlink import codec as mc
 from gizmo_host.mavlink.transport import MavlinkTransport
@@ -192,9 +190,7 @@ class StandinAutopilot:
 
     def _heartbeat(self) -> None:
         mav = self.codec.mav
-        msg = mav.heartbeat_encode(
-            mavlink.MAV_TYPE_QUADROTOR, mavlink.MAV_AUTOPILOT_PX4, 0, 0, mavlink.MAV_STATE_ACTIVE
-        )
+        msg = mav.heartbeat_encode(mc.TYPE_QUADROTOR, mc.AUTOPILOT_PX4, 0, 0, mc.STATE_ACTIVE)
         self._send(self.codec.encode(msg))
 
     def _request_timesync(self) -> None:

@@ -7,9 +7,9 @@ shows that the stream parser recovers every intact frame and accounts for every 
 
 from __future__ import annotations
 
-import json
 import random
 
+from gizmo_host.jsonl import json_text
 from gizmo_host.wire.batch import decode_capture, to_results
 from gizmo_host.wire.parser import StreamParser
 from gizmo_host.wire.protocol import SYNC, VisionResult
@@ -79,7 +79,7 @@ def run(frames: int = DEFAULT_FRAMES, seed: int = DEFAULT_SEED, json_lines: bool
     intact frame came back and nothing else did."""
     rng = random.Random(seed)
     example = VisionResult.decode(bytes.fromhex(SPEC_EXAMPLE_HEX))
-    emit = (lambda obj: print(json.dumps(obj))) if json_lines else None
+    emit = (lambda obj: print(json_text(obj))) if json_lines else None
     if emit:
         emit({"type": "result", **example.to_dict()})
     else:

@@ -9,7 +9,7 @@ camera), :mod:`~gizmo_host.rigs.rflysim.sensorset` (the simulated Config.json se
 :mod:`~gizmo_host.rigs.rflysim.core` (what to
 send when, and the answers to requests). The asyncio edge is
 :mod:`~gizmo_host.rigs.rflysim.sim_runner`, the command's options and lines
-:mod:`~gizmo_host.rigs.rflysim.options`, and the command ``gizmo-host sim``
+:mod:`~gizmo_host.cli.sim_options`, and the command ``gizmo-host sim``
 :mod:`~gizmo_host.cli.sim`; importing this package imports none of them.
 """
 

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from gizmo_host.cli import main
+from gizmo_host.cli.main import main
 from gizmo_host.rigs.board import BoardModel, PtyBoard, play
 from tests.support.schemas import validate_message
 

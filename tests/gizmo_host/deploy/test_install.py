@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gizmo_host.cli import main
+from gizmo_host.cli.main import main
 from gizmo_host.deploy.install import (
     CONFIG_PATH,
     RULES_PATH,

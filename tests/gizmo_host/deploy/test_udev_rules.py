@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gizmo_host.cli import main
+from gizmo_host.cli.main import main
 from gizmo_host.deploy.udev_rule import (
     RULES_FILE,
     UART_RULES_FILE,

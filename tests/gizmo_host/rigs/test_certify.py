@@ -13,7 +13,7 @@ import pytest
 
 from fusion import TargetState, WorldSnapshot
 from gizmo_core import Decision
-from gizmo_host.cli import main
+from gizmo_host.cli.main import main
 from gizmo_host.rigs.board.faults import FaultTimeline
 from gizmo_host.rigs.certify.judge import Recorder, judge
 from gizmo_host.rigs.certify.plan import FAULT_CLASSES, HOLD_BUDGET_S, RunPlan, Window, plan_run

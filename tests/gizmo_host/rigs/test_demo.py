@@ -153,7 +153,7 @@ def test_faults_hold_with_the_reason_then_proceed_and_sigint_ends_with_a_summary
     assert summary["world"]["hold_episodes"] >= 1 and summary["tasks_left"] == 0
 
 
-NO_RICH = "import sys; sys.modules['rich'] = None; from gizmo_host.cli import main; main()"
+NO_RICH = "import sys; sys.modules['rich'] = None; from gizmo_host.cli.main import main; main()"
 
 
 @pytest.mark.subprocess
@@ -178,7 +178,8 @@ def test_protocol_walkthrough_bad_options_and_the_plain_line_without_rich():
     assert code == 0 and b"batch decoder agrees: yes" in out, err
     code, out, err = finish(plain)
     assert code == 0, err
-    assert err.count("rich is not installed") == 1 and "Traceback" not in err
+    assert err.count("needs the demo extra: pip install 'gizmo-host[demo]'") == 1, err
+    assert "Traceback" not in err
     text = out.decode()
     assert "| link " in text and "bearing error vs ground truth" in text
 

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from gizmo_host.cli import main
+from gizmo_host.cli.main import main
 from rfly_link import messages as m
 from rfly_link import ports
 

@@ -1,5 +1,5 @@
 """``gizmo-host sim``'s options, checked, and the lines it prints: the banner, the truth, the
-counters. A bad value is a :class:`rfly_link.flags.UsageError` naming the flag (the command
+counters. A bad value is a :class:`gizmo_host.cli.flags.UsageError` naming the flag (the command
 prints it and exits 2)."""
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from gizmo_core import ConfigError
+from gizmo_host.cli.flags import UsageError, integer, ipv4, number
+from gizmo_host.jsonl import json_text
 from gizmo_host.rigs.rflysim.core import Rates, StandIn
 from gizmo_host.rigs.rflysim.scenario import SCENARIOS, SimTime, Truth
 from gizmo_host.rigs.rflysim.sim_runner import SimRunner
 from gizmo_host.tomlfile import read_toml
 from hil_geometry.pinhole import Pinhole
 from rfly_link import ports
-from rfly_link.cli import json_line
 from rfly_link.config import LoadedConfig, load_config
-from rfly_link.flags import UsageError, integer, ipv4, number
 
 RATE_NAMES = ("state", "others", "heartbeat", "gimbal", "truth", "distance", "boxes", "lidar")
 
@@ -145,7 +145,7 @@ def _camera(path: str) -> Pinhole:
 
 def truth_writer(stream: TextIO) -> Any:
     def write(truth: Truth, host_ns: int) -> None:
-        stream.write(json_line({**truth.to_dict(), "host_ns": host_ns}) + "\n")
+        stream.write(json_text({**truth.to_dict(), "host_ns": host_ns}) + "\n")
         stream.flush()
 
     return write
@@ -174,7 +174,7 @@ def banner(options: Options, stand_in: StandIn) -> dict[str, Any]:
 def stats_line(runner: SimRunner) -> str:
     """The counters the command prints on stderr at the end, as one JSON line."""
     stats = runner.stats
-    return json_line(
+    return json_text(
         {
             "sim": "stats",
             **stats.stand_in._asdict(),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import select
 import socket
@@ -18,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gizmo_host.jsonl import json_text
 from gizmo_host.rigs.board import PtyBoard
 from gizmo_host.stream.linkstate import LinkInput
 
@@ -79,7 +79,7 @@ class LivePlayer:
             for sock in self._sockets.values():
                 sock.close()
         print(
-            json.dumps(
+            json_text(
                 {
                     "type": "replay",
                     "bytes_written": self.written,
@@ -97,7 +97,7 @@ class LivePlayer:
         assert self._board.master_fd is not None
         os.set_blocking(self._board.master_fd, False)  # a reader that stalls costs bytes
         link = self.options.link
-        print(json.dumps({"type": "pty", "path": pty, "link": link}), flush=True)
+        print(json_text({"type": "pty", "path": pty, "link": link}), flush=True)
 
     async def _wait_open(self) -> float:
         """Seconds spent waiting (at most ``--wait-s``) for a reader to open the pty: its

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gizmo_host.cli import main
+from gizmo_host.cli.main import main
 from tests.support.rfly_process import sensor_json, write_config
 
 
@@ -21,7 +21,7 @@ def test_a_copter_id_beyond_the_port_range_is_one_line_and_exit_2() -> None:
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == ["rfly: --copter: expected an integer 1..450, got 40000"]
@@ -73,7 +73,7 @@ def test_a_port_out_of_range_from_a_config_is_one_line_and_exit_2(
 def test_good_values_are_accepted() -> None:
     import argparse
 
-    from rfly_link import cli
+    from gizmo_host.cli import rfly as cli
 
     parser = argparse.ArgumentParser()
     cli.add_arguments(parser)

@@ -7,8 +7,8 @@ custom data (:mod:`rfly_link.ports` has them all). Events go to stdout as JSON L
 clouds and images are summarised); receiver statistics, with drops by cause, go to stderr at
 the end. Registered in ``gizmo_host.cli.SUBCOMMANDS`` as ``"rfly"``.
 
-Output is strict JSON: NaN and infinities sent by the peer become ``null`` (``json.dumps``
-would otherwise write the non-JSON tokens ``NaN``/``Infinity``). A configuration, file, bind or
+Output is strict JSON, as every command's (:mod:`gizmo_host.jsonl`): NaN and infinities sent
+by the peer become ``null``. A configuration, file, bind or
 option error (a CopterID off the port map, a negative or NaN duration, a malformed
 address) is one line on stderr and exit status 2, never a traceback.
 """
@@ -18,19 +18,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
-import math
 import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from gizmo_core import ConfigError
+from gizmo_host.cli.common import EXIT_USAGE
+from gizmo_host.cli.flags import integer, ipv4, number
+from gizmo_host.jsonl import json_text
 from rfly_link import io as rio
 from rfly_link import ports
 from rfly_link.config import load_config
-from rfly_link.flags import integer, ipv4, number
-
-EXIT_USAGE = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,7 +101,7 @@ class Options:
 
 
 def parse_options(args: argparse.Namespace) -> Options:
-    """Check every value of ``args``; raises :class:`rfly_link.flags.UsageError` for the
+    """Check every value of ``args``; raises :class:`gizmo_host.cli.flags.UsageError` for the
     first bad one."""
     interface = args.multicast_interface
     return Options(
@@ -145,25 +143,6 @@ def build_receivers(options: Options) -> list[rio.UdpReceiver]:
     return receivers
 
 
-def _finite(value: Any) -> Any:
-    """``value`` with every non-finite float replaced by None (JSON has no NaN)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
-def json_line(value: Any) -> str:
-    """Strict JSON (RFC 8259) for one output line; NaN and ±inf become ``null``."""
-    try:
-        return json.dumps(value, allow_nan=False)
-    except ValueError:  # only on a non-finite float: rare, so the fast path stays cheap
-        return json.dumps(_finite(value), allow_nan=False)
-
-
 async def listen(
     receivers: list[rio.UdpReceiver],
     *,
@@ -185,7 +164,7 @@ async def listen(
         nonlocal printed
         while not count or printed < count:
             event = await events.get()
-            stream.write(json_line(event.to_dict()) + "\n")
+            stream.write(json_text(event.to_dict()) + "\n")
             stream.flush()
             printed += 1
 
@@ -218,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     for receiver in receivers:
         stats = receiver.stats._asdict()
-        print(json_line({"receiver": receiver.name, **stats}), file=sys.stderr)
+        print(json_text({"receiver": receiver.name, **stats}), file=sys.stderr)
     return 0
 
 
