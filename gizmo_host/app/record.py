@@ -133,7 +133,7 @@ class Recorder:
     async def _serve(
         self, loop: asyncio.AbstractEventLoop, stop: asyncio.Event, background: BackgroundWriter
     ) -> None:
-        host = Host(self.config, tapped=True, outputs=False, on_bytes=background.uart)
+        host = Host.recording(self.config, background.uart)
         host.add_sink(functools.partial(_record_message, background, self.clock))
         view = capture_view(background, self.setup, self.clock)  # the Foxglove topics
         if view is not None:

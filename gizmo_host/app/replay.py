@@ -134,14 +134,7 @@ class OfflineReplay:
             config = host_config(info.settings)
         except ConfigError as exc:
             raise CaptureError(f"{where}: gizmo-host.settings: {exc}") from None
-        self.host = Host(
-            config,
-            scheduler=self.scheduler,
-            world=world,
-            router=router,
-            outputs=False,
-            run_link=False,
-        )
+        self.host = Host.replaying(config, self.scheduler, world, router)
         self._out = _Lines()
         self.host.add_output(self._out)
         self.host.add_stats(self._stats)

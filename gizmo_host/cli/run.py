@@ -85,7 +85,7 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
     """Run until SIGINT/SIGTERM (or ``stop`` is set)."""
     stop = stop or asyncio.Event()
     _stop_on_signals(stop)
-    host = Host(config)
+    host = Host.serving(config)
     foxglove = attach_foxglove(host, config)
     notifier = _notifier()
     watchdog: asyncio.Task[None] | None = None

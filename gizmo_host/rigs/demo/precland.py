@@ -146,7 +146,7 @@ class PrecLandRig:
         self.link = str(workdir / "gizmo0")
         self.scheduler = LoopScheduler()
         self.vehicle = PrecLandVehicle(settings.vehicle, self.scheduler.now_ns())
-        self.host = Host(host_config(self.link, settings.profile), outputs=False)
+        self.host = Host.in_rig(host_config(self.link, settings.profile))
         self.world = self.host.world
         emulate = load_settings(
             None, {"emulate": {"classes": {PAD_NAME: "PEDESTRIAN"}, "default_class": False}}

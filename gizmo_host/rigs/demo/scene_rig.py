@@ -174,7 +174,7 @@ class DemoRig:
             receivers=_receivers(setup.rflysim, replies),
             requester=SensorRequester(setup.rflysim, reply_port=replies, control_port=control),
         )
-        self.host = Host(config, world=self.world, outputs=False)
+        self.host = Host.in_rig(config, self.world)
         self.service = self.host.service
         self.host.add_sink(self._on_gizmo)
         self.foxglove = None if settings.foxglove is None else self._foxglove(settings, setup)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from gizmo_host.app.config import config_from_mapping
-from gizmo_host.app.host import Host
+from gizmo_host.app.host import Host, Receivers, ReplayedLink
 from gizmo_host.timing import FakeScheduler
 
 
@@ -40,7 +40,7 @@ def host_with(output: Any) -> tuple[Host, FakeScheduler, list[Any]]:
         {"serial": {"path": "/dev/null"}, "publish": {"stdout": False, "stats_interval_s": 1}}
     )
     scheduler = FakeScheduler(0)
-    host = Host(config, scheduler=scheduler, run_link=False)
+    host = Host(config, link=ReplayedLink(), world=Receivers(), outputs=True, scheduler=scheduler)
     seen: list[Any] = []
     host.add_output(output)
     host.add_sink(seen.append)
@@ -76,7 +76,9 @@ def test_stats_come_on_the_scheduler_to_every_sink_and_output() -> None:
 
 def test_without_a_camera_there_is_no_world_and_the_version_says_so() -> None:
     config = config_from_mapping({"serial": {"path": "/dev/null"}})
-    host = Host(config, scheduler=FakeScheduler(0), run_link=False)
+    host = Host(
+        config, link=ReplayedLink(), world=Receivers(), outputs=True, scheduler=FakeScheduler(0)
+    )
     assert host.world is None and "world" not in host.version["types"]
 
 

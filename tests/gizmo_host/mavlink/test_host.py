@@ -101,7 +101,7 @@ def test_host_takes_the_autopilots_pose_after_the_clock_locks_and_reports_the_li
     clock_not_locked until the TIMESYNC mapping locks, then its vehicle is the autopilot's
     (against the stand-in's truth), and the stats line carries the clock and the rates."""
     config = _config(landing_target="px4")
-    host = Host(config)
+    host = Host.serving(config)
     seen: list[Any] = []
     host.add_sink(seen.append)
     assert host.mavlink is not None and host.world is not None
@@ -155,7 +155,7 @@ def _stats_locked(message: Any) -> bool:
 @pytest.mark.realtime
 def test_an_autopilot_that_never_answers_is_a_hold_and_a_down_link_never_a_crash() -> None:
     config = _config(url="udpout:127.0.0.1:9", landing_target="px4")  # the discard port: nobody
-    host = Host(config)
+    host = Host.serving(config)
     seen: list[Any] = []
     host.add_sink(seen.append)
 

@@ -76,7 +76,7 @@ def test_rflysim_and_mavlink_poses_agree_within_the_clock_bounds(tmp_path: Path)
     )
 
     vehicle = scenario_vehicle(scenario, lambda: runner.start_ns)
-    host = Host(config, outputs=False)
+    host = Host.in_rig(config)
     snapshots: list[WorldSnapshot] = []
     assert host.world is not None and host.mavlink is not None
     host.world.add_listener(snapshots.append)
