@@ -14,7 +14,7 @@ from gizmo_host.cli.common import EXIT_USAGE
 from gizmo_host.rigs.certify.judge import RunResult
 from gizmo_host.rigs.certify.matrix import DEFAULT_SEEDS, QUICK_SEEDS, Options, certify, parse_names
 from gizmo_host.rigs.certify.plan import FAULT_CLASSES, SCENARIOS
-from gizmo_host.rigs.demo.scene_rig import DemoFailed
+from gizmo_host.rigs.rig import RigFailed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         summary = certify(options, progress=_progress)
-    except (DemoFailed, OSError) as exc:  # a rig that could not start or stopped working
+    except (RigFailed, OSError) as exc:  # a rig that could not start or stopped working
         print(f"gizmo-host certify: a run failed: {exc}", file=sys.stderr)
         return 1
     print(

@@ -39,9 +39,10 @@ from gizmo_host.publish.sinks import stdout_sink
 from gizmo_host.rigs.board.faults import FaultTimeline
 from gizmo_host.rigs.demo import codec_walkthrough as demo_protocol
 from gizmo_host.rigs.demo.play import BUILTIN, play, timeline_for
-from gizmo_host.rigs.demo.scene_rig import DemoFailed, DemoSettings
+from gizmo_host.rigs.demo.scene_rig import DemoSettings
 from gizmo_host.rigs.demo.view import PlainView, View
 from gizmo_host.rigs.rflysim.scenario import SCENARIOS
+from gizmo_host.rigs.rig import RigFailed
 
 LOGGER = logging.getLogger("gizmo_host.demo")
 PRECLAND = "precland"  # the MAVLink precision landing (gizmo_host.rigs.demo.precland)
@@ -173,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:  # a port taken between the pick and the bind, a pty refused
         print(f"gizmo-host demo: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (DemoFailed, ServiceFailed) as exc:  # ServiceFailed: the Foxglove port is taken
+    except (RigFailed, ServiceFailed) as exc:  # ServiceFailed: the Foxglove port is taken
         print(f"gizmo-host demo: failed: {exc}", file=sys.stderr)
         return 1
     except ConfigError as exc:  # --foxglove without the extra
@@ -231,7 +232,7 @@ def _fleet(options: Options, timeline: FaultTimeline, log_level: str) -> int:
     except OSError as exc:
         print(f"gizmo-host demo: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
-    except DemoFailed as exc:
+    except RigFailed as exc:
         print(f"gizmo-host demo: failed: {exc}", file=sys.stderr)
         return 1
     print(json_text(data), file=sys.stderr, flush=True)
@@ -263,7 +264,7 @@ def _precland(options: Options, timeline: FaultTimeline) -> int:
     except OSError as exc:
         print(f"gizmo-host demo: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
-    except ServiceFailed as exc:
+    except (RigFailed, ServiceFailed) as exc:
         print(f"gizmo-host demo: failed: {exc}", file=sys.stderr)
         return 1
     print(json_text(data), file=sys.stderr if options.json else sys.stdout, flush=True)

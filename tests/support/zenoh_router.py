@@ -5,22 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import zenoh
 
+from gizmo_host.rigs.free_ports import free_ports
 from gizmo_host.zenoh.session import open_router
 
 DEADLINE_S = 10.0
-
-
-def free_tcp_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def session(mode: str, *, listen: str | None = None, connect: str | None = None) -> zenoh.Session:
@@ -37,7 +31,7 @@ def session(mode: str, *, listen: str | None = None, connect: str | None = None)
 @contextlib.contextmanager
 def router() -> Iterator[str]:
     """A router; yields its endpoint."""
-    endpoint = f"tcp/127.0.0.1:{free_tcp_port()}"
+    endpoint = f"tcp/127.0.0.1:{free_ports(1, 'tcp')[0]}"
     routing = open_router(endpoint)
     try:
         yield endpoint

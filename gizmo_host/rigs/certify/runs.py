@@ -11,7 +11,8 @@ from pathlib import Path
 
 from gizmo_host.rigs.certify.judge import Recorder, RunResult, judge
 from gizmo_host.rigs.certify.plan import RunPlan
-from gizmo_host.rigs.demo.scene_rig import CLASSES, EGO_ID, DemoFailed, DemoRig, DemoSettings
+from gizmo_host.rigs.demo.scene_rig import CLASSES, EGO_ID, DemoRig, DemoSettings
+from gizmo_host.rigs.rig import RigFailed
 
 # The ground vehicle the scenarios are about: the verdict is about it alone, as a mission
 # selects its target (the bystander copter, reported as a cat, is not ranged on the ground).
@@ -38,7 +39,7 @@ async def run_plan(plan: RunPlan, workdir: Path) -> RunResult:
         await rig.stop()
     emulation = rig.board.emulation
     if emulation is None or rig.truth.start_ns is None:
-        raise DemoFailed(f"{plan.scenario} seed {plan.seed}: the rig never started")
+        raise RigFailed(f"{plan.scenario} seed {plan.seed}: the rig never started")
     return judge(plan, recorder, rig.truth, TARGET_CLASS, emulation.start_ns, stats)
 
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gizmo_host.live.event_loop import first_done
 from gizmo_host.rigs.demo.scene_rig import DemoRig, DemoSettings
+from gizmo_host.rigs.free_ports import free_ports
 from gizmo_host.zenoh.config import ZenohConfig
 from gizmo_host.zenoh.fleet import FleetRow, FleetView
 from gizmo_host.zenoh.session import open_router, open_session
@@ -27,12 +27,6 @@ from gizmo_host.zenoh.watch import FleetWatch
 
 LOGGER = logging.getLogger(__name__)
 MAX_VEHICLES = 20  # each rig is a stand-in, a board and a host on the one loop
-
-
-def free_tcp_endpoint(host: str = "127.0.0.1") -> str:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return f"tcp/{host}:{sock.getsockname()[1]}"
 
 
 async def play_fleet(
@@ -45,7 +39,7 @@ async def play_fleet(
 ) -> dict[str, Any]:
     """Run ``count`` rigs and the fleet view until ``stop``; return each vehicle's counters."""
     loop = asyncio.get_running_loop()
-    endpoint = free_tcp_endpoint()
+    endpoint = f"tcp/127.0.0.1:{free_ports(1, 'tcp')[0]}"
     router = await loop.run_in_executor(None, open_router, endpoint)
     LOGGER.warning("demo fleet: router on %s (gizmo-host fleet --connect %s)", endpoint, endpoint)
     rigs: list[DemoRig] = []

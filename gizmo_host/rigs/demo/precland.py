@@ -34,18 +34,15 @@ from typing import Any
 from gizmo_host.app.config import HostConfig, config_from_mapping
 from gizmo_host.app.host import Host
 from gizmo_host.errors import ServiceFailed
-from gizmo_host.live.event_loop import cancel_all
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.rigs.autopilot.landing_vehicle import PrecLandConfig, PrecLandVehicle
 from gizmo_host.rigs.autopilot.standin import StandinAutopilot
-from gizmo_host.rigs.board.compose import emulation_factory
 from gizmo_host.rigs.board.detections import TargetInView
 from gizmo_host.rigs.board.emulate_settings import load_settings
 from gizmo_host.rigs.board.faults import FaultTimeline
-from gizmo_host.rigs.board.port import PtyPort
 from gizmo_host.rigs.board.projection import camera_pose, clamp_box, project_box
-from gizmo_host.rigs.board.runner import Runner
-from gizmo_host.timing import LoopScheduler, Timer
+from gizmo_host.rigs.rig import Rig
+from gizmo_host.timing import LoopScheduler
 from gizmo_host.wire.results import NormBox
 from hil_geometry.pinhole import Pinhole
 
@@ -139,37 +136,29 @@ class PadSource:
 
 
 class PrecLandRig:
-    """Builds every part (nothing bound until :meth:`start`); :meth:`stop` undoes all."""
+    """Builds every part on a :class:`Rig` (nothing bound until :meth:`start`): the host, the
+    board seeing the pad, the autopilot stand-in and the vehicle's steps, which end the run
+    once it has landed."""
 
     def __init__(self, settings: PrecLandSettings, workdir: Path) -> None:
         self.settings = settings
-        self.link = str(workdir / "gizmo0")
+        self.rig = Rig(workdir)
+        self.link = self.rig.link
         self.scheduler = LoopScheduler()
         self.vehicle = PrecLandVehicle(settings.vehicle, self.scheduler.now_ns())
-        self.host = Host.in_rig(host_config(self.link, settings.profile))
+        self.host = self.rig.add_host(Host.in_rig(host_config(self.link, settings.profile)))
         self.world = self.host.world
         emulate = load_settings(
             None, {"emulate": {"classes": {PAD_NAME: "PEDESTRIAN"}, "default_class": False}}
         )
-        self.port = PtyPort(self.link)
         self.source = PadSource(self.vehicle, noise_px=settings.noise_px, seed=settings.seed)
-        self.board = Runner(
-            emulation_factory(emulate, settings.timeline),
-            self.port,
-            self.source,
-            baudrate=emulate.baudrate,
-        )
+        self.board = self.rig.add_board(emulate, settings.timeline, self.source)
         self.autopilot: StandinAutopilot | None = None
-        self.landed = asyncio.Event()
-        self._tasks: list[asyncio.Task[Any]] = []
-        self._step: Timer | None = None
-        self._started = False
+        self.rig.add_task("autopilot", self._autopilot)
+        self.rig.add_task("landing", self._land, ends="run")
 
-    async def start(self) -> None:
-        self._started = True
-        self.port.plug()
-        await self.source.start()
-        await self.host.start()
+    async def _autopilot(self) -> None:
+        """The stand-in autopilot, on the port the host's ``[mavlink]`` link opened."""
         link = self.host.mavlink
         assert link is not None  # host_config sets [mavlink]
         deadline = time.monotonic() + 5.0
@@ -185,55 +174,31 @@ class PrecLandRig:
             seed=self.settings.seed,
             on_landing_target=self.vehicle.on_target,
         )
-        self._spawn(self.autopilot.run(), "precland autopilot")
-        self._spawn(self.board.run(), "precland board")
-        self._arm_step(self.scheduler.now_ns())
+        await self.autopilot.run()
 
-    def _spawn(self, coro: Any, name: str) -> None:
-        self._tasks.append(asyncio.create_task(coro, name=name))
-
-    def _arm_step(self, due_ns: int) -> None:
-        def fire() -> None:
-            now = self.scheduler.now_ns()
+    async def _land(self) -> None:
+        """The vehicle's steps on the scheduler until touchdown, then ``LANDED_GRACE_S``."""
+        scheduler, step_ns = self.scheduler, round(self.vehicle.config.step_s * 1e9)
+        due_ns = scheduler.now_ns()
+        while True:
+            await scheduler.sleep_until_ns(due_ns)
+            now = scheduler.now_ns()
             self.vehicle.step(now)
             if self.vehicle.landed_ns is not None:
-                self.scheduler.call_at_ns(now + round(LANDED_GRACE_S * 1e9), self.landed.set)
+                await scheduler.sleep_until_ns(now + round(LANDED_GRACE_S * 1e9))
                 return
-            following = due_ns + round(self.vehicle.config.step_s * 1e9)
-            self._arm_step(max(following, now + 1))
+            due_ns = max(due_ns + step_ns, now + 1)
 
-        self._step = self.scheduler.call_at_ns(due_ns, fire)
+    async def start(self) -> None:
+        await self.rig.start()
 
     async def wait(self, stop: asyncio.Event) -> None:
-        """Until ``stop`` is set or the vehicle has landed; a failed part raises."""
-        waits = [
-            asyncio.create_task(stop.wait(), name="precland stop"),
-            asyncio.create_task(self.landed.wait(), name="precland landed"),
-            asyncio.create_task(self.host.wait(stop), name="precland host"),
-        ]
-        try:
-            done, _ = await asyncio.wait([*waits, *self._tasks], return_when="FIRST_COMPLETED")
-        finally:
-            for task in waits:
-                task.cancel()
-            await asyncio.gather(*waits, return_exceptions=True)
-        for task in done:
-            if task in self._tasks or task is waits[2]:
-                error = None if task.cancelled() else task.exception()
-                if error is not None or task in self._tasks:
-                    raise ServiceFailed(f"{task.get_name()}: {error!r}")
+        """Until ``stop`` is set or the vehicle has landed; a failed part raises
+        :class:`RigFailed`."""
+        await self.rig.wait(stop)
 
     async def stop(self) -> None:
-        if not self._started:
-            return
-        self._started = False
-        if self._step is not None:
-            self._step.cancel()
-        await self.host.stop()
-        await cancel_all(self._tasks)
-        self._tasks.clear()
-        await self.source.close()
-        await self.port.close()
+        await self.rig.stop()
 
     def status(self) -> dict[str, Any]:
         """One line's worth: phase, height, the error now, what the host sent."""

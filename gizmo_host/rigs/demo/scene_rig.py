@@ -1,4 +1,5 @@
-"""``gizmo-host demo``'s rig: the RflySim stand-in, the emulated board and the host on one loop.
+"""``gizmo-host demo``'s rig (and certify's): the RflySim stand-in, the emulated board and the
+host on one loop, composed by the one :class:`~gizmo_host.rigs.rig.Rig`.
 
 The same parts the separate commands run, wired on loopback in one process:
 
@@ -10,7 +11,7 @@ The same parts the separate commands run, wired on loopback in one process:
 - the host (``gizmo-host run`` with ``[camera] rflysim_sensor = 1`` and ``[rflysim] config``):
   the same ``Host`` as ``run``, its world model fed by RflySim UDP.
 
-Ports: every UDP port is one the kernel has just handed out (``free_udp_ports``), written into
+Ports: every UDP port is one the kernel has just handed out (``free_ports``), written into
 the rig's own Config.json and given to each part, so two demos (or a demo and the tests) run
 side by side and nothing binds RflySim's fixed ports. The stand-in's streams that only go to
 fixed ports (states, heartbeats, gimbal status, LiDAR) are off: the pose comes from odometry.
@@ -19,9 +20,7 @@ fixed ports (states, heartbeats, gimbal status, LiDAR) are off: the pose comes f
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -35,19 +34,18 @@ from gizmo_host.app.host import Host, HostMessage
 from gizmo_host.app.world_config import WorldSetup
 from gizmo_host.bridge.rfly_sources import RflySimSetup, SensorRequester
 from gizmo_host.bridge.world import WorldService
-from gizmo_host.live.event_loop import cancel_all
-from gizmo_host.rigs.board.compose import build_source, emulation_factory
+from gizmo_host.rigs.board.compose import build_source
 from gizmo_host.rigs.board.emulate_settings import EmulateSettings, load_settings
 from gizmo_host.rigs.board.emulation import Cycle
 from gizmo_host.rigs.board.faults import FaultTimeline
-from gizmo_host.rigs.board.port import PtyPort
-from gizmo_host.rigs.board.runner import Runner
 from gizmo_host.rigs.demo.tally import GroundTruth, Tally
+from gizmo_host.rigs.free_ports import free_ports
 from gizmo_host.rigs.rflysim.core import Rates, StandIn
 from gizmo_host.rigs.rflysim.scenario import Truth, build_scenario
 from gizmo_host.rigs.rflysim.scene_camera import SceneCamera
 from gizmo_host.rigs.rflysim.sensorset import builtin_config_text, sensor_camera
 from gizmo_host.rigs.rflysim.sim_runner import SimRunner
+from gizmo_host.rigs.rig import Rig
 from gizmo_host.stream.events import ReceivedResult
 from gizmo_host.wire.results import DetectorId
 from rfly_link import io as rio
@@ -70,28 +68,6 @@ CLASSES = {EGO_ID + 1: DetectorId.PEDESTRIAN, EGO_ID + 2: DetectorId.CAT}
 IMAGE_HZ = 10.0  # the synthetic camera image for the Foxglove view
 IMAGE_SCALE = 2  # rendered at half the sensor's size (320x240)
 RATES = Rates(state_hz=0, others_hz=0, heartbeat_hz=0, gimbal_hz=0, lidar_hz=10, truth_hz=1)
-
-
-class DemoFailed(RuntimeError):
-    """A part of the rig stopped working (its task ended or its service failed)."""
-
-
-def free_udp_ports(count: int, host: str = HOST) -> list[int]:
-    """``count`` distinct UDP ports free on ``host`` right now (the kernel's ephemeral picks).
-
-    They are released before the parts bind them: another program could take one in between,
-    and that part then fails to bind with an error naming the port.
-    """
-    socks = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            socks.append(sock)
-            sock.bind((host, 0))
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for sock in socks:
-            sock.close()
 
 
 def config_json(sensor_ports: Mapping[int, int], host: str = HOST, ego_id: int = EGO_ID) -> str:
@@ -146,12 +122,13 @@ def emulator_settings(boxes_port: int, width_px: int, height_px: int) -> Emulate
 
 
 class DemoRig:
-    """Builds every part (nothing bound until :meth:`start`); :meth:`stop` undoes all."""
+    """Builds every part on a :class:`Rig` (nothing bound until :meth:`start`)."""
 
     def __init__(self, settings: DemoSettings, workdir: Path) -> None:
         self.settings = settings
-        self.link = str(workdir / "gizmo0")
-        boxes, distance, lidar, gimbal, replies, control = free_udp_ports(6)
+        self.rig = Rig(workdir)
+        self.link = self.rig.link
+        boxes, distance, lidar, gimbal, replies, control = free_ports(6)
         self.config_path = workdir / "Config.json"
         # Every sensor of the built-in Config.json on a port of the rig's own (the host binds
         # the ranging ones: distance 2, LiDAR 3).
@@ -174,7 +151,7 @@ class DemoRig:
             receivers=_receivers(setup.rflysim, replies),
             requester=SensorRequester(setup.rflysim, reply_port=replies, control_port=control),
         )
-        self.host = Host.in_rig(config, self.world)
+        self.host = self.rig.add_host(Host.in_rig(config, self.world))
         self.service = self.host.service
         self.host.add_sink(self._on_gizmo)
         self.foxglove = None if settings.foxglove is None else self._foxglove(settings, setup)
@@ -182,13 +159,10 @@ class DemoRig:
         # The board: the stand-in's boxes in, frames out on the pty.
         emulate = emulator_settings(boxes, camera_sensor.data_width, camera_sensor.data_height)
         self.timeline = settings.timeline
-        self.port = PtyPort(self.link)
-        self.source = build_source(emulate)
-        self.board = Runner(
-            emulation_factory(emulate, settings.timeline),
-            self.port,
-            self.source,
-            baudrate=emulate.baudrate,
+        self.board = self.rig.add_board(
+            emulate,
+            settings.timeline,
+            build_source(emulate),
             duration_s=settings.board_duration_s,
             on_cycle=settings.on_cycle,
         )
@@ -198,8 +172,10 @@ class DemoRig:
         self.stand_in = StandIn(scenario, host=HOST, config=loaded, rates=RATES)
         control_ports = dict.fromkeys(self.stand_in.control_ports(), 0)
         control_ports[ports.coptersim_control_port(EGO_ID)] = control
-        self.sim = SimRunner(
-            self.stand_in, bind_host=HOST, on_truth=self._on_truth, control_ports=control_ports
+        self.sim = self.rig.add_stand_in(
+            SimRunner(
+                self.stand_in, bind_host=HOST, on_truth=self._on_truth, control_ports=control_ports
+            )
         )
 
         self.scenario = scenario
@@ -209,9 +185,9 @@ class DemoRig:
         self.tally = Tally(self.truth)
         self.world.add_listener(self.tally)
         self.first_frame_ns: int | None = None
-        self._tasks: list[asyncio.Task[Any]] = []
-        self._board_task: asyncio.Task[Any] | None = None
-        self._started = False
+        if self.foxglove is not None:
+            server = self.foxglove
+            self.rig.add_task("camera", lambda: self._camera(server))
 
     def _foxglove(self, settings: DemoSettings, setup: WorldSetup) -> FoxgloveServer:
         from gizmo_host.app.foxglove_view import (  # noqa: PLC0415 - the extra
@@ -262,59 +238,16 @@ class DemoRig:
     async def start(self) -> None:
         """Bind and start every part, the stand-in first so that the host's first odometry
         request finds it; an ``OSError`` names the port that could not be bound."""
-        self._started = True
-        self.port.plug()
-        await self.source.start()
-        sim = self._spawn(self.sim.run(), "demo stand-in")
-        started = asyncio.create_task(self.sim.started.wait(), name="demo stand-in started")
-        await asyncio.wait((sim, started), return_when=asyncio.FIRST_COMPLETED)
-        if not started.done():
-            started.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await started
-            sim.result()  # raises the stand-in's OSError
-            raise DemoFailed("the stand-in ended before it started")
-        await self.host.start()
-        self._board_task = self._spawn(self.board.run(), "demo board")
-        if self.foxglove is not None:
-            self._spawn(self._camera(self.foxglove), "demo camera")
-
-    def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
-        task = asyncio.create_task(coro, name=name)
-        self._tasks.append(task)
-        return task
+        await self.rig.start()
 
     async def wait(self, stop: asyncio.Event) -> None:
         """Return once ``stop`` is set, or the board has run its ``board_duration_s``; raise
-        :class:`DemoFailed` when a part fails first."""
-        host = asyncio.create_task(self.host.wait(stop), name="demo host")
-        try:
-            done, _ = await asyncio.wait([host, *self._tasks], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            host.cancel()
-            await asyncio.gather(host, return_exceptions=True)
-        failed = next(iter(done))
-        board = self._board_task
-        if failed is board and board is not None and board.exception() is None:
-            return  # the board's duration is over, its last frames read
-        if failed is host:
-            if host.cancelled() or host.exception() is None:
-                return
-            raise DemoFailed(f"host: {host.exception()}")
-        error = failed.exception()
-        raise DemoFailed(f"{failed.get_name()}: {error!r}" if error else f"{failed.get_name()}")
+        :class:`RigFailed` when a part fails first."""
+        await self.rig.wait(stop)
 
     async def stop(self) -> None:
-        """Stop everything (safe to call twice): the host first, so that the board's pty
-        closing is not published as a HOLD."""
-        if not self._started:
-            return
-        self._started = False
-        await self.host.stop()
-        await cancel_all(self._tasks)
-        self._tasks.clear()
-        await self.source.close()
-        await self.port.close()
+        """Stop everything (safe to call twice)."""
+        await self.rig.stop()
 
     # -- counters ------------------------------------------------------------------------------
 

@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from gizmo_host.rigs.free_ports import free_ports
 from tests.support.coptersim import free_copter_id
-from tests.support.range_attacks import free_port, sensor_entry
+from tests.support.range_attacks import sensor_entry
 
 pytestmark = [pytest.mark.subprocess]
 
@@ -137,7 +138,7 @@ def test_a_good_config_is_accepted_so_the_harness_can_tell_a_refusal(tmp_path):
     device), so a refusal below is the value's doing."""
     path = tmp_path / "Config.json"
     copter = free_copter_id()
-    path.write_text(json.dumps({"VisionSensors": [sensor_entry(2, 5, copter, free_port())]}))
+    path.write_text(json.dumps({"VisionSensors": [sensor_entry(2, 5, copter, free_ports()[0])]}))
     outcome = run_cli(tmp_path, rflysim_toml(path, copter=copter))
     print(outcome.figures())
     assert outcome.rc is None, outcome.stderr
@@ -192,7 +193,7 @@ def test_many_sensors_of_other_vehicles_are_not_the_ego_cap(tmp_path):
     others = [c for c in range(1, 451) if c != copter][:199]
     owners = [copter] * 2 + [c for c in others for _ in range(2)]
     sensors = [
-        sensor_entry(k + 1, 5, owner, free_port() if owner == copter else 0)
+        sensor_entry(k + 1, 5, owner, free_ports()[0] if owner == copter else 0)
         for k, owner in enumerate(owners)
     ]
     path = tmp_path / "Config.json"
@@ -218,7 +219,7 @@ def test_many_sensors_of_other_vehicles_are_not_the_ego_cap(tmp_path):
 def test_camera_mount_rpy_out_of_range_is_a_one_line_config_error(tmp_path, rpy):
     copter = free_copter_id()
     path = tmp_path / "Config.json"
-    path.write_text(json.dumps({"VisionSensors": [sensor_entry(2, 5, copter, free_port())]}))
+    path.write_text(json.dumps({"VisionSensors": [sensor_entry(2, 5, copter, free_ports()[0])]}))
     outcome = run_cli(tmp_path, rflysim_toml(path, rpy=rpy, copter=copter))
     assert_one_line_config_error(outcome, "mount_rpy_deg")
     assert "mount_rpy_deg" in outcome.stderr  # refused for this value, not another

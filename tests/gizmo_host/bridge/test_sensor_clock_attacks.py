@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from gizmo_host.rigs.board import PtyBoard
+from gizmo_host.rigs.free_ports import free_ports
 from gizmo_host.rigs.rflysim.builders import sensor_datagrams
 from rfly_link import ports
 from rfly_link.config import parse_config
@@ -46,7 +47,6 @@ from tests.support.pose_attacks import (
 from tests.support.range_attacks import (
     CAMERA_DOWN,
     Scene,
-    free_port,
     honest_laser,
     laser_frame,
     sensor_entry,
@@ -241,7 +241,7 @@ async def lidar_scenario(
 ) -> tuple[list[dict], Scene]:
     """A level LiDAR (TypeID 20) scanning every ``every`` ticks of 10 ms, the only range."""
     copter = free_copter_id()
-    lidar_port = free_port()
+    lidar_port = free_ports()[0]
     entry = sensor_entry(
         LIDAR_SEQ,
         20,

@@ -23,7 +23,8 @@ from gizmo_host.doctor.checks import Status, run_checks
 from gizmo_host.doctor.stream import sample_stream
 from gizmo_host.rigs.board import BoardModel, PtyBoard
 from gizmo_host.rigs.board.uart_line import received_bytes
-from gizmo_host.rigs.demo.scene_rig import config_json, free_udp_ports
+from gizmo_host.rigs.demo.scene_rig import config_json
+from gizmo_host.rigs.free_ports import free_ports
 from tests.support.doctor_facts import healthy
 
 FLOCK_HOLDER = Path(__file__).parents[1] / "deploy" / "flock_holder.py"
@@ -173,7 +174,7 @@ def test_a_port_held_by_modem_manager_is_named_with_its_pid(pty, tmp_path):
 
 
 def test_a_silent_sensor_port_and_a_camera_that_disagrees_with_config_json(tmp_path):
-    boxes, distance, lidar, gimbal = free_udp_ports(4)
+    boxes, distance, lidar, gimbal = free_ports(4)
     path = tmp_path / "Config.json"
     path.write_text(config_json({1: boxes, 2: distance, 3: lidar, 4: gimbal}))
     camera = {"rflysim_sensor": 1, "width_px": 1280}  # the sensor is 640 wide

@@ -15,15 +15,10 @@ import numpy as np
 from gizmo_host.app.config import config_from_mapping
 from gizmo_host.app.foxglove_view import image_sensor
 from gizmo_host.foxglove.rfly_images import RflyImages
+from gizmo_host.rigs.free_ports import free_ports
 from rfly_link.config import parse_config
 from rfly_link.reassembly.fragments import fragment_payload
 from tests.support.rfly_config import EXAMPLE
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def image_config(port: int, width: int = 8, height: int = 6) -> dict:
@@ -49,7 +44,7 @@ def test_the_view_shows_the_vehicle_s_image_sensor(tmp_path: Path) -> None:
 
 
 def test_raw_frames_arrive_as_they_came_and_only_while_wanted() -> None:
-    port = free_port()
+    port = free_ports()[0]
     sensor = parse_config(json.dumps(image_config(port))).sensors[0]
     got: list[tuple[int, np.ndarray, str]] = []
     wanted = [False]

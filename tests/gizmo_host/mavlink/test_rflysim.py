@@ -18,7 +18,8 @@ from gizmo_host.mavlink import parse_url
 from gizmo_host.mavlink.urls import rflysim_companion_ports
 from gizmo_host.rigs.autopilot.beside_sim import autopilot_endpoint
 from gizmo_host.rigs.autopilot.standin import StandinAutopilot, scenario_vehicle
-from gizmo_host.rigs.demo.scene_rig import config_json, free_udp_ports
+from gizmo_host.rigs.demo.scene_rig import config_json
+from gizmo_host.rigs.free_ports import free_ports
 from gizmo_host.rigs.rflysim.core import Rates, StandIn
 from gizmo_host.rigs.rflysim.scenario import build_scenario
 from gizmo_host.rigs.rflysim.sim_runner import SimRunner
@@ -51,7 +52,7 @@ def _document(tmp_path: Path) -> dict[str, Any]:
     Config.json (sensors on free ports), and the RflySim pose in the world (the MAVLink pose
     source keeps its own history: both paths in one run)."""
     document = read_toml(EXAMPLE)
-    boxes, distance, lidar, gimbal = free_udp_ports(4)
+    boxes, distance, lidar, gimbal = free_ports(4)
     config = tmp_path / "Config.json"
     config.write_text(config_json({1: boxes, 2: distance, 3: lidar, 4: gimbal}, ego_id=N))
     listen, send = rflysim_companion_ports(N)

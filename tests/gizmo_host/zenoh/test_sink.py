@@ -16,12 +16,13 @@ from fusion import WorldSnapshot
 from gizmo_core import ConfigError
 from gizmo_host.app.config import config_from_mapping
 from gizmo_host.publish.lines import encode_line
+from gizmo_host.rigs.free_ports import free_ports
 from gizmo_host.schemas import load_schema
 from gizmo_host.zenoh.config import ZenohConfig, vehicle_of
 from gizmo_host.zenoh.sink import ZenohOutput, line_type
 from tests.support.ros2_snapshot import snapshot, vision_store
 from tests.support.schemas import validate_schema
-from tests.support.zenoh_router import free_tcp_port, router, session, wait_until
+from tests.support.zenoh_router import router, session, wait_until
 
 DETECTIONS_HASH = "RIHS01_793f5eab9595ac1c0da07873cc859db42eae51f0ee76056db8562515d830e018"
 
@@ -140,7 +141,7 @@ def test_no_router_never_blocks_the_host_and_its_lines_are_counted_as_dropped() 
     its bound (the oldest dropped, counted), the session is retried, and close returns."""
 
     async def main() -> None:
-        endpoint = f"tcp/127.0.0.1:{free_tcp_port()}"  # nobody listens
+        endpoint = f"tcp/127.0.0.1:{free_ports(1, 'tcp')[0]}"  # nobody listens
         config = ZenohConfig(
             enabled=True, mode="client", connect=(endpoint,), vehicle="v", queue_lines=16
         )
