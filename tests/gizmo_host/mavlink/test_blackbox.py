@@ -1,6 +1,9 @@
 """Black box: a stand-in autopilot on a skewed clock with 8-16 ms delivery lag, the world
 model fed by the MAVLink pose alone, and LANDING_TARGET checked against the truth.
 
+The board's boxes are drawn with the simulator's camera (:class:`hil_geometry.pinhole.Pinhole`,
+from the same table values), never with the camera model under test, so an error in fusion's
+focal length, principal point or pixel convention fails the bounds instead of cancelling out.
 The figures (p95 over a few seconds of flight) are printed for the record (``-s``); the
 asserts are the issue's acceptance bounds, which are accuracy, not timing.
 """
@@ -26,6 +29,7 @@ from fusion import (
 )
 from gizmo_core import LinkState
 from gizmo_host.mavlink import LandingFields, LandingTargetSender, Profile
+from hil_geometry.pinhole import Pinhole
 from tests.support.mavlink_rig import circling, rig, until
 
 pytestmark = [pytest.mark.realtime]
@@ -37,6 +41,14 @@ CAMERA = CameraConfig(
     hfov_deg=90.0,
     mount_rpy_deg=(0.0, -90.0, 0.0),
     mount_position_frd_m=(0.1, 0.0, 0.05),
+)
+# The board's camera: the simulator's own model of the same lens and mount (not fusion's).
+BOARD_CAMERA = Pinhole.from_table(
+    CAMERA.width_px,
+    CAMERA.height_px,
+    hfov_deg=CAMERA.hfov_deg,
+    mount_rpy_deg=CAMERA.mount_rpy_deg,
+    mount_position_frd_m=CAMERA.mount_position_frd_m,
 )
 
 VISION_LATENCY_NS = 30_000_000
@@ -75,16 +87,15 @@ def true_line_of_sight_body(t_ns: int):
     return r.inv().apply([t - c for t, c in zip(TARGET_NED, camera, strict=True)])
 
 
-def observation(model: CameraModel, capture_ns: int, now_ns: int) -> VisionObservation | None:
-    los = (
-        Rotation.from_euler("ZYX", CAMERA.mount_rpy_deg[::-1], degrees=True)
-        .inv()
-        .apply(true_line_of_sight_body(capture_ns))
-    )
-    if los[0] <= 0:
+def observation(capture_ns: int, now_ns: int) -> VisionObservation | None:
+    """The pad as the board reports it: its pixel through the simulator's camera on the true
+    pose at the capture, in the spec's box units."""
+    truth = circling(capture_ns)
+    pose = BOARD_CAMERA.pose(truth.position_ned_m, truth.quaternion_wxyz)
+    pixel = BOARD_CAMERA.project_point(pose, TARGET_NED)
+    if pixel is None or not BOARD_CAMERA.in_image(*pixel):
         return None
-    u = model.cx_px + model.fx_px * los[1] / los[0]
-    v = model.cy_px + model.fy_px * los[2] / los[0]
+    u, v = pixel
     cx = round(u * 2000 / (CAMERA.width_px - 1) - 1000)
     cy = round(v * 2000 / (CAMERA.height_px - 1) - 1000)
     return VisionObservation(
@@ -127,7 +138,7 @@ async def fly(profile, slow_timesync=False):
         while len(r.standin.landing_targets) < samples:
             await asyncio.sleep(1 / 30)
             now = time.monotonic_ns()
-            obs = observation(model, now - VISION_LATENCY_NS, now)
+            obs = observation(now - VISION_LATENCY_NS, now)
             assert obs is not None
             world.apply(obs)
             snapshot = world.snapshot(now)
