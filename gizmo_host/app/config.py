@@ -139,6 +139,7 @@ class MavlinkConfig:
     pose: bool = default("mavlink.pose")
     landing_target: str = default("mavlink.landing_target")
     rate_hz: float = default("mavlink.rate_hz")
+    signing_key_file: str | None = default("mavlink.signing_key_file")
 
     @property
     def gives_pose(self) -> bool:
@@ -370,6 +371,13 @@ def _check_mavlink(mavlink: MavlinkConfig) -> None:
     except ValueError as exc:
         key = "mavlink.send_to" if "send_to" in str(exc) else "mavlink.url"
         raise ConfigError(str(exc).replace("mavlink ", "mavlink.", 1), key) from None
+    if mavlink.signing_key_file is not None:
+        from gizmo_host.mavlink.signing import read_key_file  # noqa: PLC0415 (the extra)
+
+        try:
+            read_key_file(mavlink.signing_key_file)
+        except ValueError as exc:
+            raise ConfigError(str(exc), "mavlink.signing_key_file") from None
 
 
 def load_config(

@@ -264,8 +264,9 @@ MAVLINK_SETTINGS: tuple[Setting, ...] = (
             metavar="URL", what="a connection string"),
     Setting("mavlink", "send_to", "str", None, "with a udpin: url, send to HOST:PORT (RflySim's "
             "CopterSim ports)", optional=True, flag="--mavlink-send-to", metavar="HOST:PORT"),
-    Setting("mavlink", "target_system", "int", 0, "the autopilot's system id (0: the first "
-            "autopilot heard)", 0, 255, "", flag="--mavlink-target-system", metavar="N"),
+    Setting("mavlink", "target_system", "int", 0, "the autopilot's system id (0: any one "
+            "autopilot; two heard is a conflict)", 0, 255, "", flag="--mavlink-target-system",
+            metavar="N"),
     Setting("mavlink", "target_component", "int", 0, "its component id (0: any)", 0, 255, "",
             flag="--mavlink-target-component", metavar="N"),
     Setting("mavlink", "pose", "bool", True, "take the vehicle's pose from the autopilot",
@@ -275,6 +276,10 @@ MAVLINK_SETTINGS: tuple[Setting, ...] = (
             choices=LANDING_PROFILES),
     Setting("mavlink", "rate_hz", "float", 20.0, "LANDING_TARGET at most this often", 0.1, 100,
             "Hz", flag="--mavlink-rate-hz", metavar="HZ"),
+    Setting("mavlink", "signing_key_file", "str", None, "MAVLink 2 signing: a file holding "
+            "the 32-byte secret shared with the autopilot (never the key itself); unsigned "
+            "frames are then refused", optional=True, flag="--mavlink-signing-key-file",
+            metavar="PATH", what="a file path"),
     Setting("world", "pose_source", "str", None, "rflysim or mavlink: required when both give a "
             "pose (default: the one configured)", optional=True, flag="--pose-source",
             choices=POSE_SOURCES),

@@ -83,6 +83,16 @@ def mavlink_checks(facts: Facts) -> list[Check]:
             )
         ]
     out = [_ok("mavlink heartbeat", f"{m.autopilot or 'an autopilot'} on {m.url}")]
+    if m.target_system == 0:
+        out.append(
+            Check(
+                "mavlink target",
+                Status.WARN,
+                "target_system = 0: any autopilot heard is taken, and a second one heard "
+                "holds the world (pose_conflict)",
+                "set [mavlink] target_system (and target_component) to the autopilot's ids",
+            )
+        )
     if m.rtt_ms is None:
         out.append(
             Check(

@@ -94,6 +94,7 @@ class RflyFacts:
 @dataclass(frozen=True, slots=True)
 class MavlinkFacts:
     url: str | None  # [mavlink] url; None: not configured
+    target_system: int | None = None  # [mavlink] target_system (0: any autopilot)
     error: str | None = None
     heartbeat: bool = False
     autopilot: str | None = None

@@ -133,8 +133,11 @@ def _listen(
     return counts
 
 
-def mavlink_facts(url: str | None, seconds: float) -> MavlinkFacts:
-    """``seconds`` of an autopilot session on ``url``: heartbeat, TIMESYNC, pose rates."""
+def mavlink_facts(
+    url: str | None, seconds: float, target_system: int = 0, key_file: str | None = None
+) -> MavlinkFacts:
+    """``seconds`` of an autopilot session on ``url``: heartbeat, TIMESYNC, pose rates
+    (signed with the key in ``key_file``, as the host would)."""
     if url is None:
         return MavlinkFacts(None)
     try:
@@ -145,17 +148,24 @@ def mavlink_facts(url: str | None, seconds: float) -> MavlinkFacts:
             MavlinkTransport,
             parse_url,
         )
+        from gizmo_host.mavlink.signing import Signer, read_key_file  # noqa: PLC0415
 
         endpoint = parse_url(url)
+        signer = None if key_file is None else Signer(read_key_file(key_file))
     except ImportError:
-        return MavlinkFacts(url, error="the mavlink extra is not installed")
+        return MavlinkFacts(url, target_system, error="the mavlink extra is not installed")
     except ValueError as exc:
-        return MavlinkFacts(url, error=str(exc))
+        return MavlinkFacts(url, target_system, error=str(exc))
 
     async def probe() -> MavlinkFacts:
         scheduler = LoopScheduler()
         holder: list[Any] = []
-        session = AutopilotSession(lambda data: bool(holder[0].send(data)), scheduler)
+        session = AutopilotSession(
+            lambda data, to: bool(holder[0].send(data, to)),
+            scheduler,
+            target_system=target_system,
+            signer=signer,
+        )
         transport = MavlinkTransport(endpoint, session.feed)
         holder.append(transport)
         task = asyncio.ensure_future(transport.run())
@@ -177,6 +187,7 @@ def mavlink_facts(url: str | None, seconds: float) -> MavlinkFacts:
         autopilot = stats["autopilot"]
         return MavlinkFacts(
             url,
+            target_system,
             error=error,
             heartbeat=autopilot is not None,
             autopilot=None if autopilot is None else f"system {autopilot[0]}/{autopilot[1]}",

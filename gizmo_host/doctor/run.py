@@ -1,8 +1,8 @@
 """``gizmo-host doctor``'s composition: read the settings, gather the facts, judge them.
 
 The settings file is read as ``gizmo-host run`` reads it, except that a ``[mavlink]`` table is
-taken aside first (only its ``url`` is used here), so the doctor works whether or not this
-build's host knows that table yet.
+taken aside first (only its ``url``, ``target_system`` and ``signing_key_file`` are used
+here), so the doctor works whether or not this build's host knows that table yet.
 """
 
 from __future__ import annotations
@@ -34,14 +34,13 @@ class Options:
     root: Path = Path("/")
 
 
-def load(options: Options) -> tuple[HostConfig, dict[str, Any] | None, str | None]:
-    """The host's settings, its raw ``[camera]`` table and ``[mavlink] url``; a mistake in
-    the file is a ConfigError naming it."""
+def load(options: Options) -> tuple[HostConfig, dict[str, Any] | None, dict[str, Any]]:
+    """The host's settings, its raw ``[camera]`` table and raw ``[mavlink]`` table; a
+    mistake in the file is a ConfigError naming it."""
     if options.config is None:
-        return HostConfig(), None, None
+        return HostConfig(), None, {}
     document = dict(read_toml(options.config))
     mavlink = document.pop("mavlink", None)
-    url = mavlink.get("url") if isinstance(mavlink, dict) else None
     try:
         config = config_from_mapping(document)
     except ConfigError as exc:
@@ -50,12 +49,17 @@ def load(options: Options) -> tuple[HostConfig, dict[str, Any] | None, str | Non
     return (
         config,
         camera if isinstance(camera, dict) else None,
-        url if isinstance(url, str) else None,
+        mavlink if isinstance(mavlink, dict) else {},
     )
 
 
 def gather_facts(options: Options) -> Facts:
-    config, camera, url = load(options)
+    config, camera, mavlink = load(options)
+    url, target = mavlink.get("url"), mavlink.get("target_system", 0)
+    url = url if isinstance(url, str) else None
+    target = target if isinstance(target, int) and 0 <= target <= 255 else 0
+    key_file = mavlink.get("signing_key_file")
+    key_file = key_file if isinstance(key_file, str) else None
     root = gather.Root(options.root)
     path = options.serial or config.serial.path or DEFAULT_SERIAL
     device = gather.device_facts(path, root)
@@ -79,7 +83,7 @@ def gather_facts(options: Options) -> Facts:
         holders=holders,
         stream=stream,
         rfly=probes.rfly_facts(config, camera, probe_s),
-        mavlink=probes.mavlink_facts(url, probe_s),
+        mavlink=probes.mavlink_facts(url, probe_s, target, key_file),
         service=gather.service_facts(instance, probes.systemctl_show(unit), socket_path, root),
     )
 

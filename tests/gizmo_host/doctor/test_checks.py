@@ -74,6 +74,8 @@ CASES = [
      "enable TIMESYNC"),
     ("mavlink", {"rtt_ms": 8.0}, "mavlink timesync", Status.OK,
      "recommended PLND_LAG 0.016 s (board latency p50 12 ms + one way 4.0 ms)", ""),
+    ("mavlink", {"target_system": 0}, "mavlink target", Status.WARN, "target_system = 0",
+     "set [mavlink] target_system"),
     ("mavlink", {"rates_hz": {}}, "mavlink poses", Status.WARN, "no pose message",
      "stream rates"),
     ("service", {"systemctl": {"LoadState": "loaded", "ActiveState": "failed",

@@ -148,7 +148,7 @@ def test_a_bad_profile_or_rate_is_one_line():
     clock = FakeScheduler()
     from gizmo_host.mavlink import AutopilotSession
 
-    session = AutopilotSession(lambda data: True, clock)
+    session = AutopilotSession(lambda data, to: True, clock)
     for kwargs in ({"profile": "irlock"}, {"profile": "px4", "rate_hz": 0.0}):
         with pytest.raises(ValueError) as caught:
             LandingTargetSender(session, **kwargs)  # type: ignore[arg-type]
