@@ -21,7 +21,7 @@ from gizmo_host.wire.protocol import VisionResult, crc16
 from gizmo_host.wire.results import ResultType, interpret
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for a user's type checker
-    from gizmo_host.bridge.world import WorldService
+    from gizmo_host.bridge.world_service import WorldService
     from gizmo_host.live.service import GizmoService
     from gizmo_host.stream.events import LinkEvent, ReceivedResult
     from gizmo_host.stream.store import LinkVerdict
@@ -48,7 +48,7 @@ def __getattr__(name: str) -> object:
 
         return LinkVerdict
     if name == "WorldService":
-        from gizmo_host.bridge.world import WorldService  # noqa: PLC0415
+        from gizmo_host.bridge.world_service import WorldService  # noqa: PLC0415
 
         return WorldService
     raise AttributeError(f"module 'gizmo_host' has no attribute {name!r}")

@@ -3,7 +3,8 @@
 ``gizmo-host record`` writes the resolved ``[camera]``, ``[world]``, selector and ``[rflysim]``
 (with its Config.json range sensors), one JSON text per key; ``gizmo-host replay --offline``
 reads them back (``world_setup_from``), so replay needs neither the TOML nor the Config.json
-file. The datagrams themselves reach the world through ``gizmo_host.app.world.DatagramRouter``.
+file. The datagrams themselves reach the world through
+``gizmo_host.app.world_build.DatagramRouter``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from gizmo_host.app.world_config import WorldSetup, camera_from_table, world_fro
 from gizmo_host.bridge.rfly_sources import RflySimSetup
 from gizmo_host.errors import CaptureError
 from gizmo_host.jsonl import json_text
-from rfly_link.config import VisionSensorConfig
+from rfly_link.config_json import VisionSensorConfig
 
 _KEYS = ("camera", "world", "selector", "rflysim")
 

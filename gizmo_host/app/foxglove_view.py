@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gizmo_core import ConfigError, MissingExtra
-from gizmo_host.app.config import FoxgloveConfig, HostConfig, parse_host_port
+from gizmo_host.app.host_config import FoxgloveConfig, HostConfig, parse_host_port
 from gizmo_host.app.world_config import WorldSetup
-from rfly_link.config import VisionSensorConfig, load_config
+from rfly_link.config_json import VisionSensorConfig, load_config
 from rfly_link.sensors.images import IMAGE_TYPES
 
 if TYPE_CHECKING:

@@ -43,11 +43,11 @@ from typing import TYPE_CHECKING, Any
 from fusion import WorldSnapshot
 from gizmo_core import MissingExtra
 from gizmo_host import __version__
-from gizmo_host.app.config import HostConfig
+from gizmo_host.app.host_config import HostConfig
 from gizmo_host.app.outputs import Output, outputs_for
-from gizmo_host.app.world import DatagramRouter, apply_events, build_world, world_stats
+from gizmo_host.app.world_build import DatagramRouter, apply_events, build_world, world_stats
 from gizmo_host.app.world_config import pose_source
-from gizmo_host.bridge.world import WorldService
+from gizmo_host.bridge.world_service import WorldService
 from gizmo_host.deploy.diagnostics import explain_open_error
 from gizmo_host.errors import ServiceFailed
 from gizmo_host.jsonl import encode_line

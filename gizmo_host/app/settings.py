@@ -1,7 +1,7 @@
 """Every host setting, defined once: section, name, type, default, range, unit, flag and doc.
 
 Like ``FIELDS`` for the frame (``gizmo_host.wire.protocol``), this table is the single source:
-the TOML validation (``gizmo_host.app.config``), the command-line flags and their ``--help``
+the TOML validation (``gizmo_host.app.host_config``), the command-line flags and their ``--help``
 (``add_flags``), and the settings table in docs/settings.md (``python -m gizmo_host.app.settings``,
 checked by a test) all read it. Defaults that a component owns are read from that component's
 config (``LinkConfig``, ``PipelineConfig``, fusion's ``WorldConfig``), never written again.
@@ -23,7 +23,7 @@ from fusion import CameraConfig, WorldConfig
 from fusion.config import MOUNT_POSITION_LIMITS_M, MOUNT_RPY_LIMITS_DEG
 from gizmo_host import setting
 from gizmo_host.live import event_loop
-from gizmo_host.live.config import LinkConfig, PipelineConfig
+from gizmo_host.live.link_config import LinkConfig, PipelineConfig
 from gizmo_host.setting import (
     LIVE,
     Rule,

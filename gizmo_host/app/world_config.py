@@ -46,7 +46,7 @@ from gizmo_host.bridge.rfly_mounts import sensor_rpy_deg
 from gizmo_host.bridge.rfly_sources import RflySimSetup
 from gizmo_host.setting import check_keys, check_rules, fail
 from gizmo_host.wire.results import ResultType
-from rfly_link.config import LoadedConfig, VisionSensorConfig, load_config
+from rfly_link.config_json import LoadedConfig, VisionSensorConfig, load_config
 from rfly_link.messages import TypeId
 from rfly_link.sensors import IMAGE_TYPES
 
@@ -58,7 +58,7 @@ _GIMBAL_MOUNT = 3  # on the vehicle, attitude in the ground frame: only with the
 
 @dataclass(frozen=True, slots=True)
 class RflySimConfig:
-    """The ``[rflysim]`` table as written (checked by ``gizmo_host.app.config``)."""
+    """The ``[rflysim]`` table as written (checked by ``gizmo_host.app.host_config``)."""
 
     copter_id: int | None = default("rflysim.copter_id")
     config: str | None = default("rflysim.config")  # sensors and camera.rflysim_sensor

@@ -7,7 +7,8 @@ opens and losses, and the RflySim datagrams with their senders) and the host's o
 run``, and are stored in the capture so that ``gizmo-host replay --offline`` recomputes the
 same output. With ``[camera]`` configured it runs the world model as ``run`` does: the ports
 its receivers would hear (``[rflysim]``) are recorded, and what arrives on them feeds the model
-through the same pipelines (``gizmo_host.app.world.DatagramRouter``); ``--udp-port`` adds ports.
+through the same pipelines (``gizmo_host.app.world_build.DatagramRouter``); ``--udp-port`` adds
+ports.
 
 The file is written from its own thread behind a bounded queue (``--max-queue-mb``): a slow
 disk costs dropped messages (counted in the summary), never a stalled reader. A full disk or a
@@ -24,9 +25,9 @@ from typing import TYPE_CHECKING
 
 from gizmo_core import ConfigError
 from gizmo_host.app import settings as setting_table
-from gizmo_host.app.config import config_from_args
-from gizmo_host.app.record import Recorder, RecordOptions
-from gizmo_host.app.world import DatagramRouter
+from gizmo_host.app.host_config import config_from_args
+from gizmo_host.app.recorder import Recorder, RecordOptions
+from gizmo_host.app.world_build import DatagramRouter
 from gizmo_host.cli.common import EXIT_USAGE, add_log_level, require_extra, setup_logging
 
 if TYPE_CHECKING:

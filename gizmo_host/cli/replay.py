@@ -8,7 +8,7 @@ opened again (the pty hangs up and a new one appears, as an unplugged USB adapte
 the first byte, and after each replug, it waits (``--wait-s``) for the host to open the pty.
 
 ``--offline``: straight through the live ``Host`` on a manual clock at the recorded times
-(``gizmo_host.app.replay``), the recorded RflySim datagrams through its world model when the
+(``gizmo_host.app.offline_replay``), the recorded RflySim datagrams through its world model when the
 capture carries the world model's settings: deterministic, as fast as the CPU allows; the
 host's JSON Lines (``result``, ``link``, ``verdict``, ``world``, ``stats``) go to stdout. A
 damaged or truncated capture: the lines for what could be read, then one error line and exit
@@ -131,7 +131,7 @@ async def serve_capture(reader: CaptureReader, listen: str, speed: float, linger
 
 def replay_offline(reader: CaptureReader, out: IO[bytes]) -> int:
     """The host's lines for ``reader``'s capture on ``out``; raises ``CaptureError``."""
-    from gizmo_host.app.replay import OfflineReplay  # noqa: PLC0415 - needs mcap
+    from gizmo_host.app.offline_replay import OfflineReplay  # noqa: PLC0415 - needs mcap
 
     replay = OfflineReplay(reader.info, reader.path)
     try:

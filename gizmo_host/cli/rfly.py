@@ -28,7 +28,7 @@ from gizmo_host.cli.flags import integer, ipv4, number
 from gizmo_host.jsonl import json_text
 from rfly_link import io as rio
 from rfly_link import ports
-from rfly_link.config import load_config
+from rfly_link.config_json import load_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -5,7 +5,7 @@ the configured target selector whenever it changes and every ``verdict.interval_
 ``stats`` line every ``publish.stats_interval_s``. ``--unix-socket`` and ``--udp`` add the other
 sinks. With ``[camera]`` configured it also runs the world model (``[world]``, ``[rflysim]``:
 see ``gizmo_host.app.world_config``) and publishes ``world`` snapshots on the same sinks.
-Settings come from ``--config FILE`` (TOML, see ``gizmo_host.app.config``) and flags, which
+Settings come from ``--config FILE`` (TOML, see ``gizmo_host.app.host_config``) and flags, which
 override the file. Under systemd it reports READY, pings the watchdog and reports STOPPING.
 Logs go to stderr; stdout carries only JSON.
 """
@@ -22,10 +22,10 @@ from collections.abc import Callable
 
 from gizmo_core import ConfigError
 from gizmo_host.app import settings
-from gizmo_host.app.config import HostConfig as Config
-from gizmo_host.app.config import config_from_args
 from gizmo_host.app.foxglove_view import add_foxglove_flag, announce, attach_foxglove
 from gizmo_host.app.host import Host
+from gizmo_host.app.host_config import HostConfig as Config
+from gizmo_host.app.host_config import config_from_args
 from gizmo_host.cli.common import EXIT_USAGE, add_log_level, setup_logging
 from gizmo_host.deploy.sd_notify import SdNotifier, watchdog_loop
 from gizmo_host.errors import ServiceFailed

@@ -18,7 +18,7 @@ from gizmo_host.rigs.rflysim.sim_runner import SimRunner
 from gizmo_host.tomlfile import read_toml
 from hil_geometry.pinhole import Pinhole
 from rfly_link import ports
-from rfly_link.config import LoadedConfig, load_config
+from rfly_link.config_json import LoadedConfig, load_config
 
 RATE_NAMES = ("state", "others", "heartbeat", "gimbal", "truth", "distance", "boxes", "lidar")
 

@@ -18,12 +18,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from gizmo_core import ConfigError
-from gizmo_host.app.config import HostConfig
+from gizmo_host.app.host_config import HostConfig
 from gizmo_host.app.world_config import camera_defaults
 from gizmo_host.doctor.facts import MavlinkFacts, RflyFacts
 from gizmo_host.timing import LoopScheduler
 from rfly_link import ports
-from rfly_link.config import load_config as load_rfly_config
+from rfly_link.config_json import load_config as load_rfly_config
 from rfly_link.io.clients import CopterSimClient, UdpSender
 from rfly_link.messages import TypeId
 

@@ -25,21 +25,21 @@ from pathlib import Path
 from typing import NamedTuple
 
 from gizmo_host.app.capture_world import world_metadata
-from gizmo_host.app.config import StoreConfig
-from gizmo_host.app.replay import OfflineReplay
+from gizmo_host.app.host_config import StoreConfig
+from gizmo_host.app.offline_replay import OfflineReplay
 from gizmo_host.app.world_config import RflySimConfig, WorldSetup, resolve_world
+from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.capture.channels import WORLD_METADATA
 from gizmo_host.capture.reader import CaptureReader
-from gizmo_host.capture.settings import HostSettings
 from gizmo_host.capture.writer import CaptureWriter
 from gizmo_host.rigs.board import BoardModel
+from gizmo_host.rigs.board.builtin_scene import BoardScenario
 from gizmo_host.rigs.board.detections import LatencyKind, LatencyModel, OutputPolicy, TargetInView
 from gizmo_host.rigs.board.emulate_settings import emulator_camera
 from gizmo_host.rigs.board.emulation import Emulation
 from gizmo_host.rigs.board.faults import Fault, FaultKind, FaultTimeline
 from gizmo_host.rigs.board.port import LinePacer
 from gizmo_host.rigs.board.projection import camera_pose, project_box
-from gizmo_host.rigs.board.scene import BoardScenario
 from gizmo_host.rigs.rflysim import Rates, SimTime, StandIn, build_scenario
 from gizmo_host.stream.linkstate import REASON_OPENED, REASON_STOPPED, LinkInput
 from gizmo_host.stream.store import parse_selector
@@ -267,7 +267,7 @@ def _detections(case: Case) -> Callable[[int], list[TargetInView]]:
 def sim_run(case: Case, recording: Recording, setup: WorldSetup) -> StandIn:
     """The stand-in's datagrams to the ports the host hears for ``setup``."""
     assert setup.rflysim is not None
-    from gizmo_host.app.world import DatagramRouter
+    from gizmo_host.app.world_build import DatagramRouter
 
     heard = set(DatagramRouter(setup.rflysim).ports)
     off = {"others_hz": 0.0, "heartbeat_hz": 0.0, "gimbal_hz": 0.0, "truth_hz": 0.0}

@@ -12,8 +12,8 @@ import pytest
 
 from gizmo_core import Decision, HoldReason, LinkState, Selector
 from gizmo_host.errors import IllegalTransition
-from gizmo_host.live.config import LinkConfig, PipelineConfig
 from gizmo_host.live.link import SerialLink
+from gizmo_host.live.link_config import LinkConfig, PipelineConfig
 from gizmo_host.live.service import GizmoService
 from gizmo_host.rigs.board import BoardModel, PtyBoard
 from gizmo_host.stream.events import LinkEvent

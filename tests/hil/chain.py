@@ -43,7 +43,7 @@ from gizmo_host.rigs.rflysim.sensorset import sensor_camera
 from gizmo_host.rigs.rflysim.sim_runner import SimRunner
 from gizmo_host.rigs.rig import Rig
 from rfly_link import ports
-from rfly_link.config import load_config
+from rfly_link.config_json import load_config
 
 TIMEOUT_S = 10.0
 STATS_INTERVAL_S = 0.05

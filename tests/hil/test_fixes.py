@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from gizmo_core import ConfigError, Selector
-from gizmo_host.app.config import StoreConfig
+from gizmo_host.app.host_config import StoreConfig
 from gizmo_host.app.world_config import RflySimConfig, resolve_world
 from gizmo_host.cli import emulate as emulate_cli
 from gizmo_host.cli import sim as sim_cli

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from gizmo_core import ConfigError
 from gizmo_host.cli.main import main
-from rfly_link import config
+from rfly_link import config_json as config
 from tests.support.rfly_config import EXAMPLE
 
 

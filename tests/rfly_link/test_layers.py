@@ -138,7 +138,7 @@ def test_importing_rfly_link_starts_no_io() -> None:
     import sys
 
     probe = (
-        "import sys, rfly_link, rfly_link.sensors, rfly_link.reassembly, rfly_link.config; "
+        "import sys, rfly_link, rfly_link.sensors, rfly_link.reassembly, rfly_link.config_json; "
         "print(sorted(m for m in ('asyncio', 'socket', 'rfly_link.io') if m in sys.modules))"
     )
     out = subprocess.run(

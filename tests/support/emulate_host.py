@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from gizmo_host.rigs.board import BoardModel
+from gizmo_host.rigs.board.builtin_scene import BoardScenario
 from gizmo_host.rigs.board.detections import LatencyKind, LatencyModel, OutputPolicy
 from gizmo_host.rigs.board.emulation import Emulation
 from gizmo_host.rigs.board.faults import Fault, FaultTimeline
-from gizmo_host.rigs.board.scene import BoardScenario
 from gizmo_host.stream.pipeline import FramePipeline
 from gizmo_host.wire.parser import StreamParser
 

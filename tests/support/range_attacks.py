@@ -19,7 +19,7 @@ from gizmo_host.rigs.free_ports import free_ports, port_is_free
 from gizmo_host.rigs.rflysim.builders import sensor_datagrams
 from rfly_link import messages as m
 from rfly_link import ports
-from rfly_link.config import VisionSensorConfig, parse_config
+from rfly_link.config_json import VisionSensorConfig, parse_config
 from tests.support.coptersim import free_copter_id
 from tests.support.run_process import Run, spawn_run
 from tests.support.world_attacks import (

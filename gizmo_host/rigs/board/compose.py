@@ -14,9 +14,10 @@ from typing import Any
 
 from fusion.camera import CameraConfig
 from gizmo_core import ConfigError, Selector
-from gizmo_host.app.config import StoreConfig
+from gizmo_host.app.host_config import StoreConfig
 from gizmo_host.app.world_config import RflySimConfig, camera_from_table, resolve_world
 from gizmo_host.rigs.board.board import BoardModel
+from gizmo_host.rigs.board.builtin_scene import BoardScenario
 from gizmo_host.rigs.board.emulate_settings import (
     EMULATE_SETTINGS,
     EmulateSettings,
@@ -30,7 +31,6 @@ from gizmo_host.rigs.board.faults import (
     parse_fault_flag,
     validate_for_port,
 )
-from gizmo_host.rigs.board.scene import BoardScenario
 from gizmo_host.rigs.board.target_sources import (
     BoxSource,
     PoseTargetSource,
@@ -40,7 +40,7 @@ from gizmo_host.rigs.board.target_sources import (
 from gizmo_host.setting import overrides_from
 from gizmo_host.tomlfile import read_toml
 from hil_geometry.pinhole import rotation_quaternion, rpy_deg_from_rotation
-from rfly_link.config import load_config as load_rfly_config
+from rfly_link.config_json import load_config as load_rfly_config
 from rfly_link.messages import TypeId
 
 

@@ -25,9 +25,9 @@ from typing import Any, Protocol
 
 from fusion.geometry import Quat, Vec3, quat_from_euler_zyx, quat_normalize
 from fusion.simclock import SimClockEstimator
+from gizmo_host.rigs.board.builtin_scene import BoardScenario
 from gizmo_host.rigs.board.detections import TargetInView
 from gizmo_host.rigs.board.projection import camera_pose, pixel_box, project_box
-from gizmo_host.rigs.board.scene import BoardScenario
 from hil_geometry.pinhole import Pinhole
 from rfly_link import messages as m
 from rfly_link import ports

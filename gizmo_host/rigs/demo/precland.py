@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gizmo_host.app.config import HostConfig, config_from_mapping
 from gizmo_host.app.host import Host
+from gizmo_host.app.host_config import HostConfig, config_from_mapping
 from gizmo_host.errors import ServiceFailed
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.rigs.autopilot.landing_vehicle import PrecLandConfig, PrecLandVehicle

@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 
 from fusion import WorldModel
 from gizmo_core import ConfigError
-from gizmo_host.app.config import FoxgloveConfig, HostConfig, config_from_mapping
 from gizmo_host.app.host import Host, HostMessage
+from gizmo_host.app.host_config import FoxgloveConfig, HostConfig, config_from_mapping
 from gizmo_host.app.world_config import WorldSetup
 from gizmo_host.bridge.rfly_sources import RflySimSetup, SensorRequester
-from gizmo_host.bridge.world import WorldService
+from gizmo_host.bridge.world_service import WorldService
 from gizmo_host.rigs.board.compose import build_source
 from gizmo_host.rigs.board.emulate_settings import EmulateSettings, load_settings
 from gizmo_host.rigs.board.emulation import Cycle
@@ -50,7 +50,7 @@ from gizmo_host.stream.events import ReceivedResult
 from gizmo_host.wire.results import DetectorId
 from rfly_link import io as rio
 from rfly_link import ports
-from rfly_link.config import parse_config
+from rfly_link.config_json import parse_config
 from rfly_link.messages import TypeId
 
 if TYPE_CHECKING:

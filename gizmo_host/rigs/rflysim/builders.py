@@ -21,7 +21,7 @@ from gizmo_host.rigs.rflysim.views import camera_pose, direction_ned, image_box
 from hil_geometry.pinhole import Pinhole
 from hil_geometry.rotations import Vec3, add, quat_multiply, quat_rotate, quat_rotate_inverse, sub
 from rfly_link import messages as m
-from rfly_link.config import VisionSensorConfig
+from rfly_link.config_json import VisionSensorConfig
 from rfly_link.messages import TypeId
 from rfly_link.reassembly import FRAGMENT_SIZE, fragment_payload
 from rfly_link.sensors import INT16_FULL_SCALE, PointLayout, encode_point_cloud, encode_targets

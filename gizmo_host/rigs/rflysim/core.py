@@ -31,7 +31,7 @@ from gizmo_host.rigs.rflysim.scenario import SimScenario, Truth
 from hil_geometry.pinhole import Pinhole
 from rfly_link import dispatch, ports
 from rfly_link import messages as m
-from rfly_link.config import LoadedConfig, VisionSensorConfig
+from rfly_link.config_json import LoadedConfig, VisionSensorConfig
 from rfly_link.errors import DecodeError
 from rfly_link.messages import TypeId
 

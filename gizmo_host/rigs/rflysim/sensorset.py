@@ -1,6 +1,6 @@
 """Which vision sensors the stand-in simulates: a built-in ``Config.json`` or the user's.
 
-The stand-in reads the same ``VisionSensors`` file as the receivers (:mod:`rfly_link.config`),
+The stand-in reads the same ``VisionSensors`` file as the receivers (:mod:`rfly_link.config_json`),
 so both sides agree on SeqIDs, ports and mounts. It simulates the sensors mounted on the ego
 vehicle whose data are ranges or targets: the distance sensor (TypeID 5), LiDARs in the body or
 world frame (20, 21), target boxes (30) and the gimbal's status (9: the status on port 20006,
@@ -28,7 +28,7 @@ from hil_geometry.rotations import (
     quat_to_euler_zyx,
 )
 from rfly_link import ports
-from rfly_link.config import LoadedConfig, VisionSensorConfig, parse_config
+from rfly_link.config_json import LoadedConfig, VisionSensorConfig, parse_config
 from rfly_link.messages import TypeId
 
 LIDAR_TYPES = frozenset({TypeId.LIDAR_BODY, TypeId.LIDAR_WORLD})

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gizmo_core import ConfigError, Selector
-from gizmo_host.app.config import (
+from gizmo_host.app.host_config import (
     MAX_FILE_BYTES,
     MAX_LINE_CHARS,
     MIN_PERIOD_S,

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from gizmo_host.app.config import config_from_mapping
 from gizmo_host.app.host import Host, Receivers, ReplayedLink
+from gizmo_host.app.host_config import config_from_mapping
 from gizmo_host.timing import FakeScheduler
 
 

@@ -13,7 +13,7 @@ import pytest
 from fusion import CameraConfig, WorldConfig
 from gizmo_core import ConfigError
 from gizmo_host.app import settings
-from gizmo_host.app.config import HostConfig, config_from_mapping
+from gizmo_host.app.host_config import HostConfig, config_from_mapping
 from gizmo_host.app.settings import BY_KEY, SETTINGS, add_flags, overrides_from
 from gizmo_host.rigs.board.emulate_settings import EMULATE_SETTINGS, parse_emulate
 from gizmo_host.setting import markdown_table

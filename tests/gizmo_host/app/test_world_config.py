@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gizmo_core import ConfigError
-from gizmo_host.app.config import config_from_mapping
+from gizmo_host.app.host_config import config_from_mapping
 from gizmo_host.app.world_config import WorldSetup
 from gizmo_host.rigs.rflysim.sensorset import builtin_config_text
 

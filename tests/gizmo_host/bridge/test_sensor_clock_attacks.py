@@ -24,7 +24,7 @@ from gizmo_host.rigs.board import PtyBoard
 from gizmo_host.rigs.free_ports import free_ports
 from gizmo_host.rigs.rflysim.builders import sensor_datagrams
 from rfly_link import ports
-from rfly_link.config import parse_config
+from rfly_link.config_json import parse_config
 from rfly_link.sensors import INT16_FULL_SCALE, PointLayout, encode_point_cloud
 from tests.support.coptersim import free_copter_id
 from tests.support.pose_attacks import (

@@ -14,7 +14,7 @@ import pytest
 
 from fusion import WorldSnapshot
 from gizmo_core import Decision, HoldReason
-from gizmo_host.bridge.world import WorldService
+from gizmo_host.bridge.world_service import WorldService
 from gizmo_host.timing import FakeScheduler, settle
 from tests.support.fusion_inputs import MS, observation, up, world
 

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from gizmo_host.app.foxglove_replay import replay_to_mcap
-from gizmo_host.app.replay import OfflineReplay
+from gizmo_host.app.offline_replay import OfflineReplay
 from gizmo_host.capture.reader import CaptureReader, HostLine
 from gizmo_host.foxglove.layout import layout, named_topics
 from gizmo_host.rigs.board import BoardModel, PtyBoard

@@ -18,6 +18,7 @@ from mcap.writer import Writer
 from gizmo_core import Selector
 from gizmo_host.capture import channels as ch
 from gizmo_host.capture.background import BackgroundWriter
+from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.capture.reader import (
     CaptureReader,
     Datagram,
@@ -25,7 +26,6 @@ from gizmo_host.capture.reader import (
     PortEvent,
     UartChunk,
 )
-from gizmo_host.capture.settings import HostSettings
 from gizmo_host.capture.writer import CaptureWriter
 from gizmo_host.errors import CaptureError, CaptureWriteError
 from gizmo_host.stream.linkstate import LinkInput

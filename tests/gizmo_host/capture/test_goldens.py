@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from gizmo_host.app.replay import OfflineReplay
+from gizmo_host.app.offline_replay import OfflineReplay
 from gizmo_host.capture.reader import CaptureReader, HostLine
 from tests.captures import generate
 from tests.support.goldens import changes

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from gizmo_host.app.replay import OfflineReplay
+from gizmo_host.app.offline_replay import OfflineReplay
+from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.capture.reader import CaptureInfo, Datagram, HostLine, PortEvent, UartChunk
-from gizmo_host.capture.settings import HostSettings
 from gizmo_host.rigs.board import BoardModel
 from gizmo_host.stream.linkstate import REASON_OPENED, LinkInput
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from gizmo_host.app.capture_world import world_metadata, world_setup_from
-from gizmo_host.app.config import config_from_mapping
-from gizmo_host.app.world import DatagramRouter
+from gizmo_host.app.host_config import config_from_mapping
+from gizmo_host.app.world_build import DatagramRouter
+from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.capture.channels import WORLD_METADATA
 from gizmo_host.capture.reader import CaptureReader
-from gizmo_host.capture.settings import HostSettings
 from gizmo_host.capture.writer import CaptureWriter
 from gizmo_host.cli import record, replay
 from gizmo_host.errors import CaptureError

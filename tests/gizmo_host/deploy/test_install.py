@@ -98,7 +98,7 @@ def test_install_refuses_a_bad_value_and_writes_nothing(tmp_path, capsys):
 
 
 def test_shipped_config_is_accepted_by_the_config_loader(tmp_path):
-    from gizmo_host.app.config import load_config
+    from gizmo_host.app.host_config import load_config
 
     assert main(["install", "--root", os.fspath(tmp_path)]) == 0
     config = load_config(os.fspath(tmp_path / CONFIG_PATH))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gizmo_host.app.config import config_from_mapping
+from gizmo_host.app.host_config import config_from_mapping
 from gizmo_host.doctor import gather, probes
 from gizmo_host.doctor.checks import Status, run_checks
 from gizmo_host.doctor.stream import sample_stream

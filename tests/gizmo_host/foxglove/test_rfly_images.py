@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-from gizmo_host.app.config import config_from_mapping
 from gizmo_host.app.foxglove_view import image_sensor
+from gizmo_host.app.host_config import config_from_mapping
 from gizmo_host.foxglove.rfly_images import RflyImages
 from gizmo_host.rigs.free_ports import free_ports
-from rfly_link.config import parse_config
+from rfly_link.config_json import parse_config
 from rfly_link.reassembly.fragments import fragment_payload
 from tests.support.rfly_config import EXAMPLE
 

@@ -16,10 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcap.reader import make_reader
 
-from gizmo_host.app.config import config_from_args
 from gizmo_host.app.foxglove_view import add_foxglove_flag
+from gizmo_host.app.host_config import config_from_args
+from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.capture.reader import CaptureReader
-from gizmo_host.capture.settings import HostSettings
 from gizmo_host.capture.writer import CaptureWriter
 from gizmo_host.cli import foxglove_layout, run
 from gizmo_host.foxglove import topics
@@ -338,8 +338,8 @@ def test_a_port_in_use_is_one_service_failure_naming_the_address() -> None:
     import asyncio
     import socket
 
-    from gizmo_host.app.config import FoxgloveConfig
     from gizmo_host.app.foxglove_view import foxglove_server
+    from gizmo_host.app.host_config import FoxgloveConfig
     from gizmo_host.errors import ServiceFailed
 
     with socket.socket() as taken:
@@ -352,8 +352,8 @@ def test_a_port_in_use_is_one_service_failure_naming_the_address() -> None:
 
 
 def test_the_view_s_counters_fit_the_stats_line_schema() -> None:
-    from gizmo_host.app.config import FoxgloveConfig
     from gizmo_host.app.foxglove_view import foxglove_server
+    from gizmo_host.app.host_config import FoxgloveConfig
     from gizmo_host.schemas import load_schema
     from tests.support.schemas import schema_validator
 

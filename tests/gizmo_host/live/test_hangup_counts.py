@@ -18,13 +18,13 @@ import os
 
 import pytest
 
-from gizmo_host.live.config import LinkConfig
 from gizmo_host.live.link import SerialLink
+from gizmo_host.live.link_config import LinkConfig
 from gizmo_host.rigs.board import PtyBoard
+from gizmo_host.rigs.board.builtin_scene import BoardScenario
 from gizmo_host.rigs.board.faults import Fault, FaultKind
 from gizmo_host.rigs.board.port import PtyPort
 from gizmo_host.rigs.board.runner import Runner
-from gizmo_host.rigs.board.scene import BoardScenario
 from gizmo_host.rigs.board.target_sources import ScenarioSource
 from tests.support.emulate_host import make_emulation
 

@@ -11,8 +11,8 @@ import random
 import pytest
 
 from gizmo_core import Decision, HoldReason, LinkState
-from gizmo_host.live.config import LinkConfig, PipelineConfig
 from gizmo_host.live.link import SerialLink
+from gizmo_host.live.link_config import LinkConfig, PipelineConfig
 from gizmo_host.live.service import GizmoService
 from gizmo_host.rigs.board import BoardModel, PtyBoard, play
 from gizmo_host.stream.events import LinkEvent

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from gizmo_core import Decision, HoldReason, LinkState, Selector
-from gizmo_host.live.config import PipelineConfig
+from gizmo_host.live.link_config import PipelineConfig
 from gizmo_host.live.service import GizmoService
 from gizmo_host.rigs.board import BoardModel, PtyBoard, play
 from gizmo_host.stream.clock import ClockStatus

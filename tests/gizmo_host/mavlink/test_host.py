@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from gizmo_core import ConfigError
-from gizmo_host.app.config import config_from_mapping
 from gizmo_host.app.host import Host
+from gizmo_host.app.host_config import config_from_mapping
 from gizmo_host.cli.main import main
 from gizmo_host.rigs.autopilot.standin import StandinAutopilot
 from tests.support.mavlink_rig import circling, until

@@ -15,8 +15,8 @@ import pytest
 
 from fusion import SimClockStatus
 from gizmo_core import HoldReason
-from gizmo_host.app.config import config_from_mapping
 from gizmo_host.app.host import Host
+from gizmo_host.app.host_config import config_from_mapping
 from tests.support.mavlink_rig import until
 from tests.support.mavsdk_autopilot import hovering, mavsdk_autopilot
 

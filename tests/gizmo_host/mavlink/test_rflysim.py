@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from fusion import WorldSnapshot
-from gizmo_host.app.config import config_from_mapping
 from gizmo_host.app.host import Host
+from gizmo_host.app.host_config import config_from_mapping
 from gizmo_host.mavlink import parse_url
 from gizmo_host.mavlink.urls import rflysim_companion_ports
 from gizmo_host.rigs.autopilot.beside_sim import autopilot_endpoint

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gizmo_core import LinkState
-from gizmo_host.app.config import parse_host_port
+from gizmo_host.app.host_config import parse_host_port
 from gizmo_host.publish.lines import (
     JsonLinesPublisher,
     UnixSocketServer,

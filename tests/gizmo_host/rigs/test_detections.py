@@ -15,6 +15,7 @@ from fusion.camera import CameraConfig, CameraModel
 from fusion.geometry import angle_between_rad, normalize, quat_from_euler_zyx_deg, quat_rotate
 from gizmo_core import ConfigError
 from gizmo_host.rigs.board import LOST_RELATIVE, TRACKED_RELATIVE
+from gizmo_host.rigs.board.builtin_scene import BoardScenario
 from gizmo_host.rigs.board.detections import (
     LatencyKind,
     LatencyModel,
@@ -25,7 +26,6 @@ from gizmo_host.rigs.board.detections import (
 )
 from gizmo_host.rigs.board.emulate_settings import emulator_camera
 from gizmo_host.rigs.board.projection import camera_pose, pixel_box, project_box
-from gizmo_host.rigs.board.scene import BoardScenario
 from gizmo_host.wire.results import DetectorId, NormBox, ResultType
 from tests.support.emulate_host import START_NS, make_emulation
 

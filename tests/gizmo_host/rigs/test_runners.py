@@ -9,9 +9,9 @@ import os
 from collections.abc import Coroutine
 from typing import Any
 
+from gizmo_host.rigs.board.builtin_scene import BoardScenario
 from gizmo_host.rigs.board.port import PtyPort
 from gizmo_host.rigs.board.runner import Runner
-from gizmo_host.rigs.board.scene import BoardScenario
 from gizmo_host.rigs.board.target_sources import ScenarioSource
 from gizmo_host.rigs.rflysim import StandIn, build_scenario
 from gizmo_host.rigs.rflysim.sim_runner import SimRunner

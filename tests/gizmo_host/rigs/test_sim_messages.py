@@ -25,7 +25,7 @@ from gizmo_host.rigs.rflysim import (
 from gizmo_host.rigs.rflysim.views import camera_pose, project
 from rfly_link import dispatch, ports
 from rfly_link import messages as m
-from rfly_link.config import VisionSensorConfig
+from rfly_link.config_json import VisionSensorConfig
 from rfly_link.reassembly import Reassembler
 from rfly_link.sensors import PointCloud, TargetList, decode_sensor
 

@@ -14,7 +14,7 @@ from rosbags.typesys import Stores, get_typestore
 
 from fusion import WorldSnapshot
 from gizmo_core import ConfigError
-from gizmo_host.app.config import config_from_mapping
+from gizmo_host.app.host_config import config_from_mapping
 from gizmo_host.publish.lines import encode_line
 from gizmo_host.rigs.free_ports import free_ports
 from gizmo_host.schemas import load_schema

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gizmo_core import ConfigError
-from gizmo_host.app.config import HostConfig, config_from_mapping
+from gizmo_host.app.host_config import HostConfig, config_from_mapping
 from gizmo_host.doctor import gather, probes
 from gizmo_host.doctor.checks import Check, Status, exit_code, run_checks
 from gizmo_host.doctor.facts import Facts, StreamFacts

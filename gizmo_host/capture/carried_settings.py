@@ -3,7 +3,7 @@
 A capture's output depends on the TTLs, the clock model, the silence timeout and the verdict
 selector as much as on its bytes; the recorder writes them in the ``gizmo-host.settings``
 metadata record (one JSON value per key, as MCAP metadata is text) and offline replay builds
-the same ``Host`` from them (``gizmo_host.app.replay.host_config``).
+the same ``Host`` from them (``gizmo_host.app.offline_replay.host_config``).
 """
 
 from __future__ import annotations

@@ -24,11 +24,11 @@ from typing import Any
 
 from gizmo_core import ConfigError, LinkState, Selector
 from gizmo_host.app.capture_world import world_setup_from
-from gizmo_host.app.config import HostConfig, config_from_mapping
 from gizmo_host.app.host import Host
-from gizmo_host.app.world import build_world
+from gizmo_host.app.host_config import HostConfig, config_from_mapping
+from gizmo_host.app.world_build import build_world
+from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.capture.reader import CaptureInfo, CaptureMessage, Datagram, HostLine, UartChunk
-from gizmo_host.capture.settings import HostSettings
 from gizmo_host.errors import CaptureError, IllegalTransition
 from gizmo_host.stream.linkstate import REASON_OPENED, LinkInput
 from gizmo_host.timing import FakeScheduler, RecordedWallClock, WallClock, no_wall_clock

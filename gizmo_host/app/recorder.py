@@ -23,12 +23,12 @@ from typing import IO, TYPE_CHECKING, Any
 
 from fusion import WorldSnapshot
 from gizmo_host import __version__
-from gizmo_host.app.config import HostConfig
 from gizmo_host.app.foxglove_view import capture_view, watch_world
 from gizmo_host.app.host import Host
+from gizmo_host.app.host_config import HostConfig
 from gizmo_host.app.world_config import WorldSetup
+from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.capture.channels import recorded_input
-from gizmo_host.capture.settings import HostSettings
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.stream.events import LinkEvent
 

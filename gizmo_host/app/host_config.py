@@ -61,7 +61,7 @@ from gizmo_host.app.settings import (
 )
 from gizmo_host.app.world_config import RflySimConfig, WorldSetup, resolve_world
 from gizmo_host.live import event_loop
-from gizmo_host.live.config import LinkConfig, PipelineConfig
+from gizmo_host.live.link_config import LinkConfig, PipelineConfig
 from gizmo_host.setting import check_rules
 from gizmo_host.setting import check_type as _check_type
 from gizmo_host.setting import fail as _fail

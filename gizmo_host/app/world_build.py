@@ -15,7 +15,7 @@ from typing import Any
 from fusion import WorldModel
 from gizmo_host.app.world_config import WorldSetup
 from gizmo_host.bridge.rfly_sources import RflySimSetup, SensorRequester, rfly_receivers
-from gizmo_host.bridge.world import WorldService
+from gizmo_host.bridge.world_service import WorldService
 from gizmo_host.timing import Scheduler, WallClock, realtime_of
 from rfly_link.io import Event, UdpReceiver
 
