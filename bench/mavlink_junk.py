@@ -26,7 +26,7 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from gizmo_host.mavlink.codec import Codec
 from gizmo_host.mavlink.session import AutopilotSession
-from gizmo_host.timing import FakeScheduler
+from gizmo_host.timing import ManualScheduler
 
 SOURCE = ("127.0.0.1", 14999)
 
@@ -54,7 +54,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=5000)
     n = parser.parse_args().n
-    clock = FakeScheduler()
+    clock = ManualScheduler()
     session = AutopilotSession(lambda data, to: True, clock)
     baseline = Codec(1, 191)
     mix = 0.0

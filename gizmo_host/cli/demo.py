@@ -43,6 +43,7 @@ from gizmo_host.rigs.demo.scene_rig import DemoSettings
 from gizmo_host.rigs.demo.view import PlainView, View
 from gizmo_host.rigs.rflysim.scenario import SCENARIOS
 from gizmo_host.rigs.rig import RigFailed
+from gizmo_host.timing import LoopScheduler, call_after
 
 LOGGER = logging.getLogger("gizmo_host.demo")
 PRECLAND = "precland"  # the MAVLink precision landing (gizmo_host.rigs.demo.precland)
@@ -206,7 +207,7 @@ def _fleet(options: Options, timeline: FaultTimeline, log_level: str) -> int:
         stop = asyncio.Event()
         restore = add_stop_handlers(loop, stop.set)
         if options.duration_s is not None:
-            loop.call_later(options.duration_s, stop.set)
+            call_after(LoopScheduler(), options.duration_s, stop.set)
         out = None if table is not None else stdout_sink()
 
         def report(rows: list[Any]) -> None:

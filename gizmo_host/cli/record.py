@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from gizmo_core import ConfigError
 from gizmo_host.app import settings as setting_table
 from gizmo_host.app.host_config import config_from_args
+from gizmo_host.app.idle import log_idle_settings
 from gizmo_host.app.recorder import Recorder, RecordOptions
 from gizmo_host.app.world_build import DatagramRouter
 from gizmo_host.cli.common import EXIT_USAGE, add_log_level, require_extra, setup_logging
@@ -76,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     setup_logging(args.log_level)
     try:
         config = config_from_args(args)
+        log_idle_settings(config, publishes=False)  # one warning line each
         setup = config.world_setup()
         if args.duration is not None and not args.duration > 0:
             raise ValueError(f"--duration: expected > 0, got {args.duration}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import select
 import shutil
 import socket
@@ -21,7 +22,7 @@ from gizmo_core import ConfigError
 from gizmo_host.app.host_config import HostConfig
 from gizmo_host.app.world_config import camera_defaults
 from gizmo_host.doctor.facts import MavlinkFacts, RflyFacts
-from gizmo_host.timing import LoopScheduler
+from gizmo_host.timing import LoopScheduler, poll
 from rfly_link import ports
 from rfly_link.config_json import load_config as load_rfly_config
 from rfly_link.io.clients import CopterSimClient, UdpSender
@@ -171,12 +172,12 @@ def mavlink_facts(
         task = asyncio.ensure_future(transport.run())
         session.start()
         try:
-            deadline = time.monotonic() + seconds
-            while time.monotonic() < deadline:
+
+            def answered() -> bool:
                 stats = session.stats(scheduler.now_ns())
-                if stats["timesync"]["rtt_ms"] is not None and session.rates_hz:
-                    break
-                await asyncio.sleep(0.05)
+                return stats["timesync"]["rtt_ms"] is not None and bool(session.rates_hz)
+
+            await poll(scheduler, answered, seconds, 0.05)
             stats = session.stats(scheduler.now_ns())
         finally:
             session.stop()
@@ -217,3 +218,32 @@ def systemctl_show(unit: str) -> dict[str, str] | None:
         return None
     props = dict(line.partition("=")[::2] for line in done.stdout.splitlines() if "=" in line)
     return props or None
+
+
+MAX_GREETING_BYTES = 1 << 20  # a greeting names at most 256 clients: far less than this
+
+
+def socket_greeting(path: str, timeout_s: float) -> dict[str, Any] | str:
+    """The first line the host's Unix socket sends a new client (its ``version`` greeting, or
+    the refusal when every slot is taken), parsed; or why it could not be read."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout_s)
+    data = b""
+    try:
+        sock.connect(path)
+        while not data.endswith(b"\n") and len(data) < MAX_GREETING_BYTES:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except OSError as exc:
+        return f"cannot connect to {path}: {exc.strerror or exc}"
+    finally:
+        sock.close()
+    try:
+        message = json.loads(data.split(b"\n", 1)[0])
+    except ValueError:
+        return f"{path} answered something else than a JSON line ({len(data)} bytes)"
+    if not isinstance(message, dict):
+        return f"{path} answered something else than a JSON object"
+    return message

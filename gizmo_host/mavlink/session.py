@@ -2,7 +2,7 @@
 
 The session is fed bytes with their host receive time and sender (``feed``) and sends through
 an injected ``send(bytes, to) -> bool``, so it runs the same over any transport and, on a
-``FakeScheduler``, without one. It
+``ManualScheduler``, without one. It
 
 - sends its own HEARTBEAT (an onboard controller) at ``heartbeat_hz`` and TIMESYNC requests at
   ``timesync_hz``, and asks the autopilot for ``streams`` at ``stream_hz`` with

@@ -24,7 +24,7 @@ from typing import Any
 
 import serialx
 
-from gizmo_host.timing import LoopScheduler, Scheduler
+from gizmo_host.timing import Backoff, LoopScheduler, Scheduler
 
 from .urls import Endpoint, Kind
 
@@ -70,16 +70,11 @@ class MavlinkTransport:
         open_serial: Callable[..., Any] = serialx.create_serial_connection,
         max_datagram: int = MAX_DATAGRAM,
     ) -> None:
-        if not 0 < backoff_min_s <= backoff_max_s:
-            raise ValueError(
-                f"backoff: expected 0 < backoff_min_s <= backoff_max_s, got "
-                f"{backoff_min_s!r} and {backoff_max_s!r}"
-            )
+        self._backoff = Backoff(backoff_min_s, backoff_max_s)
         self.endpoint = endpoint
         self._on_bytes = on_bytes
         self._clock = clock
         self._scheduler = scheduler or LoopScheduler(clock)
-        self._backoff = (backoff_min_s, backoff_max_s)
         self._open_serial = open_serial
         self._max_datagram = max_datagram
         self._transport: Any = None
@@ -99,7 +94,7 @@ class MavlinkTransport:
         return None if sock is None else int(sock.getsockname()[1])
 
     async def run(self) -> None:
-        backoff_s = self._backoff[0]
+        failures = 0  # opens that failed in a row
         while True:
             lost: asyncio.Future[BaseException | None] = asyncio.get_running_loop().create_future()
             try:
@@ -108,12 +103,12 @@ class MavlinkTransport:
                 self.open_failures += 1
                 self.last_error = f"open {self.endpoint.describe()}: {exc}"
                 LOGGER.debug("%s", self.last_error)
-                await self._scheduler.sleep(backoff_s)
-                backoff_s = min(backoff_s * 2, self._backoff[1])
+                failures += 1
+                await self._scheduler.sleep(self._backoff.delay_s(failures))
                 continue
             self.opens += 1
             self.last_error = None
-            backoff_s = self._backoff[0]
+            failures = 0
             try:
                 reason = await lost
             finally:
@@ -122,7 +117,7 @@ class MavlinkTransport:
                 await _closed(transport)
             self.disconnects += 1
             self.last_error = f"{self.endpoint.describe()}: connection lost ({reason or 'closed'})"
-            await self._scheduler.sleep(backoff_s)
+            await self._scheduler.sleep(self._backoff.delay_s(failures))
 
     async def _open(self, lost: asyncio.Future[BaseException | None]) -> Any:
         loop = asyncio.get_running_loop()

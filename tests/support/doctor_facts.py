@@ -46,6 +46,7 @@ def healthy() -> Facts:
             "udpin:0.0.0.0:14550", 1, heartbeat=True, autopilot="system 1/1", rtt_ms=2.0,
             offset_ms=0.1, rates_hz={"ODOMETRY": 50.0},
         ),
+        settings=(),
         service=ServiceFacts(
             "gizmo-host@gizmo0.service",
             {"LoadState": "loaded", "ActiveState": "active", "SubState": "running",

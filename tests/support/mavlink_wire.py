@@ -1,4 +1,4 @@
-"""A fake autopilot wire on a fake clock for the MAVLink session tests: bytes both ways, and the
+"""A fake autopilot wire on a manual clock for the MAVLink session tests: bytes both ways, and the
 message builders they share.
 """
 
@@ -12,7 +12,7 @@ from pymavlink.dialects.v20 import common as mavlink
 from gizmo_host.mavlink import AutopilotSession, MavlinkPoseSource
 from gizmo_host.mavlink.session import DEFAULT_STREAMS
 from gizmo_host.rigs.autopilot.standin import StandinAutopilot
-from gizmo_host.timing import FakeScheduler
+from gizmo_host.timing import ManualScheduler
 from tests.support.mavlink_rig import circling
 
 MS = 1_000_000
@@ -25,7 +25,7 @@ AUTOPILOT = ("127.0.0.1", 14580)  # the stand-in's datagrams come from here
 
 
 class Wire:
-    """Host <-> stand-in on the fake clock, ``down_ms`` to the autopilot, ``up_ms`` back. Each
+    """Host <-> stand-in on the manual clock, ``down_ms`` to the autopilot, ``up_ms`` back. Each
     stand-in message is one datagram from ``source`` (``None``: a byte stream); every datagram
     the session sends is kept in ``sent_to`` with its address."""
 
@@ -39,7 +39,7 @@ class Wire:
         session_kw=None,
         **kw,
     ):
-        self.clock = FakeScheduler()
+        self.clock = ManualScheduler()
         self.address = source
         self.sent_to: list[tuple[bytes, object]] = []
         self.conflicts: list[tuple[int, str]] = []

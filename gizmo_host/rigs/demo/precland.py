@@ -25,7 +25,6 @@ import contextlib
 import math
 import random
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +41,7 @@ from gizmo_host.rigs.board.emulate_settings import load_settings
 from gizmo_host.rigs.board.faults import FaultTimeline
 from gizmo_host.rigs.board.projection import camera_pose, clamp_box, project_box
 from gizmo_host.rigs.rig import Rig
-from gizmo_host.timing import LoopScheduler
+from gizmo_host.timing import LoopScheduler, call_after, poll
 from gizmo_host.wire.results import NormBox
 from hil_geometry.pinhole import Pinhole
 
@@ -161,11 +160,9 @@ class PrecLandRig:
         """The stand-in autopilot, on the port the host's ``[mavlink]`` link opened."""
         link = self.host.mavlink
         assert link is not None  # host_config sets [mavlink]
-        deadline = time.monotonic() + 5.0
-        while link.transport.local_port is None:
-            if time.monotonic() > deadline:
-                raise ServiceFailed("precland: the host's MAVLink port did not open")
-            await asyncio.sleep(0.005)
+        transport = link.transport
+        if not await poll(self.scheduler, lambda: transport.local_port is not None, 5.0, 0.005):
+            raise ServiceFailed("precland: the host's MAVLink port did not open")
         self.autopilot = StandinAutopilot(
             f"udpout:{HOST}:{link.transport.local_port}",
             self.vehicle.truth,
@@ -273,8 +270,7 @@ async def play(
 ) -> dict[str, Any]:
     """Run one landing until touchdown, ``duration_s`` or ``stop``; return the summary."""
     rig = PrecLandRig(settings, workdir)
-    loop = asyncio.get_running_loop()
-    timer = None if duration_s is None else loop.call_later(duration_s, stop.set)
+    timer = None if duration_s is None else call_after(rig.scheduler, duration_s, stop.set)
     status: asyncio.Task[None] | None = None
     try:
         await rig.start()
@@ -294,5 +290,5 @@ async def play(
 
 async def _status(rig: PrecLandRig, on_status: Callable[[dict[str, Any]], None]) -> None:
     while True:
-        await asyncio.sleep(1.0)
+        await rig.scheduler.sleep(1.0)
         on_status(rig.status())

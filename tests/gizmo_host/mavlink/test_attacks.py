@@ -1,4 +1,4 @@
-"""Issue 28's MAVLink findings as attacks on the session, on a fake clock: a spoofer with the
+"""Issue 28's MAVLink findings as attacks on the session, on a manual clock: a spoofer with the
 autopilot's ids, a second vehicle, two autopilots under ``target_system = 0``, TIMESYNC lies
 (answers to nothing, late, replayed, and a liar that stops), a clock step, a far stamp, junk and
 truncated datagrams, and an autopilot that never answers TIMESYNC. The truth is the test's:

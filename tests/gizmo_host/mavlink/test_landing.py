@@ -15,7 +15,7 @@ from fusion import TargetState, WorldSnapshot
 from gizmo_core import Decision, HoldReason
 from gizmo_host.mavlink import Held, LandingFields, LandingTargetSender, Profile
 from gizmo_host.mavlink.landing import MIN_DOWN, ardupilot_fields, px4_fields
-from gizmo_host.timing import FakeScheduler
+from gizmo_host.timing import ManualScheduler
 from tests.support.mavlink_wire import (
     MS,
     Wire,
@@ -145,7 +145,7 @@ def test_the_same_capture_is_sent_once_and_a_down_link_or_unlocked_clock_holds()
 
 
 def test_a_bad_profile_or_rate_is_one_line():
-    clock = FakeScheduler()
+    clock = ManualScheduler()
     from gizmo_host.mavlink import AutopilotSession
 
     session = AutopilotSession(lambda data, to: True, clock)

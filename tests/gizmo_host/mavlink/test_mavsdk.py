@@ -26,7 +26,7 @@ CAMERA = {"width_px": 640, "height_px": 480, "hfov_deg": 90.0, "mount_rpy_deg": 
 
 
 def host() -> Host:
-    return Host(
+    return Host.serving(
         config_from_mapping(
             {
                 "serial": {"path": "/nonexistent/gizmo0"},

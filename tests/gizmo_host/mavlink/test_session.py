@@ -1,4 +1,4 @@
-"""The autopilot session on a fake clock, against the stand-in over an in-memory link whose
+"""The autopilot session on a manual clock, against the stand-in over an in-memory link whose
 delays the test sets per direction: the clock mapping (offset, skew, a round-trip spike, a
 reboot), TIMESYNC answered in the autopilot's clock, stream requests, link loss, and
 foreign or malformed traffic counted and ignored."""
@@ -12,7 +12,7 @@ from fusion import SimClockStatus
 from fusion.geometry import quat_angle_rad
 from gizmo_host.mavlink import AutopilotSession
 from gizmo_host.mavlink.session import DEFAULT_STREAMS
-from gizmo_host.timing import FakeScheduler
+from gizmo_host.timing import ManualScheduler
 from tests.support.mavlink_rig import circling
 from tests.support.mavlink_wire import (
     MS,
@@ -172,7 +172,7 @@ def test_link_goes_down_three_seconds_after_the_last_heartbeat_and_comes_back():
 
 
 def test_an_autopilot_never_heard_is_a_down_link_in_stats_not_an_error():
-    clock = FakeScheduler()
+    clock = ManualScheduler()
     session = AutopilotSession(lambda data, to: False, clock)
     session.start()
     clock.advance(10 * S)
@@ -212,7 +212,7 @@ def test_foreign_garbage_bad_crc_and_unknown_messages_are_counted_and_ignored():
 
 
 def test_messages_before_any_autopilot_heartbeat_are_not_bound():
-    clock = FakeScheduler()
+    clock = ManualScheduler()
     session = AutopilotSession(lambda data, to: True, clock, target_system=0)
     gcs = mavlink.MAVLink(None, srcSystem=255, srcComponent=190)
     session.feed(gcs.heartbeat_encode(6, 8, 0, 0, 4).pack(gcs), clock.now_ns())  # a GCS
