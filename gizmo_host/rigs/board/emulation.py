@@ -264,8 +264,14 @@ class Emulation:
             if step == 0:
                 self.host_discontinuities += 1  # the same number at another time
                 return
-        if step == 0:
-            self.host_duplicates += 1
+        if step == 0 and result.timestamp_ms == last_ms:
+            self.host_duplicates += 1  # the very frame again
+        elif step == 0:  # the same number at another time (a wrap onto the last one)
+            advance = device_clock_advance_ms(last_ms, result.timestamp_ms, sent_ns - last_ns)
+            if advance is None or advance <= 0:
+                self.host_resets += 1
+            else:
+                self.host_discontinuities += 1
         elif step < SEQUENCE_MODULUS // 2:
             self.host_lost += step - 1
         else:
