@@ -10,7 +10,7 @@
   also give the JSON Schema), built from the frame, with the interpretation as a tagged union.
 
 Each is checked to decode to the same object first. Needs ``pip install msgspec`` (it is not a
-dependency: see the README's measured result).
+dependency: see docs/bench.md's measured result).
 """
 
 from __future__ import annotations

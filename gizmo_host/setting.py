@@ -115,7 +115,7 @@ class Rule:
     gets the table as written and returns the error line, or None when it holds."""
 
     section: str
-    name: str  # what the rule says, for the README ("exactly one of hfov_deg, fx_px")
+    name: str  # what the rule says, for docs/settings.md ("exactly one of hfov_deg, fx_px")
     key: str  # the key an error names (a flag that set it is named with it)
     test: Callable[[Mapping[str, Any]], str | None]
 

@@ -1,6 +1,6 @@
-"""The README's table of every supported structure, its port and direction, from the port map.
+"""docs/rflysim.md's table of every supported structure, its port and direction, from the port map.
 
-``python -m rfly_link.port_table`` prints it; a test checks that the README's copy is current.
+``python -m rfly_link.port_table`` prints it; a test checks that docs/rflysim.md's copy is current.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _checksum_text(cls: type[m.WireMessage]) -> str:
 
 
 def message_table() -> str:
-    """The README's table of every supported structure: one row per (structure, port role)."""
+    """docs/rflysim.md's table of every supported structure: one row per (structure, port role)."""
     order = list(PortRole)
     rows = sorted(
         ((role, cls) for cls, roles in MESSAGE_ROLES.items() for role in roles),

@@ -3,8 +3,8 @@
 docs/protocol-decisions.md gives the CopterSim and RflySim3D ports; the public SDK gives the
 rest (the 20100/40100 series, 20002, 20005, 20007, 50000). A port's :class:`PortRole` decides which
 structures may be decoded there (:mod:`rfly_link.dispatch`); ``MESSAGE_ROLES`` is the one map
-from each structure to the roles it travels on (:mod:`rfly_link.port_table` renders it for the
-README).
+from each structure to the roles it travels on (:mod:`rfly_link.port_table` renders it for
+docs/rflysim.md).
 """
 
 from __future__ import annotations

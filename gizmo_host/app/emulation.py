@@ -91,7 +91,7 @@ def emulator_camera_config(
     if sensor.eular_or_quat > 0.5:
         rpy = rpy_deg_from_rotation(rotation_quaternion(sensor.sensor_ang_quat))
     else:
-        rpy = sensor.sensor_ang_eular  # degrees (see the README, "Simulator geometry")
+        rpy = sensor.sensor_ang_eular  # degrees (see docs/hil.md, "Simulator geometry")
     return dataclasses.replace(setup.camera, mount_rpy_deg=rpy)
 
 

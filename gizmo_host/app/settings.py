@@ -2,7 +2,7 @@
 
 Like ``FIELDS`` for the frame (``gizmo_host.wire.protocol``), this table is the single source:
 the TOML validation (``gizmo_host.app.config``), the command-line flags and their ``--help``
-(``add_flags``), and the README's settings table (``python -m gizmo_host.app.settings``,
+(``add_flags``), and the settings table in docs/settings.md (``python -m gizmo_host.app.settings``,
 checked by a test) all read it. Defaults that a component owns are read from that component's
 config (``LinkConfig``, ``PipelineConfig``, fusion's ``WorldConfig``), never written again.
 Rules over a whole table (exactly one of ``hfov_deg`` or ``fx_px``, ``backoff_min_s`` not
@@ -421,7 +421,7 @@ def flag_names() -> dict[str, str]:
     return {s.key: s.flag for s in SETTINGS if s.flag is not None}
 
 
-# -- the README's table --------------------------------------------------------------------
+# -- docs/settings.md's table --------------------------------------------------------------------
 
 
 def _shown(value: Any) -> str:
@@ -439,7 +439,7 @@ def _shown(value: Any) -> str:
 
 
 def markdown_table() -> str:
-    """The README's settings table (between its ``settings`` markers)."""
+    """docs/settings.md's settings table (between its ``settings`` markers)."""
     lines = [
         "| key | type | default | range | unit | flag | meaning |",
         "|---|---|---|---|---|---|---|",

@@ -1,8 +1,9 @@
 """The channels of a gizmo-host MCAP capture: topics, encodings and schemas, defined once.
 
-The writer registers them, the reader recognises them and the README documents them, all from
-the definitions here. Every log time is host ``time.monotonic_ns()`` (``CLOCK_MONOTONIC``), the
-clock the live host stamps everything with, so a replay feeds the pipeline the recorded times.
+The writer registers them, the reader recognises them and docs/record-replay.md documents
+them, all from the definitions here. Every log time is host ``time.monotonic_ns()``
+(``CLOCK_MONOTONIC``), the clock the live host stamps everything with, so a replay feeds the
+pipeline the recorded times.
 
 Inputs (what the host reads; replay feeds these):
 

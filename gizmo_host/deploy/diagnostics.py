@@ -130,41 +130,50 @@ def _explain_permission(path: str) -> str:
 
 
 def _explain_not_permitted(path: str, proc_root: Path) -> str:
-    """EPERM (not EACCES) on a device node is the device cgroup: systemd's DeviceAllow= list."""
+    """EPERM (not EACCES) on a device node is the device cgroup: systemd's DeviceAllow= list.
+
+    The fix it suggests admits the node alone: a driver class (``char-ttyS``) would also admit
+    every other port and console of that driver, the broad grant the unit was narrowed from."""
     try:
         device = os.stat(path)
     except OSError:
         return _explain_permission(path)
     if not stat.S_ISCHR(device.st_mode):
         return _explain_permission(path)
-    driver = _char_driver_name(proc_root, os.major(device.st_rdev))
-    if driver is None:
-        return _explain_permission(path)
+    major, minor = os.major(device.st_rdev), os.minor(device.st_rdev)
+    driver = tty_driver_name(proc_root, major, minor)
     target = os.path.realpath(path)
     shown = path if target == path else f"{path} (-> {target})"
-    node = f"{os.major(device.st_rdev)}:{os.minor(device.st_rdev)}"
+    named = f" (tty driver {driver})" if driver else ""
     return (
-        f"{shown}, char {node} (driver {driver}), is refused by the device access list "
+        f"{shown}, char {major}:{minor}{named}, is refused by the device access list "
         f"(systemd DeviceAllow=): the gizmo-host@ unit admits only its own instance's node, "
         f"resolved when the service started. If the board came back on another node, restart "
-        f"it (`sudo systemctl restart gizmo-host@<name>`); to admit this node add "
-        f"`sudo systemctl edit gizmo-host@.service`: [Service] DeviceAllow={target} rw "
-        f"(or the whole driver class, DeviceAllow=char-{driver} rw)"
+        f"it (`sudo systemctl restart gizmo-host@<name>`); to admit this node too, "
+        f"`sudo systemctl edit gizmo-host@.service`: [Service] DeviceAllow={target} rw"
     )
 
 
-def _char_driver_name(proc_root: Path, major: int) -> str | None:
-    """The character-device driver registered for ``major`` in /proc/devices."""
+def tty_driver_name(proc_root: Path, major: int, minor: int) -> str | None:
+    """The tty driver that owns ``major:minor``, from /proc/tty/drivers.
+
+    /proc/devices cannot say: it lists several names for one major (4 is ``/dev/vc/0``, ``tty``
+    and ``ttyS``), while /proc/tty/drivers gives each driver its minor range
+    (``serial  /dev/ttyS  4  64-111  serial``)."""
     try:
-        lines = (proc_root / "devices").read_text().splitlines()
+        lines = (proc_root / "tty" / "drivers").read_text().splitlines()
     except OSError:
         return None
     for line in lines:
-        if line.startswith("Block devices:"):
-            break
         fields = line.split()
-        if len(fields) == 2 and fields[0] == str(major):
-            return fields[1]
+        if len(fields) < 4 or fields[2] != str(major):
+            continue
+        low, _, high = fields[3].partition("-")
+        try:
+            if int(low) <= minor <= int(high or low):
+                return fields[0]
+        except ValueError:
+            continue
     return None
 
 

@@ -34,7 +34,7 @@ run`` rejects ``[emulate]``, so that table lives in a file of its own. Example::
     rflysim3d = false              # also CoptReqData / ObjReqData on 20006
     half_extent_m = [0.3, 0.3, 0.15]
 
-Every ``[emulate]`` key is a row of ``EMULATE_SETTINGS`` (in the README's settings table, for
+Every ``[emulate]`` key is a row of ``EMULATE_SETTINGS`` (in docs/settings.md's table, for
 the ``emulate`` command); ``[camera]`` is checked by the host's rows and rules
 (``gizmo_host.app.emulation``) and handed in resolved. With neither ``boxes`` nor ``poses``
 the built-in scenario plays. ``listen`` (default

@@ -1,6 +1,6 @@
 """The live service's settings as small frozen values: what the link and the pipeline need.
 
-The settings table (``gizmo_host.app.settings``, behind TOML, flags and the README) reads
+The settings table (``gizmo_host.app.settings``, behind TOML, flags and docs/settings.md) reads
 their defaults from here; those the per-frame pipeline shares are the stream layer's
 constants (``DEFAULT_TTL_MS``, ``DEFAULT_MAX_SKEW_PPM``, ...), written once there.
 """

@@ -2,7 +2,7 @@
 
 ``FIELDS`` is the single source of truth. The frame ``struct.Struct``, the ``VisionResult``
 value type, the encoder's range checks, the numpy dtype of the batch decoder and the docs all
-derive from it. The protocol: the README's "The UART protocol core", and
+derive from it. The protocol: docs/uart.md, and
 docs/protocol-decisions.md, Gizmo UART.
 
 Everything is little-endian with no padding: ``"<2sBBBHH24sH"`` is 35 bytes, while the native

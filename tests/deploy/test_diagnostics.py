@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import serialx
 
-from gizmo_host.deploy.diagnostics import explain_open_error, find_port_holders
+from gizmo_host.deploy.diagnostics import explain_open_error, find_port_holders, tty_driver_name
 
 HERE = Path(__file__).parent
 OPEN_PORT_CHILD = HERE / "open_port_child.py"
@@ -188,16 +188,46 @@ def test_busy_port_with_hidden_holder_names_the_running_suspects(pty_path, tmp_p
     assert f"known to grab serial ports: ModemManager (pid {holder.pid})" in result.stdout
 
 
-def test_eperm_on_a_tty_names_the_device_allow_class(pty_path):
-    """EPERM is what the device cgroup returns; the message names the class to allow.
+def test_eperm_on_a_tty_suggests_admitting_the_node_alone(pty_path):
+    """EPERM is what the device cgroup returns; the fix admits that node and nothing else.
 
-    The error itself is constructed (this test cannot enter a device cgroup); the driver name
-    comes from the real /proc/devices for the real pty.
-    """
+    The error itself is constructed (this test cannot enter a device cgroup); the driver comes
+    from the real /proc/tty/drivers for the real pty."""
     message = explain_open_error(pty_path, PermissionError(errno.EPERM, "Operation not permitted"))
+    node = os.stat(pty_path).st_rdev
     assert "admits only its own instance's node" in message
-    assert f"DeviceAllow={os.path.realpath(pty_path)} rw" in message
-    assert "DeviceAllow=char-pts rw" in message
+    assert f"char {os.major(node)}:{os.minor(node)} (tty driver pty_slave)" in message
+    assert message.endswith(f"DeviceAllow={os.path.realpath(pty_path)} rw")
+    assert "char-" not in message  # a driver class admits every port of the driver
+
+
+# The kernel lists the VT master before the serial driver on major 4; /proc/devices names
+# "/dev/vc/0" first for major 4, which an earlier version took for every major-4 node.
+PROC_TTY_DRIVERS = """\
+/dev/tty             /dev/tty        5       0 system:/dev/tty
+/dev/console         /dev/console    5       1 system:console
+/dev/ptmx            /dev/ptmx       5       2 system
+/dev/vc/0            /dev/vc/0       4       0 system:vtmaster
+usbserial            /dev/ttyUSB   188 0-511 serial
+serial               /dev/ttyS       4 64-111 serial
+pty_slave            /dev/pts      136 0-1048575 pty:slave
+unknown              /dev/tty        4 1-63 console
+"""
+
+
+@pytest.mark.parametrize(
+    ("major", "minor", "driver"),
+    [(4, 64, "serial"), (4, 111, "serial"), (4, 0, "/dev/vc/0"), (4, 1, "unknown"),
+     (4, 63, "unknown"), (188, 0, "usbserial"), (4, 112, None), (204, 64, None)],
+)  # fmt: skip
+def test_the_tty_driver_is_found_by_major_and_minor(tmp_path, major, minor, driver):
+    (tmp_path / "tty").mkdir()
+    (tmp_path / "tty" / "drivers").write_text(PROC_TTY_DRIVERS)
+    assert tty_driver_name(tmp_path, major, minor) == driver
+
+
+def test_no_proc_tty_drivers_names_no_driver(tmp_path):
+    assert tty_driver_name(tmp_path, 4, 64) is None
 
 
 def test_missing_device_says_it_keeps_retrying(tmp_path):

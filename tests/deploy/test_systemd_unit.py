@@ -139,10 +139,10 @@ def test_repository_copies_are_the_shipped_files():
         assert (systemd_dir / name).read_text() == shipped_file(name)
 
 
-def test_the_readme_describes_the_units_restarts_and_devices():
-    """The README's restart wording is the unit's own values, so the two cannot drift apart."""
+def test_the_deploy_page_describes_the_units_restarts_and_devices():
+    """docs/deploy.md's restart wording is the unit's own values, so the two cannot drift apart."""
     unit = _directives(shipped_file(UNIT_NAME))
-    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    readme = " ".join((Path(__file__).parents[2] / "docs" / "deploy.md").read_text().split())
     burst = unit["Unit.StartLimitBurst"][0]
     interval = unit["Unit.StartLimitIntervalSec"][0]
     assert f"`Restart={unit['Service.Restart'][0]}`" in readme

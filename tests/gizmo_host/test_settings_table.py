@@ -1,5 +1,5 @@
 """The settings table is the one definition: the TOML sections, their defaults, the flags and
-the README's table all come from it."""
+the docs' table (docs/settings.md) all come from it."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ from gizmo_host.app.config import ConfigError, HostConfig, config_from_mapping
 from gizmo_host.app.settings import BY_KEY, SETTINGS, add_flags, overrides_from
 from gizmo_host.emulator.settings import parse_emulate
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SETTINGS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
 
 
-def test_the_readme_table_is_generated_from_the_settings_table() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_the_docs_table_is_generated_from_the_settings_table() -> None:
+    text = SETTINGS_PAGE.read_text(encoding="utf-8")
     found = re.search(r"<!-- settings:begin .*?-->\n(.*?)<!-- settings:end -->", text, re.S)
-    assert found, "README.md lacks the settings table markers"
+    assert found, "docs/settings.md lacks the settings table markers"
     assert found.group(1) == settings.markdown_table(), (
-        "README settings table is stale: regenerate it with python -m gizmo_host.app.settings"
+        "docs/settings.md table is stale: regenerate it with python -m gizmo_host.app.settings"
     )
 
 

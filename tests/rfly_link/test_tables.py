@@ -19,7 +19,7 @@ from rfly_link import port_table, ports, wire
 from rfly_link.ports import PortRole
 from rfly_link.wire.layout import Field, Layout, _f
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+RFLYSIM_PAGE = Path(__file__).resolve().parents[2] / "docs" / "rflysim.md"
 ALL_CLASSES = sorted(
     (c for c in vars(m).values() if inspect.isclass(c) and issubclass(c, m.WireMessage)),
     key=lambda c: c.__name__,
@@ -199,14 +199,14 @@ def test_no_two_series_share_a_port() -> None:
     assert not windows & seen.keys()
 
 
-def test_readme_lists_every_message_with_its_port_and_direction() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_the_docs_list_every_message_with_its_port_and_direction() -> None:
+    text = RFLYSIM_PAGE.read_text(encoding="utf-8")
     found = re.search(
         r"<!-- rfly-messages:begin .*?-->\n(.*?)<!-- rfly-messages:end -->", text, re.S
     )
-    assert found, "README.md lacks the rfly-messages table markers"
+    assert found, "docs/rflysim.md lacks the rfly-messages table markers"
     assert found.group(1) == port_table.message_table(), (
-        "README table is stale: regenerate it with python -m rfly_link.port_table"
+        "docs/rflysim.md table is stale: regenerate it with python -m rfly_link.port_table"
     )
     for cls in ports.MESSAGE_ROLES:
         assert f"`{cls.__name__}`" in found.group(1)
