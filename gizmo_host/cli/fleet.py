@@ -7,7 +7,8 @@ publisher speaks for it, until ``--conflict-ms`` after its last line. ``--json``
 ``{"type": "fleet_vehicle", ...}`` lines: at once for a vehicle that changed, and every vehicle
 at least once a second, at the pace stdout takes them. ``--connect`` reaches a router or a peer
 (multicast scouting is off unless ``--scouting``); ``--zenoh-config`` starts the session from a
-Zenoh configuration file (TLS, mTLS). Needs the zenoh extra.
+Zenoh configuration file (TLS, mTLS). At the end it prints its counters, one JSON line on
+stderr. Needs the zenoh extra.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import sys
 from typing import Any
 
 from gizmo_host.cli.fleet_table import FleetTable
 from gizmo_host.errors import ConfigError
 from gizmo_host.live.stop_signals import add_stop_handlers
-from gizmo_host.publish.lines import encode_line
 from gizmo_host.publish.sinks import QueuedSink, stdout_sink
 from rfly_link.flags import UsageError, integer, number
 
@@ -138,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         def report(rows: list[Any]) -> None:
             if out is not None:
                 for row in rows:
-                    out.send(encode_line(row.to_dict()))
+                    out.send(row.to_json_line())
             elif table is not None:
                 table.update(rows)
 
@@ -147,7 +148,11 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             with table or contextlib.nullcontext():
-                await watch_fleet(config, FleetView(**view_options), stop, report, room)
+                watch = await watch_fleet(config, FleetView(**view_options), stop, report, room)
+            summary = {"fleet": watch.stats()}
+            if out is not None:
+                summary["stdout"] = out.stats()
+            print(json.dumps(summary), file=sys.stderr, flush=True)
         finally:
             if out is not None:
                 await out.close()

@@ -6,12 +6,14 @@ session id in its timestamp: ``publisher``). A vehicle is bound to the first pub
 line it accepts. While that publisher is *present* (a line accepted in the last
 ``conflict_ns``), a line for the vehicle from any other identity is a second voice: dropped
 (counted ``foreign``), and the row is CONFLICT, never PROCEED. A bound publisher's line whose
-``seq`` or ``host_ns`` does not go forward is a replay (or a second voice using the same
-identity): dropped (``replayed``), and the row is CONFLICT too. A conflict ends
-``conflict_ns`` after the second voice's last line. Once the bound publisher has been silent
-for ``conflict_ns``, another may take the vehicle over (a host restarted is a new session),
-but only with a line newer than the newest one accepted (``host_ns`` or ``wall_ns`` forward):
-a stopped host's old lines replayed by anyone are refused (``replayed``).
+``seq`` or ``host_ns`` does not go forward, or whose ``host_ns`` ran ahead of our clock by more
+than ``conflict_ns``, is a replay (or a second voice using the same identity): dropped
+(``replayed``), and the row is CONFLICT too. A conflict ends ``conflict_ns`` after the second
+voice's last line. Once the bound publisher has been silent for ``conflict_ns``, another may
+take the vehicle over (a host restarted is a new session), but only with a line newer than the
+newest one accepted (``host_ns`` or ``wall_ns`` forward) while that one is less than
+``replay_memory_ns`` old: a stopped host's old lines replayed by anyone are refused
+(``replayed``).
 
 **Fresh or stale.** A host's ``host_ns`` and ``valid_until_ns`` are its own monotonic clock;
 they mean nothing here. So the view judges every vehicle by its OWN receive time (``rx_ns``,
@@ -26,17 +28,20 @@ clocks say a line spent in transit, beyond that bound, counts against its age.
 Lines that are not valid (``fleet_line``) or too large are counted on their vehicle's row and
 change nothing else. Memory is bounded: at most ``max_vehicles`` vehicles, each holding its
 newest line's compact form and at most ``MAX_VOICES`` other identities. Everything takes
-``now_ns``; ``due`` and ``next_deadline_ns`` say which rows change with no new input, and when.
-See docs/zenoh.md.
+``now_ns``; ``due`` and ``next_deadline_ns`` say which rows change with no new input, and when
+(a heap with at most about one live entry per vehicle). See docs/zenoh.md.
 """
 
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from gizmo_host.zenoh.fleet_line import PROCEED, BadLine, WorldLine, parse_link, parse_world
+from gizmo_host.zenoh.fleet_row import DROPS, FleetRow, LineJson
+
+__all__ = ["CONFLICT", "FRESH", "HOLD", "STALE", "FleetRow", "FleetView", "LineJson"]
 
 FRESH, STALE = "fresh", "stale"
 HOLD, CONFLICT = "HOLD", "CONFLICT"
@@ -46,51 +51,6 @@ CONFLICT_NS = 1_000_000_000  # a conflict ends this long after the second voice'
 REPLAY_MEMORY_NS = 10 * CONFLICT_NS
 MAX_VEHICLES = 10_000
 MAX_VOICES = 8  # other identities remembered per vehicle (more: the oldest forgotten)
-DROPS = ("replayed", "foreign", "invalid", "oversized", "skipped")
-
-
-class FleetRow(NamedTuple):
-    """One vehicle as the view shows it at ``now_ns``."""
-
-    vehicle: str
-    state: str  # fresh | stale
-    verdict: str  # PROCEED | HOLD | CONFLICT
-    reason: str | None  # why not the line's PROCEED: stale, expired; CONFLICT: publishers, replay
-    age_ms: float  # since the newest accepted line arrived here
-    valid_ms: float | None  # PROCEED: how much longer it holds with no new line
-    line: WorldLine
-    link: str | None  # the newest link line's state, if any came
-    lost: int  # world lines missing from the publisher's seq numbers
-    delay_ms: float | None  # the newest line's transport delay by the wall clocks (offset in)
-    publisher: str  # the bound publisher's Zenoh identity
-    publishers: int  # identities heard for this vehicle within the conflict window
-    handovers: int  # times another publisher took the vehicle over
-    dropped: dict[str, int]  # DROPS
-
-    def to_dict(self) -> dict[str, Any]:
-        line = self.line
-        return {
-            "type": "fleet_vehicle",
-            "vehicle": self.vehicle,
-            "state": self.state,
-            "verdict": self.verdict,
-            "reason": self.reason,
-            "age_ms": round(self.age_ms, 3),
-            "valid_ms": None if self.valid_ms is None else round(self.valid_ms, 3),
-            "said": line.verdict,
-            "reasons": list(line.reasons),
-            "seq": line.seq,
-            "position_ned_m": None if line.position_ned_m is None else list(line.position_ned_m),
-            "selected": line.selected,
-            "target": line.target,
-            "link": self.link,
-            "lost": self.lost,
-            "delay_ms": None if self.delay_ms is None else round(self.delay_ms, 3),
-            "publisher": self.publisher,
-            "publishers": self.publishers,
-            "handovers": self.handovers,
-            "dropped": self.dropped,
-        }
 
 
 @dataclass(slots=True)
@@ -102,12 +62,14 @@ class _Vehicle:
     others: dict[str, int] = field(default_factory=dict)  # other identities -> last heard
     replay_until_ns: int = 0
     link: str | None = None
+    early_link: tuple[str, str] | None = None  # (publisher, state) of one not bound
     delay_ns: int | None = None
     lost: int = 0
     handovers: int = 0
     drops: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DROPS, 0))
     shown: tuple[Any, ...] | None = None  # what the last printed row said (change detection)
     scheduled_ns: int | None = None  # its entry in the deadline heap
+    cache: LineJson = field(default_factory=LineJson)
 
 
 class FleetView:
@@ -235,6 +197,10 @@ class FleetView:
                 entry.handovers += 1
             elif last is not None and line.seq > last.seq:  # back after a silence
                 entry.lost += line.seq - last.seq - 1
+            if publisher != entry.publisher:  # its link state, if its link line came first
+                early = entry.early_link
+                entry.link = early[1] if early is not None and early[0] == publisher else None
+            entry.early_link = None
             entry.others.pop(publisher, None)
             entry.publisher = publisher
         self._accept(entry, line, rx_ns, rx_wall_ns)
@@ -263,23 +229,35 @@ class FleetView:
         return entry.line is not None and began
 
     def on_link(self, vehicle: str, publisher: str, payload: bytes | None, rx_ns: int) -> bool:
-        """A link line: its state is taken from the bound publisher only (another's is a
-        second voice, counted like its world lines)."""
+        """A link line: its state is taken from the bound publisher only; another's is a
+        second voice, counted like its world lines. Before any publisher is bound (a host's
+        link line can come before its first world line) or while the bound one is silent,
+        the newest is kept for the publisher that takes the vehicle over."""
         entry = self._entry(vehicle, rx_ns)
         if entry is None:
             return False
         conflicted = self._conflict(entry, rx_ns) is not None
         if payload is None:
             entry.drops["oversized"] += 1
-        elif publisher != entry.publisher:
-            self._voice(entry, publisher, rx_ns)
-            entry.drops["foreign"] += 1
-        else:
-            try:
-                entry.link = parse_link(payload)
-            except BadLine:
-                entry.drops["invalid"] += 1
+            if publisher != entry.publisher:
+                self._voice(entry, publisher, rx_ns)
+            return self._settle(vehicle, entry, rx_ns, conflicted)
+        try:
+            state = parse_link(payload)
+        except BadLine:
+            entry.drops["invalid"] += 1
+            state = None
+        if publisher == entry.publisher:
+            if state is None:
+                return False
+            entry.link = state
             return entry.line is not None
+        self._voice(entry, publisher, rx_ns)
+        if state is not None:  # kept in case this publisher takes the vehicle over
+            entry.early_link = (publisher, state)
+        if entry.publisher is None or rx_ns - entry.heard_ns > self.conflict_ns:
+            return False  # nobody speaks for the vehicle: not a second voice yet
+        entry.drops["foreign"] += state is not None
         return self._settle(vehicle, entry, rx_ns, conflicted)
 
     # -- what is shown ----------------------------------------------------------------------
@@ -318,7 +296,7 @@ class FleetView:
         return FleetRow(
             vehicle, FRESH if fresh else STALE, verdict, reason, age_ns / 1e6, valid_ms, line,
             entry.link, entry.lost, None if entry.delay_ns is None else entry.delay_ns / 1e6,
-            entry.publisher, publishers, entry.handovers, dict(entry.drops),
+            entry.publisher, publishers, entry.handovers, dict(entry.drops), entry.cache,
         )  # fmt: skip
 
     def rows(self, now_ns: int) -> list[FleetRow]:

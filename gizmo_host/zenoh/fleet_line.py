@@ -104,8 +104,11 @@ def _vec3(field: str, value: Any, limit: float) -> tuple[float, float, float] | 
         return None
     if not isinstance(value, list) or len(value) != 3:
         raise BadLine(field, "expected 3 numbers or null")
-    x, y, z = (_number(field, v, -limit, limit) for v in value)
-    return (x, y, z)
+    return (
+        _number(field, value[0], -limit, limit),
+        _number(field, value[1], -limit, limit),
+        _number(field, value[2], -limit, limit),
+    )
 
 
 def _vec3_json(field: str, value: Any) -> list[float] | None:

@@ -37,6 +37,7 @@ from gizmo_host.zenoh.fleet import FleetRow, FleetView
 
 MAX_PENDING_KEYS = 16_384  # key and publisher pairs waiting for the loop
 MAX_VEHICLE_NAME = 128
+DRAIN_SLOTS = 1024  # samples fed to the view per loop turn (about 30 ms of work)
 TICKS_PER_REFRESH = 10  # the refresh pass runs this often per refresh_s
 BATCH_ROWS = 64  # rows handed to the report at a time, room checked between batches
 DEFAULT_MAX_LINE_BYTES = 64 * 1024
@@ -87,6 +88,7 @@ class FleetWatch:
         self._tick_ns = max(1, self._refresh_ns // TICKS_PER_REFRESH)
         self._lock = threading.Lock()
         self._pending: dict[tuple[str, str], _Slot] = {}
+        self._taken: collections.deque[tuple[tuple[str, str], _Slot]] = collections.deque()
         self._scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._subscribers: list[zenoh.Subscriber[None]] = []
@@ -164,38 +166,50 @@ class FleetWatch:
     # -- the loop --------------------------------------------------------------------------
 
     def drain(self) -> None:
-        """Feed the view what waits, then print what changed."""
+        """Feed the view what waits, at most ``DRAIN_SLOTS`` per loop turn (the timers and
+        the output get their turns between), then print what changed."""
         with self._lock:
-            pending, self._pending = self._pending, {}
+            if not self._taken:
+                self._taken.extend(self._pending.items())
+                self._pending = {}
             self._scheduled = False
-        for (key_expr, publisher), slot in pending.items():
+        taken, view = self._taken, self.view
+        for _ in range(DRAIN_SLOTS if self._loop is not None else len(taken)):
+            if not taken:
+                break
+            (key_expr, publisher), slot = taken.popleft()
             vehicle = vehicle_of(key_expr)
             if vehicle is None or len(vehicle) > MAX_VEHICLE_NAME:
                 self.invalid += 1
                 continue
             if key_expr.endswith("/world"):
-                touched = self.view.on_world(
+                touched = view.on_world(
                     vehicle, publisher, slot.payload, slot.rx_ns, slot.rx_wall_ns,
                     skipped=slot.skipped, oversized=slot.oversized,
                 )  # fmt: skip
             else:
-                touched = self.view.on_link(vehicle, publisher, slot.payload, slot.rx_ns)
+                touched = view.on_link(vehicle, publisher, slot.payload, slot.rx_ns)
             if touched:
                 self._dirty[vehicle] = None
                 if vehicle not in self._printed:  # new: the most overdue for its first row
                     self._printed[vehicle] = -(2**63)
                     self._printed.move_to_end(vehicle, last=False)
         self._flush()
+        if taken and self._loop is not None:
+            with self._lock:
+                self._scheduled = True
+            self._loop.call_soon(self.drain)
 
     def _flush(self) -> None:
         """Print, while there is room: the rows overdue for their refresh (printed longest
         ago first: a vehicle never printed is the most overdue), the changed rows, then the
-        rows due for their refresh within the next tick. Then arm the timer for the next
+        rows due for their refresh within the next two ticks (one tick early: a busy loop
+        runs late). Then arm the timer for the next
         change that needs no input. Overdue rows go first so that changes (which can come
         faster than any output takes rows) never starve a vehicle of its refresh."""
         now = self.scheduler.now_ns()
         view, dirty, printed = self.view, self._dirty, self._printed
-        soon = now + self._tick_ns - self._refresh_ns
+        soon = now + 2 * self._tick_ns - self._refresh_ns  # a tick's margin for a late loop
         due = [v for v, _ in itertools.takewhile(lambda item: item[1] <= soon, printed.items())]
         overdue = now - self._refresh_ns
         cut = next((i for i, v in enumerate(due) if printed[v] > overdue), len(due))

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from gizmo_host.publish.lines import encode_line
 from gizmo_host.timing import FakeScheduler, settle
-from gizmo_host.zenoh.fleet import MAX_VOICES, FleetRow, FleetView
+from gizmo_host.zenoh.fleet import MAX_VOICES, FleetRow, FleetView, LineJson
 from gizmo_host.zenoh.fleet_line import BadLine, parse_world
 from gizmo_host.zenoh.watch import FleetWatch
 from tests.support.fleet_peers import world_line
@@ -261,7 +261,8 @@ def test_any_line_is_either_refused_or_every_number_taken_is_finite_and_in_range
     assert 0 <= taken.validity_ns <= 3600 * 10**9 and taken.verdict in ("PROCEED", "HOLD")
     for value in (*(taken.position_ned_m or ()), *_numbers(taken.target)):
         assert math.isfinite(value) and abs(value) <= 1e7
-    encode_line(_row(taken).to_dict())
+    row = _row(taken)
+    assert row.to_json_line() == encode_line(row.to_dict())  # printable, never NaN
 
 
 def _numbers(value: Any) -> list[float]:
@@ -273,9 +274,10 @@ def _numbers(value: Any) -> list[float]:
 
 
 def _row(line: Any) -> FleetRow:
-    view = FleetView(TTL)
-    view.on_world("v", HOST, encode_line(line._asdict() | {"type": "world"}), rx_ns=0)
-    return FleetRow("v", "fresh", "HOLD", None, 0.0, None, line, None, 0, None, HOST, 1, 0, {})
+    drops = dict.fromkeys(("replayed", "foreign", "invalid", "oversized", "skipped"), 0)
+    return FleetRow(
+        "v", "fresh", "HOLD", None, 0.0, None, line, None, 0, None, HOST, 1, 0, drops, LineJson()
+    )
 
 
 def test_many_identities_for_one_vehicle_are_bounded_and_still_a_conflict() -> None:
@@ -368,5 +370,27 @@ def test_rows_validate_in_every_state() -> None:
     view.on_world("uav1", HOST, b'{"type":"link","state":"UP"}', rx_ns=1)  # invalid world
     view.on_link("uav1", HOST, b'{"type":"link","state":"UP"}', rx_ns=1)
     view.on_world("uav1", FORGER, world(9), rx_ns=2)
-    for now in (2, 300 * MS, 2 * W):
-        validate_message(view.row("uav1", now).to_dict())
+    view.on_world("uav2", HOST, world(1, "HOLD", vehicle=None, targets=[]), rx_ns=0)
+    view.on_world("uav3", HOST, world(1, selected="1:9:9"), rx_ns=0)  # PROCEED, no such target
+    for vehicle in ("uav1", "uav2", "uav3"):
+        for now in (2, 100 * MS, 300 * MS, 2 * W):
+            row = view.row(vehicle, now)
+            validate_message(row.to_dict())
+            assert json.loads(row.to_json_line()) == row.to_dict()
+            assert row.to_json_line() == encode_line(row.to_dict())  # byte for byte
+
+
+def test_a_link_line_counts_for_its_own_publisher_only() -> None:
+    up, down = b'{"type":"link","state":"UP"}', b'{"type":"link","state":"DOWN"}'
+    view = FleetView(TTL, conflict_ns=W)
+    assert not view.on_link("uav1", HOST, up, rx_ns=0)  # before its first world line
+    view.on_world("uav1", HOST, world(1), rx_ns=MS)
+    row = view.row("uav1", MS)
+    assert (row.link, row.verdict, row.dropped["foreign"]) == ("UP", "PROCEED", 0)
+    assert view.on_link("uav1", FORGER, down, rx_ns=2 * MS)  # a second voice: a conflict
+    row = view.row("uav1", 2 * MS)
+    assert (row.link, row.verdict, row.dropped["foreign"]) == ("UP", "CONFLICT", 1)
+    # The host restarted (a new session) after a silence: its own link state, not the old one.
+    view.on_world("uav1", RESTARTED, world(1, boot=BOOT + 3 * W), rx_ns=3 * W)
+    row = view.row("uav1", 3 * W)
+    assert (row.link, row.publisher, row.handovers) == (None, RESTARTED, 1)

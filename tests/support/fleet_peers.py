@@ -66,8 +66,17 @@ class HonestHost:
     """A host's Zenoh output, fed ``verdict`` world lines at ``rate_hz``; ``lines`` keeps
     every line handed to it (bytes, as published)."""
 
-    def __init__(self, endpoint: str, vehicle: str, verdict: str, rate_hz: float = 20.0) -> None:
-        config = ZenohConfig(enabled=True, mode="client", connect=(endpoint,), vehicle=vehicle)
+    def __init__(
+        self,
+        endpoint: str,
+        vehicle: str,
+        verdict: str,
+        rate_hz: float = 20.0,
+        config_file: str | None = None,
+    ) -> None:
+        config = ZenohConfig(
+            enabled=True, mode="client", connect=(endpoint,), vehicle=vehicle, config=config_file
+        )
         self.output = ZenohOutput(config)
         self.verdict = verdict
         self.period_s = 1 / rate_hz
@@ -103,8 +112,8 @@ class HonestHost:
 class Peer:
     """A Zenoh session of its own: puts what it is given, stamped like a host's unless told."""
 
-    def __init__(self, endpoint: str) -> None:
-        self.session = session("client", connect=endpoint)
+    def __init__(self, endpoint: str, config_file: str | None = None) -> None:
+        self.session = session("client", connect=endpoint, config_file=config_file)
 
     def put(self, key: str, payload: bytes, timestamp: zenoh.Timestamp | None = None) -> None:
         self.session.put(key, payload, timestamp=timestamp or self.session.new_timestamp())
