@@ -8,14 +8,15 @@ monotonic clock, as early as can be), its publisher read from its timestamp, its
 (a line over ``max_line_bytes`` is never copied: counted ``oversized``), and it waits for the
 loop in one slot per key and publisher: a newer line of the same publisher replaces one the
 loop has not taken yet (counted ``skipped``). So a vehicle flooding, or a busy loop, costs each
-publisher its own older lines and no one else's, and what waits is bounded by the keys
-(``MAX_PENDING_KEYS``) times the size limit.
+publisher its own older lines and no one else's. What waits is bounded (``MAX_PENDING_KEYS``,
+``MAX_PENDING_BYTES``; beyond, a sample is dropped, counted ``dropped``).
 
 **To the output, at the pace it takes.** Rows are made when they can be printed: ``room()``
 says whether the output takes more now (``gizmo-host fleet --json``: stdout's queue is below
-``OUTPUT_BUDGET_BYTES``). Changed rows go first, then the vehicles printed longest ago, each
-at most once a pass, so every vehicle is printed at least once per ``refresh_s`` as long as the
-output takes that many rows, and a slow reader delays rows rather than dropping some vehicles'.
+``OUTPUT_BUDGET_BYTES``). Rows overdue for their refresh go first (printed longest ago
+first), then changed rows, then rows due soon, each vehicle at most once a pass: every vehicle
+is printed at least once per ``refresh_s`` as long as the output takes that many rows, changes
+never starve a refresh, and a slow reader delays rows rather than dropping some vehicles'.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from gizmo_host.zenoh.config import ROOT, vehicle_of
 from gizmo_host.zenoh.fleet import FleetRow, FleetView
 
 MAX_PENDING_KEYS = 16_384  # key and publisher pairs waiting for the loop
+MAX_PENDING_BYTES = 32 * 1024 * 1024  # their lines' bytes (twice this at most: one batch taken)
 MAX_VEHICLE_NAME = 128
 DRAIN_SLOTS = 1024  # samples fed to the view per loop turn (about 30 ms of work)
 TICKS_PER_REFRESH = 10  # the refresh pass runs this often per refresh_s
@@ -88,6 +90,7 @@ class FleetWatch:
         self._tick_ns = max(1, self._refresh_ns // TICKS_PER_REFRESH)
         self._lock = threading.Lock()
         self._pending: dict[tuple[str, str], _Slot] = {}
+        self._pending_bytes = 0
         self._taken: collections.deque[tuple[tuple[str, str], _Slot]] = collections.deque()
         self._scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -144,24 +147,34 @@ class FleetWatch:
         """A sample for the loop (from Zenoh's threads, or a test's): ``payload`` None when it
         was over the size limit."""
         key = (key_expr, publisher)
+        size = 0 if payload is None else len(payload)
         with self._lock:
             self.samples += 1
             slot = self._pending.get(key)
             if slot is None:
-                if len(self._pending) >= MAX_PENDING_KEYS:
+                if len(self._pending) >= MAX_PENDING_KEYS or self._full(size):
                     self.dropped += 1
                     return
                 self._pending[key] = _Slot(payload, rx_ns, rx_wall_ns)
+                self._pending_bytes += size
             elif payload is None:
                 slot.oversized += 1  # the line waiting stays: it is still the newest usable
             else:
+                held = 0 if slot.payload is None else len(slot.payload)
+                if self._full(size - held):
+                    self.dropped += 1
+                    return
                 slot.skipped += slot.payload is not None
                 slot.payload, slot.rx_ns, slot.rx_wall_ns = payload, rx_ns, rx_wall_ns
+                self._pending_bytes += size - held
             if self._scheduled or self._loop is None:
                 return
             self._scheduled = True
         with contextlib.suppress(RuntimeError):  # a closed loop: the command is ending
             self._loop.call_soon_threadsafe(self.drain)
+
+    def _full(self, more: int) -> bool:
+        return more > 0 and self._pending_bytes + more > MAX_PENDING_BYTES
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -171,7 +184,7 @@ class FleetWatch:
         with self._lock:
             if not self._taken:
                 self._taken.extend(self._pending.items())
-                self._pending = {}
+                self._pending, self._pending_bytes = {}, 0
             self._scheduled = False
         taken, view = self._taken, self.view
         for _ in range(DRAIN_SLOTS if self._loop is not None else len(taken)):

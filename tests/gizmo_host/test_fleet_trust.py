@@ -394,3 +394,14 @@ def test_a_link_line_counts_for_its_own_publisher_only() -> None:
     view.on_world("uav1", RESTARTED, world(1, boot=BOOT + 3 * W), rx_ns=3 * W)
     row = view.row("uav1", 3 * W)
     assert (row.link, row.publisher, row.handovers) == (None, RESTARTED, 1)
+
+
+def test_what_waits_for_the_loop_is_bounded_in_bytes_too() -> None:
+    clock = FakeScheduler(start_ns=0)
+    watch = FleetWatch(FleetView(TTL), lambda rows: None, scheduler=clock)
+    big = b"x" * 60_000
+    for v in range(1000):  # 60 MB of lines for 1,000 vehicles the loop has not taken yet
+        watch.offer(f"gizmo/v{v}/world", HOST, big, v, 0)
+    assert watch._pending_bytes <= 32 * 1024 * 1024 and watch.dropped == 1000 - 559
+    watch.drain()
+    assert watch.view.drops()["invalid"] == 559 and watch._pending_bytes == 0
