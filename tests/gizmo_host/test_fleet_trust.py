@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gizmo_host.publish.lines import encode_line
-from gizmo_host.timing import FakeScheduler, settle
+from gizmo_host.timing import ManualScheduler, settle
 from gizmo_host.zenoh.fleet import MAX_VOICES, FleetRow, FleetView, LineJson
 from gizmo_host.zenoh.fleet_line import BadLine, parse_world
 from gizmo_host.zenoh.watch import FleetWatch
@@ -303,7 +303,7 @@ def test_the_vehicles_are_bounded_and_room_is_made_only_from_silent_ones() -> No
 
 
 def test_a_flood_from_one_publisher_costs_its_own_lines_and_nobody_elses() -> None:
-    clock = FakeScheduler(start_ns=0)
+    clock = ManualScheduler(start_ns=0)
     watch = FleetWatch(FleetView(TTL, conflict_ns=W), lambda rows: None, scheduler=clock)
     watch.offer("gizmo/uav2/world", HOST, world(1), 0, 0)
     for i in range(10_000):  # the loop is busy: nothing drained meanwhile
@@ -326,7 +326,7 @@ def test_every_vehicle_is_printed_each_refresh_at_the_pace_the_output_takes(
     none starved, and the output never holds more than its budget."""
 
     async def main() -> None:
-        clock = FakeScheduler(start_ns=0)
+        clock = ManualScheduler(start_ns=0)
         printed: dict[str, list[int]] = {}
         taken = [0]
 
@@ -397,7 +397,7 @@ def test_a_link_line_counts_for_its_own_publisher_only() -> None:
 
 
 def test_what_waits_for_the_loop_is_bounded_in_bytes_too() -> None:
-    clock = FakeScheduler(start_ns=0)
+    clock = ManualScheduler(start_ns=0)
     watch = FleetWatch(FleetView(TTL), lambda rows: None, scheduler=clock)
     big = b"x" * 60_000
     for v in range(1000):  # 60 MB of lines for 1,000 vehicles the loop has not taken yet
