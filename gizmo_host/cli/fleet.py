@@ -40,8 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--conflict-ms", default="1000", metavar="MS",
         help="a second publisher for a vehicle holds it CONFLICT until this long after its "
-        "last line; also how long the bound publisher may be silent before another may take "
-        "the vehicle over (default 1000)",
+        "last line; also how long the vehicle's publisher may be silent before another may "
+        "take it over: at least --ttl-ms, well above the hosts' line period (default 1000)",
     )  # fmt: skip
     parser.add_argument(
         "--connect", action="append", default=[], metavar="ENDPOINT",
@@ -83,6 +83,10 @@ def _options(args: argparse.Namespace) -> tuple[dict[str, Any], float | None, An
         "conflict_ns": round(_milliseconds("--conflict-ms", args.conflict_ms, 1) * 1e6),
         "max_clock_error_ns": None,
     }
+    if view["conflict_ns"] < view["ttl_ns"]:  # a fresh vehicle's publisher is always present
+        raise UsageError(
+            f"--conflict-ms: expected at least --ttl-ms ({args.ttl_ms}), got {args.conflict_ms!r}"
+        )
     if args.max_clock_error_ms is not None:
         error_ms = _milliseconds("--max-clock-error-ms", args.max_clock_error_ms, 0)
         view["max_clock_error_ns"] = round(error_ms * 1e6)

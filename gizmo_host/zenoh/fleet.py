@@ -87,8 +87,11 @@ class FleetView:
         max_vehicles: int = MAX_VEHICLES,
         replay_memory_ns: int = REPLAY_MEMORY_NS,
     ) -> None:
-        if ttl_ns <= 0 or conflict_ns <= 0 or max_vehicles <= 0:
-            raise ValueError(f"expected > 0, got {ttl_ns}, {conflict_ns}, {max_vehicles}")
+        if ttl_ns <= 0 or conflict_ns < ttl_ns or max_vehicles <= 0:
+            raise ValueError(
+                f"expected ttl_ns > 0, conflict_ns >= ttl_ns and max_vehicles > 0, got "
+                f"{ttl_ns}, {conflict_ns}, {max_vehicles}"
+            )
         self.ttl_ns = ttl_ns
         self.max_clock_error_ns = max_clock_error_ns
         self.conflict_ns = conflict_ns

@@ -168,6 +168,7 @@ def test_delayed_publisher_goes_stale_on_time_and_fresh_again_on_its_next_line()
         (["--ttl-ms", "soon"], "gizmo-host fleet: --ttl-ms: expected milliseconds"),
         (["--ttl-ms", "0"], "gizmo-host fleet: --ttl-ms: expected milliseconds"),
         (["--conflict-ms", "0"], "gizmo-host fleet: --conflict-ms: expected milliseconds"),
+        (["--conflict-ms", "200"], "gizmo-host fleet: --conflict-ms: expected at least --ttl"),
         (["--max-line-bytes", "10"], "gizmo-host fleet: --max-line-bytes: expected an integer"),
         (["--duration", "-1"], "gizmo-host fleet: --duration: expected seconds > 0"),
         (["--connect", "127.0.0.1:7447"], "gizmo-host fleet: --connect: expected endpoints"),
