@@ -32,7 +32,7 @@ from gizmo_host.app.settings import default
 from gizmo_host.cli.common import EXIT_USAGE, add_log_level, require_extra, setup_logging
 from gizmo_host.cli.flags import UsageError, integer
 from gizmo_host.errors import ServiceFailed
-from gizmo_host.jsonl import encode_line, json_text
+from gizmo_host.jsonl import json_text
 from gizmo_host.live import event_loop
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.publish.sinks import stdout_sink
@@ -215,7 +215,7 @@ def _fleet(options: Options, timeline: FaultTimeline, log_level: str) -> int:
                 table.update(rows)
             elif out is not None:
                 for row in rows:
-                    out.send(encode_line(row.to_dict()))
+                    out.send(row.to_json_line())
 
         settings = DemoSettings(options.scenario, timeline)
         try:
