@@ -39,7 +39,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fusion import LinkState, LinkStatus, PoseSample, VisionObservation
+from fusion import LinkStatus, PoseSample, VisionObservation
+from gizmo_core import LinkState
 from tests.support.tracking_sim import (
     MS,
     SCENARIOS,

@@ -15,13 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from gizmo_core import Decision, HoldReason
+
 from .config import WorldConfig
 from .snapshot import TargetState
 from .targets import Placement, TargetTable
 from .tracking import Track, Tracker, TrackStatus
 from .tracking.motion import estimate
 from .tracking.tracker import SAME_IMAGE_NS
-from .verdicts import Conditions, Decision, HoldReason, ordered, target_reasons
+from .verdicts import Conditions, ordered, target_reasons
 
 _TRACK_REASONS = {
     TrackStatus.TENTATIVE: HoldReason.TENTATIVE,

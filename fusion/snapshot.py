@@ -18,10 +18,11 @@ from enum import Enum
 from importlib import resources
 from typing import Any
 
+from gizmo_core import Decision, HoldReason
+
 from .geometry import Quat, Vec3
 from .ranging import RangeSource
 from .tracking.tracks import TrackStatus
-from .verdicts import Decision, HoldReason
 
 FORMAT_VERSION = 1
 

@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from gizmo_core import Decision, HoldReason, LinkState, Selector
+
 from . import estimates
 from .camera import CameraConfig, CameraModel
 from .config import WorldConfig
@@ -28,7 +30,6 @@ from .inputs import (
     Input,
     LaserRange,
     LidarPoints,
-    LinkState,
     LinkStatus,
     PoseLinkStatus,
     PoseSample,
@@ -42,15 +43,7 @@ from .sources import SourceBook
 from .targets import Placement, TargetTable
 from .timeline import Added
 from .tracking import Tracker, TrackingConfig
-from .verdicts import (
-    LINK_REASONS,
-    Conditions,
-    Decision,
-    HoldReason,
-    Selector,
-    global_reasons,
-    ordered,
-)
+from .verdicts import LINK_REASONS, Conditions, global_reasons, ordered
 
 _NEVER = -(2**63)
 _RANGE_SOURCE_NAMES: Mapping[type, str] = MappingProxyType(

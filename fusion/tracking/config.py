@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-from ..errors import ConfigError
+from gizmo_core import ConfigError
+
 from .motion import MotionParams
 from .noise import NoiseParams
 

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 from fusion.geometry import Quat, Vec3, norm, quat_rotate_inverse, scale, sub
 from fusion.snapshot import TargetState, WorldSnapshot
 from fusion.tracking import TrackStatus
-from fusion.verdicts import Decision
+from gizmo_core import Decision
 
 from . import codec as mc
 from .session import AutopilotSession

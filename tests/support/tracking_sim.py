@@ -19,7 +19,6 @@ import numpy as np
 
 from fusion import (
     CameraConfig,
-    LinkState,
     LinkStatus,
     PoseSample,
     VisionObservation,
@@ -27,6 +26,7 @@ from fusion import (
     WorldModel,
 )
 from fusion.tracking import TrackingConfig
+from gizmo_core import LinkState
 from gizmo_host.publish.lines import encode_line
 from gizmo_host.stream.clock import DeviceClockEstimator, frame_transmit_ns
 from hil_geometry.pinhole import Pinhole
