@@ -39,6 +39,7 @@ class TrackingConfig:
     position_sigma_m: float = 0.01  # the vehicle's position, frame to frame, each axis
     range_sigma_m: float = 0.05  # a laser, gimbal laser or LiDAR range
     ground_height_sigma_m: float = 0.02  # how far off the ground plane a target may be
+    capture_time_sigma_ms: float = 1.0  # the capture time against the pose's
     # Association: a detection is a track's only within the gate, at this probability (χ²₂
     # 9.21 for a ground-plane fix, χ²₃ 11.34 for a ranged one at 0.99)
     gate_probability: float = 0.99
@@ -99,6 +100,7 @@ class TrackingConfig:
             self.position_sigma_m,
             self.range_sigma_m,
             self.ground_height_sigma_m,
+            self.capture_time_sigma_ms,
         )
 
     def gate(self, dof: int) -> float:
