@@ -50,12 +50,12 @@ class TrackingConfig:
     oosm_window_ms: float = 500.0  # a late measurement this much older is still fused exactly
     max_tracks: int = 64
     # The motion model (fusion.tracking.motion): random accelerations as σ of white noise
-    cv_accel_m_s2: float = 0.05
+    cv_accel_m_s2: float = 0.03
     ct_accel_m_s2: float = 0.15
-    turn_accel_rad_s2: float = 0.2
+    turn_accel_rad_s2: float = 0.3
     vertical_accel_m_s2: float = 0.01
-    cv_dwell_s: float = 10.0  # mean time before a straight run turns
-    ct_dwell_s: float = 1.0  # mean time a turn lasts
+    cv_dwell_s: float = 20.0  # mean time before a straight run turns
+    ct_dwell_s: float = 2.0  # mean time a turn lasts
     initial_speed_m_s: float = 10.0  # a new track's velocity σ
     initial_turn_rate_deg_s: float = 30.0  # a new track's turn-rate σ
 

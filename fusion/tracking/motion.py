@@ -41,12 +41,12 @@ _MIN_PROBABILITY = 1e-9  # a mode never dies out completely: it must be able to 
 class MotionParams(NamedTuple):
     """The IMM's tuning (``[tracking]`` settings, in SI units)."""
 
-    cv_accel_m_s2: float = 0.05
+    cv_accel_m_s2: float = 0.03
     ct_accel_m_s2: float = 0.15
-    turn_accel_rad_s2: float = 0.2
+    turn_accel_rad_s2: float = 0.3
     vertical_accel_m_s2: float = 0.01
-    cv_dwell_s: float = 10.0
-    ct_dwell_s: float = 1.0
+    cv_dwell_s: float = 20.0
+    ct_dwell_s: float = 2.0
     initial_speed_m_s: float = 10.0  # σ of a new track's velocity, each axis
     initial_turn_rate_rad_s: float = 0.5  # σ of a new track's ω
 
