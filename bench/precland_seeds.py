@@ -89,7 +89,8 @@ def main() -> None:
             summary = _run(seed, faults, args.duration, args.profile, args.pad_speed)
             results[name].append(summary)
             keys = ("landed", "landing_error_m", "time_to_land_s", "stale_descents", "holds",
-                    "world_holds", "descents_on_hold", "descents_as_hold_began")  # fmt: skip
+                    "world_holds", "world_hold_reasons", "descents_on_hold",
+                    "descents_as_hold_began")  # fmt: skip
             print(name, seed, json.dumps({k: summary[k] for k in keys}), flush=True)
     for name, runs in results.items():
         if runs:

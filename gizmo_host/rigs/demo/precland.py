@@ -25,6 +25,7 @@ import contextlib
 import math
 import random
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,6 +183,7 @@ class PrecLandRig:
         self.descents_on_hold = 0
         self.descents_as_hold_began = 0
         self.world_holds = 0  # the world's PROCEED -> HOLD turns before touchdown
+        self.world_hold_reasons: Counter[str] = Counter()  # their reasons
         assert self.world is not None  # host_config sets [camera]
         self.world.add_listener(self._on_snapshot)
         self.rig.add_task("autopilot", self._autopilot)
@@ -209,6 +211,7 @@ class PrecLandRig:
             self._hold_since_ns = snapshot.host_ns
             if self.verdict is Decision.PROCEED and self.vehicle.landed_ns is None:
                 self.world_holds += 1
+                self.world_hold_reasons.update(r.value for r in snapshot.reasons)
         elif snapshot.verdict is Decision.PROCEED:
             self._hold_since_ns = None
         self.verdict = snapshot.verdict
@@ -283,6 +286,7 @@ class PrecLandRig:
             "descents_on_hold": self.descents_on_hold,
             "descents_as_hold_began": self.descents_as_hold_began,
             "world_holds": self.world_holds,
+            "world_hold_reasons": dict(self.world_hold_reasons),
             "autopilot": None
             if autopilot is None
             else {
