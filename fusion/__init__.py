@@ -10,6 +10,8 @@ interpolation), ``camera``, ``ranging``, ``verdicts``, ``targets``, ``sources``,
 and ``world`` (:class:`WorldModel`).
 """
 
+from clockcore import ClockStatus
+
 from .camera import CameraConfig, CameraModel
 from .config import WorldConfig
 from .errors import ConfigError, FusionError, InvalidInput
@@ -30,7 +32,7 @@ from .inputs import (
     VisionObservation,
 )
 from .ranging import RangeSource
-from .simclock import SimClockEstimator, SimClockStatus
+from .simclock import SimClockEstimator
 from .snapshot import SourceState, TargetState, WorldSnapshot, world_schema
 from .verdicts import Decision, HoldReason, Selector
 from .world import WorldModel
@@ -41,6 +43,7 @@ from .world import WorldModel
 __all__ = [
     "CameraConfig",
     "CameraModel",
+    "ClockStatus",
     "ConfigError",
     "Decision",
     "FusionError",
@@ -61,7 +64,6 @@ __all__ = [
     "Selector",
     "SensorMount",
     "SimClockEstimator",
-    "SimClockStatus",
     "SourceConflict",
     "SourceState",
     "TargetState",

@@ -74,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"gizmo-host certify: {'PASS' if summary['passed'] else 'FAIL'}: {summary['runs']} runs, "
         f"{len(summary['wrong_proceeds'])} wrong PROCEEDs, "
-        f"{len(summary['counter_mismatches'])} counter mismatches; "
+        f"{len(summary['counter_mismatches'])} counter mismatches, "
+        f"{len(summary['unrecovered'])} faults never recovered, "
+        f"{len(summary['availability_short'])} scenarios under the availability; "
         f"report in {options.out}/report.md"
     )
     return 0 if summary["passed"] else 1

@@ -13,8 +13,8 @@ when one is due.
 host's own counter names: frames that left intact (``frames_ok``), bytes that were not part of
 one (``bytes_discarded``), and from the sequence numbers of the valid frames the protocol rule
 (docs/protocol-decisions.md, Gizmo UART) gives the ``lost``, ``duplicates``,
-``discontinuities`` and ``resets`` (a device restart, or a device clock step beyond the
-tracker's 1 s tolerance, seen after a valid frame).
+``discontinuities`` and ``resets`` (a device restart seen after a valid frame; a device clock
+step while the frames keep their order is no reset: the host's clock confirms it as a step).
 """
 
 from __future__ import annotations
@@ -29,8 +29,11 @@ from gizmo_host.emulator.injector import FaultInjector
 from gizmo_host.emulator.targets import LatencyModel, OutputPolicy, TargetInView
 from gizmo_host.stream.tracker import (
     ADVANCE_TOLERANCE_MS,
+    DEFAULT_REORDER_WINDOW,
     SEQUENCE_MODULUS,
     device_clock_advance_ms,
+    is_clock_step,
+    is_device_reset,
 )
 from gizmo_host.wire.protocol import FRAME_LEN, VisionResult
 
@@ -95,7 +98,7 @@ class Emulation:
         self.host_disconnects = 0  # hang-ups a reader had the port open for (the runner says)
         self.silence_s = 0.0
         self.skew_events = self.jump_events = self.jumps_forward = self.jumps_backward = 0
-        self.jump_restarts = 0
+        self.jumps_large = 0  # beyond the tracker's 1 s tolerance
         # The host's view, from the valid frames written.
         self._last_valid: int | None = None  # the sequence, device time, send time of the last
         self._last_valid_ms = self._last_valid_ns = 0  # valid frame
@@ -213,8 +216,7 @@ class Emulation:
                 self.jumps_backward += 1
             board.jump_clock(fault.delta_ms, at_ns)
             if abs(fault.delta_ms) > ADVANCE_TOLERANCE_MS:
-                self.jump_restarts += 1
-                self._restart_seen = self._restart_seen or self._last_valid is not None
+                self.jumps_large += 1
 
     def _hang_up(self, fault: Fault, at_ns: int) -> None:
         self.hangups += 1
@@ -253,17 +255,19 @@ class Emulation:
         if last is None:
             return
         step = (sequence - last) % SEQUENCE_MODULUS
-        if self._restart_seen:
-            self._restart_seen = False
-            # A restart shows when the device clock fell back (the protocol rule); hidden behind
-            # enough destroyed frames, the clock seems to advance and only the sequence shows.
-            advance = device_clock_advance_ms(last_ms, result.timestamp_ms, sent_ns - last_ns)
-            if advance is None or advance < 0:
-                self.host_resets += 1
-                return
-            if step == 0:
-                self.host_discontinuities += 1  # the same number at another time
-                return
+        restarted, self._restart_seen = self._restart_seen, False
+        # The protocol rule on the send times: a restart shows when the device clock fell back
+        # (hidden behind enough destroyed frames, the clock seems to advance and only the
+        # sequence shows); a device clock step (or a jump beyond what the time between two
+        # valid frames allows) is a reset unless the frames kept their order.
+        advance = device_clock_advance_ms(last_ms, result.timestamp_ms, sent_ns - last_ns)
+        stepped = is_clock_step(step, last_ms, result.timestamp_ms)
+        if is_device_reset(step, advance, DEFAULT_REORDER_WINDOW, clock_step=stepped):
+            self.host_resets += 1
+            return
+        if restarted and step == 0:
+            self.host_discontinuities += 1  # the same number at another time
+            return
         if step == 0:
             self.host_duplicates += 1
         elif step < SEQUENCE_MODULUS // 2:
@@ -300,7 +304,7 @@ class Emulation:
                     "events": self.jump_events,
                     "forward": self.jumps_forward,
                     "backward": self.jumps_backward,
-                    "restarts": self.jump_restarts,
+                    "large": self.jumps_large,
                 },
             },
             "host": {

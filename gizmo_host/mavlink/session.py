@@ -15,22 +15,18 @@ injected ``send(bytes) -> bool``, so it runs the same over any transport and, on
 - maps the autopilot's boot clock to the host clock with a
   :class:`~fusion.timesync.TimesyncEstimator` (every ``time_boot_ms`` feeds its reboot
   check) and answers the autopilot's own TIMESYNC requests in the autopilot's clock once
-  locked, never before, so PX4's offset to us stays zero. Before the estimator (which keeps
-  round trips under its own, adaptive bound), answers slower than the least round trip of the
-  last 50 by more than ``rtt_slack_ms`` (or a quarter of that least, on a slow link) are
-  dropped: a loaded host or link delays one direction more
-  than the other, and the estimator takes an older-looking offset at once.
+  locked, never before, so PX4's offset to us stays zero. The estimator's round-trip gate is
+  the only one (``rtt_slack_ms`` is its slack over the least recent round trip).
 
 Accepted messages go to the listeners (the pose source) with their host receive time.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fusion.simclock import SimClockStatus
+from clockcore import ClockStatus
 from fusion.timesync import TimesyncEstimator
 from gizmo_host.timing import Scheduler, Timer
 
@@ -41,9 +37,6 @@ LinkCallback = Callable[[bool, int, str], None]
 DEFAULT_STREAMS = (mc.MSG_ATTITUDE_QUATERNION, mc.MSG_LOCAL_POSITION_NED, mc.MSG_ODOMETRY)
 _RATE_WINDOW_NS = 1_000_000_000
 _REREQUEST_NS = 5_000_000_000
-_RTT_WINDOW = 50  # TIMESYNC answers (5 s at 10 Hz) whose least round trip sets the bar
-_RTT_PLAUSIBLE_NS = 1_000_000_000
-_RTT_SLACK_SHARE = 0.25  # on a slow link: a quarter of the least round trip (the estimator's)
 
 
 class AutopilotSession:
@@ -77,7 +70,7 @@ class AutopilotSession:
                 f"target ids: expected 0..255, got {target_system!r}/{target_component!r}"
             )
         self.codec = mc.Codec(system_id, component_id)
-        self.estimator = estimator or TimesyncEstimator()
+        self.estimator = estimator or TimesyncEstimator(rtt_slack_ms=rtt_slack_ms)
         self._send = send
         self._scheduler = scheduler
         self._target = (target_system, target_component)
@@ -88,8 +81,6 @@ class AutopilotSession:
         self._timesync_ns = round(1e9 / timesync_hz)
         self._timeout_ns = round(link_timeout_s * 1e9)
         self._on_link = on_link
-        self._rtt_slack_ns = round(rtt_slack_ms * 1e6)
-        self._rtts: deque[int] = deque(maxlen=_RTT_WINDOW)
         self._listeners: list[Listener] = []
         self._timers: list[Timer] = []
         self._link_timer: Timer | None = None
@@ -114,7 +105,6 @@ class AutopilotSession:
                 "timesync_requests",
                 "timesync_answered",
                 "timesync_unanswered",
-                "timesync_filtered",
                 "send_failures",
             ),
             0,
@@ -252,14 +242,6 @@ class AutopilotSession:
 
     def _timesync(self, msg: Any, host_ns: int) -> None:
         if msg.tc1 != 0:
-            rtt = host_ns - int(msg.ts1)  # our ts1 is the host time we sent it at
-            if 0 <= rtt <= _RTT_PLAUSIBLE_NS:
-                self._rtts.append(rtt)
-                least = min(self._rtts)  # on a slow link the slack grows with it (bounded)
-                slack = max(self._rtt_slack_ns, round(least * _RTT_SLACK_SHARE))
-                if rtt > least + slack:
-                    self.counts["timesync_filtered"] += 1  # its asymmetry could be rtt/2
-                    return
             self.estimator.answer(int(msg.tc1), int(msg.ts1), host_ns)
             return
         now = self.estimator.autopilot_now_ns(host_ns)
@@ -277,7 +259,7 @@ class AutopilotSession:
 
     @property
     def locked(self) -> bool:
-        return self.estimator.status is SimClockStatus.LOCKED
+        return self.estimator.status is ClockStatus.LOCKED
 
     def stats(self, now_ns: int) -> dict[str, Any]:
         ts = self.estimator.stats()

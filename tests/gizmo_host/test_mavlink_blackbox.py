@@ -17,10 +17,10 @@ from scipy.spatial.transform import Rotation
 from fusion import (
     CameraConfig,
     CameraModel,
+    ClockStatus,
     LinkState,
     LinkStatus,
     PoseSample,
-    SimClockStatus,
     VisionObservation,
     WorldConfig,
     WorldModel,
@@ -148,7 +148,7 @@ async def fly(profile, slow_timesync=False):
         clock_error_ms = [
             abs(r.standin.boot_ns(p.host_ns) - p.sim_time_ns) / 1e6
             for p in r.poses
-            if p.clock_status is SimClockStatus.LOCKED
+            if p.clock_status is ClockStatus.LOCKED
         ]
         offset_ns = r.standin.px4_offset_ns
         px4_offset_ms = 0.0 if offset_ns is None else offset_ns / 1e6

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from clockcore import ClockStatus
 from fusion import (
     CameraConfig,
     CameraModel,
@@ -15,7 +16,6 @@ from fusion import (
     WorldModel,
 )
 from fusion import geometry as g
-from fusion.simclock import SimClockStatus
 
 MS = 1_000_000
 
@@ -86,7 +86,7 @@ def pose(
     q: g.Quat = g.IDENTITY,
     velocity: g.Vec3 | None = (0.0, 0.0, 0.0),
     epoch: int = 0,
-    clock_status: SimClockStatus = SimClockStatus.LOCKED,
+    clock_status: ClockStatus = ClockStatus.LOCKED,
 ) -> PoseSample:
     return PoseSample(
         host_ns=t_ns,

@@ -1,0 +1,20 @@
+"""One clock core: a foreign clock (a board's device clock, a simulation's time, an
+autopilot's boot clock) mapped onto the host clock in epochs, never fresher within one.
+
+A leaf: the standard library only, no I/O, nothing of ours. The device clock
+(``gizmo_host.stream.clock``), the simulator clocks (``fusion.simclock``) and TIMESYNC
+(``fusion.timesync``) are thin sample adapters around :class:`EpochClock`.
+"""
+
+from clockcore.mapping import PER_SAMPLE, EpochClock
+from clockcore.status import ClockCounts, ClockEvent, ClockReading, ClockStatus, LatePolicy
+
+__all__ = [
+    "PER_SAMPLE",
+    "ClockCounts",
+    "ClockEvent",
+    "ClockReading",
+    "ClockStatus",
+    "EpochClock",
+    "LatePolicy",
+]
