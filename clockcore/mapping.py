@@ -14,16 +14,18 @@ of a round trip); its offset is ``host - remote``. The rules, each with the faul
   (``first_lock_*``): the skew is not known yet; later epochs keep it (the same oscillator).
 - **Early samples.** On a trusted mapping, a sample more than ``tolerance_ns`` below it (it
   arrived before it was sent, by the mapping) is an OUTLIER, mapped no later than its own
-  arrival, until ``confirm_samples`` like it over ``confirm_ns`` of host time confirm a step
-  ahead: a new epoch at their level. One glitched stamp therefore never moves the mapping.
+  arrival, until ``confirm_samples`` like it in a row over ``confirm_ns`` of host time confirm
+  a step ahead: a new epoch at their lowest (oldest-looking) level. One glitched stamp
+  therefore never moves the mapping, and a burst read at once confirms nothing.
 - **Late runs.** When every sample for ``late_after_ns`` of remote time sits more than
   ``late_tolerance_ns`` above the mapping, the :class:`LatePolicy` decides: HOLD (JUMPED until
-  on time again for that span), ACCEPT (JUMPED, then a run of consistent samples opens an epoch
-  that keeps the mapping: a latency rise the link now has) or FOLLOW (a consistent run opens an
-  epoch at its own level: a two-way sample measures the offset).
+  on time again for that span), ACCEPT (JUMPED, then ``confirm_samples`` more late ones over
+  ``confirm_ns`` open an epoch that keeps the mapping: a latency the link now has, which later
+  samples count less of) or FOLLOW (the run opens an epoch at its lowest level: a two-way
+  sample measures the offset).
 - **Steps back.** An adapter that sees the remote clock go back on a sample that must be later
-  (``step=True``) knows it is the clock, not the latency: JUMPED at once, and a run of
-  consistent samples at the new level opens an epoch there.
+  (``step=True``) knows it is the clock, not the latency: JUMPED at once, and a run of samples
+  after it (as for an early step) opens an epoch at their lowest level.
 - **Epochs.** The adapter opens one for a restart or a reconnect (:meth:`new_epoch`); the core
   opens one for a confirmed jump (event NEW_EPOCH). The skew is kept across epochs.
 
@@ -169,6 +171,11 @@ class EpochClock:
         return self._map_offset != _INF
 
     @property
+    def early_pending(self) -> bool:
+        """The last sample was early beyond the tolerance (a step ahead not confirmed yet)."""
+        return self._early is not None
+
+    @property
     def late_pending(self) -> bool:
         """The last samples were late (a run not yet confirmed, or while JUMPED)."""
         return self._late is not None
@@ -215,6 +222,7 @@ class EpochClock:
             self.epoch += 1
             self._status = _RESYNC
             self._map_offset = _INF  # nothing maps until the epoch's first sample
+            self._early = self._late = self._consistent = None
 
     def observe(
         self, remote_ns: int, host_ns: int, *, step: bool = False, follow: bool = False
@@ -232,8 +240,14 @@ class EpochClock:
             event = _CLOCK_JUMP
         env = self._env
         x = float(remote_ns - self._origin_remote)
-        # Less the latency an accepted late run showed (a delay the link now has).
-        offset = float(host_ns - self._origin_host) - x - self._excess
+        offset = float(host_ns - self._origin_host) - x
+        if self._excess:
+            # Less the latency an accepted late run showed (a delay the link now has), as far
+            # as the link still has it: a sample nearer the mapping shrinks it.
+            if self._map_offset != _INF:
+                published = self._map_offset + env.skew * (x - self._map_x)
+                self._excess = min(self._excess, max(0.0, offset - published))
+            offset -= self._excess
         if self._status.settling:
             event = self._settle(x, host_ns, offset) or event
             return self._reading(remote_ns, host_ns, self._status, event, 0.0)
@@ -317,7 +331,7 @@ class EpochClock:
             self.phase_errors += 1
             event = _PHASE_ERROR
         else:
-            run.add(x, host_ns, phase, self.tolerance_ns)
+            run.add(x, host_ns, phase, _INF)
         if run.confirmed(self._confirm_samples, host_ns, self._confirm_ns):
             jump = run.low - (phase - residual)
             self._jump_epoch(remote_ns, host_ns, run, keep=False)
@@ -340,34 +354,35 @@ class EpochClock:
         if not self._stepped:
             env.add(x, offset)
             self._publish(x)
-        late = self._late  # every late sample (a backlog flush counts)
+        late = self._late  # every late sample since they began (a backlog flush counts)
         if late is None:
             late = self._late = _Run(x, host_ns, phase)
         else:
             late.add(x, host_ns, phase, _INF)
-        run = self._consistent  # late samples that agree: what an epoch may be opened at
-        if run is None:
-            run = self._consistent = _Run(x, host_ns, phase)
-        else:
-            run.add(x, host_ns, phase, self.tolerance_ns)
-        confirmed = run.confirmed(self._confirm_samples, host_ns, self._confirm_ns)
         if self._status is _LOCKED:
             if x - late.since_x < self._late_after_ns:
                 return self._reading(remote_ns, host_ns, _LOCKED, None, 0.0)
             if follow or self._policy is LatePolicy.FOLLOW:
-                if not confirmed:
+                if not late.confirmed(self._confirm_samples, host_ns, self._confirm_ns):
                     return self._reading(remote_ns, host_ns, _LOCKED, None, 0.0)
-                self._jump_epoch(remote_ns, host_ns, run, keep=False)
-                jump = run.low - published_phase
+                self._jump_epoch(remote_ns, host_ns, late, keep=False)
+                jump = late.low - published_phase
                 return self._reading(remote_ns, host_ns, self._status, _NEW_EPOCH, jump)
             self._status = _JUMPED
             self.jumps += 1
-            self._consistent = _Run(x, host_ns, phase)  # ACCEPT: a run after the jump
+            self._consistent = _Run(x, host_ns, phase)  # ACCEPT: the run after the jump
             jump = late.low - published_phase
             return self._reading(remote_ns, host_ns, _JUMPED, _CLOCK_JUMP, jump)
-        # JUMPED: a run of consistent samples may open an epoch (a step, or ACCEPT).
+        # JUMPED: the late run since (a step, or ACCEPT) may open an epoch at its lowest level.
+        run = self._consistent
+        if run is None:
+            run = self._consistent = _Run(x, host_ns, phase)
+        else:
+            run.add(x, host_ns, phase, _INF)
         accept = self._policy is LatePolicy.ACCEPT and not self._stepped
-        if (self._stepped or accept) and confirmed:
+        if (self._stepped or accept) and run.confirmed(
+            self._confirm_samples, host_ns, self._confirm_ns
+        ):
             self._jump_epoch(remote_ns, host_ns, run, keep=accept)
             jump = run.low - published_phase
             return self._reading(remote_ns, host_ns, self._status, _NEW_EPOCH, jump)

@@ -116,7 +116,10 @@ class TimesyncEstimator:
 
     @property
     def status(self) -> ClockStatus:
-        return self._core.status
+        """OUTLIER while answers say the autopilot's clock stepped ahead and too few agree
+        yet: its stamps would map fresher than they are, so its poses are not used."""
+        core = self._core
+        return ClockStatus.OUTLIER if core.early_pending else core.status
 
     @property
     def epoch(self) -> int:

@@ -35,6 +35,9 @@ FAULT_CLASSES: dict[str, Fault] = {
     "wrap": Fault(FaultKind.WRAP, sequence=65500),
     "clock_skew": Fault(FaultKind.CLOCK_SKEW, ppm=100.0),
     "clock_step_back": Fault(FaultKind.CLOCK_JUMP, delta_ms=-150),
+    # The line delivers 20 ms later for 2 s: the device clock keeps its mapping (ages stay
+    # true), holds briefly (jumped) and accepts the new latency in a new epoch.
+    "latency_rise": Fault(FaultKind.DELAY, delta_ms=20, duration_s=2.0),
 }
 MUST_HOLD = frozenset({"silence", "hangup", "reset", "clock_jump", "clock_step_back"})
 SCENARIOS = ("orbit", "approach", "track")
@@ -63,8 +66,12 @@ class RunPlan:
 
 
 def fault_end_s(fault: Fault) -> float:
+    """When a fault stops acting: a reset's board is back, a latency rise is its onset (the
+    drop back is no fault), a one-off event ends where it starts."""
     if fault.kind is FaultKind.RESET:
         return fault.at_s + fault.down_s
+    if fault.kind is FaultKind.DELAY:
+        return fault.at_s
     return fault.at_s + fault.duration_s
 
 

@@ -191,14 +191,14 @@ def _late_run(
 def test_a_latency_rise_never_makes_data_look_fresher_and_holds_briefly(delay_ms):
     """The attack of issue 10 item 3: every frame from 3 s on arrives ``delay_ms`` late. The
     mapping must not follow it up (capture times stay at their truth or earlier, so ages stay
-    true or larger, even 9 s on). Issue 29: the HOLD ends: late for 300 ms of device time is
+    true or larger, even 9 s on). Issue 29: the HOLD ends: late for 500 ms of device time is
     ``jumped``; five more frames that agree open an epoch that keeps the mapping (a latency
     the link now has), LOCKED again."""
     at = 90
     events, errors_ms, statuses, clock = _late_run(delay_ms, at)
     jumped = [i for i, e in enumerate(events) if e is ClockEvent.CLOCK_JUMP]
     epochs = [i for i, e in enumerate(events) if e is ClockEvent.NEW_EPOCH]
-    assert len(jumped) == 1 and at + 9 <= jumped[0] <= at + 11  # 300 ms of late frames
+    assert len(jumped) == 1 and at + 15 <= jumped[0] <= at + 17  # 500 ms of late frames
     assert len(epochs) == 1 and jumped[0] + 4 <= epochs[0] <= jumped[0] + 6
     assert all(s is ClockStatus.JUMPED for s in statuses[jumped[0] : epochs[0]])
     assert all(s is ClockStatus.LOCKED for s in statuses[epochs[0] :])
@@ -235,7 +235,7 @@ def test_a_reset_while_jumped_starts_a_new_epoch_that_relocks_in_five_frames():
     for i, frame in enumerate(frames):
         late_ns = 400_000_000 if i >= 150 else 0
         clock.observe(frame.timestamp_ms, frame.host_rx_ns + late_ns)
-        if i == 160:
+        if i == 166:  # 500 ms late: jumped
             break
     assert clock.status is ClockStatus.JUMPED
     host_ns = 100 * NS

@@ -241,15 +241,19 @@ def test_wrap_counts_no_gap() -> None:
     assert (source["lost"], source["discontinuities"], source["resets"]) == (0, 0, 0)
 
 
-def test_reset_holds_device_reset_then_recovers() -> None:
+def test_reset_holds_device_reset_then_recovers_once_the_new_epoch_locks() -> None:
+    """``[store] reset_hold_ms`` is 0 by default (issue 29): the reset's own verdict says
+    ``device_reset``, then the new clock epoch holds ``clock_not_locked`` until it locks (1 s
+    and 10 frames here: the board reset before its first epoch ever locked), then PROCEED."""
     reset = next(r for r in of_type("reset", "result") if r["sequence_event"] == "reset")
     verdicts = of_type("reset", "verdict")
-    held = [v for v in verdicts if 0 <= v["host_ns"] - reset["host_rx_ns"] < 2e9]
-    assert held and all(
-        v["decision"] == "HOLD" and "device_reset" in v["reasons"] for v in held[1:]
-    )
-    after = [v for v in verdicts if v["host_ns"] >= reset["host_rx_ns"] + 2e9]
-    assert any(v["decision"] == "PROCEED" for v in after)
+    at_reset = next(v for v in verdicts if v["host_ns"] >= reset["host_rx_ns"])
+    assert at_reset["decision"] == "HOLD" and "device_reset" in at_reset["reasons"]
+    after = [v for v in verdicts if v["host_ns"] >= reset["host_rx_ns"]]
+    first = next(v for v in after if v["decision"] == "PROCEED")
+    held = [v for v in verdicts if reset["host_rx_ns"] <= v["host_ns"] < first["host_ns"]]
+    assert all("clock_not_locked" in v["reasons"] for v in held)
+    assert 0.95e9 <= first["host_ns"] - reset["host_rx_ns"] < 1.2e9
     assert final_stats("reset")["sources"]["1"]["resets"] == 1
 
 
@@ -267,9 +271,10 @@ def test_unplug_goes_down_and_up_and_never_proceeds_on_old_data() -> None:
     for verdict in of_type("unplug", "verdict"):
         if verdict["host_ns"] < down["host_ns"] or verdict["decision"] != "PROCEED":
             continue
-        # Only data read after the reconnection, and once the new clock epoch locked.
+        # Only data read after the reconnection, and once the new clock epoch locked (the skew
+        # kept: five frames over 100 ms).
         assert verdict["target"]["sequence"] in first_after
-        assert verdict["host_ns"] - up_again["host_ns"] >= 1e9
+        assert verdict["host_ns"] - up_again["host_ns"] >= 0.1e9
     link = final_stats("unplug")["link"]
     assert (link["disconnects"], link["open_failures"]) == (1, 3)
     assert any(v["decision"] == "PROCEED" for v in of_type("unplug", "verdict")[-5:])

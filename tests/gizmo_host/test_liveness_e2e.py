@@ -39,6 +39,7 @@ STEP_RECOVERY_S = 1.5
 RELOCK_RECOVERY_S = 0.5
 RESETS = HANGUPS = 3
 TIMEOUT_S = 10.0
+SETTLE_S = 2.0  # after an event: its HOLD (if any) begun and ended, with a reconnection's wait
 
 Key = tuple[int, int]  # (sequence, timestamp_ms): unique across resets
 
@@ -116,10 +117,11 @@ def proceeding_after(board: Board, event: Event):
 
 
 async def happen(run: Run, board: Board, kind: str, events: list[Event], act) -> None:
-    """Let the board run PROCEEDing for a while, then ``act`` on it; wait for the recovery."""
-    await asyncio.sleep(0.6)
+    """``act`` on the board, then let it run for ``SETTLE_S`` (a HOLD the event causes must
+    have begun and ended by then) and PROCEED again on frames written after it."""
     events.append(Event(kind, time.monotonic_ns(), len(board.written)))
     await act()
+    await asyncio.sleep(max(0.0, events[-1].at_ns / 1e9 + SETTLE_S - time.monotonic()))
     await run.wait_for(proceeding_after(board, events[-1]), timeout=TIMEOUT_S)
 
 
@@ -163,7 +165,6 @@ def test_holds_end_once_the_data_is_good_again_and_never_proceed_wrongly(link_pa
                 for _ in range(HANGUPS):
                     await happen(run, board, "hangup", events, hangup)
                 await happen(run, board, "latency", events, latency)
-                await asyncio.sleep(0.6)
             finally:
                 streaming.cancel()
                 for handle in board.pending:
