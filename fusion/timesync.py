@@ -16,10 +16,12 @@ within an epoch, while it may move towards "older" at once. What TIMESYNC adds:
   host or link delays one direction more than the other. ``stats().rtt_gate_ns`` is the gate;
 - **outliers**: a sample more than ``jump_threshold_ms`` older-looking than the mapping is an
   outlier until ``confirm_samples`` in a row agree with it; then it starts a new epoch;
-- **following**: a two-way sample measures the offset, so ``confirm_samples`` in a row that
-  agree with each other and sit more than ``follow_threshold_ms`` fresher than the mapping (a
-  liar's answers that stopped, an autopilot clock stepped ahead) open a new epoch at their level
-  (``LatePolicy.FOLLOW``), instead of the mapping creeping back at the skew bound for minutes;
+- **a lie that stops**: a two-way sample measures the offset, so a sample fresher than the
+  mapping by more than its own and the gate's half round trips can explain (plus 0.5 ms), or
+  than ``follow_threshold_ms`` whichever is less, cannot be honest together with it;
+  ``confirm_samples`` of those in a row open a new epoch at their oldest-looking level
+  (``LatePolicy.FOLLOW``), so an offset once pushed older by false answers comes back after
+  the confirmation (0.5 s at 10 Hz), not after the skew bound's creep (75 s for 15 ms);
 - **reboots**: the autopilot's clock going back (any message's boot time, or a TIMESYNC
   answer) by more than the threshold is a reboot: a new epoch, locking again;
 - **lock**: settling until ``lock_samples`` accepted samples of the epoch; nothing is mapped
@@ -36,6 +38,8 @@ from collections import deque
 from typing import NamedTuple
 
 from clockcore import PER_SAMPLE, ClockStatus, EpochClock, LatePolicy
+
+_HONEST_SLACK_NS = 500_000  # rounding and the skew within one sample period
 
 
 class TimesyncStats(NamedTuple):
@@ -92,6 +96,7 @@ class TimesyncEstimator:
         self._spread = rtt_spread
         self._recent_rtts: deque[int] = deque(maxlen=max(1, rtt_window))
         self._threshold_ns = jump_threshold_ms * 1e6
+        self._follow_ns = follow_threshold_ms * 1e6
         self._core = EpochClock(
             tolerance_ns=jump_threshold_ms * 1e6,
             late_tolerance_ns=follow_threshold_ms * 1e6,
@@ -151,6 +156,8 @@ class TimesyncEstimator:
         self._min_rtt = rtt if self._min_rtt is None else min(self._min_rtt, rtt)
         core = self._core
         host_ns = (sent + host_rx_ns) // 2
+        honest_ns = (rtt + self.rtt_gate_ns) / 2 + _HONEST_SLACK_NS
+        core.late_tolerance_ns = min(self._follow_ns, honest_ns)
         reading = core.observe(tc1_ns, host_ns)
         self._last_remote_ns = tc1_ns
         if reading.status is ClockStatus.OUTLIER:
@@ -164,6 +171,11 @@ class TimesyncEstimator:
         elif host_ns > self._first[1]:
             self._skew_ppm = (offset - self._first[2]) / (host_ns - self._first[1]) * 1e6
         return self.status
+
+    def restart(self) -> None:
+        """Forget the mapping: a new epoch, locking again (another autopilot is now mapped)."""
+        self._core.new_epoch()
+        self._last_autopilot_ns = None
 
     @property
     def rtt_gate_ns(self) -> int:

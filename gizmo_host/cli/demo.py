@@ -39,6 +39,7 @@ from gizmo_host.live import event_loop
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.publish.sinks import stdout_sink
 from gizmo_host.standin.scenario import SCENARIOS
+from gizmo_host.timing import LoopScheduler, call_after
 from rfly_link.flags import UsageError, integer
 
 EXIT_USAGE = 2
@@ -201,7 +202,6 @@ def _fleet(options: Options, timeline: FaultTimeline, log_level: str) -> int:
               file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
     from gizmo_host.cli.fleet_table import FleetTable  # noqa: PLC0415
-    from gizmo_host.publish.lines import encode_line  # noqa: PLC0415
 
     logging.basicConfig(
         level=log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
@@ -213,7 +213,7 @@ def _fleet(options: Options, timeline: FaultTimeline, log_level: str) -> int:
         stop = asyncio.Event()
         restore = add_stop_handlers(loop, stop.set)
         if options.duration_s is not None:
-            loop.call_later(options.duration_s, stop.set)
+            call_after(LoopScheduler(), options.duration_s, stop.set)
         out = None if table is not None else stdout_sink()
 
         def report(rows: list[Any]) -> None:
@@ -221,7 +221,7 @@ def _fleet(options: Options, timeline: FaultTimeline, log_level: str) -> int:
                 table.update(rows)
             elif out is not None:
                 for row in rows:
-                    out.send(encode_line(row.to_dict()))
+                    out.send(row.to_json_line())
 
         settings = DemoSettings(options.scenario, timeline)
         try:

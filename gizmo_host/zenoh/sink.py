@@ -24,12 +24,13 @@ from typing import Any
 import zenoh
 
 from fusion import WorldSnapshot
+from gizmo_host.timing import Backoff
 from gizmo_host.zenoh.config import MESSAGE_TYPES, ZenohConfig, key, latest_key
-from gizmo_host.zenoh.session import open_session
+from gizmo_host.zenoh.session import load_file, open_session
 
 LOGGER = logging.getLogger(__name__)
 _TYPE_PREFIX = b'{"type":"'
-BACKOFF_MIN_S, BACKOFF_MAX_S = 0.2, 5.0
+OPEN_BACKOFF = Backoff(0.2, 5.0)  # a client whose router does not answer yet
 CLOSE_TIMEOUT_S = 2.0
 _ROS2 = "ros2"  # the queue's kind for a snapshot to publish as ROS 2 messages
 
@@ -54,7 +55,11 @@ class ZenohOutput:
     name = "zenoh"
 
     def __init__(self, config: ZenohConfig, session: zenoh.Session | None = None) -> None:
-        """``session``: one to use (and not close); default, one opened for ``config``."""
+        """``session``: one to use (and not close); default, one opened for ``config``
+        (whose Zenoh configuration file, if any, is read now: a ``ConfigError`` at start
+        rather than on the thread)."""
+        if config.config is not None and session is None:
+            load_file(config.config)
         self.config = config
         self.vehicle = config.vehicle_name
         self._given = session
@@ -73,6 +78,7 @@ class ZenohOutput:
             self._ros2_class = None
         self.handed = self.dropped = self.sent = self.errors = self.untyped = 0
         self.queries = self.open_failures = self.ros2_samples = self.ros2_skipped = 0
+        self.oversized = 0
         self.connected = False
 
     # -- the host's side (its loop) --------------------------------------------------------
@@ -81,6 +87,9 @@ class ZenohOutput:
         message_type = line_type(line)
         if message_type not in MESSAGE_TYPES:
             self.untyped += 1
+            return
+        if len(line) > self.config.max_line_bytes:  # no fleet view would take it
+            self.oversized += 1
             return
         if message_type == "world":
             self._latest_world = line  # one reference: the queryable reads it on its thread
@@ -126,6 +135,7 @@ class ZenohOutput:
             "sent": self.sent,
             "errors": self.errors,
             "untyped": self.untyped,
+            "oversized": self.oversized,
             "queries": self.queries,
             "open_failures": self.open_failures,
             "ros2_samples": self.ros2_samples,
@@ -138,16 +148,17 @@ class ZenohOutput:
         """The session, retried with backoff until it opens or the output closes."""
         if self._given is not None:
             return self._given
-        delay = BACKOFF_MIN_S
+        failures = 0
         while not self._closing:
             try:
                 return open_session(self.config)
             except zenoh.ZError as exc:
                 self.open_failures += 1
+                failures += 1
+                delay = OPEN_BACKOFF.delay_s(failures)
                 LOGGER.warning("zenoh: cannot open the session (%s); again in %.1f s", exc, delay)
                 self._wake.wait(delay)
                 self._wake.clear()
-                delay = min(BACKOFF_MAX_S, delay * 2)
         return None
 
     def _run(self) -> None:
