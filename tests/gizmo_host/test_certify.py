@@ -154,6 +154,9 @@ def test_a_bad_option_is_one_line_and_exit_2(capsys):
     assert main(["certify", "--faults", "silence,meteor"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "meteor" in err[0]
+    assert main(["certify", "--min-availability", "1.5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--min-availability" in err[0]
 
 
 @pytest.mark.subprocess
@@ -162,7 +165,8 @@ def test_a_lean_matrix_through_the_real_host_has_no_wrong_proceed(tmp_path):
     the suite's size of ``--quick`` (the whole of it takes about 90 s on 2 cores)."""
     done = subprocess.run(
         [sys.executable, "-m", "gizmo_host.cli", "certify", "--seeds", "1", "--spacing", "3",
-         "--faults", "silence,hangup,reset,garbage", "--out", str(tmp_path)],
+         "--faults", "silence,hangup,reset,garbage", "--out", str(tmp_path),
+         "--min-availability", "0"],  # four faults 3 s apart: denser than the standard matrix
         capture_output=True, text=True, timeout=180, check=False,
     )  # fmt: skip
     summary = json.loads((tmp_path / "summary.json").read_text())
