@@ -232,9 +232,12 @@ class EpochClock:
         confirmed now opens an epoch at its level whatever the policy (a resumed pause)."""
         self.samples += 1
         event = None
+        status = self._status
+        settling = status is _CONVERGING or status is _RESYNC
         if not self._started:
             self._start(remote_ns, host_ns)
-        elif step and self._status.settling:
+            settling = True
+        elif step and settling:
             self._start(remote_ns, host_ns)  # settling anyway: start it again from here
             self.jumps += 1
             event = _CLOCK_JUMP
@@ -248,7 +251,7 @@ class EpochClock:
                 published = self._map_offset + env.skew * (x - self._map_x)
                 self._excess = min(self._excess, max(0.0, offset - published))
             offset -= self._excess
-        if self._status.settling:
+        if settling:
             event = self._settle(x, host_ns, offset) or event
             return self._reading(remote_ns, host_ns, self._status, event, 0.0)
         published = self._map_offset + env.skew * (x - self._map_x)
@@ -257,24 +260,34 @@ class EpochClock:
             return self._step_back(remote_ns, x, host_ns, offset - env.skew * x, residual)
         if residual < -self.tolerance_ns:
             return self._early_sample(remote_ns, x, host_ns, offset - env.skew * x, residual)
-        self._drop_early()
+        if self._early is not None:
+            self._drop_early()
         if residual > self.late_tolerance_ns:
             return self._late_sample(remote_ns, x, host_ns, offset, residual, follow)
-        # On time.
+        # On time: the usual case.
         self._late = self._consistent = None
         env.add(x, offset)
         self._publish(x)
-        event = None
-        if self._status is _JUMPED:
+        if status is _JUMPED:
             if self._on_time_x is None:
                 self._on_time_x = x
             elif x - self._on_time_x >= self._late_after_ns:
-                self._status = _LOCKED
+                self._status = status = _LOCKED
                 self._on_time_x = None
                 self._stepped = False
                 self.recoveries += 1
                 event = _ON_TIME
-        return self._reading(remote_ns, host_ns, self._status, event, 0.0)
+        # The published line at this sample: never above the sample's own offset here.
+        own = float(host_ns - remote_ns)
+        line = (
+            self._map_offset
+            + env.skew * (x - self._map_x)
+            + self._origin_host
+            - self._origin_remote
+        )
+        return _new_tuple(
+            ClockReading, (line if line < own else own, self.epoch, status, event, 0.0)
+        )
 
     # -- the cases -------------------------------------------------------------------------
 

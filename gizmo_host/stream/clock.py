@@ -69,6 +69,7 @@ def frame_transmit_ns(baudrate: int, frame_bytes: int = FRAME_BYTES) -> int:
 
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 _DEVICE_RESET = ClockEvent.DEVICE_RESET
+_OUTLIER = ClockStatus.OUTLIER
 
 
 class ClockSample(NamedTuple):
@@ -214,10 +215,9 @@ class DeviceClockEstimator:
         remote_ns = self._x_ms * 1_000_000
         core = self._core
         reading = core.observe(remote_ns, host_rx_ns, step=step)
-        offset = reading.offset_ns
-        published = core.offset_ns(remote_ns)
-        self._own_offset_ns = offset if published is not None and offset < published else None
         self._status = status = reading.status
+        # Only an early frame (an outlier) is mapped below the published line, by its arrival.
+        self._own_offset_ns = reading.offset_ns if status is _OUTLIER else None
         return _new_tuple(
             ClockSample,
             (self._origin_device_ms + self._x_ms, reading.epoch, status, event or reading.event),
