@@ -6,11 +6,10 @@ A leaf: the standard library only, no I/O, nothing of ours. The device clock
 (``fusion.timesync``) are thin sample adapters around :class:`EpochClock`.
 """
 
-from clockcore.mapping import PER_SAMPLE, EpochClock
+from clockcore.mapping import EpochClock
 from clockcore.status import ClockCounts, ClockEvent, ClockReading, ClockStatus, LatePolicy
 
 __all__ = [
-    "PER_SAMPLE",
     "ClockCounts",
     "ClockEvent",
     "ClockReading",

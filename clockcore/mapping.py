@@ -35,20 +35,12 @@ Pure: every time is an argument. Remote times are ns in the current epoch's own 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from clockcore.envelope import Envelope
+from clockcore.runs import Run
 from clockcore.status import ClockCounts, ClockEvent, ClockReading, ClockStatus, LatePolicy
 
 _INF = math.inf
-# The envelope of a stream whose every sample counts on its own (no segments, no skew fit):
-# the offset drops to any lower sample at once and rises towards the latest one at the bound.
-PER_SAMPLE: dict[str, Any] = {
-    "segment_ns": 1.0,
-    "window_segments": 1,
-    "phase_segments": 1,
-    "learn_skew": False,
-}
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 _CONVERGING, _RESYNC, _LOCKED, _JUMPED, _OUTLIER = (
     ClockStatus.CONVERGING,
@@ -63,34 +55,6 @@ _PHASE_ERROR, _CLOCK_JUMP, _NEW_EPOCH, _ON_TIME = (
     ClockEvent.NEW_EPOCH,
     ClockEvent.ON_TIME,
 )
-
-
-class _Run:
-    """Samples in a row that agree: started by the first, restarted by one more than the
-    tolerance below where it started (the earlier ones were late against it)."""
-
-    __slots__ = ("count", "low", "ref", "since_host", "since_x")
-
-    def __init__(self, x: float, host_ns: int, phase: float) -> None:
-        self.restart(x, host_ns, phase)
-
-    def restart(self, x: float, host_ns: int, phase: float) -> None:
-        self.count = 1
-        self.since_x = x
-        self.since_host = host_ns
-        self.ref = self.low = phase
-
-    def add(self, x: float, host_ns: int, phase: float, tolerance: float) -> bool:
-        """Count one more; False when it started the run again."""
-        if phase < self.ref - tolerance:
-            self.restart(x, host_ns, phase)
-            return False
-        self.count += 1
-        self.low = min(self.low, phase)
-        return True
-
-    def confirmed(self, samples: int, host_ns: int, span_ns: float) -> bool:
-        return self.count >= samples and host_ns - self.since_host >= span_ns
 
 
 class EpochClock:
@@ -114,7 +78,12 @@ class EpochClock:
         window_segments: int = 240,
         phase_segments: int = 8,
         learn_skew: bool = True,
+        per_sample: bool = False,
     ) -> None:
+        """``per_sample``: every sample counts on its own (no segments, no skew fit): the
+        offset drops to any lower sample at once and rises towards the latest at the bound."""
+        if per_sample:
+            segment_ns, window_segments, phase_segments, learn_skew = 1.0, 1, 1, False
         if not 0 <= max_skew_ppm <= 10_000:
             raise ValueError(f"max_skew_ppm: expected 0..10000, got {max_skew_ppm!r}")
         if not tolerance_ns > 0:
@@ -146,10 +115,10 @@ class EpochClock:
         # The published line: offset ``_map_offset`` at ``_map_x``, slope the envelope's skew.
         self._map_x = 0.0
         self._map_offset = _INF
-        self._lock_run: _Run | None = None
-        self._early: _Run | None = None  # a pending step ahead (its samples are OUTLIERs)
-        self._late: _Run | None = None  # late samples in a row
-        self._consistent: _Run | None = None  # while JUMPED: the run that may open an epoch
+        self._lock_run: Run | None = None
+        self._early: Run | None = None  # a pending step ahead (its samples are OUTLIERs)
+        self._late: Run | None = None  # late samples in a row
+        self._consistent: Run | None = None  # while JUMPED: the run that may open an epoch
         self._on_time_x: float | None = None  # while JUMPED: start of an on-time stretch
         self._stepped = False  # JUMPED by a step back seen in the remote stamps
         self._excess = 0.0  # latency an accepted late run showed: samples count less it
@@ -165,10 +134,6 @@ class EpochClock:
     @property
     def skew_ppm(self) -> float:
         return self._env.skew * 1e6
-
-    @property
-    def mapped(self) -> bool:
-        return self._map_offset != _INF
 
     @property
     def early_pending(self) -> bool:
@@ -306,7 +271,7 @@ class EpochClock:
         self._publish(x)
         run = self._lock_run
         if run is None:
-            self._lock_run = _Run(x, host_ns, env.phase)
+            self._lock_run = Run(x, host_ns, env.phase)
         else:
             run.add(x, host_ns, env.phase, self.tolerance_ns)
         self._settle_check(host_ns)
@@ -329,7 +294,7 @@ class EpochClock:
         self.jumps += 1
         self._on_time_x = None
         self._late = None
-        self._consistent = _Run(x, host_ns, phase)
+        self._consistent = Run(x, host_ns, phase)
         return self._reading(remote_ns, host_ns, _JUMPED, _CLOCK_JUMP, residual)
 
     def _early_sample(
@@ -340,7 +305,7 @@ class EpochClock:
         run = self._early
         event = None
         if run is None:
-            run = self._early = _Run(x, host_ns, phase)
+            run = self._early = Run(x, host_ns, phase)
             self.phase_errors += 1
             event = _PHASE_ERROR
         else:
@@ -369,7 +334,7 @@ class EpochClock:
             self._publish(x)
         late = self._late  # every late sample since they began (a backlog flush counts)
         if late is None:
-            late = self._late = _Run(x, host_ns, phase)
+            late = self._late = Run(x, host_ns, phase)
         else:
             late.add(x, host_ns, phase, _INF)
         if self._status is _LOCKED:
@@ -383,13 +348,13 @@ class EpochClock:
                 return self._reading(remote_ns, host_ns, self._status, _NEW_EPOCH, jump)
             self._status = _JUMPED
             self.jumps += 1
-            self._consistent = _Run(x, host_ns, phase)  # ACCEPT: the run after the jump
+            self._consistent = Run(x, host_ns, phase)  # ACCEPT: the run after the jump
             jump = late.low - published_phase
             return self._reading(remote_ns, host_ns, _JUMPED, _CLOCK_JUMP, jump)
         # JUMPED: the late run since (a step, or ACCEPT) may open an epoch at its lowest level.
         run = self._consistent
         if run is None:
-            run = self._consistent = _Run(x, host_ns, phase)
+            run = self._consistent = Run(x, host_ns, phase)
         else:
             run.add(x, host_ns, phase, _INF)
         accept = self._policy is LatePolicy.ACCEPT and not self._stepped
@@ -421,7 +386,7 @@ class EpochClock:
         self._stepped = False
         self._excess = 0.0
 
-    def _jump_epoch(self, remote_ns: int, host_ns: int, run: _Run, *, keep: bool) -> None:
+    def _jump_epoch(self, remote_ns: int, host_ns: int, run: Run, *, keep: bool) -> None:
         """A confirmed jump opens an epoch: at the run's level, or (``keep``) with the mapping
         kept and the envelope learning afresh from the run (a latency the link now has)."""
         self.epoch += 1
@@ -448,7 +413,7 @@ class EpochClock:
         self._excess = 0.0
         env.add(0.0, level - offset)
         self._publish(0.0)
-        seeded = self._lock_run = _Run(0.0, run.since_host, env.phase)
+        seeded = self._lock_run = Run(0.0, run.since_host, env.phase)
         seeded.count = run.count
         self._status = _RESYNC
         self._settle_check(host_ns)

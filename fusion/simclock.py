@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from clockcore import PER_SAMPLE, ClockEvent, ClockStatus, EpochClock, LatePolicy
+from clockcore import ClockEvent, ClockStatus, EpochClock, LatePolicy
 
 _CONFIRM_SAMPLES = 5  # early samples in a row that confirm a step ahead (with the time span)
 _OUTLIER = ClockStatus.OUTLIER
@@ -87,7 +87,7 @@ class SimClockEstimator:
             lock_samples=1,
             lock_ns=lock_ms * 1e6,
             late=LatePolicy.HOLD,
-            **PER_SAMPLE,
+            per_sample=True,
         )
         self._threshold_ns = jump_threshold_ms * 1e6
         self._reorder_window_ns = reorder_window_ms * 1e6

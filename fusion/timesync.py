@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections import deque
 from typing import NamedTuple
 
-from clockcore import PER_SAMPLE, ClockStatus, EpochClock, LatePolicy
+from clockcore import ClockStatus, EpochClock, LatePolicy
 
 _HONEST_SLACK_NS = 500_000  # rounding and the skew within one sample period
 
@@ -106,7 +106,7 @@ class TimesyncEstimator:
             late_after_ns=0.0,
             lock_samples=lock_samples,
             late=LatePolicy.FOLLOW,
-            **PER_SAMPLE,
+            per_sample=True,
         )
         self._max_pending = max_pending
         self._pending: dict[int, int] = {}  # ts1 we sent -> host send time (the same value)

@@ -88,13 +88,7 @@ def test_the_emulator_runner_on_a_manual_clock_writes_what_the_emulation_decides
         path = port.plug()
         reader = os.open(path, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
         try:
-            runner = Runner(
-                lambda start_ns: make_emulation(start_ns=start_ns),
-                port,
-                ScenarioSource(BoardScenario()),
-                scheduler=scheduler,
-                duration_s=1.0,
-            )
+            runner = board_runner(port, scheduler, 1.0)
             await drive(scheduler, runner.run())
             assert runner.emulation is not None and runner.emulation.start_ns == START_NS
             assert runner.cycles_skipped == 0
@@ -105,6 +99,17 @@ def test_the_emulator_runner_on_a_manual_clock_writes_what_the_emulation_decides
             await port.close()
 
     assert asyncio.run(body()) == expected
+
+
+def board_runner(port: PtyPort, scheduler: ManualScheduler, duration_s: float) -> Runner:
+    """The emulator's runner for the board scenario on ``port``, on the manual clock."""
+    return Runner(
+        lambda start_ns: make_emulation(start_ns=start_ns),
+        port,
+        ScenarioSource(BoardScenario()),
+        scheduler=scheduler,
+        duration_s=duration_s,
+    )
 
 
 def _read_all(fd: int) -> bytes:
@@ -169,13 +174,7 @@ def test_a_stalled_process_skips_cycles_and_the_host_counts_no_reset_for_it() ->
         reader = os.open(port.plug(), os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
         host = Host()
         try:
-            runner = Runner(
-                lambda start_ns: make_emulation(start_ns=start_ns),
-                port,
-                ScenarioSource(BoardScenario()),
-                scheduler=scheduler,
-                duration_s=3.0,
-            )
+            runner = board_runner(port, scheduler, 3.0)
             task = asyncio.ensure_future(runner.run())
             stop_at, stopped = START_NS + 3 * SECOND // 2, False
             while True:
