@@ -2,7 +2,7 @@
 
 Each datagram carries its simulation time; the host stamps its arrival with
 ``time.monotonic_ns()``. What the mapping promises (never fresher within an epoch, the skew
-bound, the lock, jumps and epochs) is :class:`clockcore.EpochClock`'s, run with the stream's
+bound, the lock, jumps and epochs) is :class:`gizmo_core.clock.EpochClock`'s, run with the stream's
 settings (docs/world-safety.md):
 
 - **Lock period.** A stream, or a new epoch of it, is settling until its envelope has held
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from clockcore import ClockEvent, ClockStatus, EpochClock, LatePolicy
+from gizmo_core.clock import ClockEvent, ClockStatus, EpochClock, LatePolicy
 
 _CONFIRM_SAMPLES = 5  # early samples in a row that confirm a step ahead (with the time span)
 _OUTLIER = ClockStatus.OUTLIER

@@ -4,10 +4,10 @@ The host sends ``TIMESYNC(tc1=0, ts1=t1)`` at host time ``t1``; the autopilot an
 ``tc1`` = its own clock when it handled the request and ``ts1`` echoed; the host reads the
 answer at ``t4``. The autopilot's clock at the midpoint of the round trip is ``tc1``, wrong by
 at most half the round trip (its asymmetry). Each answer is a sample of the clock core
-(:class:`clockcore.EpochClock`: remote ``tc1``, host ``(t1 + t4) / 2``), whose rules are those
-of every clock here (docs/world-safety.md): autopilot time ``A`` maps to host ``A + offset``,
-and the offset never moves towards "fresher" (a later host time) faster than ``max_skew_ppm``
-within an epoch, while it may move towards "older" at once. What TIMESYNC adds:
+(:class:`gizmo_core.clock.EpochClock`: remote ``tc1``, host ``(t1 + t4) / 2``), whose rules
+are those of every clock here (docs/world-safety.md): autopilot time ``A`` maps to host
+``A + offset``, and the offset never moves towards "fresher" (a later host time) faster than
+``max_skew_ppm`` within an epoch, while it may move towards "older" at once. What TIMESYNC adds:
 
 - **the one round-trip gate**: only low round trips teach anything. A sample is kept when its
   round trip is at most the least of the last ``rtt_window`` answers (10 s at 10 Hz) plus
@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections import deque
 from typing import NamedTuple
 
-from clockcore import ClockStatus, EpochClock, LatePolicy
+from gizmo_core.clock import ClockStatus, EpochClock, LatePolicy
 
 _HONEST_SLACK_NS = 500_000  # rounding and the skew within one sample period
 

@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 
 from fusion import (
-    ClockStatus,
     GimbalLaserRange,
     GimbalSample,
     ImuSample,
@@ -54,6 +53,7 @@ from fusion import (
 from fusion.geometry import (
     quat_to_matrix,
 )
+from gizmo_core.clock import ClockStatus
 from gizmo_host.bridge.rfly_mounts import (
     attitude,
     distance_range_m,
@@ -65,7 +65,7 @@ from gizmo_host.bridge.rfly_mounts import (
 )
 from gizmo_host.bridge.senders import Sender, SenderLatch
 from rfly_link import messages as m
-from rfly_link.config import VisionSensorConfig
+from rfly_link.config_json import VisionSensorConfig
 from rfly_link.sensors import PointCloud
 
 # A LiDAR scan is searched once per target and frame: larger clouds are thinned evenly (and

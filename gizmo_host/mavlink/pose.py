@@ -23,10 +23,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from clockcore import ClockStatus
 from fusion.geometry import Quat, Vec3, quat_rotate, slerp
 from fusion.inputs import PoseSample
 from fusion.timeline import JumpBounds, PoseHistory
+from gizmo_core.clock import ClockStatus
 
 from . import codec as mc
 from .session import AutopilotSession

@@ -37,8 +37,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from clockcore import ClockStatus
 from fusion.timesync import TimesyncEstimator
+from gizmo_core.clock import ClockStatus
 from gizmo_host.timing import Scheduler, Timer
 
 from . import codec as mc

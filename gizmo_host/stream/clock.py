@@ -5,7 +5,7 @@ stamps the receive time with ``time.monotonic_ns()``. The offset ``host_rx - dev
 offset plus a delay that is never negative (UART serialisation, driver and scheduling latency,
 the ms floor of the device clock), so the mapping is the lower envelope of the offsets, and
 everything the mapping promises (never fresher within an epoch, the skew bound, the lock, jumps
-and epochs) is :class:`clockcore.EpochClock`'s. This adapter adds what is the board's:
+and epochs) is :class:`gizmo_core.clock.EpochClock`'s. This adapter adds what is the board's:
 
 - the uint32 wrap, resolved from host-clock deltas (``tracker.device_clock_advance_ms``), so a
   reset is never mistaken for a wrap; a device clock step on a frame whose sequence moved
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from clockcore import ClockEvent, ClockStatus, EpochClock, LatePolicy
+from gizmo_core.clock import ClockEvent, ClockStatus, EpochClock, LatePolicy
 from gizmo_host.stream.tracker import (
     DEFAULT_MAX_SKEW_PPM,
     clock_step_ms,

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clockcore import ClockStatus
 from fusion import SimClockEstimator
+from gizmo_core.clock import ClockStatus
 
 MS = 1_000_000
 OFFSET = 5_000 * MS  # host clock minus sim clock

@@ -8,14 +8,12 @@ import jsonschema
 import numpy as np
 import pytest
 
-from clockcore import ClockStatus
 from fusion import (
     GimbalSample,
     ImuSample,
     InvalidInput,
     LaserRange,
     LidarPoints,
-    LinkState,
     LinkStatus,
     PointFrame,
     PoseSample,
@@ -25,6 +23,8 @@ from fusion import (
     world_schema,
 )
 from fusion.snapshot import FORMAT_VERSION
+from gizmo_core import LinkState
+from gizmo_core.clock import ClockStatus
 from tests.support.fusion_inputs import MS, not_detected, observation, pose, up, world
 from tests.support.schemas import validate_schema
 

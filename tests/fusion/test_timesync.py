@@ -8,8 +8,8 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clockcore import ClockStatus
 from fusion.timesync import TimesyncEstimator
+from gizmo_core.clock import ClockStatus
 
 MS = 1_000_000
 BOOT_HOST_NS = 7_000 * MS  # the autopilot booted at this host time

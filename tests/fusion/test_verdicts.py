@@ -2,16 +2,9 @@
 
 import pytest
 
-from clockcore import ClockStatus
-from fusion import (
-    Decision,
-    HoldReason,
-    LinkState,
-    LinkStatus,
-    Selector,
-    WorldConfig,
-    WorldModel,
-)
+from fusion import LinkStatus, WorldConfig, WorldModel
+from gizmo_core import Decision, HoldReason, LinkState, Selector
+from gizmo_core.clock import ClockStatus
 from tests.support.fusion_inputs import (
     FORWARD_DOWN_45,
     MS,

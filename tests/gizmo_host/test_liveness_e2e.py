@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from gizmo_host.emulator import BoardModel, PtyBoard
+from gizmo_host.rigs.board import BoardModel, PtyBoard
 from tests.support.run_process import Run, spawn_run
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.realtime]

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import math
 
-from clockcore import ClockStatus
 from fusion import (
     CameraConfig,
     CameraModel,
-    LinkState,
     LinkStatus,
     PoseSample,
     VisionObservation,
@@ -16,6 +14,8 @@ from fusion import (
     WorldModel,
 )
 from fusion import geometry as g
+from gizmo_core import LinkState
+from gizmo_core.clock import ClockStatus
 
 MS = 1_000_000
 
