@@ -117,7 +117,7 @@ HOST_SETTINGS: tuple[Setting, ...] = (
             "confirm a step)", 0.01, 1000, "ms"),
     Setting("clock", "lock_after_ms", "float", _pipe("lock_after_ms"),
             "the first device clock epoch is trusted (LOCKED) after this long and 10 frames; "
-            "later ones (the skew known) after 5 frames over 100 ms", 100, 60_000, "ms"),
+            "later ones (the skew known) after 3 frames over 66 ms", 100, 60_000, "ms"),
     Setting("store", "ttl_ms", "float", _pipe("ttl_ms"),
             "a result older than this is stale", 1, MAX_MS, "ms", flag="--ttl-ms"),
     Setting("store", "ttl_ms_by_type", "table", {},

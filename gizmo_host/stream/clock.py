@@ -17,7 +17,7 @@ and epochs) is :class:`gizmo_core.clock.EpochClock`'s. This adapter adds what is
 - a step back seen on an in-order frame is the clock, not the latency: JUMPED at once, then an
   epoch at the new level once a run of frames agrees (``step=True`` to the core);
 - frames all late for 500 ms with no step in the stamps (a latency rise, a host backlog) keep
-  the mapping: JUMPED for five frames over 100 ms, then an epoch that keeps it
+  the mapping: JUMPED for three more frames over 66 ms, then an epoch that keeps it
   (``LatePolicy.ACCEPT``): ages stay true or larger, and the HOLD ends;
 - the known minimum transport delay (35 bytes of serialisation at the baud rate) is subtracted,
   and an integer device tick ``k`` maps from its midpoint ``k + 0.5``; a frame is never mapped
@@ -43,10 +43,10 @@ DEFAULT_PHASE_ERROR_THRESHOLD_MS = 5.0
 # The first epoch's mapping is trusted (LOCKED) after this long and 10 frames; later epochs
 # (the skew known) after RELOCK_FRAMES frames over RELOCK_MS.
 DEFAULT_LOCK_AFTER_MS = 1000.0
-RELOCK_FRAMES = 5
-RELOCK_MS = 100.0
-CONFIRM_FRAMES = 5  # frames in a row that confirm a step (with CONFIRM_MS of host time)
-CONFIRM_MS = 100.0
+RELOCK_FRAMES = 3
+RELOCK_MS = 66.0
+CONFIRM_FRAMES = 3  # frames in a row that confirm a step (with CONFIRM_MS of host time)
+CONFIRM_MS = 66.0  # (three frames at 30 Hz span 66.7 ms)
 LATE_AFTER_MS = 500.0  # late frames for this long (device time): JUMPED (a loaded host's
 # jitter makes every frame late for a few hundred milliseconds now and then)
 

@@ -49,9 +49,9 @@ class Device:
     name = "device"
     period_ns = 33_333_333
     tolerance_ns = 5 * MS
-    confirm = 5
+    confirm = 3
     first_lock = (10, 1000 * MS)
-    lock = (5, 100 * MS)
+    lock = (3, 66 * MS)
 
     def __init__(self) -> None:
         self.clock = DeviceClockEstimator()

@@ -312,7 +312,7 @@ def test_a_hangup_holds_link_down_and_the_host_reopens_the_same_link(
     assert {link["path"] for link in links} == {chain.link}
     up_s = chain.at_s(links[-1]["host_ns"])
     assert_holds(chain, onset + HOLD_AFTER_S, up_s, "link_down")
-    # Nothing from before the hang-up counts, and the new epoch locks first (five frames).
+    # Nothing from before the hang-up counts, and the new epoch locks first (three frames).
     assert_holds(chain, up_s, up_s + RELOCK_S - 0.05, "clock_not_locked")
     back = first_world(chain, up_s, proceeding, STEP_BACK.at_s)
     assert back is not None and chain.at_s(back["host_ns"]) <= up_s + RECOVER_S
@@ -325,7 +325,7 @@ def test_a_hangup_holds_link_down_and_the_host_reopens_the_same_link(
 def test_a_clock_step_back_holds_clock_jump_until_a_run_of_frames_opens_an_epoch(
     chains: dict[str, Chain],
 ) -> None:
-    """Issue 29: the step back no longer holds until the next reset. Five frames at the new
+    """Issue 29: the step back no longer holds until the next reset. Three frames at the new
     level open an epoch there, and PROCEED comes back."""
     chain = chains["link"]
     onset = STEP_BACK.at_s

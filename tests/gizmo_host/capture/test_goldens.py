@@ -287,9 +287,9 @@ def test_unplug_goes_down_and_up_and_never_proceeds_on_old_data() -> None:
     assert len(after_down) >= 2  # not vacuous: the replugged board PROCEEDs again
     for verdict in after_down:
         # Only data read after the reconnection, and once the new clock epoch locked (the skew
-        # kept: five frames over 100 ms).
+        # kept: three frames over 66 ms).
         assert verdict["target"]["sequence"] in first_after
-        assert verdict["host_ns"] - up_again["host_ns"] >= 0.1e9
+        assert verdict["host_ns"] - up_again["host_ns"] >= 0.06e9
     link = final_stats("unplug")["link"]
     assert (link["disconnects"], link["open_failures"]) == (1, 3)
     assert any(v["decision"] == "PROCEED" for v in of_type("unplug", "verdict")[-5:])
