@@ -39,7 +39,7 @@ STEP_RECOVERY_S = 1.5
 RELOCK_RECOVERY_S = 0.5
 RESETS = HANGUPS = 3
 TIMEOUT_S = 10.0
-SETTLE_S = 2.0  # after an event: its HOLD (if any) begun and ended, with a reconnection's wait
+SETTLE_S = 1.5  # after an event: its HOLD (if any) begun and ended, with a reconnection's wait
 
 Key = tuple[int, int]  # (sequence, timestamp_ms): unique across resets
 
