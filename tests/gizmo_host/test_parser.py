@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gizmo_host import FrameError, StreamParser, VisionResult
+from gizmo_host.errors import BadSync, CrcMismatch
 from gizmo_host.wire.protocol import FRAME_LEN
 from tests.support.strategies import HEADER_PREFIX, SPEC_EXAMPLE, garbage, vision_results
 
@@ -21,6 +22,26 @@ def reference_scan(stream: bytes) -> list[VisionResult]:
         else:
             pos += FRAME_LEN
     return out
+
+
+def reference_counts(stream: bytes) -> tuple[list[VisionResult], int, int]:
+    """The oracle with its counts: frames, header errors (a sync, then a wrong version, type
+    or length) and CRC errors (a good header, a wrong CRC), judged where a whole frame fits."""
+    out, pos, header_errors, crc_errors = [], 0, 0, 0
+    while pos + FRAME_LEN <= len(stream):
+        try:
+            out.append(VisionResult.decode(stream[pos : pos + FRAME_LEN]))
+        except BadSync:
+            pos += 1
+        except CrcMismatch:
+            crc_errors += 1
+            pos += 1
+        except FrameError:
+            header_errors += 1
+            pos += 1
+        else:
+            pos += FRAME_LEN
+    return out, header_errors, crc_errors
 
 
 def feed_in_chunks(parser: StreamParser, stream: bytes, sizes) -> list[VisionResult]:
@@ -53,6 +74,32 @@ def test_frames_in_garbage_are_all_recovered_and_nothing_else(pairs, tail, sizes
     got = feed_in_chunks(parser, stream, sizes)
     assert got == reference_scan(stream)
     assert is_subsequence([r for _, r in pairs], got)
+    assert_accounted(parser)
+
+
+@given(
+    st.lists(
+        st.tuples(st.one_of(st.just(b""), st.just(b""), st.just(b""), garbage), vision_results),
+        min_size=8,
+        max_size=120,
+    ),
+    st.lists(st.tuples(st.integers(0, 2**32), st.integers(0, 7)), max_size=8),
+    st.lists(st.integers(1, 4200), max_size=8),
+)
+def test_long_runs_with_damage_give_the_oracles_frames_and_counts(pairs, flips, sizes):
+    # Reads of many frames back to back (a saturated line, a backlog, a replay) take the
+    # parser's run path; a flipped bit anywhere (sync, header, payload, CRC) or garbage between
+    # frames ends a run, and the frame-by-frame search must take over exactly there.
+    stream = bytearray(b"".join(g + r.encode() for g, r in pairs))
+    for at, bit in flips:
+        stream[at % len(stream)] ^= 1 << bit
+    stream = bytes(stream)
+    parser = StreamParser()
+    got = feed_in_chunks(parser, stream, sizes)
+    frames, header_errors, crc_errors = reference_counts(stream)
+    assert got == frames
+    stats = parser.stats
+    assert (stats.header_errors, stats.crc_errors) == (header_errors, crc_errors)
     assert_accounted(parser)
 
 
