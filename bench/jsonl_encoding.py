@@ -70,6 +70,7 @@ class ResultLine(msgspec.Struct, tag="result", tag_field="type"):
     host_rx_ns: int
     host_capture_ns: int | None
     host_published_ns: int
+    valid_until_ns: int
     age_ms: float
     device_ms: int
     epoch: int
@@ -92,6 +93,7 @@ def struct_line(rr: ReceivedResult, now_ns: int, encoder: msgspec.json.Encoder) 
         rr.host_rx_ns,
         rr.host_capture_ns,
         now_ns,
+        rr.valid_until_ns,
         rr.age_us(now_ns) / 1000,
         rr.device_ms,
         rr.epoch,
@@ -105,7 +107,14 @@ def struct_line(rr: ReceivedResult, now_ns: int, encoder: msgspec.json.Encoder) 
 def main() -> int:
     result = BoardModel().next_result()
     rr = ReceivedResult(
-        result, 10**12, 10**12 - 12_000_000, 5000, 0, ClockStatus.LOCKED, SequenceEvent.IN_ORDER
+        result,
+        10**12,
+        10**12 - 12_000_000,
+        5000,
+        0,
+        ClockStatus.LOCKED,
+        SequenceEvent.IN_ORDER,
+        10**12 + 238_000_000,
     )
     now = 10**12 + 2_000_000
     encoder = msgspec.json.Encoder()

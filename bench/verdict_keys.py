@@ -52,7 +52,16 @@ def frames_per_s(stream: bytes, *, indexed: bool) -> float:
         sample = clock.observe(result.timestamp_ms, now_ns)
         capture = clock.tick_to_host_ns(sample.device_ms - result.age_ms)
         store.update(
-            ReceivedResult(result, now_ns, capture, sample.device_ms, 0, sample.status, event)
+            ReceivedResult(
+                result,
+                now_ns,
+                capture,
+                sample.device_ms,
+                0,
+                sample.status,
+                event,
+                (now_ns if capture is None else capture) + store.ttl_ns(result.result_type),
+            )
         )
         store.verdict(selector, now_ns, link_state=LinkState.UP, clock_status=ClockStatus.LOCKED)
     return FRAMES / (time.perf_counter() - start)

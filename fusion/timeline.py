@@ -8,12 +8,14 @@ of two epochs are not on one timeline.
 
 Nothing is ever blended across a step the poses themselves contradict (``JumpBounds``): a
 position step further than the reported velocity carries it (or than a speed bound, without
-velocity), or an attitude step faster than an angular-rate bound. Such a pose appended breaks
-the history (``Added.JUMP``: cleared, then kept as the first of a new stretch: a simulator
-reposition is real); one that would fall between two poses it contradicts is dropped
-(``Added.CONFLICT``), and so is a different pose at a time already held. Whether a
-measurement newer than the newest pose may wait or be extrapolated is the world model's
-policy; this module only answers where the time falls and extrapolates when asked.
+velocity), or an attitude step faster than an angular-rate bound; checked across a gap too,
+with bounds that grow with it (a velocity glitch after a gap would be extrapolated from). Such
+a pose appended breaks the history (``Added.JUMP``: cleared, then kept as the first of a new
+stretch: a simulator reposition is real); one that would fall between two poses it
+contradicts is dropped (``Added.CONFLICT``), and so is a different pose at a time already
+held. Whether a measurement newer than the newest pose may wait or be extrapolated is the
+world model's policy; this module only answers where the time falls and extrapolates when
+asked.
 """
 
 from __future__ import annotations
@@ -173,12 +175,11 @@ class PoseHistory:
         return outcome
 
     def _follows(self, a: PoseSample, b: PoseSample) -> bool:
-        """Whether ``b`` may follow ``a`` by the jump rule (poses a gap apart always may:
-        nothing is blended across a gap)."""
+        """Whether ``b`` may follow ``a`` by the jump rule. Across a gap too: nothing is
+        blended across it, but the pose after it is extrapolated from, so a velocity its
+        position change contradicts is a jump however long the gap (the bounds grow with it)."""
         bounds = self._bounds
-        if bounds is None or b.host_ns - a.host_ns > self._max_gap_ns:
-            return True
-        return bounds.consistent(a, b)
+        return bounds is None or bounds.consistent(a, b)
 
     def where(self, t_ns: int) -> Where:
         times = self._times

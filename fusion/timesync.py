@@ -12,6 +12,11 @@ keeps the safety rules of the other clocks here (docs/world-safety.md):
   host time elapsed;
 - **outliers**: a sample that would move the offset by more than ``jump_threshold_ms`` is an
   outlier until ``confirm_samples`` in a row agree with it; then it starts a new epoch;
+- **a lie that stops**: a sample fresher than the published offset by more than the two
+  samples' half round trips can explain (after the skew allowance) cannot be honest together
+  with it: ``confirm_samples`` of those in a row start a new epoch at the oldest-looking of
+  them, so an offset once pushed up by false answers is not kept for the ``max_skew_ppm``
+  fall (75 s for 15 ms) but for the confirmation (0.5 s at 10 Hz) and the relock;
 - **reboots**: the autopilot's clock going back (any message's boot time, or a TIMESYNC
   answer) by more than the threshold is a reboot: a new epoch, locking again;
 - **lock**: ``LOCKING`` until ``lock_samples`` low-round-trip samples of the epoch were
@@ -35,6 +40,8 @@ from collections import deque
 from typing import NamedTuple
 
 from .simclock import SimClockStatus
+
+_HONEST_SLACK_NS = 500_000  # rounding and the skew within one sample period
 
 
 class TimesyncStats(NamedTuple):
@@ -95,6 +102,8 @@ class TimesyncEstimator:
         self._epoch_accepted = 0
         self._first: tuple[int, float] | None = None  # (host ns, offset) of the epoch's first
         self._candidates: list[float] = []  # offsets of outliers in a row
+        self._falls: list[float] = []  # offsets too fresh for the published one, in a row
+        self._offset_rtt_ns = 0  # the round trip of the sample the published offset is from
         self._last_autopilot_ns: int | None = None
         self._rtt: int | None = None
         self._min_rtt: int | None = None
@@ -135,7 +144,7 @@ class TimesyncEstimator:
         self._rtt = rtt
         self._min_rtt = rtt if self._min_rtt is None else min(self._min_rtt, rtt)
         self.boot_time(tc1_ns, host_rx_ns)
-        self._take(tc1_ns - (sent + host_rx_ns) / 2, host_rx_ns)
+        self._take(tc1_ns - (sent + host_rx_ns) / 2, host_rx_ns, rtt)
         return self.status
 
     @property
@@ -157,10 +166,10 @@ class TimesyncEstimator:
         if self._last_autopilot_ns is None or autopilot_ns > self._last_autopilot_ns:
             self._last_autopilot_ns = autopilot_ns
 
-    def _take(self, offset_ns: float, host_ns: int) -> None:
+    def _take(self, offset_ns: float, host_ns: int, rtt_ns: int) -> None:
         published = self._offset_ns
         if published is None:
-            self._set(offset_ns, host_ns)
+            self._set(offset_ns, host_ns, rtt_ns)
             return
         if abs(offset_ns - published) > self._threshold_ns:
             self._candidates.append(offset_ns)
@@ -172,19 +181,36 @@ class TimesyncEstimator:
                 self._candidates.pop(0)
                 self._outliers += 1
                 return
-            self._new_epoch()
-            self._set(max(self._candidates), host_ns)  # the oldest-looking of them
+            self._restart(max(self._candidates), host_ns, rtt_ns)  # the oldest-looking
             return
         self._candidates.clear()
         if offset_ns >= published:
-            self._set(offset_ns, host_ns)  # older: at once
+            self._falls.clear()
+            self._set(offset_ns, host_ns, rtt_ns)  # older: at once
+            return
+        floor = published - self._max_skew * (host_ns - self._offset_host_ns)
+        if offset_ns < floor - (rtt_ns + self._offset_rtt_ns) / 2 - _HONEST_SLACK_NS:
+            self._falls.append(offset_ns)
+            if len(self._falls) >= self._confirm:
+                self._restart(max(self._falls), host_ns, rtt_ns)
+                return
         else:
-            floor = published - self._max_skew * (host_ns - self._offset_host_ns)
-            self._set(max(offset_ns, floor), host_ns)
+            self._falls.clear()
+        if offset_ns >= floor:
+            self._set(offset_ns, host_ns, rtt_ns)
+        else:
+            self._set(floor, host_ns, self._offset_rtt_ns)
 
-    def _set(self, offset_ns: float, host_ns: int) -> None:
+    def _restart(self, offset_ns: float, host_ns: int, rtt_ns: int) -> None:
+        """A confirmed step: a new epoch from ``offset_ns`` (read before the epoch clears the
+        samples that confirmed it)."""
+        self._new_epoch()
+        self._set(offset_ns, host_ns, rtt_ns)
+
+    def _set(self, offset_ns: float, host_ns: int, rtt_ns: int) -> None:
         self._offset_ns = offset_ns
         self._offset_host_ns = host_ns
+        self._offset_rtt_ns = rtt_ns
         self._accepted += 1
         self._epoch_accepted += 1
         if self._first is None:
@@ -199,7 +225,12 @@ class TimesyncEstimator:
         self._first = None
         self._skew_ppm = None
         self._candidates.clear()
+        self._falls.clear()
         self._last_autopilot_ns = None
+
+    def restart(self) -> None:
+        """Forget the mapping: a new epoch, locking again (another autopilot is now mapped)."""
+        self._new_epoch()
 
     def to_host_ns(self, autopilot_ns: int) -> int | None:
         """Host time of an autopilot time of this epoch; ``None`` before any sample."""

@@ -101,6 +101,7 @@ class WorldModel:
         self._vision_locked = False
         self._pose_clock = SimClockStatus.LOCKED
         self._pose_seen = False
+        self._locking_pose_ns = _NEVER  # the latest pose that came while its clock was locking
         self._pose_link_up = True  # a pose source without a link of its own is never down
         self._jump_hold_ns = round(c.jump_hold_ms * 1e6)
         self._conflict_hold_ns = round(c.conflict_hold_ms * 1e6)
@@ -211,6 +212,7 @@ class WorldModel:
         self._sources.seen("pose", pose.host_ns)
         if status is SimClockStatus.LOCKING:  # mapped by a mapping still settling
             counts["poses_locking"] += 1
+            self._locking_pose_ns = pose.host_ns
             self._witness(pose.host_ns)
             return
         added = self._history.add(pose)
@@ -314,7 +316,10 @@ class WorldModel:
         newest = self._history.newest
         pose_now = None
         if newest is None:
-            pose_now = HoldReason.NO_POSE
+            # Poses arriving while their clock locks are not "no pose": clock_not_locked says it.
+            heard = now_ns - self._locking_pose_ns <= self._pose_ttl_ns
+            if not (heard and self._pose_clock is SimClockStatus.LOCKING):
+                pose_now = HoldReason.NO_POSE
         elif now_ns - newest.host_ns > self._pose_ttl_ns:
             pose_now = HoldReason.POSE_STALE
         reset, jump, conflict = self._reset_ns, self._jump_ns, self._conflict_ns

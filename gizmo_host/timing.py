@@ -1,12 +1,17 @@
 """Timers and sleeps on an injected clock, so timing is testable without waiting.
 
 Everything that waits goes through a ``Scheduler``: the live layer's reconnect backoff, silence
-check, stale timer and verdict re-publication, the emulator's recognition cycle and the
-simulator stand-in's sends (``sleep_until_ns``, which a request can cut short).
-``LoopScheduler`` is the real one: host time is ``time.monotonic_ns()`` (or the injected clock)
-and callbacks run on the running asyncio loop. ``FakeScheduler`` is a manual clock for tests:
-time moves only when the test calls ``advance``, and every timer due by then runs, in order,
-exactly at its time.
+check, stale timer and verdict re-publication, the emulator's recognition cycle, the simulator
+stand-in's sends (``sleep_until_ns``, which a request can cut short), the paced playbacks
+(``Pacer``) and every poll or periodic loop (``poll``, ``Scheduler.sleep``). No module outside
+this one calls ``asyncio.sleep``. ``LoopScheduler`` is the real one: host time is
+``time.monotonic_ns()`` (or the injected clock) and callbacks run on the running asyncio loop.
+``ManualScheduler`` is the manual clock: time moves only when its owner calls ``advance``, and
+every timer due by then runs, in order, exactly at its time. Offline replay runs the live host
+on it (each recorded time in turn), and the timing tests run on it without sleeping.
+
+``Backoff`` (defined in ``rfly_link.backoff``, which the UDP receiver's thread uses too) is the
+one retry schedule of every reconnect loop.
 
 A ``WallClock`` maps host time to ``CLOCK_REALTIME`` for what leaves the machine (the world
 line's ``wall_ns``): ``realtime_of`` live, ``RecordedWallClock`` in an offline replay.
@@ -21,6 +26,24 @@ import itertools
 import time
 from collections.abc import Callable
 from typing import Protocol
+
+from rfly_link.backoff import Backoff
+
+__all__ = [
+    "Backoff",
+    "LoopScheduler",
+    "ManualScheduler",
+    "Pacer",
+    "RecordedWallClock",
+    "Scheduler",
+    "Timer",
+    "WallClock",
+    "call_after",
+    "no_wall_clock",
+    "poll",
+    "realtime_of",
+    "settle",
+]
 
 WallClock = Callable[[int], int | None]  # host ns -> CLOCK_REALTIME ns (None: not known)
 
@@ -94,7 +117,66 @@ class LoopScheduler:
                 await asyncio.wait_for(wake.wait(), delay_s)
 
 
-class _FakeTimer:
+class Pacer:
+    """A recorded timeline played on a scheduler's clock at ``speed``.
+
+    ``wait(t_ns)`` returns once host time reaches the anchor plus ``(t_ns - t0_ns) / speed``,
+    where the first ``wait`` (or ``start``) anchors ``t0_ns`` at the current host time. Each
+    due time is computed from the anchor, never from the previous wait, so late wake-ups do
+    not add up; a playback that falls behind goes on at once (yielding to the loop once per
+    wait). ``shift(ns)`` moves the rest of the timeline later: time spent waiting for
+    something the recording does not contain (a reader opening the port).
+    """
+
+    __slots__ = ("_anchor_host_ns", "_anchor_t_ns", "_scheduler", "speed")
+
+    def __init__(self, scheduler: Scheduler, speed: float = 1.0) -> None:
+        if not (speed > 0 and speed != float("inf")):
+            raise ValueError(f"speed: expected a finite factor > 0, got {speed!r}")
+        self._scheduler = scheduler
+        self.speed = speed
+        self._anchor_t_ns: int | None = None
+        self._anchor_host_ns = 0
+
+    def start(self, t_ns: int = 0) -> None:
+        """Anchor the timeline's ``t_ns`` at the current host time."""
+        self._anchor_t_ns = t_ns
+        self._anchor_host_ns = self._scheduler.now_ns()
+
+    def due_ns(self, t_ns: int) -> int:
+        """The host time at which the timeline reaches ``t_ns`` (anchoring it if not yet)."""
+        if self._anchor_t_ns is None:
+            self.start(t_ns)
+        assert self._anchor_t_ns is not None
+        return self._anchor_host_ns + round((t_ns - self._anchor_t_ns) / self.speed)
+
+    def shift(self, ns: int) -> None:
+        """Everything still to come, ``ns`` later."""
+        self._anchor_host_ns += ns
+
+    async def wait(self, t_ns: int) -> None:
+        await self._scheduler.sleep_until_ns(self.due_ns(t_ns))
+
+
+def call_after(scheduler: Scheduler, seconds: float, callback: Callable[[], None]) -> Timer:
+    """``callback`` once, ``seconds`` from now on ``scheduler``'s clock (a run's duration)."""
+    return scheduler.call_at_ns(scheduler.now_ns() + round(seconds * 1e9), callback)
+
+
+async def poll(
+    scheduler: Scheduler, ready: Callable[[], bool], timeout_s: float, every_s: float
+) -> bool:
+    """Check ``ready()`` every ``every_s`` until it holds (True) or ``timeout_s`` has passed
+    (False): for what announces itself by no event (a pty's hang-up flag, a port number)."""
+    deadline_ns = scheduler.now_ns() + round(timeout_s * 1e9)
+    while not ready():
+        if scheduler.now_ns() >= deadline_ns:
+            return False
+        await scheduler.sleep(every_s)
+    return True
+
+
+class _ManualTimer:
     __slots__ = ("callback", "cancelled", "when_ns")
 
     def __init__(self, when_ns: int, callback: Callable[[], None]) -> None:
@@ -106,8 +188,9 @@ class _FakeTimer:
         self.cancelled = True
 
 
-class FakeScheduler:
+class ManualScheduler:
     """A manual clock: ``advance(ns)`` runs every timer due, in time order, at its own time.
+    Offline replay moves it to each recorded time; tests move it by hand.
 
     Sleeps are timers that resolve a future, so a coroutine sleeping on this clock wakes when
     the test advances past its deadline (after the loop gets a turn: ``await settle()``).
@@ -115,14 +198,14 @@ class FakeScheduler:
 
     def __init__(self, start_ns: int = 1_000_000_000) -> None:
         self._now_ns = start_ns
-        self._timers: list[tuple[int, int, _FakeTimer]] = []
+        self._timers: list[tuple[int, int, _ManualTimer]] = []
         self._order = itertools.count()
 
     def now_ns(self) -> int:
         return self._now_ns
 
     def call_at_ns(self, when_ns: int, callback: Callable[[], None]) -> Timer:
-        timer = _FakeTimer(when_ns, callback)
+        timer = _ManualTimer(when_ns, callback)
         heapq.heappush(self._timers, (when_ns, next(self._order), timer))
         return timer
 

@@ -120,6 +120,7 @@ class PublishConfig:
     stdout: bool = default("publish.stdout")
     unix_socket: str | None = default("publish.unix_socket")
     unix_max_buffer_bytes: int = default("publish.unix_max_buffer_bytes")
+    unix_max_clients: int = default("publish.unix_max_clients")
     udp: str | None = default("publish.udp")
     stats_interval_s: float = default("publish.stats_interval_s")
 
@@ -131,8 +132,10 @@ class RuntimeConfig:
 
 @dataclass(frozen=True, slots=True)
 class MavlinkConfig:
-    """``[mavlink]``: the autopilot link (off while ``url`` is unset); see docs/mavlink.md."""
+    """``[mavlink]``: the autopilot link, on with a ``url`` unless ``enabled = false``; see
+    docs/mavlink.md."""
 
+    enabled: bool = default("mavlink.enabled")
     url: str | None = default("mavlink.url")
     send_to: str | None = default("mavlink.send_to")
     target_system: int = default("mavlink.target_system")
@@ -140,10 +143,15 @@ class MavlinkConfig:
     pose: bool = default("mavlink.pose")
     landing_target: str = default("mavlink.landing_target")
     rate_hz: float = default("mavlink.rate_hz")
+    signing_key_file: str | None = default("mavlink.signing_key_file")
+
+    @property
+    def on(self) -> bool:
+        return self.enabled and self.url is not None
 
     @property
     def gives_pose(self) -> bool:
-        return self.url is not None and self.pose
+        return self.on and self.pose
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +226,8 @@ class HostConfig:
 
 
 _TABLES = ("world", "camera")  # free-form tables, checked whole by world_setup()
+# Sections whose presence turns them on (``enabled`` true) unless they say ``enabled = false``.
+SWITCHED = ("zenoh", "foxglove")
 _SELECTOR_LIMITS = {"source_id": (0, 255), "result_type": (0, 255), "id": (-32768, 32767)}
 _PATHS = {"serial.path", "publish.unix_socket", "rflysim.config"}
 _name = display_name
@@ -302,8 +312,11 @@ def config_from_mapping(data: Mapping[str, Any], base: HostConfig | None = None)
         if name in _TABLES:
             changes[name] = {**(getattr(config, name) or {}), **values}
             continue
+        given = dict(values)
+        if name in SWITCHED:
+            given.setdefault("enabled", True)  # present: on (the one rule: gizmo_host.app.idle)
         section_cls = type(getattr(config, name))
-        changes[name] = _build_section(name, section_cls, values, getattr(config, name))
+        changes[name] = _build_section(name, section_cls, given, getattr(config, name))
     result = dataclasses.replace(config, **changes)
     _check_whole(result)
     return result
@@ -338,11 +351,17 @@ def _check_whole(config: HostConfig) -> None:
     except ValueError as exc:
         raise ConfigError(f"runtime.event_loop: {exc}", "runtime.event_loop") from None
     _check_mavlink(config.mavlink)
-    if config.mavlink.landing_target != "off" and config.camera is None:
+    if not config.mavlink.on:
+        pass  # its landing_target does nothing: reported by gizmo_host.app.idle
+    elif config.mavlink.landing_target != "off" and config.camera is None:
         key = "mavlink.landing_target"
         raise ConfigError(f"{key}: expected a [camera] table: the target comes from the world", key)
     setup = config.world_setup()  # [camera], [world], [rflysim]: a ConfigError naming the key
-    if config.mavlink.landing_target == "px4" and (setup is None or setup.pose_source != "mavlink"):
+    if (
+        config.mavlink.on
+        and config.mavlink.landing_target == "px4"
+        and (setup is None or setup.pose_source != "mavlink")
+    ):
         key = "mavlink.landing_target"
         raise ConfigError(
             f'{key}: "px4" expected the world\'s pose from the autopilot ([world] pose_source '
@@ -357,6 +376,8 @@ def _check_mavlink(mavlink: MavlinkConfig) -> None:
     if mavlink.landing_target not in LANDING_PROFILES:
         key = "mavlink.landing_target"
         raise _fail(key, " or ".join(repr(p) for p in LANDING_PROFILES), mavlink.landing_target)
+    if not mavlink.enabled:
+        return  # off on purpose: its other keys are reported as doing nothing
     if mavlink.url is None:
         if mavlink != MavlinkConfig():
             key = "mavlink.url"
@@ -374,6 +395,13 @@ def _check_mavlink(mavlink: MavlinkConfig) -> None:
     except ValueError as exc:
         key = "mavlink.send_to" if "send_to" in str(exc) else "mavlink.url"
         raise ConfigError(str(exc).replace("mavlink ", "mavlink.", 1), key) from None
+    if mavlink.signing_key_file is not None:
+        from gizmo_host.mavlink.signing import read_key_file  # noqa: PLC0415 (the extra)
+
+        try:
+            read_key_file(mavlink.signing_key_file)
+        except ValueError as exc:
+            raise ConfigError(str(exc), "mavlink.signing_key_file") from None
 
 
 def load_config(
@@ -386,6 +414,7 @@ def load_config(
     An error names the file it comes from, or the flag (``flags``: ``section.key`` -> flag)
     that set the value at fault."""
     config = HostConfig()
+    document: Mapping[str, Any] = {}
     if path is not None:
         document = read_toml(path)
         try:
@@ -397,6 +426,10 @@ def load_config(
             section: {k: v for k, v in values.items() if v is not None}
             for section, values in overrides.items()
         }
+        for section in SWITCHED:  # a flag of a section the file turned off leaves it off
+            given = document.get(section)
+            if cleaned.get(section) and isinstance(given, Mapping) and "enabled" in given:
+                cleaned[section].setdefault("enabled", getattr(config, section).enabled)
         try:
             config = config_from_mapping({k: v for k, v in cleaned.items() if v}, config)
         except ConfigError as exc:

@@ -27,6 +27,7 @@ from gizmo_host.emulator.faults import (
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.publish.lines import JsonLinesPublisher
 from gizmo_host.publish.sinks import QueuedSink, stdout_sink
+from gizmo_host.timing import call_after
 
 LOGGER = logging.getLogger("gizmo_host.demo")
 BUILTIN = ""  # --faults without a file
@@ -92,7 +93,7 @@ async def play(
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     restore_signals = add_stop_handlers(loop, stop.set)  # ends within a second regardless
-    timer = None if duration_s is None else loop.call_later(duration_s, stop.set)
+    timer = None if duration_s is None else call_after(rig.host.scheduler, duration_s, stop.set)
     refresh: asyncio.Task[None] | None = None
     try:
         with view or contextlib.nullcontext():
@@ -151,4 +152,4 @@ def _show(view: View, rig: DemoRig, t0_ns: int, title: str) -> None:
 async def _refresh(view: View, rig: DemoRig, t0_ns: int, title: str) -> None:
     while True:
         _show(view, rig, t0_ns, title)
-        await asyncio.sleep(view.period_s)
+        await rig.host.scheduler.sleep(view.period_s)

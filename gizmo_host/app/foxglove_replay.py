@@ -14,7 +14,6 @@ Log times are the capture's (host ``time.monotonic_ns()`` when it was recorded).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from gizmo_host.app.foxglove_view import (
 )
 from gizmo_host.app.replay import OfflineReplay
 from gizmo_host.errors import CaptureWriteError, ConfigError
+from gizmo_host.timing import LoopScheduler, Pacer
 
 if TYPE_CHECKING:
     from gizmo_host.capture.reader import CaptureMessage, CaptureReader
@@ -104,7 +104,6 @@ async def serve_capture(
     for ``linger_s`` more; ``on_serving(server)`` once it listens (by default: its address on
     stderr)."""
     replay = OfflineReplay(reader.info, reader.path)
-    loop = asyncio.get_running_loop()
     config = FoxgloveConfig(enabled=True, listen=listen)
     server = foxglove_server(config, _mount(reader), replay.scheduler.now_ns)
     watch_world(replay.host, server.renderer)
@@ -113,18 +112,17 @@ async def serve_capture(
         announce(server, "replay")
     else:
         on_serving(server)
-    start = loop.time()
-    first_ns: int | None = None
+    wall = LoopScheduler()  # the server's own clock is the capture's (replay.scheduler)
+    pacer = Pacer(wall, speed)
+    first = True
     try:
         for t_ns, line in _lines(replay, reader.messages()):
-            if first_ns is None:
-                first_ns = t_ns
+            if first:
                 server.renderer.static(t_ns)
-            delay = start + (t_ns - first_ns) / 1e9 / speed - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
+                first = False
+            await pacer.wait(t_ns)
             _feed(server.renderer, t_ns, line)
-        await asyncio.sleep(linger_s)
+        await wall.sleep(linger_s)
     finally:
         await server.close()
     return 0

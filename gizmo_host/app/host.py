@@ -289,7 +289,7 @@ def _world_for(
 def _mavlink_for(config: HostConfig, host: Host) -> MavlinkLink | None:
     """The autopilot link ``[mavlink]`` describes (none without a url), plugged into ``host``:
     its poses into the world when the world takes its pose from it, its counters in ``stats``."""
-    if config.mavlink.url is None:
+    if not config.mavlink.on:
         return None
     from gizmo_host.app.mavlink import MavlinkLink  # noqa: PLC0415 (the extra, when used)
 

@@ -10,9 +10,15 @@ through the host's own seams only:
 - poses go to the world model (``WorldService.apply``) when ``[world]`` takes its pose from
   the autopilot (``pose_source = "mavlink"``, or MAVLink the only source);
 - every published world snapshot is offered to the sender (a world listener);
+- a second voice for the autopilot (a spoofer with its ids, or a second autopilot that
+  ``target_system = 0`` would also take) is a ``SourceConflict`` for the world: it HOLDs
+  ``pose_conflict`` while the session says the conflict lasts, and one second more;
 - the link's UP/DOWN transitions are published as ``link`` lines (the serial link's shape,
   ``path`` = ``"mavlink:" + the endpoint``), and the session's, clock's, pose's and sender's
   counters are the ``mavlink`` key of the ``stats`` line (``Host.add_stats``).
+
+With ``signing_key_file``, the key is read once here (the config check already read it) and
+every frame is signed and checked (``gizmo_host.mavlink.signing``).
 
 A URL that does not parse is a config error before anything starts; an autopilot that never
 answers is a transport that keeps retrying and a world that HOLDs ``link_down`` (a
@@ -27,7 +33,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from fusion import PoseLinkStatus, WorldSnapshot
+from fusion import PoseLinkStatus, SourceConflict, WorldSnapshot
 from gizmo_host.app.config import MavlinkConfig
 from gizmo_host.bridge.world import WorldService
 from gizmo_host.mavlink import (
@@ -37,6 +43,7 @@ from gizmo_host.mavlink import (
     MavlinkTransport,
     parse_url,
 )
+from gizmo_host.mavlink.signing import Signer, read_key_file
 from gizmo_host.timing import Scheduler
 
 Publish = Callable[[dict[str, Any]], None]
@@ -62,12 +69,15 @@ class MavlinkLink:
         self._scheduler = scheduler
         self._publish = publish
         self.transport = MavlinkTransport(self.endpoint, self._feed, clock=scheduler.now_ns)
+        key_file = config.signing_key_file
         self.session = AutopilotSession(
             self.transport.send,
             scheduler,
             target_system=config.target_system,
             target_component=config.target_component,
+            signer=None if key_file is None else Signer(read_key_file(key_file)),
             on_link=self._on_link,
+            on_conflict=self._on_conflict,
         )
         self._world = world if pose_to_world and config.pose else None
         on_pose = None if self._world is None else self._world.apply
@@ -88,8 +98,12 @@ class MavlinkLink:
 
     # -- wiring ----------------------------------------------------------------------------
 
-    def _feed(self, data: bytes, host_ns: int) -> None:
-        self.session.feed(data, host_ns)
+    def _feed(self, data: bytes, host_ns: int, source: tuple[str, int] | None) -> None:
+        self.session.feed(data, host_ns, source)
+
+    def _on_conflict(self, host_ns: int, detail: str) -> None:
+        if self._world is not None:
+            self._world.apply(SourceConflict(host_ns, "pose", f"mavlink: {detail}"))
 
     def _on_snapshot(self, snapshot: WorldSnapshot) -> None:
         if self.sender is not None:

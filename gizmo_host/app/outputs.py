@@ -11,8 +11,8 @@ from typing import Protocol
 
 from gizmo_host.app.config import PublishConfig, parse_host_port
 from gizmo_host.errors import ServiceFailed
-from gizmo_host.publish.lines import UnixSocketServer
 from gizmo_host.publish.sinks import QueuedSink, stdout_sink, udp_sink
+from gizmo_host.publish.unix_socket import UnixSocketServer
 
 
 class Output(Protocol):
@@ -59,8 +59,12 @@ class StdoutOutput:
 class UnixSocketOutput:
     name = "unix_socket"
 
-    def __init__(self, path: str, version_line: bytes, max_buffer_bytes: int) -> None:
-        self.server = UnixSocketServer(path, version_line, max_buffer_bytes=max_buffer_bytes)
+    def __init__(
+        self, path: str, version_line: bytes, max_buffer_bytes: int, max_clients: int
+    ) -> None:
+        self.server = UnixSocketServer(
+            path, version_line, max_buffer_bytes=max_buffer_bytes, max_clients=max_clients
+        )
         self.send = self.server.send
 
     async def start(self) -> None:
@@ -119,7 +123,12 @@ def outputs_for(publish: PublishConfig, version_line: bytes) -> list[Output]:
         outputs.append(StdoutOutput())
     if publish.unix_socket:
         outputs.append(
-            UnixSocketOutput(publish.unix_socket, version_line, publish.unix_max_buffer_bytes)
+            UnixSocketOutput(
+                publish.unix_socket,
+                version_line,
+                publish.unix_max_buffer_bytes,
+                publish.unix_max_clients,
+            )
         )
     if publish.udp:
         outputs.append(UdpOutput(publish.udp))

@@ -6,7 +6,6 @@ opened again, as an unplugged USB adapter would.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -14,15 +13,18 @@ import select
 import socket
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gizmo_host.emulator import PtyBoard
 from gizmo_host.stream.linkstate import LinkInput
+from gizmo_host.timing import LoopScheduler, Pacer, Scheduler, poll
 
 if TYPE_CHECKING:
     from gizmo_host.capture.reader import CaptureReader
+
+
+OPEN_POLL_S = 0.01  # a pty says a reader opened it by no event: its hang-up flag clears
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +37,13 @@ class PlayerOptions:
 
 
 class LivePlayer:
-    """The capture into a pty and loopback UDP, paced on the loop's clock."""
+    """The capture into a pty and loopback UDP, paced on the scheduler's clock (``Pacer``)."""
 
-    def __init__(self, reader: CaptureReader, options: PlayerOptions) -> None:
+    def __init__(
+        self, reader: CaptureReader, options: PlayerOptions, scheduler: Scheduler | None = None
+    ) -> None:
         self.reader, self.options = reader, options
+        self._scheduler = scheduler or LoopScheduler()
         self._link = options.link or os.path.join(tempfile.mkdtemp(prefix="gizmo-replay-"), "pty")
         self._board = PtyBoard(self._link)
         self._sockets: dict[tuple[str, int], socket.socket] = {}
@@ -47,19 +52,12 @@ class LivePlayer:
     async def play(self) -> int:
         from gizmo_host.capture.reader import Datagram, PortEvent, UartChunk  # noqa: PLC0415
 
-        loop = asyncio.get_running_loop()
-        first_ns = 0
+        pacer = Pacer(self._scheduler, self.options.speed)
         try:
             self._plug()
             await self._wait_open()
-            start = loop.time()  # the loop time of the first message's time
             for message in self.reader.messages():
-                t = message[0]
-                if first_ns == 0:
-                    first_ns = t
-                delay = start + (t - first_ns) / 1e9 / self.options.speed - loop.time()
-                if delay > 0:
-                    await asyncio.sleep(delay)
+                await pacer.wait(message[0])  # the first message's time is now
                 if isinstance(message, UartChunk):
                     self._write(message.data)
                 elif isinstance(message, Datagram):
@@ -69,8 +67,8 @@ class LivePlayer:
                         self._board.unplug()
                     elif message.event is LinkInput.OPENED and self._board.master_fd is None:
                         self._plug()
-                        start += await self._wait_open()
-            await asyncio.sleep(self.options.linger_s)
+                        pacer.shift(await self._wait_open())
+            await self._scheduler.sleep(self.options.linger_s)
         finally:
             self._board.close()
             if not self.options.link:
@@ -99,19 +97,20 @@ class LivePlayer:
         link = self.options.link
         print(json.dumps({"type": "pty", "path": pty, "link": link}), flush=True)
 
-    async def _wait_open(self) -> float:
-        """Seconds spent waiting (at most ``--wait-s``) for a reader to open the pty: its
+    async def _wait_open(self) -> int:
+        """Nanoseconds spent waiting (at most ``--wait-s``) for a reader to open the pty: its
         master reports a hang-up while no one has the other side open."""
         fd = self._board.master_fd
         assert fd is not None
         poller = select.poll()
         poller.register(fd, select.POLLOUT)
-        began = time.monotonic()
-        while time.monotonic() - began < self.options.wait_s:
-            if not any(event & select.POLLHUP for _, event in poller.poll(0)):
-                break
-            await asyncio.sleep(0.01)
-        return time.monotonic() - began
+        began_ns = self._scheduler.now_ns()
+
+        def opened() -> bool:
+            return not any(event & select.POLLHUP for _, event in poller.poll(0))
+
+        await poll(self._scheduler, opened, self.options.wait_s, OPEN_POLL_S)
+        return self._scheduler.now_ns() - began_ns
 
     def _write(self, data: bytes) -> None:
         fd = self._board.master_fd

@@ -25,7 +25,6 @@ import contextlib
 import math
 import random
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +44,7 @@ from gizmo_host.live.event_loop import cancel_all
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.mavlink import StandinAutopilot
 from gizmo_host.mavlink.precland import PrecLandConfig, PrecLandVehicle
-from gizmo_host.timing import LoopScheduler, Timer
+from gizmo_host.timing import LoopScheduler, Timer, call_after, poll
 from gizmo_host.wire.results import NormBox
 from hil_geometry.pinhole import Pinhole
 
@@ -172,11 +171,9 @@ class PrecLandRig:
         await self.host.start()
         link = self.host.mavlink
         assert link is not None  # host_config sets [mavlink]
-        deadline = time.monotonic() + 5.0
-        while link.transport.local_port is None:
-            if time.monotonic() > deadline:
-                raise ServiceFailed("precland: the host's MAVLink port did not open")
-            await asyncio.sleep(0.005)
+        transport = link.transport
+        if not await poll(self.scheduler, lambda: transport.local_port is not None, 5.0, 0.005):
+            raise ServiceFailed("precland: the host's MAVLink port did not open")
         self.autopilot = StandinAutopilot(
             f"udpout:{HOST}:{link.transport.local_port}",
             self.vehicle.truth,
@@ -308,8 +305,7 @@ async def play(
 ) -> dict[str, Any]:
     """Run one landing until touchdown, ``duration_s`` or ``stop``; return the summary."""
     rig = PrecLandRig(settings, workdir)
-    loop = asyncio.get_running_loop()
-    timer = None if duration_s is None else loop.call_later(duration_s, stop.set)
+    timer = None if duration_s is None else call_after(rig.scheduler, duration_s, stop.set)
     status: asyncio.Task[None] | None = None
     try:
         await rig.start()
@@ -329,5 +325,5 @@ async def play(
 
 async def _status(rig: PrecLandRig, on_status: Callable[[dict[str, Any]], None]) -> None:
     while True:
-        await asyncio.sleep(1.0)
+        await rig.scheduler.sleep(1.0)
         on_status(rig.status())

@@ -1,7 +1,7 @@
 """Offline replay: a capture's inputs through the live ``Host`` on a manual clock.
 
 Deterministic and without an event loop: the ``Host`` that ``gizmo-host run`` builds runs on a
-``FakeScheduler`` that moves only to each recorded time, and its link task is not started.
+``ManualScheduler`` that moves only to each recorded time, and its link task is not started.
 Instead the recorded port events and serial chunks go into the link's own replay entry points
 (``SerialLink.replay_input`` / ``replay_chunk``), so the parser, the link state table and the
 silence timer, the service's stale and verdict timers, the world model's timers, the stats
@@ -32,7 +32,7 @@ from gizmo_host.capture.settings import HostSettings
 from gizmo_host.errors import CaptureError, ConfigError, IllegalTransition
 from gizmo_host.stream.events import LinkState
 from gizmo_host.stream.linkstate import REASON_OPENED, LinkInput
-from gizmo_host.timing import FakeScheduler, RecordedWallClock, WallClock, no_wall_clock
+from gizmo_host.timing import ManualScheduler, RecordedWallClock, WallClock, no_wall_clock
 
 REASON_IMPLIED_OPEN = "capture: bytes before any recorded open"
 
@@ -117,10 +117,10 @@ class OfflineReplay:
     ``replay(messages)``, or ``feed`` each message then ``finish``."""
 
     def __init__(self, info: CaptureInfo, where: str = "capture") -> None:
-        self.scheduler = FakeScheduler(0)
+        self.scheduler = ManualScheduler(0)
         # The world's timers on a clock of their own, so that at equal times they run before
         # the host's (they were armed earlier, as on the live loop); both move together.
-        self.world_scheduler = FakeScheduler(0)
+        self.world_scheduler = ManualScheduler(0)
         world = router = None
         if info.world is not None:
             setup = world_setup_from(info.world, f"{where}: gizmo-host.world")

@@ -24,6 +24,7 @@ from fusion.config import MOUNT_POSITION_LIMITS_M, MOUNT_RPY_LIMITS_DEG
 from gizmo_host.emulator.settings import EMULATE_SETTINGS
 from gizmo_host.live import event_loop
 from gizmo_host.live.config import LinkConfig, PipelineConfig
+from gizmo_host.publish import unix_socket
 from gizmo_host.setting import (
     LIVE,
     Rule,
@@ -132,9 +133,14 @@ HOST_SETTINGS: tuple[Setting, ...] = (
     Setting("publish", "unix_socket", "str", None, "also serve JSON Lines on this Unix socket",
             optional=True, flag="--unix-socket", aliases=("--socket",), metavar="PATH",
             commands=RUN, what="a socket path"),
-    Setting("publish", "unix_max_buffer_bytes", "int", 256 * 1024,
-            "a socket client further behind than this is dropped", 4096, 64 * 1024 * 1024,
-            "bytes", what="a number of bytes"),
+    Setting("publish", "unix_max_buffer_bytes", "int", unix_socket.DEFAULT_MAX_BUFFER_BYTES,
+            "a socket client further behind than this (its expired lines skipped) is dropped",
+            4096, 64 * 1024 * 1024, "bytes", what="a number of bytes"),
+    Setting("publish", "unix_max_clients", "int", unix_socket.DEFAULT_MAX_CLIENTS,
+            "socket clients served at once (a file descriptor and up to unix_max_buffer_bytes "
+            "each); one more takes the slot of a client 4 KiB behind, or is refused (counted, "
+            "logged, shown by doctor)", 1, unix_socket.MAX_CLIENTS, "",
+            what="a number of clients"),
     Setting("publish", "udp", "str", None, "also send JSON Lines datagrams to HOST:PORT",
             optional=True, flag="--udp", metavar="HOST:PORT", commands=RUN),
     Setting("publish", "stats_interval_s", "float", 10.0, "stats line period, 0 for none",
@@ -169,7 +175,8 @@ def _w(name: str, doc: str, low: float | None = 0, high: float | None = MAX_MS,
 # [world]: the model's own defaults (fusion's WorldConfig); each key its own range. ttl_ms,
 # ttl_ms_by_type and reset_hold_ms are inherited from [store] unless set here.
 WORLD_SETTINGS: tuple[Setting, ...] = (
-    Setting("world", "enabled", "bool", None, "false: no world model even with [camera]",
+    Setting("world", "enabled", "bool", None, "false: no world model even with [camera] "
+            "([world], [camera] and [rflysim] keys are then reported as doing nothing)",
             optional=True),
     _w("rate_hz", "snapshot rate", 0.01, 100, "Hz"),
     _w("publish_on_change", "publish at once when a verdict changes", None, None, "",
@@ -261,13 +268,16 @@ CAMERA_SETTINGS: tuple[Setting, ...] = (
 # [mavlink]: the autopilot link (the ``mavlink`` extra), and [world] pose_source, which chooses
 # between its pose and RflySim's (gizmo_host.app.mavlink, docs/mavlink.md).
 MAVLINK_SETTINGS: tuple[Setting, ...] = (
+    Setting("mavlink", "enabled", "bool", True, "false: no autopilot link, though [mavlink] "
+            "is there (its other keys are reported as doing nothing)"),
     Setting("mavlink", "url", "str", None, "the autopilot: udpin:HOST:PORT, udpout:HOST:PORT, "
             "tcp:HOST:PORT or /dev/DEVICE[:BAUD]", optional=True, flag="--mavlink-url",
             metavar="URL", what="a connection string"),
     Setting("mavlink", "send_to", "str", None, "with a udpin: url, send to HOST:PORT (RflySim's "
             "CopterSim ports)", optional=True, flag="--mavlink-send-to", metavar="HOST:PORT"),
-    Setting("mavlink", "target_system", "int", 0, "the autopilot's system id (0: the first "
-            "autopilot heard)", 0, 255, "", flag="--mavlink-target-system", metavar="N"),
+    Setting("mavlink", "target_system", "int", 0, "the autopilot's system id (0: any one "
+            "autopilot; two heard is a conflict)", 0, 255, "", flag="--mavlink-target-system",
+            metavar="N"),
     Setting("mavlink", "target_component", "int", 0, "its component id (0: any)", 0, 255, "",
             flag="--mavlink-target-component", metavar="N"),
     Setting("mavlink", "pose", "bool", True, "take the vehicle's pose from the autopilot",
@@ -277,6 +287,10 @@ MAVLINK_SETTINGS: tuple[Setting, ...] = (
             choices=LANDING_PROFILES),
     Setting("mavlink", "rate_hz", "float", 20.0, "LANDING_TARGET at most this often", 0.1, 100,
             "Hz", flag="--mavlink-rate-hz", metavar="HZ"),
+    Setting("mavlink", "signing_key_file", "str", None, "MAVLink 2 signing: a file holding "
+            "the 32-byte secret shared with the autopilot (never the key itself); unsigned "
+            "frames are then refused", optional=True, flag="--mavlink-signing-key-file",
+            metavar="PATH", what="a file path"),
     Setting("world", "pose_source", "str", None, "rflysim or mavlink: required when both give a "
             "pose (default: the one configured)", optional=True, flag="--pose-source",
             choices=POSE_SOURCES),
@@ -291,8 +305,8 @@ def _z(name: str, kind: str, doc: str, low: float | None = None, high: float | N
 
 # [zenoh]: the fleet's transport (gizmo_host.zenoh, the zenoh extra; ros2: the ros2 extra).
 ZENOH_SETTINGS: tuple[Setting, ...] = (
-    _z("enabled", "bool", "publish every line on gizmo/<vehicle>/<type> over Zenoh",
-       flag="--zenoh"),
+    _z("enabled", "bool", "publish every line on gizmo/<vehicle>/<type> over Zenoh: true "
+       "once [zenoh] (or a --zenoh-* flag) is there; false turns it off", flag="--zenoh"),
     _z("mode", "str", "peer, or client (of a router: connect required)", flag="--zenoh-mode",
        choices=ZENOH_MODES),
     _z("connect", "list", "endpoints to reach, e.g. [\"tcp/192.168.1.10:7447\"]",
@@ -314,7 +328,8 @@ ZENOH_SETTINGS: tuple[Setting, ...] = (
 # and demo sets both keys (gizmo_host.app.foxglove_view), so the rows have no flag of their own.
 FOXGLOVE_SETTINGS: tuple[Setting, ...] = (
     Setting("foxglove", "enabled", "bool", False,
-            "serve the live Foxglove view (--foxglove [HOST:PORT])", commands=RUN),
+            "serve the live Foxglove view (--foxglove [HOST:PORT]): true once [foxglove] is "
+            "there; false turns it off", commands=RUN),
     Setting("foxglove", "listen", "str", "127.0.0.1:8765",
             "the Foxglove WebSocket server's HOST:PORT (port 0: any free port)", commands=RUN,
             what="HOST:PORT"),

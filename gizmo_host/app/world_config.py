@@ -69,6 +69,9 @@ class RflySimConfig:
     request_imu_hz: int = default("rflysim.request_imu_hz")
 
 
+_RFLYSIM = RflySimConfig()  # the defaults
+
+
 @dataclass(frozen=True, slots=True)
 class WorldSetup:
     """Everything the world service needs, resolved and checked."""
@@ -248,6 +251,17 @@ def resolve_world(
     if copter is None and (rflysim.request_odometry_hz or rflysim.request_imu_hz):
         raise ConfigError(
             "rflysim.copter_id: expected the vehicle's CopterID to request replies from",
+            "rflysim.copter_id",
+        )
+    addressed = [
+        f"rflysim.{name}"
+        for name in ("bind", "sim_host")
+        if getattr(rflysim, name) != getattr(_RFLYSIM, name)
+    ]
+    if copter is None and addressed:
+        raise ConfigError(
+            f"rflysim.copter_id: expected the vehicle's CopterID: {' and '.join(addressed)} "
+            "address the simulator, which is heard only for a CopterID",
             "rflysim.copter_id",
         )
     loaded = None if rflysim.config is None else _load(rflysim.config)

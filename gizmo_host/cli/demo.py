@@ -39,6 +39,7 @@ from gizmo_host.live import event_loop
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.publish.sinks import stdout_sink
 from gizmo_host.standin.scenario import SCENARIOS
+from gizmo_host.timing import LoopScheduler, call_after
 from rfly_link.flags import UsageError, integer
 
 EXIT_USAGE = 2
@@ -213,7 +214,7 @@ def _fleet(options: Options, timeline: FaultTimeline, log_level: str) -> int:
         stop = asyncio.Event()
         restore = add_stop_handlers(loop, stop.set)
         if options.duration_s is not None:
-            loop.call_later(options.duration_s, stop.set)
+            call_after(LoopScheduler(), options.duration_s, stop.set)
         out = None if table is not None else stdout_sink()
 
         def report(rows: list[Any]) -> None:

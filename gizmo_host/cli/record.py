@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from gizmo_host.app import settings as setting_table
 from gizmo_host.app.config import config_from_args
+from gizmo_host.app.idle import log_idle_settings
 from gizmo_host.app.record import Recorder, RecordOptions
 from gizmo_host.app.world import DatagramRouter
 from gizmo_host.errors import ConfigError
@@ -76,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(levelname)s %(message)s")
     try:
         config = config_from_args(args)
+        log_idle_settings(config, publishes=False)  # one warning line each
         setup = config.world_setup()
         if args.duration is not None and not args.duration > 0:
             raise ValueError(f"--duration: expected > 0, got {args.duration}")

@@ -25,6 +25,7 @@ from gizmo_host.app.config import HostConfig as Config
 from gizmo_host.app.config import config_from_args
 from gizmo_host.app.foxglove_view import add_foxglove_flag, announce, attach_foxglove
 from gizmo_host.app.host import Host
+from gizmo_host.app.idle import log_idle_settings
 from gizmo_host.deploy.sd_notify import SdNotifier, watchdog_loop
 from gizmo_host.errors import ConfigError, ServiceFailed
 from gizmo_host.live import event_loop
@@ -56,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"gizmo-host run: config error: {exc}", file=sys.stderr)
         return 2
+    log_idle_settings(config)  # settings that would do nothing, one warning line each
     loop = event_loop.resolve(config.runtime.event_loop)
     LOGGER.info("event loop: %s", loop)
     try:

@@ -11,11 +11,12 @@ thread: if the loop blocks, the pings stop and systemd restarts the service, whi
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import socket
 from collections.abc import Mapping
+
+from gizmo_host.timing import LoopScheduler, Scheduler
 
 __all__ = ["SdNotifier", "watchdog_loop"]
 
@@ -96,7 +97,7 @@ class SdNotifier:
         self.notify(_status_line(text))
 
 
-async def watchdog_loop(notifier: SdNotifier | None) -> None:
+async def watchdog_loop(notifier: SdNotifier | None, scheduler: Scheduler | None = None) -> None:
     """Ping the watchdog from the event loop until cancelled; returns at once if it is off.
 
     Run it as a task next to the real work. A blocked event loop stops the pings, so systemd
@@ -106,12 +107,13 @@ async def watchdog_loop(notifier: SdNotifier | None) -> None:
     interval_s = None if notifier is None else notifier.watchdog_interval_s
     if notifier is None or interval_s is None:
         return
+    scheduler = scheduler or LoopScheduler()
     while True:
         try:
             notifier.watchdog()
         except OSError as exc:
             _log.warning("watchdog ping to %r failed: %s", notifier.address, exc)
-        await asyncio.sleep(interval_s)
+        await scheduler.sleep(interval_s)
 
 
 def _socket_address(address: str | bytes) -> str | bytes:

@@ -18,7 +18,26 @@ from gizmo_host.doctor.verdict import Check, Status, exit_code
 
 __all__ = ["CHECKS", "Check", "Status", "exit_code", "run_checks"]
 
+
+def settings_checks(facts: Facts) -> list[Check]:
+    """Settings that would do nothing (gizmo_host.app.idle): written, but no part reads them."""
+    if facts.settings is None:
+        return [Check("settings", Status.SKIP, "no settings file (--config)")]
+    if not facts.settings:
+        return [Check("settings", Status.OK, "every setting written is in use")]
+    return [
+        Check(
+            "settings",
+            Status.WARN,
+            "; ".join(facts.settings),
+            "remove them, or turn their part on (a section is on when it is present, unless "
+            "it says enabled = false)",
+        )
+    ]
+
+
 CHECKS: tuple[Callable[[Facts], list[Check]], ...] = (
+    settings_checks,
     device_checks,
     access_checks,
     holder_checks,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import stat
 
-from gizmo_host.doctor.facts import Facts
+from gizmo_host.doctor.facts import Facts, SocketClients
 from gizmo_host.doctor.verdict import Check, Status, percentile
 from gizmo_host.doctor.verdict import ok as _ok
 
@@ -83,6 +83,16 @@ def mavlink_checks(facts: Facts) -> list[Check]:
             )
         ]
     out = [_ok("mavlink heartbeat", f"{m.autopilot or 'an autopilot'} on {m.url}")]
+    if m.target_system == 0:
+        out.append(
+            Check(
+                "mavlink target",
+                Status.WARN,
+                "target_system = 0: any autopilot heard is taken, and a second one heard "
+                "holds the world (pose_conflict)",
+                "set [mavlink] target_system (and target_component) to the autopilot's ids",
+            )
+        )
     if m.rtt_ms is None:
         out.append(
             Check(
@@ -199,4 +209,30 @@ def service_checks(facts: Facts) -> list[Check]:
             )
         else:
             out.append(_ok("socket", evidence + f"; members of {v.socket_group} read it"))
+    if v.clients is not None:
+        out.append(socket_clients_check(v.clients))
     return out
+
+
+def socket_clients_check(c: SocketClients) -> Check:
+    """Who holds the socket's client slots, and whether anyone was turned away."""
+    if c.error is not None:
+        return Check("socket clients", Status.SKIP, c.error)
+    names = ", ".join(
+        f"pid {p.pid if p.pid is not None else '?'} ({p.name or '?'}, "
+        f"{'?' if p.unread_bytes is None else p.unread_bytes} B unread)"
+        for p in c.peers
+    )
+    held = f"{c.clients} of {c.max_clients} client slots held" + (f": {names}" if names else "")
+    history = f"{c.refused_total} refused, {c.evicted} evicted, {c.dropped} dropped since start"
+    fix = (
+        f"raise [publish] unix_max_clients (now {c.max_clients}), or stop the clients that "
+        "hold a slot and read nothing"
+    )
+    if c.refused:
+        return Check(
+            "socket clients", Status.WARN, f"full, this probe refused: {held}; {history}", fix
+        )
+    if c.refused_total:
+        return Check("socket clients", Status.WARN, f"{held}; {history}", fix)
+    return _ok("socket clients", f"{held}; {history}")

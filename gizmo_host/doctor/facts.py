@@ -94,6 +94,7 @@ class RflyFacts:
 @dataclass(frozen=True, slots=True)
 class MavlinkFacts:
     url: str | None  # [mavlink] url; None: not configured
+    target_system: int | None = None  # [mavlink] target_system (0: any autopilot)
     error: str | None = None
     heartbeat: bool = False
     autopilot: str | None = None
@@ -103,12 +104,34 @@ class MavlinkFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class SocketPeer:
+    pid: int | None  # None: the kernel did not say
+    name: str | None  # /proc/PID/comm (None: not readable)
+    unread_bytes: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class SocketClients:
+    """What the running host said to the doctor's own connection (its ``socket`` object)."""
+
+    error: str | None = None  # why it could not be asked (None: it answered)
+    refused: bool = False  # the doctor itself was refused: every slot is taken
+    clients: int = 0  # other clients connected (the doctor's own connection not counted)
+    max_clients: int | None = None
+    refused_total: int = 0  # clients refused since the host started
+    evicted: int = 0
+    dropped: int = 0
+    peers: tuple[SocketPeer, ...] = ()  # the other clients
+
+
+@dataclass(frozen=True, slots=True)
 class ServiceFacts:
     unit: str  # gizmo-host@NAME.service
     systemctl: dict[str, str] | None  # `systemctl show` properties; None: no systemd here
     socket_path: str
     socket_mode: int | None = None  # None: no socket
     socket_group: str | None = None
+    clients: SocketClients | None = None  # None: no socket to ask
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,3 +144,4 @@ class Facts:
     mavlink: MavlinkFacts
     service: ServiceFacts
     extra: dict[str, Any] = field(default_factory=dict)
+    settings: tuple[str, ...] | None = None  # settings that would do nothing (None: no file)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gizmo_host.deploy.diagnostics import explain_open_error, find_port_holders
 from gizmo_host.deploy.install import RULES_PATH, UNIT_PATH
@@ -20,6 +22,8 @@ from gizmo_host.doctor.facts import (
     Holder,
     HolderFacts,
     ServiceFacts,
+    SocketClients,
+    SocketPeer,
     UsbIds,
 )
 
@@ -176,9 +180,15 @@ def holder_facts(path: str, root: Root) -> HolderFacts:
 
 
 def service_facts(
-    instance: str, properties: dict[str, str] | None, socket_path: str, root: Root
+    instance: str,
+    properties: dict[str, str] | None,
+    socket_path: str,
+    root: Root,
+    greeting: Callable[[str], dict[str, Any] | str] | None = None,
 ) -> ServiceFacts:
+    """The unit and its socket; ``greeting(path)`` asks a socket that exists who holds it."""
     mode = group = None
+    clients = None
     try:
         info = os.stat(socket_path)
     except OSError:
@@ -186,7 +196,43 @@ def service_facts(
     else:
         mode = info.st_mode
         group = _name(root.etc / "group", info.st_gid)
-    return ServiceFacts(f"gizmo-host@{instance}.service", properties, socket_path, mode, group)
+        if greeting is not None and stat.S_ISSOCK(mode):
+            clients = socket_clients(greeting(socket_path), root)
+    return ServiceFacts(
+        f"gizmo-host@{instance}.service", properties, socket_path, mode, group, clients
+    )
+
+
+def socket_clients(
+    greeting: dict[str, Any] | str, root: Root, own_pid: int | None = None
+) -> SocketClients:
+    """The host's ``socket`` object (in its greeting or its refusal) as facts: the doctor's own
+    connection left out, each other client named by ``/proc/PID/comm``."""
+    if isinstance(greeting, str):
+        return SocketClients(error=greeting)
+    info = greeting.get("socket")
+    if not isinstance(info, dict):
+        return SocketClients(error="the host's greeting has no socket object (an older host?)")
+    refused = greeting.get("type") == "error" and greeting.get("reason") == "too_many_clients"
+    own = os.getpid() if own_pid is None else own_pid
+    peers: list[SocketPeer] = []
+    skipped_own = refused  # a refused probe holds no slot
+    for peer in info.get("peers", []):
+        pid = peer.get("pid")
+        if pid == own and not skipped_own:
+            skipped_own = True
+            continue
+        name = (_read(root.proc / str(pid) / "comm").strip() or None) if pid else None
+        peers.append(SocketPeer(pid, name, peer.get("unread_bytes")))
+    return SocketClients(
+        refused=refused,
+        clients=len(peers),
+        max_clients=info.get("max_clients"),
+        refused_total=int(info.get("refused", 0)),
+        evicted=int(info.get("evicted", 0)),
+        dropped=int(info.get("dropped", 0)),
+        peers=tuple(peers),
+    )
 
 
 def _read(path: Path) -> str:
@@ -205,4 +251,11 @@ def _name(table: Path, number: int) -> str | None:
     return None
 
 
-__all__ = ["Root", "access_facts", "device_facts", "holder_facts", "service_facts"]
+__all__ = [
+    "Root",
+    "access_facts",
+    "device_facts",
+    "holder_facts",
+    "service_facts",
+    "socket_clients",
+]

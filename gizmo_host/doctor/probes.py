@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import json
 import select
 import shutil
 import socket
@@ -22,7 +23,7 @@ from gizmo_host.app.config import HostConfig
 from gizmo_host.app.world_config import camera_defaults
 from gizmo_host.doctor.facts import MavlinkFacts, RflyFacts
 from gizmo_host.errors import ConfigError
-from gizmo_host.timing import LoopScheduler
+from gizmo_host.timing import LoopScheduler, poll
 from rfly_link import ports
 from rfly_link.config import load_config as load_rfly_config
 from rfly_link.errors import ConfigError as RflyConfigError
@@ -135,35 +136,45 @@ def _listen(
     return counts
 
 
-def mavlink_facts(url: str | None, seconds: float) -> MavlinkFacts:
-    """``seconds`` of an autopilot session on ``url``: heartbeat, TIMESYNC, pose rates."""
+def mavlink_facts(
+    url: str | None, seconds: float, target_system: int = 0, key_file: str | None = None
+) -> MavlinkFacts:
+    """``seconds`` of an autopilot session on ``url``: heartbeat, TIMESYNC, pose rates
+    (signed with the key in ``key_file``, as the host would)."""
     if url is None:
         return MavlinkFacts(None)
     try:
         # The optional extra, loaded only when [mavlink] url is set: no command imports
         # pymavlink otherwise (an import contract checks the static imports).
         mavlink: Any = importlib.import_module("gizmo_host.mavlink")
+        signing: Any = importlib.import_module("gizmo_host.mavlink.signing")
         endpoint = mavlink.parse_url(url)
+        signer = None if key_file is None else signing.Signer(signing.read_key_file(key_file))
     except ImportError:
-        return MavlinkFacts(url, error="the mavlink extra is not installed")
+        return MavlinkFacts(url, target_system, error="the mavlink extra is not installed")
     except ValueError as exc:
-        return MavlinkFacts(url, error=str(exc))
+        return MavlinkFacts(url, target_system, error=str(exc))
 
     async def probe() -> MavlinkFacts:
         scheduler = LoopScheduler()
         holder: list[Any] = []
-        session = mavlink.AutopilotSession(lambda data: bool(holder[0].send(data)), scheduler)
+        session = mavlink.AutopilotSession(
+            lambda data, to: bool(holder[0].send(data, to)),
+            scheduler,
+            target_system=target_system,
+            signer=signer,
+        )
         transport = mavlink.MavlinkTransport(endpoint, session.feed)
         holder.append(transport)
         task = asyncio.ensure_future(transport.run())
         session.start()
         try:
-            deadline = time.monotonic() + seconds
-            while time.monotonic() < deadline:
+
+            def answered() -> bool:
                 stats = session.stats(scheduler.now_ns())
-                if stats["timesync"]["rtt_ms"] is not None and session.rates_hz:
-                    break
-                await asyncio.sleep(0.05)
+                return stats["timesync"]["rtt_ms"] is not None and bool(session.rates_hz)
+
+            await poll(scheduler, answered, seconds, 0.05)
             stats = session.stats(scheduler.now_ns())
         finally:
             session.stop()
@@ -174,6 +185,7 @@ def mavlink_facts(url: str | None, seconds: float) -> MavlinkFacts:
         autopilot = stats["autopilot"]
         return MavlinkFacts(
             url,
+            target_system,
             error=error,
             heartbeat=autopilot is not None,
             autopilot=None if autopilot is None else f"system {autopilot[0]}/{autopilot[1]}",
@@ -203,3 +215,32 @@ def systemctl_show(unit: str) -> dict[str, str] | None:
         return None
     props = dict(line.partition("=")[::2] for line in done.stdout.splitlines() if "=" in line)
     return props or None
+
+
+MAX_GREETING_BYTES = 1 << 20  # a greeting names at most 256 clients: far less than this
+
+
+def socket_greeting(path: str, timeout_s: float) -> dict[str, Any] | str:
+    """The first line the host's Unix socket sends a new client (its ``version`` greeting, or
+    the refusal when every slot is taken), parsed; or why it could not be read."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout_s)
+    data = b""
+    try:
+        sock.connect(path)
+        while not data.endswith(b"\n") and len(data) < MAX_GREETING_BYTES:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except OSError as exc:
+        return f"cannot connect to {path}: {exc.strerror or exc}"
+    finally:
+        sock.close()
+    try:
+        message = json.loads(data.split(b"\n", 1)[0])
+    except ValueError:
+        return f"{path} answered something else than a JSON line ({len(data)} bytes)"
+    if not isinstance(message, dict):
+        return f"{path} answered something else than a JSON object"
+    return message

@@ -1,8 +1,9 @@
 """``gizmo-host doctor``'s composition: read the settings, gather the facts, judge them.
 
-The settings file is read as ``gizmo-host run`` reads it, except that a ``[mavlink]`` table is
-taken aside first (only its ``url`` is used here), so the doctor works whether or not this
-build's host knows that table yet.
+The settings file is read as ``gizmo-host run`` reads it; a ``[mavlink]`` table the host cannot
+take (a bad url, the extra missing) is set aside for the mavlink probe to report (it uses the
+table's ``url``, ``target_system`` and ``signing_key_file``). Settings that would do nothing
+are a check of their own (``gizmo_host.app.idle``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gizmo_host.app.config import HostConfig, config_from_mapping
+from gizmo_host.app.idle import idle_settings
 from gizmo_host.doctor import gather, probes
 from gizmo_host.doctor.checks import Check, Status, exit_code, run_checks
 from gizmo_host.doctor.facts import Facts, StreamFacts
@@ -34,28 +36,38 @@ class Options:
     root: Path = Path("/")
 
 
-def load(options: Options) -> tuple[HostConfig, dict[str, Any] | None, str | None]:
-    """The host's settings, its raw ``[camera]`` table and ``[mavlink] url``; a mistake in
-    the file is a ConfigError naming it."""
+def load(options: Options) -> tuple[HostConfig, dict[str, Any] | None, dict[str, Any]]:
+    """The host's settings, its raw ``[camera]`` table and raw ``[mavlink]`` table; a
+    mistake in the file is a ConfigError naming it."""
     if options.config is None:
-        return HostConfig(), None, None
+        return HostConfig(), None, {}
     document = dict(read_toml(options.config))
-    mavlink = document.pop("mavlink", None)
-    url = mavlink.get("url") if isinstance(mavlink, dict) else None
+    mavlink = document.get("mavlink")
     try:
         config = config_from_mapping(document)
     except ConfigError as exc:
-        raise ConfigError(f"config file {options.config}: {exc}", exc.key) from None
+        if not (exc.key or "").startswith("mavlink."):
+            raise ConfigError(f"config file {options.config}: {exc}", exc.key) from None
+        # The mavlink probe reports a bad url (or a missing extra) itself.
+        try:
+            config = config_from_mapping({k: v for k, v in document.items() if k != "mavlink"})
+        except ConfigError as exc:
+            raise ConfigError(f"config file {options.config}: {exc}", exc.key) from None
     camera = document.get("camera")
     return (
         config,
         camera if isinstance(camera, dict) else None,
-        url if isinstance(url, str) else None,
+        mavlink if isinstance(mavlink, dict) else {},
     )
 
 
 def gather_facts(options: Options) -> Facts:
-    config, camera, url = load(options)
+    config, camera, mavlink = load(options)
+    url, target = mavlink.get("url"), mavlink.get("target_system", 0)
+    url = url if isinstance(url, str) and mavlink.get("enabled") is not False else None
+    target = target if isinstance(target, int) and 0 <= target <= 255 else 0
+    key_file = mavlink.get("signing_key_file")
+    key_file = key_file if isinstance(key_file, str) else None
     root = gather.Root(options.root)
     path = options.serial or config.serial.path or DEFAULT_SERIAL
     device = gather.device_facts(path, root)
@@ -74,13 +86,20 @@ def gather_facts(options: Options) -> Facts:
     socket_path = config.publish.unix_socket or f"/run/gizmo-host/{instance}/results.sock"
     unit = f"gizmo-host@{instance}.service"
     return Facts(
+        settings=None if options.config is None else tuple(idle_settings(config)),
         device=device,
         access=gather.access_facts(device, root),
         holders=holders,
         stream=stream,
         rfly=probes.rfly_facts(config, camera, probe_s),
-        mavlink=probes.mavlink_facts(url, probe_s),
-        service=gather.service_facts(instance, probes.systemctl_show(unit), socket_path, root),
+        mavlink=probes.mavlink_facts(url, probe_s, target, key_file),
+        service=gather.service_facts(
+            instance,
+            probes.systemctl_show(unit),
+            socket_path,
+            root,
+            lambda path: probes.socket_greeting(path, probe_s),
+        ),
     )
 
 

@@ -12,13 +12,13 @@ at the board's pace. Used by the tests, ``bench/serial_link.py`` and ``gizmo-hos
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import select
 import tty
 
 from gizmo_host.emulator.board import BoardModel
+from gizmo_host.timing import LoopScheduler, Pacer, Scheduler
 
 
 class PtyBoard:
@@ -90,12 +90,13 @@ class PtyBoard:
         self.close()
 
 
-async def play(board: PtyBoard, model: BoardModel, count: int) -> None:
+async def play(
+    board: PtyBoard, model: BoardModel, count: int, scheduler: Scheduler | None = None
+) -> None:
     """Write ``count`` frames at the board's pace, one every ``model.period_ms`` of host time."""
-    loop = asyncio.get_running_loop()
-    start = loop.time()
+    pacer = Pacer(scheduler or LoopScheduler())
+    pacer.start()
+    period_ns = round(model.period_ms * 1e6)
     for i in range(count):
         board.write(model.next_frame())
-        delay = start + (i + 1) * model.period_ms / 1000 - loop.time()
-        if delay > 0:
-            await asyncio.sleep(delay)
+        await pacer.wait((i + 1) * period_ns)

@@ -8,7 +8,7 @@ waits ``drain_ns`` (the reader takes what was written), closes the port and plug
 behind the same link ``duration_s`` later; cycles go on meanwhile, their frames unsent.
 
 All waiting goes through an injected :class:`~gizmo_host.timing.Scheduler`, so a test drives
-time by hand on a ``FakeScheduler``. When the loop falls more than a second behind (a suspended
+time by hand on a ``ManualScheduler``. When the loop falls more than a second behind (a suspended
 process), it skips the missed cycles and counts them rather than bursting them out.
 """
 

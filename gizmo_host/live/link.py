@@ -3,8 +3,9 @@
 ``SerialLink.run()`` owns one path (typically a udev symlink such as ``/dev/gizmo0``) for as long
 as it runs: it opens it, feeds what it reads to a ``StreamParser``, and reopens it after a read
 error, an EOF or a hang-up (a pty master closing, a USB adapter unplugged), or when the device is
-missing at start. It backs off exponentially from ``backoff_min_s`` to ``backoff_max_s`` and
-retries forever, never spinning. Every state transition (DOWN -> CONNECTING -> SYNCING -> UP ->
+missing at start. It waits by the ``Backoff`` from ``backoff_min_s`` to ``backoff_max_s`` (the
+count of failures in a row resets once a connection reaches UP) and retries forever, never
+spinning. Every state transition (DOWN -> CONNECTING -> SYNCING -> UP ->
 SILENT and back) is counted, logged and handed to ``on_event`` with host time and reason.
 
 serialx does the open (exclusive ``flock``), the termios set-up and the close in the event
@@ -45,7 +46,7 @@ from gizmo_host.stream.linkstate import (
     LinkStateMachine,
     silence_reason,
 )
-from gizmo_host.timing import LoopScheduler, Scheduler, Timer
+from gizmo_host.timing import Backoff, LoopScheduler, Scheduler, Timer
 from gizmo_host.wire.parser import StreamParser
 from gizmo_host.wire.protocol import FRAME_LEN, VisionResult
 
@@ -120,14 +121,9 @@ class SerialLink:
         path and its settings (a bare path takes the defaults)."""
         config = LinkConfig(config) if isinstance(config, str) else config
         path, baudrate, silent_after_s = config.path, config.baudrate, config.silent_after_s
-        backoff_min_s, backoff_max_s = config.backoff_min_s, config.backoff_max_s
         if baudrate <= 0:
             raise ValueError(f"baudrate: expected a positive integer, got {baudrate!r}")
-        if not 0 < backoff_min_s <= backoff_max_s:
-            raise ValueError(
-                f"backoff: expected 0 < backoff_min_s <= backoff_max_s, got "
-                f"{backoff_min_s!r} and {backoff_max_s!r}"
-            )
+        self._backoff = Backoff(config.backoff_min_s, config.backoff_max_s)
         if silent_after_s <= 0:
             raise ValueError(f"silent_after_s: expected > 0, got {silent_after_s!r}")
         self.path = path
@@ -137,8 +133,6 @@ class SerialLink:
         self._on_bytes = on_bytes
         self._silent_after_s = silent_after_s
         self._silent_ns = round(silent_after_s * 1e9)
-        self._backoff_min_s = backoff_min_s
-        self._backoff_max_s = backoff_max_s
         self._coalesce = coalesce_reads
         self._scheduler = scheduler or LoopScheduler(clock)
         self._clock = self._scheduler.now_ns
@@ -179,7 +173,7 @@ class SerialLink:
     async def run(self) -> None:
         """Open, read and reopen until cancelled; the port is closed on the way out."""
         loop = asyncio.get_running_loop()
-        backoff_s = self._backoff_min_s
+        failures = 0  # in a row: opens that failed, connections that never reached UP
         try:
             while True:
                 self._open_attempts += 1
@@ -203,15 +197,11 @@ class SerialLink:
                     # The explanation may scan /proc: keep it off the event loop.
                     reason = await loop.run_in_executor(None, self._explain_failure, exc)
                     self._feed(LinkInput.OPEN_FAILED, reason)
-                    await self._scheduler.sleep(backoff_s)
-                    backoff_s = min(backoff_s * 2, self._backoff_max_s)
+                    failures += 1
+                    await self._scheduler.sleep(self._backoff.delay_s(failures))
                     continue
-                reached_up = await self._serve(transport, protocol)
-                if reached_up:
-                    backoff_s = self._backoff_min_s
-                await self._scheduler.sleep(backoff_s)
-                if not reached_up:
-                    backoff_s = min(backoff_s * 2, self._backoff_max_s)
+                failures = 0 if await self._serve(transport, protocol) else failures + 1
+                await self._scheduler.sleep(self._backoff.delay_s(failures))
         finally:
             self._feed(LinkInput.STOPPED, REASON_STOPPED)
 

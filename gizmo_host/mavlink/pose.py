@@ -6,7 +6,11 @@ attitude slerped to the position's time when two bracket it, else the nearest wi
 the epoch (never mixed with the pairs: the two may be stamped by different filters). Each
 pose is placed at its boot time mapped to the host clock by the session's estimator, with the
 estimator's epoch and status (LOCKING until locked: the world holds ``clock_not_locked``), and
-carries its velocity in NED, which the world's jump rule uses.
+carries its velocity in NED, which the world's jump rule uses. A pose that arrives before
+the clock has any mapping is still told to the world, as LOCKING at its arrival time (never
+placed, never kept): the autopilot is heard and its clock is what is missing, not its pose.
+Every number is checked before use: a non-finite or out-of-range position, velocity or
+quaternion is a counted ``invalid``.
 
 A :class:`~fusion.timeline.PoseHistory` of the poses is kept here too, so the LANDING_TARGET
 sender can take the body attitude at a capture time from the autopilot's own poses.
@@ -21,6 +25,7 @@ from typing import Any
 
 from fusion.geometry import Quat, Vec3, quat_rotate, slerp
 from fusion.inputs import PoseSample
+from fusion.simclock import SimClockStatus
 from fusion.timeline import JumpBounds, PoseHistory
 
 from . import codec as mc
@@ -28,6 +33,8 @@ from .session import AutopilotSession
 
 PoseCallback = Callable[[PoseSample], None]
 _BUFFER = 8  # messages of each kind kept for pairing
+MAX_POSITION_M = 1e7  # a local position further than this from its origin is not one
+MAX_SPEED_M_S = 1e3
 
 
 class MavlinkPoseSource:
@@ -49,6 +56,7 @@ class MavlinkPoseSource:
         self._attitudes: deque[tuple[int, Quat]] = deque(maxlen=_BUFFER)
         self._positions: deque[tuple[int, Vec3, Vec3 | None]] = deque(maxlen=_BUFFER)
         self._last_ns: int | None = None  # the newest boot time emitted
+        self._rx_ns = 0  # the host receive time of the message being handled
         self._odometry_epoch: int | None = None
         self._epoch = session.estimator.epoch
         self.history = PoseHistory(max_samples=history_samples, bounds=JumpBounds())
@@ -58,6 +66,7 @@ class MavlinkPoseSource:
         session.add_listener(self._message)
 
     def _message(self, msg: Any, host_ns: int) -> None:
+        self._rx_ns = host_ns
         msg_id = msg.get_msgId()
         epoch = self._session.estimator.epoch
         if epoch != self._epoch:  # a reboot: boot times start again, and the choice of source
@@ -73,11 +82,11 @@ class MavlinkPoseSource:
             self._attitudes.append((int(msg.time_boot_ms) * 1_000_000, q))
             self._pair()
         elif msg_id == mc.MSG_LOCAL_POSITION_NED:
-            p = _vec((msg.x, msg.y, msg.z))
-            if p is None:
+            p = _vec((msg.x, msg.y, msg.z), MAX_POSITION_M)
+            v = _vec((msg.vx, msg.vy, msg.vz), MAX_SPEED_M_S)
+            if p is None or (v is None and _given((msg.vx, msg.vy, msg.vz))):
                 self.counts["invalid"] += 1
                 return
-            v = _vec((msg.vx, msg.vy, msg.vz))
             self._positions.append((int(msg.time_boot_ms) * 1_000_000, p, v))
             self._pair()
 
@@ -102,11 +111,12 @@ class MavlinkPoseSource:
     def _odometry(self, msg: Any) -> None:
         boot_ns = int(msg.time_usec) * 1000
         q = _quat(msg.q)
-        p = _vec((msg.x, msg.y, msg.z))
-        if q is None or p is None or msg.frame_id != mc.FRAME_LOCAL_NED:
+        p = _vec((msg.x, msg.y, msg.z), MAX_POSITION_M)
+        v = _vec((msg.vx, msg.vy, msg.vz), MAX_SPEED_M_S)
+        invalid_v = v is None and _given((msg.vx, msg.vy, msg.vz))
+        if q is None or p is None or invalid_v or msg.frame_id != mc.FRAME_LOCAL_NED:
             self.counts["invalid"] += 1
             return
-        v = _vec((msg.vx, msg.vy, msg.vz))
         if v is not None and msg.child_frame_id == mc.FRAME_BODY_FRD:
             v = quat_rotate(q, v)
         elif msg.child_frame_id != mc.FRAME_LOCAL_NED:
@@ -121,9 +131,10 @@ class MavlinkPoseSource:
         estimator = self._session.estimator
         self._last_ns = boot_ns
         host_ns = estimator.to_host_ns(boot_ns)
+        status = estimator.status
         if host_ns is None:
             self.counts["unmapped"] += 1
-            return
+            host_ns, status = self._rx_ns, SimClockStatus.LOCKING  # heard, not placeable
         pose = PoseSample(
             host_ns=host_ns,
             sim_time_ns=boot_ns,
@@ -132,10 +143,11 @@ class MavlinkPoseSource:
             quaternion_wxyz=q,
             velocity_ned_m_s=velocity,
             copter_id=self._copter_id,
-            clock_status=estimator.status,
+            clock_status=status,
         )
         self.counts["poses"] += 1
-        self.history.add(pose)
+        if status is not SimClockStatus.LOCKING:
+            self.history.add(pose)
         if self._on_pose is not None:
             self._on_pose(pose)
 
@@ -176,9 +188,15 @@ def _attitude_at(
     return near[1] if abs(near[0] - boot_ns) <= tolerance_ns else None
 
 
-def _vec(values: Any) -> Vec3 | None:
+def _vec(values: Any, limit: float) -> Vec3 | None:
     x, y, z = (float(v) for v in values)
-    return (x, y, z) if math.isfinite(x + y + z) else None
+    ok = math.isfinite(x + y + z) and max(abs(x), abs(y), abs(z)) <= limit
+    return (x, y, z) if ok else None
+
+
+def _given(values: Any) -> bool:
+    """Some of ``values`` is a number (MAVLink's "unknown" is NaN in every field)."""
+    return not all(math.isnan(float(v)) for v in values)
 
 
 def _quat(values: Any) -> Quat | None:

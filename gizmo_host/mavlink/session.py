@@ -1,31 +1,40 @@
 """One autopilot over one MAVLink link: heartbeats, streams, and its clock on ours.
 
-The session is fed bytes with their host receive time (``feed``) and sends through an
-injected ``send(bytes) -> bool``, so it runs the same over any transport and, on a
-``FakeScheduler``, without one. It
+The session is fed bytes with their host receive time and sender (``feed``) and sends through
+an injected ``send(bytes, to) -> bool``, so it runs the same over any transport and, on a
+``ManualScheduler``, without one. It
 
 - sends its own HEARTBEAT (an onboard controller) at ``heartbeat_hz`` and TIMESYNC requests at
   ``timesync_hz``, and asks the autopilot for ``streams`` at ``stream_hz`` with
   MAV_CMD_SET_MESSAGE_INTERVAL whenever the link comes up, the autopilot reboots, or a stream
-  stays silent;
-- uses messages from ``target_system``/``target_component`` only; ``0`` binds to the first
-  autopilot whose HEARTBEAT it hears. Everything else (other ids, garbage, bad CRCs, unknown
-  ids) is counted and dropped;
+  stays silent; everything it sends goes to the bound autopilot's address only;
+- binds one autopilot by its ids **and** its address (:mod:`~gizmo_host.mavlink.binding`):
+  a second voice claiming to be it, or a second autopilot that ``target_system = 0`` would
+  also allow, is a conflict: its messages are dropped, counted and logged, and ``on_conflict``
+  is told (the world HOLDs ``pose_conflict``) until it has been quiet for
+  ``conflict_quiet_s``. Everything else (other ids, garbage, bad CRCs, unknown ids, unsigned
+  frames when signing) is counted and dropped;
 - declares the link down ``link_timeout_s`` after the last HEARTBEAT;
+- drops a message whose boot time is further ahead of the autopilot's clock (as mapped) than
+  ``future_ms`` (counted ``future_stamp``): one far stamp must not move any clock;
 - maps the autopilot's boot clock to the host clock with a
   :class:`~fusion.timesync.TimesyncEstimator` (every ``time_boot_ms`` feeds its reboot
-  check) and answers the autopilot's own TIMESYNC requests in the autopilot's clock once
-  locked, never before, so PX4's offset to us stays zero. Before the estimator (which keeps
-  round trips under its own, adaptive bound), answers slower than the least round trip of the
-  last 50 by more than ``rtt_slack_ms`` (or a quarter of that least, on a slow link) are
-  dropped: a loaded host or link delays one direction more
-  than the other, and the estimator takes an older-looking offset at once.
+  check). An answer to our TIMESYNC counts only if it answers a request still outstanding,
+  within ``answer_deadline_ms``: answers to no request, late answers and replays are refused
+  and counted. Before the estimator (which keeps round trips under its own, adaptive bound),
+  answers slower than the least round trip of the last 50 by more than ``rtt_slack_ms`` (or a
+  quarter of that least, on a slow link) are dropped;
+- answers the bound autopilot's own TIMESYNC requests always: in its clock as mapped once
+  locked (PX4's offset to us stays zero), and before that with its own request time (its
+  offset to us is then half the round trip). MAVSDK answers a peer only after the peer has
+  answered it, so waiting for our lock first would deadlock both (docs/mavlink.md).
 
 Accepted messages go to the listeners (the pose source) with their host receive time.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -35,15 +44,23 @@ from fusion.timesync import TimesyncEstimator
 from gizmo_host.timing import Scheduler, Timer
 
 from . import codec as mc
+from .binding import AutopilotBinding, Heard, Source, describe
+from .requests import TimesyncRequests
+from .signing import Signer
 
+LOGGER = logging.getLogger(__name__)
+Send = Callable[[bytes, "Source | None"], bool]
 Listener = Callable[[Any, int], None]
 LinkCallback = Callable[[bool, int, str], None]
+ConflictCallback = Callable[[int, str], None]
 DEFAULT_STREAMS = (mc.MSG_ATTITUDE_QUATERNION, mc.MSG_LOCAL_POSITION_NED, mc.MSG_ODOMETRY)
 _RATE_WINDOW_NS = 1_000_000_000
 _REREQUEST_NS = 5_000_000_000
 _RTT_WINDOW = 50  # TIMESYNC answers (5 s at 10 Hz) whose least round trip sets the bar
 _RTT_PLAUSIBLE_NS = 1_000_000_000
 _RTT_SLACK_SHARE = 0.25  # on a slow link: a quarter of the least round trip (the estimator's)
+_CONFLICT_TELL_NS = 200_000_000  # on_conflict at most this often while in conflict
+_INT64_MAX = 2**63 - 1
 
 
 class AutopilotSession:
@@ -51,7 +68,7 @@ class AutopilotSession:
 
     def __init__(
         self,
-        send: Callable[[bytes], bool],
+        send: Send,
         scheduler: Scheduler,
         *,
         target_system: int = 0,
@@ -63,32 +80,51 @@ class AutopilotSession:
         heartbeat_hz: float = 1.0,
         timesync_hz: float = 10.0,
         link_timeout_s: float = 3.0,
+        conflict_quiet_s: float = 2.0,
         rtt_slack_ms: float = 1.0,
+        answer_deadline_ms: float = 200.0,
+        future_ms: float = 50.0,
         estimator: TimesyncEstimator | None = None,
+        signer: Signer | None = None,
         on_link: LinkCallback | None = None,
+        on_conflict: ConflictCallback | None = None,
     ) -> None:
-        for name, value in (("heartbeat_hz", heartbeat_hz), ("timesync_hz", timesync_hz)):
+        for name, value in (
+            ("heartbeat_hz", heartbeat_hz),
+            ("timesync_hz", timesync_hz),
+            ("link_timeout_s", link_timeout_s),
+            ("conflict_quiet_s", conflict_quiet_s),
+            ("answer_deadline_ms", answer_deadline_ms),
+            ("future_ms", future_ms),
+        ):
             if not value > 0:
                 raise ValueError(f"{name}: expected > 0, got {value!r}")
-        if not link_timeout_s > 0:
-            raise ValueError(f"link_timeout_s: expected > 0, got {link_timeout_s!r}")
         if not 0 <= target_system <= 255 or not 0 <= target_component <= 255:
             raise ValueError(
                 f"target ids: expected 0..255, got {target_system!r}/{target_component!r}"
             )
-        self.codec = mc.Codec(system_id, component_id)
+        self.codec = mc.Codec(system_id, component_id, signer=signer)
         self.estimator = estimator or TimesyncEstimator()
         self._send = send
         self._scheduler = scheduler
-        self._target = (target_system, target_component)
-        self._bound: tuple[int, int] | None = None  # the autopilot's ids, once known
+        self._timeout_ns = round(link_timeout_s * 1e9)
+        self.binding = AutopilotBinding(
+            target_system,
+            target_component,
+            quiet_ns=round(conflict_quiet_s * 1e9),
+            rebind_ns=self._timeout_ns,
+        )
         self._streams = tuple(streams)
         self._stream_hz = stream_hz
         self._heartbeat_ns = round(1e9 / heartbeat_hz)
         self._timesync_ns = round(1e9 / timesync_hz)
-        self._timeout_ns = round(link_timeout_s * 1e9)
         self._on_link = on_link
+        self._on_conflict = on_conflict
+        self._conflict_told_ns: int | None = None
+        self._in_conflict = False
         self._rtt_slack_ns = round(rtt_slack_ms * 1e6)
+        self._requests = TimesyncRequests(deadline_ns=round(answer_deadline_ms * 1e6))
+        self._future_ns = round(future_ms * 1e6)
         self._rtts: deque[int] = deque(maxlen=_RTT_WINDOW)
         self._listeners: list[Listener] = []
         self._timers: list[Timer] = []
@@ -96,6 +132,7 @@ class AutopilotSession:
         self._up = False
         self._last_heartbeat_ns: int | None = None
         self._autopilot: tuple[int, int] | None = None  # (MAV_TYPE, MAV_AUTOPILOT)
+        self._ids: tuple[int, int] | None = None  # the bound autopilot's (system, component)
         self._epoch = self.estimator.epoch
         self._requested_ns: int | None = None
         self._received: dict[str, int] = {}
@@ -107,13 +144,20 @@ class AutopilotSession:
                 "accepted",
                 "foreign",
                 "unbound",
+                "conflicts",
+                "rebinds",
+                "future_stamp",
                 "link_ups",
                 "link_losses",
                 "reboots",
                 "stream_requests",
                 "timesync_requests",
                 "timesync_answered",
-                "timesync_unanswered",
+                "timesync_answered_unlocked",
+                "timesync_unmatched",
+                "timesync_replayed",
+                "timesync_late",
+                "timesync_invalid",
                 "timesync_filtered",
                 "send_failures",
             ),
@@ -153,7 +197,10 @@ class AutopilotSession:
     # -- sending ---------------------------------------------------------------------------
 
     def send(self, data: bytes) -> bool:
-        if self._send(data):
+        """Send ``data`` to the bound autopilot (on a ``udpin`` link, nowhere before one is
+        bound: counted as a send failure)."""
+        bound = self.binding.bound
+        if self._send(data, None if bound is None else bound[2]):
             return True
         self.counts["send_failures"] += 1
         return False
@@ -172,37 +219,58 @@ class AutopilotSession:
 
     def _tick_timesync(self, now_ns: int) -> None:
         ts1 = self.estimator.request(now_ns)
+        self._requests.sent(ts1, now_ns)
         self.counts["timesync_requests"] += 1
         self.send(mc.timesync(self.codec, 0, ts1))
 
     def _request_streams(self, now_ns: int, streams: Sequence[int] | None = None) -> None:
-        if self._bound is None:
+        bound = self.binding.bound
+        if bound is None:
             return
         self._requested_ns = now_ns
         for message_id in self._streams if streams is None else streams:
             self.counts["stream_requests"] += 1
-            self.send(
-                mc.set_message_interval(self.codec, *self._bound, message_id, self._stream_hz)
-            )
+            self.send(mc.set_message_interval(self.codec, *bound[:2], message_id, self._stream_hz))
 
     # -- receiving -------------------------------------------------------------------------
 
-    def feed(self, data: bytes, host_ns: int) -> None:
-        """Bytes read at ``host_ns``: decode, filter, and act on every message in them."""
-        for msg in self.codec.decode(data):
-            self._message(msg, host_ns)
+    def feed(self, data: bytes, host_ns: int, source: Source | None = None) -> None:
+        """Bytes read at ``host_ns``: decode, filter, and act on every message in them.
+        ``source``: the datagram's sender (each datagram is then framed alone), or ``None``
+        for a byte stream (TCP, serial)."""
+        codec = self.codec
+        messages = codec.decode(data) if source is None else codec.decode_datagram(data)
+        for msg in messages:
+            self._message(msg, host_ns, source)
+        self._tell_conflict(host_ns)
 
-    def _message(self, msg: Any, host_ns: int) -> None:
-        ids = (msg.get_srcSystem(), msg.get_srcComponent())
+    def _message(self, msg: Any, host_ns: int, source: Source | None) -> None:
+        voice = (msg.get_srcSystem(), msg.get_srcComponent(), source)
         msg_id = msg.get_msgId()
-        if self._bound is None:
-            if msg_id != mc.MSG_HEARTBEAT or not self._binds(msg, ids):
-                self.counts["unbound"] += 1
-                return
-            self._bound = ids
-        if ids != self._bound:
-            self.counts["foreign"] += 1
+        autopilot = int(msg.autopilot) if msg_id == mc.MSG_HEARTBEAT else None
+        heard = self.binding.hear(voice, autopilot, host_ns)
+        if heard is Heard.UNBOUND or heard is Heard.FOREIGN:
+            self.counts[heard.value] += 1
             return
+        if heard is Heard.CONFLICT:
+            self.counts["conflicts"] += 1
+            return
+        if heard is Heard.BOUND:
+            LOGGER.info("mavlink: bound the autopilot, %s", describe(voice))
+        elif heard is Heard.REBOUND:
+            self.counts["rebinds"] += 1
+            LOGGER.warning("mavlink: the autopilot now speaks %s", describe(voice))
+            if voice[:2] != self._ids:
+                self.estimator.restart()  # another autopilot: its clock is not the last one's
+        self._ids = voice[:2]
+        if msg_id not in (mc.MSG_TIMESYNC, mc.MSG_HEARTBEAT):
+            boot_ns = boot_time_ns(msg)
+            if boot_ns is not None:
+                now = self.estimator.to_autopilot_ns(host_ns)
+                if now is not None and boot_ns > now + self._future_ns:
+                    self.counts["future_stamp"] += 1  # never fed to a clock, never a pose
+                    return
+                self.estimator.boot_time(boot_ns, host_ns)
         self.counts["accepted"] += 1
         name = msg.get_type()
         self._received[name] = self._received.get(name, 0) + 1
@@ -211,10 +279,6 @@ class AutopilotSession:
             self._heartbeat(msg, host_ns)
         elif msg_id == mc.MSG_TIMESYNC:
             self._timesync(msg, host_ns)
-        else:
-            boot_ns = boot_time_ns(msg)
-            if boot_ns is not None:
-                self.estimator.boot_time(boot_ns, host_ns)
         if self.estimator.epoch != self._epoch:
             self._epoch = self.estimator.epoch
             self.counts["reboots"] += 1
@@ -222,11 +286,22 @@ class AutopilotSession:
         for listener in self._listeners:
             listener(msg, host_ns)
 
-    def _binds(self, msg: Any, ids: tuple[int, int]) -> bool:
-        system, component = self._target
-        if (system and ids[0] != system) or (component and ids[1] != component):
-            return False
-        return bool(system and component) or msg.autopilot != mc.AUTOPILOT_INVALID
+    def _tell_conflict(self, host_ns: int) -> None:
+        """Log a conflict's start and end; tell ``on_conflict`` while it lasts (rate-capped)."""
+        binding = self.binding
+        conflict = binding.in_conflict(host_ns)
+        if conflict != self._in_conflict:
+            self._in_conflict = conflict
+            if conflict:
+                LOGGER.warning("mavlink: conflict: %s", binding.last_conflict)
+            else:
+                LOGGER.warning("mavlink: conflict over: no second voice for the quiet period")
+        if not conflict or self._on_conflict is None:
+            return
+        told = self._conflict_told_ns
+        if told is None or host_ns - told >= _CONFLICT_TELL_NS or host_ns < told:
+            self._conflict_told_ns = host_ns
+            self._on_conflict(host_ns, binding.last_conflict or "a second voice")
 
     def _heartbeat(self, msg: Any, host_ns: int) -> None:
         self._last_heartbeat_ns = host_ns
@@ -251,23 +326,36 @@ class AutopilotSession:
                 self._on_link(False, self._scheduler.now_ns(), reason)
 
     def _timesync(self, msg: Any, host_ns: int) -> None:
-        if msg.tc1 != 0:
-            rtt = host_ns - int(msg.ts1)  # our ts1 is the host time we sent it at
-            if 0 <= rtt <= _RTT_PLAUSIBLE_NS:
-                self._rtts.append(rtt)
-                least = min(self._rtts)  # on a slow link the slack grows with it (bounded)
-                slack = max(self._rtt_slack_ns, round(least * _RTT_SLACK_SHARE))
-                if rtt > least + slack:
-                    self.counts["timesync_filtered"] += 1  # its asymmetry could be rtt/2
-                    return
-            self.estimator.answer(int(msg.tc1), int(msg.ts1), host_ns)
+        tc1, ts1 = int(msg.tc1), int(msg.ts1)
+        if tc1 < 0 or ts1 <= 0:
+            self.counts["timesync_invalid"] += 1
             return
+        if tc1 == 0:
+            self._answer(ts1, host_ns)
+            return
+        rtt = self._requests.answer(ts1, host_ns)
+        if isinstance(rtt, str):
+            self.counts[f"timesync_{rtt}"] += 1
+            return
+        if 0 <= rtt <= _RTT_PLAUSIBLE_NS:
+            self._rtts.append(rtt)
+            least = min(self._rtts)  # on a slow link the slack grows with it (bounded)
+            slack = max(self._rtt_slack_ns, round(least * _RTT_SLACK_SHARE))
+            if rtt > least + slack:
+                self.counts["timesync_filtered"] += 1  # its asymmetry could be rtt/2
+                return
+        self.estimator.answer(tc1, ts1, host_ns)
+
+    def _answer(self, ts1: int, host_ns: int) -> None:
+        """Answer the autopilot's own request: in its clock once locked, else with its own
+        request time (docs/mavlink.md: the MAVSDK deadlock)."""
         now = self.estimator.autopilot_now_ns(host_ns)
-        if now is None:
-            self.counts["timesync_unanswered"] += 1  # not locked: PX4 keeps its own offset
-            return
-        self.counts["timesync_answered"] += 1
-        self.send(mc.timesync(self.codec, now, int(msg.ts1)))
+        if now is None or not 0 < now <= _INT64_MAX:
+            now = ts1
+            self.counts["timesync_answered_unlocked"] += 1
+        else:
+            self.counts["timesync_answered"] += 1
+        self.send(mc.timesync(self.codec, now, ts1))
 
     # -- state -----------------------------------------------------------------------------
 
@@ -282,9 +370,13 @@ class AutopilotSession:
     def stats(self, now_ns: int) -> dict[str, Any]:
         ts = self.estimator.stats()
         hb = self._last_heartbeat_ns
+        bound = self.binding.bound
         return {
             "link": "UP" if self._up else "DOWN",
-            "autopilot": None if self._bound is None else list(self._bound),
+            "autopilot": None if bound is None else list(bound[:2]),
+            "autopilot_address": None if bound is None or bound[2] is None else list(bound[2]),
+            "conflict": self.binding.in_conflict(now_ns),
+            "last_conflict": self.binding.last_conflict,
             "autopilot_type": None if self._autopilot is None else list(self._autopilot),
             "heartbeat_age_ms": None if hb is None else round((now_ns - hb) / 1e6, 1),
             "rates_hz": dict(self.rates_hz),

@@ -30,6 +30,7 @@ from gizmo_host.standin.scenario import SimScenario
 from gizmo_host.timing import LoopScheduler, Scheduler, Timer
 
 from . import codec as mc
+from .signing import Signer
 from .transport import MavlinkTransport
 from .urls import Endpoint, parse_url
 
@@ -87,6 +88,7 @@ class StandinAutopilot:
         seed: int = 0,
         on_landing_target: Callable[[ReceivedTarget], None] | None = None,
         lag_timesync: bool = False,
+        signer: Signer | None = None,
     ) -> None:
         if (endpoint is None) == (send is None):
             raise ValueError("StandinAutopilot: expected an endpoint or a send function")
@@ -94,12 +96,16 @@ class StandinAutopilot:
         self._on_landing_target = on_landing_target
         self._clock = clock
         self._scheduler = scheduler or LoopScheduler(clock)
-        self.codec = mc.Codec(system_id, component_id)
+        self.codec = mc.Codec(system_id, component_id, signer=signer)
         self.transport: MavlinkTransport | None = None
+        self._peer: tuple[str, int] | None = None  # who spoke to it last (PX4 answers them)
         if endpoint is not None:
             url = endpoint if isinstance(endpoint, Endpoint) else parse_url(endpoint)
-            self.transport = MavlinkTransport(url, self.feed, clock=clock)
-            send = self.transport.send
+            transport = self.transport = MavlinkTransport(url, self.feed, clock=clock)
+
+            def send(data: bytes) -> bool:
+                return transport.send(data, self._peer)
+
         assert send is not None
         self._out = send
         self.clock = BootClock(clock(), round(boot_at_start_ms * 1e6), skew_ppm)
@@ -230,9 +236,12 @@ class StandinAutopilot:
 
     # -- incoming --------------------------------------------------------------------------
 
-    def feed(self, data: bytes, host_ns: int) -> None:
+    def feed(self, data: bytes, host_ns: int, source: tuple[str, int] | None = None) -> None:
         """Bytes from the companion, read at ``host_ns`` (with ``lag_timesync``, handled after
-        the same lag as what it sends: a slow link is slow both ways)."""
+        the same lag as what it sends: a slow link is slow both ways); a listening stand-in
+        answers whoever spoke last (``source``), as PX4 does."""
+        if source is not None:
+            self._peer = source
         if self._lag_timesync and self._lag is not None:
             lag_ns = round(self._random.uniform(*self._lag) * 1e6)
             due = self._last_in_ns = max(self._last_in_ns, host_ns + lag_ns)

@@ -1,11 +1,17 @@
 """The byte pipe to an autopilot over UDP, TCP or a serial port, on the asyncio loop.
 
 ``MavlinkTransport.run()`` opens the :class:`~gizmo_host.mavlink.urls.Endpoint`, hands every
-chunk it receives to ``on_bytes(data, host_ns)`` and reopens after a failure or a lost
-connection, backing off up to ``backoff_max_s``; it never raises for the peer's sake (an
+chunk it receives to ``on_bytes(data, host_ns, source)`` and reopens after a failure or a
+lost connection, backing off up to ``backoff_max_s``; it never raises for the peer's sake (an
 unreachable autopilot is a transport that stays closed, counted and described in ``stats``).
-``send`` never blocks: bytes for a closed pipe, or for a listener that has heard no one yet,
-are counted and dropped. A serial port opens through serialx, as the vision link does.
+``source`` is a datagram's sender address, ``None`` on a stream (TCP, serial: one peer).
+
+A datagram longer than ``max_datagram`` is dropped unread and counted (a MAVLink frame is at
+most 280 bytes): junk must cost the loop next to nothing, since the board's UART is read on it.
+``send(data, to)`` never blocks and never picks its own peer: a ``udpin`` endpoint sends to
+``to`` (the session's bound autopilot) or to its fixed ``send_to``, never to whoever spoke
+last; bytes for a closed pipe, or with nowhere to go, are counted and dropped. A serial port
+opens through serialx, as the vision link does.
 """
 
 from __future__ import annotations
@@ -18,12 +24,14 @@ from typing import Any
 
 import serialx
 
-from gizmo_host.timing import LoopScheduler, Scheduler
+from gizmo_host.timing import Backoff, LoopScheduler, Scheduler
 
 from .urls import Endpoint, Kind
 
 LOGGER = logging.getLogger(__name__)
-BytesHandler = Callable[[bytes, int], None]
+Source = tuple[str, int]  # a datagram's sender (host, port)
+BytesHandler = Callable[[bytes, int, "Source | None"], None]
+MAX_DATAGRAM = 2048  # bytes: several whole frames fit; more is not an autopilot's datagram
 _CLOSE_TIMEOUT_S = 2.0
 _MAX_WRITE_BUFFER = 64 * 1024  # a stream transport further behind than this drops sends
 
@@ -60,22 +68,19 @@ class MavlinkTransport:
         backoff_min_s: float = 0.2,
         backoff_max_s: float = 5.0,
         open_serial: Callable[..., Any] = serialx.create_serial_connection,
+        max_datagram: int = MAX_DATAGRAM,
     ) -> None:
-        if not 0 < backoff_min_s <= backoff_max_s:
-            raise ValueError(
-                f"backoff: expected 0 < backoff_min_s <= backoff_max_s, got "
-                f"{backoff_min_s!r} and {backoff_max_s!r}"
-            )
+        self._backoff = Backoff(backoff_min_s, backoff_max_s)
         self.endpoint = endpoint
         self._on_bytes = on_bytes
         self._clock = clock
         self._scheduler = scheduler or LoopScheduler(clock)
-        self._backoff = (backoff_min_s, backoff_max_s)
         self._open_serial = open_serial
+        self._max_datagram = max_datagram
         self._transport: Any = None
-        self._peer: tuple[Any, ...] | None = endpoint.send_to
         self.opens = self.open_failures = self.disconnects = 0
         self.rx_bytes = self.tx_bytes = self.sent = self.send_dropped = self.send_errors = 0
+        self.oversized = 0
         self.last_error: str | None = None
 
     @property
@@ -89,7 +94,7 @@ class MavlinkTransport:
         return None if sock is None else int(sock.getsockname()[1])
 
     async def run(self) -> None:
-        backoff_s = self._backoff[0]
+        failures = 0  # opens that failed in a row
         while True:
             lost: asyncio.Future[BaseException | None] = asyncio.get_running_loop().create_future()
             try:
@@ -98,12 +103,12 @@ class MavlinkTransport:
                 self.open_failures += 1
                 self.last_error = f"open {self.endpoint.describe()}: {exc}"
                 LOGGER.debug("%s", self.last_error)
-                await self._scheduler.sleep(backoff_s)
-                backoff_s = min(backoff_s * 2, self._backoff[1])
+                failures += 1
+                await self._scheduler.sleep(self._backoff.delay_s(failures))
                 continue
             self.opens += 1
             self.last_error = None
-            backoff_s = self._backoff[0]
+            failures = 0
             try:
                 reason = await lost
             finally:
@@ -112,7 +117,7 @@ class MavlinkTransport:
                 await _closed(transport)
             self.disconnects += 1
             self.last_error = f"{self.endpoint.describe()}: connection lost ({reason or 'closed'})"
-            await self._scheduler.sleep(backoff_s)
+            await self._scheduler.sleep(self._backoff.delay_s(failures))
 
     async def _open(self, lost: asyncio.Future[BaseException | None]) -> Any:
         loop = asyncio.get_running_loop()
@@ -138,12 +143,16 @@ class MavlinkTransport:
     def _received(self, data: bytes, addr: tuple[Any, ...] | None) -> None:
         now_ns = self._clock()
         self.rx_bytes += len(data)
-        if addr is not None and self.endpoint.kind is Kind.UDPIN and self.endpoint.send_to is None:
-            self._peer = addr  # answer whoever spoke last, as pymavlink's udpin does
-        self._on_bytes(data, now_ns)
+        if addr is None:
+            self._on_bytes(data, now_ns, None)
+        elif len(data) > self._max_datagram:
+            self.oversized += 1
+        else:
+            self._on_bytes(data, now_ns, (str(addr[0]), int(addr[1])))
 
-    def send(self, data: bytes) -> bool:
-        """Queue ``data`` to the peer; ``False`` (counted) when there is nowhere to send it."""
+    def send(self, data: bytes, to: Source | None = None) -> bool:
+        """Queue ``data`` to the peer (``to``, for a ``udpin`` endpoint without ``send_to``);
+        ``False`` (counted) when there is nowhere to send it."""
         transport = self._transport
         if transport is None or transport.is_closing():
             self.send_dropped += 1
@@ -151,10 +160,11 @@ class MavlinkTransport:
         kind = self.endpoint.kind
         try:
             if kind is Kind.UDPIN:
-                if self._peer is None:
+                peer = self.endpoint.send_to or to
+                if peer is None:
                     self.send_dropped += 1
                     return False
-                transport.sendto(data, self._peer[:2])
+                transport.sendto(data, peer)
             elif kind is Kind.UDPOUT:
                 transport.sendto(data)
             else:
@@ -181,6 +191,7 @@ class MavlinkTransport:
             "sent": self.sent,
             "send_dropped": self.send_dropped,
             "send_errors": self.send_errors,
+            "oversized": self.oversized,
             "last_error": self.last_error,
         }
 

@@ -4,11 +4,18 @@ A sink takes whole JSON lines (``send``) from the publisher in the reader's call
 that waits would stall the serial path and every other sink. ``QueuedSink`` is the one shape
 every byte-stream or datagram output shares (stdout, UDP; MAVLink, Foxglove or Zenoh plug in
 the same way): it writes at once while its reader keeps up and otherwise queues, up to
-``max_bytes``, dropping the oldest whole lines first (counted: a consumer that comes back gets
-the newest lines, and every ``verdict``/``world`` line says until when it holds, so a gap is
-safe). The event loop's writer callback drains the queue when the descriptor is writable. A
-reader that is gone (``EPIPE``) disconnects the sink (counted); what it would have got is
-counted as dropped.
+``max_bytes``. The event loop's writer callback drains the queue when the descriptor is
+writable. A reader that is gone (``EPIPE``) disconnects the sink (counted); what it would have
+got is counted as dropped.
+
+A reader that falls behind never gets a line late. Every ``result``, ``verdict`` and ``world``
+line says until when it may be trusted (``valid_until_ns``, host monotonic time): a queued line
+whose time has passed when its turn to be written comes is skipped and counted as ``expired``,
+so after a stall the reader's next line is a current one, not the backlog. Lines that carry no
+validity (``link`` transitions, ``stats`` counters, ``version``, ``error``) stay true of their
+own time: they are still delivered, in order. When the queue passes its budget, its expired
+lines go first, then the oldest whole lines (counted as ``dropped``). What the kernel already
+holds (a pipe's 64 KiB) is beyond recall: a consumer still checks ``valid_until_ns`` itself.
 
 Stdout is opened anew, non-blocking, as its own open file description (``/proc/self/fd/1``):
 setting ``O_NONBLOCK`` on the inherited one would also change it for the shell or pipeline that
@@ -25,11 +32,13 @@ import contextlib
 import errno
 import functools
 import os
+import re
 import socket
 import stat
+import time
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 DEFAULT_QUEUE_BYTES = 1024 * 1024  # about 3,000 result lines: seconds of a stalled reader
 CLOSE_FLUSH_S = 0.5  # shutdown waits at most this long for a slow reader, then drops the rest
@@ -47,45 +56,113 @@ class Sink(Protocol):
     def stats(self) -> dict[str, int]: ...
 
 
+_VALID_UNTIL = re.compile(rb'"valid_until_ns":(?:(-?\d+)|[^,}]*)')
+_NEVER = 2**63  # a line without validity: it never expires
+
+
+def valid_until_ns(line: bytes | memoryview) -> int | None:
+    """A host JSON line's ``valid_until_ns`` (None: it carries none).
+
+    Read from the bytes, without parsing the line: every line that carries it has it at the
+    top level before any nested object, and inside a JSON string a quote is always escaped, so
+    the first ``"valid_until_ns":`` is the line's own (``null`` or no number: none)."""
+    found = _VALID_UNTIL.search(line)
+    return None if found is None or found.group(1) is None else int(found.group(1))
+
+
 class LineQueue:
-    """A bounded FIFO of whole lines (sans-I/O): over ``max_bytes``, the oldest lines not yet
-    started go first. ``offset`` is how much of the head line is already written: a line is
-    never cut, so a stream reader always sees whole lines."""
+    """A bounded FIFO of whole lines (sans-I/O): over ``max_bytes``, the lines already expired
+    go first (given the time), then the oldest lines not yet started (``drop_oldest``; without
+    it the owner decides what to do with a queue over its budget). ``offset`` is how much of
+    the head line is already written: a line is never cut, so a stream reader always sees whole
+    lines. Each line's ``valid_until_ns`` is read once, when it is queued."""
 
-    __slots__ = ("_lines", "dropped", "max_bytes", "nbytes", "offset")
+    __slots__ = (
+        "_earliest_ns",
+        "_lines",
+        "drop_oldest",
+        "dropped",
+        "expired",
+        "max_bytes",
+        "nbytes",
+        "offset",
+    )
 
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, *, drop_oldest: bool = True) -> None:
         if max_bytes <= 0:
             raise ValueError(f"max_bytes: expected > 0, got {max_bytes!r}")
         self.max_bytes = max_bytes
-        self._lines: deque[bytes] = deque()
+        self.drop_oldest = drop_oldest
+        self._lines: deque[tuple[bytes, int]] = deque()  # (line, valid_until_ns or _NEVER)
+        self._earliest_ns = _NEVER  # no queued line expires before this
         self.nbytes = 0  # unwritten bytes held
         self.offset = 0
         self.dropped = 0
+        self.expired = 0
 
     def __len__(self) -> int:
         return len(self._lines)
 
-    def push(self, line: bytes) -> None:
-        lines = self._lines
-        lines.append(line)
+    def push(self, line: bytes, now_ns: int | None = None) -> None:
+        until = valid_until_ns(line)
+        until = _NEVER if until is None else until
+        self._lines.append((line, until))
+        self._earliest_ns = min(self._earliest_ns, until)
         self.nbytes += len(line)
-        while self.nbytes > self.max_bytes and len(lines) > 1:
+        if self.nbytes > self.max_bytes and now_ns is not None:
+            self.expire(now_ns)
+        lines = self._lines
+        while self.drop_oldest and self.nbytes > self.max_bytes and len(lines) > 1:
             victim = 1 if self.offset else 0  # a half-written head line is finished first
             if victim == 1 and len(lines) == 2:
                 break
-            self.nbytes -= len(lines[victim])
+            self.nbytes -= len(lines[victim][0])
             del lines[victim]
             self.dropped += 1
 
+    def expire(self, now_ns: int) -> int:
+        """Drop every whole line expired at ``now_ns`` (a half-written head is finished);
+        returns how many. Costs nothing while no queued line can have expired."""
+        if self._earliest_ns >= now_ns:
+            return 0
+        first = 1 if self.offset else 0
+        kept: deque[tuple[bytes, int]] = deque()
+        count = 0
+        for i, (line, until) in enumerate(self._lines):
+            if i >= first and until < now_ns:
+                count += 1
+                self.nbytes -= len(line)
+            else:
+                kept.append((line, until))
+        self._lines = kept
+        self._earliest_ns = min((until for _, until in kept), default=_NEVER)
+        self.expired += count
+        return count
+
+    def skip_expired(self, now_ns: int) -> None:
+        """Drop the expired whole lines at the front: the next ``head`` is worth writing."""
+        lines = self._lines
+        while lines and not self.offset and lines[0][1] < now_ns:
+            self.nbytes -= len(lines.popleft()[0])
+            self.expired += 1
+        if not lines:
+            self._earliest_ns = _NEVER
+
     def head(self) -> memoryview:
-        return memoryview(self._lines[0])[self.offset :]
+        return memoryview(self._lines[0][0])[self.offset :]
+
+    def pop(self) -> bytes:
+        """The head line, whole (nothing of it written yet)."""
+        line = self._lines.popleft()[0]
+        self.nbytes -= len(line) - self.offset
+        self.offset = 0
+        return line
 
     def consumed(self, n: int) -> None:
         """``n`` bytes of the head were written."""
         self.nbytes -= n
         self.offset += n
-        if self.offset >= len(self._lines[0]):
+        if self.offset >= len(self._lines[0][0]):
             self._lines.popleft()
             self.offset = 0
 
@@ -94,6 +171,7 @@ class LineQueue:
         n = len(self._lines)
         self._lines.clear()
         self.nbytes = self.offset = 0
+        self._earliest_ns = _NEVER
         return n
 
 
@@ -103,7 +181,7 @@ class QueuedSink:
 
     ``datagram``: each line is one datagram (never split); a send error other than "gone" is
     counted and the datagram dropped. ``fd`` None: the writes never block (a regular file), so
-    nothing is ever queued.
+    nothing is ever queued. ``clock``: host time, against which queued lines expire.
     """
 
     def __init__(
@@ -115,8 +193,10 @@ class QueuedSink:
         max_bytes: int = DEFAULT_QUEUE_BYTES,
         datagram: bool = False,
         on_close: Callable[[], None] | None = None,
+        clock: Callable[[], int] = time.monotonic_ns,
     ) -> None:
         self.name = name
+        self._clock = clock
         self._write = write
         self._fd = fd
         self._datagram = datagram
@@ -143,7 +223,7 @@ class QueuedSink:
             return
         queue = self._queue
         if queue:
-            queue.push(line)
+            queue.push(line, self._clock())
             if self._loop is None:  # no writer armed (no loop when it queued): try now
                 self._drain()
                 if queue:
@@ -165,11 +245,17 @@ class QueuedSink:
             queue.consumed(n)
         self._arm()
 
+    @property
+    def expired(self) -> int:
+        """Lines skipped because their ``valid_until_ns`` passed while they waited."""
+        return self._queue.expired
+
     def stats(self) -> dict[str, int]:
         return {
             "queued": self.queued,
             "written": self.written,
             "dropped": self.dropped,
+            "expired": self._queue.expired,
             "disconnected": self.disconnected,
             "errors": self.errors,
             "pending_bytes": self._queue.nbytes,
@@ -199,7 +285,11 @@ class QueuedSink:
     def _drain(self) -> None:
         """The descriptor is writable: write queued lines until it would block."""
         queue, write = self._queue, self._write
+        now_ns = self._clock()
         while queue:
+            queue.skip_expired(now_ns)
+            if not queue:
+                break
             head = queue.head()
             try:
                 n = write(head)
@@ -238,27 +328,31 @@ class QueuedSink:
         self._loop = None
 
 
-def stdout_sink(fd: int = 1, *, max_bytes: int = DEFAULT_QUEUE_BYTES) -> QueuedSink:
+def stdout_sink(
+    fd: int = 1,
+    *,
+    max_bytes: int = DEFAULT_QUEUE_BYTES,
+    clock: Callable[[], int] = time.monotonic_ns,
+) -> QueuedSink:
     """A ``QueuedSink`` on stdout (``fd``) that never blocks the loop (see the module doc)."""
+    options: dict[str, Any] = {"max_bytes": max_bytes, "clock": clock}
     try:
         mode = os.fstat(fd).st_mode
     except OSError as exc:  # closed (``>&-``): the first line disconnects it, counted
-        return QueuedSink("stdout", functools.partial(_refuse, exc), None, max_bytes=max_bytes)
+        return QueuedSink("stdout", functools.partial(_refuse, exc), None, **options)
     if stat.S_ISREG(mode):
-        return QueuedSink("stdout", functools.partial(_write_all, fd), None, max_bytes=max_bytes)
+        return QueuedSink("stdout", functools.partial(_write_all, fd), None, **options)
     if stat.S_ISSOCK(mode):
         sock = socket.socket(fileno=os.dup(fd))
         return QueuedSink(
             "stdout",
             lambda data: sock.send(data, socket.MSG_DONTWAIT),
             sock.fileno(),
-            max_bytes=max_bytes,
             on_close=sock.close,
+            **options,
         )
     own, close = _reopen_nonblocking(fd)
-    return QueuedSink(
-        "stdout", functools.partial(os.write, own), own, max_bytes=max_bytes, on_close=close
-    )
+    return QueuedSink("stdout", functools.partial(os.write, own), own, on_close=close, **options)
 
 
 def _reopen_nonblocking(fd: int) -> tuple[int, Callable[[], None]]:

@@ -2,7 +2,7 @@
 its datagrams and feeds it the requests that reach the vehicles' CopterSim control ports.
 
 Time comes from a :class:`~gizmo_host.timing.Scheduler` (host monotonic nanoseconds and a sleep
-that a request can cut short), so a test can drive the whole runner on a ``FakeScheduler``
+that a request can cut short), so a test can drive the whole runner on a ``ManualScheduler``
 without waiting. Sends go through :class:`rfly_link.io.clients.UdpSender`: a send the network
 refuses is counted, never raised.
 """

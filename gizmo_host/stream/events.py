@@ -71,6 +71,9 @@ class ReceivedResult(NamedTuple):
     epoch: int  # device clock epoch: changes on every device reset
     clock_status: ClockStatus
     sequence_event: SequenceEvent
+    # The host time after which it is stale: its reference time plus its type's TTL. A sink
+    # that would deliver it later skips it (gizmo_host.publish.sinks).
+    valid_until_ns: int
 
     @property
     def key(self) -> ResultKey:
@@ -95,6 +98,7 @@ class ReceivedResult(NamedTuple):
             "host_rx_ns": self.host_rx_ns,
             "host_capture_ns": self.host_capture_ns,
             "host_published_ns": now_ns,
+            "valid_until_ns": self.valid_until_ns,
             "age_ms": self.age_us(now_ns) / 1000,
             "device_ms": self.device_ms,
             "epoch": self.epoch,
@@ -108,7 +112,7 @@ class ReceivedResult(NamedTuple):
 
         The tests check that it parses to exactly ``to_dict(now_ns)``.
         """
-        r, rx_ns, capture, device_ms, epoch, clock_status, sequence_event = self
+        r, rx_ns, capture, device_ms, epoch, clock_status, sequence_event, valid_until_ns = self
         flags = r.flags
         age_us = (now_ns - (rx_ns if capture is None else capture) + 500) // 1000  # age_us()
         sign = ""
@@ -120,6 +124,7 @@ class ReceivedResult(NamedTuple):
                 rx_ns,
                 "null" if capture is None else capture,
                 now_ns,
+                valid_until_ns,
                 sign,
                 age_us // 1000,
                 age_us % 1000,
@@ -151,7 +156,7 @@ def version_message(package_version: str, path: str) -> dict[str, Any]:
 
 _RESULT_LINE = (
     '{"type":"result","host_rx_ns":%d,"host_capture_ns":%s,"host_published_ns":%d,'
-    '"age_ms":%s%d.%03d,"device_ms":%d,"epoch":%d,"clock":"%s","sequence_event":"%s","result":{'
+    '"valid_until_ns":%d,"age_ms":%s%d.%03d,"device_ms":%d,"epoch":%d,"clock":"%s","sequence_event":"%s","result":{'
     + "".join(f'"{name}":%d,' for name in VisionResult._fields)
     + '"tracked":%s,"lost":%s,"relative":%s,"interpretation":%s}}\n'
 )

@@ -89,10 +89,11 @@ class FramePipeline:
         This runs for every frame: attribute lookups are hoisted, enum members compared by
         identity, and tuples built without their Python-level constructors.
         """
-        observe_sequence, device_clock, store = (
+        observe_sequence, device_clock, store, ttl_ns = (
             self.tracker.observe,
             self.device_clock,
             self.store,
+            self.store.ttl_ns,
         )
         out: list[ReceivedResult] = []
         for result in results:
@@ -110,16 +111,19 @@ class FramePipeline:
             device_ms, epoch, clock_status, clock_event = sample
             if event is _RESET or clock_event is _CLOCK_RESET:
                 store.device_reset(source_id, rx_ns)
+            capture_ns = device_clock.tick_to_host_ns(device_ms - result.age_ms)
+            reference_ns = rx_ns if capture_ns is None else capture_ns
             received = _new_tuple(
                 ReceivedResult,
                 (
                     result,
                     rx_ns,
-                    device_clock.tick_to_host_ns(device_ms - result.age_ms),
+                    capture_ns,
                     device_ms,
                     epoch,
                     clock_status,
                     event,
+                    reference_ns + ttl_ns(result.result_type),
                 ),
             )
             if event is not _LATE:  # a late frame is older than the stored one

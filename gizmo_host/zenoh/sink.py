@@ -24,12 +24,13 @@ from typing import Any
 import zenoh
 
 from fusion import WorldSnapshot
+from gizmo_host.timing import Backoff
 from gizmo_host.zenoh.config import MESSAGE_TYPES, ZenohConfig, key, latest_key
 from gizmo_host.zenoh.session import open_session
 
 LOGGER = logging.getLogger(__name__)
 _TYPE_PREFIX = b'{"type":"'
-BACKOFF_MIN_S, BACKOFF_MAX_S = 0.2, 5.0
+OPEN_BACKOFF = Backoff(0.2, 5.0)  # a client whose router does not answer yet
 CLOSE_TIMEOUT_S = 2.0
 _ROS2 = "ros2"  # the queue's kind for a snapshot to publish as ROS 2 messages
 
@@ -138,16 +139,17 @@ class ZenohOutput:
         """The session, retried with backoff until it opens or the output closes."""
         if self._given is not None:
             return self._given
-        delay = BACKOFF_MIN_S
+        failures = 0
         while not self._closing:
             try:
                 return open_session(self.config)
             except zenoh.ZError as exc:
                 self.open_failures += 1
+                failures += 1
+                delay = OPEN_BACKOFF.delay_s(failures)
                 LOGGER.warning("zenoh: cannot open the session (%s); again in %.1f s", exc, delay)
                 self._wake.wait(delay)
                 self._wake.clear()
-                delay = min(BACKOFF_MAX_S, delay * 2)
         return None
 
     def _run(self) -> None:

@@ -38,10 +38,9 @@ from rfly_link.io.pipelines import (
 )
 from rfly_link.io.receiver import (
     DEFAULT_RCVBUF,
-    SOCKET_ERROR_BACKOFF_S,
+    SOCKET_ERROR_BACKOFF,
     ReceiverStats,
     UdpReceiver,
-    socket_error_backoff_s,
 )
 from rfly_link.io.sockinfo import (
     read_socket_drops,
@@ -53,7 +52,7 @@ from rfly_link.io.sockinfo import (
 __all__ = [
     "DEFAULT_IN_FLIGHT",
     "DEFAULT_RCVBUF",
-    "SOCKET_ERROR_BACKOFF_S",
+    "SOCKET_ERROR_BACKOFF",
     "Event",
     "MessagePipeline",
     "Pipeline",
@@ -71,7 +70,6 @@ __all__ = [
     "rflysim3d_receiver",
     "sensor_reassembler",
     "serves_destination",
-    "socket_error_backoff_s",
     "start_signal_receiver",
     "usable_rcvbuf",
     "vision_sensor_receivers",

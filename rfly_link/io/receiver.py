@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import NamedTuple
 
+from rfly_link.backoff import Backoff
 from rfly_link.errors import DropCause
 from rfly_link.io.handoff import Handoff
 from rfly_link.io.pipelines import (
@@ -59,8 +60,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_RCVBUF = 8 * 1024 * 1024
 MAX_DATAGRAM = 65535
-# A persistent socket error must not spin a core: back off, doubling, up to this long.
-SOCKET_ERROR_BACKOFF_S = (0.001, 0.1)
+# A persistent socket error must not spin a core: back off, doubling, up to 0.1 s.
+SOCKET_ERROR_BACKOFF = Backoff(0.001, 0.1)
 # A consumer that falls behind is reported on the log at most this often.
 DROP_REPORT_INTERVAL_NS = 5_000_000_000
 # A loop-served receiver reads at most this many datagrams per wake-up, then yields.
@@ -76,12 +77,6 @@ class ReceiverStats(NamedTuple):
     rcvbuf_granted: int
     socket_drops: int | None  # this socket's drops in /proc/net/udp
     kernel_rcvbuf_errors: int | None  # system-wide Udp RcvbufErrors in /proc/net/snmp
-
-
-def socket_error_backoff_s(consecutive_errors: int) -> float:
-    """Pause before the next receive after ``consecutive_errors`` socket errors in a row."""
-    low, high = SOCKET_ERROR_BACKOFF_S
-    return min(high, low * 2.0 ** min(consecutive_errors - 1, 16))
 
 
 class UdpReceiver:
@@ -375,7 +370,7 @@ class UdpReceiver:
                 if sender is None:  # a socket error: count it, back off, keep receiving
                     self._local_drops[DropCause.SOCKET_ERROR] += 1
                     errors_in_a_row += 1
-                    if self._stop_event.wait(socket_error_backoff_s(errors_in_a_row)):
+                    if self._stop_event.wait(SOCKET_ERROR_BACKOFF.delay_s(errors_in_a_row)):
                         break
                 else:
                     self._datagrams += 1

@@ -72,11 +72,34 @@ def test_a_pose_that_contradicts_both_neighbours_is_dropped_not_inserted():
     assert len(h) == 3 and h.interpolate(15 * MS).position_ned_m[1] == 0.0
 
 
+def test_a_velocity_glitch_after_a_gap_is_a_jump_never_extrapolated_from():
+    """Issue 28 finding 7: after a 140 ms gap (wider than max_gap), a pose at the right place
+    says 200 m/s; a capture just after it was extrapolated with that velocity (1-1.9 m off)
+    and PROCEEDed."""
+    w = world(max_extrapolation_ms=10.0)
+    w.apply(up(0))
+    flying(w, 0, 500)
+    w.apply(pose(640 * MS, position=(0.64, 0.0, -10.0), velocity=(200.0, 0.0, 0.0)))
+    w.apply(observation(645 * MS, rx_ns=650 * MS))
+    s = w.snapshot(671 * MS)  # its wait is over: placed past the newest pose, or refused
+    assert w.stats()["pose_jumps"] == 1
+    target = s.target("1:1:1")
+    assert target.verdict is Decision.HOLD and HoldReason.POSE_JUMP in target.reasons
+
+
+def test_an_honest_pose_after_a_gap_is_no_jump():
+    h = PoseHistory(bounds=JumpBounds())
+    for t in (0, 10, 20, 300, 310):  # a 280 ms gap, flying 1 m/s north throughout
+        assert h.add(pose(t * MS, position=(t / 1000, 0.0, 0.0), velocity=NORTH_1_M_S)) in (
+            Added.APPENDED,
+        )
+
+
 @given(
     speed=st.floats(0.0, 40.0),
     accel=st.floats(-20.0, 20.0),
     yaw_rate=st.floats(-600.0, 600.0),
-    period_ms=st.sampled_from([4, 10, 20, 50, 100]),
+    period_ms=st.sampled_from([4, 10, 20, 50, 100, 150, 400]),
 )
 def test_honest_flight_within_the_bounds_never_jumps(speed, accel, yaw_rate, period_ms):
     h = PoseHistory(bounds=JumpBounds())

@@ -300,6 +300,7 @@ _PLAUSIBLE_STRINGS = {
     "mavlink.url": st.sampled_from(['"udpin:0.0.0.0:14540"', '"/dev/ttyAMA1:921600"', '"udp:x"']),
     "mavlink.send_to": st.sampled_from(['"127.0.0.1:20100"', '"nowhere"']),
     "mavlink.landing_target": st.sampled_from(['"ardupilot"', '"px4"', '"off"', '"apm"']),
+    "mavlink.signing_key_file": st.sampled_from(['"/nonexistent/key"', '""']),
     "zenoh.mode": st.sampled_from(['"peer"', '"client"', '"router"']),
     "zenoh.connect": st.sampled_from(["[]", '["tcp/127.0.0.1:7447"]', '["nowhere"]', '"x"']),
     "zenoh.listen": st.sampled_from(["[]", '["tcp/0.0.0.0:7447"]', "[1]"]),

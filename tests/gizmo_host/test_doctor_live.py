@@ -5,7 +5,9 @@ USB adapter, the udev rule, the unit, group membership)."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
 import json
 import os
 import socket
@@ -21,6 +23,7 @@ from gizmo_host.app.config import config_from_mapping
 from gizmo_host.app.demo_rig import config_json, free_udp_ports
 from gizmo_host.doctor import gather, probes
 from gizmo_host.doctor.checks import Status, run_checks
+from gizmo_host.doctor.checks_remote import socket_clients_check
 from gizmo_host.doctor.stream import sample_stream
 from gizmo_host.emulator import BoardModel, PtyBoard
 from gizmo_host.emulator.uart_line import received_bytes
@@ -244,3 +247,56 @@ def test_the_command_exits_0_on_a_healthy_emulated_link_and_2_on_a_config_mistak
     )  # fmt: skip
     assert bad.returncode == 2 and bad.stdout == ""
     assert len(bad.stderr.strip().splitlines()) == 1 and "nowhere.toml" in bad.stderr
+
+
+def test_the_socket_clients_that_hold_every_slot_are_named_and_the_refusals_counted(tmp_path):
+    """Issue 29: 16 idle clients held the socket and a 17th was refused without anyone able to
+    see why. The doctor asks the running host's socket: two idle clients of two slots, the
+    doctor's own connection refused (counted by the host), each holder named by its pid."""
+    from gizmo_host.publish.unix_socket import UnixSocketServer
+
+    path = str(tmp_path / "results.sock")
+
+    async def main():
+        server = UnixSocketServer(path, b'{"type":"version"}\n', max_clients=2)
+        await server.start()
+        idle = []
+        try:
+            for _ in range(2):
+                reader, writer = await asyncio.open_unix_connection(path)
+                await asyncio.wait_for(reader.readline(), 5.0)
+                idle.append(writer)
+            loop = asyncio.get_running_loop()
+            ask = functools.partial(
+                gather.service_facts,
+                "gizmo0",
+                None,
+                path,
+                gather.Root(),
+                lambda p: probes.socket_greeting(p, 2.0),
+            )
+            full = await loop.run_in_executor(None, ask)
+            gone = idle.pop()
+            gone.close()
+            await gone.wait_closed()
+            deadline = loop.time() + 5.0
+            while server.client_count > 1:  # the next line to it fails: its slot is free
+                assert loop.time() < deadline
+                server.send(b'{"type":"link"}\n')
+                await asyncio.sleep(0)
+            room = await loop.run_in_executor(None, ask)
+            return full, room, server.stats()
+        finally:
+            for writer in idle:
+                writer.close()
+            await server.close()
+
+    full, room, stats = asyncio.run(main())
+    check = socket_clients_check(full.clients)
+    assert check.status is Status.WARN and check.evidence.startswith("full, this probe refused")
+    assert f"pid {os.getpid()}" in check.evidence and "2 of 2 client slots" in check.evidence
+    assert "unix_max_clients (now 2)" in check.fix
+    check = socket_clients_check(room.clients)
+    assert check.status is Status.WARN  # one was refused since start (the doctor's own probe)
+    assert "1 of 2 client slots held" in check.evidence and "1 refused" in check.evidence
+    assert stats["refused"] == 1 and stats["accepted"] == 3

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gizmo_host.cli.main import main
-from gizmo_host.timing import FakeScheduler, settle
+from gizmo_host.timing import ManualScheduler, settle
 from gizmo_host.zenoh.fleet import FleetRow, FleetView
 from gizmo_host.zenoh.watch import FleetWatch
 from tests.support.schemas import validate_message
@@ -109,10 +109,10 @@ def test_a_non_object_world_line_is_counted_not_kept() -> None:
 def test_delayed_publisher_goes_stale_on_time_and_fresh_again_on_its_next_line() -> None:
     """A publisher whose lines stop arriving (a delay, an outage): the watch reports it stale
     exactly at TTL after its last line, with no input, then fresh at the next line; its
-    PROCEED is HOLD while stale. Fake clock: the times are exact."""
+    PROCEED is HOLD while stale. Manual clock: the times are exact."""
 
     async def main() -> None:
-        clock = FakeScheduler(start_ns=0)
+        clock = ManualScheduler(start_ns=0)
         reported: list[tuple[int, FleetRow]] = []
         watch = FleetWatch(
             FleetView(TTL),

@@ -16,6 +16,7 @@ import json
 import math
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -188,11 +189,18 @@ def test_a_live_recording_replays_to_what_the_live_host_printed() -> None:
             recorded.setdefault(message.message_type, []).append(json.loads(message.line))
     assert recorded["result"] and recorded["world"]
 
-    def result(line: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in line.items() if k not in ("host_published_ns", "age_ms")}
+    def result(line: dict[str, Any], fields: Iterable[str]) -> dict[str, Any]:
+        return {k: line[k] for k in fields if k not in ("host_published_ns", "age_ms")}
 
-    assert [result(r) for r in of_type("live_clean", "result")] == [
-        result(r) for r in recorded["result"]
+    replayed = of_type("live_clean", "result")
+    assert [result(r, mine) for r, mine in zip(replayed, recorded["result"], strict=True)] == [
+        result(mine, mine) for mine in recorded["result"]
+    ]  # every field it recorded (it predates valid_until_ns)
+    ttl_ns = round(reader.info.settings.ttl_ms * 1e6)
+    assert reader.info.settings.ttl_ms_by_type == ()  # one TTL for every type
+    assert [r["valid_until_ns"] for r in replayed] == [
+        (r["host_rx_ns"] if r["host_capture_ns"] is None else r["host_capture_ns"]) + ttl_ns
+        for r in recorded["result"]
     ]
     transitions = [(e["state"], e["previous"], e["reason"]) for e in recorded["link"]]
     assert [(e["state"], e["previous"], e["reason"]) for e in of_type("live_clean", "link")] == (

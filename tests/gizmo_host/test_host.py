@@ -11,7 +11,7 @@ import pytest
 
 from gizmo_host.app.config import config_from_mapping
 from gizmo_host.app.host import Host
-from gizmo_host.timing import FakeScheduler
+from gizmo_host.timing import ManualScheduler
 
 
 class Lines:
@@ -34,12 +34,12 @@ class Lines:
         return {"lines": len(self.lines)}
 
 
-def host_with(output: Any) -> tuple[Host, FakeScheduler, list[Any]]:
+def host_with(output: Any) -> tuple[Host, ManualScheduler, list[Any]]:
     """A host with stats every second, ``output`` and a sink that keeps every message."""
     config = config_from_mapping(
         {"serial": {"path": "/dev/null"}, "publish": {"stdout": False, "stats_interval_s": 1}}
     )
-    scheduler = FakeScheduler(0)
+    scheduler = ManualScheduler(0)
     host = Host(config, scheduler=scheduler, run_link=False)
     seen: list[Any] = []
     host.add_output(output)
@@ -76,7 +76,7 @@ def test_stats_come_on_the_scheduler_to_every_sink_and_output() -> None:
 
 def test_without_a_camera_there_is_no_world_and_the_version_says_so() -> None:
     config = config_from_mapping({"serial": {"path": "/dev/null"}})
-    host = Host(config, scheduler=FakeScheduler(0), run_link=False)
+    host = Host(config, scheduler=ManualScheduler(0), run_link=False)
     assert host.world is None and "world" not in host.version["types"]
 
 

@@ -14,7 +14,7 @@ from scipy.spatial.transform import Rotation
 from fusion import Decision, HoldReason, TargetState, WorldSnapshot
 from gizmo_host.mavlink import Held, LandingFields, LandingTargetSender, Profile
 from gizmo_host.mavlink.landing import MIN_DOWN, ardupilot_fields, px4_fields
-from gizmo_host.timing import FakeScheduler
+from gizmo_host.timing import ManualScheduler
 from tests.support.mavlink_wire import (
     MS,
     Wire,
@@ -144,10 +144,10 @@ def test_the_same_capture_is_sent_once_and_a_down_link_or_unlocked_clock_holds()
 
 
 def test_a_bad_profile_or_rate_is_one_line():
-    clock = FakeScheduler()
+    clock = ManualScheduler()
     from gizmo_host.mavlink import AutopilotSession
 
-    session = AutopilotSession(lambda data: True, clock)
+    session = AutopilotSession(lambda data, to: True, clock)
     for kwargs in ({"profile": "irlock"}, {"profile": "px4", "rate_hz": 0.0}):
         with pytest.raises(ValueError) as caught:
             LandingTargetSender(session, **kwargs)  # type: ignore[arg-type]

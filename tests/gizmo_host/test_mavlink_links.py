@@ -89,7 +89,7 @@ def test_rflysim_shape_listen_on_one_port_and_send_to_another():
         assert standin.transport is not None
         await until(lambda: standin.transport.local_port is not None)
         holder: list[MavlinkTransport] = []
-        session = AutopilotSession(lambda d: bool(holder[0].send(d)), LoopScheduler())
+        session = AutopilotSession(lambda d, to: bool(holder[0].send(d, to)), LoopScheduler())
         poses = []
         MavlinkPoseSource(session, poses.append)
         url = parse_url("udpin:127.0.0.1:0", f"127.0.0.1:{standin.transport.local_port}")
@@ -124,7 +124,7 @@ def test_tcp_peer_brings_the_link_up():
         server = await asyncio.start_server(serve, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         holder: list[MavlinkTransport] = []
-        session = AutopilotSession(lambda d: bool(holder[0].send(d)), LoopScheduler())
+        session = AutopilotSession(lambda d, to: bool(holder[0].send(d, to)), LoopScheduler())
         transport = MavlinkTransport(parse_url(f"tcp:127.0.0.1:{port}"), session.feed)
         holder.append(transport)
         task = asyncio.ensure_future(transport.run())
@@ -156,7 +156,7 @@ def test_serial_over_a_pty():
 
         loop.add_reader(master, readable)
         holder: list[MavlinkTransport] = []
-        session = AutopilotSession(lambda d: bool(holder[0].send(d)), LoopScheduler())
+        session = AutopilotSession(lambda d, to: bool(holder[0].send(d, to)), LoopScheduler())
         transport = MavlinkTransport(parse_url(f"{path}:921600"), session.feed)
         holder.append(transport)
         task = asyncio.ensure_future(transport.run())
@@ -179,7 +179,7 @@ def test_serial_over_a_pty():
 def test_an_unreachable_autopilot_is_a_down_link_with_a_reason(url):
     async def main():
         holder: list[MavlinkTransport] = []
-        session = AutopilotSession(lambda d: bool(holder[0].send(d)), LoopScheduler())
+        session = AutopilotSession(lambda d, to: bool(holder[0].send(d, to)), LoopScheduler())
         transport = MavlinkTransport(parse_url(url), session.feed, backoff_max_s=0.2)
         holder.append(transport)
         task = asyncio.ensure_future(transport.run())
@@ -223,3 +223,32 @@ def test_the_codec_never_raises_and_finds_messages_between_garbage(chunks, where
     for chunk in chunks:  # hostile bytes, start markers included: never an exception
         receiver.decode(chunk)
     assert [m.get_type() for m in found] == ["HEARTBEAT"]
+
+
+def test_an_oversized_datagram_is_dropped_unread_and_the_autopilot_still_heard():
+    """Finding 8: a 60 KB datagram cost 6 ms of parsing on the loop that reads the UART."""
+
+    async def main():
+        fed: list[int] = []
+        transport = MavlinkTransport(
+            parse_url("udpin:127.0.0.1:0"), lambda data, _ns, _src: fed.append(len(data))
+        )
+        task = asyncio.ensure_future(transport.run())
+        await until(lambda: transport.local_port is not None)
+        sender = Codec(1, 1)
+        heartbeat = sender.encode(sender.mav.heartbeat_encode(2, 12, 0, 0, 4))
+        loop = asyncio.get_running_loop()
+        out, _ = await loop.create_datagram_endpoint(
+            asyncio.DatagramProtocol, remote_addr=("127.0.0.1", transport.local_port)
+        )
+        for i in range(5):  # one at a time: five at once overflow the socket's buffer
+            out.sendto(os.urandom(60_000))
+            out.sendto(heartbeat)
+            await until(lambda i=i: len(fed) == i + 1)
+        assert transport.oversized == 5
+        assert fed == [len(heartbeat)] * 5 and transport.stats()["oversized"] == 5
+        out.close()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(main())

@@ -1,4 +1,4 @@
-"""The autopilot session on a fake clock, against the stand-in over an in-memory link whose
+"""The autopilot session on a manual clock, against the stand-in over an in-memory link whose
 delays the test sets per direction: the clock mapping (offset, skew, a round-trip spike, a
 reboot), TIMESYNC answered in the autopilot's clock, stream requests, link loss, and
 foreign or malformed traffic counted and ignored."""
@@ -12,7 +12,7 @@ from fusion import SimClockStatus
 from fusion.geometry import quat_angle_rad
 from gizmo_host.mavlink import AutopilotSession
 from gizmo_host.mavlink.session import DEFAULT_STREAMS
-from gizmo_host.timing import FakeScheduler
+from gizmo_host.timing import ManualScheduler
 from tests.support.mavlink_rig import circling
 from tests.support.mavlink_wire import (
     MS,
@@ -78,7 +78,8 @@ def test_a_slow_link_whose_every_round_trip_is_over_10_ms_still_locks_within_its
         wire.run(0.5)
         errors.append(wire.mapping_error_ms())
     ts = wire.session.stats(wire.clock.now_ns())["timesync"]
-    assert 16.0 <= ts["min_rtt_ms"] < 18.0 and ts["rtt_gate_ms"] < 24.0
+    # The window's least round trip is 16-22 ms (the draws decide): the gate 21-28 ms.
+    assert 16.0 <= ts["min_rtt_ms"] < 18.0 and ts["rtt_gate_ms"] < 28.5
     assert ts["rejected_rtt"] + wire.session.counts["timesync_filtered"] > ts["accepted"]
     bound_ms = (ts["rtt_gate_ms"] - ts["min_rtt_ms"]) / 2 + 0.5
     assert max(abs(e) for e in errors) < bound_ms
@@ -113,10 +114,14 @@ def test_a_reboot_starts_a_new_epoch_relocks_and_requests_the_streams_again():
     assert all(abs(p.sim_time_ns - wire.autopilot.boot_ns(p.host_ns)) < 0.2 * MS for p in new)
 
 
-def test_timesync_requests_are_answered_in_the_autopilot_clock_only_once_locked():
+def test_timesync_requests_are_answered_always_in_the_autopilot_clock_once_locked():
+    """Before the lock the autopilot's request is answered with its own request time (its
+    offset to us is then half the round trip: MAVSDK waits for that answer before it answers
+    ours); once locked, in its clock as mapped."""
     wire = Wire(boot_at_start_ms=42_000.0, skew_ppm=50.0)
     wire.run(0.35)
-    assert wire.session.counts["timesync_unanswered"] >= 1  # before lock: silence
+    assert wire.session.counts["timesync_answered_unlocked"] >= 1
+    assert not wire.session.locked
     wire.run(10.0)
     assert wire.session.counts["timesync_answered"] >= 90
     # PX4's offset to a companion answering in PX4's own clock stays ~0.
@@ -167,8 +172,8 @@ def test_link_goes_down_three_seconds_after_the_last_heartbeat_and_comes_back():
 
 
 def test_an_autopilot_never_heard_is_a_down_link_in_stats_not_an_error():
-    clock = FakeScheduler()
-    session = AutopilotSession(lambda data: False, clock)
+    clock = ManualScheduler()
+    session = AutopilotSession(lambda data, to: False, clock)
     session.start()
     clock.advance(10 * S)
     stats = session.stats(clock.now_ns())
@@ -185,29 +190,30 @@ def test_foreign_garbage_bad_crc_and_unknown_messages_are_counted_and_ignored():
     poses = len(wire.poses)
     peer = mavlink.MAVLink(None, srcSystem=2, srcComponent=1)
     foreign = peer.local_position_ned_encode(1, 99.0, 99.0, 99.0, 0.0, 0.0, 0.0).pack(peer)
-    other_component = mavlink.MAVLink(None, srcSystem=1, srcComponent=42)
-    heartbeat = other_component.heartbeat_encode(2, 12, 0, 0, 4).pack(other_component)
+    camera = mavlink.MAVLink(None, srcSystem=1, srcComponent=100)  # not an autopilot
+    heartbeat = camera.heartbeat_encode(30, mavlink.MAV_AUTOPILOT_INVALID, 0, 0, 4).pack(camera)
     good = mavlink.MAVLink(None, srcSystem=1, srcComponent=1)
     bad_crc = bytearray(good.heartbeat_encode(2, 12, 0, 0, 4).pack(good))
     bad_crc[-3] ^= 0xFF
-    now = wire.clock.now_ns()
+    other = ("127.0.0.1", 14999)
     for _ in range(50):
-        session.feed(foreign + heartbeat, now)
-        session.feed(bytes(range(256)) * 2, now)  # garbage, including stray 0xFD/0xFE bytes
-        session.feed(bytes(bad_crc), now)
-        session.feed(_v2(60_123, b"\x01" * 20), now)  # a flood of ids no dialect knows
-    session.feed(_v2(60_123, b"\x01" * 20) * 5000, now)  # a flood of ids no dialect knows
+        wire.inject(foreign + heartbeat, other)
+        wire.inject(bytes(range(256)) * 2)  # garbage, including stray 0xFD/0xFE bytes
+        wire.inject(bytes(bad_crc))
+        wire.inject(_v2(60_123, b"\x01" * 20))  # ids no dialect knows
+    wire.inject(_v2(60_123, b"\x01" * 20) * 80)  # a datagram full of them
     codec = session.codec.stats()
-    assert session.counts["foreign"] >= 100
-    assert codec["bad_data"] >= 50 and codec["unknown"] >= 5000
+    assert session.counts["foreign"] >= 100 and session.counts["conflicts"] == 0
+    assert codec["bad_data"] >= 50 and codec["unknown"] >= 130 and codec["junk_bytes"] >= 50
     wire.run(1.0)
     assert session.link_up and len(wire.poses) > poses  # the real autopilot still served
     assert all(p.position_ned_m[0] < 50 for p in wire.poses)
+    assert not wire.conflicts
 
 
 def test_messages_before_any_autopilot_heartbeat_are_not_bound():
-    clock = FakeScheduler()
-    session = AutopilotSession(lambda data: True, clock, target_system=0)
+    clock = ManualScheduler()
+    session = AutopilotSession(lambda data, to: True, clock, target_system=0)
     gcs = mavlink.MAVLink(None, srcSystem=255, srcComponent=190)
     session.feed(gcs.heartbeat_encode(6, 8, 0, 0, 4).pack(gcs), clock.now_ns())  # a GCS
     session.feed(gcs.timesync_encode(0, 5).pack(gcs), clock.now_ns())

@@ -13,12 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gizmo_host.app.config import parse_host_port
-from gizmo_host.publish.lines import (
-    JsonLinesPublisher,
-    UnixSocketServer,
-    encode_line,
-)
+from gizmo_host.publish.lines import JsonLinesPublisher, encode_line
 from gizmo_host.publish.sinks import stdout_sink, udp_sink
+from gizmo_host.publish.unix_socket import UnixSocketServer
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult, version_message
 from gizmo_host.stream.tracker import SequenceEvent
@@ -37,6 +34,13 @@ def link_event(n: int) -> LinkEvent:
         "/dev/gizmo0",
         n,
     )
+
+
+def greeting(line: bytes) -> dict:
+    """A greeting line without its ``socket`` object (the server's counts at the connection)."""
+    message = json.loads(line)
+    assert set(message.pop("socket")) >= {"clients", "max_clients", "refused", "peers"}
+    return message
 
 
 @pytest.fixture
@@ -181,7 +185,7 @@ def test_stale_socket_file_is_replaced(socket_path):
         server = UnixSocketServer(socket_path, b"{}\n")
         await server.start()
         reader, writer = await asyncio.open_unix_connection(socket_path)
-        assert await asyncio.wait_for(reader.readline(), TIMEOUT_S) == b"{}\n"
+        assert greeting(await asyncio.wait_for(reader.readline(), TIMEOUT_S)) == {}
         writer.close()
         await server.close()
         assert not os.path.exists(socket_path)
@@ -197,7 +201,7 @@ def test_a_live_socket_is_never_taken_over(socket_path):
         with pytest.raises(OSError, match="another process is serving"):
             await second.start()
         reader, writer = await asyncio.open_unix_connection(socket_path)  # still the first
-        assert await asyncio.wait_for(reader.readline(), TIMEOUT_S) == b"{}\n"
+        assert greeting(await asyncio.wait_for(reader.readline(), TIMEOUT_S)) == {}
         writer.close()
         await first.close()
 
@@ -230,7 +234,7 @@ def test_a_client_refused_when_every_client_keeps_up_is_told_why(socket_path):
         try:
             for _ in range(2):
                 reader, writer = await asyncio.open_unix_connection(socket_path)
-                assert await asyncio.wait_for(reader.readline(), TIMEOUT_S) == b"{}\n"
+                assert greeting(await asyncio.wait_for(reader.readline(), TIMEOUT_S)) == {}
                 kept.append(writer)  # read everything sent so far: keeping up
             reader, writer = await asyncio.open_unix_connection(socket_path)
             refusal = await asyncio.wait_for(reader.read(), TIMEOUT_S)  # one line, then EOF
@@ -271,7 +275,7 @@ def test_a_new_client_takes_the_slot_of_the_client_furthest_behind(socket_path):
                 line = await asyncio.wait_for(reader.readline(), TIMEOUT_S)
                 assert json.loads(line)["transitions"] == n  # the reader keeps up
             new_reader, new_writer = await asyncio.open_unix_connection(socket_path)
-            assert await asyncio.wait_for(new_reader.readline(), TIMEOUT_S) == b"{}\n"
+            assert greeting(await asyncio.wait_for(new_reader.readline(), TIMEOUT_S)) == {}
             assert server.stats()["evicted"] == 1 and server.stats()["refused"] == 0
             publisher(link_event(11))
             for r in (reader, new_reader):
@@ -305,7 +309,7 @@ def test_a_client_that_closes_its_sending_side_keeps_receiving(socket_path):
         client.shutdown(socket.SHUT_WR)
         try:
             reader, writer = await asyncio.open_unix_connection(sock=client)
-            assert await asyncio.wait_for(reader.readline(), TIMEOUT_S) == b"{}\n"
+            assert greeting(await asyncio.wait_for(reader.readline(), TIMEOUT_S)) == {}
             for n in range(1, 4):
                 for _ in range(5):  # loop turns: the server reads the EOF; it must not hang up
                     await asyncio.sleep(0)
@@ -362,7 +366,10 @@ def test_result_json_line_parses_to_exactly_to_dict(
     result, rx_ns, capture_offset_ns, published_after_ns, status, event
 ):
     capture = None if capture_offset_ns is None else rx_ns - capture_offset_ns
-    received = ReceivedResult(result, rx_ns, capture, 123, 2, status, event)
+    reference = rx_ns if capture is None else capture
+    received = ReceivedResult(
+        result, rx_ns, capture, 123, 2, status, event, reference + 250_000_000
+    )
     now = rx_ns + published_after_ns
     line = received.to_json_line(now)
     assert line.endswith(b"\n") and line.count(b"\n") == 1

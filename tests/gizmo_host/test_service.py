@@ -16,7 +16,7 @@ from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkState
 from gizmo_host.stream.pipeline import FramePipeline
 from gizmo_host.stream.tracker import SequenceEvent
-from gizmo_host.timing import FakeScheduler
+from gizmo_host.timing import ManualScheduler
 from tests.support.schemas import validate_as
 from tests.support.waits import wait_link
 
@@ -172,7 +172,7 @@ def test_a_failing_verdict_evaluation_is_reported_to_the_owner(link_path):
         def evaluate(self, now_ns, *, force=False, hold_until_ns=None):
             raise RuntimeError("a bug in the verdict path")
 
-    scheduler = FakeScheduler()
+    scheduler = ManualScheduler()
 
     async def main():
         async with GizmoService(

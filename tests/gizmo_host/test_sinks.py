@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from gizmo_host.publish.lines import JsonLinesPublisher, encode_line
 from gizmo_host.publish.sinks import LineQueue, QueuedSink, stdout_sink
-from gizmo_host.timing import FakeScheduler
+from gizmo_host.timing import ManualScheduler
 
 TIMEOUT_S = 5.0
 
@@ -44,13 +44,13 @@ class Collect:
         return {"queued": len(self.lines), "dropped": 0, "disconnected": 0}
 
 
-def seq_line(clock: FakeScheduler, n: int) -> bytes:
+def seq_line(clock: ManualScheduler, n: int) -> bytes:
     """Line ``n``, the same length for every ``n`` below 10,000."""
     return encode_line({"type": "t", "n": n, "pad": "_" * (4 - len(str(n))), "at": clock.now_ns()})
 
 
 def test_a_slow_sink_drops_its_oldest_lines_while_another_gets_everything():
-    clock = FakeScheduler()
+    clock = ManualScheduler()
     valve = Valve()
     slow = QueuedSink("slow", valve, None, max_bytes=10 * len(seq_line(clock, 0)))
     fast = Collect()
@@ -74,6 +74,7 @@ def test_a_slow_sink_drops_its_oldest_lines_while_another_gets_everything():
         "queued": 101,
         "written": 10,
         "dropped": 91,
+        "expired": 0,
         "disconnected": 0,
         "errors": 0,
         "pending_bytes": 0,

@@ -6,7 +6,6 @@ within the bound the in-process unplug test uses."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
@@ -18,6 +17,7 @@ import pytest
 
 from gizmo_host.emulator import BoardModel, PtyBoard, play
 from gizmo_host.schemas import load_schema
+from tests.support.pipes import full_pipe
 
 pytestmark = [pytest.mark.realtime, pytest.mark.subprocess]
 
@@ -26,17 +26,6 @@ TIMEOUT_S = 10.0
 UNPLUG_BOUND_S = 0.5  # tests/gizmo_host/test_link_pty.py: link DOWN and HOLD after an unplug
 STALL_S = 10.0
 FRAMES = round(STALL_S * 1000 / 33)
-
-
-def full_pipe() -> tuple[int, int]:
-    """A pipe whose buffer is already full: the first write to it would block."""
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(write_fd, False)
-    with contextlib.suppress(BlockingIOError):
-        while True:
-            os.write(write_fd, b"#" * 4096)
-    os.set_blocking(write_fd, True)  # as a shell would hand it over
-    return read_fd, write_fd
 
 
 async def connect(path: str, proc: asyncio.subprocess.Process):
@@ -107,6 +96,11 @@ def test_a_stalled_stdout_never_delays_a_socket_client_through_an_unplug(link_pa
                 )
                 assert "link_down" in hold["reasons"]
                 stats = await until(lambda m: m["type"] == "stats")
+                # The reader of stdout comes back: what it gets first is what was still true
+                # when written, never the ten seconds of backlog.
+                resumed_ns = time.monotonic_ns()
+                backlog = await read_until(read_fd, lambda m: m == stats)
+                after = await until(lambda m: m["type"] == "stats")
                 writer.close()
             finally:
                 proc.send_signal(signal.SIGTERM)
@@ -115,9 +109,9 @@ def test_a_stalled_stdout_never_delays_a_socket_client_through_an_unplug(link_pa
                 stop_s = time.monotonic() - stopping
                 os.close(read_fd)
             assert rc == 0
-            return [*messages, stats], stop_s
+            return [*messages, stats], stop_s, resumed_ns, backlog, after
 
-    messages, stop_s = asyncio.run(main())
+    messages, stop_s, resumed_ns, backlog, after = asyncio.run(main())
     print(f"SIGTERM to exit with stdout stalled: {stop_s:.3f} s")
     for message in messages:
         if message["type"] in validators:
@@ -131,6 +125,56 @@ def test_a_stalled_stdout_never_delays_a_socket_client_through_an_unplug(link_pa
     assert stats["stdout"]["written"] == 0 and stats["stdout"]["pending_bytes"] > 0
     assert stats["stdout"]["queued"] >= FRAMES and stats["stdout"]["disconnected"] == 0
     assert stats["unix_socket"]["dropped"] == 0 and stats["unix_socket"]["disconnected"] == 0
+    # After the stall: not one line the stdout reader got had expired when it was written (the
+    # pipe was full until resumed_ns, so each was written after it); the lines that carry no
+    # validity (link transitions, stats) all came, in order.
+    stale = [m for m in backlog if m.get("valid_until_ns", resumed_ns) < resumed_ns]
+    assert stale == []
+    assert sum(m["type"] == "result" for m in backlog) < FRAMES // 10
+    until_ns = backlog[-1]["host_ns"]  # the socket's stats line that ended the backlog
+    socket_links = [m for m in messages if m["type"] == "link" and m["host_ns"] <= until_ns]
+    stdout_links = [m for m in backlog if m["type"] == "link"]
+    assert socket_links and stdout_links[-len(socket_links) :] == socket_links
+    socket_stats = list(
+        dict.fromkeys(
+            m["host_ns"] for m in messages if m["type"] == "stats" and m["host_ns"] <= until_ns
+        )
+    )
+    stdout_stats = [m["host_ns"] for m in backlog if m["type"] == "stats"]
+    assert stdout_stats[-len(socket_stats) :] == socket_stats
+    stdout = after["publish"]["stdout"]
+    print(
+        f"stdout after a {STALL_S:.0f} s stall: {len(backlog)} lines delivered "
+        f"({sum(m['type'] == 'result' for m in backlog)} results), {stdout['expired']} expired"
+    )
+    assert stdout["expired"] >= FRAMES - FRAMES // 10 and stdout["dropped"] == 0
+    pending = stdout["queued"] - stdout["written"] - stdout["expired"]
+    assert stdout["written"] >= len(backlog) and pending >= 0
+    assert (pending == 0) == (stdout["pending_bytes"] == 0)
+
+
+async def read_until(read_fd: int, last) -> list[dict]:
+    """The JSON lines read from the pipe (after its filler) up to and including ``last``."""
+    reader = asyncio.StreamReader(limit=1 << 22)
+    loop = asyncio.get_running_loop()
+    transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(os.dup(read_fd), "rb", 0)
+    )
+    out: list[dict] = []
+
+    async def scan() -> None:
+        while True:
+            raw = await reader.readline()
+            assert raw, "stdout closed"
+            out.append(json.loads(raw.lstrip(b"#")))
+            if last(out[-1]):
+                return
+
+    try:
+        await asyncio.wait_for(scan(), TIMEOUT_S)
+    finally:
+        transport.close()
+    return out
 
 
 def syncing(message: dict) -> bool:

@@ -35,8 +35,16 @@ def received(
         sequence=sequence,
         result_sequence=sequence,
     )
+    reference_ns = rx_ns if capture_ns is None else capture_ns
     return ReceivedResult(
-        result, rx_ns, capture_ns, 1000, 0, ClockStatus.LOCKED, SequenceEvent.IN_ORDER
+        result,
+        rx_ns,
+        capture_ns,
+        1000,
+        0,
+        ClockStatus.LOCKED,
+        SequenceEvent.IN_ORDER,
+        reference_ns + 250_000_000,
     )
 
 

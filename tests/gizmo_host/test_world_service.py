@@ -1,7 +1,7 @@
-"""The world service on a fake clock: when snapshots are published, and who gets them.
+"""The world service on a manual clock: when snapshots are published, and who gets them.
 
 Fusion inputs go in through ``apply`` (what the adapters give); time moves only when the test
-advances the ``FakeScheduler``, so every publication time is exact and no test sleeps.
+advances the ``ManualScheduler``, so every publication time is exact and no test sleeps.
 """
 
 from __future__ import annotations
@@ -14,25 +14,25 @@ import pytest
 
 from fusion import Decision, HoldReason, WorldSnapshot
 from gizmo_host.bridge.world import WorldService
-from gizmo_host.timing import FakeScheduler, settle
+from gizmo_host.timing import ManualScheduler, settle
 from tests.support.fusion_inputs import MS, observation, up, world
 
 T0 = 1_000_000_000
 
 
-def service(scheduler: FakeScheduler, **config: object) -> WorldService:
+def service(scheduler: ManualScheduler, **config: object) -> WorldService:
     return WorldService(world(**config), scheduler=scheduler, clock=scheduler.now_ns)
 
 
-def run(body: Callable[[FakeScheduler], Awaitable[None]]) -> None:
+def run(body: Callable[[ManualScheduler], Awaitable[None]]) -> None:
     async def main() -> None:
-        await body(FakeScheduler(start_ns=T0))
+        await body(ManualScheduler(start_ns=T0))
 
     asyncio.run(main())
 
 
 def test_snapshots_follow_rate_hz_with_consecutive_seq() -> None:
-    async def body(clock: FakeScheduler) -> None:
+    async def body(clock: ManualScheduler) -> None:
         got: list[WorldSnapshot] = []
         async with service(clock, rate_hz=10.0, publish_on_change=False) as svc:
             svc.add_listener(got.append)
@@ -48,7 +48,7 @@ def test_a_verdict_change_is_published_at_once_and_a_hold_at_its_deadline() -> N
     """PROCEED the moment the result arrives, HOLD (stale) at capture + TTL exactly, with no
     input in between and the periodic tick a second away."""
 
-    async def body(clock: FakeScheduler) -> None:
+    async def body(clock: ManualScheduler) -> None:
         got: list[WorldSnapshot] = []
         async with service(clock, rate_hz=1.0, ttl_ms=250.0) as svc:
             svc.add_listener(got.append)
@@ -70,7 +70,7 @@ def test_a_verdict_change_is_published_at_once_and_a_hold_at_its_deadline() -> N
 
 
 def test_a_burst_of_inputs_costs_one_snapshot_and_unchanged_verdicts_none() -> None:
-    async def body(clock: FakeScheduler) -> None:
+    async def body(clock: ManualScheduler) -> None:
         got: list[WorldSnapshot] = []
         async with service(clock, rate_hz=1.0) as svc:
             svc.add_listener(got.append)
@@ -91,7 +91,7 @@ def test_a_steady_proceed_is_renewed_before_its_valid_until_runs_out() -> None:
     """One tick a second, a 250 ms TTL: a renewed PROCEED is re-published half-way to its
     ``valid_until_ns``, not on every input, so a consumer honouring it never sees a gap."""
 
-    async def body(clock: FakeScheduler) -> None:
+    async def body(clock: ManualScheduler) -> None:
         got: list[WorldSnapshot] = []
         async with service(clock, rate_hz=1.0) as svc:
             svc.add_listener(got.append)
@@ -109,7 +109,7 @@ def test_a_steady_proceed_is_renewed_before_its_valid_until_runs_out() -> None:
 
 
 def test_iterators_are_bounded_and_end_when_the_service_stops() -> None:
-    async def body(clock: FakeScheduler) -> None:
+    async def body(clock: ManualScheduler) -> None:
         svc = service(clock, rate_hz=100.0, publish_on_change=False)
         await svc.start()
         slow = svc.snapshots(maxsize=2)
@@ -125,7 +125,7 @@ def test_iterators_are_bounded_and_end_when_the_service_stops() -> None:
 
 
 def test_a_listener_that_raises_is_counted_and_the_others_still_hear() -> None:
-    async def body(clock: FakeScheduler) -> None:
+    async def body(clock: ManualScheduler) -> None:
         got: list[int] = []
 
         def broken(_snapshot: WorldSnapshot) -> None:
@@ -143,7 +143,7 @@ def test_a_listener_that_raises_is_counted_and_the_others_still_hear() -> None:
 
 
 def test_no_timer_before_start_or_after_stop() -> None:
-    async def body(clock: FakeScheduler) -> None:
+    async def body(clock: ManualScheduler) -> None:
         svc = service(clock)
         svc.apply(up(clock.now_ns()))
         svc.apply(observation(clock.now_ns(), rx_ns=clock.now_ns()))
@@ -165,7 +165,7 @@ def test_no_timer_before_start_or_after_stop() -> None:
 def test_each_published_snapshot_carries_its_time_on_the_wall_clock() -> None:
     """``wall_ns`` is the wall clock's mapping of each snapshot's own ``host_ns``."""
 
-    async def body(clock: FakeScheduler) -> None:
+    async def body(clock: ManualScheduler) -> None:
         got: list[WorldSnapshot] = []
         model = world(rate_hz=10.0, publish_on_change=False)
         offset_ns = 1_700_000_000_000_000_000

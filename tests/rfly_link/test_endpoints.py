@@ -439,10 +439,10 @@ def test_socket_errors_are_counted_as_such_and_receiving_goes_on() -> None:
     run(main)
 
 
-def test_socket_error_backoff_grows_and_is_capped() -> None:
-    delays = [rio.socket_error_backoff_s(n) for n in range(1, 40)]
-    assert delays[0] == rio.SOCKET_ERROR_BACKOFF_S[0] > 0
-    assert delays == sorted(delays) and delays[-1] == rio.SOCKET_ERROR_BACKOFF_S[1]
+def test_socket_error_backoff_grows_from_a_millisecond_to_a_tenth_of_a_second() -> None:
+    delays = [rio.SOCKET_ERROR_BACKOFF.delay_s(n) for n in range(1, 40)]
+    assert delays[:4] == [0.001, 0.002, 0.004, 0.008]
+    assert delays == sorted(delays) and delays[-1] == 0.1 and delays.count(0.1) == 32
 
 
 def _rmem_max() -> int:

@@ -43,9 +43,10 @@ def healthy() -> Facts:
             odometry_answered=True,
         ),
         mavlink=MavlinkFacts(
-            "udpin:0.0.0.0:14550", heartbeat=True, autopilot="system 1/1", rtt_ms=2.0,
+            "udpin:0.0.0.0:14550", 1, heartbeat=True, autopilot="system 1/1", rtt_ms=2.0,
             offset_ms=0.1, rates_hz={"ODOMETRY": 50.0},
         ),
+        settings=(),
         service=ServiceFacts(
             "gizmo-host@gizmo0.service",
             {"LoadState": "loaded", "ActiveState": "active", "SubState": "running",

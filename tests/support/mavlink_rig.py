@@ -62,7 +62,9 @@ async def rig(
 ) -> AsyncIterator[Rig]:
     scheduler = LoopScheduler()
     holder: list[MavlinkTransport] = []
-    session = AutopilotSession(lambda data: bool(holder[0].send(data)), scheduler, streams=streams)
+    session = AutopilotSession(
+        lambda data, to: bool(holder[0].send(data, to)), scheduler, streams=streams
+    )
     poses: list[PoseSample] = []
 
     def pose(p: PoseSample) -> None:

@@ -1,4 +1,4 @@
-"""A fake autopilot wire on a fake clock for the MAVLink session tests: bytes both ways, and the
+"""A fake autopilot wire on a manual clock for the MAVLink session tests: bytes both ways, and the
 message builders they share.
 """
 
@@ -11,7 +11,7 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from gizmo_host.mavlink import AutopilotSession, MavlinkPoseSource, StandinAutopilot
 from gizmo_host.mavlink.session import DEFAULT_STREAMS
-from gizmo_host.timing import FakeScheduler
+from gizmo_host.timing import ManualScheduler
 from tests.support.mavlink_rig import circling
 
 MS = 1_000_000
@@ -20,8 +20,13 @@ MS = 1_000_000
 S = 1_000_000_000
 
 
+AUTOPILOT = ("127.0.0.1", 14580)  # the stand-in's datagrams come from here
+
+
 class Wire:
-    """Host <-> stand-in on the fake clock, ``down_ms`` to the autopilot, ``up_ms`` back."""
+    """Host <-> stand-in on the manual clock, ``down_ms`` to the autopilot, ``up_ms`` back. Each
+    stand-in message is one datagram from ``source`` (``None``: a byte stream); every datagram
+    the session sends is kept in ``sent_to`` with its address."""
 
     def __init__(
         self,
@@ -29,9 +34,15 @@ class Wire:
         skew_ppm: float = 0.0,
         boot_at_start_ms: float = 7_000.0,
         streams=DEFAULT_STREAMS,
+        source=AUTOPILOT,
+        session_kw=None,
         **kw,
     ):
-        self.clock = FakeScheduler()
+        self.clock = ManualScheduler()
+        self.address = source
+        self.sent_to: list[tuple[bytes, object]] = []
+        self.conflicts: list[tuple[int, str]] = []
+        self.tamper = None  # bytes -> bytes | None: what the autopilot's datagram becomes
         self.down_ms = self.up_ms = 1.0  # or (lo, hi): uniform per message
         self.random = random.Random(5)
         self._last_due = [0, 0]
@@ -42,6 +53,8 @@ class Wire:
             self.clock,
             streams=streams,
             on_link=lambda *a: self.links.append(a),
+            on_conflict=lambda *a: self.conflicts.append(a),
+            **(session_kw or {}),
         )
         self.poses = []
         self.source = MavlinkPoseSource(self.session, self.poses.append)
@@ -66,17 +79,30 @@ class Wire:
         self._last_due[direction] = due
         return due
 
-    def _to_autopilot(self, data: bytes) -> bool:
+    def _to_autopilot(self, data: bytes, to=None) -> bool:
+        self.sent_to.append((data, to))
+        if to != self.address:
+            return self.address is None  # a udpin link sends to the bound autopilot only
         if not self.cut:
             due = self._due(self.down_ms, 0)
             self.clock.call_at_ns(due, lambda: self.autopilot.feed(data, self.clock.now_ns()))
         return True
 
     def _to_host(self, data: bytes) -> bool:
+        if self.tamper is not None:
+            data = self.tamper(data)
+            if data is None:
+                return True
         if not self.cut:
             due = self._due(self.up_ms, 1)
-            self.clock.call_at_ns(due, lambda: self.session.feed(data, self.clock.now_ns()))
+            self.clock.call_at_ns(
+                due, lambda: self.session.feed(data, self.clock.now_ns(), self.address)
+            )
         return True
+
+    def inject(self, data: bytes, source=AUTOPILOT) -> None:
+        """A datagram from ``source`` now (a spoofer, a second vehicle, junk)."""
+        self.session.feed(data, self.clock.now_ns(), source)
 
     def run(self, seconds: float) -> None:
         self.clock.advance(round(seconds * S))

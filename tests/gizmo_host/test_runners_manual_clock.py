@@ -1,5 +1,5 @@
 """The emulator's and the stand-in's runners on the host's one ``Scheduler``: driven by a
-``FakeScheduler``, they do exactly what their pure cores do when stepped by hand, at exactly
+``ManualScheduler``, they do exactly what their pure cores do when stepped by hand, at exactly
 the due times, and nobody sleeps. The pty and the UDP sockets are real."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from gizmo_host.emulator.scenario import BoardScenario
 from gizmo_host.emulator.sources import ScenarioSource
 from gizmo_host.standin import StandIn, build_scenario
 from gizmo_host.standin.runner import SimRunner
-from gizmo_host.timing import FakeScheduler, LoopScheduler, settle
+from gizmo_host.timing import LoopScheduler, ManualScheduler, settle
 from tests.support.emulate_host import START_NS, make_emulation, run_through_host
 
 SECOND = 1_000_000_000
@@ -23,9 +23,9 @@ TIMEOUT_S = 5.0  # for real I/O only, never for fake time
 
 
 async def drive(
-    scheduler: FakeScheduler, work: Coroutine[Any, Any, Any], started: asyncio.Event | None = None
+    scheduler: ManualScheduler, work: Coroutine[Any, Any, Any], started: asyncio.Event | None = None
 ) -> Any:
-    """Run ``work``, moving the fake clock to each next timer whenever it waits on one (once
+    """Run ``work``, moving the manual clock to each next timer whenever it waits on one (once
     ``started`` is set: binding sockets takes real loop turns)."""
     task = asyncio.ensure_future(work)
     if started is not None:
@@ -41,7 +41,7 @@ async def drive(
 
 def test_fake_sleep_until_returns_at_its_time_or_when_woken() -> None:
     async def body() -> None:
-        scheduler = FakeScheduler(start_ns=0)
+        scheduler = ManualScheduler(start_ns=0)
         wake = asyncio.Event()
         sleeping = asyncio.ensure_future(scheduler.sleep_until_ns(5 * SECOND, wake))
         await settle()
@@ -75,7 +75,7 @@ def test_loop_sleep_until_is_cut_short_by_wake() -> None:
     asyncio.run(body())
 
 
-def test_the_emulator_runner_on_a_fake_clock_writes_what_the_emulation_decides() -> None:
+def test_the_emulator_runner_on_a_manual_clock_writes_what_the_emulation_decides() -> None:
     """Every cycle of one second, byte for byte, as the pure emulation stepped by hand."""
     period_ns = make_emulation().period_ns
     cycles = -(-SECOND // period_ns)  # every capture before the end: 31 at 30 Hz
@@ -83,7 +83,7 @@ def test_the_emulator_runner_on_a_fake_clock_writes_what_the_emulation_decides()
     expected = b"".join(by_hand[1])
 
     async def body() -> bytes:
-        scheduler = FakeScheduler(start_ns=START_NS - 50_000_000)  # the reader's settle time
+        scheduler = ManualScheduler(start_ns=START_NS - 50_000_000)  # the reader's settle time
         port = PtyPort()
         path = port.plug()
         reader = os.open(path, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
@@ -120,7 +120,7 @@ def _read_all(fd: int) -> bytes:
         got += chunk
 
 
-def test_the_stand_in_runner_on_a_fake_clock_polls_exactly_when_due() -> None:
+def test_the_stand_in_runner_on_a_manual_clock_polls_exactly_when_due() -> None:
     """The truths arrive at the stand-in's own due times, the run ends at its duration, and it
     sends what a punctual poll loop sends."""
     punctual = StandIn(build_scenario("orbit"))
@@ -134,7 +134,7 @@ def test_the_stand_in_runner_on_a_fake_clock_polls_exactly_when_due() -> None:
         t_ns = punctual.next_due_ns()
 
     async def body() -> None:
-        scheduler = FakeScheduler(start_ns=START_NS)
+        scheduler = ManualScheduler(start_ns=START_NS)
         stand_in = StandIn(build_scenario("orbit"))
         truths: list[int] = []
         runner = SimRunner(

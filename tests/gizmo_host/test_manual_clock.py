@@ -1,4 +1,4 @@
-"""Timing on a fake clock, exactly: the link's state table, the reconnect backoff, HOLD on time,
+"""Timing on a manual clock, exactly: the link's state table, the reconnect backoff, HOLD on time,
 an older capture bringing HOLD forward, and the steady re-publication. No sleeps: time moves
 only when the test advances it. Frames still travel through a real pty."""
 
@@ -18,7 +18,7 @@ from gizmo_host.live.link import SerialLink
 from gizmo_host.live.service import GizmoService
 from gizmo_host.stream.events import LinkEvent, LinkState
 from gizmo_host.stream.linkstate import TRANSITIONS, LinkInput, LinkStateMachine
-from gizmo_host.timing import FakeScheduler, settle
+from gizmo_host.timing import ManualScheduler, settle
 
 MS = 1_000_000
 TIMEOUT_S = 5.0  # for real I/O (the pty, the open in the executor), never for fake time
@@ -55,7 +55,7 @@ def test_the_link_state_table_gives_events_only_on_changes_and_refuses_the_rest(
 def test_reopening_backs_off_exactly_doubling_to_the_cap(tmp_path):
     """A missing device: each open fails at once, and the next attempt comes exactly after
     0.1, 0.2, 0.4, 0.8, 1.6, then 2.0 s (the cap) for ever. Never a spin."""
-    scheduler = FakeScheduler()
+    scheduler = ManualScheduler()
     events: asyncio.Queue[LinkEvent] = asyncio.Queue()
     link = SerialLink(
         str(tmp_path / "missing"),
@@ -95,10 +95,10 @@ def test_reopening_backs_off_exactly_doubling_to_the_cap(tmp_path):
 
 
 class FakeTimeBoard:
-    """A service on a fake clock reading a real pty; each frame is sent, then read, at an
+    """A service on a manual clock reading a real pty; each frame is sent, then read, at an
     exact fake time (``send`` waits for the real read before time moves on)."""
 
-    def __init__(self, board: PtyBoard, svc: GizmoService, scheduler: FakeScheduler) -> None:
+    def __init__(self, board: PtyBoard, svc: GizmoService, scheduler: ManualScheduler) -> None:
         self.board, self.svc, self.scheduler = board, svc, scheduler
         self.results = svc.results()
         self.verdicts = svc.verdicts(Selector(source_id=1, result_type=5, id=11))
@@ -121,7 +121,7 @@ class FakeTimeBoard:
 
 @contextlib.asynccontextmanager
 async def fake_time_service(link_path: str, silent_after_s: float = 1.0, **kwargs):
-    scheduler = FakeScheduler()
+    scheduler = ManualScheduler()
     with PtyBoard(link_path) as board:
         svc = GizmoService(
             LinkConfig(link_path, silent_after_s=silent_after_s),
