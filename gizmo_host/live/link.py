@@ -13,11 +13,12 @@ loop's executor, so a slow driver never stalls the loop; ``low_latency`` is requ
 driver supports it, and the port is closed with ``abort()``: no flush, no drain.
 
 On a tty the link reads the descriptor itself (serialx's transport is paused once open): one
-``os.read`` per wake-up and nothing else between the event loop and the parser. Wake-ups are
-few. On ptys and on-board UARTs the tty's VMIN is the number of bytes the current frame still
-lacks, so the loop wakes when a frame can be complete, not for every few bytes the UART driver
-delivers, and each read stops at that frame's end (``FrameReads``). USB adapters batch bytes
-themselves and get plain reads of up to ``TTY_READ_SIZE``.
+``os.read`` of everything queued (up to ``TTY_READ_SIZE``) per wake-up and nothing else between
+the event loop and the parser, so a read that holds several frames (a saturated line, a backlog
+after a stall) is one chunk: parsed in one pass, applied, published once. Wake-ups are few. On
+ptys and on-board UARTs the tty's VMIN is the number of bytes the current frame still lacks, so
+the loop wakes when a frame can be complete, not for every few bytes the UART driver delivers
+(``FrameReads``). USB adapters batch bytes themselves and keep the tty's own VMIN.
 """
 
 from __future__ import annotations
@@ -146,7 +147,6 @@ class SerialLink:
         self._reached_up = False
         self._wakeup: FrameReads | None = None
         self._fd = -1  # the tty descriptor read directly, -1 when the transport reads
-        self._read_size = TTY_READ_SIZE
         self._lost: asyncio.Future[BaseException | None] | None = None
         self._silent_check: Timer | None = None
 
@@ -270,11 +270,10 @@ class SerialLink:
             transport.pause_reading()
         except NotImplementedError:
             return
-        self._fd, self._lost, self._read_size = fd, lost, TTY_READ_SIZE
+        self._fd, self._lost = fd, lost
         loop.add_reader(fd, self._read_ready)
         self._wakeup = FrameReads.for_descriptor(fd) if self._coalesce else None
         if self._wakeup is not None:
-            self._read_size = FRAME_LEN
             self._wakeup.expect(FRAME_LEN)
 
     def _read_ready(self) -> None:
@@ -283,7 +282,7 @@ class SerialLink:
         End of file (a hung-up tty: a pty whose master closed, an unplugged USB adapter) or a
         read error ends the connection, as it would through the transport."""
         try:
-            data = os.read(self._fd, self._read_size)
+            data = os.read(self._fd, TTY_READ_SIZE)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
@@ -323,7 +322,6 @@ class SerialLink:
         if wakeup is not None:
             # Before the results go out: publishing wakes consumers, which may take this CPU.
             missing = FRAME_LEN - parser.buffered
-            self._read_size = missing
             if missing != wakeup.vmin:  # also retries a VMIN change that failed
                 wakeup.expect(missing)
         if results:

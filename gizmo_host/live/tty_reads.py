@@ -33,13 +33,14 @@ class FrameReads:
     the frame can be complete rather than for every few bytes the UART driver pushes: one
     wake-up per frame, no added latency.
 
-    The link reads at most those same bytes, so on a busy line the next frame's first bytes
-    stay queued instead of being read early: reads end on frame boundaries, VMIN stays at a
-    whole frame, and no ``TCSETS`` is needed per frame. A backlog drains one frame per loop
-    iteration without sleeping. VMIN changes only after a partial or bad frame, by one
-    ``TCSETS`` ioctl on the kernel ``struct termios`` read once at set-up (``termios.tcsetattr``
-    would add a ``TCGETS`` each time; it is the fallback where that struct's layout is not the
-    generic one).
+    The link then reads everything queued: on a busy line that is often a frame or more and
+    the first bytes of the next one, so the next VMIN is what that frame still lacks, set by
+    one ``TCSETS`` ioctl on the kernel ``struct termios`` read once at set-up
+    (``termios.tcsetattr`` would add a ``TCGETS`` each time; it is the fallback where that
+    struct's layout is not the generic one). A frame that arrives whole (30 results/s) leaves
+    VMIN where it is: no ioctl at all. One read per wake-up drains a backlog at once, however
+    many frames it holds (reading only up to a frame boundary would keep VMIN still, at the
+    price of one loop iteration, one parse and one publication per frame).
 
     Only for ptys and on-board UARTs: a USB-serial driver may turn every ``TCSETS`` into a
     blocking USB control transfer (ftdi_sio does), and its own latency timer already batches

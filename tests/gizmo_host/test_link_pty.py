@@ -329,9 +329,10 @@ def test_pty_wakeup_threshold_follows_the_missing_bytes_and_is_restored(link_pat
     asyncio.run(main())
 
 
-def test_pty_reads_end_on_frame_boundaries(link_path):
-    """On a busy line the next frame's head stays queued in the tty: each read is one frame,
-    and VMIN stays at a whole frame instead of being reset after every read."""
+def test_pty_backlog_is_one_read_and_one_batch(link_path):
+    """Several frames queued at once (a saturated line, a backlog) are one read and one call
+    with every frame in order, and the next wake-up waits for the bytes the frame that the
+    read cut short still lacks."""
     import termios
 
     async def main():
@@ -343,17 +344,19 @@ def test_pty_reads_end_on_frame_boundaries(link_path):
                 value = termios.tcgetattr(board.master_fd)[6][termios.VMIN]
                 return value if isinstance(value, int) else value[0]
 
-            batches: asyncio.Queue[int] = asyncio.Queue()
-            on_results = lambda results, _ns: batches.put_nowait(len(results))  # noqa: E731
+            batches: asyncio.Queue[list] = asyncio.Queue()
+            on_results = lambda results, _ns: batches.put_nowait(results)  # noqa: E731
             async with LinkHarness(link_path, on_results=on_results) as h:
                 await h.wait_state(LinkState.SYNCING)
                 await _until(lambda: vmin() == len(frames[0]))
                 board.write(b"".join(frames[:3]) + frames[3][:20])
-                sizes = [await asyncio.wait_for(batches.get(), TIMEOUT_S) for _ in range(3)]
-                assert sizes == [1, 1, 1]
-                assert vmin() == len(frames[0])  # 20 bytes of frame 4 wait in the kernel
+                batch = await asyncio.wait_for(batches.get(), TIMEOUT_S)
+                assert [r.encode() for r in batch] == frames[:3]
+                await _until(lambda: vmin() == len(frames[3]) - 20)
                 board.write(frames[3][20:])
-                assert await asyncio.wait_for(batches.get(), TIMEOUT_S) == 1
+                batch = await asyncio.wait_for(batches.get(), TIMEOUT_S)
+                assert [r.encode() for r in batch] == frames[3:]
+                await _until(lambda: vmin() == len(frames[0]))
                 assert h.link.stats().frames_ok == 4
 
     asyncio.run(main())
