@@ -102,6 +102,9 @@ class _Lines:
     def send(self, line: bytes) -> None:
         self.lines.append(line)
 
+    def send_lines(self, lines: list[bytes]) -> None:
+        self.lines += lines
+
     async def start(self) -> None:
         return None
 

@@ -2,7 +2,9 @@
 
 ``JsonLinesPublisher`` is a service listener: it turns each result, link event and verdict (and,
 as a world service listener, each world snapshot) into one JSON object (always with a
-``type``), encodes it once, and hands the line to every sink.
+``type``), encodes it once, and hands the line to every sink. As the service's batch listener
+it takes a read's messages at once and hands their lines to each sink together
+(``send_lines``: stdout and the socket's clients get one write per read, not one per line).
 Sinks never block the reader, and none waits for another, and a sink that falls behind skips
 the lines that expired meanwhile (each has its own bounded queue, counted in ``stats``):
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fusion import WorldSnapshot
@@ -38,16 +40,36 @@ def encode_line(obj: dict[str, Any]) -> bytes:
     return _ENCODER.encode(obj).encode() + b"\n"
 
 
+LinesSender = Callable[[list[bytes]], None]
+
+
+def lines_sender(sink: Sink) -> LinesSender:
+    """How ``sink`` takes several lines: its ``send_lines`` (one write for them all) if it has
+    one, else ``send`` for each."""
+    send_lines: LinesSender | None = getattr(sink, "send_lines", None)
+    if send_lines is not None:
+        return send_lines
+    send = sink.send
+
+    def each(lines: list[bytes]) -> None:
+        for line in lines:
+            send(line)
+
+    return each
+
+
 class JsonLinesPublisher:
     """A service listener that fans JSON lines out to sinks."""
 
     def __init__(self, clock: Callable[[], int] = time.monotonic_ns) -> None:
         self._clock = clock
         self._sinks: list[Sink] = []
+        self._senders: list[LinesSender] = []
         self.lines = 0
 
     def add_sink(self, sink: Sink) -> None:
         self._sinks.append(sink)
+        self._senders.append(lines_sender(sink))
 
     def sink_stats(self) -> dict[str, dict[str, int]]:
         """Per sink (by name): ``queued``, ``dropped``, ``disconnected`` and its own counters."""
@@ -61,6 +83,23 @@ class JsonLinesPublisher:
         self.lines += 1
         for sink in self._sinks:
             sink.send(line)
+
+    def publish_batch(self, messages: Sequence[Message]) -> None:
+        """A read's messages, in order (a service batch listener): every line encoded, all
+        published at one time (``host_published_ns``), then handed to each sink at once."""
+        if len(messages) == 1:
+            self(messages[0])
+            return
+        now_ns = self._clock()
+        lines = [
+            message.to_json_line(now_ns)
+            if isinstance(message, ReceivedResult)
+            else encode_line(message.to_dict())
+            for message in messages
+        ]
+        self.lines += len(lines)
+        for send_lines in self._senders:
+            send_lines(lines)
 
     def publish(self, obj: dict[str, Any]) -> None:
         self.send_line(encode_line(obj))
