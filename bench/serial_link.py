@@ -29,7 +29,7 @@ as a USB adapter's latency timer or a stalled writer would). Runs in about 2 min
 
 ``--compare REF`` measures a change instead: this tree and git ``REF`` (checked out into a
 temporary worktree) run side by side, each in its own process with its own pty, writer and
-consumer, started together on a saturated line (``--baud``), for ``--rounds`` rounds. Load on
+consumer, started together on one stream (``--stream``), for ``--rounds`` rounds. Load on
 the shared VM then falls on both alike, so the paired difference is steady to about 0.1 point
 of CPU where consecutive runs differ by ±20%.
 """
@@ -404,16 +404,17 @@ def main() -> int:
     return 0 if ok else 1
 
 
-def measure_one(root: str, start_at: float, baud: int) -> int:
+def measure_one(root: str, start_at: float, name: str) -> int:
     """One side of ``--compare``: print its measurement as JSON."""
-    stream, due = scenario_stream(baud, None)
+    baud, rate_hz = next((baud, rate) for n, baud, rate in SCENARIOS if n == name)
+    stream, due = scenario_stream(baud, rate_hz)
     with tempfile.TemporaryDirectory() as tmp:
         result = measure("host", baud, stream, due, tmp, root=Path(root), start_at=start_at)
     print(json.dumps(result))
     return 0
 
 
-def compare(ref: str, rounds: int, baud: int) -> int:
+def compare(ref: str, rounds: int, name: str) -> int:
     """This tree against git ``ref``, side by side: paired CPU differences."""
     with tempfile.TemporaryDirectory() as tmp:
         other = os.path.join(tmp, "ref")
@@ -426,7 +427,7 @@ def compare(ref: str, rounds: int, baud: int) -> int:
             return 2
         try:
             print(
-                f"this tree against {ref}, side by side on a saturated {baud} line "
+                f"this tree against {ref}, side by side on the {name} stream "
                 f"({WINDOW_S:g} s per round, {os.cpu_count()} CPUs, "
                 f"load average {os.getloadavg()[0]:.2f})"
             )
@@ -447,8 +448,8 @@ def compare(ref: str, rounds: int, baud: int) -> int:
                             side,
                             "--start-at",
                             repr(start_at),
-                            "--baud",
-                            str(baud),
+                            "--stream",
+                            name,
                         ],
                         stdout=subprocess.PIPE,
                         text=True,
@@ -481,11 +482,14 @@ if __name__ == "__main__":
     parser.add_argument("--compare", metavar="REF", help="measure this tree against git REF")
     parser.add_argument("--rounds", type=int, default=6, help="side-by-side rounds (--compare)")
     parser.add_argument(
-        "--baud", type=int, default=115200, help="the saturated line's rate (--compare)"
+        "--stream",
+        default="line-115200",
+        choices=[name for name, _, _ in SCENARIOS],
+        help="the stream (--compare)",
     )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--start-at", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        sys.exit(measure_one(args.one, args.start_at, args.baud))
-    sys.exit(compare(args.compare, args.rounds, args.baud) if args.compare else main())
+        sys.exit(measure_one(args.one, args.start_at, args.stream))
+    sys.exit(compare(args.compare, args.rounds, args.stream) if args.compare else main())
