@@ -58,6 +58,17 @@ def lines_sender(sink: Sink) -> LinesSender:
     return each
 
 
+def _line(message: Message, now_ns: int) -> bytes:
+    """``message`` as one JSON line published at ``now_ns``: results and verdicts from
+    templates (the per-frame path and a steady stream's renewals), the rest through the
+    encoder."""
+    if isinstance(message, ReceivedResult):
+        return message.to_json_line(now_ns)
+    if isinstance(message, LinkVerdict):
+        return message.to_json_line()
+    return encode_line(message.to_dict())
+
+
 class JsonLinesPublisher:
     """A service listener that fans JSON lines out to sinks."""
 
@@ -76,10 +87,7 @@ class JsonLinesPublisher:
         return {sink.name: sink.stats() for sink in self._sinks}
 
     def __call__(self, message: Message) -> None:
-        if isinstance(message, ReceivedResult):  # the per-frame path: a template, no dict
-            line = message.to_json_line(self._clock())
-        else:
-            line = encode_line(message.to_dict())
+        line = _line(message, self._clock())
         self.lines += 1
         for sink in self._sinks:
             sink.send(line)
@@ -90,13 +98,8 @@ class JsonLinesPublisher:
         if len(messages) == 1:
             self(messages[0])
             return
-        now_ns = self._clock()
-        lines = [
-            message.to_json_line(now_ns)
-            if isinstance(message, ReceivedResult)
-            else encode_line(message.to_dict())
-            for message in messages
-        ]
+        now_ns = self._clock()  # one publication time for the whole read
+        lines = [_line(message, now_ns) for message in messages]
         self.lines += len(lines)
         for send_lines in self._senders:
             send_lines(lines)
