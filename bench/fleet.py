@@ -23,6 +23,12 @@ Reported per fleet size and transport:
   its own bounded queue dropped; the rest were dropped on the way, by congestion control);
 - growth: the view's CPU per vehicle relative to the smallest fleet (1.0 = linear).
 
+``--scale 500,5000`` instead runs the real ``gizmo-host fleet --json`` (a process) against
+that many vehicles at ``--rate-hz`` (default 2) each, published from ``WORKERS`` processes
+through a router process, and reads its rows: rows/s, the vehicles printed in each 1-s window,
+the gap between a vehicle's rows, the view's CPU and memory; the baseline, in the same run on
+the same samples, is a Zenoh subscriber that only takes each sample's bytes.
+
 The machine is shared (2 cores, other sessions): absolute numbers move between runs; the
 comparison is within one run.
 """
@@ -134,15 +140,15 @@ async def view(
     reports = [0]
     watch = FleetWatch(FleetView(250_000_000), lambda rows: reports.__setitem__(0, reports[0] + 1))
     lo, hi = window  # wall-clock times: the lines made in the measured window count
-    feed = watch.feed  # the view's own work, in both cases: parse, judge, report changes
+    offer = watch.offer  # the view's own work, in both cases: hand-off, parse, judge, report
 
-    def on_line(vehicle: str, payload: bytes, rx_ns: int, rx_wall_ns: int) -> str | None:
-        fed = feed(f"gizmo/{vehicle}/world", payload, rx_ns)
+    def on_line(key: str, who: str, payload: bytes | None, rx_ns: int, rx_wall_ns: int) -> None:
+        offer(key, who, payload, rx_ns, rx_wall_ns)
+        assert payload is not None
         message = json.loads(payload)  # the view parsed it too; here for seq and wall_ns
-        seqs.setdefault(vehicle, set()).add(message["seq"])
+        seqs.setdefault(key.split("/")[1], set()).add(message["seq"])
         if lo * 1e9 <= message["wall_ns"] <= hi * 1e9:
             latencies.append(rx_wall_ns - message["wall_ns"])
-        return fed
 
     loop = asyncio.get_running_loop()
     session = None
@@ -151,15 +157,7 @@ async def view(
         from gizmo_host.zenoh.session import open_session
 
         session = open_session(ZenohConfig(enabled=True, mode="client", connect=(where,)))
-        original = watch.feed
-
-        def timed(key_expr: str, payload: bytes, rx_ns: int) -> str | None:
-            # Zenoh's path: stamped on its thread, drained on the loop, changes reported there
-            return on_line(key_expr.split("/")[1], payload, rx_ns, rx_ns + wall_offset)
-
-        wall_offset = time.time_ns() - time.monotonic_ns()
-        watch.feed = timed  # type: ignore[method-assign]
-        feed = original
+        watch.offer = on_line  # type: ignore[method-assign]  # Zenoh's path: its threads
         watch.start(session)
     else:
         host, port = where.rsplit(":", 1)
@@ -167,8 +165,8 @@ async def view(
         class Datagrams(asyncio.DatagramProtocol):
             def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
                 rx_ns, rx_wall = time.monotonic_ns(), time.time_ns()
-                vehicle = on_line(f"udp{addr[1]}", data, rx_ns, rx_wall)
-                watch._report_changes(None if vehicle is None else {vehicle})
+                on_line(f"gizmo/udp{addr[1]}/world", "udp", data, rx_ns, rx_wall)
+                watch.drain()
 
         transport_, _ = await loop.create_datagram_endpoint(Datagrams, local_addr=(host, int(port)))
         sock = transport_.get_extra_info("socket")
@@ -274,6 +272,138 @@ def measure(transport: str, vehicles: int, seconds: float) -> dict[str, Any]:
     }
 
 
+# -- the fleet at scale: gizmo-host fleet --json itself, beside a null subscriber ----------
+
+
+def scale_publisher(where: str, vehicles: list[str], rate_hz: float, seconds: float) -> None:
+    """Many vehicles from one session: each a world line every 1/rate_hz, spread evenly."""
+    from gizmo_host.zenoh.config import ZenohConfig
+    from gizmo_host.zenoh.session import open_session
+
+    session = open_session(ZenohConfig(enabled=True, mode="client", connect=(where,)))
+    slices = 20  # per period: the puts are paced in slices of the fleet
+    step = max(1, len(vehicles) // slices)
+    period_s = 1 / rate_hz
+    start = time.monotonic()
+    seq = sent = 0
+    while time.monotonic() < start + seconds:
+        seq += 1
+        for first in range(0, len(vehicles), step):
+            due = start + (seq - 1) * period_s + first / len(vehicles) * period_s
+            time.sleep(max(0.0, due - time.monotonic()))
+            for vehicle in vehicles[first : first + step]:
+                line = world_line(vehicle, seq, time.monotonic_ns(), time.time_ns())
+                session.put(f"gizmo/{vehicle}/world", line, timestamp=session.new_timestamp())
+                sent += 1
+    session.close()  # type: ignore[no-untyped-call]
+    print(json.dumps({"sent": sent}), flush=True)
+
+
+def null_subscriber(where: str, seconds: float) -> None:
+    """The baseline: the same samples into a callback that only takes their bytes."""
+    from gizmo_host.zenoh.config import ZenohConfig
+    from gizmo_host.zenoh.session import open_session
+
+    session = open_session(ZenohConfig(enabled=True, mode="client", connect=(where,)))
+    count = [0]
+
+    def take(sample: Any) -> None:
+        count[0] += len(sample.payload.to_bytes()) > 0 and str(sample.key_expr) != ""
+
+    subscriber = session.declare_subscriber("gizmo/*/world", take)
+    time.sleep(seconds)
+    subscriber.undeclare()
+    session.close()  # type: ignore[no-untyped-call]
+    print(json.dumps({"samples": count[0]}), flush=True)
+
+
+def _memory_kb(pid: int) -> dict[str, int]:
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    return {k: int(fields[k].split()[0]) for k in ("VmRSS", "VmHWM")}
+
+
+def scale(vehicles: int, rate_hz: float, seconds: float, warmup_s: float = 6.0) -> dict[str, Any]:
+    """``gizmo-host fleet --json`` for ``vehicles`` at ``rate_hz`` each, its rows read here."""
+    import threading
+
+    where = f"tcp/127.0.0.1:{_free_port(socket.SOCK_STREAM)}"
+    total = warmup_s + seconds + 1
+    routing = _spawn("--router", where, "--seconds", "3600")
+    time.sleep(0.5)
+    names = [f"uav{i}" for i in range(1, vehicles + 1)]
+    pace = ("--where", where, "--rate-hz", str(rate_hz), "--seconds", str(total))
+    workers = [_spawn("--scale-worker", ",".join(names[i::WORKERS]), *pace) for i in range(WORKERS)]
+    baseline = _spawn("--null", "--where", where, "--seconds", str(total))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    fleet = subprocess.Popen(
+        [sys.executable, "-m", "gizmo_host.cli", "fleet", "--json", "--mode", "client",
+         "--connect", where], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )  # fmt: skip
+    printed: list[tuple[float, str]] = []
+
+    def read() -> None:
+        assert fleet.stdout is not None
+        for line in fleet.stdout:
+            printed.append((time.monotonic(), json.loads(line)["vehicle"]))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    time.sleep(warmup_s)
+    lo = time.monotonic()
+    before = {p.pid: _cpu_s(p.pid) for p in (fleet, baseline, routing, *workers)}
+    memory_lo = _memory_kb(fleet.pid)
+    time.sleep(seconds)
+    hi = time.monotonic()
+    after = {p.pid: _cpu_s(p.pid) for p in (fleet, baseline, routing, *workers)}
+    memory_hi = _memory_kb(fleet.pid)
+    cpu = {pid: 100 * (after[pid] - before[pid]) / (hi - lo) for pid in before}
+    fleet.terminate()
+    fleet.wait(10)
+    reader.join(10)
+    assert fleet.stderr is not None
+    summary = json.loads(fleet.stderr.read().splitlines()[-1])
+    sent = sum(json.loads(p.communicate(timeout=60)[0].splitlines()[-1])["sent"] for p in workers)
+    baseline.communicate(timeout=60)
+    routing.terminate()
+    routing.wait(10)
+    window = [(t, v) for t, v in printed if lo <= t < hi]
+    seconds_seen = [{v for t, v in window if lo + k <= t < lo + k + 1} for k in range(int(hi - lo))]
+    last: dict[str, float] = {}
+    gaps = []
+    for t, v in printed:
+        if lo <= t < hi and v in last:
+            gaps.append(t - last[v])
+        last[v] = t
+    gaps.sort()
+    gap = gaps[-1] if gaps else float("nan")
+    over = sum(g > 1.0 for g in gaps) / max(1, len(gaps))
+    return {
+        "vehicles": vehicles, "lines_per_s": vehicles * rate_hz, "sent": sent,
+        "rows_per_s": len(window) / (hi - lo), "view_cpu": cpu[fleet.pid],
+        "baseline_cpu": cpu[baseline.pid], "router_cpu": cpu[routing.pid],
+        "min_vehicles_per_s": min(len(s) for s in seconds_seen), "max_gap_s": gap,
+        "p99_gap_s": gaps[int(len(gaps) * 0.99)] if gaps else float("nan"), "gaps_over_1s": over,
+        "rss_mb": (memory_lo["VmRSS"] / 1024, memory_hi["VmRSS"] / 1024),
+        "peak_mb": memory_hi["VmHWM"] / 1024, "view": summary["fleet"],
+    }  # fmt: skip
+
+
+def print_scale(rows: list[dict[str, Any]]) -> None:
+    print("| vehicles | lines/s in | rows/s out | vehicles printed per 1-s window (min) | "
+          "gap between a vehicle's rows p99 / max s (share > 1 s) | view CPU | "
+          "null subscriber CPU | ratio | view RSS MB (start-end of window, peak) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        ratio = r["view_cpu"] / r["baseline_cpu"] if r["baseline_cpu"] else float("nan")
+        print(f"| {r['vehicles']} | {r['lines_per_s']:.0f} | {r['rows_per_s']:.0f} | "
+              f"{r['min_vehicles_per_s']} | {r['p99_gap_s']:.2f} / {r['max_gap_s']:.2f} "
+              f"({100 * r['gaps_over_1s']:.2f}%) | {r['view_cpu']:.1f} | "
+              f"{r['baseline_cpu']:.1f} | {ratio:.1f} | {r['rss_mb'][0]:.0f}-"
+              f"{r['rss_mb'][1]:.0f}, {r['peak_mb']:.0f} |")  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="5,10,20,40")
@@ -285,7 +415,27 @@ def main() -> int:
     parser.add_argument("--where")
     parser.add_argument("--window", default="0,0")
     parser.add_argument("--start-at", type=float, default=0.0)
+    parser.add_argument("--scale", help="fleet sizes for gizmo-host fleet --json, e.g. 500,5000")
+    parser.add_argument("--rate-hz", type=float, default=2.0, help="with --scale: per vehicle")
+    parser.add_argument("--scale-worker")
+    parser.add_argument("--null", action="store_true")
     args = parser.parse_args()
+    if args.scale_worker:
+        scale_publisher(args.where, args.scale_worker.split(","), args.rate_hz, args.seconds)
+        return 0
+    if args.null:
+        null_subscriber(args.where, args.seconds)
+        return 0
+    if args.scale:
+        rows = [scale(int(n), args.rate_hz, args.seconds) for n in args.scale.split(",")]
+        for row in rows:
+            print(json.dumps(row), file=sys.stderr, flush=True)
+        print(f"gizmo-host fleet --json, each vehicle a {len(world_line('uav1', 1, 0, 0))} B "
+              f"world line at {args.rate_hz:g} Hz; {args.seconds:g} s measured; CPU in % of "
+              "one core; the baseline is a Zenoh subscriber that only takes each sample's "
+              "bytes, on the same samples in the same run\n")  # fmt: skip
+        print_scale(rows)
+        return 0
     if args.worker:
         vehicles = args.vehicle.split(",")
         asyncio.run(worker(args.worker, vehicles, args.where, args.seconds, args.start_at))

@@ -36,7 +36,7 @@ from gizmo_host.setting import (
     only_with,
     required,
 )
-from gizmo_host.zenoh.config import MAX_ROS2_DOMAIN, ROS2_MODES, ZenohConfig
+from gizmo_host.zenoh.config import LINE_BYTES_LIMITS, MAX_ROS2_DOMAIN, ROS2_MODES, ZenohConfig
 from gizmo_host.zenoh.config import MODES as ZENOH_MODES
 
 MIN_PERIOD_S = 0.01  # the shortest timer period or interval any setting may ask for
@@ -321,6 +321,12 @@ ZENOH_SETTINGS: tuple[Setting, ...] = (
     _z("ros2_domain", "int", "the ROS 2 domain id (rmw_zenoh keys)", 0, MAX_ROS2_DOMAIN),
     _z("queue_lines", "int", "lines waiting for the Zenoh thread before the oldest drops", 1,
        1_000_000),
+    _z("config", "str", "a Zenoh configuration file (json5) the session starts from: TLS, "
+       "mTLS, access control (mode, scouting and endpoints given here override it)",
+       optional=True, flag="--zenoh-config", metavar="FILE", what="a file path"),
+    _z("max_line_bytes", "int", "a longer line is not published, nor taken by gizmo-host "
+       "fleet (--max-line-bytes there)", *LINE_BYTES_LIMITS, "bytes",
+       what="a number of bytes"),
 )  # fmt: skip
 
 

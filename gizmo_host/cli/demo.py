@@ -202,7 +202,6 @@ def _fleet(options: Options, timeline: FaultTimeline, log_level: str) -> int:
               file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
     from gizmo_host.cli.fleet_table import FleetTable  # noqa: PLC0415
-    from gizmo_host.publish.lines import encode_line  # noqa: PLC0415
 
     logging.basicConfig(
         level=log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
@@ -222,7 +221,7 @@ def _fleet(options: Options, timeline: FaultTimeline, log_level: str) -> int:
                 table.update(rows)
             elif out is not None:
                 for row in rows:
-                    out.send(encode_line(row.to_dict()))
+                    out.send(row.to_json_line())
 
         settings = DemoSettings(options.scenario, timeline)
         try:

@@ -44,22 +44,22 @@ class FleetTable:
         for row in self.rows.values():
             cells = _cells(row)
             style = (
-                "green" if row.verdict == "PROCEED" else "yellow" if row.state == "fresh" else "red"
-            )
+                "green" if row.verdict == "PROCEED"
+                else "yellow" if row.state == "fresh" and row.verdict == "HOLD"
+                else "red"
+            )  # fmt: skip
             table.add_row(*[str(c) for c in cells], style=style)
         return table
 
 
 def _cells(row: Any) -> list[Any]:
-    world = row.world
-    selected = world.get("selected")
-    target = next((t for t in world.get("targets") or [] if t.get("key") == selected), None)
+    line = row.line
+    target = line.target or {}
     bearing = "-"
-    if target is not None and target.get("azimuth_deg") is not None:
+    if target.get("azimuth_deg") is not None and target.get("elevation_deg") is not None:
         bearing = f"{target['azimuth_deg']:.1f}/{target['elevation_deg']:.1f}"
-    vehicle = world.get("vehicle") or {}
-    position = vehicle.get("position_ned_m")
+    position = line.position_ned_m
     where = "-" if position is None else ",".join(f"{v:.1f}" for v in position)
     verdict = row.verdict + (f" ({row.reason})" if row.reason else "")
-    return [row.vehicle, row.state, verdict, selected or "-", bearing, where,
+    return [row.vehicle, row.state, verdict, line.selected or "-", bearing, where,
             f"{row.age_ms:.0f}", row.link or "-", row.lost]  # fmt: skip

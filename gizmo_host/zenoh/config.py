@@ -1,8 +1,9 @@
-"""``[zenoh]``: the session (mode, endpoints, scouting), the vehicle's key prefix and ROS 2.
+"""``[zenoh]``: the session (mode, endpoints, scouting, a Zenoh configuration file of the
+user's for TLS and access control), the vehicle's key prefix, ROS 2 and the line size limit.
 
 Pure: no ``zenoh`` import. ``ZenohConfig`` checks itself when built (``__post_init__``), so a
 TOML file, a flag and a test get the same one-line error naming the key. ``session_settings``
-is what ``zenoh.Config.insert_json5`` is given, key by key.
+is what ``zenoh.Config.insert_json5`` is given, key by key, over ``config``'s file if any.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ _CHUNK = re.compile(r"^[^/*$?#\s]+$")
 # "tcp/127.0.0.1:7447", "udp/[::1]:7447", ...: Zenoh's link protocols (another never opens)
 _ENDPOINT = re.compile(r"^(tcp|udp|tls|quic|ws|unixsock-stream|unixpipe|serial|vsock)/\S+$")
 MAX_ROS2_DOMAIN = 232  # ROS 2's domain ids (DDS' port arithmetic stops there)
+MAX_LINE_BYTES = 64 * 1024  # the default: a world line with 64 targets is about 30 kB
+LINE_BYTES_LIMITS = (1024, 16 * 1024 * 1024)
 
 
 def _fail(key: str, expected: str, value: Any) -> ConfigError:
@@ -52,7 +55,11 @@ def vehicle_chunk(name: str) -> str:
 @dataclass(frozen=True, slots=True)
 class ZenohConfig:
     """``enabled``: publish at all; ``vehicle``: the key prefix's chunk (None: the hostname);
-    ``queue_lines``: what waits for the session's thread before the oldest is dropped."""
+    ``queue_lines``: what waits for the session's thread before the oldest is dropped;
+    ``config``: a Zenoh configuration file (json5) the session starts from (TLS, mTLS,
+    access control, ...), under ``mode``, ``multicast_scouting`` and, when given, the
+    endpoints; ``max_line_bytes``: a longer line is not published, nor taken by the fleet
+    view."""
 
     enabled: bool = False
     mode: str = "peer"
@@ -63,6 +70,8 @@ class ZenohConfig:
     ros2: str = "off"
     ros2_domain: int = 0
     queue_lines: int = 256
+    config: str | None = None
+    max_line_bytes: int = MAX_LINE_BYTES
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -73,6 +82,12 @@ class ZenohConfig:
             raise _fail("vehicle", "a name without / * $ ? # or spaces", self.vehicle)
         if self.ros2 not in ROS2_MODES:
             raise _fail("ros2", " or ".join(repr(m) for m in ROS2_MODES), self.ros2)
+        if self.config is not None and (not isinstance(self.config, str) or not self.config):
+            raise _fail("config", "a Zenoh configuration file's path", self.config)
+        low, high = LINE_BYTES_LIMITS
+        if type(self.max_line_bytes) is not int or not low <= self.max_line_bytes <= high:
+            raise _fail("max_line_bytes", f"a number of bytes from {low} to {high}",
+                        self.max_line_bytes)  # fmt: skip
         if self.mode == "client" and not self.connect:
             raise ConfigError(
                 "zenoh.connect: expected a router's endpoint in client mode, got none",
@@ -92,7 +107,8 @@ def session_settings(
     mode: str, connect: tuple[str, ...], listen: tuple[str, ...], multicast: bool
 ) -> list[tuple[str, str]]:
     """A session's settings: multicast scouting only when asked for (on a vehicle's network
-    it would find every other robot's session), endpoints as given."""
+    it would find every other robot's session), endpoints as given. Over a configuration
+    file, these replace the file's mode and scouting, and its endpoints when given."""
     pairs = [
         ("mode", json.dumps(mode)),
         ("scouting/multicast/enabled", json.dumps(multicast)),

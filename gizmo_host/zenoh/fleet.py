@@ -1,73 +1,75 @@
-"""The fleet view's logic, pure: which vehicle is fresh, which is stale, and what may be shown.
+"""The fleet view's logic, pure: whose lines speak for a vehicle, which vehicle is fresh, and
+what may be shown.
 
-A host's ``host_ns`` and ``valid_until_ns`` are its own monotonic clock; they mean nothing here.
-So the view judges every vehicle by its OWN receive time (``rx_ns``, the viewer's monotonic
-clock): a vehicle is ``fresh`` while its newest world line arrived at most ``ttl_ns`` ago, and
-``stale`` after, whether or not anything else arrives. What the view shows as a vehicle's
-verdict is PROCEED only while it is fresh, its newest line says PROCEED, and that line's own
-validity has not run out when counted from its arrival (``rx_ns + valid_until_ns - host_ns``):
-a stale vehicle's last PROCEED is never shown as current. The transport delay is not in
-``age_ms`` (the view cannot know it without a shared clock) unless the operator vouches for
-the clocks (``max_clock_error_ns``): then what the wall clocks say a line spent in transit,
-beyond that bound, counts against its age. See docs/zenoh.md on freshness.
+**One publisher per vehicle.** Each sample carries the Zenoh identity of its publisher (the
+session id in its timestamp: ``publisher``). A vehicle is bound to the first publisher whose
+line it accepts. While that publisher is *present* (a line accepted in the last
+``conflict_ns``), a line for the vehicle from any other identity is a second voice: dropped
+(counted ``foreign``), and the row is CONFLICT, never PROCEED. A bound publisher's line whose
+``seq`` or ``host_ns`` does not go forward, or whose ``host_ns`` ran ahead of our clock by more
+than ``conflict_ns``, is a replay (or a second voice using the same identity): dropped
+(``replayed``), and the row is CONFLICT too. A conflict ends ``conflict_ns`` after the second
+voice's last line. Once the bound publisher has been silent for ``conflict_ns``, another may
+take the vehicle over (a host restarted is a new session), but only with a line newer than the
+newest one accepted (``host_ns`` or ``wall_ns`` forward) while that one is less than
+``replay_memory_ns`` old: a stopped host's old lines replayed by anyone are refused
+(``replayed``).
 
-Everything takes ``now_ns``; ``next_deadline_ns`` says when the view must look again.
+**Fresh or stale.** A host's ``host_ns`` and ``valid_until_ns`` are its own monotonic clock;
+they mean nothing here. So the view judges every vehicle by its OWN receive time (``rx_ns``,
+the viewer's monotonic clock): fresh while its newest accepted line arrived at most ``ttl_ns``
+ago, stale after, whatever else arrives. What the view shows as a vehicle's verdict is PROCEED
+only while there is no conflict, it is fresh, its newest line says PROCEED, and that line's
+own validity has not run out when counted from its arrival (``rx_ns + valid_until_ns -
+host_ns``). The transport delay is not in ``age_ms`` (the view cannot know it without a shared
+clock) unless the operator vouches for the clocks (``max_clock_error_ns``): then what the wall
+clocks say a line spent in transit, beyond that bound, counts against its age.
+
+Lines that are not valid (``fleet_line``) or too large are counted on their vehicle's row and
+change nothing else. Memory is bounded: at most ``max_vehicles`` vehicles, each holding its
+newest line's compact form and at most ``MAX_VOICES`` other identities. Everything takes
+``now_ns``; ``due`` and ``next_deadline_ns`` say which rows change with no new input, and when
+(a heap with at most about one live entry per vehicle). See docs/zenoh.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+import heapq
+from dataclasses import dataclass, field
+from typing import Any
+
+from gizmo_host.zenoh.fleet_line import PROCEED, BadLine, WorldLine, parse_link, parse_world
+from gizmo_host.zenoh.fleet_row import DROPS, FleetRow, LineJson
+
+__all__ = ["CONFLICT", "FRESH", "HOLD", "STALE", "FleetRow", "FleetView", "LineJson"]
 
 FRESH, STALE = "fresh", "stale"
-PROCEED, HOLD = "PROCEED", "HOLD"
-
-
-class FleetRow(NamedTuple):
-    """One vehicle as the view shows it at ``now_ns``."""
-
-    vehicle: str
-    state: str  # fresh | stale
-    verdict: str  # PROCEED only when fresh and the line's own verdict is PROCEED and valid
-    reason: str | None  # why HOLD when the line said PROCEED: "stale", "expired"
-    age_ms: float  # since the newest world line arrived here
-    world: dict[str, Any]
-    link: str | None  # the newest link line's state, if any came
-    lost: int  # world lines missing from the seq numbers seen (a host restart starts over)
-    delay_ms: float | None  # the newest line's transport delay by the wall clocks (offset in)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "type": "fleet_vehicle",
-            "vehicle": self.vehicle,
-            "state": self.state,
-            "verdict": self.verdict,
-            "reason": self.reason,
-            "age_ms": round(self.age_ms, 3),
-            "link": self.link,
-            "lost": self.lost,
-            "delay_ms": None if self.delay_ms is None else round(self.delay_ms, 3),
-            "world": self.world,
-        }
+HOLD, CONFLICT = "HOLD", "CONFLICT"
+CONFLICT_NS = 1_000_000_000  # a conflict ends this long after the second voice's last line
+# A new publisher's line must be newer than the vehicle's newest for this long after that one
+# arrived (a replay of a stopped host's lines is refused); after, it is taken as a restart.
+REPLAY_MEMORY_NS = 10 * CONFLICT_NS
+MAX_VEHICLES = 10_000
+MAX_VOICES = 8  # other identities remembered per vehicle (more: the oldest forgotten)
 
 
 @dataclass(slots=True)
 class _Vehicle:
-    world: dict[str, Any]
-    rx_ns: int  # the newest line's arrival, less its charged transport delay
+    line: WorldLine | None = None  # the newest accepted line
+    rx_ns: int = 0  # its arrival, less its charged transport delay
+    heard_ns: int = 0  # its arrival: the bound publisher's presence
+    publisher: str | None = None
+    others: dict[str, int] = field(default_factory=dict)  # other identities -> last heard
+    replay_until_ns: int = 0
     link: str | None = None
-    delay_ns: int | None = None  # the newest line's rx wall time - its wall_ns
-    worlds: int = 0
+    early_link: tuple[str, str] | None = None  # (publisher, state) of one not bound
+    delay_ns: int | None = None
     lost: int = 0
-    shown: tuple[Any, ...] | None = None  # what the last emitted row said (change detection)
-
-
-def _validity_ns(world: dict[str, Any]) -> int | None:
-    try:
-        return int(world["valid_until_ns"]) - int(world["host_ns"])
-    except (KeyError, TypeError, ValueError):
-        return None
+    handovers: int = 0
+    drops: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DROPS, 0))
+    shown: tuple[Any, ...] | None = None  # what the last printed row said (change detection)
+    scheduled_ns: int | None = None  # its entry in the deadline heap
+    cache: LineJson = field(default_factory=LineJson)
 
 
 class FleetView:
@@ -76,120 +78,312 @@ class FleetView:
     delay as the wall clocks see it (``rx_wall_ns - wall_ns``), less that bound, is charged
     to its age, so a publisher whose lines arrive regularly but late turns stale too."""
 
-    def __init__(self, ttl_ns: int, max_clock_error_ns: int | None = None) -> None:
-        if ttl_ns <= 0:
-            raise ValueError(f"ttl_ns: expected > 0, got {ttl_ns}")
+    def __init__(
+        self,
+        ttl_ns: int,
+        max_clock_error_ns: int | None = None,
+        *,
+        conflict_ns: int = CONFLICT_NS,
+        max_vehicles: int = MAX_VEHICLES,
+        replay_memory_ns: int = REPLAY_MEMORY_NS,
+    ) -> None:
+        if ttl_ns <= 0 or conflict_ns < ttl_ns or max_vehicles <= 0:
+            raise ValueError(
+                f"expected ttl_ns > 0, conflict_ns >= ttl_ns and max_vehicles > 0, got "
+                f"{ttl_ns}, {conflict_ns}, {max_vehicles}"
+            )
         self.ttl_ns = ttl_ns
         self.max_clock_error_ns = max_clock_error_ns
+        self.conflict_ns = conflict_ns
+        self.replay_memory_ns = max(replay_memory_ns, conflict_ns)
+        self.max_vehicles = max_vehicles
         self._vehicles: dict[str, _Vehicle] = {}
-        self.invalid = 0  # world lines that were not JSON objects
+        self._heap: list[tuple[int, str]] = []
+        self._swept_ns = -(2**63)
+        self.refused = 0  # samples of vehicles beyond max_vehicles
+        self.forgotten = 0  # vehicles forgotten to make room (silent, at the limit)
 
     @property
     def vehicles(self) -> list[str]:
-        return sorted(self._vehicles)
+        """The vehicles with a row: an accepted line."""
+        return sorted(v for v, e in self._vehicles.items() if e.line is not None)
+
+    def drops(self) -> dict[str, int]:
+        """Every vehicle's drops, summed."""
+        total = dict.fromkeys(DROPS, 0)
+        for entry in self._vehicles.values():
+            for name, n in entry.drops.items():
+                total[name] += n
+        return total
+
+    # -- input ------------------------------------------------------------------------------
+
+    def _entry(self, vehicle: str, now_ns: int) -> _Vehicle | None:
+        entry = self._vehicles.get(vehicle)
+        if entry is not None:
+            return entry
+        if len(self._vehicles) >= self.max_vehicles and not self._sweep(now_ns):
+            self.refused += 1
+            return None
+        entry = self._vehicles[vehicle] = _Vehicle()
+        return entry
+
+    def _sweep(self, now_ns: int) -> bool:
+        """At the vehicle limit, at most once per conflict window: forget the vehicles no one
+        has spoken for in that window and the TTL (stale, no conflict to end); whether any
+        room was made."""
+        if now_ns - self._swept_ns < self.conflict_ns:
+            return False
+        self._swept_ns = now_ns
+        quiet = now_ns - max(self.ttl_ns, self.conflict_ns)
+        silent = [v for v, e in self._vehicles.items() if _last_heard(e) < quiet]
+        for vehicle in silent:
+            del self._vehicles[vehicle]
+        self.forgotten += len(silent)
+        return bool(silent)
 
     def on_world(
-        self, vehicle: str, world: object, rx_ns: int, rx_wall_ns: int | None = None
-    ) -> None:
-        """A world line that arrived at ``rx_ns`` (this machine's monotonic clock) and, if
-        known, ``rx_wall_ns`` (its wall clock, for the transport delay)."""
-        if not isinstance(world, dict):
-            self.invalid += 1
-            return
-        wall_ns = world.get("wall_ns")
+        self,
+        vehicle: str,
+        publisher: str,
+        payload: bytes | None,
+        rx_ns: int,
+        rx_wall_ns: int | None = None,
+        *,
+        skipped: int = 0,
+        oversized: int = 0,
+    ) -> bool:
+        """A world line's bytes (None: it was over the size limit) from ``publisher`` that
+        arrived at ``rx_ns`` (this machine's monotonic clock) and, if known, ``rx_wall_ns``
+        (its wall clock); ``skipped``: older lines of the same publisher it superseded before
+        the view got to them; ``oversized``: lines of it over the size limit. Whether the
+        vehicle's row may have changed."""
+        entry = self._entry(vehicle, rx_ns)
+        if entry is None:
+            return False
+        drops = entry.drops
+        drops["skipped"] += skipped
+        drops["oversized"] += oversized + (payload is None)
+        conflicted = self._conflict(entry, rx_ns) is not None
+        if publisher != entry.publisher:
+            self._voice(entry, publisher, rx_ns)
+        if payload is None:
+            return self._settle(vehicle, entry, rx_ns, conflicted)
+        try:
+            line = parse_world(payload)
+        except BadLine:
+            drops["invalid"] += 1
+            return self._settle(vehicle, entry, rx_ns, conflicted)
+        last = entry.line
+        present = entry.publisher is not None and rx_ns - entry.heard_ns <= self.conflict_ns
+        if present and publisher == entry.publisher:
+            assert last is not None
+            # its host's clock cannot have run ahead of ours by more than a window's jitter
+            ahead_ns = (line.host_ns - last.host_ns) - (rx_ns - entry.heard_ns)
+            back = line.seq <= last.seq or line.host_ns <= last.host_ns
+            if back or ahead_ns > self.conflict_ns:
+                drops["replayed"] += 1
+                entry.replay_until_ns = rx_ns + self.conflict_ns
+                return self._settle(vehicle, entry, rx_ns, conflicted)
+            entry.lost += line.seq - last.seq - 1
+        elif present:
+            drops["foreign"] += 1
+            return self._settle(vehicle, entry, rx_ns, conflicted)
+        else:  # nobody speaks for it: a first publisher, or a new one (a restarted host)
+            remembered = rx_ns - entry.heard_ns <= self.replay_memory_ns
+            if last is not None and remembered and not _newer(line, last):
+                drops["replayed"] += 1
+                if publisher == entry.publisher:
+                    entry.replay_until_ns = rx_ns + self.conflict_ns
+                return self._settle(vehicle, entry, rx_ns, conflicted)
+            if entry.publisher is not None and publisher != entry.publisher:
+                entry.handovers += 1
+            elif last is not None and line.seq > last.seq:  # back after a silence
+                entry.lost += line.seq - last.seq - 1
+            if publisher != entry.publisher:  # its link state, if its link line came first
+                early = entry.early_link
+                entry.link = early[1] if early is not None and early[0] == publisher else None
+            entry.early_link = None
+            entry.others.pop(publisher, None)
+            entry.publisher = publisher
+        self._accept(entry, line, rx_ns, rx_wall_ns)
+        self._schedule(vehicle, entry, rx_ns)
+        return True
+
+    def _accept(self, entry: _Vehicle, line: WorldLine, rx_ns: int, rx_wall_ns: int | None) -> None:
         delay_ns = None
-        if isinstance(wall_ns, int) and rx_wall_ns is not None:
-            delay_ns = rx_wall_ns - wall_ns
+        if line.wall_ns is not None and rx_wall_ns is not None:
+            delay_ns = rx_wall_ns - line.wall_ns
         since_ns = rx_ns
         if delay_ns is not None and self.max_clock_error_ns is not None:
             since_ns -= max(0, delay_ns - self.max_clock_error_ns)
-        entry = self._vehicles.get(vehicle)
-        if entry is None:
-            self._vehicles[vehicle] = _Vehicle(world, since_ns, delay_ns=delay_ns, worlds=1)
-            return
-        seq, last = world.get("seq"), entry.world.get("seq")
-        if isinstance(seq, int) and isinstance(last, int) and seq > last + 1:
-            entry.lost += seq - last - 1
-        entry.world, entry.rx_ns, entry.delay_ns = world, since_ns, delay_ns
-        entry.worlds += 1
+        entry.line, entry.rx_ns, entry.heard_ns, entry.delay_ns = line, since_ns, rx_ns, delay_ns
 
-    def on_link(self, vehicle: str, link: object) -> None:
-        entry = self._vehicles.get(vehicle)
-        if entry is not None and isinstance(link, dict):
-            state = link.get("state")
-            entry.link = state if isinstance(state, str) else None
+    def _voice(self, entry: _Vehicle, publisher: str, rx_ns: int) -> None:
+        others = entry.others
+        if publisher not in others and len(others) >= MAX_VOICES:
+            del others[min(others, key=others.__getitem__)]
+        others[publisher] = rx_ns
+
+    def _settle(self, vehicle: str, entry: _Vehicle, now_ns: int, conflicted: bool) -> bool:
+        """After a dropped line: the row changed if the conflict began."""
+        self._schedule(vehicle, entry, now_ns)
+        began = not conflicted and self._conflict(entry, now_ns) is not None
+        return entry.line is not None and began
+
+    def on_link(self, vehicle: str, publisher: str, payload: bytes | None, rx_ns: int) -> bool:
+        """A link line: its state is taken from the bound publisher only; another's is a
+        second voice, counted like its world lines. Before any publisher is bound (a host's
+        link line can come before its first world line) or while the bound one is silent,
+        the newest is kept for the publisher that takes the vehicle over."""
+        entry = self._entry(vehicle, rx_ns)
+        if entry is None:
+            return False
+        conflicted = self._conflict(entry, rx_ns) is not None
+        if payload is None:
+            entry.drops["oversized"] += 1
+            if publisher != entry.publisher:
+                self._voice(entry, publisher, rx_ns)
+            return self._settle(vehicle, entry, rx_ns, conflicted)
+        try:
+            state = parse_link(payload)
+        except BadLine:
+            entry.drops["invalid"] += 1
+            state = None
+        if publisher == entry.publisher:
+            if state is None:
+                return False
+            entry.link = state
+            return entry.line is not None
+        self._voice(entry, publisher, rx_ns)
+        if state is not None:  # kept in case this publisher takes the vehicle over
+            entry.early_link = (publisher, state)
+        if entry.publisher is None or rx_ns - entry.heard_ns > self.conflict_ns:
+            return False  # nobody speaks for the vehicle: not a second voice yet
+        entry.drops["foreign"] += state is not None
+        return self._settle(vehicle, entry, rx_ns, conflicted)
+
+    # -- what is shown ----------------------------------------------------------------------
+
+    def _conflict(self, entry: _Vehicle, now_ns: int) -> str | None:
+        if now_ns < entry.replay_until_ns:
+            return "replay"
+        since = now_ns - self.conflict_ns
+        voices = sum(1 for heard in entry.others.values() if heard >= since)
+        if entry.publisher is not None and entry.line is not None and entry.heard_ns >= since:
+            voices += 1
+        return "publishers" if voices >= 2 else None
 
     def row(self, vehicle: str, now_ns: int) -> FleetRow:
         entry = self._vehicles[vehicle]
+        line = entry.line
+        if line is None or entry.publisher is None:
+            raise KeyError(vehicle)
         age_ns = max(0, now_ns - entry.rx_ns)
         fresh = age_ns <= self.ttl_ns
-        said = entry.world.get("verdict")
-        reason = None
-        verdict = HOLD
-        if said == PROCEED:
-            validity = _validity_ns(entry.world)
+        conflict = self._conflict(entry, now_ns)
+        verdict, reason, valid_ms = HOLD, conflict, None
+        if conflict is not None:
+            verdict = CONFLICT
+        elif line.verdict == PROCEED:
             if not fresh:
                 reason = "stale"
-            elif validity is None or age_ns > validity:
+            elif age_ns > line.validity_ns:
                 reason = "expired"
             else:
                 verdict = PROCEED
+                valid_ms = (min(line.validity_ns, self.ttl_ns) - age_ns) / 1e6
+        since = now_ns - self.conflict_ns
+        publishers = sum(1 for heard in entry.others.values() if heard >= since)
+        publishers += entry.heard_ns >= since
         return FleetRow(
-            vehicle, FRESH if fresh else STALE, verdict, reason, age_ns / 1e6, entry.world,
+            vehicle, FRESH if fresh else STALE, verdict, reason, age_ns / 1e6, valid_ms, line,
             entry.link, entry.lost, None if entry.delay_ns is None else entry.delay_ns / 1e6,
+            entry.publisher, publishers, entry.handovers, dict(entry.drops), entry.cache,
         )  # fmt: skip
 
     def rows(self, now_ns: int) -> list[FleetRow]:
-        return [self.row(v, now_ns) for v in sorted(self._vehicles)]
+        return [self.row(v, now_ns) for v in self.vehicles]
 
-    def changed(self, now_ns: int, vehicles: Iterable[str] | None = None) -> list[FleetRow]:
-        """The rows (of ``vehicles``, default all) that differ from the last ones returned by
-        ``changed`` or ``mark_all`` (state, verdict, the line's verdict, reasons, selected
-        target, link), marked as shown. A new line can change only its own vehicle's row;
-        time passing, any row (``next_deadline_ns``)."""
+    def changed(self, vehicle: str, now_ns: int) -> FleetRow | None:
+        """The vehicle's row if it differs from the last one ``mark``ed (state, verdict,
+        reason, the line's verdict, reasons and target, link), else None."""
+        entry = self._vehicles.get(vehicle)
+        if entry is None or entry.line is None:
+            return None
+        row = self.row(vehicle, now_ns)
+        return None if _shown(row) == entry.shown else row
+
+    def mark(self, row: FleetRow) -> None:
+        """``row`` was shown: ``changed`` compares with it."""
+        entry = self._vehicles.get(row.vehicle)
+        if entry is not None:
+            entry.shown = _shown(row)
+
+    # -- deadlines --------------------------------------------------------------------------
+
+    def _next_change_ns(self, entry: _Vehicle, now_ns: int) -> int | None:
+        """When the row changes with no new input: stale, expired, the conflict's end."""
+        line = entry.line
+        candidates = [entry.replay_until_ns]
+        heard = sorted((*entry.others.values(), entry.heard_ns), reverse=True)
+        if len(heard) >= 2:
+            candidates.append(heard[1] + self.conflict_ns + 1)
+        if line is not None:
+            candidates.append(entry.rx_ns + self.ttl_ns + 1)
+            if line.verdict == PROCEED:
+                candidates.append(entry.rx_ns + line.validity_ns + 1)
+        future = [when for when in candidates if when > now_ns]
+        return min(future) if future else None
+
+    def _schedule(self, vehicle: str, entry: _Vehicle, now_ns: int) -> None:
+        due = self._next_change_ns(entry, now_ns)
+        if due is not None and (entry.scheduled_ns is None or due < entry.scheduled_ns):
+            entry.scheduled_ns = due
+            heapq.heappush(self._heap, (due, vehicle))
+
+    def due(self, now_ns: int) -> list[str]:
+        """The vehicles whose rows may have changed by ``now_ns`` with no new input (each
+        then scheduled for its next change)."""
         out = []
-        for vehicle in sorted(self._vehicles if vehicles is None else vehicles):
+        heap = self._heap
+        while heap and heap[0][0] <= now_ns:
+            when, vehicle = heapq.heappop(heap)
             entry = self._vehicles.get(vehicle)
-            if entry is None:
-                continue
-            row = self.row(vehicle, now_ns)
-            shown = _shown(row)
-            if shown != entry.shown:
-                entry.shown = shown
-                out.append(row)
+            if entry is None or entry.scheduled_ns != when:
+                continue  # superseded by an earlier entry, or forgotten
+            entry.scheduled_ns = None
+            self._schedule(vehicle, entry, now_ns)
+            out.append(vehicle)
         return out
 
-    def mark_all(self, now_ns: int) -> list[FleetRow]:
-        """Every row (the periodic refresh), marked as shown."""
-        rows = self.rows(now_ns)
-        for row in rows:
-            self._vehicles[row.vehicle].shown = _shown(row)
-        return rows
+    def next_deadline_ns(self) -> int | None:
+        """The earliest time a row changes with no new input (``due`` then names it)."""
+        heap = self._heap
+        while heap:
+            when, vehicle = heap[0]
+            entry = self._vehicles.get(vehicle)
+            if entry is not None and entry.scheduled_ns == when:
+                return when
+            heapq.heappop(heap)
+        return None
 
-    def next_deadline_ns(self, now_ns: int) -> int | None:
-        """The earliest time after ``now_ns`` at which a row changes with no new input: a
-        fresh vehicle turning stale, or a PROCEED running out of validity."""
-        due: int | None = None
-        for entry in self._vehicles.values():
-            candidates = [entry.rx_ns + self.ttl_ns + 1]
-            validity = _validity_ns(entry.world)
-            if entry.world.get("verdict") == PROCEED and validity is not None:
-                candidates.append(entry.rx_ns + validity + 1)
-            for when in candidates:
-                if when > now_ns and (due is None or when < due):
-                    due = when
-        return due
+
+def _newer(line: WorldLine, last: WorldLine) -> bool:
+    """A line from a new publisher is not a replay: a clock of its host has moved on."""
+    if line.host_ns > last.host_ns:
+        return True
+    return line.wall_ns is not None and last.wall_ns is not None and line.wall_ns > last.wall_ns
+
+
+def _last_heard(entry: _Vehicle) -> int:
+    return max(entry.heard_ns, max(entry.others.values(), default=0))
 
 
 def _shown(row: FleetRow) -> tuple[Any, ...]:
-    world = row.world
-    reasons = world.get("reasons")
+    line = row.line
+    target = line.target
     return (
-        row.state,
-        row.verdict,
-        row.reason,
-        row.link,
-        world.get("verdict"),
-        tuple(reasons) if isinstance(reasons, list) else reasons,
-        world.get("selected"),
-    )
+        row.state, row.verdict, row.reason, row.link, line.verdict, line.reasons,
+        line.selected, None if target is None else target.get("position_ned_m"),
+    )  # fmt: skip

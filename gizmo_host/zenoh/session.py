@@ -1,23 +1,41 @@
-"""Opening a Zenoh session from our settings (``zenoh.Config.insert_json5``, key by key)."""
+"""Opening a Zenoh session from our settings (``zenoh.Config.insert_json5``, key by key), over
+the user's own Zenoh configuration file when ``[zenoh] config`` names one."""
 
 from __future__ import annotations
 
+import re
+
 import zenoh
 
+from gizmo_host.errors import ConfigError
 from gizmo_host.zenoh.config import ZenohConfig, session_settings
 
+_RUST_SOURCE = re.compile(r" at \S+\.rs:\d+\.?$")  # where in zenoh's sources the error arose
 
-def open_settings(pairs: list[tuple[str, str]]) -> zenoh.Session:
-    """A session for ``(path, json5)`` pairs (``config.session_settings``); ``zenoh.ZError``
-    when a client finds no router, ``ValueError``-like ``ZError`` for a bad endpoint."""
-    settings = zenoh.Config()
+
+def load_file(path: str) -> zenoh.Config:
+    """A Zenoh configuration file (json5, json or yaml by its suffix), or a one-line
+    ``ConfigError`` naming ``zenoh.config``: a file that is missing, does not parse, or has a
+    key Zenoh does not know."""
+    try:
+        return zenoh.Config.from_file(path)
+    except zenoh.ZError as exc:
+        detail = _RUST_SOURCE.sub("", " ".join(str(exc).split()))
+        raise ConfigError(f"zenoh.config: cannot use {path!r}: {detail}", "zenoh.config") from None
+
+
+def open_settings(pairs: list[tuple[str, str]], base_file: str | None = None) -> zenoh.Session:
+    """A session for ``(path, json5)`` pairs (``config.session_settings``) over ``base_file``;
+    ``zenoh.ZError`` when a client finds no router, ``ValueError``-like ``ZError`` for a bad
+    endpoint, ``ConfigError`` for a file that cannot be used."""
+    settings = zenoh.Config() if base_file is None else load_file(base_file)
     for path, value in pairs:
         settings.insert_json5(path, value)
     return zenoh.open(settings)
 
 
 def open_session(config: ZenohConfig) -> zenoh.Session:
-    return open_settings(config.session_settings())
+    return open_settings(config.session_settings(), config.config)
 
 
 # A router's queue towards each peer, in 64 KiB batches (Zenoh's default 2, its maximum 16):
@@ -27,9 +45,10 @@ def open_session(config: ZenohConfig) -> zenoh.Session:
 ROUTER_TX_BATCHES = 16
 
 
-def open_router(endpoint: str) -> zenoh.Session:
-    """A session in router mode listening on ``endpoint``, multicast scouting off: what the
-    demo (and the tests) route through, as there is no ``zenohd`` on the package index."""
+def open_router(endpoint: str, config_file: str | None = None) -> zenoh.Session:
+    """A session in router mode listening on ``endpoint``, multicast scouting off, over
+    ``config_file`` (TLS, access control): what the demo (and the tests) route through, as
+    there is no ``zenohd`` on the package index."""
     pairs = session_settings("router", (), (endpoint,), False)
     pairs.append(("transport/link/tx/queue/size/data", str(ROUTER_TX_BATCHES)))
-    return open_settings(pairs)
+    return open_settings(pairs, config_file)

@@ -26,7 +26,7 @@ import zenoh
 from fusion import WorldSnapshot
 from gizmo_host.timing import Backoff
 from gizmo_host.zenoh.config import MESSAGE_TYPES, ZenohConfig, key, latest_key
-from gizmo_host.zenoh.session import open_session
+from gizmo_host.zenoh.session import load_file, open_session
 
 LOGGER = logging.getLogger(__name__)
 _TYPE_PREFIX = b'{"type":"'
@@ -55,7 +55,11 @@ class ZenohOutput:
     name = "zenoh"
 
     def __init__(self, config: ZenohConfig, session: zenoh.Session | None = None) -> None:
-        """``session``: one to use (and not close); default, one opened for ``config``."""
+        """``session``: one to use (and not close); default, one opened for ``config``
+        (whose Zenoh configuration file, if any, is read now: a ``ConfigError`` at start
+        rather than on the thread)."""
+        if config.config is not None and session is None:
+            load_file(config.config)
         self.config = config
         self.vehicle = config.vehicle_name
         self._given = session
@@ -74,6 +78,7 @@ class ZenohOutput:
             self._ros2_class = None
         self.handed = self.dropped = self.sent = self.errors = self.untyped = 0
         self.queries = self.open_failures = self.ros2_samples = self.ros2_skipped = 0
+        self.oversized = 0
         self.connected = False
 
     # -- the host's side (its loop) --------------------------------------------------------
@@ -82,6 +87,9 @@ class ZenohOutput:
         message_type = line_type(line)
         if message_type not in MESSAGE_TYPES:
             self.untyped += 1
+            return
+        if len(line) > self.config.max_line_bytes:  # no fleet view would take it
+            self.oversized += 1
             return
         if message_type == "world":
             self._latest_world = line  # one reference: the queryable reads it on its thread
@@ -127,6 +135,7 @@ class ZenohOutput:
             "sent": self.sent,
             "errors": self.errors,
             "untyped": self.untyped,
+            "oversized": self.oversized,
             "queries": self.queries,
             "open_failures": self.open_failures,
             "ros2_samples": self.ros2_samples,

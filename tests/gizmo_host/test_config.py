@@ -306,6 +306,7 @@ _PLAUSIBLE_STRINGS = {
     "zenoh.listen": st.sampled_from(["[]", '["tcp/0.0.0.0:7447"]', "[1]"]),
     "zenoh.vehicle": st.sampled_from(['"uav-1"', '"a/b"', '""', '"*"']),
     "zenoh.ros2": st.sampled_from(['"off"', '"bridge"', '"rmw_zenoh"', '"ros1"']),
+    "zenoh.config": st.sampled_from(['"/etc/gizmo/zenoh.json5"', '""', "7"]),
     "foxglove.listen": st.sampled_from(['"127.0.0.1:8765"', '"0.0.0.0:0"', '"localhost"']),
 }
 

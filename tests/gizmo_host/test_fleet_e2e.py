@@ -124,11 +124,20 @@ def test_three_hosts_and_a_fleet_view_through_a_router(tmp_path: Path) -> None:
         printed = [line for line in outs[vehicle].lines if line.startswith(b'{"type":"world"')]
         assert len(printed) >= 20
         assert seen[vehicle] == printed, vehicle
-    # The fleet view's world is one of the host's own lines, for every vehicle.
+    # Each fleet row is one of the host's own lines, compact: its seq, verdict, reasons and
+    # position are that line's; and the one publisher is the host's session.
     for line in fleet.lines:
         row = json.loads(line)
         validate_message(row)
-        assert row["world"] in outs[row["vehicle"]].messages("world")
+        world = {m["seq"]: m for m in outs[row["vehicle"]].messages("world")}[row["seq"]]
+        assert (row["said"], row["reasons"], row["selected"]) == (
+            world["verdict"], world["reasons"], world["selected"],
+        )  # fmt: skip
+        position = world["vehicle"] and world["vehicle"]["position_ned_m"]
+        assert row["position_ned_m"] == position
+        assert row["publishers"] <= 1 and row["handovers"] == 0, row
+        dropped = row["dropped"]  # "skipped": superseded while the view was busy, allowed
+        assert dropped["replayed"] + dropped["foreign"] + dropped["invalid"] == 0, row
 
 
 def _fresh_rows(fleet: Lines) -> dict[str, dict] | None:

@@ -12,98 +12,113 @@ from gizmo_host.cli.main import main
 from gizmo_host.timing import ManualScheduler, settle
 from gizmo_host.zenoh.fleet import FleetRow, FleetView
 from gizmo_host.zenoh.watch import FleetWatch
+from tests.support.fleet_peers import world_line
 from tests.support.schemas import validate_message
 
 MS = 1_000_000
 TTL = 250 * MS
+HOST = "a1"  # the vehicle's own publisher (a Zenoh identity)
+WALL = 1_780_000_000 * 10**9
 
 
-def world(seq: int, verdict: str = "PROCEED", valid_ms: int = 200) -> dict[str, Any]:
+def world(seq: int, verdict: str = "PROCEED", valid_ms: int = 200, **fields: Any) -> bytes:
     """A world line as its host wrote it: its own clock (host_ns) means nothing here."""
     host_ns = 9_000_000_000_000 + seq * 20 * MS
-    return {
-        "type": "world", "seq": seq, "host_ns": host_ns, "wall_ns": 1_780_000_000 * 10**9,
-        "valid_until_ns": host_ns + valid_ms * MS, "verdict": verdict, "reasons": [],
-        "selected": "0:5:11", "vehicle": None, "sources": {}, "targets": [],
-    }  # fmt: skip
+    line = world_line(seq, host_ns, WALL + seq * 20 * MS, verdict, valid_ms)
+    return json.dumps({**line, **fields}).encode()
 
 
 def test_a_vehicle_turns_stale_after_its_ttl_with_nothing_arriving() -> None:
     view = FleetView(TTL)
-    view.on_world("uav1", world(1), rx_ns=1000 * MS)
+    view.on_world("uav1", HOST, world(1), rx_ns=1000 * MS)
     assert view.row("uav1", 1000 * MS + TTL).state == "fresh"
     stale = view.row("uav1", 1000 * MS + TTL + 1)
     assert (stale.state, stale.verdict, stale.reason) == ("stale", "HOLD", "stale")
-    assert stale.world["verdict"] == "PROCEED"  # the last line is kept, never shown as current
+    assert stale.line.verdict == "PROCEED"  # the last line is kept, never shown as current
     validate_message(stale.to_dict())
 
 
 def test_a_proceed_expires_by_its_own_validity_counted_from_its_arrival() -> None:
     view = FleetView(TTL)
-    view.on_world("uav1", world(1, valid_ms=100), rx_ns=0)
+    view.on_world("uav1", HOST, world(1, valid_ms=100), rx_ns=0)
+    row = view.row("uav1", 40 * MS)
+    assert (row.verdict, row.valid_ms) == ("PROCEED", 60.0)
     assert view.row("uav1", 100 * MS).verdict == "PROCEED"
     row = view.row("uav1", 100 * MS + 1)
-    assert (row.state, row.verdict, row.reason) == ("fresh", "HOLD", "expired")
+    assert (row.state, row.verdict, row.reason, row.valid_ms) == ("fresh", "HOLD", "expired", None)
 
 
 def test_a_hold_line_is_shown_as_hold_without_a_reason_of_the_view() -> None:
     view = FleetView(TTL)
-    view.on_world("uav1", world(1, verdict="HOLD"), rx_ns=0)
-    assert view.row("uav1", 0)[1:4] == ("fresh", "HOLD", None)
+    view.on_world("uav1", HOST, world(1, verdict="HOLD"), rx_ns=0)
+    row = view.row("uav1", 0)
+    assert row[1:4] == ("fresh", "HOLD", None) and row.to_dict()["reasons"] == ["stale"]
+
+
+def test_the_row_is_compact_and_says_what_the_line_said() -> None:
+    view = FleetView(TTL)
+    view.on_world("uav1", HOST, world(7), rx_ns=0, rx_wall_ns=WALL + 7 * 20 * MS + 3 * MS)
+    row = view.row("uav1", 10 * MS).to_dict()
+    validate_message(row)
+    assert row["seq"] == 7 and row["said"] == "PROCEED" and row["delay_ms"] == 3.0
+    assert row["position_ned_m"] == [10.0, 20.0, -30.0] and row["selected"] == "1:5:11"
+    assert row["target"] == {
+        "key": "1:5:11", "label": "PEDESTRIAN", "position_ned_m": [16.0, 28.0, 0.0],
+        "azimuth_deg": 53.13, "elevation_deg": -0.5, "range_m": 10.0,
+    }  # fmt: skip
+    assert (row["publisher"], row["publishers"], row["handovers"]) == (HOST, 1, 0)
+    assert len(json.dumps(row)) < 700  # not the world line (1.6 kB here, 30 kB with 64 targets)
 
 
 def test_the_next_deadline_is_the_earliest_change_without_input() -> None:
     view = FleetView(TTL)
-    view.on_world("a", world(1, valid_ms=100), rx_ns=0)  # PROCEED until 100 ms
-    view.on_world("b", world(1, verdict="HOLD"), rx_ns=50 * MS)  # stale after 300 ms
-    assert view.next_deadline_ns(0) == 100 * MS + 1
-    assert view.next_deadline_ns(100 * MS + 1) == TTL + 1
-    assert view.next_deadline_ns(TTL + 1) == 50 * MS + TTL + 1
-    assert view.next_deadline_ns(50 * MS + TTL + 1) is None
+    view.on_world("a", HOST, world(1, valid_ms=100), rx_ns=0)  # PROCEED until 100 ms
+    view.on_world("b", HOST, world(1, verdict="HOLD"), rx_ns=50 * MS)  # stale after 300 ms
+    assert view.next_deadline_ns() == 100 * MS + 1
+    assert view.due(100 * MS) == []
+    assert view.due(100 * MS + 1) == ["a"]
+    assert view.next_deadline_ns() == TTL + 1
+    assert view.due(TTL + 1) == ["a"]
+    assert view.next_deadline_ns() == 50 * MS + TTL + 1
+    assert view.due(10**12) == ["b"] and view.next_deadline_ns() is None
 
 
 def test_changes_are_reported_once_and_lost_lines_counted() -> None:
     view = FleetView(TTL)
-    view.on_world("uav1", world(1), rx_ns=0)
-    view.on_world("uav2", world(1), rx_ns=0)
-    assert view.changed(0, ["uav3"]) == []  # only the vehicles named, and known
-    assert [r.vehicle for r in view.changed(0, ["uav1"])] == ["uav1"]
-    assert [r.vehicle for r in view.changed(0)] == ["uav2"]
-    view.on_world("uav1", world(2), rx_ns=20 * MS)
-    assert view.changed(20 * MS) == []  # same verdict, same target: nothing to say
-    view.on_world("uav1", world(5, verdict="HOLD"), rx_ns=40 * MS)
-    (row,) = view.changed(40 * MS)
-    assert (row.verdict, row.lost) == ("HOLD", 2)
-    assert [r.vehicle for r in view.mark_all(40 * MS)] == ["uav1", "uav2"]
-    assert not view.changed(40 * MS)
+    view.on_world("uav1", HOST, world(1), rx_ns=0)
+    view.on_world("uav2", HOST, world(1), rx_ns=0)
+    assert view.changed("uav3", 0) is None  # unknown
+    row = view.changed("uav1", 0)
+    assert row is not None
+    view.mark(row)
+    assert view.changed("uav1", 0) is None
+    view.on_world("uav1", HOST, world(2), rx_ns=20 * MS)
+    assert view.changed("uav1", 20 * MS) is None  # same verdict, same target: nothing to say
+    view.on_world("uav1", HOST, world(5, verdict="HOLD"), rx_ns=40 * MS)
+    row = view.changed("uav1", 40 * MS)
+    assert row is not None and (row.verdict, row.lost) == ("HOLD", 2)
 
 
 def test_lines_arriving_regularly_but_late_are_fresh_by_receive_time_alone() -> None:
     """Receive time cannot see a transport delay: a publisher delayed 300 ms in transit but
     steady looks fresh. The wall clocks can, when the operator vouches for them."""
-    wall = 1_780_000_000 * 10**9  # world()'s wall_ns
+    late = WALL + 20 * MS + 300 * MS  # world(1)'s wall_ns + 300 ms
     blind = FleetView(TTL)
-    blind.on_world("uav1", world(1), rx_ns=0, rx_wall_ns=wall + 300 * MS)
+    blind.on_world("uav1", HOST, world(1), rx_ns=0, rx_wall_ns=late)
     row = blind.row("uav1", 0)
     assert (row.state, row.verdict, row.delay_ms) == ("fresh", "PROCEED", 300.0)
 
     seeing = FleetView(TTL, max_clock_error_ns=20 * MS)
-    seeing.on_world("uav1", world(1), rx_ns=0, rx_wall_ns=wall + 300 * MS)
+    seeing.on_world("uav1", HOST, world(1), rx_ns=0, rx_wall_ns=late)
     row = seeing.row("uav1", 0)
     assert (row.state, row.verdict, row.reason, row.age_ms) == ("stale", "HOLD", "stale", 280.0)
     # Within the bound the clocks are not believed over the receive time.
-    seeing.on_world("uav1", world(2), rx_ns=10 * MS, rx_wall_ns=wall + 15 * MS)
+    seeing.on_world("uav1", HOST, world(2), rx_ns=10 * MS, rx_wall_ns=WALL + 40 * MS + 15 * MS)
     assert seeing.row("uav1", 10 * MS)[1:5] == ("fresh", "PROCEED", None, 0.0)
     # 100 ms late, 80 ms beyond the bound: it turns stale 80 ms before its TTL.
-    seeing.on_world("uav1", world(3), rx_ns=20 * MS, rx_wall_ns=wall + 100 * MS)
-    assert seeing.next_deadline_ns(20 * MS) == 20 * MS - 80 * MS + 200 * MS + 1  # validity
+    seeing.on_world("uav1", HOST, world(3), rx_ns=20 * MS, rx_wall_ns=WALL + 60 * MS + 100 * MS)
+    assert seeing.row("uav1", 20 * MS + TTL - 80 * MS).state == "fresh"
     assert seeing.row("uav1", 20 * MS + TTL - 80 * MS + 1).state == "stale"
-
-
-def test_a_non_object_world_line_is_counted_not_kept() -> None:
-    view = FleetView(TTL)
-    view.on_world("uav1", [1, 2], rx_ns=0)
-    assert view.invalid == 1 and view.vehicles == []
 
 
 def test_delayed_publisher_goes_stale_on_time_and_fresh_again_on_its_next_line() -> None:
@@ -121,10 +136,9 @@ def test_delayed_publisher_goes_stale_on_time_and_fresh_again_on_its_next_line()
             scheduler=clock,
             clock=clock.now_ns,
         )
-        watch._arm_refresh(0)
         for seq in range(1, 6):  # 50 Hz for 100 ms
-            watch.feed("gizmo/uav1/world", json.dumps(world(seq)).encode(), clock.now_ns())
-            watch._report_changes()
+            watch.offer("gizmo/uav1/world", HOST, world(seq), clock.now_ns(), 0)
+            watch.drain()
             clock.advance(20 * MS)
         last_rx = 80 * MS
         clock.advance(1000 * MS)  # the publisher is delayed for a second
@@ -132,13 +146,17 @@ def test_delayed_publisher_goes_stale_on_time_and_fresh_again_on_its_next_line()
         stale = [(t, r) for t, r in reported if r.state == "stale"]
         assert stale and stale[0][0] == last_rx + TTL + 1
         assert stale[0][1].verdict == "HOLD" and stale[0][1].age_ms <= (TTL + 100 * MS) / 1e6
-        watch.feed("gizmo/uav1/world", json.dumps(world(60)).encode(), clock.now_ns())
-        watch._report_changes()
+        watch.offer("gizmo/uav1/world", HOST, world(60), clock.now_ns(), 0)
+        watch.drain()
         _, row = reported[-1]
         assert (row.state, row.verdict, row.lost) == ("fresh", "PROCEED", 54)
-        watch.feed("gizmo/uav1/link", b'{"type":"link","state":"UP"}', clock.now_ns())
-        watch.feed("gizmo/uav1/world", b"not json", clock.now_ns())
-        assert watch.stats() == {"samples": 8, "dropped": 0, "undecodable": 1, "vehicles": 1}
+        watch.offer("gizmo/uav1/link", HOST, b'{"type":"link","state":"UP"}', clock.now_ns(), 0)
+        watch.offer("gizmo/uav1/world", HOST, b"not json", clock.now_ns(), 0)
+        watch.drain()
+        stats = watch.stats()
+        assert (stats["samples"], stats["dropped"], stats["invalid"], stats["vehicles"]) == (
+            8, 0, 1, 1,
+        )  # fmt: skip
         assert watch.view.row("uav1", clock.now_ns()).link == "UP"
 
     asyncio.run(main())
@@ -149,16 +167,29 @@ def test_delayed_publisher_goes_stale_on_time_and_fresh_again_on_its_next_line()
     [
         (["--ttl-ms", "soon"], "gizmo-host fleet: --ttl-ms: expected milliseconds"),
         (["--ttl-ms", "0"], "gizmo-host fleet: --ttl-ms: expected milliseconds"),
+        (["--conflict-ms", "0"], "gizmo-host fleet: --conflict-ms: expected milliseconds"),
+        (["--conflict-ms", "200"], "gizmo-host fleet: --conflict-ms: expected at least --ttl"),
+        (["--max-line-bytes", "10"], "gizmo-host fleet: --max-line-bytes: expected an integer"),
         (["--duration", "-1"], "gizmo-host fleet: --duration: expected seconds > 0"),
         (["--connect", "127.0.0.1:7447"], "gizmo-host fleet: --connect: expected endpoints"),
         (["--mode", "client"], "gizmo-host fleet: --connect: expected a router's endpoint"),
         (["--max-clock-error-ms", "-1"], "gizmo-host fleet: --max-clock-error-ms: expected"),
+        (["--zenoh-config", "/nonexistent.json5"], "gizmo-host fleet: --zenoh-config: cannot"),
     ],
 )
 def test_a_bad_fleet_option_is_one_line_and_status_2(capsys, args, message) -> None:
     assert main(["fleet", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_a_zenoh_config_file_that_zenoh_refuses_is_one_line(capsys, tmp_path) -> None:
+    path = tmp_path / "zenoh.json5"
+    path.write_text("{ mode: 'client', no_such_key: 1 }")
+    assert main(["fleet", "--zenoh-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gizmo-host fleet: --zenoh-config: cannot use") and "no_such_key" in err
+    assert err.count("\n") == 1
 
 
 def test_demo_zenoh_options_are_checked(capsys) -> None:

@@ -43,6 +43,9 @@ def test_line_type_reads_the_start_or_parses() -> None:
         ({"vehicle": "a/b"}, "zenoh.vehicle: expected a name without"),
         ({"ros2": "ros1"}, "zenoh.ros2: expected 'off' or 'bridge' or 'rmw_zenoh'"),
         ({"ros2_domain": 233}, "zenoh.ros2_domain: expected an integer from 0 to 232"),
+        ({"config": 7}, "zenoh.config: expected a string"),
+        ({"config": ""}, "zenoh.config: expected a Zenoh configuration file's path"),
+        ({"max_line_bytes": 100}, "zenoh.max_line_bytes: expected a number of bytes from 1024"),
     ],
 )
 def test_zenoh_settings_are_checked_with_one_line_naming_the_key(table, message) -> None:
@@ -52,6 +55,25 @@ def test_zenoh_settings_are_checked_with_one_line_naming_the_key(table, message)
     with pytest.raises(ConfigError) as exc:
         config_from_mapping({"zenoh": table})
     assert str(exc.value).startswith(message) and "\n" not in str(exc.value)
+
+
+def test_a_zenoh_config_file_is_read_at_start_and_a_bad_one_is_one_line(tmp_path) -> None:
+    bad = tmp_path / "zenoh.json5"
+    bad.write_text("{ transport: { link: { tls: { no_such_key: 1 } } } }")
+    for path, detail in (("/nonexistent.json5", "No such file"), (str(bad), "no_such_key")):
+        with pytest.raises(ConfigError) as exc:
+            ZenohOutput(ZenohConfig(enabled=True, vehicle="v", config=path))
+        message = str(exc.value)
+        assert message.startswith(f"zenoh.config: cannot use {path!r}: ") and detail in message
+        assert "\n" not in message and ".rs:" not in message
+
+
+def test_a_line_over_the_size_limit_is_not_published_and_is_counted() -> None:
+    output = ZenohOutput(ZenohConfig(enabled=True, vehicle="v", max_line_bytes=1024))
+    output.send(encode_line({"type": "world", "seq": 1, "pad": "x" * 1000}))
+    output.send(encode_line({"type": "world", "seq": 2}))
+    stats = output.stats()
+    assert (stats["oversized"], stats["queued"], stats["waiting"]) == (1, 1, 1)
 
 
 def test_the_queue_is_bounded_and_drops_the_oldest_counted() -> None:

@@ -23,8 +23,15 @@ def free_tcp_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def session(mode: str, *, listen: str | None = None, connect: str | None = None) -> zenoh.Session:
-    config = zenoh.Config()
+def session(
+    mode: str,
+    *,
+    listen: str | None = None,
+    connect: str | None = None,
+    config_file: str | None = None,
+) -> zenoh.Session:
+    """A session of ``mode``, multicast scouting off, over ``config_file`` if given."""
+    config = zenoh.Config() if config_file is None else zenoh.Config.from_file(config_file)
     config.insert_json5("mode", json.dumps(mode))
     config.insert_json5("scouting/multicast/enabled", "false")
     if listen:
@@ -35,10 +42,10 @@ def session(mode: str, *, listen: str | None = None, connect: str | None = None)
 
 
 @contextlib.contextmanager
-def router() -> Iterator[str]:
-    """A router; yields its endpoint."""
-    endpoint = f"tcp/127.0.0.1:{free_tcp_port()}"
-    routing = open_router(endpoint)
+def router(protocol: str = "tcp", config_file: str | None = None) -> Iterator[str]:
+    """A router (over ``config_file``: TLS, access control); yields its endpoint."""
+    endpoint = f"{protocol}/127.0.0.1:{free_tcp_port()}"
+    routing = open_router(endpoint, config_file)
     try:
         yield endpoint
     finally:
