@@ -24,8 +24,9 @@ Targets (issue 31): CPU ratio <= 2 at 30 results/s and <= 1.5 on the saturated l
 by default (uvloop when installed; BENCH_EVENT_LOOP=asyncio for the standard loop);
 BENCH_OUTPUT=socket reads its Unix socket instead of stdout (``--no-stdout``); a busy line is
 written every millisecond (BENCH_CHUNK_MS: every 10 ms delivers 26 frames a write at 921600,
-as a USB adapter's latency timer or a stalled writer would). Runs in about 2 min
-(BENCH_WINDOW_S, BENCH_REPEATS change that).
+as a USB adapter's latency timer or a stalled writer would); BENCH_HOST_ROOT runs another
+checkout's ``gizmo-host`` (a before figure). Runs in about 2 min (BENCH_WINDOW_S,
+BENCH_REPEATS change that).
 
 ``--compare REF`` measures a change instead: this tree and git ``REF`` (checked out into a
 temporary worktree) run side by side, each in its own process with its own pty, writer and
@@ -62,6 +63,7 @@ DRAIN_S = 2.0  # after the last write, how long a reader has to deliver its last
 EVENT_LOOP = os.environ.get("BENCH_EVENT_LOOP", "auto")  # auto: uvloop when installed
 OUTPUT = os.environ.get("BENCH_OUTPUT", "stdout")  # or "socket"
 CHUNK_S = float(os.environ.get("BENCH_CHUNK_MS", "1")) / 1000  # a busy line's write period
+HOST_ROOT = Path(os.environ.get("BENCH_HOST_ROOT", ROOT))  # the tree whose gizmo-host runs
 TARGETS = {"30Hz": 2.0, "line-115200": 1.5, "line-921600": 1.5}  # CPU ratio, issue 31
 P99_TARGET_MS = 2.0
 
@@ -377,7 +379,9 @@ def main() -> int:
             hosts, minimals, ratios = [], [], []
             for i in range(REPEATS):  # alternating: the shared VM's load drifts between runs
                 order = ("host", "minimal") if i % 2 == 0 else ("minimal", "host")
-                got = {kind: measure(kind, baud, stream, due, tmp) for kind in order}
+                got = {
+                    kind: measure(kind, baud, stream, due, tmp, root=HOST_ROOT) for kind in order
+                }
                 hosts.append(got["host"])
                 minimals.append(got["minimal"])
                 ratios.append(got["host"]["cpu_pct"] / got["minimal"]["cpu_pct"])
