@@ -110,7 +110,15 @@ def main(argv: list[str]) -> int:
     for check in (
         [BIN / "ruff", "check", "."],
         [BIN / "ruff", "format", "--check", "."],
-        [BIN / "mypy", "--strict", "gizmo_host", "rfly_link", "fusion", "hil_geometry"],
+        [
+            BIN / "mypy",
+            "--strict",
+            "gizmo_host",
+            "gizmo_core",
+            "rfly_link",
+            "fusion",
+            "hil_geometry",
+        ],
         [BIN / "lint-imports"],
     ):
         rc = run(*check)

@@ -46,6 +46,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gizmo_host.rigs.free_ports import free_ports
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -210,20 +212,14 @@ def _spawn(*args: str) -> subprocess.Popen[bytes]:
     )
 
 
-def _free_port(kind: int) -> int:
-    with socket.socket(socket.AF_INET, kind) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def measure(transport: str, vehicles: int, seconds: float) -> dict[str, Any]:
     total = WARMUP_S + seconds + TAIL_S
     if transport == "zenoh":
-        where = f"tcp/127.0.0.1:{_free_port(socket.SOCK_STREAM)}"
+        where = f"tcp/127.0.0.1:{free_ports(1, 'tcp')[0]}"
         routing = _spawn("--router", where, "--seconds", "3600")
         time.sleep(0.5)
     else:
-        where = f"127.0.0.1:{_free_port(socket.SOCK_DGRAM)}"
+        where = f"127.0.0.1:{free_ports()[0]}"
         routing = None
     # Every process starts (imports, connects) before start_at; the window is absolute time.
     start_at = time.time() + 3.0 + STARTUP_S * vehicles
@@ -328,7 +324,7 @@ def scale(vehicles: int, rate_hz: float, seconds: float, warmup_s: float = 6.0) 
     """``gizmo-host fleet --json`` for ``vehicles`` at ``rate_hz`` each, its rows read here."""
     import threading
 
-    where = f"tcp/127.0.0.1:{_free_port(socket.SOCK_STREAM)}"
+    where = f"tcp/127.0.0.1:{free_ports(1, 'tcp')[0]}"
     total = warmup_s + seconds + 1
     routing = _spawn("--router", where, "--seconds", "3600")
     time.sleep(0.5)

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from serial_link import cpu_ns  # noqa: E402 - the bench's own CPU reader
 
-from gizmo_host.emulator import BoardModel, PtyBoard  # noqa: E402 - after the sys.path line
+from gizmo_host.rigs.board import BoardModel, PtyBoard  # noqa: E402 - after the sys.path line
 from rfly_link import ports  # noqa: E402
 from tests.support.coptersim import free_copter_id, state_datagram  # noqa: E402
 from tests.support.foxglove_client import connect  # noqa: E402

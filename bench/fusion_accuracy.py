@@ -44,7 +44,6 @@ from fusion import (
     CameraConfig,
     CameraModel,
     LaserRange,
-    LinkState,
     LinkStatus,
     PoseSample,
     RangeSource,
@@ -55,6 +54,7 @@ from fusion import (
     WorldModel,
 )
 from fusion import geometry as g
+from gizmo_core import LinkState
 from gizmo_host.stream.clock import DeviceClockEstimator, frame_transmit_ns
 
 MS = 1_000_000

@@ -28,7 +28,7 @@ try:
 except ImportError:  # not a dependency: this bench measures whether it should become one
     sys.exit("bench/jsonl_encoding.py needs msgspec: .venv/bin/pip install msgspec")
 
-from gizmo_host.emulator import BoardModel
+from gizmo_host.rigs.board import BoardModel
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import ReceivedResult
 from gizmo_host.stream.tracker import SequenceEvent

@@ -24,9 +24,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gizmo_host.app.precland import play, settings_for_seed
 from gizmo_host.cli.demo import builtin_timeline
-from gizmo_host.emulator.faults import FaultTimeline
+from gizmo_host.rigs.board.faults import FaultTimeline
+from gizmo_host.rigs.demo.precland import play, settings_for_seed
 
 
 def _run(seed: int, faults: bool, duration_s: float, profile: str) -> dict[str, Any]:

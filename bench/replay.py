@@ -38,10 +38,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 from uart_parser import NaiveParser  # noqa: E402 - the baseline, after the sys.path lines
 
 from gizmo_host.app.capture_world import world_metadata  # noqa: E402
-from gizmo_host.app.replay import OfflineReplay  # noqa: E402
+from gizmo_host.app.offline_replay import OfflineReplay  # noqa: E402
+from gizmo_host.capture.carried_settings import HostSettings  # noqa: E402
 from gizmo_host.capture.channels import WORLD_METADATA  # noqa: E402
 from gizmo_host.capture.reader import CaptureReader, UartChunk  # noqa: E402
-from gizmo_host.capture.settings import HostSettings  # noqa: E402
 from gizmo_host.capture.writer import CaptureWriter  # noqa: E402
 from gizmo_host.stream.store import parse_selector  # noqa: E402
 from gizmo_host.wire.protocol import VisionResult  # noqa: E402

@@ -52,8 +52,8 @@ from statistics import mean, median, stdev
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gizmo_host.emulator import PtyBoard  # noqa: E402 - after the sys.path line
 from gizmo_host.live.event_loop import resolve as resolve_event_loop  # noqa: E402
+from gizmo_host.rigs.board import PtyBoard  # noqa: E402 - after the sys.path line
 from gizmo_host.wire.protocol import VisionResult  # noqa: E402
 
 WINDOW_S = float(os.environ.get("BENCH_WINDOW_S", "4"))

@@ -40,7 +40,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rfly_link import config, endpoints, sensors
+from rfly_link import config_json as config
+from rfly_link import io as endpoints
+from rfly_link import sensors
 from rfly_link.reassembly import fragment_payload
 
 POINTS = 200_000

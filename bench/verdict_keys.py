@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fusion import Selector
-from gizmo_host.emulator import LOST_RELATIVE, TRACKED_RELATIVE, BoardModel
+from gizmo_core import LinkState, Selector
+from gizmo_host.rigs.board import LOST_RELATIVE, TRACKED_RELATIVE, BoardModel
 from gizmo_host.stream.clock import ClockStatus, DeviceClockEstimator
-from gizmo_host.stream.events import LinkState, ReceivedResult
+from gizmo_host.stream.events import ReceivedResult
 from gizmo_host.stream.store import ResultStore
 from gizmo_host.stream.tracker import SequenceTracker
 from gizmo_host.wire.parser import StreamParser

@@ -2,7 +2,9 @@
 
 Pure: inputs are frozen host-stamped values (:mod:`fusion.inputs`), time is passed in, and
 nothing here does I/O or imports ``gizmo_host`` or ``rfly_link``. The app layer adapts the
-live link's results and rfly_link's messages into inputs and publishes the snapshots.
+live link's results and rfly_link's messages into inputs and publishes the snapshots. The
+verdict's vocabulary (``Decision``, ``HoldReason``, ``Selector``, ``LinkState``) and the
+``ConfigError`` its settings raise are the leaf ``gizmo_core``'s, shared with the host.
 
 Modules: ``geometry`` (the tree's one quaternion and rotation module), ``inputs``,
 ``simclock`` (sim time -> host time per pose stream), ``timeline`` (pose history and
@@ -12,7 +14,7 @@ and ``world`` (:class:`WorldModel`).
 
 from .camera import CameraConfig, CameraModel
 from .config import WorldConfig
-from .errors import ConfigError, FusionError, InvalidInput
+from .errors import FusionError, InvalidInput
 from .inputs import (
     GimbalLaserRange,
     GimbalSample,
@@ -20,7 +22,6 @@ from .inputs import (
     Input,
     LaserRange,
     LidarPoints,
-    LinkState,
     LinkStatus,
     PointFrame,
     PoseLinkStatus,
@@ -32,33 +33,27 @@ from .inputs import (
 from .ranging import RangeSource
 from .simclock import SimClockEstimator, SimClockStatus
 from .snapshot import SourceState, TargetState, WorldSnapshot, world_schema
-from .verdicts import Decision, HoldReason, Selector
 from .world import WorldModel
 
 # What a user needs: the model, its settings, every input it takes (with the enums they
-# carry), the snapshot and the verdict vocabulary. Its parts (the pose history, the snapshot's
+# carry) and the snapshot. Its parts (the pose history, the snapshot's
 # pieces, the clock samples) are in their modules.
 __all__ = [
     "CameraConfig",
     "CameraModel",
-    "ConfigError",
-    "Decision",
     "FusionError",
     "GimbalLaserRange",
     "GimbalSample",
-    "HoldReason",
     "ImuSample",
     "Input",
     "InvalidInput",
     "LaserRange",
     "LidarPoints",
-    "LinkState",
     "LinkStatus",
     "PointFrame",
     "PoseLinkStatus",
     "PoseSample",
     "RangeSource",
-    "Selector",
     "SensorMount",
     "SimClockEstimator",
     "SimClockStatus",

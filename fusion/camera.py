@@ -25,8 +25,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from gizmo_core import ConfigError
+
 from .config import MOUNT_POSITION_LIMITS_M, MOUNT_RPY_LIMITS_DEG, integer, number, triple
-from .errors import ConfigError
 from .geometry import Quat, Vec3, quat_from_euler_zyx_deg, quat_rotate
 
 _MOUNT_LIMITS = {

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from .errors import ConfigError
+from gizmo_core import ConfigError
+
 from .geometry import Vec3
 from .timeline import JumpBounds
 

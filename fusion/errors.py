@@ -3,11 +3,11 @@
 ::
 
     FusionError
-    ├── InvalidInput (ValueError)   an input value was built from bad numbers: names the field
-    └── ConfigError (ValueError)    a [camera] or [world] setting is wrong: names the key
+    └── InvalidInput (ValueError)   an input value was built from bad numbers: names the field
 
-Both are local errors: the caller built a bad value. The world model itself never raises on a
-well-formed input; what it cannot use it counts (``WorldModel.stats()``).
+A ``[camera]`` or ``[world]`` setting that is wrong is the one ``gizmo_core.ConfigError``,
+naming the key. Both are local errors: the caller built a bad value. The world model itself
+never raises on a well-formed input; what it cannot use it counts (``WorldModel.stats()``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,3 @@ class FusionError(Exception):
 class InvalidInput(FusionError, ValueError):
     """An input value's field is out of range, e.g.
     ``PoseSample.quaternion_wxyz: expected a unit quaternion, got (0, 0, 0, 0)``."""
-
-
-class ConfigError(FusionError, ValueError):
-    """A setting is missing, unknown or out of range, e.g.
-    ``camera.hfov_deg: expected a number in (0, 180), got 200``."""

@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gizmo_core import LinkState
+
 from .errors import InvalidInput
 from .geometry import Quat, Vec3, quat_from_euler_zyx_deg
 from .simclock import SimClockStatus
@@ -65,16 +67,6 @@ def _vec3(owner: object, name: str, value: Any) -> Vec3:
 
 def _set(owner: object, name: str, value: object) -> None:
     object.__setattr__(owner, name, value)
-
-
-class LinkState(Enum):
-    """The live link's state (the host's serial link uses this very enum)."""
-
-    DOWN = "DOWN"
-    CONNECTING = "CONNECTING"
-    SYNCING = "SYNCING"
-    UP = "UP"
-    SILENT = "SILENT"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,8 @@ only once the measurement has waited, and then only within ``max_extrapolation_m
 
 from __future__ import annotations
 
+from gizmo_core import HoldReason
+
 from .camera import CameraModel
 from .config import WorldConfig
 from .geometry import Quat, Vec3, azimuth_elevation_deg, quat_multiply, quat_rotate
@@ -15,7 +17,6 @@ from .inputs import ImuSample, VisionObservation
 from .ranging import Ranger
 from .targets import Geometry, Placement
 from .timeline import GimbalTrack, PoseAt, PoseHistory, Where
-from .verdicts import HoldReason
 
 
 class Placer:

@@ -16,9 +16,10 @@ from enum import Enum
 from importlib import resources
 from typing import Any
 
+from gizmo_core import Decision, HoldReason
+
 from .geometry import Quat, Vec3
 from .ranging import RangeSource
-from .verdicts import Decision, HoldReason
 
 FORMAT_VERSION = 1
 

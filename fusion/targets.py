@@ -13,10 +13,11 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from gizmo_core import HoldReason
+
 from .geometry import Vec3
 from .inputs import VisionObservation
 from .ranging import RangeSource
-from .verdicts import HoldReason
 
 
 class Geometry(NamedTuple):

@@ -12,35 +12,10 @@ whatever the clock mapping did.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from enum import Enum
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from .inputs import LinkState
-
-
-class Decision(Enum):
-    PROCEED = "PROCEED"
-    HOLD = "HOLD"
-
-
-class HoldReason(Enum):
-    NO_DATA = "no_data"  # nothing matching the selector
-    LOST = "lost"  # not tracked, flagged lost, or a later frame of its source saw nothing
-    STALE = "stale"  # older than its TTL since capture
-    LINK_DOWN = "link_down"  # a link (the board's, or the pose's: the autopilot's) is not up, or
-    # the result came before the board's link went down/silent
-    LINK_SILENT = "link_silent"  # the port is open but no valid frame arrives
-    CLOCK_NOT_LOCKED = "clock_not_locked"  # the device clock mapping is not locked
-    CLOCK_JUMP = "clock_jump"  # the pose stream arrives later than its clock mapping allows
-    DEVICE_RESET = "device_reset"  # a device reset is held, or the result predates it
-    NO_POSE = "no_pose"  # a pose source is configured and no pose exists for the capture
-    POSE_STALE = "pose_stale"  # the newest pose is too old for the capture, or for now
-    POSE_GAP = "pose_gap"  # the capture falls in a gap of the pose history or before it
-    POSE_CONFLICT = "pose_conflict"  # two senders, or two different poses for one time
-    POSE_JUMP = "pose_jump"  # a pose step its own velocity and rates contradict
-
+from gizmo_core import HoldReason, LinkState
 
 _ORDER: Mapping[HoldReason, int] = MappingProxyType(
     {reason: index for index, reason in enumerate(HoldReason)}
@@ -59,27 +34,6 @@ LINK_REASONS: Mapping[LinkState, HoldReason] = MappingProxyType(
 def ordered(reasons: set[HoldReason]) -> tuple[HoldReason, ...]:
     """Reasons in the fixed order of :class:`HoldReason`."""
     return tuple(sorted(reasons, key=_ORDER.__getitem__))
-
-
-@dataclass(frozen=True, slots=True)
-class Selector:
-    """Which targets the overall verdict is about (``[verdict] select``); ``None`` matches
-    anything. Only results that locate something become targets, so the default selector
-    means "any detection"."""
-
-    source_id: int | None = None
-    result_type: int | None = None
-    id: int | None = None
-
-    def matches(self, source_id: int, result_type: int, ident: int) -> bool:
-        return (
-            (self.source_id is None or source_id == self.source_id)
-            and (self.result_type is None or result_type == self.result_type)
-            and (self.id is None or ident == self.id)
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"source_id": self.source_id, "result_type": self.result_type, "id": self.id}
 
 
 class Conditions(NamedTuple):

@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from gizmo_core import Decision, HoldReason, LinkState, Selector
+
 from .camera import CameraConfig, CameraModel
 from .config import WorldConfig
 from .inputs import (
@@ -27,7 +29,6 @@ from .inputs import (
     Input,
     LaserRange,
     LidarPoints,
-    LinkState,
     LinkStatus,
     PoseLinkStatus,
     PoseSample,
@@ -40,16 +41,7 @@ from .snapshot import SourceState, SourceStatus, TargetState, VehicleState, Worl
 from .sources import SourceBook
 from .targets import Placement, TargetTable
 from .timeline import Added
-from .verdicts import (
-    LINK_REASONS,
-    Conditions,
-    Decision,
-    HoldReason,
-    Selector,
-    global_reasons,
-    ordered,
-    target_reasons,
-)
+from .verdicts import LINK_REASONS, Conditions, global_reasons, ordered, target_reasons
 
 _NEVER = -(2**63)
 _RANGE_SOURCE_NAMES: Mapping[type, str] = MappingProxyType(

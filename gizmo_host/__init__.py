@@ -21,39 +21,37 @@ from gizmo_host.wire.protocol import VisionResult, crc16
 from gizmo_host.wire.results import ResultType, interpret
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for a user's type checker
-    from fusion import Decision, HoldReason, Selector
-    from gizmo_host.bridge.world import WorldService
+    from gizmo_host.bridge.world_service import WorldService
     from gizmo_host.live.service import GizmoService
-    from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult
+    from gizmo_host.stream.events import LinkEvent, ReceivedResult
     from gizmo_host.stream.store import LinkVerdict
 
     __version__: str
 
+
 # The live link pulls in asyncio and serialx; it is imported on first use so that the codec
 # and the decode tool stay quick to start. The version is read from the installed package's
 # metadata (pyproject.toml's, the one source of truth), also on first use.
-_LIVE_LINK = {
-    "GizmoService": "live.service",
-    "Decision": "stream.store",
-    "HoldReason": "stream.store",
-    "Selector": "stream.store",
-    "LinkVerdict": "stream.store",
-    "LinkEvent": "stream.events",
-    "LinkState": "stream.events",
-    "ReceivedResult": "stream.events",
-    "WorldService": "bridge.world",
-}
-
-
 def __getattr__(name: str) -> object:
     if name == "__version__":
         return _version()
-    module = _LIVE_LINK.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gizmo_host' has no attribute {name!r}")
-    from importlib import import_module  # noqa: PLC0415
+    if name == "GizmoService":
+        from gizmo_host.live.service import GizmoService  # noqa: PLC0415
 
-    return getattr(import_module(f"{__name__}.{module}"), name)
+        return GizmoService
+    if name in ("LinkEvent", "ReceivedResult"):
+        from gizmo_host.stream import events  # noqa: PLC0415
+
+        return getattr(events, name)
+    if name == "LinkVerdict":
+        from gizmo_host.stream.store import LinkVerdict  # noqa: PLC0415
+
+        return LinkVerdict
+    if name == "WorldService":
+        from gizmo_host.bridge.world_service import WorldService  # noqa: PLC0415
+
+        return WorldService
+    raise AttributeError(f"module 'gizmo_host' has no attribute {name!r}")
 
 
 def _version() -> str:
@@ -65,23 +63,20 @@ def _version() -> str:
         return "0+unknown"
 
 
-# What a user needs: the codec, the live service and the world, the messages they hand out and
-# the verdict vocabulary. The rest (each frame error, the parser's stats, the serial link
-# itself) is in its own module: gizmo_host.errors, gizmo_host.wire, gizmo_host.live.
+# What a user needs: the codec, the live service and the world, and the messages they hand out
+# (the verdict's vocabulary, Decision, HoldReason, Selector and LinkState, is gizmo_core's). The
+# rest (each frame error, the parser's stats, the serial link itself) is in its own module:
+# gizmo_host.errors, gizmo_host.wire, gizmo_host.live.
 __all__ = [
     "FRAME_DTYPE",
-    "Decision",
     "EncodeError",
     "FrameError",
     "GizmoError",
     "GizmoService",
-    "HoldReason",
     "LinkEvent",
-    "LinkState",
     "LinkVerdict",
     "ReceivedResult",
     "ResultType",
-    "Selector",
     "StreamParser",
     "VisionResult",
     "WorldService",

@@ -12,15 +12,15 @@
      |    +-- BadPayloadLength      bytes 7..8 are not 24
      |    +-- CrcMismatch           the CRC over bytes 2..32 differs from bytes 33..34
      +-- EncodeError (also ValueError)  a local value cannot be put on the wire
-     +-- ConfigError (also ValueError)  a setting (file or flag) is unknown, mistyped, out of range
      +-- HexError (also ValueError)     hex text given to the decode tool is not whole bytes
      +-- IllegalTransition (also RuntimeError)  a bug: the link fed its state machine a wrong input
      +-- CaptureError (also ValueError)  an MCAP capture is truncated, damaged or not ours
      +-- CaptureWriteError (also OSError)  a capture cannot be written (disk full, I/O error)
 
 ``FrameError`` is remote: a stream parser counts it and resynchronises. ``EncodeError`` is local:
-the caller built an impossible value. ``ConfigError`` is the operator's: one line naming the key
-and where it came from, and exit status 2.
+the caller built an impossible value. A setting (file or flag) that is unknown, mistyped or out
+of range is the operator's: the one ``gizmo_core.ConfigError``, one line naming the key, and
+exit status 2.
 """
 
 from __future__ import annotations
@@ -80,17 +80,6 @@ class CrcMismatch(FrameError):
 
 class EncodeError(GizmoError, ValueError):
     """A VisionResult field is out of its wire range; the message names the field and range."""
-
-
-class ConfigError(GizmoError, ValueError):
-    """A setting is missing, unknown or out of range; the message names the key.
-
-    ``key`` is the ``section.key`` at fault, when there is one (a command line maps it back to
-    the flag that set it)."""
-
-    def __init__(self, message: str, key: str | None = None) -> None:
-        super().__init__(message)
-        self.key = key
 
 
 class HexError(GizmoError, ValueError):

@@ -1,8 +1,10 @@
 """One settings row (``Setting``), the whole-table rules (``Rule``), and the one checker.
 
-Every settings table of the project is made of these rows: the host's (``gizmo_host.app.
-settings``), the emulator's ``[emulate]`` and its fault timelines (``gizmo_host.emulator.
-settings``, ``faults``). A value is checked by its row only, and an error is one line naming
+Every settings table of the project is made of these rows: the host's
+(``gizmo_host.app.settings``), the emulator's ``[emulate]`` and its fault timelines
+(``gizmo_host.rigs.board.emulate_settings``, ``faults``); each table's flags, the document its
+flags set and its docs table come from its rows alone (``add_flags``, ``overrides_from``,
+``markdown_table``). A value is checked by its row only, and an error is one line naming
 the key and the value expected (``serial.baudrate: expected an integer, got 'fast'``), so the
 same mistake reads the same wherever it is made. A leaf: it imports nothing of ours but the
 error type, so every layer can use it.
@@ -10,13 +12,14 @@ error type, so every layer can use it.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any
 
-from gizmo_host.errors import ConfigError
+from gizmo_core import ConfigError
 
 MAX_DISPLAYED_CHARS = 60
 LIVE = frozenset({"run", "record"})  # the commands that read a serial port
@@ -289,3 +292,87 @@ def check_keys(where: str, values: Mapping[str, Any], allowed: Set[str] | Iterab
         if name not in known:
             key = f"{where}.{name}"
             raise ConfigError(f"{key}: unknown key; expected one of {', '.join(known)}", key)
+
+
+# -- a table's flags and its docs table ----------------------------------------------------------
+
+_UNIT_METAVAR = {"s": "S", "ms": "MS", "Hz": "HZ"}
+
+
+def add_flags(
+    parser: argparse.ArgumentParser,
+    rows: Iterable[Setting],
+    command: str,
+    groups: Mapping[str, str] | None = None,
+) -> None:
+    """The flags of ``command``'s rows, their help from the rows; a section in ``groups`` gets
+    an argument group of that title."""
+    made: dict[str, argparse._ArgumentGroup] = {}
+    for s in rows:
+        if s.flag is None or command not in s.commands:
+            continue
+        target: Any = parser
+        title = (groups or {}).get(s.section)
+        if title is not None:
+            if s.section not in made:
+                made[s.section] = parser.add_argument_group(title)
+            target = made[s.section]
+        off = "turn off: " if s.kind == "bool" and s.default else ""
+        help_text = f"{off}{s.doc} ([{s.section}] {s.name}"
+        help_text += ")" if s.default is None else f", default {_shown(s.default)})"
+        if s.kind == "bool":  # a flag that turns the default off
+            target.add_argument(s.flag, dest=s.dest, action="store_const", const=not s.default,
+                                help=help_text)  # fmt: skip
+            continue
+        kwargs: dict[str, Any] = {"dest": s.dest, "help": help_text}
+        if s.choices:
+            kwargs["choices"] = s.choices
+        else:
+            kwargs["metavar"] = s.metavar or _UNIT_METAVAR.get(s.unit, "VALUE")
+        kwargs["type"] = {"int": int, "float": float}.get(s.kind, str)
+        target.add_argument(s.flag, *s.aliases, **kwargs)
+
+
+def overrides_from(args: argparse.Namespace, rows: Iterable[Setting]) -> dict[str, dict[str, Any]]:
+    """The settings the flags of ``rows`` set, as a settings document (unset flags left out)."""
+    out: dict[str, dict[str, Any]] = {}
+    for s in rows:
+        value = getattr(args, s.dest, None)
+        if value is not None:
+            out.setdefault(s.section, {})[s.name] = value
+    return out
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return number_text(value)
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k} {number_text(v)}" for k, v in value.items()) or "{}"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(number_text(v) for v in value) + "]"
+    return f'"{value}"' if isinstance(value, str) else str(value)
+
+
+def markdown_table(rows: Iterable[Setting], rules: Iterable[Rule] = ()) -> str:
+    """The docs' table of ``rows`` (a flag of another command than ``run`` names it), then
+    ``rules``."""
+    lines = [
+        "| key | type | default | range | unit | flag | meaning |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in rows:
+        flag = f"`{s.flag}`" if s.flag else ""
+        if flag and "run" not in s.commands:  # another command's flag: name the command
+            flag = f"`{'/'.join(sorted(s.commands))} {s.flag}`"
+        cells = [f"`{s.key}`", s.kind, _shown(s.default), s.range_text(), s.unit, flag, s.doc]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    rules = list(rules)
+    if rules:
+        lines.append("")
+        lines.append("Rules over a whole table:")
+        lines.extend(f"- `[{r.section}]`: {r.name}" for r in rules)
+    return "\n".join(lines) + "\n"

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gizmo_host.errors import ConfigError
-from rfly_link.config import read_regular_file
+from gizmo_core import ConfigError
+from rfly_link.config_json import read_regular_file
 
 if sys.version_info >= (3, 11):
     import tomllib

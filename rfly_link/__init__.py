@@ -9,12 +9,9 @@ importing this package imports none of it.
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
-
 from rfly_link.coordinates import LocalOdometry, Odometry, WorldFrame, imu_flu, odometry_in
 from rfly_link.dispatch import decode
-from rfly_link.errors import ConfigError, DecodeError, DropCause, RflyLinkError
+from rfly_link.errors import DecodeError, DropCause, RflyLinkError
 from rfly_link.messages import (
     ImuReply,
     OdomReply,
@@ -31,7 +28,6 @@ from rfly_link.sensors import Image, PointCloud, TargetList, decode_sensor
 # the reassembler's internals are in their modules (rfly_link.messages, .errors, .ports,
 # .reassembly, .sensors).
 __all__ = [
-    "ConfigError",
     "DecodeError",
     "DropCause",
     "Image",
@@ -54,10 +50,3 @@ __all__ = [
     "imu_flu",
     "odometry_in",
 ]
-
-
-def __getattr__(name: str) -> ModuleType:
-    """``rfly_link.endpoints``, the I/O layer's former name, imported only when asked for."""
-    if name == "endpoints":
-        return importlib.import_module("rfly_link.io")
-    raise AttributeError(f"module 'rfly_link' has no attribute {name!r}")

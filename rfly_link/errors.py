@@ -10,7 +10,8 @@
     │   ├── WrongPort                       the structure fits but never travels on this port
     │   ├── InconsistentPayload             a count or size field disagrees with the length
     │   └── UnsupportedFrame                a frame_type we cannot interpret (odometry)
-    └── ConfigError (also ValueError)       a Config.json that the SDK's loader would reject
+
+A Config.json that the SDK's loader would reject is the one ``gizmo_core.ConfigError``.
 
 Every ``DecodeError`` carries a :class:`DropCause`, so receive loops count the cause instead of
 dying: in the SDK one bad datagram ends its receive thread.
@@ -92,7 +93,3 @@ class UnsupportedFrame(DecodeError):
     """A coordinate-frame code we do not know: converting it as NED/FRD would be wrong."""
 
     cause = DropCause.UNSUPPORTED_FRAME
-
-
-class ConfigError(RflyLinkError, ValueError):
-    """Local error: a configuration file or value that cannot be used."""

@@ -3,7 +3,8 @@
 ``gizmo-host record`` writes the resolved ``[camera]``, ``[world]``, selector and ``[rflysim]``
 (with its Config.json range sensors), one JSON text per key; ``gizmo-host replay --offline``
 reads them back (``world_setup_from``), so replay needs neither the TOML nor the Config.json
-file. The datagrams themselves reach the world through ``gizmo_host.app.world.DatagramRouter``.
+file. The datagrams themselves reach the world through
+``gizmo_host.app.world_build.DatagramRouter``.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from fusion import Selector
+from gizmo_core import ConfigError, Selector
 from gizmo_host.app.world_config import WorldSetup, camera_from_table, world_from_table
 from gizmo_host.bridge.rfly_sources import RflySimSetup
-from gizmo_host.errors import CaptureError, ConfigError
-from rfly_link.config import VisionSensorConfig
+from gizmo_host.errors import CaptureError
+from gizmo_host.jsonl import json_text
+from rfly_link.config_json import VisionSensorConfig
 
 _KEYS = ("camera", "world", "selector", "rflysim")
 
@@ -40,7 +42,7 @@ def world_metadata(setup: WorldSetup) -> dict[str, str]:
     }
     if setup.pose_source == "mavlink":  # otherwise it follows from [rflysim]
         values["pose_source"] = setup.pose_source
-    return {key: json.dumps(value, separators=(",", ":")) for key, value in values.items()}
+    return {key: json_text(value) for key, value in values.items()}
 
 
 def world_setup_from(record: Mapping[str, str], where: str) -> WorldSetup:

@@ -18,17 +18,17 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
+from gizmo_core import MissingExtra
 from gizmo_host.app.capture_world import world_setup_from
-from gizmo_host.app.config import FoxgloveConfig
 from gizmo_host.app.foxglove_view import (
-    EXTRA_HINT,
     announce,
     camera_mount,
     foxglove_server,
     watch_world,
 )
-from gizmo_host.app.replay import OfflineReplay
-from gizmo_host.errors import CaptureWriteError, ConfigError
+from gizmo_host.app.host_config import FoxgloveConfig
+from gizmo_host.app.offline_replay import OfflineReplay
+from gizmo_host.errors import CaptureWriteError
 from gizmo_host.timing import LoopScheduler, Pacer
 
 if TYPE_CHECKING:
@@ -68,8 +68,8 @@ def replay_to_mcap(reader: CaptureReader, out_path: str, lines_out: IO[bytes] | 
     try:
         from gizmo_host.foxglove.render import FoxgloveRenderer  # noqa: PLC0415
         from gizmo_host.foxglove.server import McapFile  # noqa: PLC0415
-    except ImportError as exc:
-        raise ConfigError(f"--foxglove-out: {exc} ({EXTRA_HINT})") from None
+    except ImportError:
+        raise MissingExtra("foxglove", "--foxglove-out") from None
     replay = OfflineReplay(reader.info, reader.path)
     try:
         writer = McapFile(out_path)

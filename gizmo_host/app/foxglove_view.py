@@ -9,18 +9,16 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gizmo_host.app.config import FoxgloveConfig, HostConfig, parse_host_port
+from gizmo_core import ConfigError, MissingExtra
+from gizmo_host.app.host_config import FoxgloveConfig, HostConfig, parse_host_port
 from gizmo_host.app.world_config import WorldSetup
-from gizmo_host.errors import ConfigError
-from rfly_link.config import VisionSensorConfig, load_config
+from rfly_link.config_json import VisionSensorConfig, load_config
 from rfly_link.sensors.images import IMAGE_TYPES
 
 if TYPE_CHECKING:
     from gizmo_host.app.host import Host
     from gizmo_host.foxglove.scene import CameraMount
     from gizmo_host.foxglove.server import FoxgloveServer
-
-EXTRA_HINT = "pip install 'gizmo-host[foxglove]'"
 
 
 class _FoxgloveFlag(argparse.Action):
@@ -80,8 +78,8 @@ def foxglove_server(
     try:
         from gizmo_host.foxglove.render import FoxgloveRenderer  # noqa: PLC0415
         from gizmo_host.foxglove.server import FoxgloveServer  # noqa: PLC0415
-    except ImportError as exc:
-        raise ConfigError(f"--foxglove: {exc} ({EXTRA_HINT})", "foxglove.enabled") from None
+    except ImportError:
+        raise MissingExtra("foxglove", "--foxglove", "foxglove.enabled") from None
     host, port = check_listen(config.listen)
     return FoxgloveServer(
         host,

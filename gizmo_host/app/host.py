@@ -3,20 +3,29 @@
 It owns the serial service (``GizmoService``), the world service when ``[camera]`` is set,
 the outputs (``[publish]``), the ``stats`` line and the start/wait/stop lifecycle::
 
-    async with Host(config) as host:
+    async with Host.serving(config) as host:
         await host.wait(stop)
 
-``run``, ``record``, ``demo`` and ``replay --offline`` all build it; what differs is only
-what they plug in, in one place each:
+What differs between the commands is two parts and the outputs, each chosen once, by name:
 
-- a *sink* gets every message the host publishes (results, link events, verdicts, world
-  snapshots and ``stats`` dicts): ``add_sink`` (the recorder's MCAP channels, the demo's
-  tally, a replay's output); line outputs (stdout, Unix socket, UDP, and MAVLink, Foxglove,
-  Zenoh to come) are ``add_output``, fed JSON lines by the host's ``JsonLinesPublisher``;
-- a *source* feeds the world model: RflySim's receivers (``run``), or recorded or tapped
-  datagrams through the ``DatagramRouter`` (``datagram``), and the autopilot over MAVLink
-  (``[mavlink]``: :class:`~gizmo_host.app.mavlink.MavlinkLink`, built here when its url is
-  set, unless the caller feeds the link itself: an offline replay has no autopilot).
+- the *link driver*: :class:`SerialLink` reads the board's port (``run``, ``record`` with its
+  tap on the bytes, the rigs); :class:`ReplayedLink` is fed a capture by the caller through
+  ``service.link.replay_*`` (``replay --offline``), with no port and no autopilot;
+- the *world feed*: :class:`Receivers` (the world ``config`` describes, on RflySim receivers
+  of its own), :class:`Tap` (that world fed recorded or tapped datagrams through
+  ``datagram``), :class:`GivenWorld` (a world service the caller built: a rig's, replay's on
+  its own clock) or ``None`` (no world model);
+- *outputs*: ``[publish]``'s line outputs, the ``version`` line and their counters (``run``),
+  or none (the others plug in what they need).
+
+:meth:`serving`, :meth:`recording`, :meth:`replaying` and :meth:`in_rig` name the four
+compositions. Then, in one place each: a *sink* gets every message the host publishes
+(results, link events, verdicts, world snapshots and ``stats`` dicts): ``add_sink`` (the
+recorder's MCAP channels, the demo's tally, a replay's output); line outputs (stdout, Unix
+socket, UDP, Foxglove, Zenoh) are ``add_output``, fed JSON lines by the host's
+``JsonLinesPublisher``. The autopilot over MAVLink (``[mavlink]``:
+:class:`~gizmo_host.app.mavlink.MavlinkLink`) is built when its url is set and the link is a
+serial one.
 
 Timers go through the injected ``Scheduler``, so offline replay runs this same code on a
 manual clock.
@@ -28,21 +37,24 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fusion import WorldSnapshot
+from gizmo_core import MissingExtra
 from gizmo_host import __version__
-from gizmo_host.app.config import HostConfig
+from gizmo_host.app.host_config import HostConfig
 from gizmo_host.app.outputs import Output, outputs_for
-from gizmo_host.app.world import DatagramRouter, apply_events, build_world, world_stats
+from gizmo_host.app.world_build import DatagramRouter, apply_events, build_world, world_stats
 from gizmo_host.app.world_config import pose_source
-from gizmo_host.bridge.world import WorldService
+from gizmo_host.bridge.world_service import WorldService
 from gizmo_host.deploy.diagnostics import explain_open_error
-from gizmo_host.errors import ConfigError, ServiceFailed
+from gizmo_host.errors import ServiceFailed
+from gizmo_host.jsonl import encode_line
 from gizmo_host.live.event_loop import first_done
 from gizmo_host.live.link import BytesCallback, OpenFunction
 from gizmo_host.live.service import GizmoService
-from gizmo_host.publish.lines import JsonLinesPublisher, Message, encode_line, with_types
+from gizmo_host.publish.lines import JsonLinesPublisher, Message, with_types
 from gizmo_host.stream.events import LinkEvent, ReceivedResult, version_message
 from gizmo_host.stream.store import LinkVerdict
 from gizmo_host.timing import LoopScheduler, Scheduler, Timer
@@ -53,51 +65,85 @@ if TYPE_CHECKING:
 LOGGER = logging.getLogger(__name__)
 HostMessage = ReceivedResult | LinkEvent | LinkVerdict | WorldSnapshot | dict[str, Any]
 Sink = Callable[[HostMessage], None]
-BUILD: Any = object()  # ``world=BUILD``: the world service ``config`` describes, if any
+
+
+# -- the parts -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SerialLink:
+    """The board's serial port, read live. ``on_bytes``: every chunk as read (the recorder's
+    tap); ``open_connection``: how the port is opened (the default: serialx)."""
+
+    on_bytes: BytesCallback | None = None
+    open_connection: OpenFunction | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayedLink:
+    """A capture's bytes and port events, fed by the caller through the service's link
+    (``replay_*``): no port is opened, no autopilot linked."""
+
+
+LinkDriver = SerialLink | ReplayedLink
+
+
+@dataclass(frozen=True, slots=True)
+class Receivers:
+    """The world model ``config`` describes, hearing RflySim on receivers of its own and
+    asking CopterSim for the replies ``[rflysim]`` names."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tap:
+    """The world model ``config`` describes, fed datagrams through :meth:`Host.datagram`
+    (tapped or recorded). ``requests``: still ask CopterSim for the replies (not in a replay:
+    the capture holds them)."""
+
+    requests: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class GivenWorld:
+    """A world service the caller built, and the router that feeds it through
+    :meth:`Host.datagram` (None: it hears RflySim itself, or nothing)."""
+
+    world: WorldService
+    router: DatagramRouter | None = None
+
+
+WorldFeed = Receivers | Tap | GivenWorld | None
 
 
 class Host:
     """The serial service, the world model, the sinks and the stats, started and stopped
-    together. ``world``: ``BUILD`` (from ``config``, with RflySim's receivers unless
-    ``tapped``), a ready ``WorldService``, or None for none."""
+    together: ``link`` and ``world`` are the parts (see the module's docstring); ``outputs``:
+    serve ``[publish]``'s outputs, publish the ``version`` line and report them in ``stats``."""
 
     def __init__(
         self,
         config: HostConfig,
         *,
+        link: LinkDriver,
+        world: WorldFeed,
+        outputs: bool,
         scheduler: Scheduler | None = None,
-        world: WorldService | None = BUILD,
-        router: DatagramRouter | None = None,
-        tapped: bool = False,
-        requests: bool = True,
-        outputs: bool = True,
-        on_bytes: BytesCallback | None = None,
-        open_connection: OpenFunction | None = None,
-        run_link: bool = True,
     ) -> None:
-        """``tapped``: RflySim's datagrams come through ``datagram`` (recorded or replayed),
-        not receivers of the world's own; ``requests``: ask CopterSim for the replies
-        ``[rflysim]`` names (not in an offline replay); ``outputs``: serve ``[publish]``'s
-        outputs, publish the ``version`` line and report them in the stats line; ``router``:
-        what feeds a ready ``world`` through ``datagram``; ``run_link=False``: the caller
-        feeds the link (offline replay, through ``service.link.replay_*``)."""
         self.config = config
         self.scheduler = scheduler or LoopScheduler()
+        serial = link if isinstance(link, SerialLink) else SerialLink()
         self.service = GizmoService(
             config.link(),
             config.pipeline(),
             scheduler=self.scheduler,
             explain_open_error=explain_open_error,
-            on_bytes=on_bytes,
-            open_connection=open_connection,
+            on_bytes=serial.on_bytes,
+            open_connection=serial.open_connection,
         )
-        self.router = router
-        self._run_link = run_link
+        self._run_link = isinstance(link, SerialLink)
         self._extra_stats: list[Callable[[], dict[str, Any]]] = []
-        if world is BUILD:
-            world, self.router = _world_for(config, self.scheduler, tapped, requests)
-        self.world: WorldService | None = world
-        self.mavlink = _mavlink_for(config, self) if run_link else None
+        self.world, self.router = _world_for(config, self.scheduler, world)
+        self.mavlink = _mavlink_for(config, self) if self._run_link else None
         self.publisher = JsonLinesPublisher(self.scheduler.now_ns)
         self._sinks: list[Sink] = []
         self._outputs: list[Output] = []
@@ -116,6 +162,47 @@ class Host:
         self._stats_timer: Timer | None = None
         self._started: list[Output] = []
         self.service.watch(config.selector)
+
+    # -- the compositions ------------------------------------------------------------------
+
+    @classmethod
+    def serving(
+        cls,
+        config: HostConfig,
+        *,
+        scheduler: Scheduler | None = None,
+        open_connection: OpenFunction | None = None,
+    ) -> Host:
+        """``gizmo-host run``: the serial port, the world on its own RflySim receivers, the
+        autopilot when ``[mavlink]`` names one, and ``[publish]``'s outputs."""
+        link = SerialLink(open_connection=open_connection)
+        return cls(config, link=link, world=Receivers(), outputs=True, scheduler=scheduler)
+
+    @classmethod
+    def recording(cls, config: HostConfig, on_bytes: BytesCallback) -> Host:
+        """``gizmo-host record``: the serial port with every chunk to ``on_bytes``, the world
+        fed the datagrams the recorder taps (``datagram``); no outputs of its own."""
+        return cls(config, link=SerialLink(on_bytes=on_bytes), world=Tap(), outputs=False)
+
+    @classmethod
+    def replaying(
+        cls,
+        config: HostConfig,
+        scheduler: Scheduler,
+        world: WorldService | None = None,
+        router: DatagramRouter | None = None,
+    ) -> Host:
+        """``replay --offline``: the caller feeds the link a capture on ``scheduler`` (a manual
+        clock), and ``world`` (built on its own clock) through ``router``; no outputs."""
+        feed = None if world is None else GivenWorld(world, router)
+        return cls(config, link=ReplayedLink(), world=feed, outputs=False, scheduler=scheduler)
+
+    @classmethod
+    def in_rig(cls, config: HostConfig, world: WorldService | None = None) -> Host:
+        """The host as a rig runs it: the serial port (the emulated board's pty), ``world``
+        (a rig's own receivers) or the one ``config`` describes; no outputs of its own."""
+        feed: WorldFeed = Receivers() if world is None else GivenWorld(world)
+        return cls(config, link=SerialLink(), world=feed, outputs=False)
 
     def _connect(self) -> None:
         """At start: the service's messages to the sinks and the outputs' publisher, then to
@@ -161,11 +248,8 @@ class Host:
 
             output = ZenohOutput(self.config.zenoh)
         except ImportError as exc:
-            raise ConfigError(
-                f"zenoh.enabled: the zenoh extra is not installed ({exc}); "
-                "pip install 'gizmo-host[zenoh]' (and [ros2] for zenoh.ros2)",
-                "zenoh.enabled",
-            ) from None
+            extra = "ros2" if "rosbags" in str(exc) else "zenoh"
+            raise MissingExtra(extra, "zenoh.enabled", "zenoh.enabled") from None
         self.add_output(output)
         if output.wants_snapshots:
             self.add_sink(output.on_message)
@@ -279,13 +363,20 @@ class Host:
 
 
 def _world_for(
-    config: HostConfig, scheduler: Scheduler, tapped: bool, requests: bool
+    config: HostConfig, scheduler: Scheduler, feed: WorldFeed
 ) -> tuple[WorldService | None, DatagramRouter | None]:
-    """The world service ``config`` describes (none without ``[camera]``) and its router."""
+    """The world service ``feed`` asks for (``config``'s: none without ``[camera]``) and the
+    router that feeds it datagrams."""
+    if feed is None:
+        return None, None
+    if isinstance(feed, GivenWorld):
+        return feed.world, feed.router
     setup = config.world_setup()
     if setup is None:
         return None, None
-    return build_world(setup, scheduler, receivers=not tapped, requests=requests)
+    if isinstance(feed, Tap):
+        return build_world(setup, scheduler, receivers=False, requests=feed.requests)
+    return build_world(setup, scheduler, receivers=True)
 
 
 def _mavlink_for(config: HostConfig, host: Host) -> MavlinkLink | None:

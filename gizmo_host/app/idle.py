@@ -5,7 +5,7 @@ world model on (with ``[world]`` and ``[rflysim]``), a ``[mavlink]`` url the aut
 ``[zenoh]`` (or any ``--zenoh-*`` flag) the fleet publisher and ``[foxglove]`` the live view.
 ``enabled = false`` is the one way to keep a section written and off. A section that is on but
 lacks what it needs is a mistake, refused with exit status 2 by the checks of
-``gizmo_host.app.config`` and ``gizmo_host.app.world_config`` (``[mavlink]`` without a url,
+``gizmo_host.app.host_config`` and ``gizmo_host.app.world_config`` (``[mavlink]`` without a url,
 ``[world]`` or ``[rflysim]`` without ``[camera]``, ``[rflysim]`` addresses or requests
 without a ``copter_id``, a Zenoh client without an endpoint). What is left is a key that was
 written but does nothing because something else turned its part off; ``idle_settings`` names
@@ -20,7 +20,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from gizmo_host.app.config import FoxgloveConfig, HostConfig, MavlinkConfig, PublishConfig
+from gizmo_host.app.host_config import FoxgloveConfig, HostConfig, MavlinkConfig, PublishConfig
 from gizmo_host.app.world_config import RflySimConfig
 from gizmo_host.zenoh.config import ZenohConfig
 

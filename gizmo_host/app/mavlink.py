@@ -34,8 +34,8 @@ from collections.abc import Callable
 from typing import Any
 
 from fusion import PoseLinkStatus, SourceConflict, WorldSnapshot
-from gizmo_host.app.config import MavlinkConfig
-from gizmo_host.bridge.world import WorldService
+from gizmo_host.app.host_config import MavlinkConfig
+from gizmo_host.bridge.world_service import WorldService
 from gizmo_host.mavlink import (
     AutopilotSession,
     LandingTargetSender,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from gizmo_host.app.config import PublishConfig, parse_host_port
+from gizmo_host.app.host_config import PublishConfig, parse_host_port
 from gizmo_host.errors import ServiceFailed
 from gizmo_host.publish.sinks import QueuedSink, stdout_sink, udp_sink
 from gizmo_host.publish.unix_socket import UnixSocketServer

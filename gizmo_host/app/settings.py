@@ -1,7 +1,7 @@
 """Every host setting, defined once: section, name, type, default, range, unit, flag and doc.
 
 Like ``FIELDS`` for the frame (``gizmo_host.wire.protocol``), this table is the single source:
-the TOML validation (``gizmo_host.app.config``), the command-line flags and their ``--help``
+the TOML validation (``gizmo_host.app.host_config``), the command-line flags and their ``--help``
 (``add_flags``), and the settings table in docs/settings.md (``python -m gizmo_host.app.settings``,
 checked by a test) all read it. Defaults that a component owns are read from that component's
 config (``LinkConfig``, ``PipelineConfig``, fusion's ``WorldConfig``), never written again.
@@ -21,9 +21,9 @@ from typing import Any
 
 from fusion import CameraConfig, WorldConfig
 from fusion.config import MOUNT_POSITION_LIMITS_M, MOUNT_RPY_LIMITS_DEG
-from gizmo_host.emulator.settings import EMULATE_SETTINGS
+from gizmo_host import setting
 from gizmo_host.live import event_loop
-from gizmo_host.live.config import LinkConfig, PipelineConfig
+from gizmo_host.live.link_config import LinkConfig, PipelineConfig
 from gizmo_host.publish import unix_socket
 from gizmo_host.setting import (
     LIVE,
@@ -32,7 +32,6 @@ from gizmo_host.setting import (
     at_most_one,
     exactly_one,
     not_above,
-    number_text,
     only_with,
     required,
 )
@@ -47,7 +46,6 @@ MAX_UNIX_PATH_BYTES = 107  # sun_path holds 108 bytes with the terminating NUL
 __all__ = [
     "BY_KEY",
     "CAMERA_SETTINGS",
-    "EMULATE_SETTINGS",
     "HOST_SETTINGS",
     "LIVE",
     "MAX_MS",
@@ -364,7 +362,6 @@ SETTINGS: tuple[Setting, ...] = (
     HOST_SETTINGS
     + WORLD_SETTINGS
     + CAMERA_SETTINGS
-    + EMULATE_SETTINGS
     + MAVLINK_SETTINGS
     + ZENOH_SETTINGS
     + FOXGLOVE_SETTINGS
@@ -382,38 +379,8 @@ def section_keys(section: str) -> list[str]:
     return [s.name for s in SETTINGS if s.section == section]
 
 
-# -- the command line ----------------------------------------------------------------------
+# -- the command line and docs/settings.md's table: the rows above, through gizmo_host.setting -----
 
-
-def add_flags(parser: argparse.ArgumentParser, command: str) -> None:
-    """The flags of ``command``'s settings, their help from the table."""
-    groups: dict[str, argparse._ArgumentGroup] = {}
-    for s in SETTINGS:
-        if s.flag is None or command not in s.commands:
-            continue
-        target: Any = parser
-        title = _GROUPS.get(s.section)
-        if title is not None:
-            if s.section not in groups:
-                groups[s.section] = parser.add_argument_group(title)
-            target = groups[s.section]
-        off = "turn off: " if s.kind == "bool" and s.default else ""
-        help_text = f"{off}{s.doc} ([{s.section}] {s.name}"
-        help_text += ")" if s.default is None else f", default {_shown(s.default)})"
-        if s.kind == "bool":  # a flag that turns the default off
-            target.add_argument(s.flag, dest=s.dest, action="store_const", const=not s.default,
-                                help=help_text)  # fmt: skip
-            continue
-        kwargs: dict[str, Any] = {"dest": s.dest, "help": help_text}
-        if s.choices:
-            kwargs["choices"] = s.choices
-        else:
-            kwargs["metavar"] = s.metavar or _UNIT_METAVAR.get(s.unit, "VALUE")
-        kwargs["type"] = {"int": int, "float": float}.get(s.kind, str)
-        target.add_argument(s.flag, *s.aliases, **kwargs)
-
-
-_UNIT_METAVAR = {"s": "S", "ms": "MS", "Hz": "HZ"}
 _GROUPS = {
     "rflysim": "world model (with [camera])",
     "mavlink": "autopilot (MAVLink)",
@@ -421,14 +388,14 @@ _GROUPS = {
 }
 
 
+def add_flags(parser: argparse.ArgumentParser, command: str) -> None:
+    """The flags of ``command``'s settings, their help from the table."""
+    setting.add_flags(parser, SETTINGS, command, _GROUPS)
+
+
 def overrides_from(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """The settings the flags set, as a settings document (unset flags left out)."""
-    out: dict[str, dict[str, Any]] = {}
-    for s in SETTINGS:
-        value = getattr(args, s.dest, None)
-        if value is not None:
-            out.setdefault(s.section, {})[s.name] = value
-    return out
+    return setting.overrides_from(args, SETTINGS)
 
 
 def flag_names() -> dict[str, str]:
@@ -436,39 +403,9 @@ def flag_names() -> dict[str, str]:
     return {s.key: s.flag for s in SETTINGS if s.flag is not None}
 
 
-# -- docs/settings.md's table --------------------------------------------------------------------
-
-
-def _shown(value: Any) -> str:
-    if value is None:
-        return "unset"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return number_text(value)
-    if isinstance(value, Mapping):
-        return ", ".join(f"{k} {number_text(v)}" for k, v in value.items()) or "{}"
-    if isinstance(value, tuple):
-        return "[" + ", ".join(number_text(v) for v in value) + "]"
-    return f'"{value}"' if isinstance(value, str) else str(value)
-
-
 def markdown_table() -> str:
     """docs/settings.md's settings table (between its ``settings`` markers)."""
-    lines = [
-        "| key | type | default | range | unit | flag | meaning |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for s in SETTINGS:
-        flag = f"`{s.flag}`" if s.flag else ""
-        if flag and "run" not in s.commands:  # another command's flag: name the command
-            flag = f"`{'/'.join(sorted(s.commands))} {s.flag}`"
-        cells = [f"`{s.key}`", s.kind, _shown(s.default), s.range_text(), s.unit, flag, s.doc]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    lines.append("")
-    lines.append("Rules over a whole table:")
-    lines.extend(f"- `[{r.section}]`: {r.name}" for r in RULES)
-    return "\n".join(lines) + "\n"
+    return setting.markdown_table(SETTINGS, RULES)
 
 
 if __name__ == "__main__":

@@ -38,16 +38,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fusion import CameraConfig, Selector, WorldConfig
+from fusion import CameraConfig, WorldConfig
 from fusion.config import SOURCE_STALE_MS
+from gizmo_core import ConfigError, Selector
 from gizmo_host.app.settings import BY_KEY, POSE_SOURCES, RULES, default, section_keys
 from gizmo_host.bridge.rfly_mounts import sensor_rpy_deg
 from gizmo_host.bridge.rfly_sources import RflySimSetup
-from gizmo_host.errors import ConfigError
 from gizmo_host.setting import check_keys, check_rules, fail
 from gizmo_host.wire.results import ResultType
-from rfly_link.config import LoadedConfig, VisionSensorConfig, load_config
-from rfly_link.errors import ConfigError as RflyConfigError
+from rfly_link.config_json import LoadedConfig, VisionSensorConfig, load_config
 from rfly_link.messages import TypeId
 from rfly_link.sensors import IMAGE_TYPES
 
@@ -59,7 +58,7 @@ _GIMBAL_MOUNT = 3  # on the vehicle, attitude in the ground frame: only with the
 
 @dataclass(frozen=True, slots=True)
 class RflySimConfig:
-    """The ``[rflysim]`` table as written (checked by ``gizmo_host.app.config``)."""
+    """The ``[rflysim]`` table as written (checked by ``gizmo_host.app.host_config``)."""
 
     copter_id: int | None = default("rflysim.copter_id")
     config: str | None = default("rflysim.config")  # sensors and camera.rflysim_sensor
@@ -98,7 +97,7 @@ def _load(path: str) -> LoadedConfig:
         return load_config(path)
     except OSError as exc:
         raise ConfigError(f"{key} {path}: cannot read: {exc.strerror or exc}", key) from None
-    except (RflyConfigError, ValueError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # a ConfigError of Config.json's, or its JSON
         raise ConfigError(f"{key}: {exc}", key) from None
 
 

@@ -65,7 +65,7 @@ from gizmo_host.bridge.rfly_mounts import (
 )
 from gizmo_host.bridge.senders import Sender, SenderLatch
 from rfly_link import messages as m
-from rfly_link.config import VisionSensorConfig
+from rfly_link.config_json import VisionSensorConfig
 from rfly_link.sensors import PointCloud
 
 # A LiDAR scan is searched once per target and frame: larger clouds are thinned evenly (and

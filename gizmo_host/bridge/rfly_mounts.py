@@ -14,7 +14,7 @@ from fusion.geometry import (
     quat_normalize,
     quat_to_euler_zyx,
 )
-from rfly_link.config import VisionSensorConfig
+from rfly_link.config_json import VisionSensorConfig
 
 _UNIT_TOLERANCE = 1e-3  # as fusion.PoseSample checks
 _QUATERNION_MODE = 0.5  # Config.json / gimbal EularOrQuat above this: the quaternion applies

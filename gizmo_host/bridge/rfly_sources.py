@@ -26,7 +26,7 @@ from gizmo_host.bridge.rfly_adapter import RflyAdapter, RflyPoseStream
 from gizmo_host.timing import Scheduler
 from rfly_link import io as rio
 from rfly_link import ports
-from rfly_link.config import VisionSensorConfig
+from rfly_link.config_json import VisionSensorConfig
 from rfly_link.io.clients import CopterSimClient, UdpSender
 from rfly_link.io.sockinfo import is_wildcard
 from rfly_link.messages import TypeId

@@ -14,7 +14,8 @@ A result the model cannot take (a box off the spec's scale) is counted, never ra
 
 from __future__ import annotations
 
-from fusion import Input, InvalidInput, LinkState, LinkStatus, VisionObservation
+from fusion import Input, InvalidInput, LinkStatus, VisionObservation
+from gizmo_core import LinkState
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.tracker import SequenceEvent

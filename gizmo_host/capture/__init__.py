@@ -4,5 +4,5 @@
 and take them out of an MCAP file; ``background`` writes from a thread behind a bounded queue;
 ``settings`` is what a capture carries so that its replay computes what the live host did.
 Recording a running host, playing into a pty and UDP and the offline replay through the live
-``Host`` are the application layer's (``gizmo_host.app.record``, ``player``, ``replay``).
+``Host`` are the application layer's (``gizmo_host.app.recorder``, ``player``, ``replay``).
 """

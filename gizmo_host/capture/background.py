@@ -17,10 +17,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from gizmo_host.capture.channels import HOST_TYPES, ViewChannel
-from gizmo_host.capture.lines import HostMessage, encode_line, message_line
+from gizmo_host.capture.channels import HOST_TYPES, HostMessage, ViewChannel, message_line
 from gizmo_host.capture.writer import CaptureWriter, Sender
 from gizmo_host.errors import CaptureWriteError
+from gizmo_host.jsonl import encode_line
 from gizmo_host.stream.linkstate import LinkInput
 
 DEFAULT_MAX_ITEMS = 65536

@@ -29,9 +29,12 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
+from gizmo_core import LinkState
+from gizmo_host.jsonl import encode_line, json_text
 from gizmo_host.schemas import load_schema
-from gizmo_host.stream.events import LinkEvent, LinkState
+from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.linkstate import REASON_STOPPED, LinkInput
+from gizmo_host.stream.store import LinkVerdict
 
 CAPTURE_FORMAT_VERSION = 1
 PROFILE = ""  # no MCAP profile: the channels below say what they hold
@@ -152,7 +155,7 @@ def port_event_json(event: LinkInput, reason: str) -> bytes:
     """A ``/gizmo/uart/port`` message."""
     if event.value not in PORT_EVENTS:
         raise ValueError(f"event: expected one of {', '.join(PORT_EVENTS)}, got {event.value!r}")
-    return json.dumps({"event": event.value, "reason": reason}, separators=(",", ":")).encode()
+    return json_text({"event": event.value, "reason": reason}).encode()
 
 
 def recorded_input(event: LinkEvent) -> LinkInput | None:
@@ -168,3 +171,16 @@ def recorded_input(event: LinkEvent) -> LinkInput | None:
     if event.reason == REASON_STOPPED:
         return LinkInput.STOPPED
     return LinkInput.OPEN_FAILED if event.previous is LinkState.CONNECTING else LinkInput.LOST
+
+
+HostMessage = ReceivedResult | LinkEvent | LinkVerdict
+
+
+def message_line(message: HostMessage, now_ns: int) -> tuple[str, bytes]:
+    """(type, line) of a service message published at ``now_ns``: its ``/gizmo/host/TYPE``
+    channel and the line, encoded as ``gizmo-host run`` prints it."""
+    if isinstance(message, ReceivedResult):
+        return "result", message.to_json_line(now_ns)
+    if isinstance(message, LinkEvent):
+        return "link", encode_line(message.to_dict())
+    return "verdict", encode_line(message.to_dict())

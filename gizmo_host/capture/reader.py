@@ -18,7 +18,7 @@ from mcap.records import Channel, Chunk, DataEnd, Footer, Message, Metadata
 from mcap.stream_reader import StreamReader
 
 from gizmo_host.capture import channels as ch
-from gizmo_host.capture.settings import HostSettings
+from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.errors import CaptureError
 from gizmo_host.stream.linkstate import LinkInput
 

@@ -13,7 +13,7 @@ from typing import IO
 from mcap.writer import CompressionType, Writer
 
 from gizmo_host.capture import channels as ch
-from gizmo_host.capture.settings import HostSettings
+from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.errors import CaptureWriteError
 from gizmo_host.stream.linkstate import LinkInput
 

@@ -1,5 +1,2 @@
-"""The ``gizmo-host`` command line: subcommands, settings and the demo."""
-
-from gizmo_host.cli.main import main
-
-__all__ = ["main"]
+"""The ``gizmo-host`` command line: one module per subcommand (``main`` lists them), and what
+they share (``common``). Importing one command's module imports no other command."""

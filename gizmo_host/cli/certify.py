@@ -1,6 +1,6 @@
 """``gizmo-host certify``: the HIL certification run; exit 0 when it passes, 1 when it fails
 (a wrong PROCEED, a late HOLD, a counter mismatch), 2 on a usage mistake. The work is in
-:mod:`gizmo_host.certify`."""
+:mod:`gizmo_host.rigs.certify`."""
 
 from __future__ import annotations
 
@@ -9,13 +9,12 @@ import shlex
 import sys
 from pathlib import Path
 
-from gizmo_host.app.demo_rig import DemoFailed
-from gizmo_host.certify.judge import RunResult
-from gizmo_host.certify.plan import FAULT_CLASSES, SCENARIOS
-from gizmo_host.certify.run import DEFAULT_SEEDS, QUICK_SEEDS, Options, certify, parse_names
-from gizmo_host.errors import ConfigError
-
-EXIT_USAGE = 2
+from gizmo_core import ConfigError
+from gizmo_host.cli.common import EXIT_USAGE
+from gizmo_host.rigs.certify.judge import RunResult
+from gizmo_host.rigs.certify.matrix import DEFAULT_SEEDS, QUICK_SEEDS, Options, certify, parse_names
+from gizmo_host.rigs.certify.plan import FAULT_CLASSES, SCENARIOS
+from gizmo_host.rigs.rig import RigFailed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         summary = certify(options, progress=_progress)
-    except (DemoFailed, OSError) as exc:  # a rig that could not start or stopped working
+    except (RigFailed, OSError) as exc:  # a rig that could not start or stopped working
         print(f"gizmo-host certify: a run failed: {exc}", file=sys.stderr)
         return 1
     print(

@@ -17,7 +17,9 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, BinaryIO, TextIO
 
+from gizmo_host.cli.common import EXIT_USAGE
 from gizmo_host.errors import CrcMismatch, FrameError, HexError
+from gizmo_host.jsonl import json_text
 from gizmo_host.wire.parser import StreamParser
 from gizmo_host.wire.protocol import BODY, CRC, CRC_END, CRC_START, VisionResult, crc16
 
@@ -70,7 +72,7 @@ def _decode_lines(lines: Iterable[str], out: TextIO, err: TextIO, allow_bad_crc:
             failures += 1
             print(f"line {number}: {exc}", file=err)
             continue
-        print(json.dumps(report), file=out)
+        print(json_text(report), file=out)
     return 1 if failures else 0
 
 
@@ -78,10 +80,10 @@ def _decode_binary(stream: BinaryIO, out: TextIO, err: TextIO) -> int:
     parser = StreamParser()
     while chunk := stream.read(_READ_CHUNK):
         for result in parser.feed(chunk):
-            print(json.dumps({"type": "result", **result.to_dict()}), file=out)
+            print(json_text({"type": "result", **result.to_dict()}), file=out)
     stats = parser.stats._asdict()
     stats["bytes_pending"] = parser.buffered
-    print(json.dumps({"type": "stats", **stats}), file=err)
+    print(json_text({"type": "stats", **stats}), file=err)
     return 0
 
 
@@ -115,7 +117,7 @@ def main(
     if args.binary is not None:
         if args.hex:
             print("error: give either hex text or --binary, not both", file=err)
-            return 2
+            return EXIT_USAGE
         if args.binary == "-":
             return _decode_binary(stdin.buffer, out, err)
         try:
@@ -123,7 +125,7 @@ def main(
                 return _decode_binary(capture, out, err)
         except OSError as exc:
             print(f"error: cannot read {args.binary}: {exc.strerror or exc}", file=err)
-            return 2
+            return EXIT_USAGE
     if not args.hex:
         return _decode_lines(stdin, out, err, args.allow_bad_crc)
     try:

@@ -1,7 +1,7 @@
 """``gizmo-host demo``: the whole loop with no hardware, and the world model it produces, live.
 
-One process, one asyncio loop (:mod:`gizmo_host.app.demo_rig`, run by
-:mod:`gizmo_host.app.demo_play`): the RflySim stand-in flies a
+One process, one asyncio loop (:mod:`gizmo_host.rigs.demo.scene_rig`, run by
+:mod:`gizmo_host.rigs.demo.play`): the RflySim stand-in flies a
 scenario and sends its TypeID 30 boxes, the emulated board turns them into VISION_RESULT frames
 on a pty, and the host reads the pty and fuses the frames with the stand-in's odometry into
 ``world`` snapshots. The terminal shows the newest one (:mod:`gizmo_host.cli.demo_table`, or a
@@ -10,7 +10,7 @@ plain line without rich); ``--json`` prints every snapshot as JSON Lines instead
 ``gizmo-host emulate --faults`` timeline). It runs for ``--duration`` seconds or until
 Ctrl-C/SIGTERM, then prints a summary (stderr, one JSON line, with ``--json``) and exits 0.
 A bad option is one line on stderr and exit status 2. ``--protocol`` runs the older
-walkthrough of the frame codec instead (:mod:`gizmo_host.app.demo_protocol`).
+walkthrough of the frame codec instead (:mod:`gizmo_host.rigs.demo.codec_walkthrough`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import logging
 import math
 import sys
@@ -27,24 +26,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gizmo_host.app import demo_protocol
-from gizmo_host.app.demo_play import BUILTIN, play, timeline_for
-from gizmo_host.app.demo_rig import DemoFailed, DemoSettings
-from gizmo_host.app.demo_view import PlainView, View
+from gizmo_core import ConfigError
 from gizmo_host.app.foxglove_view import add_foxglove_flag, check_listen
 from gizmo_host.app.settings import default
-from gizmo_host.emulator.faults import FaultTimeline
-from gizmo_host.errors import ConfigError, ServiceFailed
+from gizmo_host.cli.common import EXIT_USAGE, add_log_level, require_extra, setup_logging
+from gizmo_host.cli.flags import UsageError, integer
+from gizmo_host.errors import ServiceFailed
+from gizmo_host.jsonl import json_text
 from gizmo_host.live import event_loop
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.publish.sinks import stdout_sink
-from gizmo_host.standin.scenario import SCENARIOS
+from gizmo_host.rigs.board.faults import FaultTimeline
+from gizmo_host.rigs.demo import codec_walkthrough as demo_protocol
+from gizmo_host.rigs.demo.play import BUILTIN, play, timeline_for
+from gizmo_host.rigs.demo.scene_rig import DemoSettings
+from gizmo_host.rigs.demo.view import PlainView, View
+from gizmo_host.rigs.rflysim.scenario import SCENARIOS
+from gizmo_host.rigs.rig import RigFailed
 from gizmo_host.timing import LoopScheduler, call_after
-from rfly_link.flags import UsageError, integer
 
-EXIT_USAGE = 2
 LOGGER = logging.getLogger("gizmo_host.demo")
-PRECLAND = "precland"  # the MAVLink precision landing (gizmo_host.app.precland)
+PRECLAND = "precland"  # the MAVLink precision landing (gizmo_host.rigs.demo.precland)
 _SCENARIOS = (*SCENARIOS, PRECLAND)
 
 
@@ -76,12 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the vehicles on Zenoh, through a router, and a fleet view",
     )
     parser.add_argument("--vehicles", metavar="N", help="--zenoh: how many (default 3)")
-    parser.add_argument(
-        "--log-level",
-        default="WARNING",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="stderr log level",
-    )
+    add_log_level(parser)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,9 +160,7 @@ def run(args: argparse.Namespace) -> int:
     if options.vehicles is not None:
         return _fleet(options, timeline, args.log_level)
     view = None if options.json else _table_view(timeline)
-    logging.basicConfig(
-        level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
-    )
+    setup_logging(args.log_level)
     if options.scenario == PRECLAND:
         return _precland(options, timeline)
     settings = DemoSettings(options.scenario, timeline, options.foxglove)
@@ -180,32 +175,31 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:  # a port taken between the pick and the bind, a pty refused
         print(f"gizmo-host demo: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (DemoFailed, ServiceFailed) as exc:  # ServiceFailed: the Foxglove port is taken
+    except (RigFailed, ServiceFailed) as exc:  # ServiceFailed: the Foxglove port is taken
         print(f"gizmo-host demo: failed: {exc}", file=sys.stderr)
         return 1
     except ConfigError as exc:  # --foxglove without the extra
         print(f"gizmo-host demo: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if view is None:
-        print(json.dumps(data, sort_keys=False), file=sys.stderr, flush=True)
+        print(json_text(data), file=sys.stderr, flush=True)
     else:
         view.final(data)
     return 0
 
 
 def _fleet(options: Options, timeline: FaultTimeline, log_level: str) -> int:
-    """``--zenoh``: the vehicles on Zenoh and the fleet view (``gizmo_host.app.demo_fleet``)."""
+    """``--zenoh``: the vehicles on Zenoh and the fleet view
+    (``gizmo_host.rigs.demo.fleet_rigs``)."""
     try:
-        from gizmo_host.app.demo_fleet import play_fleet  # noqa: PLC0415 - the zenoh extra
-    except ImportError:
-        print("gizmo-host demo: --zenoh needs the zenoh extra: pip install 'gizmo-host[zenoh]'",
-              file=sys.stderr)  # fmt: skip
+        require_extra("zenoh", "--zenoh")
+    except ConfigError as exc:
+        print(f"gizmo-host demo: {exc}", file=sys.stderr)
         return EXIT_USAGE
     from gizmo_host.cli.fleet_table import FleetTable  # noqa: PLC0415
+    from gizmo_host.rigs.demo.fleet_rigs import play_fleet  # noqa: PLC0415 - the zenoh extra
 
-    logging.basicConfig(
-        level=log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
-    )
+    setup_logging(log_level)
     table = None if options.json else FleetTable()
 
     async def main(workdir: Path) -> dict[str, Any]:
@@ -239,33 +233,31 @@ def _fleet(options: Options, timeline: FaultTimeline, log_level: str) -> int:
     except OSError as exc:
         print(f"gizmo-host demo: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
-    except DemoFailed as exc:
+    except RigFailed as exc:
         print(f"gizmo-host demo: failed: {exc}", file=sys.stderr)
         return 1
-    print(json.dumps(data), file=sys.stderr, flush=True)
+    print(json_text(data), file=sys.stderr, flush=True)
     return 0
 
 
 def _table_view(timeline: FaultTimeline) -> View:
     try:
-        from gizmo_host.cli.demo_table import RichView  # noqa: PLC0415 - optional extra
-    except ImportError:
-        print(
-            "gizmo-host demo: rich is not installed (pip install 'gizmo-host[demo]'): "
-            "a plain status line every second instead of the table",
-            file=sys.stderr,
-        )
+        require_extra("demo", "the live table")
+    except ConfigError as exc:
+        print(f"gizmo-host demo: {exc}; a plain status line every second instead", file=sys.stderr)
         return PlainView(sys.stdout)
+    from gizmo_host.cli.demo_table import RichView  # noqa: PLC0415 - the demo extra
+
     return RichView(scheduled=frozenset(f.kind.value for f in timeline.faults))
 
 
 def _precland(options: Options, timeline: FaultTimeline) -> int:
-    """The precision landing (:mod:`gizmo_host.app.precland`): a status line a second on stdout
-    (none with --json), then the summary (stdout; stderr with --json)."""
-    from gizmo_host.app import precland  # noqa: PLC0415 - the mavlink extra
+    """The precision landing (:mod:`gizmo_host.rigs.demo.precland`): a status line a second on
+    stdout (none with --json), then the summary (stdout; stderr with --json)."""
+    from gizmo_host.rigs.demo import precland  # noqa: PLC0415 - the mavlink extra
 
     settings = precland.settings_for_seed(timeline, options.seed or 0)
-    status = None if options.json else (lambda line: print(json.dumps(line), flush=True))
+    status = None if options.json else (lambda line: print(json_text(line), flush=True))
     try:
         data = event_loop.run(
             precland.run(settings, options.duration_s, status), event_loop.resolve("auto")
@@ -273,8 +265,8 @@ def _precland(options: Options, timeline: FaultTimeline) -> int:
     except OSError as exc:
         print(f"gizmo-host demo: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
-    except ServiceFailed as exc:
+    except (RigFailed, ServiceFailed) as exc:
         print(f"gizmo-host demo: failed: {exc}", file=sys.stderr)
         return 1
-    print(json.dumps(data), file=sys.stderr if options.json else sys.stdout, flush=True)
+    print(json_text(data), file=sys.stderr if options.json else sys.stdout, flush=True)
     return 0

@@ -18,10 +18,11 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from fusion import Decision, TargetState, WorldSnapshot
-from gizmo_host.app.counters import host_counters, injected_faults
-from gizmo_host.app.demo_tally import Tally, TargetTruth
-from gizmo_host.app.demo_view import fmt_num, fmt_reasons, summary_text, vehicle_row
+from fusion import TargetState, WorldSnapshot
+from gizmo_core import Decision
+from gizmo_host.rigs.demo.counters import host_counters, injected_faults
+from gizmo_host.rigs.demo.tally import Tally, TargetTruth
+from gizmo_host.rigs.demo.view import fmt_num, fmt_reasons, summary_text, vehicle_row
 
 _LINK_LABELS = (
     ("state", "link state"),

@@ -7,10 +7,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from gizmo_host.doctor.run import DEFAULT_SECONDS, Options, diagnose, render_json, render_text
-from gizmo_host.errors import ConfigError
-
-EXIT_USAGE = 2
+from gizmo_core import ConfigError
+from gizmo_host.cli.common import EXIT_USAGE
+from gizmo_host.doctor.diagnose import DEFAULT_SECONDS, Options, diagnose, render_json, render_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ exactly as ``gizmo-host run`` does. Beside ``gizmo-host run``, which binds the e
 state port, the pose source listens at ``--port-offset N`` and ``gizmo-host sim --mirror-offset
 N`` sends the states there too. Faults come from ``--faults FILE`` and ``--fault SPEC``.
 It runs for ``--duration`` or until SIGINT/SIGTERM, then prints every count as JSON
-(``--stats``: stderr, or ``--stats FILE``). Settings: ``gizmo_host.emulator.settings``.
+(``--stats``: stderr, or ``--stats FILE``). Settings: ``gizmo_host.rigs.board.emulate_settings``.
 """
 
 from __future__ import annotations
@@ -18,19 +18,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import logging
 import sys
 from typing import Any
 
-from gizmo_host.app.emulation import build_source, emulation_factory, settings_from_args
-from gizmo_host.app.settings import add_flags
-from gizmo_host.emulator.faults import FaultTimeline
-from gizmo_host.emulator.port import DevicePort, Port, PtyPort
-from gizmo_host.emulator.runner import Runner
-from gizmo_host.emulator.settings import EmulateSettings
-from gizmo_host.errors import ConfigError
+from gizmo_core import ConfigError
+from gizmo_host.cli.common import EXIT_USAGE, add_log_level, setup_logging
+from gizmo_host.jsonl import json_text
 from gizmo_host.live.stop_signals import add_stop_handlers
+from gizmo_host.rigs.board.compose import build_source, emulation_factory, settings_from_args
+from gizmo_host.rigs.board.emulate_settings import EMULATE_SETTINGS, EmulateSettings
+from gizmo_host.rigs.board.faults import FaultTimeline
+from gizmo_host.rigs.board.port import DevicePort, Port, PtyPort
+from gizmo_host.rigs.board.runner import Runner
+from gizmo_host.setting import add_flags
 
 LOGGER = logging.getLogger("gizmo_host.emulate")
 
@@ -41,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     port.add_argument("--device", metavar="PATH", help="write to this serial device instead")
     parser.add_argument("--config", metavar="FILE", help="TOML: [emulate] and [camera]")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
-    add_flags(parser, "emulate")  # the [emulate] rows with a flag: --baud, --rate-hz, ...
+    add_flags(parser, EMULATE_SETTINGS, "emulate")  # the [emulate] rows with a flag: --baud, ...
     parser.add_argument(
         "--stats",
         nargs="?",
@@ -87,17 +88,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="one fault, KIND,key=value,...: e.g. reset,at_s=2 (repeatable)",
     )
     faults.add_argument("--seed", type=int, metavar="N", help="fault and latency seed")
-    parser.add_argument(
-        "--log-level",
-        default="WARNING",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="stderr log level",
-    )
+    add_log_level(parser)
 
 
 def _print_port(port: PtyPort, path: str) -> None:
     message = {"type": "emulate_port", "path": path, "link": port.link}
-    print(json.dumps(message), flush=True)
+    print(json_text(message), flush=True)
 
 
 async def emulate(
@@ -141,26 +137,22 @@ async def emulate(
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=args.log_level,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    setup_logging(args.log_level)
     try:
         settings, timeline = settings_from_args(args)
     except ConfigError as exc:
         print(f"gizmo-host emulate: config error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     try:
         stats = asyncio.run(emulate(args, settings, timeline))
     except ConfigError as exc:
         print(f"gizmo-host emulate: config error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except OSError as exc:  # a device that cannot be opened, a UDP port in use
         print(f"gizmo-host emulate: {exc}", file=sys.stderr)
         return 1
     if args.stats is not None:
-        text = json.dumps(stats, sort_keys=True)
+        text = json_text(stats)
         if args.stats == "-":
             print(text, file=sys.stderr, flush=True)
         else:

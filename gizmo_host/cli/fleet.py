@@ -16,17 +16,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import sys
 from typing import Any
 
+from gizmo_core import ConfigError
+from gizmo_host.cli.common import EXIT_USAGE, require_extra
+from gizmo_host.cli.flags import UsageError, integer, number
 from gizmo_host.cli.fleet_table import FleetTable
-from gizmo_host.errors import ConfigError
+from gizmo_host.jsonl import json_text
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.publish.sinks import QueuedSink, stdout_sink
-from rfly_link.flags import UsageError, integer, number
 
-EXIT_USAGE = 2
 # stdout's queue is kept below this: rows wait in the view (and are made when there is room)
 # rather than queue behind each other, and the sink never drops the oldest of them.
 OUTPUT_BUDGET_BYTES = 256 * 1024
@@ -119,17 +119,13 @@ def _options(args: argparse.Namespace) -> tuple[dict[str, Any], float | None, An
 
 def run(args: argparse.Namespace) -> int:
     try:
-        from gizmo_host.zenoh.fleet import FleetView  # noqa: PLC0415 - the extra, checked first
-        from gizmo_host.zenoh.watch import watch_fleet  # noqa: PLC0415
-
         view_options, duration, config = _options(args)
-    except UsageError as exc:
+        require_extra("zenoh", "gizmo-host fleet")
+    except (UsageError, ConfigError) as exc:
         print(f"gizmo-host fleet: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except ImportError:
-        print("gizmo-host fleet: needs the zenoh extra: pip install 'gizmo-host[zenoh]'",
-              file=sys.stderr)  # fmt: skip
-        return EXIT_USAGE
+    from gizmo_host.zenoh.fleet import FleetView  # noqa: PLC0415 - the zenoh extra
+    from gizmo_host.zenoh.watch import watch_fleet  # noqa: PLC0415
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -156,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
             summary = {"fleet": watch.stats()}
             if out is not None:
                 summary["stdout"] = out.stats()
-            print(json.dumps(summary), file=sys.stderr, flush=True)
+            print(json_text(summary), file=sys.stderr, flush=True)
         finally:
             if out is not None:
                 await out.close()

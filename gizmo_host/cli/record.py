@@ -7,7 +7,8 @@ opens and losses, and the RflySim datagrams with their senders) and the host's o
 run``, and are stored in the capture so that ``gizmo-host replay --offline`` recomputes the
 same output. With ``[camera]`` configured it runs the world model as ``run`` does: the ports
 its receivers would hear (``[rflysim]``) are recorded, and what arrives on them feeds the model
-through the same pipelines (``gizmo_host.app.world.DatagramRouter``); ``--udp-port`` adds ports.
+through the same pipelines (``gizmo_host.app.world_build.DatagramRouter``); ``--udp-port`` adds
+ports.
 
 The file is written from its own thread behind a bounded queue (``--max-queue-mb``): a slow
 disk costs dropped messages (counted in the summary), never a stalled reader. A full disk or a
@@ -22,12 +23,13 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
+from gizmo_core import ConfigError
 from gizmo_host.app import settings as setting_table
-from gizmo_host.app.config import config_from_args
+from gizmo_host.app.host_config import config_from_args
 from gizmo_host.app.idle import log_idle_settings
-from gizmo_host.app.record import Recorder, RecordOptions
-from gizmo_host.app.world import DatagramRouter
-from gizmo_host.errors import ConfigError
+from gizmo_host.app.recorder import Recorder, RecordOptions
+from gizmo_host.app.world_build import DatagramRouter
+from gizmo_host.cli.common import EXIT_USAGE, add_log_level, require_extra, setup_logging
 
 if TYPE_CHECKING:
     pass
@@ -60,9 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MB",
         help="bytes waiting for the disk before messages are dropped (default 64)",
     )
-    parser.add_argument(
-        "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
-    )
+    add_log_level(parser)
 
 
 def udp_ports(world_ports: list[int], ports: list[int]) -> list[int]:
@@ -74,7 +74,7 @@ def udp_ports(world_ports: list[int], ports: list[int]) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(levelname)s %(message)s")
+    setup_logging(args.log_level)
     try:
         config = config_from_args(args)
         log_idle_settings(config, publishes=False)  # one warning line each
@@ -83,16 +83,13 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--duration: expected > 0, got {args.duration}")
         if not args.max_queue_mb > 0:
             raise ValueError(f"--max-queue-mb: expected > 0, got {args.max_queue_mb}")
-        try:
-            import mcap  # noqa: F401, PLC0415 - an optional extra
-        except ImportError as exc:
-            raise ConfigError(f"{exc} (pip install 'gizmo-host[record]')") from None
+        require_extra("record", "recording")
         rflysim = None if setup is None else setup.rflysim
         world_ports = [] if rflysim is None else DatagramRouter(rflysim).ports
         ports = udp_ports(world_ports, args.udp_port)
     except (ConfigError, ValueError) as exc:
         print(f"gizmo-host record: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     bind = args.bind or (rflysim.bind if rflysim is not None else "127.0.0.1")
     options = RecordOptions(
         args.output, tuple(ports), bind, args.duration, round(args.max_queue_mb * 1024 * 1024)

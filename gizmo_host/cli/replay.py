@@ -8,7 +8,7 @@ opened again (the pty hangs up and a new one appears, as an unplugged USB adapte
 the first byte, and after each replug, it waits (``--wait-s``) for the host to open the pty.
 
 ``--offline``: straight through the live ``Host`` on a manual clock at the recorded times
-(``gizmo_host.app.replay``), the recorded RflySim datagrams through its world model when the
+(``gizmo_host.app.offline_replay``), the recorded RflySim datagrams through its world model when the
 capture carries the world model's settings: deterministic, as fast as the CPU allows; the
 host's JSON Lines (``result``, ``link``, ``verdict``, ``world``, ``stats``) go to stdout. A
 damaged or truncated capture: the lines for what could be read, then one error line and exit
@@ -28,10 +28,12 @@ import os
 import sys
 from typing import IO, TYPE_CHECKING
 
+from gizmo_core import ConfigError
 from gizmo_host.app.foxglove_view import add_foxglove_flag, check_listen
-from gizmo_host.app.player import LivePlayer, PlayerOptions
 from gizmo_host.app.settings import default
-from gizmo_host.errors import CaptureError, ConfigError, ServiceFailed
+from gizmo_host.cli.common import EXIT_USAGE, require_extra
+from gizmo_host.errors import CaptureError, ServiceFailed
+from gizmo_host.rigs.board.capture_player import LivePlayer, PlayerOptions
 
 if TYPE_CHECKING:
     from gizmo_host.capture.reader import CaptureReader
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         print(
             "gizmo-host replay: --speed must be > 0, --wait-s and --linger-s >= 0", file=sys.stderr
         )
-        return 2
+        return EXIT_USAGE
     foxglove = None
     try:
         if getattr(args, "foxglove__enabled", None):
@@ -88,14 +90,12 @@ def run(args: argparse.Namespace) -> int:
                 raise ConfigError("--foxglove: serves live; with --offline use --foxglove-out")
         if args.foxglove_out is not None and not args.offline:
             raise ConfigError("--foxglove-out: only with --offline")
+        require_extra("record", "replaying a capture")
     except ConfigError as exc:
         print(f"gizmo-host replay: {exc}", file=sys.stderr)
-        return 2
-    try:
-        from gizmo_host.capture.reader import CaptureReader  # noqa: PLC0415 - needs mcap
-    except ImportError as exc:
-        print(f"gizmo-host replay: {exc} (pip install 'gizmo-host[record]')", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    from gizmo_host.capture.reader import CaptureReader  # noqa: PLC0415 - the record extra
+
     try:
         reader = CaptureReader(args.file)
         if args.foxglove_out is not None:
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         return asyncio.run(LivePlayer(reader, options).play())
     except ConfigError as exc:  # the foxglove extra is missing
         print(f"gizmo-host replay: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except CaptureError as exc:
         print(f"gizmo-host replay: {exc}", file=sys.stderr)
         return 1
@@ -131,7 +131,7 @@ async def serve_capture(reader: CaptureReader, listen: str, speed: float, linger
 
 def replay_offline(reader: CaptureReader, out: IO[bytes]) -> int:
     """The host's lines for ``reader``'s capture on ``out``; raises ``CaptureError``."""
-    from gizmo_host.app.replay import OfflineReplay  # noqa: PLC0415 - needs mcap
+    from gizmo_host.app.offline_replay import OfflineReplay  # noqa: PLC0415 - needs mcap
 
     replay = OfflineReplay(reader.info, reader.path)
     try:

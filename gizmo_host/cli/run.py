@@ -5,7 +5,7 @@ the configured target selector whenever it changes and every ``verdict.interval_
 ``stats`` line every ``publish.stats_interval_s``. ``--unix-socket`` and ``--udp`` add the other
 sinks. With ``[camera]`` configured it also runs the world model (``[world]``, ``[rflysim]``:
 see ``gizmo_host.app.world_config``) and publishes ``world`` snapshots on the same sinks.
-Settings come from ``--config FILE`` (TOML, see ``gizmo_host.app.config``) and flags, which
+Settings come from ``--config FILE`` (TOML, see ``gizmo_host.app.host_config``) and flags, which
 override the file. Under systemd it reports READY, pings the watchdog and reports STOPPING.
 Logs go to stderr; stdout carries only JSON.
 """
@@ -20,14 +20,16 @@ import logging
 import sys
 from collections.abc import Callable
 
+from gizmo_core import ConfigError
 from gizmo_host.app import settings
-from gizmo_host.app.config import HostConfig as Config
-from gizmo_host.app.config import config_from_args
 from gizmo_host.app.foxglove_view import add_foxglove_flag, announce, attach_foxglove
 from gizmo_host.app.host import Host
+from gizmo_host.app.host_config import HostConfig as Config
+from gizmo_host.app.host_config import config_from_args
 from gizmo_host.app.idle import log_idle_settings
+from gizmo_host.cli.common import EXIT_USAGE, add_log_level, setup_logging
 from gizmo_host.deploy.sd_notify import SdNotifier, watchdog_loop
-from gizmo_host.errors import ConfigError, ServiceFailed
+from gizmo_host.errors import ServiceFailed
 from gizmo_host.live import event_loop
 from gizmo_host.live.stop_signals import add_stop_handlers
 
@@ -38,25 +40,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="TOML settings; flags override it")
     settings.add_flags(parser, "run")
     add_foxglove_flag(parser)
-    parser.add_argument(
-        "--log-level",
-        default="INFO",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="stderr log level",
-    )
+    add_log_level(parser, "INFO")
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=args.log_level,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    setup_logging(args.log_level)
     try:
         config = config_from_args(args)
     except ConfigError as exc:
         print(f"gizmo-host run: config error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     log_idle_settings(config)  # settings that would do nothing, one warning line each
     loop = event_loop.resolve(config.runtime.event_loop)
     LOGGER.info("event loop: %s", loop)
@@ -64,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         event_loop.run(serve(config), loop)
     except ConfigError as exc:  # Config.json changed since the check
         print(f"gizmo-host run: config error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except (OSError, ServiceFailed) as exc:  # e.g. the Unix socket path cannot be bound
         print(f"gizmo-host run: {exc}", file=sys.stderr)
         return 1
@@ -94,7 +87,7 @@ async def serve(config: Config, stop: asyncio.Event | None = None) -> None:
     """Run until SIGINT/SIGTERM (or ``stop`` is set)."""
     stop = stop or asyncio.Event()
     _stop_on_signals(stop)
-    host = Host(config)
+    host = Host.serving(config)
     foxglove = attach_foxglove(host, config)
     notifier = _notifier()
     watchdog: asyncio.Task[None] | None = None

@@ -7,7 +7,7 @@ answers odometry and IMU requests on each vehicle's control port. ``--truth`` wr
 truth as JSON Lines (stdout with ``-``). ``--mirror-offset N`` also sends every vehicle state to
 its port + N, so ``gizmo-host emulate --ego ... --port-offset N`` hears them beside ``gizmo-host
 run``, which binds the ego's state port. ``--mavlink`` also plays the ego's PX4 over MAVLink
-(:mod:`gizmo_host.app.sim_autopilot`). It runs for ``--duration`` seconds or until Ctrl-C,
+(:mod:`gizmo_host.rigs.autopilot.beside_sim`). It runs for ``--duration`` seconds or until Ctrl-C,
 then prints its counters on stderr as one JSON line and exits 0; a bad option, file or bind is
 one line on stderr and exit status 2. Registered in ``gizmo_host.cli.SUBCOMMANDS`` as ``sim``.
 """
@@ -20,21 +20,20 @@ import contextlib
 import sys
 from pathlib import Path
 
-from gizmo_host.standin.core import StandIn
-from gizmo_host.standin.options import (
+from gizmo_host.cli.common import EXIT_USAGE
+from gizmo_host.cli.flags import UsageError
+from gizmo_host.cli.sim_options import (
     RATE_NAMES,
     banner,
     parse_options,
     stats_line,
     truth_writer,
 )
-from gizmo_host.standin.runner import SimRunner
-from gizmo_host.standin.scenario import SCENARIOS, build_scenario
-from gizmo_host.standin.sensorset import builtin_config_text
-from rfly_link.cli import json_line
-from rfly_link.flags import UsageError
-
-EXIT_USAGE = 2
+from gizmo_host.jsonl import json_text
+from gizmo_host.rigs.rflysim.core import StandIn
+from gizmo_host.rigs.rflysim.scenario import SCENARIOS, build_scenario
+from gizmo_host.rigs.rflysim.sensorset import builtin_config_text
+from gizmo_host.rigs.rflysim.sim_runner import SimRunner
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -130,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:  # the mirrored ports leave the port range
         print(f"sim: --mirror-offset: {str(exc).removeprefix('mirror_offset: ')}", file=sys.stderr)
         return EXIT_USAGE
-    print(json_line(banner(options, stand_in)), file=sys.stderr, flush=True)
+    print(json_text(banner(options, stand_in)), file=sys.stderr, flush=True)
     with contextlib.ExitStack() as stack:
         sink = None
         if options.truth is not None:
@@ -148,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             main = runner.run(options.duration_s or None)
             if options.mavlink is not None:
-                from gizmo_host.app.sim_autopilot import with_autopilot  # noqa: PLC0415 - extra
+                from gizmo_host.rigs.autopilot.beside_sim import with_autopilot  # noqa: PLC0415 - extra
 
                 main = with_autopilot(main, runner, options.mavlink, options.host, options.bind)
             with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends the run; stats still print

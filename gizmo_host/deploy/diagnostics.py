@@ -5,7 +5,8 @@ always one of a few: join the device's group, stop the process holding the port 
 brltty, a serial console), or plug the board in. This module finds out which, from the device
 node's owner and mode, ``/proc/locks`` and ``/proc/*/fd``, and says so in one message.
 
-Config errors are reported by ``gizmo_host.app.config``, which names the key and the expected value.
+Config errors are reported by ``gizmo_host.app.host_config``, which names the key and the expected
+value.
 """
 
 from __future__ import annotations

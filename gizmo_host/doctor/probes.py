@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import json
 import select
 import shutil
@@ -19,14 +18,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from gizmo_host.app.config import HostConfig
+from gizmo_core import ConfigError
+from gizmo_host.app.host_config import HostConfig
 from gizmo_host.app.world_config import camera_defaults
 from gizmo_host.doctor.facts import MavlinkFacts, RflyFacts
-from gizmo_host.errors import ConfigError
 from gizmo_host.timing import LoopScheduler, poll
 from rfly_link import ports
-from rfly_link.config import load_config as load_rfly_config
-from rfly_link.errors import ConfigError as RflyConfigError
+from rfly_link.config_json import load_config as load_rfly_config
 from rfly_link.io.clients import CopterSimClient, UdpSender
 from rfly_link.messages import TypeId
 
@@ -51,7 +49,7 @@ def rfly_facts(config: HostConfig, camera: Mapping[str, Any] | None, seconds: fl
     try:
         setup = config.world_setup()
         loaded = load_rfly_config(path)
-    except (ConfigError, RflyConfigError) as exc:
+    except ConfigError as exc:
         return RflyFacts(path, config_error=str(exc))
     except OSError as exc:
         return RflyFacts(path, config_error=f"{path}: {exc.strerror or exc}")
@@ -145,11 +143,16 @@ def mavlink_facts(
         return MavlinkFacts(None)
     try:
         # The optional extra, loaded only when [mavlink] url is set: no command imports
-        # pymavlink otherwise (an import contract checks the static imports).
-        mavlink: Any = importlib.import_module("gizmo_host.mavlink")
-        signing: Any = importlib.import_module("gizmo_host.mavlink.signing")
-        endpoint = mavlink.parse_url(url)
-        signer = None if key_file is None else signing.Signer(signing.read_key_file(key_file))
+        # pymavlink otherwise.
+        from gizmo_host.mavlink import (  # noqa: PLC0415
+            AutopilotSession,
+            MavlinkTransport,
+            parse_url,
+        )
+        from gizmo_host.mavlink.signing import Signer, read_key_file  # noqa: PLC0415
+
+        endpoint = parse_url(url)
+        signer = None if key_file is None else Signer(read_key_file(key_file))
     except ImportError:
         return MavlinkFacts(url, target_system, error="the mavlink extra is not installed")
     except ValueError as exc:
@@ -158,13 +161,13 @@ def mavlink_facts(
     async def probe() -> MavlinkFacts:
         scheduler = LoopScheduler()
         holder: list[Any] = []
-        session = mavlink.AutopilotSession(
+        session = AutopilotSession(
             lambda data, to: bool(holder[0].send(data, to)),
             scheduler,
             target_system=target_system,
             signer=signer,
         )
-        transport = mavlink.MavlinkTransport(endpoint, session.feed)
+        transport = MavlinkTransport(endpoint, session.feed)
         holder.append(transport)
         task = asyncio.ensure_future(transport.run())
         session.start()

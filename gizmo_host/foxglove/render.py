@@ -25,7 +25,6 @@ from foxglove.messages import Log, LogLevel, PackedElementField, PackedElementFi
 from foxglove.messages import PointCloud as PointCloudMessage
 
 from fusion import LidarPoints, PointFrame, WorldSnapshot
-from gizmo_host.capture.lines import encode_line
 from gizmo_host.foxglove import topics as tp
 from gizmo_host.foxglove.camera import BoxMatcher, box_of, raw_image
 from gizmo_host.foxglove.scene import (
@@ -36,6 +35,7 @@ from gizmo_host.foxglove.scene import (
     static_transforms,
     timestamp,
 )
+from gizmo_host.jsonl import encode_line
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.store import LinkVerdict
 

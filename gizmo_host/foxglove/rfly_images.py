@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from rfly_link import io as rio
-from rfly_link.config import VisionSensorConfig
+from rfly_link.config_json import VisionSensorConfig
 from rfly_link.sensors.images import Image
 
 ImageSink = Callable[[int, Any, str], None]  # (t_ns, pixels, encoding)

@@ -12,6 +12,8 @@ import asyncio
 from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any, TypeVar
 
+from gizmo_core import MissingExtra
+
 T = TypeVar("T")
 EVENT_LOOPS = ("auto", "asyncio", "uvloop")
 
@@ -32,7 +34,7 @@ def resolve(choice: str) -> str:
     if choice == "auto":
         return "uvloop" if uvloop_available() else "asyncio"
     if choice == "uvloop" and not uvloop_available():
-        raise ValueError("uvloop is not installed (pip install 'gizmo-host[uvloop]')")
+        raise MissingExtra("uvloop", "the uvloop event loop")
     return choice
 
 

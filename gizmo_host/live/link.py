@@ -35,11 +35,12 @@ from typing import Any, NamedTuple
 
 import serialx
 
+from gizmo_core import LinkState
 from gizmo_host.errors import IllegalTransition
-from gizmo_host.live.config import LinkConfig
+from gizmo_host.live.link_config import LinkConfig
 from gizmo_host.live.subscription import FailureCounter
 from gizmo_host.live.tty_reads import FrameReads, tty_descriptor
-from gizmo_host.stream.events import LinkEvent, LinkState
+from gizmo_host.stream.events import LinkEvent
 from gizmo_host.stream.linkstate import (
     REASON_FRAME,
     REASON_OPENED,

@@ -19,7 +19,7 @@ never wakes it); they are published when they change, re-published every
 due within half a TTL and a result has renewed its target), so a consumer that honours
 ``valid_until_ns`` sees a steady PROCEED as steady.
 
-Settings come as two small values (``gizmo_host.live.config``): ``LinkConfig`` for the port
+Settings come as two small values (``gizmo_host.live.link_config``): ``LinkConfig`` for the port
 and ``PipelineConfig`` for the pipeline and the verdict period.
 """
 
@@ -31,12 +31,12 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from fusion import Selector
-from gizmo_host.live.config import LinkConfig, PipelineConfig
+from gizmo_core import LinkState, Selector
 from gizmo_host.live.link import BytesCallback, OpenFunction, SerialLink
+from gizmo_host.live.link_config import LinkConfig, PipelineConfig
 from gizmo_host.live.subscription import FailureCounter, FailureLatch, Subscription
 from gizmo_host.stream.clock import ClockStatus
-from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult
+from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.pipeline import FramePipeline
 from gizmo_host.stream.store import LinkVerdict, ResultStore
 from gizmo_host.timing import LoopScheduler, Scheduler, Timer

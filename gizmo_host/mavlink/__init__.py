@@ -4,20 +4,19 @@ pymavlink is imported in this package only (an import contract says so), and onl
 codec: the transports are our own, on the asyncio loop (``transport``), for pymavlink-style
 URLs (``urls``). ``session`` keeps one autopilot link (heartbeats, stream requests, the
 autopilot's clock on ours by TIMESYNC), ``pose`` turns its messages into fusion poses,
-``landing`` sends LANDING_TARGET for the world's selected target, and ``standin`` plays the
-autopilot in tests and the demo. docs/mavlink.md describes the whole.
+and ``landing`` sends LANDING_TARGET for the world's selected target. The autopilot's side,
+played in tests and the demo, is a rig's (:mod:`gizmo_host.rigs.autopilot`). docs/mavlink.md
+describes the whole.
 """
 
 from .landing import Held, LandingFields, LandingTargetSender, Profile
 from .pose import MavlinkPoseSource
 from .session import AutopilotSession
-from .standin import BootClock, ReceivedTarget, StandinAutopilot, VehicleTruth
 from .transport import MavlinkTransport
 from .urls import Endpoint, Kind, parse_url
 
 __all__ = [
     "AutopilotSession",
-    "BootClock",
     "Endpoint",
     "Held",
     "Kind",
@@ -26,8 +25,5 @@ __all__ = [
     "MavlinkPoseSource",
     "MavlinkTransport",
     "Profile",
-    "ReceivedTarget",
-    "StandinAutopilot",
-    "VehicleTruth",
     "parse_url",
 ]

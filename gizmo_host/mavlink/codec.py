@@ -39,6 +39,10 @@ FRAME_BODY_FRD = mavlink.MAV_FRAME_BODY_FRD  # 12
 AUTOPILOT_INVALID = mavlink.MAV_AUTOPILOT_INVALID
 TYPE_ONBOARD_CONTROLLER = mavlink.MAV_TYPE_ONBOARD_CONTROLLER
 COMP_ONBOARD_COMPUTER = mavlink.MAV_COMP_ID_ONBOARD_COMPUTER
+# An autopilot's own heartbeat (the stand-in's, gizmo_host.rigs.autopilot)
+AUTOPILOT_PX4 = mavlink.MAV_AUTOPILOT_PX4
+TYPE_QUADROTOR = mavlink.MAV_TYPE_QUADROTOR
+STATE_ACTIVE = mavlink.MAV_STATE_ACTIVE
 _MAX_BUFFER = 1 << 16  # bytes a parser may hold; a stream of nothing but garbage is dropped
 _V1, _V2 = mavlink.PROTOCOL_MARKER_V1, mavlink.PROTOCOL_MARKER_V2
 

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 from fusion.geometry import Quat, quat_rotate_inverse
 from fusion.snapshot import TargetState, WorldSnapshot
-from fusion.verdicts import Decision
+from gizmo_core import Decision
 
 from . import codec as mc
 from .session import AutopilotSession

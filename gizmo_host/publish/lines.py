@@ -15,12 +15,12 @@ the lines that expired meanwhile (each has its own bounded queue, counted in ``s
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from fusion import WorldSnapshot
+from gizmo_host.jsonl import encode_line
 from gizmo_host.publish.sinks import Sink
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.store import LinkVerdict
@@ -31,13 +31,6 @@ Message = ReceivedResult | LinkEvent | LinkVerdict | WorldSnapshot
 def with_types(version: dict[str, Any], *types: str) -> dict[str, Any]:
     """A ``version`` message whose ``types`` also lists ``types`` (e.g. ``"world"``)."""
     return {**version, "types": [*version["types"], *types]}
-
-
-_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)  # stateless, reused
-
-
-def encode_line(obj: dict[str, Any]) -> bytes:
-    return _ENCODER.encode(obj).encode() + b"\n"
 
 
 LinesSender = Callable[[list[bytes]], None]

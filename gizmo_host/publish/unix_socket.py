@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from gizmo_host.publish.lines import encode_line
+from gizmo_host.jsonl import encode_line
 from gizmo_host.publish.sinks import LineQueue
 
 LOGGER = logging.getLogger(__name__)

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-from fusion import Decision, TargetState, WorldSnapshot
+from fusion import TargetState, WorldSnapshot
+from gizmo_core import Decision
 from gizmo_host.ros2.frames import enu_flu_from_ned_frd, enu_from_ned, line_of_sight
 
 FRAME_ID = "map"

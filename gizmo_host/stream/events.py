@@ -10,20 +10,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from fusion.inputs import LinkState
+from gizmo_core import LinkState
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.tracker import SequenceEvent
 from gizmo_host.wire.protocol import ResultFlags, VisionResult
 from gizmo_host.wire.results import interpretation_json
 
-# LinkState is fusion's (one vocabulary, as Decision and HoldReason): DOWN (no port: missing,
+# LinkState is gizmo_core's (one vocabulary, as Decision and HoldReason): DOWN (no port: missing,
 # unplugged, or failed to open), CONNECTING (open in progress), SYNCING (port open, no valid
 # frame yet on this connection), UP (valid frames arriving), SILENT (port open, no valid frame
 # for ``silent_after_s``).
 __all__ = [
     "JSONL_FORMAT_VERSION",
     "LinkEvent",
-    "LinkState",
     "ReceivedResult",
     "ResultKey",
     "version_message",

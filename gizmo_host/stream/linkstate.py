@@ -10,8 +10,9 @@ from __future__ import annotations
 from enum import Enum
 from types import MappingProxyType
 
+from gizmo_core import LinkState
 from gizmo_host.errors import IllegalTransition
-from gizmo_host.stream.events import LinkEvent, LinkState
+from gizmo_host.stream.events import LinkEvent
 
 
 class LinkInput(Enum):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fusion import Decision, Selector
+from gizmo_core import Decision, LinkState, Selector
 from gizmo_host.stream.clock import (
     DEFAULT_LOCK_AFTER_MS,
     DEFAULT_PHASE_ERROR_THRESHOLD_MS,
@@ -23,7 +23,7 @@ from gizmo_host.stream.clock import (
     ClockStatus,
     DeviceClockEstimator,
 )
-from gizmo_host.stream.events import LinkEvent, LinkState, ReceivedResult, ResultKey
+from gizmo_host.stream.events import LinkEvent, ReceivedResult, ResultKey
 from gizmo_host.stream.store import (
     DEFAULT_RESET_HOLD_MS,
     DEFAULT_TTL_MS,

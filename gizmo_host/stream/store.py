@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fusion.verdicts import Decision, HoldReason, Selector
+from gizmo_core import Decision, HoldReason, LinkState, Selector
 from gizmo_host.stream.clock import ClockStatus
-from gizmo_host.stream.events import LinkState, ReceivedResult, ResultKey
+from gizmo_host.stream.events import ReceivedResult, ResultKey
 from gizmo_host.wire.protocol import ResultFlags
 from gizmo_host.wire.results import ResultType, is_target
 

@@ -11,11 +11,12 @@ negative, ``centre = pixel * 2000 / (extent - 1) - 1000``; the size is in 0..200
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, ClassVar, Protocol
+
+from gizmo_host.jsonl import json_text
 
 
 class ResultType(IntEnum):
@@ -304,8 +305,8 @@ def interpret(result: _Fields) -> Interpretation:
 
 
 # -- the per-frame JSON path ----------------------------------------------------------------
-# ``interpretation_json`` gives exactly ``json.dumps(interpret(r).to_dict(),
-# separators=(",", ":"))`` (a test checks every kind) without building the dataclass and the
+# ``interpretation_json`` gives exactly ``gizmo_host.jsonl.json_text(interpret(r).to_dict())``
+# (a test checks every kind) without building the dataclass and the
 # dict: the live link publishes one per frame.
 
 _BOX_JSON = '"box":{"center_x":%d,"center_y":%d,"width":%d,"height":%d}}'
@@ -356,5 +357,5 @@ def interpretation_json(r: _Fields) -> str:
     else:
         template = None
     if template is None:  # unknown type or id: rare, take the general path
-        return json.dumps(interpret(r).to_dict(), separators=(",", ":"))
+        return json_text(interpret(r).to_dict())
     return template % (r.x, r.y, r.w, r.h)

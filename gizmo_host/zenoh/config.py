@@ -14,7 +14,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from gizmo_host.errors import ConfigError
+from gizmo_core import ConfigError
 
 MODES = ("peer", "client")
 ROS2_MODES = ("off", "bridge", "rmw_zenoh")

@@ -4,13 +4,12 @@ schema ``fleet_vehicle``): compact, made from a template, the line's own part ma
 
 from __future__ import annotations
 
-import json
 from typing import Any, NamedTuple
 
+from gizmo_host.jsonl import json_text
 from gizmo_host.zenoh.fleet_line import WorldLine
 
 DROPS = ("replayed", "foreign", "invalid", "oversized", "skipped")
-_ENCODE = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
 class LineJson:
@@ -25,7 +24,7 @@ class LineJson:
 
     def of(self, line: WorldLine) -> str:
         if self.line is not line:
-            self.line, self.text = line, _ENCODE(_line_fields(line))[1:-1]
+            self.line, self.text = line, json_text(_line_fields(line))[1:-1]
         return self.text
 
 
@@ -109,7 +108,7 @@ _ROW_LINE = (
 
 
 def _string(value: str | None) -> str:
-    return "null" if value is None else _ENCODE(value)
+    return "null" if value is None else json_text(value)
 
 
 def _number(value: float | None) -> str:

@@ -7,7 +7,7 @@ import re
 
 import zenoh
 
-from gizmo_host.errors import ConfigError
+from gizmo_core import ConfigError
 from gizmo_host.zenoh.config import ZenohConfig, session_settings
 
 _RUST_SOURCE = re.compile(r" at \S+\.rs:\d+\.?$")  # where in zenoh's sources the error arose

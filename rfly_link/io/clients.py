@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from rfly_link import commands, ports
 from rfly_link import messages as m
-from rfly_link.config import LoadedConfig
+from rfly_link.config_json import LoadedConfig
 
 
 @dataclass(slots=True)

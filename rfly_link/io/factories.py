@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rfly_link import ports
-from rfly_link.config import LoadedConfig, VisionSensorConfig
+from rfly_link.config_json import LoadedConfig, VisionSensorConfig
 from rfly_link.io.pipelines import MessagePipeline, SensorPipeline
 from rfly_link.io.receiver import UdpReceiver
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from rfly_link import dispatch
-from rfly_link.config import VisionSensorConfig
+from rfly_link.config_json import VisionSensorConfig
 from rfly_link.errors import DecodeError, DropCause
 from rfly_link.pool import ArrayPool
 from rfly_link.reassembly import Reassembler, SensorFrame

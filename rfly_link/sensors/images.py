@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gizmo_core import MissingExtra
 from rfly_link.errors import DecodeError, DropCause, InconsistentPayload, WrongLength
 from rfly_link.messages import TypeId
 
@@ -66,9 +67,7 @@ class Image:
         try:
             import cv2  # noqa: PLC0415  (optional extra, imported only when needed)
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise RuntimeError(
-                "decoding JPEG/PNG needs OpenCV: pip install 'gizmo-host[images]'"
-            ) from exc
+            raise MissingExtra("images", "decoding JPEG/PNG") from exc
         array = cv2.imdecode(np.frombuffer(self.data, np.uint8), cv2.IMREAD_UNCHANGED)
         if array is None:
             raise DecodeError(

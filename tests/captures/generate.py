@@ -6,8 +6,8 @@ captures (every case in ``CASES``; a capture recorded live, such as ``live_clean
 kept). A changed golden file needs a reason in its commit.
 
 Each synthetic capture is what ``gizmo-host record`` would have written for a run of the
-project's own board emulator (``gizmo_host.emulator``: ``Emulation`` with its seeded faults) and
-RflySim stand-in (``gizmo_host.standin.StandIn``), on synthetic host times: a chunk is read
+project's own board emulator (``gizmo_host.rigs.board``: ``Emulation`` with its seeded faults) and
+RflySim stand-in (``gizmo_host.rigs.rflysim.StandIn``), on synthetic host times: a chunk is read
 ``READ_NS`` after its last byte has crossed the line at 115200 baud, a datagram arrives
 ``NET_NS`` after it is sent, and the serial port opens, hangs up and reconnects with the live
 link's backoff. The cases that run the world model see a target the stand-in places (its car at
@@ -25,22 +25,22 @@ from pathlib import Path
 from typing import NamedTuple
 
 from gizmo_host.app.capture_world import world_metadata
-from gizmo_host.app.config import StoreConfig
-from gizmo_host.app.replay import OfflineReplay
+from gizmo_host.app.host_config import StoreConfig
+from gizmo_host.app.offline_replay import OfflineReplay
 from gizmo_host.app.world_config import RflySimConfig, WorldSetup, resolve_world
+from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.capture.channels import WORLD_METADATA
 from gizmo_host.capture.reader import CaptureReader
-from gizmo_host.capture.settings import HostSettings
 from gizmo_host.capture.writer import CaptureWriter
-from gizmo_host.emulator import BoardModel
-from gizmo_host.emulator.emulation import Emulation
-from gizmo_host.emulator.faults import Fault, FaultKind, FaultTimeline
-from gizmo_host.emulator.port import LinePacer
-from gizmo_host.emulator.projection import camera_pose, project_box
-from gizmo_host.emulator.scenario import BoardScenario
-from gizmo_host.emulator.settings import emulator_camera
-from gizmo_host.emulator.targets import LatencyKind, LatencyModel, OutputPolicy, TargetInView
-from gizmo_host.standin import Rates, SimTime, StandIn, build_scenario
+from gizmo_host.rigs.board import BoardModel
+from gizmo_host.rigs.board.builtin_scene import BoardScenario
+from gizmo_host.rigs.board.detections import LatencyKind, LatencyModel, OutputPolicy, TargetInView
+from gizmo_host.rigs.board.emulate_settings import emulator_camera
+from gizmo_host.rigs.board.emulation import Emulation
+from gizmo_host.rigs.board.faults import Fault, FaultKind, FaultTimeline
+from gizmo_host.rigs.board.port import LinePacer
+from gizmo_host.rigs.board.projection import camera_pose, project_box
+from gizmo_host.rigs.rflysim import Rates, SimTime, StandIn, build_scenario
 from gizmo_host.stream.linkstate import REASON_OPENED, REASON_STOPPED, LinkInput
 from gizmo_host.stream.store import parse_selector
 from rfly_link import messages as m
@@ -267,7 +267,7 @@ def _detections(case: Case) -> Callable[[int], list[TargetInView]]:
 def sim_run(case: Case, recording: Recording, setup: WorldSetup) -> StandIn:
     """The stand-in's datagrams to the ports the host hears for ``setup``."""
     assert setup.rflysim is not None
-    from gizmo_host.app.world import DatagramRouter
+    from gizmo_host.app.world_build import DatagramRouter
 
     heard = set(DatagramRouter(setup.rflysim).ports)
     off = {"others_hz": 0.0, "heartbeat_hz": 0.0, "gimbal_hz": 0.0, "truth_hz": 0.0}

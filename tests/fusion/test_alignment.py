@@ -5,8 +5,9 @@ import random
 
 import pytest
 
-from fusion import CameraModel, Decision, HoldReason, ImuSample, RangeSource
+from fusion import CameraModel, ImuSample, RangeSource
 from fusion import geometry as g
+from gizmo_core import Decision, HoldReason
 from tests.support.fusion_inputs import (
     FORWARD_DOWN_45,
     MS,

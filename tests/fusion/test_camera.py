@@ -6,8 +6,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from fusion import CameraConfig, CameraModel, ConfigError
+from fusion import CameraConfig, CameraModel
 from fusion import geometry as g
+from gizmo_core import ConfigError
 from gizmo_host.wire.results import NormBox
 from tests.support.fusion_inputs import angle_deg
 

@@ -9,18 +9,12 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fusion import (
-    Decision,
-    HoldReason,
-    LaserRange,
-    SensorMount,
-    SourceConflict,
-    WorldConfig,
-)
+from fusion import LaserRange, SensorMount, SourceConflict, WorldConfig
 from fusion import geometry as g
 from fusion.ranging import Ranger
 from fusion.simclock import SimClockStatus
 from fusion.timeline import Added, JumpBounds, PoseHistory
+from gizmo_core import Decision, HoldReason
 from tests.support.fusion_inputs import MS, observation, pose, up, world, yaw_quat
 
 NORTH_1_M_S = (1.0, 0.0, 0.0)

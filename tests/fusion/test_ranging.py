@@ -8,10 +8,8 @@ import pytest
 from fusion import (
     CameraConfig,
     CameraModel,
-    Decision,
     GimbalLaserRange,
     GimbalSample,
-    HoldReason,
     LaserRange,
     LidarPoints,
     PointFrame,
@@ -20,6 +18,7 @@ from fusion import (
 )
 from fusion import geometry as g
 from fusion.ranging import beam_range, cone_median_range, ground_plane_range
+from gizmo_core import Decision, HoldReason
 from tests.support.fusion_inputs import (
     FORWARD_DOWN_45,
     MS,

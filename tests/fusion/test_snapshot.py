@@ -14,7 +14,6 @@ from fusion import (
     InvalidInput,
     LaserRange,
     LidarPoints,
-    LinkState,
     LinkStatus,
     PointFrame,
     PoseSample,
@@ -25,6 +24,7 @@ from fusion import (
 )
 from fusion.simclock import SimClockStatus
 from fusion.snapshot import FORMAT_VERSION
+from gizmo_core import LinkState
 from tests.support.fusion_inputs import MS, not_detected, observation, pose, up, world
 from tests.support.schemas import validate_schema
 

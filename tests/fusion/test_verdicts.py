@@ -2,16 +2,9 @@
 
 import pytest
 
-from fusion import (
-    Decision,
-    HoldReason,
-    LinkState,
-    LinkStatus,
-    Selector,
-    WorldConfig,
-    WorldModel,
-)
+from fusion import LinkStatus, WorldConfig, WorldModel
 from fusion.simclock import SimClockStatus
+from gizmo_core import Decision, HoldReason, LinkState, Selector
 from tests.support.fusion_inputs import (
     FORWARD_DOWN_45,
     MS,

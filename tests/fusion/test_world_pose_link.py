@@ -3,15 +3,8 @@
 
 from __future__ import annotations
 
-from fusion import (
-    CameraConfig,
-    LinkState,
-    LinkStatus,
-    PoseLinkStatus,
-    PoseSample,
-    WorldConfig,
-    WorldModel,
-)
+from fusion import CameraConfig, LinkStatus, PoseLinkStatus, PoseSample, WorldConfig, WorldModel
+from gizmo_core import LinkState
 
 MS = 1_000_000
 CAMERA = CameraConfig(width_px=640, height_px=480, hfov_deg=90.0)

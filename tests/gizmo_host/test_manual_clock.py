@@ -10,13 +10,13 @@ import itertools
 
 import pytest
 
-from fusion import Decision, HoldReason, Selector
-from gizmo_host.emulator import BoardModel, PtyBoard
+from gizmo_core import Decision, HoldReason, LinkState, Selector
 from gizmo_host.errors import IllegalTransition
-from gizmo_host.live.config import LinkConfig, PipelineConfig
 from gizmo_host.live.link import SerialLink
+from gizmo_host.live.link_config import LinkConfig, PipelineConfig
 from gizmo_host.live.service import GizmoService
-from gizmo_host.stream.events import LinkEvent, LinkState
+from gizmo_host.rigs.board import BoardModel, PtyBoard
+from gizmo_host.stream.events import LinkEvent
 from gizmo_host.stream.linkstate import TRANSITIONS, LinkInput, LinkStateMachine
 from gizmo_host.timing import ManualScheduler, settle
 

@@ -18,7 +18,7 @@ else:
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("gizmo_host", "rfly_link", "fusion")
+PACKAGES = ("gizmo_host", "gizmo_core", "rfly_link", "fusion")
 
 USER_SCRIPT = """\
 from gizmo_host import GizmoService, __version__

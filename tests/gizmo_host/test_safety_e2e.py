@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from gizmo_host.emulator import LOST_RELATIVE, BoardModel, PtyBoard
+from gizmo_host.rigs.board import LOST_RELATIVE, BoardModel, PtyBoard
 from gizmo_host.wire.results import ResultType
 from tests.support.run_process import Run, spawn_run
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gizmo_host.emulator import BoardModel, PtyBoard, play
+from gizmo_host.rigs.board import BoardModel, PtyBoard, play
 from gizmo_host.timing import Backoff, ManualScheduler, Pacer, call_after, poll, settle
 from gizmo_host.wire.protocol import FRAME_LEN
 

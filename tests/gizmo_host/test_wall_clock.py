@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from gizmo_host.app.replay import recorded_wall_clock
+from gizmo_host.app.offline_replay import recorded_wall_clock
 from gizmo_host.timing import realtime_of
 
 

@@ -1,11 +1,12 @@
 """The HIL chain in one test: stand-in -> loopback UDP -> emulator -> pty -> ``gizmo-host run``.
 
-The stand-in (:class:`gizmo_host.standin.StandIn` on its
-:class:`~gizmo_host.standin.runner.SimRunner`)
-and the emulator (``gizmo-host emulate``'s own argument parser, settings, target source and
-:class:`~gizmo_host.emulator.runner.Runner` on a real pty) share the test's event loop;
-``gizmo-host run`` is a child process reading the pty and hearing the stand-in on UDP, and its
-JSON Lines are collected as they come. Everything runs on ``time.monotonic_ns``, so a world
+One :class:`~gizmo_host.rigs.rig.Rig`, as the demo and certify build theirs: the stand-in
+(:class:`gizmo_host.rigs.rflysim.StandIn` on its
+:class:`~gizmo_host.rigs.rflysim.sim_runner.SimRunner`) and the emulator (``gizmo-host
+emulate``'s own argument parser, settings and target source, on a real pty) share the test's
+event loop; the host is ``gizmo-host run`` as a child process
+(:class:`~gizmo_host.rigs.rig.HostProcess`) reading the pty and hearing the stand-in on UDP,
+and its JSON Lines are collected as they come. Everything runs on ``time.monotonic_ns``, so a world
 line's ``capture_ns`` is a scenario time of the stand-in, where the truth is exact.
 
 The emulator's faults come from a ``--faults`` TOML file written from :class:`Fault` values,
@@ -23,35 +24,31 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import random
-import signal
-import socket
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gizmo_host.app.emulation import build_source, emulation_factory
 from gizmo_host.cli import emulate as emulate_cli
-from gizmo_host.emulator.faults import Fault
-from gizmo_host.emulator.port import PtyPort
-from gizmo_host.emulator.runner import Runner
-from gizmo_host.emulator.sources import BoxSource, PoseTargetSource
-from gizmo_host.standin import Rates, SimScenario, StandIn
-from gizmo_host.standin.runner import SimRunner
-from gizmo_host.standin.sensorset import sensor_camera
+from gizmo_host.rigs.board.compose import build_source, settings_from_args
+from gizmo_host.rigs.board.faults import Fault
+from gizmo_host.rigs.board.runner import Runner
+from gizmo_host.rigs.board.target_sources import BoxSource, PoseTargetSource
+from gizmo_host.rigs.free_ports import free_ports, port_is_free
+from gizmo_host.rigs.rflysim import Rates, SimScenario, StandIn
+from gizmo_host.rigs.rflysim.sensorset import sensor_camera
+from gizmo_host.rigs.rflysim.sim_runner import SimRunner
+from gizmo_host.rigs.rig import Rig
 from rfly_link import ports
-from rfly_link.config import load_config
+from rfly_link.config_json import load_config
 
 TIMEOUT_S = 10.0
 STATS_INTERVAL_S = 0.05
 IMAGE = (640, 480)
 BOX_SEQ_ID = 1
-HOST_RUN = (sys.executable, "-m", "gizmo_host.cli", "run")
 QUIET = Rates(others_hz=0, heartbeat_hz=0, gimbal_hz=0, truth_hz=0)
 
 
@@ -150,24 +147,6 @@ def faults_toml(faults: Sequence[Fault], seed: int) -> str:
 # -- ports ---------------------------------------------------------------------------------
 
 
-def _free(port: int) -> bool:
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        probe.bind(("127.0.0.1", port))
-    except OSError:
-        return False
-    finally:
-        probe.close()
-    return True
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def free_copter_ids(count: int, rng: random.Random) -> list[int]:
     """CopterIDs ``N`` (three apart) whose and whose ``N + 1``'s state ports are free."""
     chosen: list[int] = []
@@ -178,7 +157,7 @@ def free_copter_ids(count: int, rng: random.Random) -> list[int]:
             return chosen
         if any(abs(copter_id - other) < 3 for other in chosen):
             continue
-        if all(_free(ports.coptersim_state_port(copter_id + k)) for k in (0, 1)):
+        if all(port_is_free(ports.coptersim_state_port(copter_id + k)) for k in (0, 1)):
             chosen.append(copter_id)
     raise RuntimeError("no free CopterSim state ports on 127.0.0.1")
 
@@ -187,7 +166,7 @@ def free_port_offset(copter_ids: Sequence[int], rng: random.Random) -> int:
     """An offset that puts the state ports of ``copter_ids`` on free ports, off RflySim's map."""
     for _ in range(100):
         offset = rng.randrange(5000, 9000)
-        if all(_free(ports.coptersim_state_port(c) + offset) for c in copter_ids):
+        if all(port_is_free(ports.coptersim_state_port(c) + offset) for c in copter_ids):
             return offset
     raise RuntimeError("no free port offset for the pose source")
 
@@ -248,12 +227,6 @@ def _host_toml(plan: Plan, copter_id: int, config_json: Path) -> str:
     )
 
 
-async def _read_lines(stream: asyncio.StreamReader, chain: Chain, arrived: asyncio.Event) -> None:
-    while line := await stream.readline():
-        chain.lines.append(json.loads(line))
-        arrived.set()
-
-
 async def _snapshots(runner: Runner, chain: Chain, boundaries: Sequence[float]) -> None:
     await runner.started.wait()
     emulation = runner.emulation
@@ -275,30 +248,21 @@ async def _caught_up(chain: Chain, arrived: asyncio.Event, frames_ok: int) -> No
         await arrived.wait()
 
 
-async def _stop(proc: asyncio.subprocess.Process) -> None:
-    if proc.returncode is None:
-        proc.send_signal(signal.SIGTERM)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(proc.wait(), TIMEOUT_S)
-    if proc.returncode is None:
-        proc.kill()
-        await proc.wait()
-
-
 async def run_chain(plan: Plan, tmp: Path, copter_id: int, offset: int) -> Chain:
     """Run ``plan`` with the ego ``copter_id`` (pose source at ``offset``) in ``tmp``."""
     scenario = plan.scenario(copter_id)
-    link = str(tmp / "gizmo0")
-    chain = Chain(plan, scenario, copter_id + 1, link, offset if plan.poses else 0)
+    rig = Rig(tmp)
+    chain = Chain(plan, scenario, copter_id + 1, rig.link, offset if plan.poses else 0)
     config_json = tmp / "Config.json"
-    config_json.write_text(box_sensor_config(copter_id, free_udp_port()))
+    config_json.write_text(box_sensor_config(copter_id, free_ports()[0]))
     parser = argparse.ArgumentParser()
     emulate_cli.add_arguments(parser)
-    args = parser.parse_args(_emulate_flags(plan, tmp, link, copter_id, offset))
-    settings, timeline = emulate_cli.settings_from_args(args)
+    args = parser.parse_args(_emulate_flags(plan, tmp, rig.link, copter_id, offset))
+    settings, timeline = settings_from_args(args)
     source = build_source(settings)
     assert isinstance(source, PoseTargetSource if plan.poses else BoxSource)
-    await source.start()
+    runner = rig.add_board(settings, timeline, source, duration_s=plan.duration_s)
+    await rig.bind_board()  # the box source's port, for the Config.json
     rates = QUIET
     if plan.poses:  # the target's pose is needed, the boxes are not
         rates = Rates(others_hz=20, heartbeat_hz=0, gimbal_hz=0, truth_hz=0, boxes_hz=0)
@@ -308,7 +272,7 @@ async def run_chain(plan: Plan, tmp: Path, copter_id: int, offset: int) -> Chain
     loaded = load_config(config_json)
     if plan.stand_in_sensor:
         stand_in_json = tmp / "stand_in.json"
-        port = source.bound_port if isinstance(source, BoxSource) else free_udp_port()
+        port = source.bound_port if isinstance(source, BoxSource) else free_ports()[0]
         stand_in_json.write_text(box_sensor_config(copter_id, port, plan.stand_in_sensor))
         loaded = load_config(stand_in_json)
     chain.camera = sensor_camera(loaded.sensors[0])  # the stand-in's: its truth
@@ -317,56 +281,37 @@ async def run_chain(plan: Plan, tmp: Path, copter_id: int, offset: int) -> Chain
     stand_in = StandIn(
         scenario, config=loaded, rates=rates, mirror_offset=offset if plan.poses else 0
     )
-    sim = SimRunner(stand_in, control_ports={p: 0 for p in stand_in.control_ports()})
-    port = PtyPort(link)
-    port.plug()
-    runner = Runner(
-        emulation_factory(settings, timeline),
-        port,
-        source,
-        baudrate=settings.baudrate,
-        duration_s=plan.duration_s,
+    sim = rig.add_stand_in(
+        SimRunner(stand_in, control_ports={p: 0 for p in stand_in.control_ports()})
     )
-    tasks: list[asyncio.Task[Any]] = []
-    proc = None
-    try:
-        tasks.append(asyncio.create_task(sim.run(), name=f"hil-sim-{plan.name}"))
-        await asyncio.wait_for(sim.started.wait(), TIMEOUT_S)
-        chain.sim_start_ns = sim.start_ns
-        proc = await asyncio.create_subprocess_exec(
-            *HOST_RUN,
-            *("--serial", link, "--config", str(host_toml), "--transport-delay-ms", "0"),
+    arrived = asyncio.Event()
+
+    def on_line(line: dict[str, Any]) -> None:
+        chain.lines.append(line)
+        arrived.set()
+
+    host = rig.add_host_process(
+        [
+            *("--serial", rig.link, "--config", str(host_toml), "--transport-delay-ms", "0"),
             *("--stats-interval-s", str(STATS_INTERVAL_S), "--log-level", "WARNING"),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        assert proc.stdout is not None
-        arrived = asyncio.Event()
-        reading = _read_lines(proc.stdout, chain, arrived)
-        tasks.append(asyncio.create_task(reading, name=f"hil-read-{plan.name}"))
-        snapshots = _snapshots(runner, chain, plan.boundaries_s)
-        tasks.append(asyncio.create_task(snapshots, name=f"hil-snap-{plan.name}"))
-        await asyncio.wait_for(runner.run(), plan.duration_s + TIMEOUT_S)
+        ],
+        on_line,
+    )
+    rig.add_task("snapshots", lambda: _snapshots(runner, chain, plan.boundaries_s), ends="quietly")
+    try:
+        await asyncio.wait_for(rig.start(), TIMEOUT_S)
+        chain.sim_start_ns = sim.start_ns
+        # until the board has run its duration
+        await asyncio.wait_for(rig.wait(asyncio.Event()), plan.duration_s + TIMEOUT_S)
         assert runner.emulation is not None
         chain.emulation_start_ns = runner.emulation.start_ns
         chain.emulator = runner.stats()
         frames_ok = chain.emulator["host"]["frames_ok"]
         await asyncio.wait_for(_caught_up(chain, arrived, frames_ok), TIMEOUT_S)
     finally:
-        if proc is not None:
-            await _stop(proc)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await rig.stop()
         chain.stand_in = sim.stats
-        await source.close()
-        await port.close()
-        if proc is not None:
-            assert proc.stderr is not None
-            chain.stderr = (await proc.stderr.read()).decode()
-            chain.returncode = proc.returncode
+        chain.stderr, chain.returncode = host.stderr, host.returncode
     return chain
 
 

@@ -6,8 +6,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
-from gizmo_host.emulator.faults import Fault, FaultKind
-from gizmo_host.standin.views import box_centre_ray_ned, camera_pose, image_box, target_view
+from gizmo_host.rigs.board.faults import Fault, FaultKind
+from gizmo_host.rigs.rflysim.views import box_centre_ray_ned, camera_pose, image_box, target_view
 from hil_geometry.pinhole import angle_deg
 from tests.hil.chain import Chain, host_counters, selected
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gizmo_host.standin import SimScenario, Vehicle
-from gizmo_host.standin.tracks import Hover, Orbit, Vec3
+from gizmo_host.rigs.rflysim import SimScenario, Vehicle
+from gizmo_host.rigs.rflysim.tracks import Hover, Orbit, Vec3
 
 MARKER_SIZE_M = (0.5, 0.5, 0.02)
 NO_SPIN_S = 1e9

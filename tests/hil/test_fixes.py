@@ -15,16 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from fusion import Selector
-from gizmo_host.app.config import StoreConfig
+from gizmo_core import ConfigError, Selector
+from gizmo_host.app.host_config import StoreConfig
 from gizmo_host.app.world_config import RflySimConfig, resolve_world
 from gizmo_host.cli import emulate as emulate_cli
 from gizmo_host.cli import sim as sim_cli
-from gizmo_host.emulator.sources import MAX_SEEN_LAG_NS, SeenClock
-from gizmo_host.emulator.targets import LatencyKind, LatencyModel, TargetInView
-from gizmo_host.errors import ConfigError
-from gizmo_host.standin import StandIn, build_scenario
-from gizmo_host.standin.sensorset import builtin_config_text
+from gizmo_host.rigs.board.detections import LatencyKind, LatencyModel, TargetInView
+from gizmo_host.rigs.board.target_sources import MAX_SEEN_LAG_NS, SeenClock
+from gizmo_host.rigs.rflysim import StandIn, build_scenario
+from gizmo_host.rigs.rflysim.sensorset import builtin_config_text
 from gizmo_host.wire.results import NormBox
 from rfly_link import ports
 from tests.support.emulate_host import START_NS, make_emulation

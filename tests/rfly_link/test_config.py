@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gizmo_host.cli import main
-from rfly_link import config
-from rfly_link.errors import ConfigError
+from gizmo_core import ConfigError
+from gizmo_host.cli.main import main
+from rfly_link import config_json as config
 from tests.support.rfly_config import EXAMPLE
 
 

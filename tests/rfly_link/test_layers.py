@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2] / "rfly_link"
 IO_MODULES = frozenset({"asyncio", "socket", "threading", "selectors", "serial", "serialx"})
 # The I/O edge: everything else is sans-I/O and may not reach it.
-EDGE = ("rfly_link.io", "rfly_link.cli")
+EDGE = ("rfly_link.io",)
 
 
 def module_names() -> dict[str, Path]:
@@ -84,7 +84,7 @@ def test_the_io_edge_is_where_the_sockets_are() -> None:
     # The check above would pass vacuously if the graph missed imports.
     assert "socket" in GRAPH["rfly_link.io.receiver"]
     assert "asyncio" in GRAPH["rfly_link.io.handoff"]
-    assert "rfly_link.io" in reach("rfly_link.cli")
+    assert "rfly_link.io" in reach("rfly_link.io.group")
 
 
 def component(name: str) -> str:
@@ -110,8 +110,9 @@ def test_no_cycle_between_subpackages_and_modules() -> None:
 def test_nothing_from_gizmo_host_or_fusion() -> None:
     """gizmo_host sits on rfly_link, so rfly_link never imports it. The protocol library does
     not import the world model either: the one quaternion and rotation module is
-    hil_geometry.rotations (fusion.geometry re-exports it). (The stand-in, gizmo_host.standin,
-    has an import-linter contract of its own: no fusion, so its ground truth is not fusion's.)"""
+    hil_geometry.rotations (fusion.geometry re-exports it). (The stand-in,
+    gizmo_host.rigs.rflysim, has an import-linter contract of its own: no fusion, so its ground
+    truth is not fusion's.)"""
     for name, imported in GRAPH.items():
         bad = sorted(i for i in imported if i.split(".")[0] in ("gizmo_host", "fusion"))
         assert not bad, f"{name} imports {bad}"
@@ -123,8 +124,8 @@ def test_importing_rfly_link_and_its_stand_in_loads_no_fusion_module() -> None:
     import sys
 
     probe = (
-        "import sys, rfly_link, rfly_link.coordinates, gizmo_host.standin, gizmo_host.cli.sim; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'fusion'))"
+        "import sys, rfly_link, rfly_link.coordinates, gizmo_host.rigs.rflysim, "
+        "gizmo_host.cli.sim; print(sorted(m for m in sys.modules if m.split('.')[0] == 'fusion'))"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
@@ -137,23 +138,10 @@ def test_importing_rfly_link_starts_no_io() -> None:
     import sys
 
     probe = (
-        "import sys, rfly_link, rfly_link.sensors, rfly_link.reassembly, rfly_link.config; "
+        "import sys, rfly_link, rfly_link.sensors, rfly_link.reassembly, rfly_link.config_json; "
         "print(sorted(m for m in ('asyncio', 'socket', 'rfly_link.io') if m in sys.modules))"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "[]"
-
-
-def test_the_former_endpoints_module_is_the_io_package() -> None:
-    import pytest
-
-    import rfly_link
-    from rfly_link import endpoints  # bench/udp_reassembly.py still uses this name
-    from rfly_link import io as rio
-
-    assert endpoints is rio
-    assert endpoints.vision_sensor_receivers is rio.factories.vision_sensor_receivers
-    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        rfly_link.nothing  # noqa: B018

@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gizmo_host.rigs.free_ports import free_ports
 from rfly_link import sensors
 from rfly_link.reassembly import fragment_payload
 from tests.support.rfly_process import (
     final_stats,
-    free_udp_port,
     sensor_json,
     start_rfly,
     vm_rss_bytes,
@@ -53,7 +53,7 @@ def interrupt(proc: subprocess.Popen[bytes]) -> bytes:
 
 
 def test_stalled_stdout_keeps_memory_bounded_and_counts_the_drops(tmp_path: Path) -> None:
-    port = free_udp_port()
+    port = free_ports()[0]
     config = write_config(tmp_path / "Config.json", sensor_json(port, width=1000, height=20))
     read_fd, write_fd = os.pipe()
     fcntl.fcntl(write_fd, F_SETPIPE_SZ, 4096)  # output stalls after a few lines
@@ -98,7 +98,7 @@ def test_stalled_stdout_keeps_memory_bounded_and_counts_the_drops(tmp_path: Path
 
 
 def test_a_flood_of_never_completing_frames_stays_within_the_budget(tmp_path: Path) -> None:
-    port = free_udp_port()
+    port = free_ports()[0]
     config = write_config(tmp_path / "Config.json", sensor_json(port))  # 64 MiB budget
     proc = start_rfly(["--config", str(config)], stdout=subprocess.DEVNULL)
     rng = random.Random(10)

@@ -17,8 +17,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rfly_link import config, sensors
+from rfly_link import config_json as config
 from rfly_link import io as rio
+from rfly_link import sensors
 from rfly_link.reassembly import FRAGMENT_SIZE, fragment_payload
 
 WAIT_S = 10.0

@@ -17,9 +17,10 @@ from collections.abc import Awaitable, Callable, Sequence
 import pytest
 
 import rfly_link
-from rfly_link import cli, ports
+from gizmo_host.cli import rfly as cli
 from rfly_link import io as rio
 from rfly_link import messages as m
+from rfly_link import ports
 from rfly_link.ports import PortRole
 
 WAIT_S = 5.0

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import random
-import socket
 
 import pytest
 
+from gizmo_host.rigs.free_ports import port_is_free
 from rfly_link import messages as m
 from rfly_link import ports
 
@@ -26,21 +26,9 @@ def free_copter_id() -> int:
     ids = [i for i in range(300, ports.MAX_COPTERS + 1) if i % workers == mine]
     random.Random().shuffle(ids)  # concurrent runs on one machine pick different ids
     for copter_id in ids[:60]:
-        probes: list[socket.socket] = []
-        try:
-            for port in (
-                ports.coptersim_state_port(copter_id),
-                ports.coptersim_reply_port(copter_id),
-            ):
-                probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-                probes.append(probe)
-                probe.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        finally:
-            for probe in probes:
-                probe.close()
-        return copter_id
+        wanted = (ports.coptersim_state_port(copter_id), ports.coptersim_reply_port(copter_id))
+        if all(port_is_free(port) for port in wanted):
+            return copter_id
     pytest.skip("no free CopterSim ports on 127.0.0.1")
 
 

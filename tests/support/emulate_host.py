@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from gizmo_host.emulator import BoardModel
-from gizmo_host.emulator.emulation import Emulation
-from gizmo_host.emulator.faults import Fault, FaultTimeline
-from gizmo_host.emulator.scenario import BoardScenario
-from gizmo_host.emulator.targets import LatencyKind, LatencyModel, OutputPolicy
+from gizmo_host.rigs.board import BoardModel
+from gizmo_host.rigs.board.builtin_scene import BoardScenario
+from gizmo_host.rigs.board.detections import LatencyKind, LatencyModel, OutputPolicy
+from gizmo_host.rigs.board.emulation import Emulation
+from gizmo_host.rigs.board.faults import Fault, FaultTimeline
 from gizmo_host.stream.pipeline import FramePipeline
 from gizmo_host.wire.parser import StreamParser
 
@@ -43,7 +43,7 @@ def _no_clock() -> int:
     raise AssertionError("the emulation read the host clock")
 
 
-class Host:
+class ParsingHost:
     """What ``gizmo-host run`` does with the bytes, minus the port: parser, then pipeline."""
 
     def __init__(self) -> None:
@@ -71,10 +71,10 @@ class Host:
 
 def run_through_host(
     emulation: Emulation, seconds: float, scenario: BoardScenario | None = None
-) -> tuple[Host, list[bytes]]:
+) -> tuple[ParsingHost, list[bytes]]:
     """Every cycle of ``seconds`` into a host; returns it and the chunks written."""
     scenario = scenario or BoardScenario()
-    host = Host()
+    host = ParsingHost()
     written: list[bytes] = []
     for index in range(round(seconds * 1e9 / emulation.period_ns)):
         t_s = index * emulation.period_ns / 1e9
@@ -89,4 +89,4 @@ def run_through_host(
 
 def expected(emulation: Emulation) -> dict[str, int]:
     host = emulation.stats()["host"]
-    return {key: host[key] for key in Host().counters()}
+    return {key: host[key] for key in ParsingHost().counters()}

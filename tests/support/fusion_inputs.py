@@ -7,7 +7,6 @@ import math
 from fusion import (
     CameraConfig,
     CameraModel,
-    LinkState,
     LinkStatus,
     PoseSample,
     VisionObservation,
@@ -16,6 +15,7 @@ from fusion import (
 )
 from fusion import geometry as g
 from fusion.simclock import SimClockStatus
+from gizmo_core import LinkState
 
 MS = 1_000_000
 

@@ -10,15 +10,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 from fusion import PoseSample
 from fusion.geometry import quat_from_euler_zyx
-from gizmo_host.mavlink import (
-    AutopilotSession,
-    MavlinkPoseSource,
-    MavlinkTransport,
-    StandinAutopilot,
-    VehicleTruth,
-    parse_url,
-)
+from gizmo_host.mavlink import AutopilotSession, MavlinkPoseSource, MavlinkTransport, parse_url
 from gizmo_host.mavlink.session import DEFAULT_STREAMS
+from gizmo_host.rigs.autopilot.standin import StandinAutopilot, VehicleTruth
 from gizmo_host.timing import LoopScheduler
 
 DEADLINE_S = 10.0

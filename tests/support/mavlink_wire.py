@@ -9,8 +9,9 @@ import struct
 
 from pymavlink.dialects.v20 import common as mavlink
 
-from gizmo_host.mavlink import AutopilotSession, MavlinkPoseSource, StandinAutopilot
+from gizmo_host.mavlink import AutopilotSession, MavlinkPoseSource
 from gizmo_host.mavlink.session import DEFAULT_STREAMS
+from gizmo_host.rigs.autopilot.standin import StandinAutopilot
 from gizmo_host.timing import ManualScheduler
 from tests.support.mavlink_rig import circling
 

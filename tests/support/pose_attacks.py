@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from gizmo_host.emulator import PtyBoard
+from gizmo_host.rigs.board import PtyBoard
 from rfly_link import messages as m
 from rfly_link import ports
 from tests.support.coptersim import free_copter_id

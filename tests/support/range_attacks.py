@@ -8,18 +8,18 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import pytest
 
 from fusion.timeline import PoseAt
-from gizmo_host.emulator import PtyBoard
-from gizmo_host.standin.builders import sensor_datagrams
+from gizmo_host.rigs.board import PtyBoard
+from gizmo_host.rigs.free_ports import free_ports, port_is_free
+from gizmo_host.rigs.rflysim.builders import sensor_datagrams
 from rfly_link import messages as m
 from rfly_link import ports
-from rfly_link.config import VisionSensorConfig, parse_config
+from rfly_link.config_json import VisionSensorConfig, parse_config
 from tests.support.coptersim import free_copter_id
 from tests.support.run_process import Run, spawn_run
 from tests.support.world_attacks import (
@@ -67,16 +67,6 @@ class Scene(Truth):
         north, east, down = self.position(capture_ns)
         below = math.radians(-self.pitch_deg(capture_ns))
         return (north - down / math.tan(below), east, 0.0)
-
-
-def free_port() -> int:
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-    finally:
-        probe.close()
 
 
 def sensor_entry(seq: int, type_id: int, copter: int, port: int, **over) -> dict:
@@ -144,14 +134,7 @@ CAMERA_ON_GIMBAL = f"[camera]\nrflysim_sensor = {GIMBAL_SEQ}\non_gimbal = true\n
 
 
 def gimbal_port_free() -> bool:
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        probe.bind(("127.0.0.1", ports.RFLYSIM3D_OUT_PORT))
-    except OSError:
-        return False
-    finally:
-        probe.close()
-    return True
+    return port_is_free(ports.RFLYSIM3D_OUT_PORT)
 
 
 async def scenario(
@@ -165,14 +148,20 @@ async def scenario(
     climb_m_s: float = 0.0,
 ) -> tuple[list[dict], Scene]:
     copter = free_copter_id()
-    laser_port = free_port()
+    laser_port = free_ports()[0]
     sensors = [sensor_entry(LASER_SEQ, 5, copter, laser_port)]
     if gimbal is not None:
         if not gimbal_port_free():
             pytest.skip("port 20006 (the gimbal status) is taken here")
         sensors.append(
             sensor_entry(
-                GIMBAL_SEQ, 9, copter, free_port(), DataWidth=640, DataHeight=480, CameraFOV=90.0
+                GIMBAL_SEQ,
+                9,
+                copter,
+                free_ports()[0],
+                DataWidth=640,
+                DataHeight=480,
+                CameraFOV=90.0,
             )
         )
     text = json.dumps({"VisionSensors": sensors})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -11,13 +10,6 @@ from pathlib import Path
 from typing import IO, Any
 
 WAIT_S = 10.0
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def sensor_json(port: int, *, type_id: int = 20, width: int = 0, height: int = 0) -> dict[str, Any]:

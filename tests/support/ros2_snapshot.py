@@ -8,15 +8,10 @@ from typing import Any
 
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-from fusion import (
-    Decision,
-    HoldReason,
-    SourceState,
-    TargetState,
-    WorldSnapshot,
-)
+from fusion import SourceState, TargetState, WorldSnapshot
 from fusion.ranging import RangeSource
 from fusion.snapshot import SourceStatus, VehicleState
+from gizmo_core import Decision, HoldReason
 
 HOST_NS = 5_000_000_000
 WALL_NS = 1_780_000_000_123_456_789

@@ -2,8 +2,8 @@
 
 import asyncio
 
-from fusion import Decision
-from gizmo_host.stream.events import LinkEvent, LinkState
+from gizmo_core import Decision, LinkState
+from gizmo_host.stream.events import LinkEvent
 
 TIMEOUT_S = 5.0
 

@@ -1,6 +1,7 @@
 """The harness of the world attacks on ``gizmo-host run`` ([camera] + [rflysim]): the truth on
 the host clock, CopterSim's pose stream, the board, and the judge of every PROCEED world line
-(tests/gizmo_host/test_world_attacks.py and test_world_range_attacks.py say what they attack).
+(tests/gizmo_host/bridge/test_world_attacks.py and test_range_attacks.py say what they
+attack).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gizmo_host.emulator import BoardModel, PtyBoard
+from gizmo_host.rigs.board import BoardModel, PtyBoard
 from rfly_link import messages as m
 from rfly_link import ports
 from tests.support.coptersim import free_copter_id

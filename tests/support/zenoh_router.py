@@ -5,22 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import zenoh
 
+from gizmo_host.rigs.free_ports import free_ports
 from gizmo_host.zenoh.session import open_router
 
 DEADLINE_S = 10.0
-
-
-def free_tcp_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def session(
@@ -44,7 +38,7 @@ def session(
 @contextlib.contextmanager
 def router(protocol: str = "tcp", config_file: str | None = None) -> Iterator[str]:
     """A router (over ``config_file``: TLS, access control); yields its endpoint."""
-    endpoint = f"{protocol}/127.0.0.1:{free_tcp_port()}"
+    endpoint = f"{protocol}/127.0.0.1:{free_ports(1, 'tcp')[0]}"
     routing = open_router(endpoint, config_file)
     try:
         yield endpoint

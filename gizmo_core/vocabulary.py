@@ -1,0 +1,67 @@
+"""The verdict's vocabulary: what a verdict decides, why it holds, which targets it is about,
+and the states of the link it rests on.
+
+A PROCEED is a promise that the target is real, current and located; anything else is a HOLD
+with every :class:`HoldReason` that applies (fusion decides them: ``fusion.verdicts``). The
+per-frame pipeline's verdicts (``gizmo_host.stream``) and the world model's speak these same
+words, and the serial link's state machine moves through :class:`LinkState`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+
+class Decision(Enum):
+    PROCEED = "PROCEED"
+    HOLD = "HOLD"
+
+
+class HoldReason(Enum):
+    NO_DATA = "no_data"  # nothing matching the selector
+    LOST = "lost"  # not tracked, flagged lost, or a later frame of its source saw nothing
+    STALE = "stale"  # older than its TTL since capture
+    LINK_DOWN = "link_down"  # a link (the board's, or the pose's: the autopilot's) is not up, or
+    # the result came before the board's link went down/silent
+    LINK_SILENT = "link_silent"  # the port is open but no valid frame arrives
+    CLOCK_NOT_LOCKED = "clock_not_locked"  # the device clock mapping is not locked
+    CLOCK_JUMP = "clock_jump"  # the pose stream arrives later than its clock mapping allows
+    DEVICE_RESET = "device_reset"  # a device reset is held, or the result predates it
+    NO_POSE = "no_pose"  # a pose source is configured and no pose exists for the capture
+    POSE_STALE = "pose_stale"  # the newest pose is too old for the capture, or for now
+    POSE_GAP = "pose_gap"  # the capture falls in a gap of the pose history or before it
+    POSE_CONFLICT = "pose_conflict"  # two senders, or two different poses for one time
+    POSE_JUMP = "pose_jump"  # a pose step its own velocity and rates contradict
+
+
+class LinkState(Enum):
+    """The live link's state (the host's serial link uses this very enum)."""
+
+    DOWN = "DOWN"
+    CONNECTING = "CONNECTING"
+    SYNCING = "SYNCING"
+    UP = "UP"
+    SILENT = "SILENT"
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """Which targets the overall verdict is about (``[verdict] select``); ``None`` matches
+    anything. Only results that locate something become targets, so the default selector
+    means "any detection"."""
+
+    source_id: int | None = None
+    result_type: int | None = None
+    id: int | None = None
+
+    def matches(self, source_id: int, result_type: int, ident: int) -> bool:
+        return (
+            (self.source_id is None or source_id == self.source_id)
+            and (self.result_type is None or result_type == self.result_type)
+            and (self.id is None or ident == self.id)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source_id": self.source_id, "result_type": self.result_type, "id": self.id}

@@ -1,0 +1,271 @@
+"""The stand-in autopilot's precision landing: a vehicle steered only by LANDING_TARGET.
+
+In the manner of PX4's precland (``PLD_*``), on the stand-in's own truth:
+
+- **search**: no target yet (or lost for longer than ``search_timeout_s``): hold the horizontal
+  position and climb back to ``search_alt_m``;
+- **approach**: targets arrive: fly over the target estimate, at the same height;
+- **descend**: over it (within ``acceptance_m``) while targets arrive: descend at
+  ``descent_m_s``, still steering onto it;
+- **hold**: no fresh target for ``target_timeout_s``: stop descending and hold position;
+- **landed**: at ``land_alt_m`` above the ground while descending onto a fresh target.
+
+A target is fresh while the newest arrived less than ``target_timeout_s`` ago and its
+``time_usec`` (the capture, on the autopilot's clock) is less than that old too. The estimate
+is a low-pass of the targets' positions: PX4 profile messages (``position_valid``,
+LOCAL_NED) as they are; ArduPilot BODY_FRD angles are turned into a ground point with the
+vehicle's own attitude and height at arrival (ArduPilot's way, with no ``PLND_LAG``).
+
+The vehicle is kinematic: a commanded NED velocity, reached with a first-order lag
+(``tau_s``), set every ``step_s`` (the horizontal command slewing at ``slew_m_s2``, so the
+attitude never steps); position, velocity and acceleration have closed forms
+between steps, so the truth can be asked at any past instant, and the attitude is the tilt
+the acceleration needs (:func:`gizmo_host.rigs.rflysim.kinematics.tilted_attitude`). The landing
+error is the stand-in's own: the horizontal distance from the vehicle's true position at
+touchdown to the pad's. Every descent step taken without a fresh target is counted
+(``stale_descents``): it must stay 0.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, NamedTuple
+
+from fusion.geometry import Vec3, quat_rotate
+from gizmo_host.rigs.autopilot.standin import ReceivedTarget, VehicleTruth
+from gizmo_host.rigs.rflysim.kinematics import tilted_attitude
+
+_FRAME_LOCAL_NED = 1
+_FRAME_BODY_FRD = 12
+_MAX_SEGMENTS = 20_000  # 1000 s of steps at 20 Hz: the truth of a long run, bounded
+
+
+class Phase(Enum):
+    SEARCH = "search"
+    APPROACH = "approach"
+    DESCEND = "descend"
+    HOLD = "hold"
+    LANDED = "landed"
+
+
+@dataclass(frozen=True, slots=True)
+class PrecLandConfig:
+    start_ned_m: Vec3 = (0.0, 0.0, -8.0)
+    pad_ned_m: Vec3 = (2.5, -1.5, 0.0)  # the ground target's centre (truth)
+    ground_z_ned_m: float = 0.0
+    search_alt_m: float = 8.0
+    descent_m_s: float = 0.7
+    climb_m_s: float = 0.8
+    max_speed_m_s: float = 1.5
+    gain_per_s: float = 1.2  # horizontal velocity per metre of offset
+    slew_m_s2: float = 2.0  # the horizontal command changes at most this fast (no tilt steps)
+    tau_s: float = 0.25
+    acceptance_m: float = 0.25  # PLD_HACC_RAD: over the target, descent allowed
+    target_timeout_s: float = 0.5  # PLD_BTOUT: no fresh target, no descent
+    search_timeout_s: float = 3.0  # then climb back and search
+    land_alt_m: float = 0.3
+    smoothing: float = 0.4  # weight of a new target in the estimate
+    step_s: float = 0.05
+
+
+class _Segment(NamedTuple):
+    t0_ns: int
+    p0: Vec3
+    v0: Vec3
+    vc: Vec3  # the commanded velocity
+
+
+class PrecLandVehicle:
+    """The vehicle and its precland controller (see the module docstring)."""
+
+    def __init__(self, config: PrecLandConfig, start_ns: int) -> None:
+        self.config = config
+        self.start_ns = start_ns
+        zero = (0.0, 0.0, 0.0)
+        self._segments: list[_Segment] = [_Segment(start_ns, config.start_ned_m, zero, zero)]
+        self._starts: list[int] = [start_ns]
+        self.phase = Phase.SEARCH
+        self.estimate: Vec3 | None = None
+        self._last_target: ReceivedTarget | None = None
+        self._last_fresh_ns: int | None = None
+        self.landed_ns: int | None = None
+        self.landing_error_m: float | None = None
+        self.counts: dict[str, int] = dict.fromkeys(
+            (
+                "targets",
+                "targets_used",
+                "targets_unusable",
+                "steps",
+                "descent_steps",
+                "stale_descents",
+                "holds",
+                "climbs",
+            ),
+            0,
+        )
+
+    # -- truth -----------------------------------------------------------------------------
+
+    def _segment(self, host_ns: int) -> _Segment:
+        i = bisect.bisect_right(self._starts, host_ns) - 1
+        return self._segments[max(i, 0)]
+
+    def truth(self, host_ns: int) -> VehicleTruth:
+        s = self._segment(host_ns)
+        tau = self.config.tau_s
+        dt = max(0.0, (host_ns - s.t0_ns) / 1e9)
+        decay = math.exp(-dt / tau)
+        p = tuple(
+            p0 + vc * dt + (v0 - vc) * tau * (1.0 - decay)
+            for p0, v0, vc in zip(s.p0, s.v0, s.vc, strict=True)
+        )
+        v = tuple(vc + (v0 - vc) * decay for v0, vc in zip(s.v0, s.vc, strict=True))
+        a = tuple((vc - v0) / tau * decay for v0, vc in zip(s.v0, s.vc, strict=True))
+        q = tilted_attitude(0.0, (a[0], a[1], a[2]))
+        return VehicleTruth((p[0], p[1], p[2]), (v[0], v[1], v[2]), q)
+
+    def height_m(self, host_ns: int) -> float:
+        return self.config.ground_z_ned_m - self.truth(host_ns).position_ned_m[2]
+
+    # -- targets ---------------------------------------------------------------------------
+
+    def on_target(self, target: ReceivedTarget) -> None:
+        """A LANDING_TARGET arrived (at ``target.host_ns``, ``target.boot_ns`` on its clock)."""
+        self.counts["targets"] += 1
+        point = self._target_point(target)
+        capture_age_ns = target.boot_ns - int(target.fields["time_usec"]) * 1000
+        timeout_ns = round(self.config.target_timeout_s * 1e9)
+        if point is None or not 0 <= capture_age_ns <= timeout_ns:
+            self.counts["targets_unusable"] += 1
+            return
+        self.counts["targets_used"] += 1
+        self._last_target = target
+        self._last_fresh_ns = target.host_ns
+        k = self.config.smoothing
+        old = self.estimate
+        self.estimate = (
+            point
+            if old is None
+            else (
+                old[0] + k * (point[0] - old[0]),
+                old[1] + k * (point[1] - old[1]),
+                old[2] + k * (point[2] - old[2]),
+            )
+        )
+
+    def _target_point(self, target: ReceivedTarget) -> Vec3 | None:
+        f = target.fields
+        if f.get("position_valid") and f["frame"] == _FRAME_LOCAL_NED:
+            point = (float(f["x"]), float(f["y"]), float(f["z"]))
+            return point if all(math.isfinite(c) for c in point) else None
+        if f["frame"] != _FRAME_BODY_FRD:
+            return None
+        ax, ay = float(f["angle_x"]), float(f["angle_y"])
+        if not (math.isfinite(ax) and math.isfinite(ay)) or max(abs(ax), abs(ay)) >= 1.5:
+            return None
+        truth = self.truth(target.host_ns)  # ArduPilot's way: its attitude at arrival
+        los = quat_rotate(truth.quaternion_wxyz, (-math.tan(ay), math.tan(ax), 1.0))
+        if los[2] <= 1e-3:
+            return None
+        p = truth.position_ned_m
+        scale = (self.config.ground_z_ned_m - p[2]) / los[2]
+        return (p[0] + los[0] * scale, p[1] + los[1] * scale, self.config.ground_z_ned_m)
+
+    def fresh(self, now_ns: int) -> bool:
+        last = self._last_fresh_ns
+        return last is not None and now_ns - last <= round(self.config.target_timeout_s * 1e9)
+
+    # -- control ---------------------------------------------------------------------------
+
+    def step(self, now_ns: int) -> None:
+        """One controller update at ``now_ns``: choose the phase and the velocity command."""
+        if self.phase is Phase.LANDED:
+            return
+        c = self.config
+        self.counts["steps"] += 1
+        here = self.truth(now_ns)
+        p = here.position_ned_m
+        height = c.ground_z_ned_m - p[2]
+        last = self._last_fresh_ns
+        lost_s = math.inf if last is None else (now_ns - last) / 1e9
+        vn = ve = vd = 0.0
+        if self.estimate is not None and lost_s <= c.search_timeout_s:
+            dn, de = self.estimate[0] - p[0], self.estimate[1] - p[1]
+            vn, ve = _limit(c.gain_per_s * dn, c.gain_per_s * de, c.max_speed_m_s)
+            if lost_s > c.target_timeout_s:
+                self._enter(Phase.HOLD)
+                vn = ve = 0.0
+            elif math.hypot(dn, de) <= c.acceptance_m:
+                self._enter(Phase.DESCEND)
+                vd = c.descent_m_s
+            else:
+                self._enter(Phase.APPROACH)
+        else:
+            self._enter(Phase.SEARCH)
+            if height < c.search_alt_m - 0.05:
+                vd = -c.climb_m_s
+                self.counts["climbs"] += 1
+        if vd > 0:
+            self.counts["descent_steps"] += 1
+            if not self.fresh(now_ns):  # checked again, by the arrivals alone
+                self.counts["stale_descents"] += 1
+            if height <= c.land_alt_m:
+                self._land(now_ns, p)
+                return
+        self._command(now_ns, here, (vn, ve, vd))
+
+    def _enter(self, phase: Phase) -> None:
+        if phase is Phase.HOLD and self.phase is not Phase.HOLD:
+            self.counts["holds"] += 1
+        self.phase = phase
+
+    def _land(self, now_ns: int, p: Vec3) -> None:
+        self.phase = Phase.LANDED
+        self.landed_ns = now_ns
+        pad = self.config.pad_ned_m
+        self.landing_error_m = math.hypot(p[0] - pad[0], p[1] - pad[1])
+        zero = (0.0, 0.0, 0.0)
+        touchdown = (p[0], p[1], self.config.ground_z_ned_m)
+        self._append(_Segment(now_ns, touchdown, zero, zero))
+
+    def _command(self, now_ns: int, here: VehicleTruth, command: Vec3) -> None:
+        """A new horizontal command moves from the last by at most the slew (a step would tilt
+        the vehicle at once); the vertical one applies at once (a stop is a stop)."""
+        last = self._segments[-1].vc
+        most = self.config.slew_m_s2 * self.config.step_s
+        dn, de = _limit(command[0] - last[0], command[1] - last[1], most)
+        vc = (last[0] + dn, last[1] + de, command[2])
+        self._append(_Segment(now_ns, here.position_ned_m, here.velocity_ned_m_s, vc))
+
+    def _append(self, segment: _Segment) -> None:
+        if segment.t0_ns <= self._starts[-1]:
+            return
+        self._segments.append(segment)
+        self._starts.append(segment.t0_ns)
+        if len(self._segments) > _MAX_SEGMENTS:
+            del self._segments[: _MAX_SEGMENTS // 2]
+            del self._starts[: _MAX_SEGMENTS // 2]
+
+    def summary(self) -> dict[str, Any]:
+        landed = self.landed_ns is not None
+        return {
+            "landed": landed,
+            "phase": self.phase.value,
+            "landing_error_m": None
+            if self.landing_error_m is None
+            else round(self.landing_error_m, 4),
+            "time_to_land_s": None
+            if self.landed_ns is None
+            else round((self.landed_ns - self.start_ns) / 1e9, 2),
+            **self.counts,
+        }
+
+
+def _limit(vn: float, ve: float, limit: float) -> tuple[float, float]:
+    speed = math.hypot(vn, ve)
+    if speed <= limit:
+        return vn, ve
+    return vn * limit / speed, ve * limit / speed

@@ -1,0 +1,240 @@
+"""The adapters from rfly_link messages and the live link to fusion inputs: what becomes an
+input, what is counted instead, and how each stream's sim time is mapped."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from fusion import (
+    GimbalLaserRange,
+    GimbalSample,
+    ImuSample,
+    LaserRange,
+    LidarPoints,
+    PointFrame,
+    PoseSample,
+    SimClockEstimator,
+    SimClockStatus,
+    SourceConflict,
+)
+from fusion import geometry as g
+from gizmo_host.bridge.rfly_adapter import MAX_LIDAR_POINTS, RflyAdapter, RflyPoseStream
+from gizmo_host.bridge.world_adapters import result_label
+from gizmo_host.rigs.rflysim import builders, sensorset
+from gizmo_host.rigs.rflysim.kinematics import SimVehicleState
+from rfly_link import messages as m
+from rfly_link.sensors import PointCloud, decode_sensor
+
+MS = 1_000_000
+STATE = SimVehicleState(
+    position_ned_m=(1.0, 2.0, -10.0),
+    velocity_ned_m_s=(0.5, 0.0, 0.0),
+    acceleration_ned_m_s2=(0.0, 0.0, 0.0),
+    quaternion_wxyz=(1.0, 0.0, 0.0, 0.0),
+    euler_rad=(0.0, 0.0, 0.0),
+    angular_rate_frd_rad_s=(0.0, 0.0, 0.3),
+    specific_force_frd_m_s2=(0.0, 0.0, -9.81),
+)
+SENSORS = sensorset.builtin_config().sensors
+DISTANCE = next(s for s in SENSORS if s.type_id == m.TypeId.DISTANCE)
+GIMBAL_CAMERA = next(s for s in SENSORS if s.type_id == m.TypeId.GIMBAL)
+
+
+def locked_adapter(copter_id: int, **kwargs: object) -> RflyAdapter:
+    """An adapter whose sim clocks lock on their first sample (no lock period), so one
+    message shows what it maps to; the lock period has tests of its own."""
+    return RflyAdapter(
+        copter_id,
+        estimator=lambda: SimClockEstimator(lock_ms=0.0),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_the_state_of_the_configured_vehicle_is_a_pose_and_a_rate() -> None:
+    adapter = locked_adapter(1)
+    rx_ns = 5_000 * MS
+    pose, rate = adapter.message(builders.state_168(1, 3, STATE, 12.5), rx_ns)
+    assert isinstance(pose, PoseSample) and isinstance(rate, ImuSample)
+    assert pose.position_ned_m == (1.0, 2.0, -10.0) and pose.sim_time_ns == 12_500_000_000
+    assert pose.host_ns <= rx_ns  # mapped sim time: never after its own arrival
+    assert rate.angular_rate_frd_rad_s == pytest.approx((0.0, 0.0, 0.3))
+    assert adapter.message(builders.state_168(2, 3, STATE, 12.5), rx_ns) == []
+    assert adapter.counts["other_copter"] == 1
+
+
+def test_only_the_configured_pose_source_makes_poses() -> None:
+    """Two streams with their own sim clocks would fight over one pose history."""
+    adapter = locked_adapter(1, pose_source=RflyPoseStream.ODOMETRY)
+    assert adapter.message(builders.state_168(1, 3, STATE, 1.0), 10 * MS) == []
+    assert adapter.counts["not_pose_source"] == 1
+    odom = builders.odometry(1, 1, STATE, 1.0, discontinuity=False)
+    items = adapter.message(odom, 11 * MS)
+    assert [type(i) for i in items] == [PoseSample, ImuSample]
+    assert adapter.last_odometry_rx_ns == 11 * MS
+
+
+def test_an_odometry_discontinuity_starts_a_new_pose_epoch() -> None:
+    adapter = locked_adapter(1, pose_source=RflyPoseStream.ODOMETRY)
+    epochs = []
+    for n in range(5):
+        odom = builders.odometry(n, 1, STATE, 1.0 + n * 0.01, discontinuity=n == 3)
+        pose = adapter.message(odom, (100 + 10 * n) * MS)[0]
+        assert isinstance(pose, PoseSample)
+        epochs.append(pose.epoch)
+    assert epochs[:3] == [epochs[0]] * 3 and epochs[3] == epochs[4] > epochs[0]
+
+
+def test_unusable_values_are_counted_never_raised() -> None:
+    adapter = locked_adapter(1, pose_source=RflyPoseStream.ODOMETRY)
+    nan_time = builders.odometry(1, 1, STATE, math.nan, discontinuity=False)
+    # frame_type 2 is not NED/FRD: axes the adapter cannot know.
+    body_frame = dataclasses.replace(nan_time, simulation_time_s=1.0, frame_type=2)
+    assert adapter.message(nan_time, MS) == [] and adapter.message(body_frame, MS) == []
+    assert adapter.counts["dropped_invalid"] == 2
+    assert adapter.message(m.CopterSimCrash(copter_id=1), MS) == []
+    assert adapter.counts["ignored"] == 1
+
+
+def test_a_distance_frame_needs_its_config_entry_and_zero_is_no_return() -> None:
+    adapter = locked_adapter(1)
+    reading = m.DistanceSensor(distance_m=7.5, copter_id=1)
+    assert adapter.message(reading, MS) == []  # no Config.json entry: no mount
+    (hit,) = adapter.message(reading, 2 * MS, frame_time_s=3.0, sensor=DISTANCE)
+    zero = dataclasses.replace(reading, distance_m=0.0)
+    (miss,) = adapter.message(zero, 3 * MS, frame_time_s=3.001, sensor=DISTANCE)
+    # Untimed (no frame time, or not a number) or beyond the sensor's range: junk, counted.
+    beyond = dataclasses.replace(reading, distance_m=DISTANCE.other_params[0] + 1.0)
+    assert adapter.message(reading, 4 * MS, sensor=DISTANCE) == []
+    assert adapter.message(reading, 4 * MS, frame_time_s=math.nan, sensor=DISTANCE) == []
+    assert adapter.message(beyond, 4 * MS, frame_time_s=3.002, sensor=DISTANCE) == []
+    assert adapter.counts["dropped_invalid"] == 3
+    assert isinstance(hit, LaserRange) and hit.distance_m == 7.5
+    assert hit.mount.rpy_deg == pytest.approx(sensorset.mount_rpy_deg(DISTANCE))
+    assert isinstance(miss, LaserRange) and miss.distance_m is None
+
+
+def test_gimbal_status_gives_angles_and_a_laser_only_for_its_own_gimbal() -> None:
+    camera = sensorset.sensor_camera(GIMBAL_CAMERA)
+    status = builders.gimbal_status(GIMBAL_CAMERA, camera, 12.0)
+    adapter = locked_adapter(1, gimbal_seq_id=GIMBAL_CAMERA.seq_id)
+    sample, laser = adapter.message(status, 7 * MS)
+    assert isinstance(sample, GimbalSample) and isinstance(laser, GimbalLaserRange)
+    assert sample.fx_px == pytest.approx(camera.fx_px) and laser.distance_m == 12.0
+    other = locked_adapter(1, gimbal_seq_id=GIMBAL_CAMERA.seq_id + 1)
+    assert other.message(status, 7 * MS) == [] and other.counts["other_gimbal"] == 1
+    no_focal = dataclasses.replace(status, other_params=(0.0,) * 16)
+    sample, laser = adapter.message(no_focal, 8 * MS)
+    assert isinstance(sample, GimbalSample) and sample.fx_px is None
+    assert isinstance(laser, GimbalLaserRange) and laser.distance_m is None
+
+
+@pytest.mark.parametrize(
+    ("result_type", "ident", "label"),
+    [(5, 11, "pedestrian"), (1, 1, "red")],
+)
+def test_result_labels_are_words(result_type: int, ident: int, label: str) -> None:
+    assert result_label(result_type, ident) == label
+
+
+@pytest.mark.parametrize("type_id", [m.TypeId.LIDAR_BODY, m.TypeId.LIDAR_WORLD])
+def test_a_lidar_scan_becomes_points_that_lie_where_the_rays_hit(type_id: int) -> None:
+    """The stand-in's LiDAR over flat ground, 10 m below: through the adapter, every point
+    lands on the ground in world NED (body points through the mount and the vehicle's pose)."""
+
+    lidar = next(s for s in SENSORS if s.type_id == m.TypeId.LIDAR_BODY)
+    lidar = dataclasses.replace(lidar, type_id=int(type_id))
+    payload = builders.lidar_payload(lidar, STATE, [])
+    cloud = decode_sensor(lidar.type_id, payload, lidar.decode_params())
+    adapter = locked_adapter(1)
+    (points,) = adapter.message(cloud, 9 * MS, frame_time_s=4.0, sensor=lidar)
+    assert isinstance(points, LidarPoints) and len(points.points_m) == cloud.point_count > 0
+    if type_id == m.TypeId.LIDAR_BODY:
+        assert points.frame is PointFrame.BODY_FRD
+        world = [
+            g.add(STATE.position_ned_m, g.quat_rotate(STATE.quaternion_wxyz, tuple(p)))
+            for p in points.points_m
+        ]
+    else:
+        assert points.frame is PointFrame.WORLD_NED
+        world = [tuple(p) for p in points.points_m]
+    scale_m = lidar.other_params[0] / 32767
+    assert max(abs(p[2]) for p in world) < 4 * scale_m  # on the ground, to the int16 step
+    assert adapter.message(cloud, 9 * MS, sensor=lidar) == []  # untimed: dropped
+    other = dataclasses.replace(cloud, copter_id=2)
+    assert adapter.message(other, 9 * MS, frame_time_s=4.0, sensor=lidar) == []
+    assert adapter.counts["dropped_invalid"] == 1 and adapter.counts["other_copter"] == 1
+
+
+def test_a_huge_lidar_scan_is_thinned_to_the_cap() -> None:
+
+    lidar = next(s for s in SENSORS if s.type_id == m.TypeId.LIDAR_BODY)
+    lidar = dataclasses.replace(lidar, type_id=int(m.TypeId.LIDAR_WORLD))
+    xyz = np.zeros((10 * MAX_LIDAR_POINTS + 7, 3), dtype=np.float32)
+    xyz[0] = np.nan  # a float32 layout may carry one: dropped, not an error
+    cloud = PointCloud(lidar.type_id, None, 1, 1, (0.0,) * 3, (0.0,) * 3, None, xyz, xyz[:, 0])  # type: ignore[arg-type]
+    adapter = locked_adapter(1)
+    (points,) = adapter.message(cloud, 9 * MS, frame_time_s=4.0, sensor=lidar)
+    assert len(points.points_m) <= MAX_LIDAR_POINTS and adapter.counts["lidar_thinned"] == 1
+
+
+SIM = ("127.0.0.1", 40001)
+SPOOF = ("127.0.0.1", 40002)
+
+
+def test_a_second_sender_of_the_pose_stream_is_a_conflict_never_a_pose() -> None:
+    """Issue 17 item 1: a second local process sending the ego's state won silently."""
+    adapter = locked_adapter(1)
+    honest = builders.state_168(1, 3, STATE, 10.0)
+    (pose, _rate) = adapter.message(honest, 100 * MS, sender=SIM)
+    spoof_state = STATE._replace(position_ned_m=(1.0, 32.0, -10.0))
+    (conflict,) = adapter.message(
+        builders.state_168(1, 3, spoof_state, 10.01), 101 * MS, sender=SPOOF
+    )
+    assert isinstance(conflict, SourceConflict) and conflict.source == "pose"
+    assert "40002" in conflict.detail and "40001" in conflict.detail
+    assert adapter.counts["sender_conflict"] == 1
+    # The kept sender's poses still flow (the world holds on the conflict meanwhile).
+    items = adapter.message(builders.state_168(1, 3, STATE, 10.02), 102 * MS, sender=SIM)
+    assert isinstance(items[0], PoseSample) and items[0].position_ned_m == pose.position_ned_m
+    # After a second without the kept sender another may take over (a restarted CopterSim).
+    later = adapter.message(builders.state_168(1, 3, STATE, 11.021), 1_103 * MS, sender=SPOOF)
+    assert isinstance(later[0], PoseSample)
+
+
+def test_a_sensor_with_two_senders_feeds_nothing_until_the_conflict_is_quiet() -> None:
+    adapter = locked_adapter(1)
+    reading = m.DistanceSensor(distance_m=7.5, copter_id=1)
+    assert (
+        len(adapter.message(reading, 10 * MS, frame_time_s=1.0, sensor=DISTANCE, sender=SIM)) == 1
+    )
+    assert adapter.message(reading, 20 * MS, frame_time_s=1.01, sensor=DISTANCE, sender=SPOOF) == []
+    assert adapter.message(reading, 30 * MS, frame_time_s=1.02, sensor=DISTANCE, sender=SIM) == []
+    assert adapter.counts["sender_conflict"] == 2
+    quiet = 20 * MS + 1_000 * MS + 1
+    assert len(adapter.message(reading, quiet, frame_time_s=2.02, sensor=DISTANCE, sender=SIM)) == 1
+
+
+def test_sensor_readings_need_a_locked_clock_and_outliers_are_dropped_everywhere() -> None:
+    """Issue 17 items 2 and 3: a stale start burst and a glitched stamp timed laser readings."""
+    adapter = RflyAdapter(1)  # the real lock period
+    reading = m.DistanceSensor(distance_m=7.5, copter_id=1)
+    got = [
+        adapter.message(
+            reading, (1_000 + 10 * k) * MS, frame_time_s=1.0 + k * 0.01, sensor=DISTANCE
+        )
+        for k in range(40)
+    ]
+    first = next(k for k, items in enumerate(got) if items)
+    assert 24 <= first <= 26 and adapter.counts["clock_locking"] == first
+    glitch = adapter.message(reading, 1_400 * MS, frame_time_s=1.47, sensor=DISTANCE)  # 70 ms ahead
+    assert glitch == [] and adapter.counts["clock_outliers"] == 1
+    (after,) = adapter.message(reading, 1_410 * MS, frame_time_s=1.41, sensor=DISTANCE)
+    assert isinstance(after, LaserRange) and after.host_ns == 1_410 * MS - 1_000 * MS + 1_000 * MS
+    # A pose with an outlier stamp is dropped too; one of a locking clock carries its status.
+    states = [builders.state_168(1, 3, STATE, 5.0 + k * 0.01) for k in range(3)]
+    (pose, *_rest) = adapter.message(states[0], 2_000 * MS)
+    assert isinstance(pose, PoseSample) and pose.clock_status is SimClockStatus.LOCKING

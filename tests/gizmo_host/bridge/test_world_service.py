@@ -1,0 +1,180 @@
+"""The world service on a manual clock: when snapshots are published, and who gets them.
+
+Fusion inputs go in through ``apply`` (what the adapters give); time moves only when the test
+advances the ``ManualScheduler``, so every publication time is exact and no test sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from fusion import WorldSnapshot
+from gizmo_core import Decision, HoldReason
+from gizmo_host.bridge.world_service import WorldService
+from gizmo_host.timing import ManualScheduler, settle
+from tests.support.fusion_inputs import MS, observation, up, world
+
+T0 = 1_000_000_000
+
+
+def service(scheduler: ManualScheduler, **config: object) -> WorldService:
+    return WorldService(world(**config), scheduler=scheduler, clock=scheduler.now_ns)
+
+
+def run(body: Callable[[ManualScheduler], Awaitable[None]]) -> None:
+    async def main() -> None:
+        await body(ManualScheduler(start_ns=T0))
+
+    asyncio.run(main())
+
+
+def test_snapshots_follow_rate_hz_with_consecutive_seq() -> None:
+    async def body(clock: ManualScheduler) -> None:
+        got: list[WorldSnapshot] = []
+        async with service(clock, rate_hz=10.0, publish_on_change=False) as svc:
+            svc.add_listener(got.append)
+            clock.advance(1_000 * MS)
+        assert [s.seq for s in got] == list(range(1, 11))
+        assert [s.host_ns - T0 for s in got] == [n * 100 * MS for n in range(1, 11)]
+        assert all(s.verdict is Decision.HOLD for s in got)  # nothing seen yet
+
+    run(body)
+
+
+def test_a_verdict_change_is_published_at_once_and_a_hold_at_its_deadline() -> None:
+    """PROCEED the moment the result arrives, HOLD (stale) at capture + TTL exactly, with no
+    input in between and the periodic tick a second away."""
+
+    async def body(clock: ManualScheduler) -> None:
+        got: list[WorldSnapshot] = []
+        async with service(clock, rate_hz=1.0, ttl_ms=250.0) as svc:
+            svc.add_listener(got.append)
+            clock.advance(10 * MS)
+            capture_ns = clock.now_ns() - 20 * MS
+            svc.apply(up(capture_ns - 100 * MS))
+            svc.apply(observation(capture_ns, rx_ns=clock.now_ns()))
+            clock.advance(0)  # the end of this loop turn
+            assert [s.verdict for s in got] == [Decision.PROCEED]
+            assert got[0].host_ns == clock.now_ns()
+            clock.advance(300 * MS)
+        assert [s.verdict for s in got] == [Decision.PROCEED, Decision.HOLD]
+        assert got[1].host_ns == capture_ns + 250 * MS + 1  # the first nanosecond past the TTL
+        assert HoldReason.STALE in got[1].reasons
+        held = got[1].targets[0]
+        assert held.bearing_camera is None and held.position_ned_m is None
+
+    run(body)
+
+
+def test_a_burst_of_inputs_costs_one_snapshot_and_unchanged_verdicts_none() -> None:
+    async def body(clock: ManualScheduler) -> None:
+        got: list[WorldSnapshot] = []
+        async with service(clock, rate_hz=1.0) as svc:
+            svc.add_listener(got.append)
+            svc.apply(up(clock.now_ns()))
+            for n in range(5):  # five frames read in one chunk
+                svc.apply(observation(clock.now_ns() - (30 - n) * MS, rx_ns=clock.now_ns()))
+            clock.advance(0)
+            clock.advance(20 * MS)
+            svc.apply(observation(clock.now_ns() - 20 * MS, rx_ns=clock.now_ns()))
+            clock.advance(0)  # still PROCEED on the same target: nothing new to say
+        assert [s.verdict for s in got] == [Decision.PROCEED]
+        assert svc.stats()["inputs"] == 7
+
+    run(body)
+
+
+def test_a_steady_proceed_is_renewed_before_its_valid_until_runs_out() -> None:
+    """One tick a second, a 250 ms TTL: a renewed PROCEED is re-published half-way to its
+    ``valid_until_ns``, not on every input, so a consumer honouring it never sees a gap."""
+
+    async def body(clock: ManualScheduler) -> None:
+        got: list[WorldSnapshot] = []
+        async with service(clock, rate_hz=1.0) as svc:
+            svc.add_listener(got.append)
+            svc.apply(up(clock.now_ns()))
+            for _ in range(30):  # 600 ms of frames, 20 ms old when read
+                svc.apply(observation(clock.now_ns() - 20 * MS, rx_ns=clock.now_ns()))
+                clock.advance(20 * MS)
+        assert {s.verdict for s in got} == {Decision.PROCEED}
+        assert 4 <= len(got) <= 6  # about every 115 ms, not 30 times
+        for before, after in itertools.pairwise(got):
+            assert before.host_ns < after.host_ns <= before.valid_until_ns
+            assert after.host_ns >= (before.host_ns + before.valid_until_ns) // 2
+
+    run(body)
+
+
+def test_iterators_are_bounded_and_end_when_the_service_stops() -> None:
+    async def body(clock: ManualScheduler) -> None:
+        svc = service(clock, rate_hz=100.0, publish_on_change=False)
+        await svc.start()
+        slow = svc.snapshots(maxsize=2)
+        clock.advance(50 * MS)  # five snapshots for a consumer that takes none
+        assert svc.stats()["subscriber_drops"] == 3
+        await svc.stop()
+        assert [s.seq async for s in slow] == [4, 5]
+        assert svc.stats()["subscriber_drops"] == 3  # still counted once the iterator ended
+        with pytest.raises(ValueError, match="maxsize"):
+            svc.snapshots(maxsize=0)
+
+    run(body)
+
+
+def test_a_listener_that_raises_is_counted_and_the_others_still_hear() -> None:
+    async def body(clock: ManualScheduler) -> None:
+        got: list[int] = []
+
+        def broken(_snapshot: WorldSnapshot) -> None:
+            raise RuntimeError("consumer bug")
+
+        async with service(clock, rate_hz=50.0, publish_on_change=False) as svc:
+            svc.add_listener(broken)
+            svc.add_listener(lambda s: got.append(s.seq))
+            clock.advance(100 * MS)
+            stats = svc.stats()
+        assert got == [1, 2, 3, 4, 5]
+        assert stats["listener_errors"] == 5 and svc.failure is None
+
+    run(body)
+
+
+def test_no_timer_before_start_or_after_stop() -> None:
+    async def body(clock: ManualScheduler) -> None:
+        svc = service(clock)
+        svc.apply(up(clock.now_ns()))
+        svc.apply(observation(clock.now_ns(), rx_ns=clock.now_ns()))
+        assert clock.pending() == []  # applied, but not running: nothing armed
+        await svc.start()
+        svc.apply(observation(clock.now_ns(), rx_ns=clock.now_ns()))
+        assert clock.pending()
+        await svc.stop()
+        await settle()
+        assert clock.pending() == []
+        with pytest.raises(RuntimeError, match="already running"):
+            await svc.start()
+            await svc.start()
+        await svc.stop()
+
+    run(body)
+
+
+def test_each_published_snapshot_carries_its_time_on_the_wall_clock() -> None:
+    """``wall_ns`` is the wall clock's mapping of each snapshot's own ``host_ns``."""
+
+    async def body(clock: ManualScheduler) -> None:
+        got: list[WorldSnapshot] = []
+        model = world(rate_hz=10.0, publish_on_change=False)
+        offset_ns = 1_700_000_000_000_000_000
+        svc = WorldService(model, scheduler=clock, wall_clock=lambda ns: ns + offset_ns)
+        async with svc:
+            svc.add_listener(got.append)
+            clock.advance(300 * MS)
+        assert [s.wall_ns for s in got] == [T0 + n * 100 * MS + offset_ns for n in (1, 2, 3)]
+        assert got[0].to_dict()["wall_ns"] == T0 + 100 * MS + offset_ns
+
+    run(body)

@@ -1,0 +1,66 @@
+"""Offline replay: the live host on recorded times, without a capture file."""
+
+from __future__ import annotations
+
+import json
+
+from gizmo_host.app.offline_replay import OfflineReplay
+from gizmo_host.capture.carried_settings import HostSettings
+from gizmo_host.capture.reader import CaptureInfo, Datagram, HostLine, PortEvent, UartChunk
+from gizmo_host.rigs.board import BoardModel
+from gizmo_host.stream.linkstate import REASON_OPENED, LinkInput
+
+T0 = 5_000_000_000
+MS = 1_000_000
+
+
+def run(messages, **settings) -> list[dict]:
+    host = OfflineReplay(CaptureInfo(HostSettings(stats_interval_s=0, **settings)))
+    return [json.loads(line) for line in host.replay(messages)]
+
+
+def frames(count: int, start_ns: int = T0, period_ms: int = 33) -> list[UartChunk]:
+    board = BoardModel(period_ms=period_ms)
+    return [UartChunk(start_ns + i * period_ms * MS, board.next_frame()) for i in range(count)]
+
+
+def test_bytes_without_a_recorded_open_imply_one() -> None:
+    out = run(frames(3))
+    links = [(line["state"], line["reason"]) for line in out if line["type"] == "link"]
+    assert [state for state, _ in links] == ["CONNECTING", "SYNCING", "UP"]
+    assert out[-1]["replay"]["implied_opens"] == 1
+    assert sum(line["type"] == "result" for line in out) == 3
+
+
+def test_silence_and_the_verdict_tick_come_exactly_on_time() -> None:
+    opened = [
+        PortEvent(T0, LinkInput.OPEN_STARTED, "opening"),
+        PortEvent(T0, LinkInput.OPENED, REASON_OPENED),
+    ]
+    chunks = frames(2, T0 + 10 * MS)
+    last_ns = chunks[-1].rx_ns
+    tail = [UartChunk(last_ns + 3000 * MS, b"\x00")]  # a byte later: the timers ran before it
+    out = run([*opened, *chunks, *tail], silent_after_s=0.5, verdict_interval_s=1.0)
+    silent = next(line for line in out if line["type"] == "link" and line["state"] == "SILENT")
+    assert silent["host_ns"] == last_ns + 500 * MS
+    ticks = [line["host_ns"] for line in out if line["type"] == "verdict"]
+    assert {T0 + 1000 * MS, T0 + 2000 * MS, T0 + 3000 * MS} <= set(ticks)
+
+
+def test_what_replay_cannot_apply_is_counted_never_raised() -> None:
+    chunks = frames(2)
+    messages = [
+        *chunks,
+        UartChunk(chunks[0].rx_ns - MS, b""),  # earlier than the last: applied, counted
+        PortEvent(chunks[-1].rx_ns, LinkInput.OPENED, REASON_OPENED),  # not allowed when UP
+        Datagram(chunks[-1].rx_ns, 30101, "127.0.0.1", ("127.0.0.1", 9), b"x"),
+        HostLine(chunks[-1].rx_ns, "result", b"{}"),
+    ]
+    replay = run(messages)[-1]["replay"]
+    assert replay == {
+        "datagrams": 1,
+        "host_lines": 1,
+        "port_events_ignored": 1,
+        "implied_opens": 1,
+        "time_reversals": 1,
+    }

@@ -1,0 +1,136 @@
+"""The world model's part of a capture: its settings as metadata, the datagram router, and the
+command lines' checks (``gizmo-host record`` and ``replay``)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from gizmo_host.app.capture_world import world_metadata, world_setup_from
+from gizmo_host.app.host_config import config_from_mapping
+from gizmo_host.app.world_build import DatagramRouter
+from gizmo_host.capture.carried_settings import HostSettings
+from gizmo_host.capture.channels import WORLD_METADATA
+from gizmo_host.capture.reader import CaptureReader
+from gizmo_host.capture.writer import CaptureWriter
+from gizmo_host.cli import record, replay
+from gizmo_host.errors import CaptureError
+from gizmo_host.rigs.rflysim import builders
+from gizmo_host.rigs.rflysim.scenario import build_scenario
+from gizmo_host.rigs.rflysim.sensorset import builtin_config_text
+from rfly_link import ports
+
+
+@pytest.fixture
+def setup(tmp_path: Path):
+    """A world with every part: a Config.json camera and distance sensor, odometry, gimbal."""
+    path = tmp_path / "Config.json"
+    path.write_text(builtin_config_text(), encoding="utf-8")
+    config = config_from_mapping(
+        {
+            "store": {"ttl_ms": 300.0, "ttl_ms_by_type": {"LINE": 150.0}},
+            "verdict": {"select": "type=DETECTOR,id=11"},
+            "camera": {"rflysim_sensor": 1},
+            "world": {"rate_hz": 20.0, "source_stale_ms": {"pose": 80.0}},
+            "rflysim": {"copter_id": 1, "config": str(path), "request_odometry_hz": 50},
+        }
+    )
+    world = config.world_setup()
+    assert world is not None and world.rflysim is not None
+    assert world.rflysim.range_sensors  # the round trip carries a Config.json entry
+    return world
+
+
+def test_world_settings_round_trip_through_the_metadata(setup) -> None:
+    record_ = world_metadata(setup)
+    assert all(isinstance(v, str) for v in record_.values())
+    assert world_setup_from(record_, "x") == setup
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("camera", '{"width_px": 1}', "camera"),
+        ("world", '{"rate_hz": -1}', "world.rate_hz"),
+        ("rflysim", '{"copter_id": 1}', "rflysim: expected a value for 'range_sensors'"),
+        ("selector", "not json", "selector: expected JSON"),
+    ],
+)
+def test_a_bad_world_record_is_one_capture_error_naming_the_key(
+    setup, key: str, value: str, expected: str
+) -> None:
+    record_ = {**world_metadata(setup), key: value}
+    with pytest.raises(CaptureError, match=expected):
+        world_setup_from(record_, "f.mcap")
+    missing = {k: v for k, v in world_metadata(setup).items() if k != key}
+    with pytest.raises(CaptureError, match=f"{key}: expected a value"):
+        world_setup_from(missing, "f.mcap")
+
+
+def test_the_router_hears_the_ports_run_would_and_counts_the_rest(setup) -> None:
+    router = DatagramRouter(setup.rflysim)
+    state_port = ports.coptersim_state_port(1)
+    assert state_port in router.ports and ports.coptersim_reply_port(1) in router.ports
+    assert setup.rflysim.range_sensors[0].port in router.ports
+    scenario = build_scenario("orbit")
+    state = builders.state_168(1, 3, scenario.state(1, 1.0), 101.0).encode()
+    events = router.feed(state_port, ("127.0.0.1", 5000), state, 7)
+    assert len(events) == 1 and events[0].rx_ns == 7 and events[0].value.copter_id == 1
+    assert router.feed(state_port, ("127.0.0.1", 5000), b"\x00" * 7, 8) == []  # counted
+    assert router.feed(9, ("127.0.0.1", 5000), state, 9) == []
+    stats = router.stats()[f"rfly-state-{state_port}"]
+    assert stats["datagrams"] == 2 and sum(stats["drops"].values()) == 1
+    assert router.other_ports == 1
+
+
+def test_replay_reports_a_bad_world_record_in_one_line(setup, tmp_path: Path, capsys) -> None:
+    path = tmp_path / "bad.mcap"
+    with path.open("wb") as stream:
+        bad = {**world_metadata(setup), "camera": "{}"}
+        writer = CaptureWriter(stream, str(path), HostSettings(), metadata={WORLD_METADATA: bad})
+        writer.uart(b"\xa5", 1)
+        writer.finish()
+    assert CaptureReader(str(path)).info.world == bad
+    parser = argparse.ArgumentParser()
+    replay.add_arguments(parser)
+    assert replay.run(parser.parse_args([str(path), "--offline"])) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "gizmo-host.world: camera: " in err[0], err
+
+
+def test_the_writer_refuses_to_overwrite_its_own_records() -> None:
+    with pytest.raises(ValueError, match="info and settings"):
+        CaptureWriter(io.BytesIO(), "x", HostSettings(), metadata={"gizmo-host.settings": {}})
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--udp-port", "0"], "--udp-port: expected 1..65535, got 0"),
+        (["--rflysim-copter-id", "1"], "camera: expected a [camera] table"),
+        (["--duration", "0"], "--duration: expected > 0"),
+    ],
+)
+def test_record_refuses_bad_flags_in_one_line(
+    argv: list[str], expected: str, tmp_path: Path, capsys
+) -> None:
+    parser = argparse.ArgumentParser()
+    record.add_arguments(parser)
+    out = tmp_path / "x.mcap"
+    args = parser.parse_args(["--serial", str(tmp_path / "tty"), "-o", str(out), *argv])
+    assert record.run(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expected in err[0], err
+    assert not out.exists()
+
+
+def test_the_offline_world_stats_name_the_receivers_as_run_does() -> None:
+    captures = Path(__file__).resolve().parents[2] / "captures"
+    last = (captures / "udp_loss.golden.jsonl").read_bytes().splitlines()[-1]
+    world = json.loads(last)["world"]
+    assert set(world["rflysim"]["receivers"]) == {"rfly-state-30101"}
+    assert world["rflysim"]["other_ports"] == 0

@@ -1,0 +1,352 @@
+"""Issue 28's MAVLink findings as attacks on the session, on a manual clock: a spoofer with the
+autopilot's ids, a second vehicle, two autopilots under ``target_system = 0``, TIMESYNC lies
+(answers to nothing, late, replayed, and a liar that stops), a clock step, a far stamp, junk and
+truncated datagrams, and an autopilot that never answers TIMESYNC. The truth is the test's:
+``circling`` for the vehicle, the stand-in's boot clock for time, and a ``WorldModel`` fed the
+way the host feeds it for the verdicts."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pymavlink.dialects.v20 import common as mavlink
+
+from fusion import (
+    CameraConfig,
+    PoseLinkStatus,
+    SimClockStatus,
+    SourceConflict,
+    WorldConfig,
+    WorldModel,
+)
+from gizmo_core import HoldReason
+from tests.support.mavlink_rig import circling
+from tests.support.mavlink_wire import AUTOPILOT, MS, S, Wire
+
+SPOOFER = ("127.0.0.1", 14666)
+CAMERA = CameraConfig(width_px=640, height_px=480, hfov_deg=90.0, mount_rpy_deg=(0.0, -90.0, 0.0))
+
+
+def world_on(wire: Wire) -> WorldModel:
+    """A world fed as ``MavlinkLink`` feeds it: poses, the link, conflicts."""
+    world = WorldModel(CAMERA, WorldConfig(pose_required=True))
+
+    def pose(p):
+        wire.poses.append(p)
+        world.apply(p)
+
+    def conflict(ns, detail):
+        wire.conflicts.append((ns, detail))
+        world.apply(SourceConflict(ns, "pose", detail))
+
+    wire.source._on_pose = pose
+    wire.session._on_conflict = conflict
+    wire.session._on_link = lambda up, ns, why: world.apply(PoseLinkStatus(ns, up, why))
+    return world
+
+
+def voice(system: int = 1, component: int = 1) -> mavlink.MAVLink:
+    return mavlink.MAVLink(None, srcSystem=system, srcComponent=component)
+
+
+def heartbeat(mav: mavlink.MAVLink, autopilot: int = mavlink.MAV_AUTOPILOT_PX4) -> bytes:
+    return mav.heartbeat_encode(2, autopilot, 0, 0, 4).pack(mav)
+
+
+def spoofed_position(wire: Wire, mav: mavlink.MAVLink, ahead_ms: int = 10) -> bytes:
+    """LOCAL_POSITION_NED 10 m off the truth, stamped ``ahead_ms`` ahead of the autopilot's."""
+    now = wire.clock.now_ns()
+    boot_ms = wire.autopilot.boot_ns(now) // MS + ahead_ms
+    n, e, d = circling(now).position_ned_m
+    return mav.local_position_ned_encode(boot_ms, n + 10.0, e, d, 0.0, 0.0, 0.0).pack(mav)
+
+
+def off_truth_m(wire: Wire) -> float:
+    """The largest distance of any pose the session gave from the truth at its time."""
+    worst = 0.0
+    for p in wire.poses:
+        if p.clock_status is SimClockStatus.LOCKING:
+            continue
+        truth = circling(p.host_ns).position_ned_m
+        worst = max(worst, *(abs(a - b) for a, b in zip(p.position_ned_m, truth, strict=True)))
+    return worst
+
+
+def _is_answer(msg) -> bool:
+    return msg.get_type() == "TIMESYNC" and msg.tc1 != 0
+
+
+def run_with(wire: Wire, seconds: float, every_ms: float, action) -> None:
+    for _ in range(round(seconds * 1000 / every_ms)):
+        action()
+        wire.run(every_ms / 1000)
+
+
+def test_a_spoofer_with_the_autopilots_ids_is_a_conflict_that_holds_then_ends():
+    """Finding 1: a second address with sysid/compid 1/1, poses 10 m off stamped 10 ms ahead."""
+    wire = Wire(streams=(mavlink.MAVLINK_MSG_ID_ATTITUDE_QUATERNION, 32))
+    world = world_on(wire)
+    wire.run(2.0)
+    assert wire.session.locked
+    spoof = voice()
+    sniffer = voice(9)
+
+    def spoofing() -> None:
+        wire.inject(heartbeat(spoof) + spoofed_position(wire, spoof), SPOOFER)
+        for data, _ in wire.sent_to[-5:]:  # it even sees our requests, and answers first
+            for msg in sniffer.parse_buffer(data) or []:
+                if msg.get_type() == "TIMESYNC" and msg.tc1 == 0:
+                    lie = wire.autopilot.boot_ns(wire.clock.now_ns()) + 15 * MS
+                    wire.inject(spoof.timesync_encode(lie, msg.ts1).pack(spoof), SPOOFER)
+
+    run_with(wire, 2.0, 20, spoofing)
+    assert off_truth_m(wire) < 0.01  # not one spoofed pose reached the pose source
+    assert abs(wire.mapping_error_ms()) < 0.1  # nor one of its TIMESYNC answers
+    held = world.conditions(wire.clock.now_ns())
+    assert held.pose_conflict
+    assert wire.session.counts["conflicts"] >= 100 and wire.conflicts
+    assert all(to == AUTOPILOT for _, to in wire.sent_to if to is not None)
+    stopped = wire.clock.now_ns()
+    ended = None
+    for _ in range(60):
+        wire.run(0.1)
+        if ended is None and not world.conditions(wire.clock.now_ns()).pose_conflict:
+            ended = wire.clock.now_ns()
+    assert ended is not None and ended - stopped <= 3.3 * S  # 2 s quiet + 1 s world hold
+    assert not world.conditions(wire.clock.now_ns()).pose_conflict
+
+
+def test_replies_go_to_the_bound_autopilot_never_to_whoever_spoke_last():
+    """Finding 2: a second vehicle (sysid 2) and a liar sending one junk byte every 2 ms."""
+    wire = Wire(session_kw={"target_system": 1})
+    other = voice(2)
+    wire.run(1.0)
+    run_with(
+        wire,
+        1.0,
+        2,
+        lambda: (
+            wire.inject(b"\x00", SPOOFER),
+            wire.inject(heartbeat(other), ("127.0.0.1", 14777)),
+        ),
+    )
+    landing = wire.session.codec.mav.landing_target_encode(
+        0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, (1, 0, 0, 0), 0, 1
+    )
+    wire.session.send(wire.session.codec.encode(landing))
+    addressed = [to for _, to in wire.sent_to if to is not None]
+    assert len(addressed) > 40 and set(addressed) == {AUTOPILOT}
+    assert wire.session.counts["foreign"] >= 400 and wire.session.counts["conflicts"] == 0
+    assert not wire.conflicts
+
+
+@pytest.mark.parametrize("true_first", [True, False], ids=["ours-first", "other-first"])
+def test_target_system_0_hearing_two_autopilots_is_a_conflict_not_first_wins(true_first):
+    """Finding 3: with ``target_system = 0``, a second autopilot heard holds every verdict while
+    it is heard, whichever came first; the hold ends once it is gone."""
+    wire = Wire()
+    world = world_on(wire)
+    other = voice(2)
+    second = ("127.0.0.1", 14888)
+    if not true_first:
+        wire.inject(heartbeat(other), second)  # the other vehicle binds first
+    wire.run(1.5)
+    samples = []
+    for _ in range(30):
+        wire.inject(heartbeat(other), second)
+        for _ in range(10):
+            wire.run(0.1)
+            samples.append(world.conditions(wire.clock.now_ns()).pose_conflict)
+    assert all(samples)  # a HOLD for all 30 s both were heard, never a gap between heartbeats
+    for _ in range(40):
+        wire.run(0.1)
+    assert not world.conditions(wire.clock.now_ns()).pose_conflict
+    if true_first:
+        assert off_truth_m(wire) < 0.01
+
+
+def test_timesync_answers_to_nothing_late_or_replayed_are_refused_and_counted():
+    wire = Wire(skew_ppm=40.0)
+    wire.run(2.0)
+    before = wire.mapping_error_ms()
+    mav = voice()
+    kept: list[bytes] = []
+
+    def keep(data: bytes) -> bytes:
+        if mav.parse_buffer(data) and b"" not in kept:
+            kept.append(data)
+        return data
+
+    wire.tamper = keep
+    for ts1 in (1, 12345, wire.clock.now_ns() + 7):  # answers to no request of ours
+        wire.inject(
+            mav.timesync_encode(wire.autopilot.boot_ns(wire.clock.now_ns()) + 15 * MS, ts1).pack(
+                mav
+            )
+        )
+    wire.run(1.0)
+    wire.tamper = None
+    answers = [
+        d
+        for d in kept
+        if (m := voice().parse_buffer(d)) and m[0].get_type() == "TIMESYNC" and m[0].tc1
+    ]
+    assert answers
+    for data in answers[:20]:
+        wire.inject(data)  # each again: replays
+    counts = wire.session.counts
+    assert counts["timesync_unmatched"] == 3 and counts["timesync_replayed"] >= 10
+    wire.down_ms = 300.0  # every answer now comes 300 ms after its request: late
+    wire.run(2.0)
+    assert counts["timesync_late"] >= 5
+    assert abs(wire.mapping_error_ms() - before) < 0.2
+
+
+def test_a_timesync_liar_that_stops_costs_at_most_two_seconds_of_wrong_time():
+    """Finding 5: the autopilot's answers say +15 ms for 3 s, then the truth again. The time the
+    host would put in a LANDING_TARGET (its mapping, while locked) is wrong for <= 2 s after."""
+    wire = Wire(skew_ppm=20.0)
+    wire.run(2.0)
+    liar = voice()
+
+    def lie(data: bytes) -> bytes:
+        msgs = voice().parse_buffer(data)
+        if msgs and msgs[0].get_type() == "TIMESYNC" and msgs[0].tc1:
+            return liar.timesync_encode(msgs[0].tc1 + 15 * MS, msgs[0].ts1).pack(liar)
+        return data
+
+    wire.tamper = lie
+    wire.run(3.0)
+    wire.tamper = None
+    stopped = wire.clock.now_ns()
+    last_wrong = stopped
+    for _ in range(100):
+        wire.run(0.05)
+        if wire.session.locked and abs(wire.mapping_error_ms()) > 1.0:
+            last_wrong = wire.clock.now_ns()
+    assert last_wrong - stopped <= 2 * S, (last_wrong - stopped) / S
+    assert wire.session.locked and abs(wire.mapping_error_ms()) < 0.2
+
+
+def test_a_confirmed_clock_step_is_a_new_epoch_not_a_crash():
+    """Finding 4: the autopilot's clock steps 5 s ahead (max() of an emptied list crashed)."""
+    wire = Wire(boot_at_start_ms=50_000.0)
+    wire.run(2.0)
+    epoch = wire.session.estimator.epoch
+    clock = wire.autopilot.clock
+    wire.autopilot.clock = clock._replace(boot_at_start_ns=clock.boot_at_start_ns + 5 * S)
+    wire.run(3.0)
+    assert wire.session.estimator.epoch > epoch and wire.session.locked
+    assert abs(wire.mapping_error_ms()) < 0.2
+    assert [p for p in wire.poses if p.epoch > epoch and p.clock_status is SimClockStatus.LOCKED]
+
+
+def test_a_far_stamp_is_dropped_and_moves_no_clock():
+    """Finding 6: one pose stamped time_boot_ms 2**32 - 1 from the autopilot itself."""
+    wire = Wire(streams=(mavlink.MAVLINK_MSG_ID_ATTITUDE_QUATERNION, 32))
+    world = world_on(wire)
+    wire.run(2.0)
+    epoch, poses = wire.session.estimator.epoch, len(wire.poses)
+    mav = voice()
+    far = 2**32 - 1
+    wire.inject(mav.local_position_ned_encode(far, 0.0, 0.0, -10.0, 0.0, 0.0, 0.0).pack(mav))
+    wire.inject(
+        mav.attitude_quaternion_encode(far, 1.0, 0.0, 0.0, 0.0, 0, 0, 0, [0.0] * 4).pack(mav)
+    )
+    wire.run(1.0)
+    now = wire.clock.now_ns()
+    assert wire.session.counts["future_stamp"] == 2
+    assert wire.session.estimator.epoch == epoch
+    assert all(p.host_ns <= now for p in wire.poses) and len(wire.poses) > poses + 30
+    c = world.conditions(now)
+    assert not c.pose_jump and c.pose_now is None  # the world's clock was never pushed ahead
+    assert off_truth_m(wire) < 0.01
+
+
+def test_junk_and_truncated_datagrams_cost_the_autopilot_no_message():
+    """Finding 8: a 10-byte truncated frame from another sender (and from the autopilot's own
+    address) before every autopilot datagram; every autopilot message is still read."""
+    wire = Wire(streams=(mavlink.MAVLINK_MSG_ID_ATTITUDE_QUATERNION, 32))
+    mav = voice()
+    cut = heartbeat(mav)[:10]
+    sent = []
+
+    def interleave(data: bytes) -> bytes:
+        wire.inject(cut, SPOOFER)
+        wire.inject(cut)
+        sent.append(data)
+        return data
+
+    wire.tamper = interleave
+    wire.run(3.0)
+    received = sum(wire.session.stats(wire.clock.now_ns())["received"].values())
+    assert received >= len(sent) - 2  # the last one or two may still be on the wire
+    assert wire.session.codec.stats()["junk_bytes"] >= 20 * len(sent) - 40
+
+
+def test_an_autopilot_that_never_answers_timesync_holds_clock_not_locked_not_no_pose():
+    """Finding 9 on the fake wire: poses arrive, no TIMESYNC answer ever does."""
+    wire = Wire()
+    world = world_on(wire)
+
+    def no_answers(data: bytes):
+        msgs = voice().parse_buffer(data)
+        answer = msgs and msgs[0].get_type() == "TIMESYNC" and msgs[0].tc1 != 0
+        return None if answer else data
+
+    wire.tamper = no_answers
+    wire.run(3.0)
+    snapshot = world.snapshot(wire.clock.now_ns())
+    assert HoldReason.CLOCK_NOT_LOCKED in snapshot.reasons
+    assert HoldReason.NO_POSE not in snapshot.reasons
+    assert snapshot.sources["pose"].state.value != "dead"
+    assert wire.session.counts["timesync_answered_unlocked"] >= 20  # its requests answered
+
+
+@pytest.mark.parametrize("field", ["x", "vx"], ids=["position", "velocity"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 1e12])
+def test_non_finite_or_out_of_range_pose_numbers_are_counted_drops(field, value):
+    wire = Wire(streams=(mavlink.MAVLINK_MSG_ID_ATTITUDE_QUATERNION, 32))
+    wire.run(2.0)
+    poses = len(wire.poses)
+    mav = voice()
+    numbers = dict.fromkeys(("x", "y", "z", "vx", "vy", "vz"), 0.0)
+    numbers[field] = value
+    boot_ms = wire.autopilot.boot_ns(wire.clock.now_ns()) // MS
+    for k in range(5):
+        msg = mav.local_position_ned_encode(boot_ms + k, *numbers.values())
+        wire.inject(msg.pack(mav))
+    wire.run(0.5)
+    assert wire.source.counts["invalid"] == 5
+    assert len(wire.poses) > poses and off_truth_m(wire) < 0.01
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.binary(max_size=400), max_size=12))
+def test_any_datagrams_from_anyone_never_raise(datagrams):
+    wire = Wire()
+    wire.run(0.3)
+    for i, data in enumerate(datagrams):
+        wire.inject(data, AUTOPILOT if i % 2 else SPOOFER)
+        wire.inject(data + data[:5], AUTOPILOT)
+    wire.run(0.3)
+    assert wire.session.link_up
+
+
+def test_an_autopilot_restarted_on_a_new_port_is_bound_again_and_the_hold_ends():
+    """Its old address falls silent, the new one is a second voice until the link timeout,
+    then its HEARTBEAT binds it: replies follow it, poses resume, the conflict ends."""
+    wire = Wire()
+    world = world_on(wire)
+    wire.run(2.0)
+    wire.address = ("127.0.0.1", 14590)  # the same ids, from a new port
+    wire.autopilot.reboot(boot_at_start_ms=500.0)
+    for _ in range(100):
+        wire.run(0.1)
+    now = wire.clock.now_ns()
+    assert wire.session.counts["rebinds"] == 1 and wire.session.locked
+    assert wire.session.stats(now)["autopilot_address"] == ["127.0.0.1", 14590]
+    assert not world.conditions(now).pose_conflict
+    assert [p for p in wire.poses if p.host_ns > now - S and p.clock_status.value == "locked"]
+    assert wire.sent_to[-1][1] == ("127.0.0.1", 14590)

@@ -1,0 +1,112 @@
+"""The host against MAVSDK playing the autopilot (``tests/support/mavsdk_autopilot.py``): the
+normal path (bound, locked, poses on the truth, the clock on the test's own wall-to-monotonic
+offset) and finding 9: MAVSDK answers TIMESYNC only after it has been answered, so the host
+answers it before its own lock; an autopilot that never answers TIMESYNC is a HOLD
+``clock_not_locked``, its poses heard, never ``no_pose``."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from typing import Any
+
+import pytest
+
+from fusion import SimClockStatus
+from gizmo_core import HoldReason
+from gizmo_host.app.host import Host
+from gizmo_host.app.host_config import config_from_mapping
+from tests.support.mavlink_rig import until
+from tests.support.mavsdk_autopilot import hovering, mavsdk_autopilot
+
+pytestmark = [pytest.mark.realtime]
+
+CAMERA = {"width_px": 640, "height_px": 480, "hfov_deg": 90.0, "mount_rpy_deg": [0, -90, 0]}
+
+
+def host() -> Host:
+    return Host.serving(
+        config_from_mapping(
+            {
+                "serial": {"path": "/nonexistent/gizmo0"},
+                "publish": {"stdout": False, "stats_interval_s": 0.2},
+                "camera": CAMERA,
+                "mavlink": {"url": "udpin:127.0.0.1:0", "target_system": 1},
+            }
+        )
+    )
+
+
+def wall_minus_monotonic_ns() -> int:
+    """The test's own clock offset (the tightest of a few reads)."""
+    best = None
+    for _ in range(20):
+        a = time.monotonic_ns()
+        wall = time.time_ns()
+        b = time.monotonic_ns()
+        if best is None or b - a < best[0]:
+            best = (b - a, wall - (a + b) // 2)
+    assert best is not None
+    return best[1]
+
+
+def test_mavsdk_as_the_autopilot_binds_locks_and_its_poses_are_the_truth() -> None:
+    h = host()
+    poses: list[Any] = []
+
+    async def scenario() -> None:
+        async with h:
+            link = h.mavlink
+            assert link is not None
+            link.poses._on_pose = _tee(link.poses._on_pose, poses)
+            await until(lambda: link.transport.local_port is not None)
+            async with mavsdk_autopilot(link.transport.local_port) as autopilot:
+                await until(lambda: link.session.locked, timeout=8.0)
+                await until(
+                    lambda: sum(p.clock_status is SimClockStatus.LOCKED for p in poses) > 50
+                )
+                assert autopilot.timesync_enabled
+                session = link.session.stats(h.scheduler.now_ns())
+        assert session["autopilot"] == [1, 1] and session["conflict"] is False
+        assert session["counts"]["timesync_answered_unlocked"] >= 1  # MAVSDK asked first
+        offset = wall_minus_monotonic_ns()
+        locked = [p for p in poses if p.clock_status is SimClockStatus.LOCKED]
+        errors_ms = sorted(abs(p.host_ns - (p.sim_time_ns - offset)) / 1e6 for p in locked)
+        p95 = errors_ms[int(0.95 * len(errors_ms))]
+        print(f"mavsdk: clock mapping error p95 {p95:.3f} ms, max {errors_ms[-1]:.3f} ms")
+        assert p95 < 2.0
+        for p in locked:
+            truth, _ = hovering(p.sim_time_ns)
+            assert math.dist(p.position_ned_m, truth) < 1e-3
+
+    asyncio.run(scenario())
+
+
+def test_an_autopilot_that_never_answers_timesync_holds_clock_not_locked() -> None:
+    """MAVSDK without its TIMESYNC: poses stream, no answer ever comes."""
+    h = host()
+
+    async def scenario() -> None:
+        async with h:
+            link = h.mavlink
+            assert link is not None and h.world is not None
+            await until(lambda: link.transport.local_port is not None)
+            async with mavsdk_autopilot(link.transport.local_port, timesync=False):
+                await until(lambda: link.poses.counts["unmapped"] > 50)
+                snapshot = h.world.snapshot(h.scheduler.now_ns())
+        assert not link.session.locked
+        assert HoldReason.CLOCK_NOT_LOCKED in snapshot.reasons
+        assert HoldReason.NO_POSE not in snapshot.reasons
+        assert snapshot.sources["pose"].state.value == "RESYNC"
+
+    asyncio.run(scenario())
+
+
+def _tee(callback, into: list):
+    def both(pose):
+        into.append(pose)
+        if callback is not None:
+            callback(pose)
+
+    return both

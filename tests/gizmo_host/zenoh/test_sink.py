@@ -1,0 +1,180 @@
+"""``ZenohOutput``: lines to their type's key, a bounded queue, the queryable, and ROS 2
+messages with rmw_zenoh's keys and attachment decoded from the bytes on the wire."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+import pytest
+import zenoh
+import zenoh.ext
+from rosbags.typesys import Stores, get_typestore
+
+from fusion import WorldSnapshot
+from gizmo_core import ConfigError
+from gizmo_host.app.host_config import config_from_mapping
+from gizmo_host.publish.lines import encode_line
+from gizmo_host.rigs.free_ports import free_ports
+from gizmo_host.schemas import load_schema
+from gizmo_host.zenoh.config import ZenohConfig, vehicle_of
+from gizmo_host.zenoh.sink import ZenohOutput, line_type
+from tests.support.ros2_snapshot import snapshot, vision_store
+from tests.support.schemas import validate_schema
+from tests.support.zenoh_router import router, session, wait_until
+
+DETECTIONS_HASH = "RIHS01_793f5eab9595ac1c0da07873cc859db42eae51f0ee76056db8562515d830e018"
+
+
+def test_line_type_reads_the_start_or_parses() -> None:
+    assert line_type(b'{"type":"world","seq":1}\n') == "world"
+    assert line_type(b'{ "seq": 1, "type": "stats" }\n') == "stats"
+    assert line_type(b"[1]\n") is None and line_type(b"nonsense") is None
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"mode": "router"}, "zenoh.mode: expected 'peer' or 'client'"),
+        ({"connect": ["127.0.0.1:7447"]}, "zenoh.connect: expected endpoints"),
+        ({"listen": ["foo/bar:1"]}, "zenoh.listen: expected endpoints"),
+        ({"connect": "tcp/a:1"}, None),
+        ({"mode": "client"}, "zenoh.connect: expected a router's endpoint"),
+        ({"vehicle": "a/b"}, "zenoh.vehicle: expected a name without"),
+        ({"ros2": "ros1"}, "zenoh.ros2: expected 'off' or 'bridge' or 'rmw_zenoh'"),
+        ({"ros2_domain": 233}, "zenoh.ros2_domain: expected an integer from 0 to 232"),
+        ({"config": 7}, "zenoh.config: expected a string"),
+        ({"config": ""}, "zenoh.config: expected a Zenoh configuration file's path"),
+        ({"max_line_bytes": 100}, "zenoh.max_line_bytes: expected a number of bytes from 1024"),
+    ],
+)
+def test_zenoh_settings_are_checked_with_one_line_naming_the_key(table, message) -> None:
+    if message is None:
+        assert config_from_mapping({"zenoh": table}).zenoh.connect == ("tcp/a:1",)
+        return
+    with pytest.raises(ConfigError) as exc:
+        config_from_mapping({"zenoh": table})
+    assert str(exc.value).startswith(message) and "\n" not in str(exc.value)
+
+
+def test_a_zenoh_config_file_is_read_at_start_and_a_bad_one_is_one_line(tmp_path) -> None:
+    bad = tmp_path / "zenoh.json5"
+    bad.write_text("{ transport: { link: { tls: { no_such_key: 1 } } } }")
+    for path, detail in (("/nonexistent.json5", "No such file"), (str(bad), "no_such_key")):
+        with pytest.raises(ConfigError) as exc:
+            ZenohOutput(ZenohConfig(enabled=True, vehicle="v", config=path))
+        message = str(exc.value)
+        assert message.startswith(f"zenoh.config: cannot use {path!r}: ") and detail in message
+        assert "\n" not in message and ".rs:" not in message
+
+
+def test_a_line_over_the_size_limit_is_not_published_and_is_counted() -> None:
+    output = ZenohOutput(ZenohConfig(enabled=True, vehicle="v", max_line_bytes=1024))
+    output.send(encode_line({"type": "world", "seq": 1, "pad": "x" * 1000}))
+    output.send(encode_line({"type": "world", "seq": 2}))
+    stats = output.stats()
+    assert (stats["oversized"], stats["queued"], stats["waiting"]) == (1, 1, 1)
+
+
+def test_the_queue_is_bounded_and_drops_the_oldest_counted() -> None:
+    output = ZenohOutput(ZenohConfig(enabled=True, vehicle="v", queue_lines=3))  # not started
+    for seq in range(10):
+        output.send(encode_line({"type": "world", "seq": seq}))
+    output.send(b'{"type":"mystery"}\n')
+    stats = output.stats()
+    assert (stats["waiting"], stats["queued"], stats["dropped"], stats["untyped"]) == (3, 10, 7, 1)
+    validate_schema({"zenoh": stats}, load_schema("stats")["properties"]["publish"])
+    assert [json.loads(line)["seq"] for _, line in output._queue] == [7, 8, 9]
+    assert vehicle_of("gizmo/v/world") == "v" and vehicle_of("other/v/world") is None
+
+
+@pytest.mark.realtime
+def test_lines_reach_their_keys_the_queryable_answers_and_ros2_decodes_from_the_wire() -> None:
+    async def main(endpoint: str) -> None:
+        viewer = session("client", connect=endpoint)
+        got: list[tuple[str, bytes, bytes | None]] = []
+        lock = threading.Lock()
+
+        def keep(sample: zenoh.Sample) -> None:
+            attachment = sample.attachment
+            with lock:
+                got.append(
+                    (
+                        str(sample.key_expr),
+                        sample.payload.to_bytes(),
+                        None if attachment is None else attachment.to_bytes(),
+                    )
+                )
+
+        subscriber = viewer.declare_subscriber("**", keep)
+        config = ZenohConfig(
+            enabled=True, mode="client", connect=(endpoint,), vehicle="uav1", ros2="rmw_zenoh"
+        )
+        output = ZenohOutput(config)
+        await output.start()
+        try:
+            wait_until(lambda: output.connected)
+            assert _latest(viewer) is None  # no world line yet: an error reply
+            world: WorldSnapshot = snapshot()
+            line = encode_line(world.to_dict())
+            output.send(line)
+            output.on_message(world)
+            output.send(encode_line({"type": "stats", "n": 1}))
+            wait_until(lambda: len(got) >= 4)
+            assert _latest(viewer) == line
+        finally:
+            await output.close()
+            subscriber.undeclare()
+            viewer.close()
+        by_key = {key: (payload, attachment) for key, payload, attachment in got}
+        assert by_key["gizmo/uav1/world"] == (line, None)
+        assert "gizmo/uav1/stats" in by_key
+        key = f"0/gizmo/uav1/detections/vision_msgs::msg::dds_::Detection3DArray_/{DETECTIONS_HASH}"
+        payload, attachment = by_key[key]
+        detections = vision_store().deserialize_cdr(payload, "vision_msgs/msg/Detection3DArray")
+        assert [d.id for d in detections.detections] == ["0:5:11"]
+        ext = zenoh.ext
+        seq, stamp, gid = ext.z_deserialize(
+            tuple[ext.Int64, ext.Int64, list[ext.UInt8]], zenoh.ZBytes(attachment)
+        )
+        assert seq == 1 and stamp > 0 and len(gid) == 16 and len(attachment or b"") == 33
+        store = get_typestore(Stores.ROS2_JAZZY)
+        assert "geometry_msgs/msg/PoseStamped" in store.types
+        pose_key = next(k for k in by_key if "/pose/geometry_msgs::msg::dds_::PoseStamped_/" in k)
+        pose = store.deserialize_cdr(by_key[pose_key][0], "geometry_msgs/msg/PoseStamped")
+        assert pose.header.frame_id == "map" and pose.pose.position.z == 30.0
+        assert output.stats()["ros2_samples"] == 2 and output.stats()["dropped"] == 0
+
+    with router() as endpoint:
+        asyncio.run(main(endpoint))
+
+
+def _latest(viewer: zenoh.Session) -> bytes | None:
+    replies = list(viewer.get("gizmo/uav1/world/latest", timeout=5))
+    assert len(replies) == 1
+    reply = replies[0]
+    return None if reply.ok is None else reply.ok.payload.to_bytes()
+
+
+@pytest.mark.realtime
+def test_no_router_never_blocks_the_host_and_its_lines_are_counted_as_dropped() -> None:
+    """A client whose router is not there: the host's sends return at once, the queue keeps
+    its bound (the oldest dropped, counted), the session is retried, and close returns."""
+
+    async def main() -> None:
+        endpoint = f"tcp/127.0.0.1:{free_ports(1, 'tcp')[0]}"  # nobody listens
+        config = ZenohConfig(
+            enabled=True, mode="client", connect=(endpoint,), vehicle="v", queue_lines=16
+        )
+        output = ZenohOutput(config)
+        await output.start()
+        line = encode_line({"type": "world", "seq": 1})
+        for _ in range(1000):
+            output.send(line)
+        wait_until(lambda: output.open_failures >= 1)
+        await asyncio.wait_for(output.close(), 5)
+        stats = output.stats()
+        assert (stats["queued"], stats["dropped"], stats["connected"]) == (1000, 984, 0)
+
+    asyncio.run(main())
