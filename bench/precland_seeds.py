@@ -24,16 +24,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gizmo_host.cli.demo import builtin_timeline
 from gizmo_host.rigs.board.faults import FaultTimeline
+from gizmo_host.rigs.demo.play import builtin_timeline
 from gizmo_host.rigs.demo.precland import play, settings_for_seed
 
 
-def _run(seed: int, faults: bool, duration_s: float, profile: str) -> dict[str, Any]:
+def _run(
+    seed: int, faults: bool, duration_s: float, profile: str, pad_speed_m_s: float
+) -> dict[str, Any]:
     timeline = FaultTimeline()
     if faults:
         timeline = FaultTimeline(builtin_timeline(duration_s).faults, seed)
-    settings = settings_for_seed(timeline, seed, profile)
+    settings = settings_for_seed(timeline, seed, profile, pad_speed_m_s)
 
     async def main() -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="bench-precland-") as workdir:
@@ -57,7 +59,9 @@ def _report(name: str, runs: list[dict[str, Any]]) -> None:
         f"{name}: {len(landed)}/{len(runs)} landed; landing error p50 "
         f"{_pct(errors, 0.5):.4f} m, p95 {_pct(errors, 0.95):.4f} m, max {max(errors):.4f} m; "
         f"time to land p50 {statistics.median(times):.1f} s, max {max(times):.1f} s; "
-        f"descents without a fresh target {sum(r['stale_descents'] for r in runs)}; "
+        f"descents without a fresh target {sum(r['stale_descents'] for r in runs)}, "
+        f"while the world HOLDs {sum(r['descents_on_hold'] for r in runs)} (and "
+        f"{sum(r['descents_as_hold_began'] for r in runs)} within the link's lag of a HOLD); "
         f"holds {sum(r['holds'] for r in runs)}, climbs {sum(r['climbs'] for r in runs)}; "
         f"capture->send latency p50 {statistics.median(lat50):.1f} ms, "
         f"p95 {statistics.median(lat95):.1f} ms",
@@ -71,17 +75,21 @@ def main() -> None:
     parser.add_argument("--first", type=int, default=0)
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--profile", default="px4", choices=("px4", "ardupilot"))
+    parser.add_argument("--pad-speed", type=float, default=0.0, help="the pad drives at M/S")
+    parser.add_argument("--clean-only", action="store_true", help="no runs with faults")
     args = parser.parse_args()
     results: dict[str, list[dict[str, Any]]] = {"clean": [], "faults": []}
-    for faults in (False, True):
+    for faults in (False,) if args.clean_only else (False, True):
         name = "faults" if faults else "clean"
         for seed in range(args.first, args.first + args.seeds):
-            summary = _run(seed, faults, args.duration, args.profile)
+            summary = _run(seed, faults, args.duration, args.profile, args.pad_speed)
             results[name].append(summary)
-            keys = ("landed", "landing_error_m", "time_to_land_s", "stale_descents", "holds")
+            keys = ("landed", "landing_error_m", "time_to_land_s", "stale_descents", "holds",
+                    "descents_on_hold", "descents_as_hold_began")  # fmt: skip
             print(name, seed, json.dumps({k: summary[k] for k in keys}), flush=True)
     for name, runs in results.items():
-        _report(f"{args.profile} {name}", runs)
+        if runs:
+            _report(f"{args.profile} {name} (pad at {args.pad_speed:g} m/s)", runs)
 
 
 if __name__ == "__main__":

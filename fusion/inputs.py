@@ -92,6 +92,9 @@ class VisionObservation:
     host_rx_ns: int  # host time the frame was read
     epoch: int  # device clock epoch: changes on every device reset
     clock_locked: bool
+    # The mapping is converging on the link's first epoch: its capture times are close (a
+    # tracker may use them), though not yet within the accuracy a PROCEED needs.
+    clock_converging: bool = False
 
     def __post_init__(self) -> None:
         if self.has_box and self.tracked:

@@ -15,7 +15,7 @@ from .config import WorldConfig
 from .geometry import Quat, Vec3, azimuth_elevation_deg, quat_multiply, quat_rotate
 from .inputs import ImuSample, VisionObservation
 from .ranging import Ranger
-from .targets import Geometry, Placement
+from .targets import Geometry, Placement, RayFrame
 from .timeline import GimbalTrack, PoseAt, PoseHistory, Where
 
 
@@ -104,7 +104,8 @@ class Placer:
         if pose is None:
             return Geometry(bearing, size, None, None, None, None, None, None), None
         q = pose.quaternion_wxyz
-        ray = quat_rotate(quat_multiply(q, camera_q), bearing)
+        camera_ned = quat_multiply(q, camera_q)
+        ray = quat_rotate(camera_ned, bearing)
         offset = quat_rotate(q, self._mount_position)
         p = pose.position_ned_m
         origin = (p[0] + offset[0], p[1] + offset[1], p[2] + offset[2])
@@ -116,7 +117,9 @@ class Placer:
             return Geometry(bearing, size, ray, azimuth, elevation, None, None, None), None
         r = fix.range_m
         position = (origin[0] + ray[0] * r, origin[1] + ray[1] * r, origin[2] + ray[2] * r)
-        return Geometry(bearing, size, ray, azimuth, elevation, position, r, fix.source), None
+        frame = RayFrame(origin, camera_ned, fx or camera.fx_px, fy or camera.fy_px)
+        geometry = Geometry(bearing, size, ray, azimuth, elevation, position, r, fix.source, frame)
+        return geometry, None
 
     def _imu_rate(self, near_ns: int) -> Vec3 | None:
         imu = self.imu

@@ -3,8 +3,10 @@
 ``WorldSnapshot.to_dict()`` is JSON-ready, ``type: "world"`` with ``format_version``; the
 schema is ``fusion/schemas/world.json`` and the tests validate real snapshots against it. Host
 times are ``time.monotonic_ns()`` values (``*_ns``), ages milliseconds. A HOLD target keeps
-its key, capture time and reasons; its bearings, position and range are ``null``: a consumer
-that reads only numbers can never act on a target it should not.
+its key, capture time and reasons; its bearings, position, velocity, covariance and range are
+``null``: a consumer that reads only numbers can never act on a target it should not. With
+tracking, a target's position and velocity are its track's estimate at ``capture_ns``: a
+consumer predicts it to its own time ``t`` as position + velocity × (t - capture_ns).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from gizmo_core import Decision, HoldReason
 
 from .geometry import Quat, Vec3
 from .ranging import RangeSource
+from .tracking.tracks import TrackStatus
 
 FORMAT_VERSION = 1
 
@@ -82,9 +85,16 @@ class TargetState:
     azimuth_deg: float | None  # from north towards east, [0, 360)
     elevation_deg: float | None  # negative below the horizon
     angular_size_deg: tuple[float, float] | None  # [width, height]
-    position_ned_m: Vec3 | None
+    position_ned_m: Vec3 | None  # with tracking: the estimate at capture_ns
     range_m: float | None
     range_source: RangeSource | None
+    velocity_ned_m_s: Vec3 | None = None  # the track's estimate at capture_ns
+    covariance_ned: tuple[float, ...] | None = None  # 6×6 row-major: n, e, d, vn, ve, vd
+    track_id: int | None = None
+    track_state: TrackStatus | None = None
+    # Where the camera was at the capture (NED), for a line of sight to the estimate; not in
+    # the JSON line (``position_ned_m - range_m * bearing_ned`` there, for a measurement).
+    camera_ned_m: Vec3 | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -106,6 +116,10 @@ class TargetState:
             "position_ned_m": _list(self.position_ned_m),
             "range_m": self.range_m,
             "range_source": None if self.range_source is None else self.range_source.value,
+            "velocity_ned_m_s": _list(self.velocity_ned_m_s),
+            "covariance_ned": _list(self.covariance_ned),
+            "track_id": self.track_id,
+            "track_state": None if self.track_state is None else self.track_state.value,
         }
 
 
@@ -134,7 +148,10 @@ class WorldSnapshot:
         return self.verdict is Decision.PROCEED
 
     def target(self, key: str) -> TargetState | None:
-        return next((t for t in self.targets if t.key == key), None)
+        """The target ``key`` names: its PROCEED one when it has several (tracks), else the
+        first (the newest capture)."""
+        mine = [t for t in self.targets if t.key == key]
+        return next((t for t in mine if t.verdict is Decision.PROCEED), mine[0] if mine else None)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -15,9 +15,19 @@ from typing import NamedTuple
 
 from gizmo_core import HoldReason
 
-from .geometry import Vec3
+from .geometry import Quat, Vec3
 from .inputs import VisionObservation
 from .ranging import RangeSource
+
+
+class RayFrame(NamedTuple):
+    """What placed a ray, beyond the ray: the camera's origin and attitude in NED and the
+    focal lengths used (a gimbal's zoom changes them). The noise model needs them."""
+
+    origin_ned_m: Vec3
+    camera_quaternion_wxyz: Quat  # camera axes in NED
+    fx_px: float
+    fy_px: float
 
 
 class Geometry(NamedTuple):
@@ -31,6 +41,7 @@ class Geometry(NamedTuple):
     position_ned_m: Vec3 | None
     range_m: float | None
     range_source: RangeSource | None
+    frame: RayFrame | None = None  # the camera's origin and attitude when it has a pose
 
 
 class Placement(NamedTuple):

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from gizmo_core import Decision, HoldReason, LinkState, Selector
 
+from . import estimates
 from .camera import CameraConfig, CameraModel
 from .config import WorldConfig
 from .inputs import (
@@ -41,7 +42,8 @@ from .snapshot import SourceState, SourceStatus, TargetState, VehicleState, Worl
 from .sources import SourceBook
 from .targets import Placement, TargetTable
 from .timeline import Added
-from .verdicts import LINK_REASONS, Conditions, global_reasons, ordered, target_reasons
+from .tracking import Tracker, TrackingConfig
+from .verdicts import LINK_REASONS, Conditions, global_reasons, ordered
 
 _NEVER = -(2**63)
 _RANGE_SOURCE_NAMES: Mapping[type, str] = MappingProxyType(
@@ -68,13 +70,17 @@ class WorldModel:
         config: WorldConfig | None = None,
         *,
         selector: Selector | None = None,
+        tracking: TrackingConfig | None = None,
     ) -> None:
+        """``tracking``: targets become tracks (:mod:`fusion.tracking`); ``None``: each
+        measurement stands on its own (the per-frame path)."""
         self._camera = camera if isinstance(camera, CameraModel) else CameraModel(camera)
         self._config = c = config or WorldConfig()
         self._selector = selector or Selector()
         self._placer = Placer(self._camera, c)
         self._history = self._placer.history
         self._targets = TargetTable(max_targets=c.max_targets)
+        self._tracker = None if tracking is None else Tracker(self._camera, tracking)
         self._pending: deque[_Pending] = deque()
         self._sources = SourceBook(c, expected=["vision", "link"])
         if c.pose_required:
@@ -158,6 +164,8 @@ class WorldModel:
         out["superseded_on_arrival"] = self._targets.superseded_on_arrival
         for name, count in self._sources.faults.items():
             out[f"faults_{name}"] = count
+        if self._tracker is not None:
+            out.update(self._tracker.counts)
         return out
 
     # -- inputs ----------------------------------------------------------------------------
@@ -177,6 +185,8 @@ class WorldModel:
         self._down_since_vision = False
         if obs.reports_nothing:
             self._targets.saw_nothing(obs.source_id, arrival)
+            if self._tracker is not None:
+                self._tracker.saw_nothing(obs.source_id, obs.host_capture_ns)
             if obs.has_box:
                 self._targets.put(Placement(obs, arrival, None, None))
         elif obs.has_box:
@@ -298,6 +308,8 @@ class WorldModel:
         if placement is None:
             return False
         self._targets.put(placement)
+        if self._tracker is not None:
+            self._tracker.add(placement)
         self._counts["placed"] += 1
         return True
 
@@ -339,31 +351,26 @@ class WorldModel:
         self._witness(now_ns)
         self._targets.forget(now_ns - self._forget_ns)
         c = self.conditions(now_ns)
-        config, selector, targets = self._config, self._selector, self._targets
+        config, selector, targets, tracker = (
+            self._config,
+            self._selector,
+            self._targets,
+            self._tracker,
+        )
         states: list[TargetState] = []
         selected: TargetState | None = None
-        for placement in targets:
-            obs = placement.obs
-            state = _target_state(
-                placement,
-                target_reasons(
-                    c,
-                    positive=obs.positive,
-                    superseded=targets.superseded(placement),
-                    age_ns=now_ns - obs.host_capture_ns,
-                    ttl_ns=config.ttl_ns(obs.result_type),
-                    clock_locked=obs.clock_locked,
-                    arrival=placement.arrival,
-                    pose_reason=placement.pose_reason,
-                ),
-                now_ns,
-            )
+        for entry in estimates.entries(targets, tracker, now_ns):
+            obs = entry.placement.obs
+            state = estimates.target_state(entry, c, targets, config, tracker)
             states.append(state)
             if selector.matches(obs.source_id, obs.result_type, obs.id) and _better(
                 state, selected
             ):
                 selected = state
         states.sort(key=lambda s: s.capture_ns, reverse=True)
+        if tracker is not None and selected is not None:  # a key may have several tracks:
+            states.remove(selected)  # the one the verdict is about comes first
+            states.insert(0, selected)
         if selected is None:
             verdict, reasons = Decision.HOLD, ordered(global_reasons(c) | {HoldReason.NO_DATA})
         else:
@@ -400,6 +407,7 @@ class WorldModel:
         for placement in self._targets:
             obs = placement.obs
             times.append(obs.host_capture_ns + self._config.ttl_ns(obs.result_type) + 1)
+        times.extend(estimates.deadlines(self._tracker, self._config, now))
         for held, hold_ns in (
             (self._reset_ns, self._reset_hold_ns),
             (self._jump_ns, self._jump_hold_ns),
@@ -458,23 +466,3 @@ def _better(state: TargetState, best: TargetState | None) -> bool:
     if mine != theirs:
         return mine
     return state.capture_ns > best.capture_ns
-
-
-def _target_state(
-    placement: Placement, reasons: tuple[HoldReason, ...], now_ns: int
-) -> TargetState:
-    obs, g = placement.obs, placement.geometry
-    key = obs.key
-    age_ms = (now_ns - obs.host_capture_ns) / 1e6
-    if reasons or g is None:
-        return TargetState(
-            key, obs.result_type, obs.id, obs.label, obs.confidence, obs.tracked,
-            obs.host_capture_ns, age_ms, Decision.HOLD, reasons,
-            None, None, None, None, None, None, None, None,
-        )  # fmt: skip
-    return TargetState(
-        key, obs.result_type, obs.id, obs.label, obs.confidence, obs.tracked,
-        obs.host_capture_ns, age_ms, Decision.PROCEED, (),
-        g.bearing_camera, g.bearing_ned, g.azimuth_deg, g.elevation_deg, g.angular_size_deg,
-        g.position_ned_m, g.range_m, g.range_source,
-    )  # fmt: skip

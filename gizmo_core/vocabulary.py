@@ -34,6 +34,8 @@ class HoldReason(Enum):
     POSE_GAP = "pose_gap"  # the capture falls in a gap of the pose history or before it
     POSE_CONFLICT = "pose_conflict"  # two senders, or two different poses for one time
     POSE_JUMP = "pose_jump"  # a pose step its own velocity and rates contradict
+    TENTATIVE = "tentative"  # its track is not confirmed (yet), or no track took it
+    COASTING = "coasting"  # its track missed its key's latest frame, or is re-acquiring
 
 
 class LinkState(Enum):

@@ -175,6 +175,7 @@ class HostConfig:
     rflysim: RflySimConfig = field(default_factory=RflySimConfig)
     mavlink: MavlinkConfig = field(default_factory=MavlinkConfig)
     world: Mapping[str, Any] = field(default_factory=dict)  # checked by world_setup()
+    tracking: Mapping[str, Any] = field(default_factory=dict)  # checked by world_setup()
     camera: Mapping[str, Any] | None = None  # None: no [camera], no world model
     zenoh: ZenohConfig = field(default_factory=ZenohConfig)
     foxglove: FoxgloveConfig = field(default_factory=FoxgloveConfig)
@@ -192,6 +193,7 @@ class HostConfig:
             self.store,
             self.selector,
             mavlink_pose=self.mavlink.gives_pose,
+            tracking_table=self.tracking,
         )
 
     def link(self) -> LinkConfig:
@@ -224,7 +226,7 @@ class HostConfig:
         )
 
 
-_TABLES = ("world", "camera")  # free-form tables, checked whole by world_setup()
+_TABLES = ("world", "camera", "tracking")  # free-form tables, checked whole by world_setup()
 # Sections whose presence turns them on (``enabled`` true) unless they say ``enabled = false``.
 SWITCHED = ("zenoh", "foxglove")
 _SELECTOR_LIMITS = {"source_id": (0, 255), "result_type": (0, 255), "id": (-32768, 32767)}

@@ -93,7 +93,12 @@ def _world(config: HostConfig) -> list[str]:
         if camera is not None:
             keys.append("[camera]")
         keys += _changed("rflysim", rflysim, RflySimConfig())
+        keys += [f"tracking.{k}" for k in config.tracking]
         return _notice(keys, "[world] enabled = false")
+    if config.tracking.get("enabled") is False:
+        keys = [f"tracking.{k}" for k in config.tracking if k != "enabled"]
+        if keys:
+            return _notice(keys, "[tracking] enabled = false")
     if (
         camera is not None
         and rflysim.copter_id is None

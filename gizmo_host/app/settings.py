@@ -21,6 +21,7 @@ from typing import Any
 
 from fusion import CameraConfig, WorldConfig
 from fusion.config import MOUNT_POSITION_LIMITS_M, MOUNT_RPY_LIMITS_DEG
+from fusion.tracking import TrackingConfig
 from gizmo_host import setting
 from gizmo_host.live import event_loop
 from gizmo_host.live.link_config import LinkConfig, PipelineConfig
@@ -56,6 +57,7 @@ __all__ = [
     "RUN",
     "SECTIONS",
     "SETTINGS",
+    "TRACKING_SETTINGS",
     "WORLD_SETTINGS",
     "Rule",
     "Setting",
@@ -228,6 +230,46 @@ WORLD_SETTINGS: tuple[Setting, ...] = (
 )  # fmt: skip
 
 
+def _t(name: str, doc: str, low: float, high: float, unit: str, kind: str = "float",
+       **kw: Any) -> Setting:  # fmt: skip
+    return Setting("tracking", name, kind, _default(TrackingConfig, name), doc, low, high, unit,
+                   commands=frozenset(), **kw)  # fmt: skip
+
+
+# [tracking]: targets tracked over time (fusion.tracking, docs/tracking.md): fusion's own
+# TrackingConfig defaults; on unless enabled = false (then each measurement stands alone).
+TRACKING_SETTINGS: tuple[Setting, ...] = (
+    Setting("tracking", "enabled", "bool", True, "track targets (false: the per-frame path)",
+            commands=frozenset()),
+    _t("box_sigma_px", "the detector's box-centre noise, σ", 0, 100, "px", open_low=True),
+    _t("attitude_sigma_deg", "the vehicle's attitude noise frame to frame, σ per axis", 0, 10,
+       "deg"),
+    _t("position_sigma_m", "the vehicle's position noise frame to frame, σ per axis", 0, 10,
+       "m"),
+    _t("range_sigma_m", "a laser, gimbal laser or LiDAR range's noise, σ", 0, 100, "m"),
+    _t("ground_height_sigma_m", "how far off the ground plane a target may be, σ", 0, 100,
+       "m"),
+    _t("gate_probability", "the χ² gate: 0.99 is 9.21 for a ground-plane fix (2 dof), 11.34 "
+       "for a ranged one", 0.5, 1, "", open_high=True),
+    _t("confirm_hits", "confirmed after this many hits ...", 1, 32, "", kind="int"),
+    _t("confirm_window", "... of its key's last this many frames", 1, 32, "", kind="int"),
+    _t("delete_after_ms", "no hit this long: the track is deleted", 0, MAX_MS, "ms",
+       open_low=True),
+    _t("oosm_window_ms", "a late measurement this much older than the newest is fused "
+       "exactly (replayed); older: counted and dropped", 0, 10_000, "ms"),
+    _t("max_tracks", "tracks held", 1, 100_000, "", kind="int"),
+    _t("cv_accel_m_s2", "constant-velocity mode: random acceleration, σ", 0, 100, "m/s2"),
+    _t("ct_accel_m_s2", "coordinated-turn mode: random acceleration, σ", 0, 100, "m/s2"),
+    _t("turn_accel_rad_s2", "turn-rate change, σ", 0, 100, "rad/s2"),
+    _t("vertical_accel_m_s2", "vertical random acceleration, σ", 0, 100, "m/s2"),
+    _t("cv_dwell_s", "mean time a straight run lasts", 0, 3600, "s", open_low=True),
+    _t("ct_dwell_s", "mean time a turn lasts", 0, 3600, "s", open_low=True),
+    _t("initial_speed_m_s", "a new track's velocity, σ per axis", 0, 1000, "m/s",
+       open_low=True),
+    _t("initial_turn_rate_deg_s", "a new track's turn rate, σ", 0, 3600, "deg/s"),
+)  # fmt: skip
+
+
 def _c(name: str, kind: str, doc: str, low: float | None = None, high: float | None = None,
        unit: str = "", **kw: Any) -> Setting:  # fmt: skip
     fields = {f.name: f for f in dataclasses.fields(CameraConfig)}
@@ -351,6 +393,7 @@ def _required(row: Setting) -> Rule:
 # a Config.json sensor's values filled the keys the table leaves out).
 RULES: tuple[Rule, ...] = (
     not_above("serial", "backoff_min_s", "backoff_max_s"),
+    not_above("tracking", "confirm_hits", "confirm_window"),
     _required(CAMERA_SETTINGS[0]),
     _required(CAMERA_SETTINGS[1]),
     exactly_one("camera", "hfov_deg", "fx_px"),
@@ -361,6 +404,7 @@ RULES: tuple[Rule, ...] = (
 SETTINGS: tuple[Setting, ...] = (
     HOST_SETTINGS
     + WORLD_SETTINGS
+    + TRACKING_SETTINGS
     + CAMERA_SETTINGS
     + MAVLINK_SETTINGS
     + ZENOH_SETTINGS

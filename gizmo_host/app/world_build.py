@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from fusion import WorldModel
 from gizmo_host.app.world_config import WorldSetup
 from gizmo_host.bridge.rfly_sources import RflySimSetup, SensorRequester, rfly_receivers
 from gizmo_host.bridge.world_service import WorldService
@@ -32,7 +31,7 @@ def build_world(
     itself (``run``); without, it has none and the router feeds it (``record``, replay).
     ``requests``: ask CopterSim for the replies ``[rflysim]`` names (never in a replay);
     ``wall_clock``: each snapshot's ``wall_ns`` (a replay's from its capture)."""
-    model = WorldModel(setup.camera, setup.world, selector=setup.selector)
+    model = setup.model()
     rflysim = setup.rflysim
     if rflysim is None:
         return WorldService(model, scheduler=scheduler, wall_clock=wall_clock), None

@@ -35,13 +35,21 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from fusion import CameraConfig, WorldConfig
+from fusion import CameraConfig, WorldConfig, WorldModel
 from fusion.config import SOURCE_STALE_MS
+from fusion.tracking import TrackingConfig
 from gizmo_core import ConfigError, Selector
-from gizmo_host.app.settings import BY_KEY, POSE_SOURCES, RULES, default, section_keys
+from gizmo_host.app.settings import (
+    BY_KEY,
+    POSE_SOURCES,
+    RULES,
+    TRACKING_SETTINGS,
+    default,
+    section_keys,
+)
 from gizmo_host.bridge.rfly_mounts import sensor_rpy_deg
 from gizmo_host.bridge.rfly_sources import RflySimSetup
 from gizmo_host.setting import check_keys, check_rules, fail
@@ -80,6 +88,12 @@ class WorldSetup:
     selector: Selector
     rflysim: RflySimSetup | None
     pose_source: str | None = None  # "rflysim", "mavlink" or None (no pose source)
+    # None: [tracking] enabled = false (the per-frame path)
+    tracking: TrackingConfig | None = field(default_factory=TrackingConfig)
+
+    def model(self) -> WorldModel:
+        """The world model these settings describe."""
+        return WorldModel(self.camera, self.world, selector=self.selector, tracking=self.tracking)
 
 
 def _ipv4(key: str, value: str) -> str:
@@ -198,6 +212,17 @@ def world_from_table(table: Mapping[str, Any]) -> WorldConfig:
     return WorldConfig(**values)
 
 
+def tracking_from_table(table: Mapping[str, Any]) -> TrackingConfig | None:
+    """fusion's ``TrackingConfig`` from a ``[tracking]`` table checked by the settings table;
+    ``None`` when ``enabled = false`` (the per-frame path)."""
+    values = _checked("tracking", table)
+    if values.pop("enabled", True) is False:
+        return None
+    defaults = {row.name: row.default for row in TRACKING_SETTINGS}
+    check_rules(RULES, "tracking", {**defaults, **values})
+    return TrackingConfig(**values)
+
+
 def camera_from_table(
     table: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
 ) -> CameraConfig:
@@ -230,6 +255,7 @@ def resolve_world(
     selector: Selector,
     *,
     mavlink_pose: bool = False,
+    tracking_table: Mapping[str, Any] | None = None,
 ) -> WorldSetup | None:
     """The world model's settings, or None when it is off; a ConfigError names the key."""
     enabled = world_table.get("enabled")
@@ -239,10 +265,15 @@ def resolve_world(
     if enabled is False:
         return None
     if camera_table is None:
-        if enabled or set(world_table) - {"enabled"} or rflysim != RflySimConfig():
+        if (
+            enabled
+            or set(world_table) - {"enabled"}
+            or rflysim != RflySimConfig()
+            or tracking_table
+        ):
             raise ConfigError(
                 "camera: expected a [camera] table (width_px, height_px, and hfov_deg or "
-                "fx_px): the world model ([world], [rflysim]) needs it",
+                "fx_px): the world model ([world], [rflysim], [tracking]) needs it",
                 "camera",
             )
         return None
@@ -272,6 +303,7 @@ def resolve_world(
     camera = camera_from_table(camera_table, defaults)
     source = pose_source(world_table.get("pose_source"), copter is not None, mavlink_pose)
     world = world_config(world_table, store, pose_required=source is not None)
+    tracking = tracking_from_table(tracking_table or {})
     setup = None
     if copter is not None:
         sensors = () if loaded is None else loaded.sensors
@@ -288,7 +320,7 @@ def resolve_world(
             gimbal_seq_id=camera.rflysim_sensor if camera.on_gimbal else None,
             poses=source == "rflysim",
         )
-    return WorldSetup(camera, world, selector, setup, source)  # one selector: link and world
+    return WorldSetup(camera, world, selector, setup, source, tracking)  # one selector
 
 
 def pose_source(chosen: Any, rflysim: bool, mavlink: bool) -> str | None:

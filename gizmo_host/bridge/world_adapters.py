@@ -5,8 +5,9 @@ feeds the world model exactly as ``gizmo-host run`` does. As :mod:`fusion.inputs
 
 - ``ReceivedResult`` -> ``VisionObservation``: tracked/lost from flags bits 0/1, ``has_box``
   from ``is_target``, the capture time from ``reference_ns()``, ``clock_locked`` when the
-  device clock is LOCKED; preceded by ``LinkStatus(device_reset=True)`` when the sequence
-  tracker saw the board restart;
+  device clock is LOCKED (``clock_converging`` while it converges on its first epoch);
+  preceded by ``LinkStatus(device_reset=True)`` when the sequence tracker saw the board
+  restart;
 - ``LinkEvent`` -> ``LinkStatus``.
 
 A result the model cannot take (a box off the spec's scale) is counted, never raised.
@@ -93,6 +94,7 @@ class GizmoAdapter:
                     received.host_rx_ns,
                     received.epoch,
                     received.clock_status is _LOCKED,
+                    received.clock_status is ClockStatus.CONVERGING,
                 )
             )
         except InvalidInput:

@@ -30,7 +30,7 @@ from gizmo_core import ConfigError
 from gizmo_host.app.foxglove_view import add_foxglove_flag, check_listen
 from gizmo_host.app.settings import default
 from gizmo_host.cli.common import EXIT_USAGE, add_log_level, require_extra, setup_logging
-from gizmo_host.cli.flags import UsageError, integer
+from gizmo_host.cli.flags import UsageError, integer, number
 from gizmo_host.errors import ServiceFailed
 from gizmo_host.jsonl import json_text
 from gizmo_host.live import event_loop
@@ -78,6 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the vehicles on Zenoh, through a router, and a fleet view",
     )
     parser.add_argument("--vehicles", metavar="N", help="--zenoh: how many (default 3)")
+    parser.add_argument(
+        "--pad-speed", metavar="M_S", help="--scenario precland: the pad drives at M_S m/s"
+    )
     add_log_level(parser)
 
 
@@ -92,6 +95,7 @@ class Options:
     frames: int | None
     vehicles: int | None = None  # --zenoh: the fleet demo
     foxglove: str | None = None  # HOST:PORT of the Foxglove view
+    pad_speed_m_s: float = 0.0  # --scenario precland: a moving pad
 
 
 def parse_options(args: argparse.Namespace) -> Options:
@@ -120,6 +124,13 @@ def parse_options(args: argparse.Namespace) -> Options:
         vehicles = 3 if args.vehicles is None else integer("--vehicles", args.vehicles, 1, 20)
     elif args.vehicles is not None:
         raise UsageError("--vehicles: only with --zenoh")
+    pad_speed = 0.0
+    if getattr(args, "pad_speed", None) is not None:
+        if args.scenario != PRECLAND:
+            raise UsageError("--pad-speed: only with --scenario precland")
+        pad_speed = number("--pad-speed", args.pad_speed, what="a speed in m/s")
+        if pad_speed > 10.0:
+            raise UsageError(f"--pad-speed: expected at most 10 m/s, got {args.pad_speed!r}")
     foxglove = None
     if getattr(args, "foxglove__enabled", None):
         foxglove = getattr(args, "foxglove__listen", None) or default("foxglove.listen")
@@ -137,6 +148,7 @@ def parse_options(args: argparse.Namespace) -> Options:
         frames,
         vehicles,
         foxglove,
+        pad_speed,
     )
 
 
@@ -256,7 +268,9 @@ def _precland(options: Options, timeline: FaultTimeline) -> int:
     stdout (none with --json), then the summary (stdout; stderr with --json)."""
     from gizmo_host.rigs.demo import precland  # noqa: PLC0415 - the mavlink extra
 
-    settings = precland.settings_for_seed(timeline, options.seed or 0)
+    settings = precland.settings_for_seed(
+        timeline, options.seed or 0, pad_speed_m_s=options.pad_speed_m_s
+    )
     status = None if options.json else (lambda line: print(json_text(line), flush=True))
     try:
         data = event_loop.run(

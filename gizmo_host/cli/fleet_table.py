@@ -38,8 +38,8 @@ class FleetTable:
         from rich.table import Table  # noqa: PLC0415
 
         table = Table(title="gizmo-host fleet")
-        for name in ("vehicle", "state", "verdict", "target", "az/el °", "position NED m",
-                     "age ms", "link", "lost"):  # fmt: skip
+        for name in ("vehicle", "state", "verdict", "target", "az/el °", "speed m/s",
+                     "position NED m", "age ms", "link", "lost"):  # fmt: skip
             table.add_column(name)
         for row in self.rows.values():
             cells = _cells(row)
@@ -61,5 +61,7 @@ def _cells(row: Any) -> list[Any]:
     position = line.position_ned_m
     where = "-" if position is None else ",".join(f"{v:.1f}" for v in position)
     verdict = row.verdict + (f" ({row.reason})" if row.reason else "")
-    return [row.vehicle, row.state, verdict, line.selected or "-", bearing, where,
-            f"{row.age_ms:.0f}", row.link or "-", row.lost]  # fmt: skip
+    speed = target.get("speed_m_s")
+    return [row.vehicle, row.state, verdict, line.selected or "-", bearing,
+            "-" if speed is None else f"{speed:.1f}", where, f"{row.age_ms:.0f}",
+            row.link or "-", row.lost]  # fmt: skip

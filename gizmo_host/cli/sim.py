@@ -70,6 +70,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--sim-start", default="0", metavar="S", help="simulation time at start")
     parser.add_argument(
+        "--target-speed", default=None, metavar="M_S", help="--scenario track: its speed (3)"
+    )
+    parser.add_argument(
+        "--target-turn-rate",
+        default=None,
+        metavar="DEG_S",
+        help="--scenario track: its turn rate, + clockwise seen from above (8.6; 0: straight)",
+    )
+    parser.add_argument(
         "--time-jump",
         default=None,
         metavar="AT:BY",
@@ -116,7 +125,9 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"sim: --write-config: {exc.strerror}: {options.write_config}", file=sys.stderr)
             return EXIT_USAGE
-    scenario = build_scenario(options.scenario, ego_id=options.ego_id, time=options.time)
+    scenario = build_scenario(
+        options.scenario, ego_id=options.ego_id, time=options.time, target=options.target
+    )
     try:
         stand_in = StandIn(
             scenario,

@@ -13,7 +13,7 @@ from gizmo_core import ConfigError
 from gizmo_host.cli.flags import UsageError, integer, ipv4, number
 from gizmo_host.jsonl import json_text
 from gizmo_host.rigs.rflysim.core import Rates, StandIn
-from gizmo_host.rigs.rflysim.scenario import SCENARIOS, SimTime, Truth
+from gizmo_host.rigs.rflysim.scenario import SCENARIOS, SimTime, TargetMotion, Truth
 from gizmo_host.rigs.rflysim.sim_runner import SimRunner
 from gizmo_host.tomlfile import read_toml
 from hil_geometry.pinhole import Pinhole
@@ -38,6 +38,7 @@ class Options:
     truth: str | None
     mirror_offset: int = 0
     mavlink: str | None = None  # "": RflySim's companion ports for the ego
+    target: TargetMotion | None = None  # --scenario track: the target's speed and turn rate
 
 
 def parse_options(args: argparse.Namespace) -> Options:
@@ -62,6 +63,7 @@ def parse_options(args: argparse.Namespace) -> Options:
     except ValueError as exc:
         raise UsageError(f"--time-jump: {exc}") from None
     return Options(
+        target=_target(args),
         scenario=args.scenario,
         duration_s=number("--duration", args.duration),
         host=host,
@@ -76,6 +78,27 @@ def parse_options(args: argparse.Namespace) -> Options:
         mirror_offset=integer("--mirror-offset", args.mirror_offset, -65535, 65535),
         mavlink=getattr(args, "mavlink", None),
     )
+
+
+def _target(args: argparse.Namespace) -> TargetMotion | None:
+    speed, rate = getattr(args, "target_speed", None), getattr(args, "target_turn_rate", None)
+    if speed is None and rate is None:
+        return None
+    if args.scenario != "track":
+        flag = "--target-speed" if speed is not None else "--target-turn-rate"
+        raise UsageError(f"{flag}: only with --scenario track")
+    default = TargetMotion()
+    try:
+        return TargetMotion(
+            default.speed_m_s if speed is None else number("--target-speed", speed),
+            default.turn_rate_deg_s
+            if rate is None
+            else number("--target-turn-rate", rate, low=None),
+        )
+    except UsageError:
+        raise
+    except ValueError as exc:
+        raise UsageError(f"--target-speed/--target-turn-rate: {exc}") from None
 
 
 def _rates(items: list[str]) -> Rates:

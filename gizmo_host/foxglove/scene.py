@@ -3,9 +3,11 @@
 Pure: a world line (``WorldSnapshot.to_dict()``, live or read back from a capture) in,
 messages out, nothing sent. What the viewer shows is what the line says and nothing more:
 
-- a PROCEED target is ``target/<key>`` in ``map_ned``: its bearing ray from the camera and,
-  when a range exists, a sphere at exactly its ``position_ned_m``, labelled with its class,
-  range, age and verdict;
+- a PROCEED target is ``target/<key>`` (``target/<key>/<track_id>`` for a track) in
+  ``map_ned``: its bearing ray from the camera and, when a range exists, a sphere at exactly
+  its ``position_ned_m``, labelled with its class, range, age and verdict; a confirmed track
+  also has its velocity arrow (one second of travel) and its 2-σ ellipse
+  (:mod:`gizmo_host.foxglove.estimate`);
 - a target that is not PROCEED has no bearing and no position in the line, so its entity is
   replaced by a label above the vehicle (in ``base_link_frd``) with the HOLD reasons: no point,
   no ray. A target that leaves the line is deleted;
@@ -41,6 +43,7 @@ from foxglove.messages import (
     Vector3,
 )
 
+from gizmo_host.foxglove import estimate
 from gizmo_host.foxglove import topics as tp
 from hil_geometry.rotations import Quat, Vec3, matrix_to_quat, quat_from_euler_zyx_deg
 
@@ -160,7 +163,7 @@ class SceneRenderer:
         held = 0
         ids: set[str] = set()
         for target in world["targets"]:
-            entity_id = f"target/{target['key']}"
+            entity_id = estimate.entity_id(target)
             ids.add(entity_id)
             if target["verdict"] == PROCEED and target.get("bearing_ned") is not None:
                 entity, point = self._proceed(stamp, lifetime, entity_id, target, vehicle)
@@ -252,6 +255,7 @@ class SceneRenderer:
                 )
             )
         label_at = [end[0], end[1], end[2] - 1.0]  # a metre above the end (NED: z down)
+        arrows, ellipses = estimate.track_primitives(target)
         entity = SceneEntity(
             timestamp=stamp,
             frame_id=tp.FRAME_MAP_NED,
@@ -263,8 +267,10 @@ class SceneRenderer:
                     scale_invariant=True,
                     points=[_point(origin), _point(end)],
                     color=RAY_GREEN,
-                )
+                ),
+                *ellipses,
             ],
+            arrows=arrows,
             spheres=spheres,
             texts=[_text(label_at, _label(target), GREEN)],
         )

@@ -16,6 +16,14 @@ clock (µs). Two profiles (docs/mavlink.md):
   local frame (the world's, when the world's pose comes from the autopilot); nothing without
   a position.
 
+A tracked target (docs/tracking.md) sends its track's estimate: px4 the filtered position,
+ardupilot the line of sight and distance from the camera to the filtered position (not the
+raw box's); ``target_num`` is the track id mod 256, ``position_valid`` 1 only while the track
+is confirmed (a PROCEED needs that anyway). Once a px4 target has been sent, a HOLD is said at
+once (not at the next rate slot) and then at the rate: LANDING_TARGET with
+``position_valid = 0`` and no position, so the autopilot stops descending without waiting for
+its own timeout; ardupilot, whose AC_PrecLand would still use the angles, gets nothing.
+
 The capture -> send latency is kept as a distribution (ArduPilot's ``PLND_LAG`` should match it).
 """
 
@@ -27,8 +35,9 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any, NamedTuple
 
-from fusion.geometry import Quat, quat_rotate_inverse
+from fusion.geometry import Quat, Vec3, norm, quat_rotate_inverse, scale, sub
 from fusion.snapshot import TargetState, WorldSnapshot
+from fusion.tracking import TrackStatus
 from gizmo_core import Decision
 
 from . import codec as mc
@@ -71,11 +80,27 @@ class LandingFields(NamedTuple):
     position_valid: int = 0
 
 
+def line_of_sight(target: TargetState) -> tuple[Vec3, float] | None:
+    """The unit line of sight in NED and the distance: from the camera to a track's estimate,
+    else the measurement's own bearing and range (0 without one)."""
+    position, camera = target.position_ned_m, target.camera_ned_m
+    if target.track_id is not None and position is not None and camera is not None:
+        to_target = sub(position, camera)
+        distance = norm(to_target)
+        if distance > 0.0:
+            return scale(to_target, 1.0 / distance), distance
+    if target.bearing_ned is None:
+        return None
+    return target.bearing_ned, target.range_m or 0.0
+
+
 def ardupilot_fields(target: TargetState, q_body: Quat, time_usec: int) -> LandingFields | Held:
     """BODY_FRD angles of the line of sight, with ``q_body`` the attitude at the capture."""
-    if target.bearing_ned is None:
+    sight = line_of_sight(target)
+    if sight is None:
         return Held.NO_BEARING
-    bx, by, bz = quat_rotate_inverse(q_body, target.bearing_ned)
+    bearing, distance = sight
+    bx, by, bz = quat_rotate_inverse(q_body, bearing)
     if bz <= MIN_DOWN:
         return Held.ABOVE_HORIZON
     size = target.angular_size_deg or (0.0, 0.0)
@@ -84,7 +109,7 @@ def ardupilot_fields(target: TargetState, q_body: Quat, time_usec: int) -> Landi
         mc.FRAME_BODY_FRD,
         angle_x=math.atan2(by, bz),
         angle_y=math.atan2(-bx, bz),
-        distance=target.range_m or 0.0,
+        distance=distance,
         size_x=math.radians(size[0]),
         size_y=math.radians(size[1]),
     )
@@ -95,14 +120,16 @@ def px4_fields(target: TargetState, time_usec: int) -> LandingFields | Held:
     if target.position_ned_m is None:
         return Held.NO_POSITION
     x, y, z = target.position_ned_m
+    sight = line_of_sight(target)
+    confirmed = target.track_state in (None, TrackStatus.CONFIRMED)
     return LandingFields(
         time_usec,
         mc.FRAME_LOCAL_NED,
-        distance=target.range_m or 0.0,
+        distance=0.0 if sight is None else sight[1],
         x=x,
         y=y,
         z=z,
-        position_valid=1,
+        position_valid=int(confirmed),
     )
 
 
@@ -152,7 +179,10 @@ class LandingTargetSender:
         self._target_num = target_num
         self._last_send_ns: int | None = None
         self._last_capture: tuple[str, int] | None = None
+        self._last_number = target_num
+        self._holding = False  # a HOLD was said since the last target
         self.sent = 0
+        self.sent_invalid = 0  # of ``sent``: px4 HOLDs (position_valid = 0)
         self.held: dict[str, int] = {h.value: 0 for h in Held}
         self.latency_ms = Distribution()
         self.last: LandingFields | None = None
@@ -168,9 +198,9 @@ class LandingTargetSender:
         key = snapshot.selected
         target = None if key is None else snapshot.target(key)
         if key is None or target is None:
-            return Held.NO_TARGET
+            return self._hold(Held.NO_TARGET, now_ns)
         if not snapshot.proceed or target.verdict is not Decision.PROCEED:
-            return Held.NOT_PROCEED
+            return self._hold(Held.NOT_PROCEED, now_ns)
         if now_ns > snapshot.valid_until_ns:  # a late snapshot's PROCEED no longer holds
             return Held.EXPIRED
         last = self._last_capture
@@ -196,19 +226,45 @@ class LandingTargetSender:
             fields = px4_fields(target, time_usec)
         if isinstance(fields, Held):
             return fields
-        if not session.send(self._encode(fields)):
+        number = self._target_num if target.track_id is None else target.track_id % 256
+        self._last_number = number
+        if not session.send(self._encode(fields, number)):
             return Held.SEND_FAILED
         self.sent += 1
         self.last = fields
         self._last_send_ns = now_ns
         self._last_capture = (key, target.capture_ns)
+        self._holding = False
         self.latency_ms.add((now_ns - target.capture_ns) / 1e6)
         return fields
 
-    def _encode(self, f: LandingFields) -> bytes:
+    def _hold(self, why: Held, now_ns: int) -> LandingFields | Held:
+        """px4, once a target was sent: ``position_valid = 0`` at once on a HOLD, then at the
+        rate; nothing to act on (no position). Otherwise nothing: ``why``."""
+        if self.profile is not Profile.PX4 or self._last_capture is None:
+            return why
+        first = not self._holding
+        if not first and (
+            self._last_send_ns is not None and now_ns - self._last_send_ns < self._min_interval_ns
+        ):
+            return why
+        session = self._session
+        autopilot_ns = session.estimator.autopilot_now_ns(now_ns) if session.link_up else None
+        if autopilot_ns is None:
+            return why
+        fields = LandingFields(max(0, autopilot_ns // 1000), mc.FRAME_LOCAL_NED)
+        if not session.send(self._encode(fields, self._last_number)):
+            return Held.SEND_FAILED
+        self.sent += 1
+        self.sent_invalid += 1
+        self._holding = True
+        self._last_send_ns = now_ns
+        return why
+
+    def _encode(self, f: LandingFields, target_num: int) -> bytes:
         codec = self._session.codec
         msg = codec.mav.landing_target_encode(
-            f.time_usec, self._target_num, f.frame, f.angle_x, f.angle_y, f.distance,
+            f.time_usec, target_num, f.frame, f.angle_x, f.angle_y, f.distance,
             f.size_x, f.size_y, f.x, f.y, f.z, (1.0, 0.0, 0.0, 0.0), 0, f.position_valid,
         )  # fmt: skip
         return codec.encode(msg)
@@ -217,6 +273,7 @@ class LandingTargetSender:
         return {
             "profile": self.profile.value,
             "sent": self.sent,
+            "sent_invalid": self.sent_invalid,
             "held": {k: n for k, n in self.held.items() if n},
             "latency_ms": self.latency_ms.summary(),
         }

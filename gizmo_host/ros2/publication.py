@@ -1,6 +1,6 @@
 """A vehicle's ROS 2 topics on Zenoh: each snapshot as ``(key, payload, attachment)`` samples.
 
-``Ros2Publication(style, vehicle, domain, session_id)`` holds the two topics' keys, their
+``Ros2Publication(style, vehicle, domain, session_id)`` holds the three topics' keys, their
 gids and sequence numbers; ``samples(snapshot, now_wall_ns)`` builds what to put. The caller
 (``gizmo_host.zenoh.sink``) does the putting on its own thread.
 """
@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from fusion import WorldSnapshot
 from gizmo_host.ros2 import keys
-from gizmo_host.ros2.messages import DETECTIONS, POSE, MessageBuilder
+from gizmo_host.ros2.messages import DETECTIONS, POSE, TRACKS, MessageBuilder
 
 
 class Sample(NamedTuple):
@@ -39,7 +39,7 @@ class Ros2Publication:
         self.style = style
         self.builder = builder or MessageBuilder()
         self.topics: dict[str, _Topic] = {}
-        for name, type_name in (("detections", DETECTIONS), ("pose", POSE)):
+        for name, type_name in (("detections", DETECTIONS), ("pose", POSE), ("tracks", TRACKS)):
             topic = keys.topic(vehicle, name)
             key = keys.key_expr(
                 style, topic, type_name, self.builder.hash_rihs01(type_name), domain
@@ -52,7 +52,8 @@ class Ros2Publication:
         return [t.key for t in self.topics.values()]
 
     def samples(self, snapshot: WorldSnapshot, now_wall_ns: int) -> list[Sample]:
-        """The detections (always, possibly empty) and the pose (when there is a vehicle)."""
+        """The detections (always, possibly empty), the pose (when there is a vehicle) and an
+        Odometry per PROCEED track."""
         messages = self.builder.build(snapshot)
         if messages.detections is None:
             self.skipped += 1
@@ -60,6 +61,7 @@ class Ros2Publication:
         out = [self._sample("detections", messages.detections, now_wall_ns)]
         if messages.pose is not None:
             out.append(self._sample("pose", messages.pose, now_wall_ns))
+        out.extend(self._sample("tracks", track, now_wall_ns) for track in messages.tracks)
         return out
 
     def _sample(self, name: str, payload: bytes, now_wall_ns: int) -> Sample:

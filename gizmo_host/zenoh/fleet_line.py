@@ -23,6 +23,7 @@ MAX_NS = 2**63 - 1  # host_ns, wall_ns: CLOCK_MONOTONIC and CLOCK_REALTIME as in
 MAX_VALIDITY_NS = 3600 * 10**9  # a line valid for more than an hour means nothing
 MAX_POSITION_M = 1e7  # beyond the Earth's size from its origin
 MAX_RANGE_M = 1e7
+MAX_SPEED_M_S = 1e4  # a target's velocity, each axis
 MAX_TEXT = 128  # characters of a key, a label, a reason or a link state
 MAX_REASONS = 32
 
@@ -123,7 +124,12 @@ def _optional_number(low: float, high: float) -> Callable[[str, Any], float | No
     return check
 
 
-# The selected target's compact form: (field, check). Issue 27's target speed goes here.
+def _velocity_json(field: str, value: Any) -> list[float] | None:
+    checked = _vec3(field, value, MAX_SPEED_M_S)
+    return None if checked is None else list(checked)
+
+
+# The selected target's compact form: (field, check); ``speed_m_s`` follows from the velocity.
 TARGET_FIELDS: tuple[tuple[str, Callable[[str, Any], Any]], ...] = (
     ("key", _text),
     ("label", _optional_text),
@@ -131,6 +137,7 @@ TARGET_FIELDS: tuple[tuple[str, Callable[[str, Any], Any]], ...] = (
     ("azimuth_deg", _optional_number(0, 360)),
     ("elevation_deg", _optional_number(-90, 90)),
     ("range_m", _optional_number(0, MAX_RANGE_M)),
+    ("velocity_ned_m_s", _velocity_json),  # a tracked target's (docs/tracking.md)
 )
 
 
@@ -140,7 +147,10 @@ def _target(targets: Any, selected: str) -> dict[str, Any] | None:
     for index, target in enumerate(targets):
         if isinstance(target, dict) and target.get("key") == selected:
             where = f"targets[{index}]."
-            return {name: check(where + name, target.get(name)) for name, check in TARGET_FIELDS}
+            out = {name: check(where + name, target.get(name)) for name, check in TARGET_FIELDS}
+            v = out["velocity_ned_m_s"]
+            out["speed_m_s"] = None if v is None else round(math.hypot(*v), 3)
+            return out
     return None
 
 

@@ -70,6 +70,10 @@ TARGET = [
     "position_ned_m",
     "range_m",
     "range_source",
+    "velocity_ned_m_s",
+    "covariance_ned",
+    "track_id",
+    "track_state",
 ]
 
 

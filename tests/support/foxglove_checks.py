@@ -8,6 +8,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 from tests.support.foxglove_client import decode
 
 # topic -> (message encoding, schema name): the contract, spelled out
@@ -91,19 +93,38 @@ def check_scene_against_world(
         scene = by_time[t].pop(0)
         entities = {e.id: e for e in scene.entities}
         for target in world["targets"]:
-            entity = entities[f"target/{target['key']}"]
+            track = target["track_id"]
+            entity = entities[f"target/{target['key']}" + ("" if track is None else f"/{track}")]
             if target["verdict"] == "PROCEED" and target["position_ned_m"] is not None:
                 assert entity.frame_id == "map_ned"
                 (sphere,) = entity.spheres
                 p = sphere.pose.position
                 assert [p.x, p.y, p.z] == target["position_ned_m"]
                 assert entity.lines[0].points[-1].x == target["position_ned_m"][0]
+                if target["track_state"] == "confirmed":
+                    check_estimate(entity, target)
                 points += 1
             elif target["verdict"] != "PROCEED":
                 assert not entity.spheres and not entity.lines and not entity.cubes
                 assert entity.frame_id == "base_link_frd"  # a label by the vehicle only
                 held += 1
     return points, held
+
+
+def check_estimate(entity: Any, target: dict[str, Any]) -> None:
+    """A confirmed track's 2-σ ellipse: each point at Mahalanobis distance 2 from its position
+    under the horizontal covariance; its velocity arrow one second of travel long."""
+    n, e, d = target["position_ned_m"]
+    horizontal = np.array(target["covariance_ned"]).reshape(6, 6)[:2, :2]
+    (loop,) = entity.lines[1:]
+    for p in loop.points:
+        gap = np.array([p.x - n, p.y - e])
+        assert abs(float(gap @ np.linalg.solve(horizontal, gap)) - 4.0) < 1e-6
+        assert p.z == d
+    speed = float(np.linalg.norm(target["velocity_ned_m_s"]))
+    if speed >= 0.05:
+        (arrow,) = entity.arrows
+        assert abs(arrow.shaft_length + arrow.head_length - speed) < 1e-9
 
 
 def decode_json_world(payload: bytes) -> dict[str, Any]:

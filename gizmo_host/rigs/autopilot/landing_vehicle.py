@@ -7,14 +7,21 @@ In the manner of PX4's precland (``PLD_*``), on the stand-in's own truth:
 - **approach**: targets arrive: fly over the target estimate, at the same height;
 - **descend**: over it (within ``acceptance_m``) while targets arrive: descend at
   ``descent_m_s``, still steering onto it;
-- **hold**: no fresh target for ``target_timeout_s``: stop descending and hold position;
+- **hold**: no fresh target for ``target_timeout_s``, or the host said HOLD (a px4
+  LANDING_TARGET with ``position_valid = 0``): stop descending, keep over the estimate;
 - **landed**: at ``land_alt_m`` above the ground while descending onto a fresh target.
 
 A target is fresh while the newest arrived less than ``target_timeout_s`` ago and its
 ``time_usec`` (the capture, on the autopilot's clock) is less than that old too. The estimate
-is a low-pass of the targets' positions: PX4 profile messages (``position_valid``,
-LOCAL_NED) as they are; ArduPilot BODY_FRD angles are turned into a ground point with the
-vehicle's own attitude and height at arrival (ArduPilot's way, with no ``PLND_LAG``).
+is an alpha-beta filter of the targets' positions at their capture times, so a moving pad has
+a velocity (PX4's landing_target_estimator keeps one too): PX4 profile messages
+(``position_valid``, LOCAL_NED) as they are; ArduPilot BODY_FRD angles are turned into a
+ground point with the vehicle's own attitude and height at arrival (ArduPilot's way, with no
+``PLND_LAG``). The controller flies at the pad's estimated velocity plus a gain on the offset
+to where the pad is now (the estimate carried from its capture to now).
+
+The pad may move (``pad_velocity_ned_m_s``): the landing error is taken against where it is
+at touchdown.
 
 The vehicle is kinematic: a commanded NED velocity, reached with a first-order lag
 (``tau_s``), set every ``step_s`` (the horizontal command slewing at ``slew_m_s2``, so the
@@ -54,7 +61,8 @@ class Phase(Enum):
 @dataclass(frozen=True, slots=True)
 class PrecLandConfig:
     start_ned_m: Vec3 = (0.0, 0.0, -8.0)
-    pad_ned_m: Vec3 = (2.5, -1.5, 0.0)  # the ground target's centre (truth)
+    pad_ned_m: Vec3 = (2.5, -1.5, 0.0)  # the ground target's centre at the start (truth)
+    pad_velocity_ned_m_s: Vec3 = (0.0, 0.0, 0.0)  # and how it moves (truth)
     ground_z_ned_m: float = 0.0
     search_alt_m: float = 8.0
     descent_m_s: float = 0.7
@@ -67,7 +75,8 @@ class PrecLandConfig:
     target_timeout_s: float = 0.5  # PLD_BTOUT: no fresh target, no descent
     search_timeout_s: float = 3.0  # then climb back and search
     land_alt_m: float = 0.3
-    smoothing: float = 0.4  # weight of a new target in the estimate
+    smoothing: float = 0.4  # alpha: weight of a new target's position in the estimate
+    velocity_gain: float = 0.05  # beta: of its position residual in the velocity estimate
     step_s: float = 0.05
 
 
@@ -88,9 +97,12 @@ class PrecLandVehicle:
         self._segments: list[_Segment] = [_Segment(start_ns, config.start_ned_m, zero, zero)]
         self._starts: list[int] = [start_ns]
         self.phase = Phase.SEARCH
-        self.estimate: Vec3 | None = None
+        self.estimate: Vec3 | None = None  # the pad at ``estimate_ns`` (host time)
+        self.estimate_velocity: Vec3 = (0.0, 0.0, 0.0)
+        self.estimate_ns = start_ns
         self._last_target: ReceivedTarget | None = None
         self._last_fresh_ns: int | None = None
+        self._held = False  # the host said HOLD after the last target
         self.landed_ns: int | None = None
         self.landing_error_m: float | None = None
         self.counts: dict[str, int] = dict.fromkeys(
@@ -102,6 +114,7 @@ class PrecLandVehicle:
                 "descent_steps",
                 "stale_descents",
                 "holds",
+                "holds_said",
                 "climbs",
             ),
             0,
@@ -127,6 +140,13 @@ class PrecLandVehicle:
         q = tilted_attitude(0.0, (a[0], a[1], a[2]))
         return VehicleTruth((p[0], p[1], p[2]), (v[0], v[1], v[2]), q)
 
+    def pad_at(self, host_ns: int) -> Vec3:
+        """Where the pad truly is at ``host_ns``."""
+        c = self.config
+        dt = (host_ns - self.start_ns) / 1e9
+        p, v = c.pad_ned_m, c.pad_velocity_ned_m_s
+        return (p[0] + v[0] * dt, p[1] + v[1] * dt, p[2] + v[2] * dt)
+
     def height_m(self, host_ns: int) -> float:
         return self.config.ground_z_ned_m - self.truth(host_ns).position_ned_m[2]
 
@@ -135,6 +155,11 @@ class PrecLandVehicle:
     def on_target(self, target: ReceivedTarget) -> None:
         """A LANDING_TARGET arrived (at ``target.host_ns``, ``target.boot_ns`` on its clock)."""
         self.counts["targets"] += 1
+        f = target.fields
+        if f.get("frame") == _FRAME_LOCAL_NED and not f.get("position_valid"):
+            self.counts["holds_said"] += 1  # the host HOLDs: no descent until a target again
+            self._held = True
+            return
         point = self._target_point(target)
         capture_age_ns = target.boot_ns - int(target.fields["time_usec"]) * 1000
         timeout_ns = round(self.config.target_timeout_s * 1e9)
@@ -144,17 +169,33 @@ class PrecLandVehicle:
         self.counts["targets_used"] += 1
         self._last_target = target
         self._last_fresh_ns = target.host_ns
-        k = self.config.smoothing
+        self._held = False
+        self._track(point, target.host_ns - capture_age_ns)
+
+    def _track(self, point: Vec3, capture_ns: int) -> None:
+        """The alpha-beta step: predict the estimate to the capture, then correct it."""
         old = self.estimate
-        self.estimate = (
-            point
-            if old is None
-            else (
-                old[0] + k * (point[0] - old[0]),
-                old[1] + k * (point[1] - old[1]),
-                old[2] + k * (point[2] - old[2]),
-            )
-        )
+        if old is None:
+            self.estimate, self.estimate_ns = point, capture_ns
+            return
+        dt = (capture_ns - self.estimate_ns) / 1e9
+        if dt <= 0:  # an older capture than the estimate's: its position only
+            dt = 0.0
+        v = self.estimate_velocity
+        predicted = (old[0] + v[0] * dt, old[1] + v[1] * dt, old[2] + v[2] * dt)
+        r = (point[0] - predicted[0], point[1] - predicted[1], point[2] - predicted[2])
+        a, b = self.config.smoothing, self.config.velocity_gain / dt if dt > 0 else 0.0
+        self.estimate = (predicted[0] + a * r[0], predicted[1] + a * r[1], predicted[2] + a * r[2])
+        self.estimate_velocity = (v[0] + b * r[0], v[1] + b * r[1], v[2] + b * r[2])
+        self.estimate_ns = max(self.estimate_ns, capture_ns)
+
+    def pad_estimate(self, now_ns: int) -> Vec3 | None:
+        """The pad's estimated position now: the estimate carried at its velocity."""
+        e = self.estimate
+        if e is None:
+            return None
+        v, dt = self.estimate_velocity, (now_ns - self.estimate_ns) / 1e9
+        return (e[0] + v[0] * dt, e[1] + v[1] * dt, e[2] + v[2] * dt)
 
     def _target_point(self, target: ReceivedTarget) -> Vec3 | None:
         f = target.fields
@@ -176,7 +217,8 @@ class PrecLandVehicle:
 
     def fresh(self, now_ns: int) -> bool:
         last = self._last_fresh_ns
-        return last is not None and now_ns - last <= round(self.config.target_timeout_s * 1e9)
+        timeout = round(self.config.target_timeout_s * 1e9)
+        return not self._held and last is not None and now_ns - last <= timeout
 
     # -- control ---------------------------------------------------------------------------
 
@@ -192,12 +234,13 @@ class PrecLandVehicle:
         last = self._last_fresh_ns
         lost_s = math.inf if last is None else (now_ns - last) / 1e9
         vn = ve = vd = 0.0
-        if self.estimate is not None and lost_s <= c.search_timeout_s:
-            dn, de = self.estimate[0] - p[0], self.estimate[1] - p[1]
-            vn, ve = _limit(c.gain_per_s * dn, c.gain_per_s * de, c.max_speed_m_s)
-            if lost_s > c.target_timeout_s:
-                self._enter(Phase.HOLD)
-                vn = ve = 0.0
+        pad = self.pad_estimate(now_ns)
+        if pad is not None and lost_s <= c.search_timeout_s:
+            dn, de = pad[0] - p[0], pad[1] - p[1]
+            fn, fe = self.estimate_velocity[0], self.estimate_velocity[1]
+            vn, ve = _limit(fn + c.gain_per_s * dn, fe + c.gain_per_s * de, c.max_speed_m_s)
+            if lost_s > c.target_timeout_s or self._held:
+                self._enter(Phase.HOLD)  # over the estimate, no descent
             elif math.hypot(dn, de) <= c.acceptance_m:
                 self._enter(Phase.DESCEND)
                 vd = c.descent_m_s
@@ -225,7 +268,7 @@ class PrecLandVehicle:
     def _land(self, now_ns: int, p: Vec3) -> None:
         self.phase = Phase.LANDED
         self.landed_ns = now_ns
-        pad = self.config.pad_ned_m
+        pad = self.pad_at(now_ns)
         self.landing_error_m = math.hypot(p[0] - pad[0], p[1] - pad[1])
         zero = (0.0, 0.0, 0.0)
         touchdown = (p[0], p[1], self.config.ground_z_ned_m)

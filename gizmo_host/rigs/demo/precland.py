@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fusion import WorldSnapshot
+from gizmo_core import Decision
 from gizmo_host.app.host import Host
 from gizmo_host.app.host_config import HostConfig, config_from_mapping
 from gizmo_host.errors import ServiceFailed
@@ -59,6 +61,9 @@ LAG_MS = (8.0, 16.0)
 SKEW_PPM = 60.0
 LANDED_GRACE_S = 0.5  # after touchdown, before the run ends
 NOISE_PX = 1.0  # the detector's box-centre noise (1 sigma)
+CROSSING_S = 2.0  # a moving pad passes beside the start point this long after the start
+# How long the autopilot may take to hear a HOLD: the telemetry lag, plus a controller step.
+HOLD_NEWS_NS = round((LAG_MS[1] + 50.0) * 1e6)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +75,30 @@ class PrecLandSettings:
     noise_px: float = NOISE_PX
 
 
-def settings_for_seed(timeline: FaultTimeline, seed: int, profile: str = "px4") -> PrecLandSettings:
+def settings_for_seed(
+    timeline: FaultTimeline, seed: int, profile: str = "px4", pad_speed_m_s: float = 0.0
+) -> PrecLandSettings:
     """The seed places the pad (1.5..3.5 m from the start, any direction) and draws the
-    autopilot's telemetry lag; the timeline's own seed is the faults'."""
+    autopilot's telemetry lag; the timeline's own seed is the faults'. A moving pad drives any
+    heading, passing 0.5..1.5 m beside the start point ``CROSSING_S`` after it (in view while
+    the links lock), and is followed at up to twice its speed (at least 1.5 m/s)."""
     rng = random.Random(seed)
     distance_m, angle = rng.uniform(1.5, 3.5), rng.uniform(-math.pi, math.pi)
     pad = (distance_m * math.cos(angle), distance_m * math.sin(angle), 0.0)
-    return PrecLandSettings(timeline, profile, seed, PrecLandConfig(pad_ned_m=pad))
+    heading, beside = rng.uniform(-math.pi, math.pi), rng.uniform(0.5, 1.5)
+    velocity = (pad_speed_m_s * math.cos(heading), pad_speed_m_s * math.sin(heading), 0.0)
+    if pad_speed_m_s > 0:
+        pad = (
+            -velocity[0] * CROSSING_S - beside * math.sin(heading),
+            -velocity[1] * CROSSING_S + beside * math.cos(heading),
+            0.0,
+        )
+    vehicle = PrecLandConfig(
+        pad_ned_m=pad,
+        pad_velocity_ned_m_s=velocity,
+        max_speed_m_s=max(PrecLandConfig().max_speed_m_s, 2.0 * pad_speed_m_s),
+    )
+    return PrecLandSettings(timeline, profile, seed, vehicle)
 
 
 def host_config(link: str, profile: str) -> HostConfig:
@@ -107,7 +129,7 @@ class PadSource:
     def detections(self, capture_ns: int, t_s: float) -> Sequence[TargetInView]:
         truth = self._vehicle.truth(capture_ns)
         pose = camera_pose(self._camera, truth.position_ned_m, truth.quaternion_wxyz)
-        pad = self._vehicle.config.pad_ned_m
+        pad = self._vehicle.pad_at(capture_ns)
         box = project_box(self._camera, pose, pad, PAD_HALF_EXTENT_M)
         if box is None:
             self.unseen += 1
@@ -153,6 +175,14 @@ class PrecLandRig:
         self.source = PadSource(self.vehicle, noise_px=settings.noise_px, seed=settings.seed)
         self.board = self.rig.add_board(emulate, settings.timeline, self.source)
         self.autopilot: StandinAutopilot | None = None
+        self.verdict: Decision | None = None  # the host's latest world verdict
+        self._hold_since_ns: int | None = None
+        # Controller steps that descended while the world HOLDed for longer than the link can
+        # tell the autopilot (its lag, a step): must be 0; and all such steps, for the record.
+        self.descents_on_hold = 0
+        self.descents_as_hold_began = 0
+        assert self.world is not None  # host_config sets [camera]
+        self.world.add_listener(self._on_snapshot)
         self.rig.add_task("autopilot", self._autopilot)
         self.rig.add_task("landing", self._land, ends="run")
 
@@ -173,6 +203,13 @@ class PrecLandRig:
         )
         await self.autopilot.run()
 
+    def _on_snapshot(self, snapshot: WorldSnapshot) -> None:
+        if snapshot.verdict is Decision.HOLD and self.verdict is not Decision.HOLD:
+            self._hold_since_ns = snapshot.host_ns
+        elif snapshot.verdict is Decision.PROCEED:
+            self._hold_since_ns = None
+        self.verdict = snapshot.verdict
+
     async def _land(self) -> None:
         """The vehicle's steps on the scheduler until touchdown, then ``LANDED_GRACE_S``."""
         scheduler, step_ns = self.scheduler, round(self.vehicle.config.step_s * 1e9)
@@ -180,7 +217,14 @@ class PrecLandRig:
         while True:
             await scheduler.sleep_until_ns(due_ns)
             now = scheduler.now_ns()
+            descents = self.vehicle.counts["descent_steps"]
             self.vehicle.step(now)
+            since = self._hold_since_ns
+            if self.vehicle.counts["descent_steps"] > descents and since is not None:
+                if now - since > HOLD_NEWS_NS:
+                    self.descents_on_hold += 1
+                else:
+                    self.descents_as_hold_began += 1
             if self.vehicle.landed_ns is not None:
                 await scheduler.sleep_until_ns(now + round(LANDED_GRACE_S * 1e9))
                 return
@@ -201,7 +245,7 @@ class PrecLandRig:
         """One line's worth: phase, height, the error now, what the host sent."""
         now = self.scheduler.now_ns()
         truth = self.vehicle.truth(now)
-        pad = self.vehicle.config.pad_ned_m
+        pad = self.vehicle.pad_at(now)
         p = truth.position_ned_m
         link = self.host.mavlink
         sender = None if link is None else link.sender
@@ -231,7 +275,10 @@ class PrecLandRig:
             "profile": self.settings.profile,
             "faults": len(self.settings.timeline.faults),
             "seed": self.settings.seed,
+            "pad_speed_m_s": round(math.hypot(*self.settings.vehicle.pad_velocity_ned_m_s), 3),
             **self.vehicle.summary(),
+            "descents_on_hold": self.descents_on_hold,
+            "descents_as_hold_began": self.descents_as_hold_began,
             "autopilot": None
             if autopilot is None
             else {

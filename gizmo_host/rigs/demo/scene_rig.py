@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fusion import WorldModel
 from gizmo_core import ConfigError
 from gizmo_host.app.host import Host, HostMessage
 from gizmo_host.app.host_config import FoxgloveConfig, HostConfig, config_from_mapping
@@ -146,7 +145,7 @@ class DemoRig:
         if setup is None or setup.rflysim is None:  # pragma: no cover - host_config sets both
             raise ConfigError("the demo's host configuration has no world model")
         self.world = WorldService(
-            WorldModel(setup.camera, setup.world, selector=setup.selector),
+            setup.model(),
             rfly=setup.rflysim.adapter(),
             receivers=_receivers(setup.rflysim, replies),
             requester=SensorRequester(setup.rflysim, reply_port=replies, control_port=control),

@@ -10,8 +10,10 @@ real one. The built-in scenarios are in :data:`SCENARIOS`:
   and from 8 s on, every 20 s, spins a full extra turn at 90°/s (the target leaves the image);
 - ``approach``: a ground vehicle drives north at 1.5 m/s; the ego closes from 30 m behind it to
   10 m (time constant 8 s), 10 m up, nose on it;
-- ``track``: a ground vehicle drives a 20 m circle at 3 m/s; the ego follows 10 m behind it,
-  10 m up, nose on it.
+- ``track``: a ground vehicle drives a 20 m circle at 3 m/s (8.6°/s of turn); the ego follows
+  10 m behind it, 10 m up, nose on it. Its speed and turn rate are settable
+  (:class:`TargetMotion`, ``gizmo-host sim --target-speed --target-turn-rate``): the circle's
+  radius is the speed over the turn rate, and a turn rate of 0 drives straight north.
 
 Each has a bystander copter hovering aside, so there are always two other vehicles.
 """
@@ -26,7 +28,16 @@ from typing import Any, NamedTuple
 
 from gizmo_host.rigs.rflysim.bodies import Body, Placed
 from gizmo_host.rigs.rflysim.kinematics import SimVehicleState, vehicle_state
-from gizmo_host.rigs.rflysim.tracks import Approach, CircleDrive, Drive, Follow, Hover, Orbit, Track
+from gizmo_host.rigs.rflysim.tracks import (
+    Approach,
+    CircleDrive,
+    Drive,
+    Follow,
+    Hover,
+    MirroredCircle,
+    Orbit,
+    Track,
+)
 from gizmo_host.rigs.rflysim.views import TargetView, target_view
 from hil_geometry.pinhole import Pinhole
 from rfly_link import ports
@@ -200,10 +211,38 @@ def approach(ego_id: int = 1, time: SimTime = SimTime()) -> SimScenario:
     return SimScenario("approach", ego, (_car(ego_id + 1, drive), _bystander(ego_id + 2)), time)
 
 
-def track(ego_id: int = 1, time: SimTime = SimTime()) -> SimScenario:
-    circle = CircleDrive((0.0, 0.0, _CAR_DOWN_M), radius_m=20.0, speed_m_s=3.0)
-    ego = Vehicle(ego_id, Follow(circle, distance_m=10.0, altitude_m=10.0))
-    return SimScenario("track", ego, (_car(ego_id + 1, circle), _bystander(ego_id + 2)), time)
+@dataclass(frozen=True, slots=True)
+class TargetMotion:
+    """The ``track`` scenario's ground vehicle: speed and turn rate (positive: clockwise seen
+    from above, north towards east)."""
+
+    speed_m_s: float = 3.0
+    turn_rate_deg_s: float = math.degrees(3.0 / 20.0)  # a 20 m circle at 3 m/s
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.speed_m_s) and 0.0 <= self.speed_m_s <= 50.0):
+            raise ValueError(f"target speed: expected 0..50 m/s, got {self.speed_m_s}")
+        if not (math.isfinite(self.turn_rate_deg_s) and abs(self.turn_rate_deg_s) <= 180.0):
+            raise ValueError(
+                f"target turn rate: expected -180..180 deg/s, got {self.turn_rate_deg_s}"
+            )
+
+    def path(self) -> Track:
+        rate = math.radians(self.turn_rate_deg_s)
+        if rate == 0.0 or self.speed_m_s == 0.0:
+            return Drive((0.0, 0.0, _CAR_DOWN_M), self.speed_m_s, 0.0)
+        radius = self.speed_m_s / abs(rate)
+        if rate > 0:
+            return CircleDrive((0.0, 0.0, _CAR_DOWN_M), radius_m=radius, speed_m_s=self.speed_m_s)
+        return MirroredCircle((0.0, 0.0, _CAR_DOWN_M), radius, self.speed_m_s)
+
+
+def track(
+    ego_id: int = 1, time: SimTime = SimTime(), target: TargetMotion = TargetMotion()
+) -> SimScenario:
+    path = target.path()
+    ego = Vehicle(ego_id, Follow(path, distance_m=10.0, altitude_m=10.0))
+    return SimScenario("track", ego, (_car(ego_id + 1, path), _bystander(ego_id + 2)), time)
 
 
 ScenarioFactory = Callable[[int, SimTime], SimScenario]
@@ -213,11 +252,22 @@ SCENARIOS: Mapping[str, ScenarioFactory] = MappingProxyType(
 )
 
 
-def build_scenario(name: str, *, ego_id: int = 1, time: SimTime = SimTime()) -> SimScenario:
-    """A built-in scenario by name; the others are CopterIDs ``ego_id + 1`` and ``+ 2``."""
+def build_scenario(
+    name: str,
+    *,
+    ego_id: int = 1,
+    time: SimTime = SimTime(),
+    target: TargetMotion | None = None,
+) -> SimScenario:
+    """A built-in scenario by name; the others are CopterIDs ``ego_id + 1`` and ``+ 2``.
+    ``target``: the ``track`` scenario's target motion (only there)."""
     factory = SCENARIOS.get(name)
     if factory is None:
         raise ValueError(f"scenario: expected one of {', '.join(SCENARIOS)}, got {name!r}")
     if not 1 <= ego_id <= ports.MAX_COPTERS - 2:
         raise ValueError(f"ego copter: expected 1..{ports.MAX_COPTERS - 2}, got {ego_id}")
+    if target is not None:
+        if name != "track":
+            raise ValueError(f"target motion: only for the track scenario, not {name!r}")
+        return track(ego_id, time, target)
     return factory(ego_id, time)

@@ -160,6 +160,27 @@ class CircleDrive:
 
 
 @dataclass(frozen=True, slots=True)
+class MirroredCircle:
+    """A ground vehicle driving a circle anticlockwise (seen from above)."""
+
+    center_ned_m: Vec3
+    radius_m: float
+    speed_m_s: float
+
+    def __post_init__(self) -> None:
+        if not self.radius_m > 0:
+            raise ValueError(f"MirroredCircle.radius_m: expected > 0, got {self.radius_m}")
+
+    def position_ned_m(self, t_s: float) -> Vec3:
+        theta = self.speed_m_s / self.radius_m * t_s
+        n, e, d = self.center_ned_m
+        return (n + self.radius_m * math.cos(theta), e - self.radius_m * math.sin(theta), d)
+
+    def yaw_rad(self, t_s: float) -> float:
+        return -(self.speed_m_s / self.radius_m * t_s) - math.pi / 2
+
+
+@dataclass(frozen=True, slots=True)
 class Approach:
     """Closes in on a moving ``target`` from ``start_distance_m`` to ``standoff_m`` behind it.
 

@@ -156,11 +156,13 @@ _CAMERA = {"width_px": 640, "height_px": 480, "hfov_deg": 90.0}
 _INT_KEYS = {k for k, s in BY_KEY.items() if s.kind == "int"}
 
 
-# Every number of the host's own sections ([world], [camera], [emulate]: test_settings_table).
+# Every number of the host's own sections ([world], [tracking], [camera], [emulate]:
+# test_settings_table).
 LIMITS = {
     k: s
     for k, s in BY_KEY.items()
-    if s.low is not None and s.section.split(".")[0] not in ("world", "camera", "emulate")
+    if s.low is not None
+    and s.section.split(".")[0] not in ("world", "tracking", "camera", "emulate")
 }
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fusion import CameraConfig, WorldConfig
+from fusion.tracking import TrackingConfig
 from gizmo_core import ConfigError
 from gizmo_host.app import settings
 from gizmo_host.app.host_config import HostConfig, config_from_mapping
@@ -48,13 +49,16 @@ def test_every_key_of_every_section_has_one_row_with_its_default() -> None:
     for section in dataclasses.fields(HostConfig):
         value = getattr(config, section.name)
         if not dataclasses.is_dataclass(value):
-            continue  # [world] and [camera]: free-form tables
+            continue  # [world], [tracking] and [camera]: free-form tables
         for f in dataclasses.fields(value):
             row = BY_KEY[f"{section.name}.{f.name}"]
             assert getattr(value, f.name) == row.default or row.kind == "table", row.key
     world = WorldConfig()
     for f in dataclasses.fields(WorldConfig):
         assert BY_KEY[f"world.{f.name}"].default == getattr(world, f.name)
+    tracking = TrackingConfig()
+    for f in dataclasses.fields(TrackingConfig):
+        assert BY_KEY[f"tracking.{f.name}"].default == getattr(tracking, f.name)
     for f in dataclasses.fields(CameraConfig):  # width and height have none: required
         if f.init:
             row = BY_KEY[f"camera.{f.name}"]
@@ -70,7 +74,7 @@ def test_each_number_is_checked_against_its_own_row(row: settings.Setting) -> No
         return
     document: dict[str, dict[str, object]] = {
         "camera": {"width_px": 640, "height_px": 480, "hfov_deg": 90.0}  # the world needs one
-    } if row.section in ("world", "camera") else {}  # fmt: skip
+    } if row.section in ("world", "camera", "tracking") else {}  # fmt: skip
     document.setdefault(row.section, {})
     beyond = int(row.high * 2 + 1) if row.kind == "int" else row.high * 2 + 1
     document[row.section][row.name] = [0.0, beyond, 0.0] if row.kind == "triple" else beyond

@@ -16,6 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcap.reader import make_reader
 
+from fusion import WorldConfig, WorldModel
+from fusion.tracking import TrackingConfig
 from gizmo_host.app.foxglove_view import add_foxglove_flag
 from gizmo_host.app.host_config import config_from_args
 from gizmo_host.capture.carried_settings import HostSettings
@@ -35,12 +37,21 @@ from gizmo_host.rigs.rflysim.views import camera_pose, image_box
 from tests.support.foxglove_checks import (
     SCHEMAS,
     check_decoded,
+    check_estimate,
     check_scene_against_world,
     decode_message,
     stamp_ns,
 )
 from tests.support.foxglove_client import protobuf_class
-from tests.support.fusion_inputs import MS, observation, pose, up, world, yaw_quat
+from tests.support.fusion_inputs import (
+    FORWARD_DOWN_45,
+    MS,
+    observation,
+    pose,
+    up,
+    world,
+    yaw_quat,
+)
 
 SCENE = protobuf_class("foxglove.SceneUpdate", SceneUpdate.get_schema().data)
 TF = protobuf_class("foxglove.FrameTransforms", FrameTransforms.get_schema().data)
@@ -84,6 +95,34 @@ def test_a_target_point_is_its_world_position_and_a_hold_has_none(centres, yaw_d
     last = scenes[-1][1]  # the targets forgotten: deleted, nothing left drawn
     assert not [e for e in last.entities if e.id.startswith("target/")]
     assert {d.id for d in last.deletions} == {f"target/1:1:{i}" for i in range(1, len(centres) + 1)}
+
+
+def test_a_confirmed_track_has_its_velocity_arrow_and_its_two_sigma_ellipse() -> None:
+    """Real tracked lines: a target drifting east, seen at 30 Hz, confirmed after 3 frames;
+    its ellipse points are 2 σ from its position (numpy's inverse, not the renderer's
+    eigenvalues) and its arrow is one second of travel long."""
+    model = WorldModel(FORWARD_DOWN_45, WorldConfig(ground_plane=True), tracking=TrackingConfig())
+    model.apply(up(0))
+    for t in range(0, 400, 10):
+        model.apply(pose(t * MS))
+    lines = []
+    for k in range(10):
+        model.apply(observation((100 + 33 * k) * MS, center=(8 * k, 0)))
+        lines.append(model.snapshot((101 + 33 * k) * MS).to_dict())
+    renderer = SceneRenderer(CameraMount((0.0, -45.0, 0.0)))
+    scenes = []
+    for line in lines:
+        rendered = renderer.render(line)
+        scenes.append((rendered.log_ns, SCENE.FromString(rendered.scene.encode())))
+    check_scene_against_world([(w["host_ns"], w) for w in lines], scenes)
+    confirmed = [(w, s) for w, (_, s) in zip(lines, scenes, strict=True)
+                 if w["targets"][0]["track_state"] == "confirmed"]  # fmt: skip
+    assert len(confirmed) >= 7
+    for world_line, scene in confirmed:
+        target = world_line["targets"][0]
+        (entity,) = [e for e in scene.entities if e.id == "target/1:1:1/1"]
+        check_estimate(entity, target)
+        assert entity.arrows and len(entity.lines) == 2
 
 
 def test_the_first_scene_clears_the_viewer_and_entities_expire_with_the_line() -> None:

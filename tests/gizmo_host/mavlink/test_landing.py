@@ -3,6 +3,7 @@ not the code under test), and the rules: nothing in HOLD, only new captures, the
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
 from fusion import TargetState, WorldSnapshot
+from fusion.tracking import TrackStatus
 from gizmo_core import Decision, HoldReason
 from gizmo_host.mavlink import Held, LandingFields, LandingTargetSender, Profile
 from gizmo_host.mavlink.landing import MIN_DOWN, ardupilot_fields, px4_fields
@@ -144,6 +146,48 @@ def test_the_same_capture_is_sent_once_and_a_down_link_or_unlocked_clock_holds()
     assert sender.offer(snapshot(now + 10 * MS, t), now + 10 * MS) is Held.NOT_NEW
 
 
+def tracked(capture_ns: int, position, camera, *, track_id: int = 300) -> TargetState:
+    """A confirmed track's target: its estimate, the camera at the capture, and the raw
+    measurement's bearing (straight down) that the estimate corrected."""
+    return dataclasses.replace(
+        target(capture_ns, position=position),
+        velocity_ned_m_s=(0.5, 0.0, 0.0),
+        covariance_ned=tuple(np.eye(6).ravel() * 1e-3),
+        track_id=track_id,
+        track_state=TrackStatus.CONFIRMED,
+        camera_ned_m=camera,
+    )
+
+
+def test_a_tracked_target_sends_its_estimate_and_its_number():
+    """px4: the filtered position; ardupilot: the line of sight from the camera to it (the
+    truth here: plain vector arithmetic), never the raw bearing; target_num = id mod 256."""
+    camera, position = (0.0, 0.0, -8.0), (1.5, -0.5, 0.0)
+    t = tracked(0, position, camera)
+    fields = px4_fields(t, 5)
+    assert isinstance(fields, LandingFields)
+    assert (fields.x, fields.y, fields.z, fields.position_valid) == (*position, 1)
+    sight = np.subtract(position, camera)
+    assert fields.distance == pytest.approx(float(np.linalg.norm(sight)))
+    level = (1.0, 0.0, 0.0, 0.0)
+    fields = ardupilot_fields(t, level, 5)
+    assert isinstance(fields, LandingFields)
+    assert fields.angle_x == pytest.approx(math.atan2(sight[1], sight[2]))
+    assert fields.angle_y == pytest.approx(math.atan2(-sight[0], sight[2]))
+    assert fields.distance == pytest.approx(float(np.linalg.norm(sight)))
+    assert fields.angle_x != 0.0  # not the raw bearing, which was straight down
+    wire = Wire()
+    wire.run(2.0)
+    sender = LandingTargetSender(wire.session, "px4", target_num=7)
+    now = wire.clock.now_ns()
+    assert isinstance(sender.offer(snapshot(now, tracked(now - 30 * MS, position, camera)), now),
+                      LandingFields)  # fmt: skip
+    wire.run(0.1)
+    (received,) = wire.autopilot.landing_targets
+    assert received.fields["target_num"] == 300 % 256
+    assert received.fields["position_valid"] == 1
+
+
 def test_a_bad_profile_or_rate_is_one_line():
     clock = ManualScheduler()
     from gizmo_host.mavlink import AutopilotSession
@@ -155,3 +199,39 @@ def test_a_bad_profile_or_rate_is_one_line():
         assert "\n" not in str(caught.value)
     with pytest.raises(ValueError, match="attitude_at"):
         LandingTargetSender(session, "ardupilot")
+
+
+@pytest.mark.parametrize("profile", list(Profile))
+def test_a_hold_after_a_target_is_said_at_once_to_px4_only(profile):
+    """px4: the first HOLD after a target goes out at once, whatever the rate cap, with
+    position_valid = 0 and no position; then at the rate. ardupilot: nothing."""
+    wire = Wire()
+    wire.run(2.0)
+    sender = LandingTargetSender(
+        wire.session, profile, attitude_at=wire.source.attitude_at, rate_hz=20.0
+    )
+    clock = wire.clock
+    now = clock.now_ns()
+    assert isinstance(sender.offer(snapshot(now, target(now - 30 * MS)), now), LandingFields)
+    clock.advance(5 * MS)  # within the rate cap
+    now = clock.now_ns()
+    assert sender.offer(snapshot(now, target(now - 30 * MS, verdict=Decision.HOLD)), now) is (
+        Held.NOT_PROCEED
+    )
+    for _ in range(20):  # 200 ms of HOLD
+        clock.advance(10 * MS)
+        now = clock.now_ns()
+        sender.offer(snapshot(now, target(now - 30 * MS, verdict=Decision.HOLD)), now)
+    wire.run(0.1)
+    received = [r.fields for r in wire.autopilot.landing_targets]
+    if profile is Profile.ARDUPILOT:
+        assert len(received) == 1 and sender.sent_invalid == 0
+        return
+    assert received[0]["position_valid"] == 1
+    holds = received[1:]
+    assert 4 <= len(holds) <= 6 and sender.sent_invalid == len(holds)  # at once, then 20 Hz
+    assert all(h["position_valid"] == 0 and (h["x"], h["y"], h["z"]) == (0, 0, 0) for h in holds)
+    assert (
+        wire.autopilot.landing_targets[1].host_ns - wire.autopilot.landing_targets[0].host_ns
+        < 30 * MS
+    )

@@ -15,7 +15,7 @@ from gizmo_host.cli.main import main
 from gizmo_host.rigs.autopilot.landing_vehicle import Phase, PrecLandConfig, PrecLandVehicle
 from gizmo_host.rigs.autopilot.standin import ReceivedTarget
 from gizmo_host.rigs.board.faults import FaultTimeline, parse_fault
-from gizmo_host.rigs.demo.precland import PrecLandSettings, play
+from gizmo_host.rigs.demo.precland import PrecLandSettings, play, settings_for_seed
 
 MS = 1_000_000
 PAD = (2.0, -1.0, 0.0)
@@ -148,3 +148,50 @@ def test_the_closed_loop_lands_within_bound_with_and_without_faults(tmp_path: Pa
         assert sent["sent"] == summary["autopilot"]["landing_targets"] > 20
         if name == "faults":
             assert summary["holds"] >= 1 and sent["held"]["not_proceed"] > 0
+
+
+def test_a_moving_pad_is_followed_at_its_velocity_and_a_said_hold_stops_the_descent() -> None:
+    """On its own clock: a pad driving at 2 m/s, seen 30 ms late; the vehicle lands on where
+    the pad is at touchdown (its truth), and a position_valid = 0 message holds at once."""
+    velocity = (1.2, -1.6, 0.0)
+    config = PrecLandConfig(pad_ned_m=PAD, pad_velocity_ned_m_s=velocity, max_speed_m_s=4.0)
+    vehicle = PrecLandVehicle(config, 0)
+    step = round(config.step_s * 1e9)
+    now = 0
+    while now < 6_000 * MS:
+        capture = now - 30 * MS
+        vehicle.on_target(_px4(now, vehicle.pad_at(capture)))
+        vehicle.step(now)
+        now += step
+    assert vehicle.phase is Phase.DESCEND
+    held = dict(_px4(now)._asdict()["fields"], position_valid=0, x=0.0, y=0.0, z=0.0)
+    vehicle.on_target(ReceivedTarget(now, now, held))
+    height, descents = vehicle.height_m(now), vehicle.counts["descent_steps"]
+    for _ in range(10):
+        vehicle.step(now)
+        now += step
+    assert vehicle.phase is Phase.HOLD and vehicle.counts["holds_said"] == 1
+    assert vehicle.counts["descent_steps"] == descents  # no descent commanded
+    # the vertical stop is commanded at once; the vehicle's lag (tau) still carries it down
+    assert vehicle.height_m(now) >= height - config.descent_m_s * config.tau_s - 1e-6
+    while vehicle.phase is not Phase.LANDED and now < 60_000 * MS:
+        vehicle.on_target(_px4(now, vehicle.pad_at(now - 30 * MS)))
+        vehicle.step(now)
+        now += step
+    summary = vehicle.summary()
+    assert summary["landed"] and summary["landing_error_m"] <= 0.05, summary
+    assert summary["stale_descents"] == 0
+
+
+@pytest.mark.realtime
+@pytest.mark.hil
+def test_the_closed_loop_lands_on_a_pad_driving_at_2_m_s(tmp_path: Path) -> None:
+    """Through the host (tracking its estimate): the vehicle, steered by LANDING_TARGET alone,
+    lands on the moving pad, never descending while the world HOLDs."""
+    settings = settings_for_seed(FaultTimeline(), 3, "px4", pad_speed_m_s=2.0)
+    summary = asyncio.run(play(settings, tmp_path, 40.0, asyncio.Event()))
+    assert summary["landed"] and summary["landing_error_m"] <= 0.15, summary
+    assert summary["pad_speed_m_s"] == 2.0
+    assert summary["stale_descents"] == summary["descents_on_hold"] == 0
+    sent = summary["host"]["landing_target"]
+    assert sent["sent"] == summary["autopilot"]["landing_targets"] > 20

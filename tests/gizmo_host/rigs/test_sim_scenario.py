@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -15,6 +16,7 @@ from fusion.camera import CameraConfig, CameraModel
 from fusion.geometry import quat_rotate
 from gizmo_host.rigs.rflysim import SimTime, build_scenario
 from gizmo_host.rigs.rflysim.kinematics import GRAVITY_M_S2
+from gizmo_host.rigs.rflysim.scenario import TargetMotion
 from gizmo_host.rigs.rflysim.tracks import Orbit
 from hil_geometry.pinhole import Pinhole
 
@@ -228,3 +230,32 @@ def test_the_truth_serialises_every_vehicle() -> None:
     assert [t["copter_id"] for t in record["targets"]] == [2, 3]
     assert record["views"][0]["in_view"] is True
     assert len(record["ego"]["quaternion_wxyz"]) == 4
+
+
+@pytest.mark.parametrize(
+    ("speed", "turn_deg_s"), [(2.0, 0.0), (5.0, 33.7), (3.0, -10.0), (0.0, 5.0)]
+)
+def test_the_track_scenario_takes_the_target_speed_and_turn_rate(speed, turn_deg_s) -> None:
+    """The target's speed and turn rate, measured from its positions (finite differences over
+    a second), are the ones asked for; the ego still follows 10 m behind, 10 m up."""
+    scenario = build_scenario("track", target=TargetMotion(speed, turn_deg_s))
+    target = scenario.others[0].track
+    dt = 0.01
+    for t in (0.5, 3.0, 7.5):
+        a, b, c = (np.array(target.position_ned_m(t + k * dt)) for k in (-1, 0, 1))
+        v1, v2 = (b - a) / dt, (c - b) / dt
+        assert np.linalg.norm(v1) == pytest.approx(speed, abs=1e-4)  # a chord, not the arc
+        if speed > 0:
+            heading = math.atan2(v2[1], v2[0]) - math.atan2(v1[1], v1[0])
+            assert math.degrees(heading) / dt == pytest.approx(turn_deg_s, abs=1e-3)
+        ego = np.array(scenario.ego.track.position_ned_m(t))
+        assert ego[2] - b[2] == pytest.approx(-10.0)
+
+
+def test_target_motion_is_only_for_track_and_checked() -> None:
+    with pytest.raises(ValueError, match="only for the track scenario"):
+        build_scenario("orbit", target=TargetMotion())
+    with pytest.raises(ValueError, match="target speed"):
+        TargetMotion(-1.0, 0.0)
+    with pytest.raises(ValueError, match="target turn rate"):
+        TargetMotion(3.0, 400.0)

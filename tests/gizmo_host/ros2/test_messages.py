@@ -7,15 +7,18 @@ import dataclasses
 import math
 import struct
 
+import numpy as np
 import pytest
 import zenoh
 import zenoh.ext
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fusion import WorldSnapshot
+from fusion.tracking import TrackStatus
 from gizmo_host.ros2 import keys
 from gizmo_host.ros2.frames import enu_flu_from_ned_frd, enu_from_ned, line_of_sight
-from gizmo_host.ros2.messages import DETECTIONS, POSE, MessageBuilder, Ros2Messages
+from gizmo_host.ros2.messages import DETECTIONS, POSE, TRACKS, MessageBuilder, Ros2Messages
 from gizmo_host.ros2.publication import Ros2Publication
 from tests.support.ros2_snapshot import (
     CAPTURE_NS,
@@ -80,6 +83,50 @@ def test_detection3d_array_matches_its_golden_bytes_and_decodes_with_rosbags() -
     half = math.atan2(0.6, 0.8) / 2
     q = result.pose.pose.orientation
     assert (q.x, q.y, q.z, q.w) == pytest.approx((0.0, 0.0, math.sin(half), math.cos(half)))
+
+
+def tracked_snapshot() -> WorldSnapshot:
+    """The fixture's PROCEED target as a confirmed track: velocity NED (1, 2, 0), a
+    covariance with n-e and n-d correlations, written out here."""
+    cov = np.diag([0.04, 0.09, 0.01, 0.25, 0.36, 0.0001])
+    cov[0, 1] = cov[1, 0] = 0.02
+    cov[0, 2] = cov[2, 0] = 0.005
+    base = snapshot()
+    target = dataclasses.replace(
+        base.targets[0], velocity_ned_m_s=(1.0, 2.0, 0.0), covariance_ned=tuple(cov.ravel()),
+        track_id=9, track_state=TrackStatus.CONFIRMED,
+    )  # fmt: skip
+    return dataclasses.replace(base, targets=(target, base.targets[1]))
+
+
+def test_a_track_carries_its_covariance_in_enu_and_its_velocity_beside_it() -> None:
+    builder = MessageBuilder()
+    messages = builder.build(tracked_snapshot())
+    assert messages.detections is not None and len(messages.tracks) == 1
+    store = vision_store()
+    (detection,) = store.deserialize_cdr(messages.detections, DETECTIONS).detections
+    assert detection.id == "0:5:11/9"
+    covariance = detection.results[0].pose.covariance.reshape(6, 6)
+    # ENU (x, y, z) = NED (e, n, -d): var e, var n, var d; cov(e, n) = cov(n, e); cov(x, z) =
+    # cov(e, -d) = 0; cov(y, z) = cov(n, -d) = -0.005.
+    assert covariance[:3, :3].tolist() == [
+        [0.09, 0.02, 0.0], [0.02, 0.04, -0.005], [0.0, -0.005, 0.01]
+    ]  # fmt: skip
+    assert covariance[3:, 3:].tolist() == np.diag([1e6] * 3).tolist()
+    assert not covariance[:3, 3:].any()
+    odometry = store.deserialize_cdr(messages.tracks[0], TRACKS)
+    assert odometry.header.frame_id == "map" and odometry.child_frame_id == "0:5:11/9"
+    assert odometry.header.stamp == detection.header.stamp  # the capture, on the wall clock
+    v = odometry.twist.twist.linear
+    assert (v.x, v.y, v.z) == (2.0, 1.0, 0.0)  # NED (1, 2, 0)
+    twist_cov = odometry.twist.covariance.reshape(6, 6)
+    assert np.diag(twist_cov).tolist() == [0.36, 0.25, 0.0001, 1e6, 1e6, 1e6]
+    assert odometry.pose.covariance.tolist() == detection.results[0].pose.covariance.tolist()
+    publication = Ros2Publication("bridge", "uav1", builder=builder)
+    samples = publication.samples(tracked_snapshot(), WALL_NS)
+    assert [s.key for s in samples] == [
+        "gizmo/uav1/detections", "gizmo/uav1/pose", "gizmo/uav1/tracks"
+    ]  # fmt: skip
 
 
 def test_rosbags_hashes_are_the_published_ones() -> None:

@@ -55,6 +55,23 @@ def test_a_hold_line_is_shown_as_hold_without_a_reason_of_the_view() -> None:
     assert row[1:4] == ("fresh", "HOLD", None) and row.to_dict()["reasons"] == ["stale"]
 
 
+def test_a_tracked_targets_speed_is_in_its_row() -> None:
+    """The selected target's velocity (issue 27) reaches the row with its norm; a velocity
+    out of range or malformed makes the line invalid, counted, not shown."""
+    line = json.loads(world(3))
+    line["targets"][0]["velocity_ned_m_s"] = [3.0, -4.0, 0.0]
+    view = FleetView(TTL)
+    view.on_world("uav1", HOST, json.dumps(line).encode(), rx_ns=0)
+    row = view.row("uav1", 0).to_dict()
+    validate_message(row)
+    assert row["target"]["velocity_ned_m_s"] == [3.0, -4.0, 0.0]
+    assert row["target"]["speed_m_s"] == 5.0
+    line["seq"] = 4
+    line["targets"][0]["velocity_ned_m_s"] = [1e9, 0.0, 0.0]
+    view.on_world("uav1", HOST, json.dumps(line).encode(), rx_ns=MS)
+    assert view.row("uav1", MS).dropped["invalid"] == 1
+
+
 def test_the_row_is_compact_and_says_what_the_line_said() -> None:
     view = FleetView(TTL)
     view.on_world("uav1", HOST, world(7), rx_ns=0, rx_wall_ns=WALL + 7 * 20 * MS + 3 * MS)
@@ -65,6 +82,7 @@ def test_the_row_is_compact_and_says_what_the_line_said() -> None:
     assert row["target"] == {
         "key": "1:5:11", "label": "PEDESTRIAN", "position_ned_m": [16.0, 28.0, 0.0],
         "azimuth_deg": 53.13, "elevation_deg": -0.5, "range_m": 10.0,
+        "velocity_ned_m_s": None, "speed_m_s": None,
     }  # fmt: skip
     assert (row["publisher"], row["publishers"], row["handovers"]) == (HOST, 1, 0)
     assert len(json.dumps(row)) < 700  # not the world line (1.6 kB here, 30 kB with 64 targets)

@@ -1,0 +1,106 @@
+"""``[tracking]`` settings as a typed value: the noise model, the gate, the lifecycle and the
+motion model's tuning. A user's table is checked by the host's settings table first (each key
+its own range); these checks keep the invariants for programs that build one directly."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+from gizmo_core import ConfigError
+
+from .motion import MotionParams
+from .noise import NoiseParams
+
+_SQRT_2_PI = math.sqrt(2.0 / math.pi)
+
+
+def chi2_quantile(probability: float, dof: int) -> float:
+    """The χ² quantile for 2 or 3 degrees of freedom (closed-form CDFs, bisected for 3)."""
+    if dof == 2:
+        return -2.0 * math.log1p(-probability)
+    if dof != 3:
+        raise ValueError(f"dof: expected 2 or 3, got {dof}")
+    low, high = 0.0, 200.0
+    for _ in range(200):
+        mid = 0.5 * (low + high)
+        cdf = math.erf(math.sqrt(mid / 2.0)) - _SQRT_2_PI * math.sqrt(mid) * math.exp(-mid / 2.0)
+        low, high = (mid, high) if cdf < probability else (low, mid)
+    return 0.5 * (low + high)
+
+
+@dataclass(frozen=True, slots=True)
+class TrackingConfig:
+    """How detections become tracks. Times in ms on the host clock; noise as σ."""
+
+    # The measurement's noise model (fusion.tracking.noise)
+    box_sigma_px: float = 1.5  # the detector's box-centre noise
+    attitude_sigma_deg: float = 0.05  # the vehicle's attitude, frame to frame, each axis
+    position_sigma_m: float = 0.01  # the vehicle's position, frame to frame, each axis
+    range_sigma_m: float = 0.05  # a laser, gimbal laser or LiDAR range
+    ground_height_sigma_m: float = 0.02  # how far off the ground plane a target may be
+    # Association: a detection is a track's only within the gate, at this probability (χ²₂
+    # 9.21 for a ground-plane fix, χ²₃ 11.34 for a ranged one at 0.99)
+    gate_probability: float = 0.99
+    # Lifecycle: confirmed after confirm_hits of the last confirm_window frames of its key
+    confirm_hits: int = 3
+    confirm_window: int = 5
+    delete_after_ms: float = 3000.0  # no update this long: deleted
+    oosm_window_ms: float = 500.0  # a late measurement this much older is still fused exactly
+    max_tracks: int = 64
+    # The motion model (fusion.tracking.motion): random accelerations as σ of white noise
+    cv_accel_m_s2: float = 0.05
+    ct_accel_m_s2: float = 0.15
+    turn_accel_rad_s2: float = 0.2
+    vertical_accel_m_s2: float = 0.01
+    cv_dwell_s: float = 10.0  # mean time before a straight run turns
+    ct_dwell_s: float = 1.0  # mean time a turn lasts
+    initial_speed_m_s: float = 10.0  # a new track's velocity σ
+    initial_turn_rate_deg_s: float = 30.0  # a new track's turn-rate σ
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigError(f"tracking.{f.name}: expected a number, got {value!r}")
+            if not (math.isfinite(value) and value >= 0):
+                raise ConfigError(f"tracking.{f.name}: expected a number >= 0, got {value!r}")
+        for name in ("box_sigma_px", "cv_dwell_s", "ct_dwell_s", "initial_speed_m_s"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"tracking.{name}: expected > 0, got {getattr(self, name)!r}")
+        if not 0.5 <= self.gate_probability < 1:
+            raise ConfigError(
+                f"tracking.gate_probability: expected [0.5, 1), got {self.gate_probability!r}"
+            )
+        if not 1 <= self.confirm_hits <= self.confirm_window <= 32:
+            raise ConfigError(
+                "tracking.confirm_hits: expected 1 <= confirm_hits <= confirm_window <= 32, "
+                f"got {self.confirm_hits} of {self.confirm_window}"
+            )
+        if self.max_tracks < 1:
+            raise ConfigError(f"tracking.max_tracks: expected >= 1, got {self.max_tracks!r}")
+
+    def motion(self) -> MotionParams:
+        return MotionParams(
+            self.cv_accel_m_s2,
+            self.ct_accel_m_s2,
+            self.turn_accel_rad_s2,
+            self.vertical_accel_m_s2,
+            self.cv_dwell_s,
+            self.ct_dwell_s,
+            self.initial_speed_m_s,
+            math.radians(self.initial_turn_rate_deg_s),
+        )
+
+    def noise(self) -> NoiseParams:
+        return NoiseParams(
+            self.box_sigma_px,
+            self.attitude_sigma_deg,
+            self.position_sigma_m,
+            self.range_sigma_m,
+            self.ground_height_sigma_m,
+        )
+
+    def gate(self, dof: int) -> float:
+        """The gate's χ² threshold for a measurement of ``dof`` degrees of freedom."""
+        return chi2_quantile(self.gate_probability, dof)

@@ -1,0 +1,371 @@
+"""Placed measurements into tracks: gating, assignment, lifecycle, and exact late fusion.
+
+Pure: measurements carry their host capture times and arrival counts, and nothing here reads
+a clock. Tracks are kept per key (``source:type:id``): the board's key constrains every match,
+so the keys never interact and each has its own history:
+
+- a **frame** is the measurements of one key with one capture time, plus any frame of its
+  source that saw nothing at that time. All of a frame's detections are matched at once: each
+  detection's cost for a track is its squared Mahalanobis distance from the track's prediction,
+  a pair beyond the χ² gate is forbidden, and a detection left unassigned costs the gate
+  (it starts a tentative track instead). The assignment is optimal
+  (:mod:`fusion.tracking.assignment`), first among the tracks confirmed once, then among the
+  tentative ones for the detections left. A detection the gate rejects never moves a track;
+- **late measurements are fused exactly**: the frames of the last ``oosm_window_ms`` are kept
+  with the tracks as they were before each one. A measurement older than the newest frame is
+  put in its place and the frames from there on are replayed, so the result is the one the
+  in-order run gives. One older than the window is counted (``late_dropped``) and dropped.
+  A second detection of a frame already fused (two boxes of one key in one image) replays that
+  frame the same way; the same box again (a board that reports one image twice) is a counted
+  duplicate.
+
+A new track's number is remembered by the measurement that started it, so a replay gives it the
+same number.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import OrderedDict, deque
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..camera import CameraModel
+from ..ranging import RangeSource
+from ..targets import Placement
+from . import motion
+from .assignment import solve
+from .config import TrackingConfig, chi2_quantile
+from .noise import Array, PixelScale, position_covariance
+from .tracks import MISS, Lifecycle, Track
+
+_INF = float("inf")
+_MAX_FRAMES = 4096  # per key, whatever the window: a bound on memory at absurd frame rates
+_MAX_BORN = 4096  # the numbers of the tracks recently started, by their first measurement
+SAME_IMAGE_NS = 2_000_000  # one image's reports: captures this close, the same box
+_MAX_HEARD = 64  # frames without a detection remembered per source or key, and keys so
+
+
+class Detection(NamedTuple):
+    placement: Placement
+    z: Array  # position, NED (3)
+    r: Array  # its covariance (3×3)
+    gate: float  # the χ² gate for its degrees of freedom
+
+
+class Frame(NamedTuple):
+    capture_ns: int
+    detections: tuple[Detection, ...]  # in a fixed order (by box, then arrival)
+
+
+def _box(detection: Detection) -> tuple[int, int, int, int]:
+    obs = detection.placement.obs
+    return (obs.center_x, obs.center_y, obs.width, obs.height)
+
+
+def _order(detection: Detection) -> tuple[int, ...]:
+    obs = detection.placement.obs
+    return (obs.center_x, obs.center_y, obs.width, obs.height, detection.placement.arrival)
+
+
+def _remember(table: OrderedDict[Any, deque[int]], name: Any, capture_ns: int) -> None:
+    heard = table.get(name)
+    if heard is None:
+        heard = table[name] = deque(maxlen=_MAX_HEARD)
+        while len(table) > _MAX_HEARD:
+            table.popitem(last=False)
+    heard.append(capture_ns)
+
+
+class _History:
+    """One key's frames in the window, the tracks before each, and the tracks after all."""
+
+    __slots__ = ("before", "floor_ns", "frames", "source_id", "tracks")
+
+    def __init__(self, source_id: int) -> None:
+        self.source_id = source_id
+        self.frames: list[Frame] = []
+        self.before: list[tuple[Track, ...]] = []
+        self.tracks: tuple[Track, ...] = ()
+        self.floor_ns: int | None = None  # the newest frame forgotten: nothing at or before it
+
+
+class Tracker:
+    """The tracks of every key; ``add`` a placed measurement, read ``tracks``."""
+
+    def __init__(self, camera: CameraModel, config: TrackingConfig | None = None) -> None:
+        self._config = c = config or TrackingConfig()
+        self._motion = c.motion()
+        self._noise = c.noise()
+        self._gates = {2: c.gate(2), 3: c.gate(3)}
+        # A coasting track's successor may be further than the gate (a manoeuvre the coasting
+        # one did not follow): at the gate's miss rate cubed (0.99: 1e-6, χ²₃ 30.7).
+        self._succession = chi2_quantile(1.0 - (1.0 - c.gate_probability) ** 3, 3)
+        self._lifecycle = Lifecycle(
+            c.confirm_hits,
+            c.confirm_window,
+            round(c.delete_after_ms * 1e6),
+        )
+        width, height = camera.config.width_px, camera.config.height_px
+        self._scale = PixelScale((width - 1) / 2000, (height - 1) / 2000)
+        self._window_ns = round(c.oosm_window_ms * 1e6)
+        self._keys: dict[str, _History] = {}
+        self._born: OrderedDict[int, int] = OrderedDict()  # first arrival -> track number
+        self._next_id = 1
+        # Frames that saw nothing (per source) and positives without a position (per key),
+        # heard before any track of theirs: a late first detection replays past them.
+        self._nothing: OrderedDict[int, deque[int]] = OrderedDict()
+        self._blind: OrderedDict[str, deque[int]] = OrderedDict()
+        self.counts: dict[str, int] = dict.fromkeys(
+            ("tracks_started", "tracks_continued", "late_fused", "late_dropped",
+             "replayed_frames", "duplicates", "gated_out", "tracks_evicted"),
+            0,
+        )  # fmt: skip
+
+    @property
+    def config(self) -> TrackingConfig:
+        return self._config
+
+    @property
+    def lifecycle(self) -> Lifecycle:
+        return self._lifecycle
+
+    def __iter__(self) -> Iterator[Track]:
+        for history in self._keys.values():
+            yield from history.tracks
+
+    def tracks(self, now_ns: int) -> list[Track]:
+        """The tracks not yet deleted at ``now_ns``; a key none of whose tracks is left is
+        forgotten once its newest frame is older than the window."""
+        alive = self._lifecycle.alive
+        out: list[Track] = []
+        for key, history in list(self._keys.items()):
+            kept = [t for t in history.tracks if alive(t, now_ns)]
+            if not kept and history.frames[-1].capture_ns < now_ns - self._window_ns:
+                del self._keys[key]
+            out.extend(kept)
+        return out
+
+    def detection(self, placement: Placement) -> Detection | None:
+        """The measurement a placement gives (``None`` without a position)."""
+        g = placement.geometry
+        if g is None or g.position_ned_m is None or g.range_m is None or g.frame is None:
+            return None
+        ground = g.range_source is RangeSource.GROUND_PLANE
+        r = position_covariance(
+            g.bearing_camera, g.frame, g.range_m, ground, self._scale, self._noise
+        )
+        gate = self._gates[2 if ground else 3]
+        return Detection(placement, np.array(g.position_ned_m), r, gate)
+
+    # -- inputs ----------------------------------------------------------------------------
+
+    def add(self, placement: Placement) -> None:
+        """A positive measurement of its key: with a position (and a capture time the device
+        clock vouches for) it is matched to a track; without (no pose, no range, a clock that
+        jumped or re-acquires) it is still a frame of its key, where every track misses."""
+        obs = placement.obs
+        # A capture time the device clock does not vouch for (jumped, re-acquiring after a
+        # reset) must not move a filter that lives in time: such a frame is only a miss. One
+        # of a first epoch still converging is close: it is used (a PROCEED waits for a lock).
+        timed = obs.clock_locked or obs.clock_converging
+        detection = self.detection(placement) if timed else None
+        history = self._keys.get(obs.key)
+        if history is None:
+            if detection is None:  # no track of this key to miss, yet: remembered
+                _remember(self._blind, obs.key, obs.host_capture_ns)
+                return
+            history = self._keys[obs.key] = self._new_history(obs.key, obs.source_id)
+        self._insert(history, obs.host_capture_ns, detection)
+
+    def saw_nothing(self, source_id: int, capture_ns: int) -> None:
+        """A frame of ``source_id`` that saw nothing: every track of the source misses."""
+        _remember(self._nothing, source_id, capture_ns)
+        for history in list(self._keys.values()):
+            if history.source_id == source_id:
+                self._insert(history, capture_ns, None)
+
+    def _new_history(self, key: str, source_id: int) -> _History:
+        """A key's first history, with the frames without a detection already heard: a late
+        first detection must meet them as the in-order run did."""
+        history = _History(source_id)
+        heard = {*self._nothing.get(source_id, ()), *self._blind.get(key, ())}
+        history.frames = [Frame(capture, ()) for capture in sorted(heard)]
+        history.before = [() for _ in history.frames]
+        return history
+
+    def clear(self) -> None:
+        self._keys.clear()
+
+    # -- the history -----------------------------------------------------------------------
+
+    def _insert(self, history: _History, capture_ns: int, detection: Detection | None) -> None:
+        frames = history.frames
+        newest = frames[-1].capture_ns if frames else None
+        floor = history.floor_ns
+        if (floor is not None and capture_ns <= floor) or (
+            newest is not None and capture_ns < newest - self._window_ns
+        ):
+            self.counts["late_dropped"] += 1
+            return
+        times = [f.capture_ns for f in frames]
+        i = bisect_left(times, capture_ns)
+        added = () if detection is None else (detection,)
+        before = history.before
+        if detection is not None and self._repeated(history, detection):
+            self.counts["duplicates"] += 1
+            return
+        if i < len(frames) and times[i] == capture_ns:
+            if detection is None:
+                return  # a second "nothing" for a frame already held
+            old = frames[i]
+            frames[i] = Frame(capture_ns, tuple(sorted((*old.detections, *added), key=_order)))
+        else:
+            frames.insert(i, Frame(capture_ns, added))
+            before.insert(i, before[i] if i < len(before) else history.tracks)
+        late = i < len(frames) - 1
+        replay = late or times[i : i + 1] == [capture_ns]  # before the newest, or merged
+        self.counts["late_fused"] += late
+        if replay:
+            self.counts["replayed_frames"] += len(frames) - i
+        tracks = before[i]
+        for k in range(i, len(frames)):
+            before[k] = tracks
+            tracks = self._process(tracks, frames[k], counted=not replay)
+        history.tracks = tracks
+        self._forget(history)
+        self._bound()
+
+    def _repeated(self, history: _History, detection: Detection) -> bool:
+        """The same image reported again: a board that sends a frame it already processed
+        gives the same box at the same capture (to its clock's millisecond, either way)."""
+        t, box = detection.placement.obs.host_capture_ns, _box(detection)
+        times = [f.capture_ns for f in history.frames]
+        i = bisect_left(times, t - SAME_IMAGE_NS)
+        for frame in history.frames[i:]:
+            if frame.capture_ns > t + SAME_IMAGE_NS:
+                break
+            if any(_box(d) == box for d in frame.detections):
+                return True
+        return False
+
+    def _forget(self, history: _History) -> None:
+        frames = history.frames
+        oldest_kept = frames[-1].capture_ns - self._window_ns
+        drop = 0
+        while drop < len(frames) - 1 and (
+            frames[drop].capture_ns < oldest_kept or len(frames) - drop > _MAX_FRAMES
+        ):
+            drop += 1
+        if drop:
+            history.floor_ns = frames[drop - 1].capture_ns
+            del frames[:drop]
+            del history.before[:drop]
+
+    # -- one frame -------------------------------------------------------------------------
+
+    def _process(
+        self, tracks: tuple[Track, ...], frame: Frame, *, counted: bool
+    ) -> tuple[Track, ...]:
+        life, t = self._lifecycle, frame.capture_ns
+        alive = [track for track in tracks if life.alive(track, t)]
+        hits: dict[int, tuple[motion.Prediction, Detection]] = {}
+        unassigned = list(frame.detections)
+        # Tracks confirmed once choose first, then the tentative ones from what is left: a
+        # new track's prediction is wide, and would otherwise win what is near both.
+        for established in (True, False):
+            candidates = [j for j, track in enumerate(alive) if track.confirmed is established]
+            if not unassigned or not candidates:
+                continue
+            predictions = {
+                j: motion.predict(alive[j].state, (t - alive[j].time_ns) * 1e-9, self._motion)
+                for j in candidates
+            }
+            n, m = len(unassigned), len(candidates)
+            cost = [[_INF] * (m + n) for _ in unassigned]
+            for i, d in enumerate(unassigned):
+                for k, j in enumerate(candidates):
+                    d2 = motion.mahalanobis2(predictions[j], d.z, d.r)
+                    if d2 <= d.gate:
+                        cost[i][k] = d2
+                cost[i][m + i] = d.gate
+            left: list[Detection] = []
+            for i, k in enumerate(solve(cost)):
+                if k < m:
+                    j = candidates[k]
+                    hits[j] = (predictions[j], unassigned[i])
+                else:
+                    left.append(unassigned[i])
+            if established:
+                self.counts["gated_out"] += counted * len(left)
+            unassigned = left
+        out: list[Track] = []
+        promoted: list[int] = []  # the tracks confirmed by this frame
+        for j, track in enumerate(alive):
+            hit = hits.get(j)
+            if hit is None:
+                missed = life.miss(track)
+                if missed is not None:
+                    out.append(missed)
+                continue
+            prediction, d = hit
+            state = motion.update(prediction, d.z, d.r)
+            updated = life.hit(track, state, d.placement)
+            if updated.confirmed and not track.confirmed:
+                promoted.append(len(out))
+            out.append(updated)
+        for d in unassigned:
+            state = motion.initial_state(d.z, d.r, self._motion)
+            out.append(life.born(self._number(d.placement.arrival), d.placement.obs.key, state,
+                                 d.placement))  # fmt: skip
+        for index in promoted:
+            self._succeed(out, index, t, counted=counted)
+        return tuple(out)
+
+    def _succeed(self, tracks: list[Track], index: int, t: int, *, counted: bool) -> None:
+        """A track just confirmed where a coasting one of its key is predicted to be takes
+        that one's number, and the coasting one ends: a target whose first frames of a
+        manoeuvre fell outside the gate keeps its number. The new estimate is the new track's
+        own; nothing of the old one moves it."""
+        new = tracks[index]
+        mean, cov = motion.estimate(new.state)
+        best: tuple[float, int] | None = None
+        for k, old in enumerate(tracks):
+            if k == index or not old.confirmed or old.window[-1] != MISS:
+                continue
+            ahead = motion.predict(old.state, (t - old.time_ns) * 1e-9, self._motion)
+            old_mean, old_cov = motion.combined(ahead.x, ahead.p, ahead.mu)
+            gap = mean[:3] - old_mean[:3]
+            d2 = float(gap @ np.linalg.solve(cov[:3, :3] + old_cov[:3, :3], gap))
+            if d2 <= self._succession and (best is None or d2 < best[0]):
+                best = (d2, k)
+        if best is not None:
+            old = tracks[best[1]]
+            tracks[index] = new._replace(track_id=old.track_id)
+            del tracks[best[1]]
+            self.counts["tracks_continued"] += counted
+
+    def _number(self, arrival: int) -> int:
+        """The track number for a track started by the measurement that arrived as
+        ``arrival``: the same in every replay."""
+        number = self._born.get(arrival)
+        if number is None:
+            number = self._born[arrival] = self._next_id
+            self._next_id += 1
+            self.counts["tracks_started"] += 1
+            while len(self._born) > _MAX_BORN:
+                self._born.popitem(last=False)
+        return number
+
+    def _bound(self) -> None:
+        """At most ``max_tracks``: the least recently hit go first (counted)."""
+        every = list(self)
+        excess = len(every) - self._config.max_tracks
+        if excess <= 0:
+            return
+        doomed = {id(t) for t in sorted(every, key=lambda t: (t.confirmed, t.time_ns))[:excess]}
+        for history in self._keys.values():
+            history.tracks = tuple(t for t in history.tracks if id(t) not in doomed)
+        self.counts["tracks_evicted"] += excess

@@ -1,0 +1,340 @@
+"""A ground target driven on a scripted path, seen by a simulated board and vehicle, fed to
+world models: the tracking bench's and the tracking tests' simulation.
+
+The truth is closed form (:class:`Path2D`); the board's box centre is the target projected by
+``hil_geometry``'s pinhole (never fusion's camera model) with Gaussian box noise, rounded to the
+board's units; capture times are mapped by the live link's ``DeviceClockEstimator``. The
+vehicle follows the target ``LAG_S`` behind at ``ALTITUDE_M``, level, camera straight down.
+:class:`Run` feeds the same inputs to a tracked and a per-frame world model and tallies their
+lines (:class:`Tally`) after the first second.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from fusion import (
+    CameraConfig,
+    LinkStatus,
+    PoseSample,
+    VisionObservation,
+    WorldConfig,
+    WorldModel,
+)
+from fusion.tracking import TrackingConfig
+from gizmo_core import LinkState
+from gizmo_host.publish.lines import encode_line
+from gizmo_host.stream.clock import DeviceClockEstimator, frame_transmit_ns
+from hil_geometry.pinhole import Pinhole
+
+MS = 1_000_000
+HOST_ORIGIN_NS = 50_000 * MS
+ALTITUDE_M, LAG_S = 10.0, 0.4
+VISION_HZ, POSE_HZ, SNAPSHOT_HZ = 30.0, 100.0, 50.0
+BOX_SIGMA_PX, DEVICE_SKEW_PPM, BAUD = 1.5, 100.0, 115_200
+TTL_MS = 250.0
+G = 9.80665
+TURN_SPEED, TURN_ACCEL = 5.0, 0.3 * G
+CAMERA_CONFIG = CameraConfig(width_px=640, height_px=480, hfov_deg=90.0,
+                             mount_rpy_deg=(0.0, -90.0, 0.0))  # fmt: skip
+PINHOLE = Pinhole.from_table(640, 480, hfov_deg=90.0, mount_rpy_deg=(0.0, -90.0, 0.0))
+LEVEL = (1.0, 0.0, 0.0, 0.0)
+Vec = tuple[float, float, float]
+
+
+# -- truth ---------------------------------------------------------------------------------
+
+
+class Path2D:
+    """A ground path of constant-turn segments ``(seconds, turn rate rad/s)`` at one speed,
+    closed form in each; before 0 and after the last segment it runs straight."""
+
+    def __init__(
+        self,
+        speed: float,
+        heading_deg: float,
+        segments: list[tuple[float, float]],
+        start_ne_m: tuple[float, float] = (0.0, 0.0),
+    ):
+        self.speed = speed
+        self.starts: list[tuple[float, float, float, float, float]] = []  # t, n, e, heading, w
+        t, h = 0.0, math.radians(heading_deg)
+        n, e = start_ne_m
+        for duration, w in [*segments, (math.inf, 0.0)]:
+            self.starts.append((t, n, e, h, w))
+            if math.isinf(duration):
+                break
+            n, e, h = self._advance(n, e, h, w, duration)
+            t += duration
+
+    def _advance(self, n: float, e: float, h: float, w: float, dt: float) -> tuple[float, ...]:
+        v = self.speed
+        if abs(w) < 1e-12:
+            return n + v * dt * math.cos(h), e + v * dt * math.sin(h), h
+        h2 = h + w * dt
+        return (
+            n + v / w * (math.sin(h2) - math.sin(h)),
+            e - v / w * (math.cos(h2) - math.cos(h)),
+            h2,
+        )
+
+    def at(self, t: float) -> tuple[Vec, Vec]:
+        start = self.starts[0]
+        for s in self.starts:
+            if s[0] <= t:
+                start = s
+        t0, n, e, h, w = start
+        if t < t0:  # before 0: straight
+            w = 0.0
+        n, e, h = self._advance(n, e, h, w, t - t0)
+        return (n, e, 0.0), (self.speed * math.cos(h), self.speed * math.sin(h), 0.0)
+
+
+class Scenario(NamedTuple):
+    name: str
+    path: Path2D
+    glitch_share: float = 0.0
+    occluded: tuple[float, float] | None = None  # (from, to) seconds
+
+
+def _turns() -> Path2D:
+    w = TURN_ACCEL / TURN_SPEED
+    return Path2D(TURN_SPEED, 0.0, [(3.0, 0.0), (8.0, w), (3.0, 0.0), (4.0, -w), (2.0, 0.0)])
+
+
+SCENARIOS = (
+    Scenario("static", Path2D(0.0, 0.0, [])),
+    Scenario("straight 1 m/s", Path2D(1.0, 30.0, [])),
+    Scenario("straight 3 m/s", Path2D(3.0, 30.0, [])),
+    Scenario("straight 8 m/s", Path2D(8.0, 30.0, [])),
+    Scenario("turn 0.3 g at 5 m/s", _turns()),
+    Scenario("glitches 2 % 3 m off", Path2D(3.0, 30.0, []), glitch_share=0.02),
+    Scenario("occlusion 1 s", Path2D(3.0, 30.0, []), occluded=(8.0, 9.0)),
+)
+
+
+def host(t_s: float) -> int:
+    return HOST_ORIGIN_NS + round(t_s * 1e9)
+
+
+def seconds(host_ns: int) -> float:
+    return (host_ns - HOST_ORIGIN_NS) / 1e9
+
+
+def vehicle(path: Path2D, t: float) -> tuple[Vec, Vec]:
+    (n, e, _), velocity = path.at(t - LAG_S)
+    return (n, e, -ALTITUDE_M), velocity
+
+
+def box(position: Vec, target: Vec, rng: random.Random) -> tuple[int, int] | None:
+    """The board's box centre (its units) for ``target`` seen from ``position``, with noise."""
+    pixel = PINHOLE.project_point(PINHOLE.pose(position, LEVEL), target)
+    if pixel is None:
+        return None
+    u = pixel[0] + rng.gauss(0.0, BOX_SIGMA_PX)
+    v = pixel[1] + rng.gauss(0.0, BOX_SIGMA_PX)
+    if not (0 <= u <= 639 and 0 <= v <= 479):
+        return None
+    return round(u * 2000 / 639 - 1000), round(v * 2000 / 479 - 1000)
+
+
+class Event(NamedTuple):
+    arrival_ns: int
+    order: int
+    item: Any  # PoseSample, or (true capture s, device ms, age ms, [(id, centre or None)])
+
+
+def make_events(
+    paths: list[Path2D], scenario: Scenario, duration_s: float, seed: int
+) -> list[Event]:
+    rng = random.Random(seed)
+    lead = paths[0]
+    events: list[Event] = []
+    for k in range(int(duration_s * POSE_HZ) + 1):
+        t = k / POSE_HZ
+        position, velocity = vehicle(lead, t)
+        pose = PoseSample(host(t), round(t * 1e9), 0, position, LEVEL, velocity)
+        events.append(Event(host(t) + round(rng.uniform(0.5, 6.0) * MS), 1, pose))
+    transmit = frame_transmit_ns(BAUD)
+    for k in range(1, int(duration_s * VISION_HZ)):
+        t = k / VISION_HZ + rng.uniform(-0.5, 0.5) / 1000
+        processing_ms = rng.randint(12, 35)
+        sent = t + processing_ms / 1000
+        device_ms = math.floor((1000.0 + sent * 1000) * (1 + DEVICE_SKEW_PPM * 1e-6))
+        position, _ = vehicle(lead, t)
+        seen: list[tuple[int, tuple[int, int] | None]] = []
+        for ident, path in enumerate(paths, start=11):
+            target, _ = path.at(t)
+            occluded = scenario.occluded is not None and (
+                scenario.occluded[0] <= t < scenario.occluded[1]
+            )
+            if not occluded and rng.random() < scenario.glitch_share:
+                a = rng.uniform(0, 2 * math.pi)
+                target = (target[0] + 3.0 * math.cos(a), target[1] + 3.0 * math.sin(a), 0.0)
+            seen.append((ident, None if occluded else box(position, target, rng)))
+        for i, (ident, centre) in enumerate(seen):  # one frame per result, 35 bytes apart
+            rx = host(sent) + (i + 1) * transmit + round(rng.expovariate(1.0) * 0.3 * MS)
+            events.append(Event(rx, 0, (t, device_ms, processing_ms, ident, centre)))
+    events.sort(key=lambda e: (e.arrival_ns, e.order))
+    return events
+
+
+# -- the run -------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(p / 100 * len(ordered)) - 1))]
+
+
+class Board:
+    """The host's side of the board's frames: capture times mapped by the live link's clock
+    estimator, and the true capture time of each mapped one."""
+
+    def __init__(self) -> None:
+        self.clock = DeviceClockEstimator(transport_delay_ns=frame_transmit_ns(BAUD))
+        self.capture_truth: dict[int, float] = {}
+
+    def observation(self, rx: int, item: tuple[Any, ...]) -> VisionObservation:
+        t, device_ms, age_ms, ident, centre = item
+        sample = self.clock.observe(device_ms, rx)
+        capture = self.clock.tick_to_host_ns(sample[0] - age_ms)
+        capture = rx if capture is None else capture
+        self.capture_truth[capture] = t
+        seen = centre is not None
+        cx, cy = centre if seen else (0, 0)
+        return VisionObservation(
+            1, 5, ident, "pedestrian", 80 if seen else 0, seen, not seen, True,
+            cx, cy, 30, 40, capture, rx, sample[1], sample[2].value == "locked",
+            sample[2].value == "converging",
+        )  # fmt: skip
+
+
+class Tally:
+    """What the lines of one model say, against the truth."""
+
+    def __init__(self) -> None:
+        self.lines = self.proceed = self.nees_ok = self.nees_n = self.far_proceed = 0
+        self.position: list[float] = []
+        self.velocity: list[float] = []
+        self.predicted: list[float] = []
+        self.track_ids: set[int] = set()
+        self.encoded: list[bytes] = []
+        self.first_hold_after: float | None = None  # occlusion: the first HOLD's host time
+        self.first_proceed_after: float | None = None  # ... the first PROCEED after return
+        self.ids_before: set[int] = set()
+        self.ids_after: set[int] = set()
+
+
+def model(tracking: bool) -> WorldModel:
+    config = WorldConfig(pose_required=True, ttl_ms=TTL_MS)
+    return WorldModel(CAMERA_CONFIG, config, tracking=TrackingConfig() if tracking else None)
+
+
+class Run:
+    def __init__(self, scenario: Scenario, duration_s: float, seed: int, *, keep_lines: bool):
+        self.scenario = scenario
+        self.events = make_events([scenario.path], scenario, duration_s, seed)
+        self.models = {"tracked": model(True), "per-frame": model(False)}
+        self.tallies = {name: Tally() for name in self.models}
+        self.board = Board()
+        self.capture_truth = self.board.capture_truth
+        self.keep_lines = keep_lines
+        self.last_seen_s = -1.0  # the last capture that saw the target before the occlusion
+        self.back_s: float | None = None  # the first capture after the occlusion
+
+    def run(self) -> None:
+        start = self.events[0].arrival_ns - 10 * MS
+        for world in self.models.values():
+            world.apply(LinkStatus(start, LinkState.UP))
+        tick = round(1e9 / SNAPSHOT_HZ)
+        next_tick = start
+        lead = self.models["tracked"]
+        for event in self.events:
+            while True:
+                deadline = lead.next_deadline_ns()
+                due = next_tick if deadline is None else min(next_tick, deadline)
+                if due >= event.arrival_ns:
+                    break
+                self.snapshots(due)
+                if due == next_tick:
+                    next_tick += tick
+            item = event.item
+            if isinstance(item, PoseSample):
+                for world in self.models.values():
+                    world.apply(item)
+                continue
+            obs = self.observation(event.arrival_ns, item)
+            for world in self.models.values():
+                world.apply(obs)
+            self.snapshots(event.arrival_ns)
+
+    def observation(self, rx: int, item: tuple[Any, ...]) -> VisionObservation:
+        obs = self.board.observation(rx, item)
+        t, seen, occluded = item[0], obs.tracked, self.scenario.occluded
+        if seen and occluded is not None:
+            if t >= occluded[1] and self.back_s is None:
+                self.back_s = t
+            if t < occluded[0]:
+                self.last_seen_s = max(self.last_seen_s, t)
+        return obs
+
+    def snapshots(self, now: int) -> None:
+        for name, world in self.models.items():
+            self.judge(now, world.snapshot(now), self.tallies[name])
+
+    def judge(self, now: int, snap: Any, tally: Tally) -> None:
+        if self.keep_lines:
+            tally.encoded.append(encode_line(snap.to_dict()))
+        now_s = seconds(now)
+        occluded = self.scenario.occluded
+        if occluded is not None:
+            self.judge_occlusion(now_s, snap, tally, occluded)
+        if now_s < 1.0:
+            return
+        tally.lines += 1
+        target = snap.target(snap.selected) if snap.proceed else None
+        if target is None or target.position_ned_m is None:
+            return
+        tally.proceed += 1
+        t_capture = self.capture_truth[target.capture_ns]
+        truth, true_velocity = self.scenario.path.at(t_capture)
+        error = np.subtract(target.position_ned_m, truth)
+        tally.position.append(float(np.linalg.norm(error)))
+        if float(np.linalg.norm(error[:2])) > 0.5:
+            tally.far_proceed += 1
+        ahead = (now - target.capture_ns) / 1e9
+        predicted = np.array(target.position_ned_m)
+        if target.velocity_ned_m_s is not None:
+            predicted = predicted + ahead * np.array(target.velocity_ned_m_s)
+            tally.velocity.append(float(np.linalg.norm(np.subtract(target.velocity_ned_m_s,
+                                                                   true_velocity))))  # fmt: skip
+        tally.predicted.append(float(np.linalg.norm(predicted - self.scenario.path.at(now_s)[0])))
+        if target.covariance_ned is not None:
+            cov = np.array(target.covariance_ned).reshape(6, 6)[:2, :2]
+            nees = float(error[:2] @ np.linalg.solve(cov, error[:2]))
+            tally.nees_n += 1
+            tally.nees_ok += nees <= 5.991
+        if target.track_id is not None:
+            tally.track_ids.add(target.track_id)
+
+    def judge_occlusion(
+        self, now_s: float, snap: Any, tally: Tally, occluded: tuple[float, float]
+    ) -> None:
+        target = snap.target(snap.selected) if snap.proceed else None
+        if now_s < occluded[0]:
+            if target is not None and target.track_id is not None:
+                tally.ids_before.add(target.track_id)
+        elif tally.first_hold_after is None and target is None:
+            tally.first_hold_after = now_s
+        elif self.back_s is not None and target is not None:
+            if tally.first_proceed_after is None:
+                tally.first_proceed_after = now_s
+            if target.track_id is not None:
+                tally.ids_after.add(target.track_id)
