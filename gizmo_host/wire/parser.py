@@ -8,8 +8,10 @@ false candidate is still found. Between calls it keeps at most one incomplete fr
 A read that holds many frames (a saturated line, a backlog, a replayed capture) is mostly frames
 back to back. Such a run is checked and unpacked with no Python code per frame (``_valid_run``:
 the fixed header bytes of every frame compared as strided slices, the CRCs computed and compared
-through ``map``, the values unpacked by ``iter_unpack``), about twice as fast as the frame-by-frame
-search, which takes over at the first frame of a run that fails and is kept for short reads.
+through ``map``, the values unpacked by ``iter_unpack``), 1.4 times as fast as the frame-by-frame
+search. A frame with a good header and a wrong CRC (a bit error) is rejected in the run, which
+goes on with the next frame unless a candidate starts inside the rejected one; a wrong header
+hands over to the frame-by-frame search, which is also kept for short reads.
 
 Invariant: ``bytes_in == 35 * frames_ok + bytes_discarded + buffered``.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import binascii
 import struct
+from collections.abc import Iterator
 from itertools import compress, count, repeat
 from operator import lshift, ne, or_
 from typing import NamedTuple
@@ -143,13 +146,30 @@ class StreamParser:
                 break
             whole = (end - start) // FRAME_LEN
             if whole >= _MIN_RUN and start != known_bad:
-                good = _valid_run(buf, start, whole)
-                if good:
+                good, checked, crc_faults = _valid_run(buf, start, whole)
+                taken = 0  # frames of the run judged so far
+                while True:
+                    if good > taken:
+                        rows = _FRAME_VALUES.iter_unpack(
+                            memoryview(buf)[start + taken * FRAME_LEN : start + good * FRAME_LEN]
+                        )
+                        out += map(new, repeat(result_type, good - taken), rows)
                     pos = start + good * FRAME_LEN
-                    rows = _FRAME_VALUES.iter_unpack(memoryview(buf)[start:pos])
-                    out += map(new, repeat(result_type, good), rows)
-                    if good < whole:
-                        known_bad = pos
+                    if good == checked:
+                        break
+                    # A good header and a wrong CRC: rejected here, and the run goes on with the
+                    # next frame unless a candidate starts inside this one (the search's then).
+                    crc_errors += 1
+                    discarded += 1
+                    if find(SYNC, pos + 1, pos + FRAME_LEN + 1) >= 0:
+                        pos += 1
+                        break
+                    discarded += FRAME_LEN - 1
+                    taken = good + 1
+                    good = next(crc_faults, checked)
+                if good == checked and good < whole:
+                    known_bad = pos  # a wrong header, or no sync: the search judges it
+                if pos > start:
                     continue
             values = unpack(buf, start + CRC_START)
             if (
@@ -178,12 +198,13 @@ class StreamParser:
         return out
 
 
-def _valid_run(buf: bytes, pos: int, frames: int) -> int:
-    """How many of the ``frames`` frame-sized slots from ``pos`` hold valid frames, in a row.
-
-    The fixed bytes of all the slots are compared at once as strided slices (``lstrip`` finds
-    the first slot that differs); the CRCs are computed and compared lazily through ``map``, so
-    they stop at the first mismatch: no bytecode runs per frame.
+def _valid_run(buf: bytes, pos: int, frames: int) -> tuple[int, int, Iterator[int]]:
+    """The frame-sized slots from ``pos`` that hold valid frames, in a row, without bytecode
+    per frame: ``(good, checked, crc_faults)``. ``checked`` slots have the fixed header bytes
+    (compared for all of them at once as strided slices, ``lstrip`` finding the first that
+    differs); ``good`` is the first of those whose CRC is wrong (``checked`` if none), and
+    ``crc_faults`` yields the next ones, in order: the CRCs are computed and compared lazily
+    through ``map``, only as far as they are asked for.
     """
     stop = pos + frames * FRAME_LEN
     for offset, value in _FIXED_BYTES:
@@ -191,7 +212,7 @@ def _valid_run(buf: bytes, pos: int, frames: int) -> int:
         if wrong_from_end:
             frames -= wrong_from_end
             if not frames:
-                return 0
+                return 0, 0, iter(())
             stop = pos + frames * FRAME_LEN
     computed = map(
         binascii.crc_hqx,
@@ -210,4 +231,5 @@ def _valid_run(buf: bytes, pos: int, frames: int) -> int:
         buf[pos + CRC_END : stop : FRAME_LEN],
         map(lshift, buf[pos + CRC_END + 1 : stop : FRAME_LEN], repeat(8)),
     )
-    return next(compress(count(), map(ne, computed, stored)), frames)
+    crc_faults = compress(count(), map(ne, computed, stored))
+    return next(crc_faults, frames), frames, crc_faults

@@ -103,6 +103,25 @@ def test_long_runs_with_damage_give_the_oracles_frames_and_counts(pairs, flips, 
     assert_accounted(parser)
 
 
+def test_a_frame_cut_short_inside_a_run_gives_way_to_the_frame_that_starts_inside_it():
+    # A run of frames back to back with, in the middle, the first 20 bytes of a frame (its
+    # header good, its CRC window running into the next frame) and a frame whose payload holds
+    # a false sync: the run path must let the search judge what starts inside them.
+    frames = [VisionResult(sequence=n, x=n).encode() for n in range(30)]
+    false_sync = VisionResult(sequence=99, x=0x47A5, y=0x47A5).encode()  # A5 47 in its payload
+    damaged = bytearray(false_sync)
+    damaged[30] ^= 0x01  # its CRC window: rejected, its false sync a candidate of its own
+    stream = b"".join(frames[:10]) + frames[10][:20] + b"".join(frames[10:20])
+    stream += bytes(damaged) + b"".join(frames[20:])
+    parser = StreamParser()
+    got = parser.feed(stream)
+    expected, header_errors, crc_errors = reference_counts(stream)
+    assert got == expected and [r.sequence for r in got] == list(range(30))
+    assert (parser.stats.header_errors, parser.stats.crc_errors) == (header_errors, crc_errors)
+    assert crc_errors >= 2  # the cut frame and the damaged one, at least
+    assert_accounted(parser)
+
+
 @given(st.lists(vision_results, min_size=1, max_size=4))
 def test_every_split_point_gives_the_same_frames(results):
     stream = b"".join(r.encode() for r in results)
