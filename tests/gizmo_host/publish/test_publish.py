@@ -67,12 +67,13 @@ def test_clients_get_the_version_first_then_every_line(socket_path):
             assert server.client_count == 3
             for n in range(1, 4):
                 publisher(link_event(n))
+            publisher.publish_batch([link_event(n) for n in range(4, 8)])  # one read's worth
             for reader, _ in clients:
                 lines = [
                     json.loads(await asyncio.wait_for(reader.readline(), TIMEOUT_S))
-                    for _ in range(3)
+                    for _ in range(7)
                 ]
-                assert [line["transitions"] for line in lines] == [1, 2, 3]
+                assert [line["transitions"] for line in lines] == [1, 2, 3, 4, 5, 6, 7]
                 for line in lines:
                     validate_as(line, "link")
             for _, writer in clients:
