@@ -19,10 +19,14 @@ clock (µs). Two profiles (docs/mavlink.md):
 A tracked target (docs/tracking.md) sends its track's estimate: px4 the filtered position,
 ardupilot the line of sight and distance from the camera to the filtered position (not the
 raw box's); ``target_num`` is the track id mod 256, ``position_valid`` 1 only while the track
-is confirmed (a PROCEED needs that anyway). Once a px4 target has been sent, a HOLD is said at
-once (not at the next rate slot) and then at the rate: LANDING_TARGET with
-``position_valid = 0`` and no position, so the autopilot stops descending without waiting for
-its own timeout; ardupilot, whose AC_PrecLand would still use the angles, gets nothing.
+is confirmed (a PROCEED needs that anyway).
+
+A HOLD sends nothing, in either profile: the autopilot stops descending on its own timeout
+(PX4's ``LTEST_*``/``PLD_BTOUT``, ArduPilot's ``PLND_TIMEOUT``). A "HOLD" message cannot be
+said safely: PX4's MAVLink receiver takes a LANDING_TARGET with ``position_valid = 0`` as an
+IR-LOCK report and fuses its ``angle_x``/``angle_y`` as the target's direction, so a HOLD with
+zero angles would read as "the target is straight below", and AC_PrecLand uses the angles of
+every message whatever ``position_valid`` says.
 
 The capture -> send latency is kept as a distribution (ArduPilot's ``PLND_LAG`` should match it).
 """
@@ -179,10 +183,7 @@ class LandingTargetSender:
         self._target_num = target_num
         self._last_send_ns: int | None = None
         self._last_capture: tuple[str, int] | None = None
-        self._last_number = target_num
-        self._holding = False  # a HOLD was said since the last target
         self.sent = 0
-        self.sent_invalid = 0  # of ``sent``: px4 HOLDs (position_valid = 0)
         self.held: dict[str, int] = {h.value: 0 for h in Held}
         self.latency_ms = Distribution()
         self.last: LandingFields | None = None
@@ -198,9 +199,9 @@ class LandingTargetSender:
         key = snapshot.selected
         target = None if key is None else snapshot.target(key)
         if key is None or target is None:
-            return self._hold(Held.NO_TARGET, now_ns)
+            return Held.NO_TARGET
         if not snapshot.proceed or target.verdict is not Decision.PROCEED:
-            return self._hold(Held.NOT_PROCEED, now_ns)
+            return Held.NOT_PROCEED
         if now_ns > snapshot.valid_until_ns:  # a late snapshot's PROCEED no longer holds
             return Held.EXPIRED
         last = self._last_capture
@@ -227,39 +228,14 @@ class LandingTargetSender:
         if isinstance(fields, Held):
             return fields
         number = self._target_num if target.track_id is None else target.track_id % 256
-        self._last_number = number
         if not session.send(self._encode(fields, number)):
             return Held.SEND_FAILED
         self.sent += 1
         self.last = fields
         self._last_send_ns = now_ns
         self._last_capture = (key, target.capture_ns)
-        self._holding = False
         self.latency_ms.add((now_ns - target.capture_ns) / 1e6)
         return fields
-
-    def _hold(self, why: Held, now_ns: int) -> LandingFields | Held:
-        """px4, once a target was sent: ``position_valid = 0`` at once on a HOLD, then at the
-        rate; nothing to act on (no position). Otherwise nothing: ``why``."""
-        if self.profile is not Profile.PX4 or self._last_capture is None:
-            return why
-        first = not self._holding
-        if not first and (
-            self._last_send_ns is not None and now_ns - self._last_send_ns < self._min_interval_ns
-        ):
-            return why
-        session = self._session
-        autopilot_ns = session.estimator.autopilot_now_ns(now_ns) if session.link_up else None
-        if autopilot_ns is None:
-            return why
-        fields = LandingFields(max(0, autopilot_ns // 1000), mc.FRAME_LOCAL_NED)
-        if not session.send(self._encode(fields, self._last_number)):
-            return Held.SEND_FAILED
-        self.sent += 1
-        self.sent_invalid += 1
-        self._holding = True
-        self._last_send_ns = now_ns
-        return why
 
     def _encode(self, f: LandingFields, target_num: int) -> bytes:
         codec = self._session.codec
@@ -273,7 +249,6 @@ class LandingTargetSender:
         return {
             "profile": self.profile.value,
             "sent": self.sent,
-            "sent_invalid": self.sent_invalid,
             "held": {k: n for k, n in self.held.items() if n},
             "latency_ms": self.latency_ms.summary(),
         }

@@ -7,8 +7,7 @@ In the manner of PX4's precland (``PLD_*``), on the stand-in's own truth:
 - **approach**: targets arrive: fly over the target estimate, at the same height;
 - **descend**: over it (within ``acceptance_m``) while targets arrive: descend at
   ``descent_m_s``, still steering onto it;
-- **hold**: no fresh target for ``target_timeout_s``, or the host said HOLD (a px4
-  LANDING_TARGET with ``position_valid = 0``): stop descending, keep over the estimate;
+- **hold**: no fresh target for ``target_timeout_s``: stop descending, keep over the estimate;
 - **landed**: at ``land_alt_m`` above the ground while descending onto a fresh target.
 
 A target is fresh while the newest arrived less than ``target_timeout_s`` ago and its
@@ -102,7 +101,6 @@ class PrecLandVehicle:
         self.estimate_ns = start_ns
         self._last_target: ReceivedTarget | None = None
         self._last_fresh_ns: int | None = None
-        self._held = False  # the host said HOLD after the last target
         self.landed_ns: int | None = None
         self.landing_error_m: float | None = None
         self.counts: dict[str, int] = dict.fromkeys(
@@ -114,7 +112,7 @@ class PrecLandVehicle:
                 "descent_steps",
                 "stale_descents",
                 "holds",
-                "holds_said",
+                "invalid_positions",
                 "climbs",
             ),
             0,
@@ -157,8 +155,9 @@ class PrecLandVehicle:
         self.counts["targets"] += 1
         f = target.fields
         if f.get("frame") == _FRAME_LOCAL_NED and not f.get("position_valid"):
-            self.counts["holds_said"] += 1  # the host HOLDs: no descent until a target again
-            self._held = True
+            # PX4 would fuse this message's angles as an IR-LOCK report: a host must never
+            # send one (gizmo_host.mavlink.landing), so the rig counts it and ignores it.
+            self.counts["invalid_positions"] += 1
             return
         point = self._target_point(target)
         capture_age_ns = target.boot_ns - int(target.fields["time_usec"]) * 1000
@@ -169,7 +168,6 @@ class PrecLandVehicle:
         self.counts["targets_used"] += 1
         self._last_target = target
         self._last_fresh_ns = target.host_ns
-        self._held = False
         self._track(point, target.host_ns - capture_age_ns)
 
     def _track(self, point: Vec3, capture_ns: int) -> None:
@@ -218,7 +216,7 @@ class PrecLandVehicle:
     def fresh(self, now_ns: int) -> bool:
         last = self._last_fresh_ns
         timeout = round(self.config.target_timeout_s * 1e9)
-        return not self._held and last is not None and now_ns - last <= timeout
+        return last is not None and now_ns - last <= timeout
 
     # -- control ---------------------------------------------------------------------------
 
@@ -239,7 +237,7 @@ class PrecLandVehicle:
             dn, de = pad[0] - p[0], pad[1] - p[1]
             fn, fe = self.estimate_velocity[0], self.estimate_velocity[1]
             vn, ve = _limit(fn + c.gain_per_s * dn, fe + c.gain_per_s * de, c.max_speed_m_s)
-            if lost_s > c.target_timeout_s or self._held:
+            if lost_s > c.target_timeout_s:
                 self._enter(Phase.HOLD)  # over the estimate, no descent
             elif math.hypot(dn, de) <= c.acceptance_m:
                 self._enter(Phase.DESCEND)

@@ -202,9 +202,10 @@ def test_a_bad_profile_or_rate_is_one_line():
 
 
 @pytest.mark.parametrize("profile", list(Profile))
-def test_a_hold_after_a_target_is_said_at_once_to_px4_only(profile):
-    """px4: the first HOLD after a target goes out at once, whatever the rate cap, with
-    position_valid = 0 and no position; then at the rate. ardupilot: nothing."""
+def test_a_hold_after_a_target_sends_nothing_in_either_profile(profile):
+    """After a target, 200 ms of HOLD put nothing on the wire: PX4 would fuse a
+    ``position_valid = 0`` message's angles as an IR-LOCK report (zero angles: "straight
+    below"), and AC_PrecLand uses the angles of every message."""
     wire = Wire()
     wire.run(2.0)
     sender = LandingTargetSender(
@@ -213,25 +214,14 @@ def test_a_hold_after_a_target_is_said_at_once_to_px4_only(profile):
     clock = wire.clock
     now = clock.now_ns()
     assert isinstance(sender.offer(snapshot(now, target(now - 30 * MS)), now), LandingFields)
-    clock.advance(5 * MS)  # within the rate cap
-    now = clock.now_ns()
-    assert sender.offer(snapshot(now, target(now - 30 * MS, verdict=Decision.HOLD)), now) is (
-        Held.NOT_PROCEED
-    )
-    for _ in range(20):  # 200 ms of HOLD
+    outcomes = []
+    for _ in range(20):  # 200 ms of HOLD, well past the 50 ms rate cap
         clock.advance(10 * MS)
         now = clock.now_ns()
-        sender.offer(snapshot(now, target(now - 30 * MS, verdict=Decision.HOLD)), now)
+        held = snapshot(now, target(now - 30 * MS, verdict=Decision.HOLD))
+        outcomes.append(sender.offer(held, now))
     wire.run(0.1)
+    assert outcomes == [Held.NOT_PROCEED] * 20
     received = [r.fields for r in wire.autopilot.landing_targets]
-    if profile is Profile.ARDUPILOT:
-        assert len(received) == 1 and sender.sent_invalid == 0
-        return
-    assert received[0]["position_valid"] == 1
-    holds = received[1:]
-    assert 4 <= len(holds) <= 6 and sender.sent_invalid == len(holds)  # at once, then 20 Hz
-    assert all(h["position_valid"] == 0 and (h["x"], h["y"], h["z"]) == (0, 0, 0) for h in holds)
-    assert (
-        wire.autopilot.landing_targets[1].host_ns - wire.autopilot.landing_targets[0].host_ns
-        < 30 * MS
-    )
+    assert len(received) == 1 and received[0]["position_valid"] == int(profile is Profile.PX4)
+    assert sender.sent == 1 and sender.held["not_proceed"] == 20

@@ -150,9 +150,11 @@ def test_the_closed_loop_lands_within_bound_with_and_without_faults(tmp_path: Pa
             assert summary["holds"] >= 1 and sent["held"]["not_proceed"] > 0
 
 
-def test_a_moving_pad_is_followed_at_its_velocity_and_a_said_hold_stops_the_descent() -> None:
+def test_a_moving_pad_is_followed_at_its_velocity_and_no_target_stops_the_descent() -> None:
     """On its own clock: a pad driving at 2 m/s, seen 30 ms late; the vehicle lands on where
-    the pad is at touchdown (its truth), and a position_valid = 0 message holds at once."""
+    the pad is at touchdown (its truth). Targets that stop arriving stop the descent after
+    ``target_timeout_s``; a ``position_valid = 0`` message (PX4 would fuse it as an IR-LOCK
+    report) is counted and changes nothing."""
     velocity = (1.2, -1.6, 0.0)
     config = PrecLandConfig(pad_ned_m=PAD, pad_velocity_ned_m_s=velocity, max_speed_m_s=4.0)
     vehicle = PrecLandVehicle(config, 0)
@@ -164,15 +166,20 @@ def test_a_moving_pad_is_followed_at_its_velocity_and_a_said_hold_stops_the_desc
         vehicle.step(now)
         now += step
     assert vehicle.phase is Phase.DESCEND
-    held = dict(_px4(now)._asdict()["fields"], position_valid=0, x=0.0, y=0.0, z=0.0)
-    vehicle.on_target(ReceivedTarget(now, now, held))
+    invalid = dict(_px4(now)._asdict()["fields"], position_valid=0, x=0.0, y=0.0, z=0.0)
+    used = vehicle.counts["targets_used"]
+    vehicle.on_target(ReceivedTarget(now, now, invalid))
+    assert vehicle.counts["invalid_positions"] == 1 and vehicle.counts["targets_used"] == used
+    silent_until = now + round(config.target_timeout_s * 1e9) + 10 * step
+    while now < silent_until:  # no target: the descent stops once the timeout has passed
+        vehicle.step(now)
+        now += step
     height, descents = vehicle.height_m(now), vehicle.counts["descent_steps"]
+    assert vehicle.phase is Phase.HOLD
     for _ in range(10):
         vehicle.step(now)
         now += step
-    assert vehicle.phase is Phase.HOLD and vehicle.counts["holds_said"] == 1
     assert vehicle.counts["descent_steps"] == descents  # no descent commanded
-    # the vertical stop is commanded at once; the vehicle's lag (tau) still carries it down
     assert vehicle.height_m(now) >= height - config.descent_m_s * config.tau_s - 1e-6
     while vehicle.phase is not Phase.LANDED and now < 60_000 * MS:
         vehicle.on_target(_px4(now, vehicle.pad_at(now - 30 * MS)))
