@@ -42,7 +42,7 @@ FRAME_BYTES = 35
 DEFAULT_PHASE_ERROR_THRESHOLD_MS = 5.0
 # The first epoch's mapping is trusted (LOCKED) after this long and 10 frames; later epochs
 # (the skew known) after RELOCK_FRAMES frames over RELOCK_MS.
-DEFAULT_LOCK_AFTER_MS = 1000.0
+DEFAULT_LOCK_AFTER_MS = 500.0
 RELOCK_FRAMES = 3
 RELOCK_MS = 66.0
 CONFIRM_FRAMES = 3  # frames in a row that confirm a step (with CONFIRM_MS of host time)

@@ -103,7 +103,7 @@ CASES: dict[str, Case] = {
     "wrap": Case("the sequence starts at 65480 and wraps: no gap", 3.0, start_sequence=65480),
     "reset": Case(
         "the board restarts at 1 s (0.3 s down): HOLD device_reset, then clock_not_locked until "
-        "the new epoch locks, then PROCEED",
+        "the new epoch locks (three frames), then PROCEED",
         4.5,
         (Fault(FaultKind.RESET, at_s=1.0, down_s=0.3),),
     ),

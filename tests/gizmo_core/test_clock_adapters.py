@@ -50,7 +50,7 @@ class Device:
     period_ns = 33_333_333
     tolerance_ns = 5 * MS
     confirm = 3
-    first_lock = (10, 1000 * MS)
+    first_lock = (10, 500 * MS)
     lock = (3, 66 * MS)
 
     def __init__(self) -> None:

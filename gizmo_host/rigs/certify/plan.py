@@ -1,6 +1,6 @@
 """What a certification run injects: one fault of each class, spaced so each is judged alone.
 
-A run is one scenario and one seed: after a warm-up (the first PROCEED comes after about a
+A run is one scenario and one seed: after a warm-up (the first PROCEED comes after about half a
 second), each fault class in turn, ``spacing_s`` apart. The order rotates with the seed, so
 over the seeds each class meets the scenario at another moment (a target in view, turning,
 out of view). Classes that must make the host HOLD have a latency budget: the host must HOLD

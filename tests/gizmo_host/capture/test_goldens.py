@@ -140,7 +140,11 @@ def test_a_consumer_honouring_valid_until_never_loses_a_steady_proceed(name: str
         if kind == "verdict" or seq:  # every capture has verdicts; those with a world, worlds
             assert len(pairs) >= MIN_PROCEEDS, (kind, len(pairs))  # not vacuous
         for line, after in pairs:
-            assert after["host_ns"] <= line["valid_until_ns"], (kind, line["host_ns"])
+            # A steady PROCEED is renewed before it runs out. One whose data stopped (the
+            # reset's silence) runs out, and the HOLD that follows may come after: a consumer
+            # honouring valid_until_ns holds from that moment already.
+            if after[decision] == "PROCEED":
+                assert after["host_ns"] <= line["valid_until_ns"], (kind, line["host_ns"])
 
 
 def test_every_case_has_a_small_capture_and_a_golden() -> None:
@@ -254,8 +258,8 @@ def test_wrap_counts_no_gap() -> None:
 
 def test_reset_holds_device_reset_then_recovers_once_the_new_epoch_locks() -> None:
     """``[store] reset_hold_ms`` is 0 by default (issue 29): the reset's own verdict says
-    ``device_reset``, then the new clock epoch holds ``clock_not_locked`` until it locks (1 s
-    and 10 frames here: the board reset before its first epoch ever locked), then PROCEED."""
+    ``device_reset``, then the new clock epoch holds ``clock_not_locked`` until it locks (three
+    frames over 66 ms: the skew is the board's oscillator's, kept), then PROCEED."""
     reset = next(r for r in of_type("reset", "result") if r["sequence_event"] == "reset")
     verdicts = of_type("reset", "verdict")
     at_reset = next(v for v in verdicts if v["host_ns"] >= reset["host_rx_ns"])
@@ -264,7 +268,7 @@ def test_reset_holds_device_reset_then_recovers_once_the_new_epoch_locks() -> No
     first = next(v for v in after if v["decision"] == "PROCEED")
     held = [v for v in verdicts if reset["host_rx_ns"] <= v["host_ns"] < first["host_ns"]]
     assert all("clock_not_locked" in v["reasons"] for v in held)
-    assert 0.95e9 <= first["host_ns"] - reset["host_rx_ns"] < 1.2e9
+    assert 0.06e9 <= first["host_ns"] - reset["host_rx_ns"] < 0.2e9
     assert final_stats("reset")["sources"]["1"]["resets"] == 1
 
 
