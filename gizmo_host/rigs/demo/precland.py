@@ -182,8 +182,8 @@ class PrecLandRig:
         # tell the autopilot (its lag, a step): must be 0; and all such steps, for the record.
         self.descents_on_hold = 0
         self.descents_as_hold_began = 0
-        self.world_holds = 0  # the world's PROCEED -> HOLD turns before touchdown
-        self.world_hold_reasons: Counter[str] = Counter()  # their reasons
+        # The world's PROCEED -> HOLD turns before touchdown, each by its reasons ("+"-joined)
+        self.world_holds: Counter[str] = Counter()
         assert self.world is not None  # host_config sets [camera]
         self.world.add_listener(self._on_snapshot)
         self.rig.add_task("autopilot", self._autopilot)
@@ -210,8 +210,7 @@ class PrecLandRig:
         if snapshot.verdict is Decision.HOLD and self.verdict is not Decision.HOLD:
             self._hold_since_ns = snapshot.host_ns
             if self.verdict is Decision.PROCEED and self.vehicle.landed_ns is None:
-                self.world_holds += 1
-                self.world_hold_reasons.update(r.value for r in snapshot.reasons)
+                self.world_holds["+".join(r.value for r in snapshot.reasons)] += 1
         elif snapshot.verdict is Decision.PROCEED:
             self._hold_since_ns = None
         self.verdict = snapshot.verdict
@@ -285,8 +284,7 @@ class PrecLandRig:
             **self.vehicle.summary(),
             "descents_on_hold": self.descents_on_hold,
             "descents_as_hold_began": self.descents_as_hold_began,
-            "world_holds": self.world_holds,
-            "world_hold_reasons": dict(self.world_hold_reasons),
+            "world_holds": dict(self.world_holds),
             "autopilot": None
             if autopilot is None
             else {

@@ -213,12 +213,20 @@ def test_a_moving_pad_is_followed_at_its_velocity_and_no_target_stops_the_descen
 @pytest.mark.hil
 def test_the_closed_loop_lands_on_a_pad_driving_at_2_m_s(tmp_path: Path) -> None:
     """Through the host (tracking its estimate): the vehicle, steered by LANDING_TARGET alone,
-    lands on the moving pad, never descending while the world HOLDs."""
-    settings = settings_for_seed(FaultTimeline(), 3, "px4", pad_speed_m_s=2.0)
+    lands on the moving pad; its manoeuvres never push the pad out of its own track's gate."""
+    # Seed 6 manoeuvres hard on its approach: with a stand-in whose tilt stepped 2° at each
+    # controller step, its own detections fell out of the track's gate there (a HOLD).
+    settings = settings_for_seed(FaultTimeline(), 6, "px4", pad_speed_m_s=2.0)
     summary = asyncio.run(play(settings, tmp_path, 40.0, asyncio.Event()))
     assert summary["landed"] and summary["landing_error_m"] <= 0.15, summary
     assert summary["pad_speed_m_s"] == 2.0
-    assert summary["stale_descents"] == summary["descents_on_hold"] == 0
-    assert summary["world_holds"] == 0  # once it PROCEEDs, a clean run never HOLDs
+    assert summary["stale_descents"] == 0
+    # Once it PROCEEDs, a clean run HOLDs only when the data is late (the rig is one process:
+    # on a starved machine its poses and frames can be), never for the estimator alone (a
+    # detection out of its own track's gate: tentative, coasting). And the vehicle descends
+    # through a HOLD only as its autopilot does, until its target timeout (0.5 s at 20 Hz).
+    holds = summary["world_holds"]
+    assert not [why for why in holds if set(why.split("+")) <= {"tentative", "coasting"}]
+    assert summary["descents_on_hold"] <= 10 * sum(holds.values())
     sent = summary["host"]["landing_target"]
     assert sent["sent"] == summary["autopilot"]["landing_targets"] > 20
