@@ -75,33 +75,53 @@ def _repeats(p: Placement, tracks: list[Track]) -> bool:
     return False
 
 
-def target_state(
+class Judged(NamedTuple):
+    """One target's verdict at a time: what a snapshot's target line and a verdict check
+    both start from."""
+
+    entry: Entry
+    reasons: tuple[HoldReason, ...]
+    status: TrackStatus | None  # its track's state (None: no track)
+    proceed: bool  # no reason to HOLD, and a geometry to act on
+
+    @property
+    def capture_ns(self) -> int:
+        return self.entry.placement.obs.host_capture_ns
+
+
+def judge(
     entry: Entry,
     c: Conditions,
     targets: TargetTable,
     config: WorldConfig,
     tracker: Tracker | None,
-) -> TargetState:
-    """One target's line at ``c.now_ns``, with every reason it must HOLD for."""
+) -> Judged:
+    """One target's verdict at ``c.now_ns``, with every reason it must HOLD for."""
     placement, track, newer = entry
-    obs, g = placement.obs, placement.geometry
-    now_ns = c.now_ns
     reasons = _reasons(placement, c, targets, config)
     if newer is not None:
         reasons = ordered({*reasons, *_reasons(newer, c, targets, config)})
     status: TrackStatus | None = None
+    g = placement.geometry
     if track is not None and tracker is not None:
         status = tracker.lifecycle.status(track, max(c.down_barrier, c.reset_barrier))
         extra = _TRACK_REASONS.get(status)
         if extra is not None:
             reasons = ordered({*reasons, extra})
-        elif now_ns - track.time_ns > config.ttl_ns(obs.result_type):
+        elif c.now_ns - track.time_ns > config.ttl_ns(placement.obs.result_type):
             status = TrackStatus.COASTING  # no update for its TTL (the reason: stale)
     elif tracker is not None and g is not None and g.position_ned_m is not None:
         reasons = ordered({*reasons, HoldReason.TENTATIVE})  # a position no track took
+    return Judged(entry, reasons, status, not reasons and g is not None)
+
+
+def target_state(judged: Judged, now_ns: int, tracker: Tracker | None) -> TargetState:
+    """One target's line at ``now_ns``; a HOLD's actionable fields are ``None``."""
+    (placement, track, _), reasons, status, proceed = judged
+    obs, g = placement.obs, placement.geometry
     key, age_ms = obs.key, (now_ns - obs.host_capture_ns) / 1e6
     track_id = None if track is None else track.track_id
-    if reasons or g is None:
+    if not proceed or g is None:
         return TargetState(
             key, obs.result_type, obs.id, obs.label, obs.confidence, obs.tracked,
             obs.host_capture_ns, age_ms, Decision.HOLD, reasons,

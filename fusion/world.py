@@ -38,7 +38,14 @@ from .inputs import (
     VisionObservation,
 )
 from .placement import Placer
-from .snapshot import SourceState, SourceStatus, TargetState, VehicleState, WorldSnapshot
+from .snapshot import (
+    SourceState,
+    SourceStatus,
+    TargetState,
+    VehicleState,
+    VerdictKey,
+    WorldSnapshot,
+)
 from .sources import SourceBook
 from .targets import Placement, TargetTable
 from .timeline import Added
@@ -53,6 +60,16 @@ _DOWN_STATES = frozenset({LinkState.DOWN, LinkState.CONNECTING, LinkState.SYNCIN
 _LINK_SOURCE_STATES: Mapping[LinkState, SourceState] = MappingProxyType(
     {LinkState.UP: SourceState.OK, LinkState.SILENT: SourceState.STALE}
 )
+
+
+_DECISIONS = (Decision.HOLD, Decision.PROCEED)
+
+
+class Verdict(NamedTuple):
+    """What a snapshot would decide (``WorldModel.verdict``), without the snapshot."""
+
+    key: VerdictKey  # ``WorldSnapshot.verdict_key()`` of that snapshot
+    proceed_until_ns: int | None  # a PROCEED's ``valid_until_ns``; None for a HOLD
 
 
 class _Pending(NamedTuple):
@@ -348,6 +365,53 @@ class WorldModel:
         Also advances the model's clock (waiting measurements whose wait is over are placed)
         and forgets targets unseen for ``forget_after_ms``.
         """
+        c, judged, selected = self._judge(now_ns)
+        tracker = self._tracker
+        states = [estimates.target_state(j, now_ns, tracker) for j in judged]
+        chosen: TargetState | None = None
+        if selected is None:
+            verdict, reasons = Decision.HOLD, ordered(global_reasons(c) | {HoldReason.NO_DATA})
+            until = self.next_deadline_ns()
+        else:
+            chosen = states[selected]
+            verdict, reasons = chosen.verdict, chosen.reasons
+            until = self._valid_until_ns(judged[selected])
+        states.sort(key=lambda s: s.capture_ns, reverse=True)
+        if tracker is not None and chosen is not None:  # a key may have several tracks:
+            states.remove(chosen)  # the one the verdict is about comes first
+            states.insert(0, chosen)
+        self._seq += 1
+        return WorldSnapshot(
+            self._seq,
+            now_ns,
+            now_ns if until is None else until,
+            verdict,
+            reasons,
+            None if chosen is None else chosen.key,
+            self._vehicle(now_ns),
+            self._source_states(now_ns, c),
+            tuple(states),
+        )
+
+    def verdict(self, now_ns: int) -> Verdict:
+        """What ``snapshot(now_ns)`` decides, without building it: its verdict key and a
+        PROCEED's ``valid_until_ns``, for a publisher that checks after every input and
+        publishes only a change. It advances the clock and forgets as ``snapshot`` does."""
+        c, judged, selected = self._judge(now_ns)
+        targets = frozenset(
+            (j.entry.placement.obs.key, _DECISIONS[j.proceed], j.reasons) for j in judged
+        )
+        if selected is None:
+            reasons = ordered(global_reasons(c) | {HoldReason.NO_DATA})
+            return Verdict((Decision.HOLD, reasons, None, targets), None)
+        chosen = judged[selected]
+        key = chosen.entry.placement.obs.key
+        until = self._valid_until_ns(chosen) if chosen.proceed else None
+        return Verdict((_DECISIONS[chosen.proceed], chosen.reasons, key, targets), until)
+
+    def _judge(self, now_ns: int) -> tuple[Conditions, list[estimates.Judged], int | None]:
+        """Every target's verdict at ``now_ns``, and the index of the one the verdict is
+        about (PROCEED first, then the newest capture; ``None``: none matches)."""
         self._witness(now_ns)
         self._targets.forget(now_ns - self._forget_ns)
         c = self.conditions(now_ns)
@@ -357,43 +421,28 @@ class WorldModel:
             self._targets,
             self._tracker,
         )
-        states: list[TargetState] = []
-        selected: TargetState | None = None
+        judged: list[estimates.Judged] = []
+        selected: int | None = None
+        best: estimates.Judged | None = None
         for entry in estimates.entries(targets, tracker, now_ns):
+            j = estimates.judge(entry, c, targets, config, tracker)
             obs = entry.placement.obs
-            state = estimates.target_state(entry, c, targets, config, tracker)
-            states.append(state)
-            if selector.matches(obs.source_id, obs.result_type, obs.id) and _better(
-                state, selected
+            if selector.matches(obs.source_id, obs.result_type, obs.id) and (
+                best is None
+                or (j.proceed != best.proceed and j.proceed)
+                or (j.proceed == best.proceed and j.capture_ns > best.capture_ns)
             ):
-                selected = state
-        states.sort(key=lambda s: s.capture_ns, reverse=True)
-        if tracker is not None and selected is not None:  # a key may have several tracks:
-            states.remove(selected)  # the one the verdict is about comes first
-            states.insert(0, selected)
-        if selected is None:
-            verdict, reasons = Decision.HOLD, ordered(global_reasons(c) | {HoldReason.NO_DATA})
-        else:
-            verdict, reasons = selected.verdict, selected.reasons
-        self._seq += 1
-        return WorldSnapshot(
-            self._seq,
-            now_ns,
-            self._valid_until_ns(now_ns, selected),
-            verdict,
-            reasons,
-            None if selected is None else selected.key,
-            self._vehicle(now_ns),
-            self._source_states(now_ns, c),
-            tuple(states),
-        )
+                best, selected = j, len(judged)
+            judged.append(j)
+        return c, judged, selected
 
-    def _valid_until_ns(self, now_ns: int, selected: TargetState | None) -> int:
-        """When a snapshot's verdict is void with no newer one (``WorldSnapshot``)."""
-        if selected is None or selected.verdict is not Decision.PROCEED:
-            due = self.next_deadline_ns()
-            return now_ns if due is None else due
-        until = selected.capture_ns + self._config.ttl_ns(selected.result_type)
+    def _valid_until_ns(self, selected: estimates.Judged) -> int | None:
+        """When a snapshot's verdict is void with no newer one (``WorldSnapshot``): a
+        PROCEED's; ``None`` for a HOLD (its next deadline)."""
+        if not selected.proceed:
+            return self.next_deadline_ns()
+        obs = selected.entry.placement.obs
+        until = obs.host_capture_ns + self._config.ttl_ns(obs.result_type)
         newest = self._history.newest
         if newest is not None and self.pose_required:
             until = min(until, newest.host_ns + self._pose_ttl_ns)
@@ -456,13 +505,3 @@ class WorldModel:
             else:
                 out[name] = book.status(name, now_ns)
         return out
-
-
-def _better(state: TargetState, best: TargetState | None) -> bool:
-    """PROCEED beats HOLD; then the newer capture."""
-    if best is None:
-        return True
-    mine, theirs = state.verdict is Decision.PROCEED, best.verdict is Decision.PROCEED
-    if mine != theirs:
-        return mine
-    return state.capture_ns > best.capture_ns
