@@ -3,7 +3,8 @@
 The ray goes from the board's box units to a pixel, to camera axes, to body FRD (by the mount,
 or by the gimbal's angles at the capture time), to world NED by the vehicle's attitude at the
 capture time. The pose comes from the history: interpolated inside it; past its newest pose
-only once the measurement has waited, and then only within ``max_extrapolation_ms``.
+only once the measurement has waited, then only within ``max_extrapolation_ms`` and only with
+a velocity and rate the poses vouch for (``PoseHistory.extrapolate``): else ``pose_stale``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Placer:
             max_samples=config.pose_history,
             max_gap_ms=config.max_pose_gap_ms,
             bounds=config.jump_bounds(),
+            min_span_ms=max(config.max_extrapolation_ms, 1.0),
         )
         self.gimbal = GimbalTrack(
             max_age_ms=config.gimbal_max_age_ms, max_rate_deg_s=config.gimbal_max_rate_deg_s
@@ -72,10 +74,11 @@ class Placer:
             assert newest is not None
             if t - newest.host_ns <= self._max_extrapolation_ns:
                 pose = history.extrapolate(t, self._imu_rate(newest.host_ns))
-                self.extrapolated += 1
-            else:
+            if pose is None:  # too far past the newest pose, or no velocity to carry it
                 reason = HoldReason.POSE_STALE
                 self.rejected_extrapolation += 1
+            else:
+                self.extrapolated += 1
         elif where is Where.EMPTY:
             reason = HoldReason.NO_POSE
         else:
