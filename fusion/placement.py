@@ -49,12 +49,19 @@ class Placer:
             self.imu = imu
 
     def place(
-        self, obs: VisionObservation, arrival: int, *, waited: bool, required: bool
+        self,
+        obs: VisionObservation,
+        arrival: int,
+        *,
+        waited: bool,
+        required: bool,
+        empty: HoldReason | None = None,
     ) -> Placement | None:
         """Place a positive measurement; ``None`` when it must wait for its pose.
 
         ``required``: a pose source exists, so a missing pose is a HOLD reason; without one
-        the measurement is placed in camera axes only.
+        the measurement is placed in camera axes only. ``empty``: why there is no pose at
+        all, when it is not ``no_pose`` (poses heard while their clock locks).
         """
         if not required:
             # Placed without a pose: if a pose source appears later, this one must not proceed.
@@ -80,7 +87,7 @@ class Placer:
             else:
                 self.extrapolated += 1
         elif where is Where.EMPTY:
-            reason = HoldReason.NO_POSE
+            reason = empty or HoldReason.NO_POSE
         else:
             reason = HoldReason.POSE_GAP
         geometry, camera_reason = self.geometry(obs, pose)

@@ -140,6 +140,7 @@ def test_poses_of_a_locking_clock_are_not_placed_and_hold_clock_not_locked():
     s = w.snapshot(296 * MS)
     assert s.vehicle is None and s.verdict is Decision.HOLD
     assert HoldReason.CLOCK_NOT_LOCKED in s.reasons
+    assert HoldReason.NO_POSE not in s.target("1:1:1").reasons  # the red team's FAIL 5
     assert w.stats()["poses_locking"] == 30
     flying(w, 300, 400)
     w.apply(observation(390 * MS, rx_ns=395 * MS, ident=2))

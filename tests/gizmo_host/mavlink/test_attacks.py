@@ -14,13 +14,15 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from fusion import (
     CameraConfig,
+    LinkStatus,
     PoseLinkStatus,
     SimClockStatus,
     SourceConflict,
     WorldConfig,
     WorldModel,
 )
-from gizmo_core import HoldReason
+from gizmo_core import HoldReason, LinkState
+from tests.support.fusion_inputs import observation
 from tests.support.mavlink_rig import circling
 from tests.support.mavlink_wire import AUTOPILOT, MS, S, Wire
 
@@ -302,6 +304,19 @@ def test_an_autopilot_that_never_answers_timesync_holds_clock_not_locked_not_no_
     assert HoldReason.NO_POSE not in snapshot.reasons
     assert snapshot.sources["pose"].state.value != "dead"
     assert wire.session.counts["timesync_answered_unlocked"] >= 20  # its requests answered
+    # Red team FAIL 5: with vision present, every line said no_pose too (the target's own
+    # placement found no pose in the history: the poses were all unmapped).
+    now = wire.clock.now_ns()
+    world.apply(LinkStatus(now - 500 * MS, LinkState.UP))
+    for k in range(10):
+        capture = now - 200 * MS + k * 20 * MS
+        world.apply(observation(capture, rx_ns=capture + 5 * MS))
+    wire.run(0.1)
+    snapshot = world.snapshot(wire.clock.now_ns())
+    target = snapshot.target(snapshot.selected)
+    assert target.reasons and HoldReason.CLOCK_NOT_LOCKED in target.reasons
+    assert HoldReason.NO_POSE not in target.reasons
+    assert HoldReason.NO_POSE not in snapshot.reasons
 
 
 @pytest.mark.parametrize("field", ["x", "vx"], ids=["position", "velocity"])
