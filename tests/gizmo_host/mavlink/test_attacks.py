@@ -21,6 +21,7 @@ from fusion import (
     WorldConfig,
     WorldModel,
 )
+from fusion.verdicts import global_reasons
 from gizmo_core import HoldReason, LinkState
 from tests.support.fusion_inputs import observation
 from tests.support.mavlink_rig import circling
@@ -365,3 +366,116 @@ def test_an_autopilot_restarted_on_a_new_port_is_bound_again_and_the_hold_ends()
     assert not world.conditions(now).pose_conflict
     assert [p for p in wire.poses if p.host_ns > now - S and p.clock_status.value == "locked"]
     assert wire.sent_to[-1][1] == ("127.0.0.1", 14590)
+
+
+class TimesyncAnswerer:
+    """A voice at ``address`` that answers every TIMESYNC request the session sends it, in its
+    own boot clock (``boot0_ms`` at the test's start), and says nothing else on its own."""
+
+    def __init__(self, wire: Wire, address, mav: mavlink.MAVLink, boot0_ms: float = 1.0):
+        self.wire, self.address, self.mav = wire, address, mav
+        self.boot0_ns = round(boot0_ms * MS)
+        self.seen = 0
+        self.received: list[str] = []
+        self.answering = True
+
+    def __call__(self) -> None:
+        sent = self.wire.sent_to
+        for data, to in sent[self.seen :]:
+            if to != self.address:
+                continue
+            for msg in voice(9).parse_buffer(data) or []:
+                self.received.append(msg.get_type())
+                if self.answering and msg.get_type() == "TIMESYNC" and msg.tc1 == 0:
+                    now = self.boot0_ns + self.wire.clock.now_ns()
+                    answer = self.mav.timesync_encode(now, msg.ts1).pack(self.mav)
+                    self.wire.inject(answer, self.address)
+        self.seen = len(sent)
+
+
+def pose_reasons(world: WorldModel, now_ns: int) -> set[HoldReason]:
+    """Why the world would HOLD any target on the pose's account (the board's link is UP)."""
+    return global_reasons(world.conditions(now_ns))
+
+
+def held_until(wire: Wire, world: WorldModel, since_ns: int, seconds: float, act) -> int | None:
+    """Run ``seconds`` in 20 ms steps doing ``act``; how long after ``since_ns`` the world
+    stopped holding for the pose and never held again (``None``: it held at the end)."""
+    clear_from = None
+    for _ in range(round(seconds * 50)):
+        act()
+        wire.run(0.02)
+        now = wire.clock.now_ns()
+        if pose_reasons(world, now):
+            clear_from = None
+        elif clear_from is None:
+            clear_from = now
+    return None if clear_from is None else clear_from - since_ns
+
+
+# Before the fix (red team FAIL 2, c11_rebind_hijack.py): the world held for all 20 s the real
+# autopilot streamed, and PROCEED came back only 4.3 s after the attacker stopped answering.
+def test_a_voice_that_only_answers_our_timesync_never_keeps_the_binding():
+    """Target 1/1. The autopilot reboots (silent 4 s); an attacker on another port sends ONE
+    heartbeat with its ids while it is silent, then only answers the TIMESYNC requests it is
+    sent. Once the real autopilot streams again, the HOLD ends within the documented bound
+    while the attacker keeps answering: 5 s after the attacker's last heartbeat (its link
+    timeout, 3 s; the real one's next heartbeat, 1 s; the world's conflict hold, 1 s, over
+    the relock)."""
+    wire = Wire(session_kw={"target_system": 1, "target_component": 1})
+    world = world_on(wire)
+    world.apply(LinkStatus(0, LinkState.UP))
+    wire.run(3.0)
+    assert not pose_reasons(world, wire.clock.now_ns())  # the control: all good
+    attacker_at = ("127.0.0.1", 14999)
+    attacker = TimesyncAnswerer(wire, attacker_at, voice())
+    wire.cut = True  # the autopilot reboots: silent
+    wire.run(3.5)
+    wire.inject(heartbeat(voice()), attacker_at)  # its one heartbeat
+    its_heartbeat = wire.clock.now_ns()
+    for _ in range(25):
+        attacker()
+        wire.run(0.02)
+    wire.autopilot.reboot(boot_at_start_ms=500.0)
+    wire.cut = False
+    ended = held_until(wire, world, its_heartbeat, 20.0, attacker)
+    print("hold ended", None if ended is None else ended / 1e9, "s after its one heartbeat")
+    assert ended is not None and ended <= 5.0 * S
+    now = wire.clock.now_ns()
+    assert wire.session.stats(now)["autopilot_address"] == list(AUTOPILOT)
+    assert off_truth_m(wire) < 0.01
+    # Nothing of ours goes to the attacker once the autopilot is bound again, and while its
+    # own link was DOWN it got no request to answer.
+    rebound = [i for i, (_, to) in enumerate(wire.sent_to) if to == AUTOPILOT][-1]
+    assert all(to != attacker_at for _, to in wire.sent_to[rebound:])
+    assert attacker.received.count("TIMESYNC") <= 3.0 * 10 + 2  # its 3 s UP at 10 Hz
+
+
+# Before the fix (red team FAIL 2, TAIL=30 c03_second_vehicle.py zero_both_ts): HOLD
+# link_down, pose_conflict for all 30 s after the bound one stopped its heartbeat.
+def test_target_0_a_bound_autopilot_that_only_answers_timesync_is_unbound():
+    """Target 0. Another autopilot (sysid 2) is heard first and bound, ours joins: a conflict.
+    Then the other stops its heartbeat and poses but keeps answering TIMESYNC: ours is bound
+    within the link timeout and a heartbeat, and the HOLD ends once its clock locks and the
+    world's conflict hold is over: within 5 s of the other's last heartbeat."""
+    wire = Wire()
+    world = world_on(wire)
+    world.apply(LinkStatus(0, LinkState.UP))
+    other_at = ("127.0.0.1", 14888)
+    other = voice(2)
+    other_answers = TimesyncAnswerer(wire, other_at, other, boot0_ms=9_999_000.0)
+    wire.inject(heartbeat(other), other_at)  # heard before ours: bound
+    last_heartbeat = 0
+    for k in range(6 * 50):
+        if k % 50 == 0:
+            wire.inject(heartbeat(other), other_at)
+            last_heartbeat = wire.clock.now_ns()
+        other_answers()
+        wire.run(0.02)
+    assert wire.session.stats(wire.clock.now_ns())["autopilot"] == [2, 1]
+    assert HoldReason.POSE_CONFLICT in pose_reasons(world, wire.clock.now_ns())
+    # Its heartbeats have stopped; its answers do not.
+    ended = held_until(wire, world, last_heartbeat, 15.0, other_answers)
+    print("hold ended", None if ended is None else ended / 1e9, "s after its last heartbeat")
+    assert ended is not None and ended <= 5.0 * S
+    assert wire.session.stats(wire.clock.now_ns())["autopilot"] == [1, 1]
