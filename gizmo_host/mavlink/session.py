@@ -4,12 +4,13 @@ The session is fed bytes with their host receive time and sender (``feed``) and 
 an injected ``send(bytes, to) -> bool``, so it runs the same over any transport and, on a
 ``ManualScheduler``, without one. It
 
-- sends its own HEARTBEAT (an onboard controller) at ``heartbeat_hz``, and while the link is
-  UP TIMESYNC requests at ``timesync_hz``, and asks the autopilot for ``streams`` at
-  ``stream_hz`` with MAV_CMD_SET_MESSAGE_INTERVAL whenever the link comes up, the autopilot
-  reboots, or a stream stays silent; everything it sends goes to the bound autopilot's
-  address only, and a DOWN link's address is asked nothing (whoever answers there keeps
-  nothing: only the autopilot's HEARTBEAT keeps its binding);
+- sends its own HEARTBEAT (an onboard controller) at ``heartbeat_hz``, TIMESYNC requests at
+  ``timesync_hz``, and asks the autopilot for ``streams`` at ``stream_hz`` with
+  MAV_CMD_SET_MESSAGE_INTERVAL whenever the link comes up, the autopilot reboots, or a stream
+  stays silent; everything it sends goes to the bound autopilot's address only (before any,
+  to the link's own peer, if it has one), and once a bound autopilot's link is DOWN its
+  address is asked nothing but our HEARTBEAT (whoever answers there keeps nothing: only the
+  autopilot's own HEARTBEAT keeps its binding);
 - binds one autopilot by its ids **and** its address (:mod:`~gizmo_host.mavlink.binding`):
   a second voice claiming to be it, or a second autopilot that ``target_system = 0`` would
   also allow, is a conflict: its messages are dropped, counted and logged, and ``on_conflict``
@@ -219,7 +220,7 @@ class AutopilotSession:
                     self._request_streams(now_ns, silent)
 
     def _tick_timesync(self, now_ns: int) -> None:
-        if not self._up:
+        if not self._up and self.binding.bound is not None:
             return  # a DOWN link's old address is asked nothing: its answers keep nothing
         ts1 = self.estimator.request(now_ns)
         self._requests.sent(ts1, now_ns)

@@ -179,8 +179,7 @@ def test_an_autopilot_never_heard_is_a_down_link_in_stats_not_an_error():
     stats = session.stats(clock.now_ns())
     assert stats["link"] == "DOWN" and stats["heartbeat_age_ms"] is None
     assert stats["timesync"]["status"] == "locking"
-    assert stats["counts"]["send_failures"] >= 10  # its heartbeats, nowhere to go
-    assert stats["counts"]["timesync_requests"] == 0  # a DOWN link is asked nothing
+    assert stats["counts"]["send_failures"] >= 100
     session.stop()
 
 
