@@ -4,8 +4,10 @@
 Two 10 MB streams (clean, and with 5% of frames corrupted by a bit flip) are decoded from bytes
 to typed results by: a byte-at-a-time state machine (the baseline, written here as a typical
 first attempt would be), the streaming parser fed in 4 KiB reads, and the numpy batch decoder.
-Targets on a 2-core machine: streaming >= 300,000 frames/s and >= 2.5x the baseline; batch >=
-5,000,000 frames/s on the clean stream, with the same frames as the streaming parser.
+Targets on a 2-core machine: streaming >= 4x the baseline measured in the same run (issue 31)
+and >= 300,000 frames/s; batch >= 5,000,000 frames/s on the clean stream, with the same frames as
+the streaming parser. The baseline and the streaming parser alternate (best of each), so load on
+the shared machine falls on both.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from gizmo_host.wire.protocol import BODY
 
 STREAM_BYTES = 10_000_000
 CHUNK = 4096
+STREAM_TARGET = 4.0  # x the naive baseline, same run (issue 31)
 
 
 class NaiveParser:
@@ -122,8 +125,12 @@ def main() -> int:
     ok = True
     for name, fraction in (("clean", 0.0), ("5% corrupted", 0.05)):
         stream = make_stream(fraction, seed=1)
-        naive_s, naive = timed(chunked(NaiveParser, stream), repeat=1)
-        stream_s, streamed = timed(chunked(StreamParser, stream))
+        naive_s = stream_s = float("inf")
+        for _ in range(3):  # alternating: the load on a shared machine drifts
+            naive_s = min(naive_s, timed(chunked(NaiveParser, stream), repeat=1)[0])
+            stream_s = min(stream_s, timed(chunked(StreamParser, stream), repeat=2)[0])
+        naive = chunked(NaiveParser, stream)()
+        streamed = chunked(StreamParser, stream)()
         batch_s, frames = timed(lambda s=stream: decode_capture(s), repeat=5)
         batch = to_results(frames)
         same = batch == streamed
@@ -136,14 +143,17 @@ def main() -> int:
         )
         print(
             f"  StreamParser (4 KiB) : {stream_rate:12,.0f} frames/s  "
-            f"{stream_rate / naive_rate:5.2f}x baseline  (target >= 300,000 and >= 2.5x)"
+            f"{stream_rate / naive_rate:5.2f}x baseline  "
+            f"(target >= {STREAM_TARGET:g}x and >= 300,000)"
         )
         print(
             f"  decode_capture numpy : {batch_rate:12,.0f} frames/s  "
             f"{batch_rate / naive_rate:5.1f}x baseline  (target >= 5,000,000 on clean)"
         )
         print(f"  same frames, batch vs stream: {'yes' if same else 'NO'}")
-        ok &= same
+        ok &= same and naive == streamed
+        ok &= stream_rate >= STREAM_TARGET * naive_rate and stream_rate >= 300_000
+    print("targets met" if ok else "targets NOT met")
     return 0 if ok else 1
 
 

@@ -246,6 +246,14 @@ class ManualScheduler:
         """Due times of the timers not yet run or cancelled, earliest first."""
         return sorted(when for when, _, t in self._timers if not t.cancelled)
 
+    def next_due_ns(self) -> int | None:
+        """The due time of the earliest timer not yet run or cancelled (``pending()[0]``
+        without sorting them all: offline replay asks before every input)."""
+        timers = self._timers
+        while timers and timers[0][2].cancelled:
+            heapq.heappop(timers)
+        return timers[0][0] if timers else None
+
     def advance(self, ns: int) -> None:
         """Move time forward by ``ns``, running each due timer at its own due time."""
         end_ns = self._now_ns + ns

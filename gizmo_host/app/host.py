@@ -207,15 +207,17 @@ class Host:
     def _connect(self) -> None:
         """At start: the service's messages to the sinks and the outputs' publisher, then to
         the world; the world's snapshots to the same. Each is a listener of its own, so the
-        per-frame path of ``run`` is the publisher's call and nothing more."""
+        per-read path of ``run`` is the publisher's call and nothing more (a batch listener:
+        one write per output for everything a read produced)."""
         if self._connected:
             return
         self._connected = True
         listeners: list[Callable[[Message], None]] = [*self._sinks]
+        for sink in self._sinks:
+            self.service.add_listener(sink)
         if self._line_outputs:
             listeners.append(self.publisher)
-        for listener in listeners:
-            self.service.add_listener(listener)
+            self.service.add_batch_listener(self.publisher.publish_batch)
         if self.world is not None:  # after the sinks: they see a message before the world
             self.service.add_listener(self.world.on_gizmo)
             for listener in listeners:

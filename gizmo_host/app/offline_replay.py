@@ -101,6 +101,9 @@ class _Lines:
     def send(self, line: bytes) -> None:
         self.lines.append(line)
 
+    def send_lines(self, lines: list[bytes]) -> None:
+        self.lines += lines
+
     async def start(self) -> None:
         return None
 
@@ -189,8 +192,7 @@ class OfflineReplay:
             self.time_reversals += 1  # file order is time order: applied at the latest time
             return
         while True:
-            host_due = min(host.pending(), default=None)
-            world_due = min(world.pending(), default=None)
+            host_due, world_due = host.next_due_ns(), world.next_due_ns()
             host_first = host_due is not None and (world_due is None or host_due < world_due)
             due = host_due if host_first else world_due
             if due is None or due > t_ns:

@@ -41,6 +41,10 @@ class StdoutOutput:
         if self.sink is not None:
             self.sink.send(line)
 
+    def send_lines(self, lines: list[bytes]) -> None:
+        if self.sink is not None:
+            self.sink.send_lines(lines)
+
     async def start(self) -> None:
         self.sink = stdout_sink()
 
@@ -66,6 +70,7 @@ class UnixSocketOutput:
             path, version_line, max_buffer_bytes=max_buffer_bytes, max_clients=max_clients
         )
         self.send = self.server.send
+        self.send_lines = self.server.send_lines
 
     async def start(self) -> None:
         try:
@@ -95,6 +100,10 @@ class UdpOutput:
     def send(self, line: bytes) -> None:
         if self.sink is not None:
             self.sink.send(line)
+
+    def send_lines(self, lines: list[bytes]) -> None:
+        if self.sink is not None:
+            self.sink.send_lines(lines)
 
     async def start(self) -> None:
         try:

@@ -13,11 +13,14 @@ loop's executor, so a slow driver never stalls the loop; ``low_latency`` is requ
 driver supports it, and the port is closed with ``abort()``: no flush, no drain.
 
 On a tty the link reads the descriptor itself (serialx's transport is paused once open): one
-``os.read`` per wake-up and nothing else between the event loop and the parser. Wake-ups are
+``os.read`` per wake-up and nothing else between the event loop and the parser, and a read that
+holds several frames is one chunk: parsed in one pass, applied, published once. Wake-ups are
 few. On ptys and on-board UARTs the tty's VMIN is the number of bytes the current frame still
 lacks, so the loop wakes when a frame can be complete, not for every few bytes the UART driver
-delivers, and each read stops at that frame's end (``FrameReads``). USB adapters batch bytes
-themselves and get plain reads of up to ``TTY_READ_SIZE``.
+delivers, and a read takes that frame and leaves the next one's head in the kernel, where it
+counts towards VMIN; when frames arrive faster than the loop wakes (a saturated fast line, a
+backlog after a stall) each read takes every whole frame queued (``FrameReads``). USB adapters
+batch bytes themselves and get plain reads of up to ``TTY_READ_SIZE``.
 """
 
 from __future__ import annotations
@@ -146,8 +149,12 @@ class SerialLink:
         self._last_frame_ns = 0
         self._reached_up = False
         self._wakeup: FrameReads | None = None
+        # Frame-aligned reads: one frame a read, or every whole frame queued (``_batching``)
+        # once reads come faster than half a frame's time on the wire.
+        self._batching = False
+        self._last_read_ns = 0
+        self._batch_gap_ns = FRAME_LEN * 10 * 1_000_000_000 // baudrate // 2
         self._fd = -1  # the tty descriptor read directly, -1 when the transport reads
-        self._read_size = TTY_READ_SIZE
         self._lost: asyncio.Future[BaseException | None] | None = None
         self._silent_check: Timer | None = None
 
@@ -271,29 +278,46 @@ class SerialLink:
             transport.pause_reading()
         except NotImplementedError:
             return
-        self._fd, self._lost, self._read_size = fd, lost, TTY_READ_SIZE
+        self._fd, self._lost = fd, lost
+        self._batching, self._last_read_ns = False, 0
         loop.add_reader(fd, self._read_ready)
         self._wakeup = FrameReads.for_descriptor(fd) if self._coalesce else None
         if self._wakeup is not None:
-            self._read_size = FRAME_LEN
             self._wakeup.expect(FRAME_LEN)
 
     def _read_ready(self) -> None:
         """The tty is readable: read it (the per-wake-up path, with ``_data_received``).
 
+        With frame-aligned wake-ups a read ends on a frame boundary: the frame VMIN waited
+        for, or, while frames queue up faster than the loop wakes, every whole frame queued
+        (one ``FIONREAD``; back to one frame a read once the queue holds no more than one).
+
         End of file (a hung-up tty: a pty whose master closed, an unplugged USB adapter) or a
         read error ends the connection, as it would through the transport."""
+        wakeup = self._wakeup
+        size = TTY_READ_SIZE
+        if wakeup is not None:
+            size = FRAME_LEN - self._parser.buffered
+            if self._clock() - self._last_read_ns < self._batch_gap_ns:
+                self._batching = True  # woken again at once: frames are waiting for us
+            if self._batching:
+                queued = wakeup.queued()
+                if queued >= size + FRAME_LEN:
+                    size = min(size + (queued - size) // FRAME_LEN * FRAME_LEN, TTY_READ_SIZE)
+                else:
+                    self._batching = False  # caught up
         try:
-            data = os.read(self._fd, self._read_size)
+            data = os.read(self._fd, size)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
             self._end_reads(exc)
             return
-        if data:
-            self._data_received(data)
-        else:
+        if not data:
             self._end_reads(OSError(errno.EIO, "end of file: the tty hung up"))
+            return
+        self._last_read_ns = now_ns = self._clock()
+        self._data_received(data, now_ns)
 
     def _end_reads(self, exc: OSError) -> None:
         asyncio.get_running_loop().remove_reader(self._fd)  # a hung-up tty stays readable
@@ -310,9 +334,11 @@ class SerialLink:
             remaining_ns = self._silent_ns
         self._silent_check = self._scheduler.call_at_ns(now_ns + remaining_ns, self._check_silent)
 
-    def _data_received(self, data: bytes) -> None:
-        """The per-read path (the transport calls it directly)."""
-        now_ns = self._clock()
+    def _data_received(self, data: bytes, now_ns: int | None = None) -> None:
+        """The per-read path (the transport calls it directly); ``now_ns``: when it was read
+        (default: now)."""
+        if now_ns is None:
+            now_ns = self._clock()
         if self._on_bytes is not None:
             try:
                 self._on_bytes(data, now_ns)
@@ -324,7 +350,6 @@ class SerialLink:
         if wakeup is not None:
             # Before the results go out: publishing wakes consumers, which may take this CPU.
             missing = FRAME_LEN - parser.buffered
-            self._read_size = missing
             if missing != wakeup.vmin:  # also retries a VMIN change that failed
                 wakeup.expect(missing)
         if results:

@@ -4,7 +4,10 @@ listeners and iterators, with the timers the pipeline cannot own.
 Flow: ``SerialLink`` reads and parses -> ``FramePipeline.apply`` host-stamps and stores each
 frame (sequence tracker, device clock, result store) -> listeners get ``ReceivedResult``,
 ``LinkEvent`` and ``LinkVerdict`` values synchronously, in the reader's call (like python-can
-listeners: they must not block). ``results()``,
+listeners: they must not block). A read is one chunk: its frames are applied in order, the
+verdicts evaluated once all of them are, and the chunk's messages (its results, then any
+verdicts) go to a batch listener (``add_batch_listener``: the JSON Lines publisher, one write
+per sink) as one list, and to a listener one by one. ``results()``,
 ``verdicts()`` and ``link_events()`` are bounded async iterators built on the same fan-out: a
 consumer that falls behind loses its oldest items (counted), never slows the reader.
 
@@ -43,6 +46,7 @@ LOGGER = logging.getLogger(__name__)
 T = TypeVar("T")
 Message = ReceivedResult | LinkEvent | LinkVerdict
 Listener = Callable[[Message], None]
+BatchListener = Callable[[list[Message]], None]  # a chunk's messages, in order
 _CLOSED: Any = object()
 _STALE_MARGIN_NS = 1_000_000
 _UP = LinkState.UP
@@ -87,7 +91,8 @@ class GizmoService:
             **link_kwargs,
         )
         self._verdict_interval_ns = round(settings.verdict_interval_s * 1e9)
-        self._listeners: list[Listener] = []
+        # (as added, as called): in the order added, one listener of either kind each.
+        self._listeners: list[tuple[Listener | BatchListener, BatchListener]] = []
         self._result_subs: list[Subscription[ReceivedResult]] = []
         self._link_subs: list[Subscription[LinkEvent]] = []
         self._verdict_subs: dict[Selector, list[Subscription[LinkVerdict]]] = {}
@@ -154,10 +159,26 @@ class GizmoService:
 
     def add_listener(self, listener: Listener) -> None:
         """Call ``listener`` with every result, link event and changed verdict; never block."""
-        self._listeners.append(listener)
+        self._listeners.append((listener, self._one_at_a_time(listener)))
 
-    def remove_listener(self, listener: Listener) -> None:
-        self._listeners.remove(listener)
+    def add_batch_listener(self, listener: BatchListener) -> None:
+        """Call ``listener`` with the same messages a list at a time: everything one read
+        produced (its results in order, then the verdicts evaluated after them), or one link
+        event or timer's messages; never block."""
+        self._listeners.append((listener, listener))
+
+    def remove_listener(self, listener: Listener | BatchListener) -> None:
+        self._listeners = [entry for entry in self._listeners if entry[0] is not listener]
+
+    def _one_at_a_time(self, listener: Listener) -> BatchListener:
+        def each(batch: list[Message]) -> None:
+            for item in batch:
+                try:
+                    listener(item)
+                except Exception:
+                    self._listener_errors.failed("listener %r", listener)
+
+        return each
 
     def watch(self, selector: Selector) -> None:
         """Publish verdicts for ``selector`` to listeners (on change and at the steady rate)."""
@@ -218,31 +239,36 @@ class GizmoService:
     # -- the reader path (synchronous: called from the link's data_received) ----------------
 
     def _on_results(self, results: list[VisionResult], rx_ns: int) -> None:
-        pipeline, result_subs = self.pipeline, self._result_subs
-        for received in pipeline.apply(results, rx_ns):
-            for sub in result_subs:
-                sub.put(received)
-            self._dispatch(received)
+        """One read's frames: all applied, then the verdicts evaluated, then one dispatch."""
+        pipeline = self.pipeline
+        received = pipeline.apply(results, rx_ns)
+        for sub in self._result_subs:
+            for item in received:
+                sub.put(item)
+        batch: list[Message] = list(received)
         if pipeline.evaluation_due:
             now_ns = self._clock()  # not rx_ns: keep host_ns monotonic
-            self._evaluate_verdicts(now_ns, force=pipeline.renewal_due(now_ns))
-            return
-        refreshed, earlier = pipeline.take_stale_move()
-        # A renewed target is re-published once the published PROCEED is due to run out
-        # within half a TTL (a steady stream costs a verdict line and a timer move every
-        # half TTL or so, and no timer wake-ups), and at once when a result with an older
-        # capture time moved its stale time earlier than the published valid_until_ns. So
-        # the stale timer never fires after a target goes stale, and a published PROCEED
-        # never promises more than the host knows.
-        if refreshed and (earlier or pipeline.renewal_due(rx_ns)):
-            self._evaluate_verdicts(self._clock(), force=True, renew=True)
+            batch += self._evaluate_verdicts(now_ns, force=pipeline.renewal_due(now_ns))
+        else:
+            refreshed, earlier = pipeline.take_stale_move()
+            # A renewed target is re-published once the published PROCEED is due to run out
+            # within half a TTL (a steady stream costs a verdict line and a timer move every
+            # half TTL or so, and no timer wake-ups), and at once when a result with an older
+            # capture time moved its stale time earlier than the published valid_until_ns. So
+            # the stale timer never fires after a target goes stale, and a published PROCEED
+            # never promises more than the host knows.
+            if refreshed and (earlier or pipeline.renewal_due(rx_ns)):
+                batch += self._evaluate_verdicts(self._clock(), force=True, renew=True)
+        if batch:
+            self._dispatch(batch)
 
-    def _dispatch(self, item: ReceivedResult | LinkEvent | LinkVerdict) -> None:
-        """Hand ``item`` to every listener; one that raises is counted, never propagated, so a
-        consumer's bug cannot stop the reader or the other consumers."""
-        for listener in self._listeners:
+    def _dispatch(self, batch: list[Message]) -> None:
+        """Hand ``batch`` to every listener (a batch listener at once, any other one item at a
+        time); one that raises is counted, never propagated, so a consumer's bug cannot stop
+        the reader or the other consumers."""
+        for listener, call in self._listeners:
             try:
-                listener(item)
+                call(batch)
             except Exception:
                 self._listener_errors.failed("listener %r", listener)
 
@@ -250,21 +276,32 @@ class GizmoService:
         self.pipeline.link_changed(event)
         for sub in self._link_subs:
             sub.put(event)
-        self._dispatch(event)
+        batch: list[Message] = [event]
         if event.state is not _UP:
             # UP comes with the read that holds the first valid frames: its verdict waits
             # until they are applied (``_on_results``), never before.
-            self._evaluate_verdicts(event.host_ns)
+            batch += self._evaluate_verdicts(event.host_ns)
+        self._dispatch(batch)
 
-    def _evaluate_verdicts(self, now_ns: int, *, force: bool = False, renew: bool = False) -> None:
+    def _evaluate_verdicts(
+        self, now_ns: int, *, force: bool = False, renew: bool = False
+    ) -> list[LinkVerdict]:
+        """The verdicts to publish (to the verdict iterators already; the caller dispatches
+        them), with the stale timer armed for the first current target."""
         pipeline = self.pipeline
-        for verdict in pipeline.evaluate(now_ns, force=force, hold_until_ns=self._tick_due_ns):
+        verdicts = pipeline.evaluate(now_ns, force=force, hold_until_ns=self._tick_due_ns)
+        for verdict in verdicts:
             for sub in self._verdict_subs.get(verdict.selector, ()):
                 sub.put(verdict)
-            self._dispatch(verdict)
         stale_at_ns = pipeline.stale_at_ns()
         if stale_at_ns is not None:
             self._arm_stale_timer(stale_at_ns, now_ns, later=renew)
+        return verdicts
+
+    def _publish_verdicts(self, now_ns: int, *, force: bool) -> None:
+        verdicts: list[Message] = [*self._evaluate_verdicts(now_ns, force=force)]
+        if verdicts:
+            self._dispatch(verdicts)
 
     def _arm_stale_timer(self, stale_at_ns: int, now_ns: int, *, later: bool = False) -> None:
         """Re-evaluate when the first current target goes stale: a timer, not polling.
@@ -287,7 +324,7 @@ class GizmoService:
         self._stale_timer = None
         try:
             now_ns = self._clock()
-            self._evaluate_verdicts(now_ns, force=self.pipeline.renewal_due(now_ns))
+            self._publish_verdicts(now_ns, force=self.pipeline.renewal_due(now_ns))
         except Exception as exc:
             self._failures.fail(exc, "stale timer")
 
@@ -299,7 +336,7 @@ class GizmoService:
         """Re-publish every watched verdict at the steady rate (a timer: no task to wake)."""
         self._schedule_verdict_tick()
         try:
-            self._evaluate_verdicts(self._clock(), force=True)
+            self._publish_verdicts(self._clock(), force=True)
         except Exception as exc:
             self._failures.fail(exc, "verdict tick")
 

@@ -245,6 +245,39 @@ class QueuedSink:
             queue.consumed(n)
         self._arm()
 
+    def send_lines(self, lines: list[bytes]) -> None:
+        """``send`` each of ``lines``, in order, with one write while the reader keeps up (a
+        read's worth of lines: one system call, one wake-up of the reader, not one per line).
+        What the write leaves is queued line by line, as ``send`` would queue it."""
+        queue = self._queue
+        if self._datagram or self.closed or queue or len(lines) < 2:
+            for line in lines:
+                self.send(line)
+            return
+        data = b"".join(lines)
+        try:
+            n = self._write(data)
+        except BlockingIOError:
+            n = 0
+        except OSError:  # counted as ``send`` counts it, line by line
+            for line in lines:
+                self.send(line)
+            return
+        self.queued += len(lines)
+        if n == len(data):
+            self.written += len(lines)
+            return
+        for line in lines:
+            if n >= len(line):
+                n -= len(line)
+                self.written += 1
+                continue
+            queue.push(line)
+            if n:
+                queue.consumed(n)
+                n = 0
+        self._arm()
+
     @property
     def expired(self) -> int:
         """Lines skipped because their ``valid_until_ns`` passed while they waited."""

@@ -160,23 +160,32 @@ class UnixSocketServer:
                     os.unlink(self.path)
 
     def send(self, line: bytes) -> None:
+        self.send_lines([line])
+
+    def send_lines(self, lines: list[bytes]) -> None:
+        """``lines`` in order to every client: one transport write each while it keeps up."""
         stalled: list[_Client] = []
         now_ns: int | None = None
+        data: bytes | None = None
+        count = len(lines)
         for client in self._clients.values():
             transport = client.transport
             assert transport is not None
             if transport.is_closing():
-                self.lines_dropped += 1
+                self.lines_dropped += count
                 continue
             if not client.paused and not client.queue:
-                transport.write(line)  # may pause it: then the next lines queue
-                self.lines_sent += 1
+                if data is None:
+                    data = b"".join(lines)
+                transport.write(data)  # may pause it: then the next lines queue
+                self.lines_sent += count
                 continue
             if now_ns is None:
                 now_ns = self._clock()
             queue = client.queue
             expired = queue.expired
-            queue.push(line, now_ns)  # over its budget, its expired lines go first
+            for line in lines:
+                queue.push(line, now_ns)  # over its budget, its expired lines go first
             self.lines_expired += queue.expired - expired
             if client.behind_bytes() > self.max_buffer_bytes:
                 stalled.append(client)

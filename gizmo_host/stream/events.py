@@ -112,7 +112,6 @@ class ReceivedResult(NamedTuple):
         The tests check that it parses to exactly ``to_dict(now_ns)``.
         """
         r, rx_ns, capture, device_ms, epoch, clock_status, sequence_event, valid_until_ns = self
-        flags = r.flags
         age_us = (now_ns - (rx_ns if capture is None else capture) + 500) // 1000  # age_us()
         sign = ""
         if age_us < 0:
@@ -133,9 +132,7 @@ class ReceivedResult(NamedTuple):
                 clock_status._value_,
                 sequence_event._value_,
                 *r,
-                _JSON_BOOL[flags & _TRACKED],
-                _JSON_BOOL[flags & _LOST],
-                _JSON_BOOL[flags & _RELATIVE],
+                _FLAGS_JSON[r.flags & _FLAG_BITS],
                 interpretation_json(r),
             )
         ).encode()
@@ -157,7 +154,7 @@ _RESULT_LINE = (
     '{"type":"result","host_rx_ns":%d,"host_capture_ns":%s,"host_published_ns":%d,'
     '"valid_until_ns":%d,"age_ms":%s%d.%03d,"device_ms":%d,"epoch":%d,"clock":"%s","sequence_event":"%s","result":{'
     + "".join(f'"{name}":%d,' for name in VisionResult._fields)
-    + '"tracked":%s,"lost":%s,"relative":%s,"interpretation":%s}}\n'
+    + '%s"interpretation":%s}}\n'
 )
 # The flag bits as plain ints (an IntFlag operation costs a call on the per-frame path).
 _TRACKED, _LOST, _RELATIVE = (
@@ -165,4 +162,11 @@ _TRACKED, _LOST, _RELATIVE = (
     int(ResultFlags.LOST),
     int(ResultFlags.RELATIVE),
 )
-_JSON_BOOL = {0: "false", _TRACKED: "true", _LOST: "true", _RELATIVE: "true"}
+_FLAG_BITS = _TRACKED | _LOST | _RELATIVE
+_JSON_BOOL = ("false", "true")
+# The three decoded flags for each combination of the bits, as one piece of the line.
+_FLAGS_JSON = tuple(
+    f'"tracked":{_JSON_BOOL[bool(bits & _TRACKED)]},"lost":{_JSON_BOOL[bool(bits & _LOST)]},'
+    f'"relative":{_JSON_BOOL[bool(bits & _RELATIVE)]},'
+    for bits in range(_FLAG_BITS + 1)
+)

@@ -37,6 +37,7 @@ from gizmo_host.wire.protocol import ResultFlags, VisionResult
 _IN_ORDER, _GAP, _LATE = SequenceEvent.IN_ORDER, SequenceEvent.GAP, SequenceEvent.LATE
 _DUPLICATE, _RESET, _LOCKED = SequenceEvent.DUPLICATE, SequenceEvent.RESET, ClockStatus.LOCKED
 _CLOCK_RESET = ClockEvent.DEVICE_RESET
+_PROCEED = Decision.PROCEED
 _UP, _DOWN = LinkState.UP, LinkState.DOWN
 _TRACKED_OR_LOST = int(ResultFlags.TRACKED | ResultFlags.LOST)
 _TRACKED = int(ResultFlags.TRACKED)
@@ -178,6 +179,7 @@ class FramePipeline:
         self.evaluation_due = self.stale_refreshed = self.stale_earlier = False
         changed = []
         expiry_ns: dict[ResultKey, int] = {}
+        proceeds_changed = False  # which keys are routine depends on which verdicts PROCEED
         for selector, last in self._watched.items():
             verdict = self.verdict(selector, now_ns, hold_until_ns)
             target = verdict.result
@@ -186,11 +188,16 @@ class FramePipeline:
             if force or not verdict.same_as(last):
                 self._watched[selector] = verdict
                 changed.append(verdict)
+                if (last is not None and last.decision is _PROCEED) != (
+                    verdict.decision is _PROCEED
+                ):
+                    proceeds_changed = True
                 if target is None:
                     self._published_until.pop(selector, None)
                 else:
                     self._published_until[selector] = verdict.valid_until_ns
-        self._routine_keys.clear()
+        if proceeds_changed:
+            self._routine_keys.clear()
         self._target_expiry_ns = expiry_ns
         until = min(self._published_until.values(), default=None)
         self._renew_at_ns = None if until is None else until - self.renew_lead_ns
@@ -231,15 +238,14 @@ class FramePipeline:
             or capture_ns is None
         ):
             return False
-        expiry_ns = capture_ns + self.store.ttl_ns(result.result_type)
+        expiry_ns = received.valid_until_ns  # its capture time plus its type's TTL
         if rx_ns > expiry_ns:
             return False
         key = (result.source_id, result.result_type, result.id)
         routine = self._routine_keys.get(key)
         if routine is None:
             routine = self._routine_keys[key] = all(
-                not selects(selector, key)
-                or (last is not None and last.decision is Decision.PROCEED)
+                not selects(selector, key) or (last is not None and last.decision is _PROCEED)
                 for selector, last in self._watched.items()
             )
         if routine and key in self._target_expiry_ns:

@@ -274,3 +274,28 @@ def test_no_module_but_timing_sleeps_on_the_event_loop_directly():
         if "asyncio.sleep(" in line or "from asyncio import sleep" in line
     ]
     assert offenders == []
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 1000), st.booleans(), st.integers(0, 300)),
+        max_size=40,
+    )
+)
+def test_next_due_is_the_earliest_pending_timer_however_they_were_cancelled(steps):
+    # (due in ms from now, cancel it, then advance by ms): replay asks before every input.
+    scheduler = ManualScheduler(0)
+    armed: list[list] = []  # [due_ns, cancelled, ran], kept here, not asked of the scheduler
+
+    def expected() -> int | None:
+        return min((due for due, cancelled, ran in armed if not (cancelled or ran)), default=None)
+
+    for due_ms, cancel, advance_ms in steps:
+        entry = [scheduler.now_ns() + due_ms * MS, cancel, False]
+        armed.append(entry)
+        timer = scheduler.call_at_ns(entry[0], lambda entry=entry: entry.__setitem__(2, True))
+        if cancel:
+            timer.cancel()
+        assert scheduler.next_due_ns() == expected()
+        scheduler.advance(advance_ms * MS)
+        assert scheduler.next_due_ns() == expected()

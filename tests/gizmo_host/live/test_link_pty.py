@@ -28,7 +28,7 @@ class LinkHarness:
         self.results: asyncio.Queue = asyncio.Queue()
         self.events: asyncio.Queue[LinkEvent] = asyncio.Queue()
         link = {"backoff_min_s": 0.02, "backoff_max_s": 0.1}
-        for key in ("backoff_min_s", "backoff_max_s", "silent_after_s"):
+        for key in ("backoff_min_s", "backoff_max_s", "silent_after_s", "baudrate"):
             if key in kwargs:
                 link[key] = kwargs.pop(key)
         kwargs.setdefault("on_results", lambda rs, t: [self.results.put_nowait(r) for r in rs])
@@ -330,30 +330,67 @@ def test_pty_wakeup_threshold_follows_the_missing_bytes_and_is_restored(link_pat
 
 
 def test_pty_reads_end_on_frame_boundaries(link_path):
-    """On a busy line the next frame's head stays queued in the tty: each read is one frame,
-    and VMIN stays at a whole frame instead of being reset after every read."""
+    """On a line that is not saturated the next frame's head stays queued in the tty: each
+    read is one frame, and VMIN stays at a whole frame instead of being reset after every
+    read."""
     import termios
 
     async def main():
         model = BoardModel()
-        frames = [model.next_frame() for _ in range(4)]
+        frames = [model.next_frame() for _ in range(2)]
         with PtyBoard(link_path) as board:
 
             def vmin() -> int:
                 value = termios.tcgetattr(board.master_fd)[6][termios.VMIN]
                 return value if isinstance(value, int) else value[0]
 
-            batches: asyncio.Queue[int] = asyncio.Queue()
-            on_results = lambda results, _ns: batches.put_nowait(len(results))  # noqa: E731
+            batches: asyncio.Queue[list] = asyncio.Queue()
+            on_results = lambda results, _ns: batches.put_nowait(results)  # noqa: E731
             async with LinkHarness(link_path, on_results=on_results) as h:
                 await h.wait_state(LinkState.SYNCING)
                 await _until(lambda: vmin() == len(frames[0]))
-                board.write(b"".join(frames[:3]) + frames[3][:20])
-                sizes = [await asyncio.wait_for(batches.get(), TIMEOUT_S) for _ in range(3)]
-                assert sizes == [1, 1, 1]
-                assert vmin() == len(frames[0])  # 20 bytes of frame 4 wait in the kernel
-                board.write(frames[3][20:])
-                assert await asyncio.wait_for(batches.get(), TIMEOUT_S) == 1
-                assert h.link.stats().frames_ok == 4
+                board.write(frames[0] + frames[1][:20])
+                assert len(await asyncio.wait_for(batches.get(), TIMEOUT_S)) == 1
+                assert vmin() == len(frames[0])  # 20 bytes of frame 2 wait in the kernel
+                assert h.link._parser.buffered == 0
+                board.write(frames[1][20:])
+                assert len(await asyncio.wait_for(batches.get(), TIMEOUT_S)) == 1
+                assert h.link.stats().frames_ok == 2
+
+    asyncio.run(main())
+
+
+def test_pty_backlog_is_read_whole_frames_at_a_time(link_path):
+    """Frames queued faster than the reader wakes (a backlog, a saturated fast line): once a
+    read finds the next frame already waiting, the next read takes every whole frame queued,
+    one read and one call for all of them in order, still ending on a frame boundary."""
+    import termios
+
+    async def main():
+        model = BoardModel()
+        frames = [model.next_frame() for _ in range(7)]
+        with PtyBoard(link_path) as board:
+
+            def vmin() -> int:
+                value = termios.tcgetattr(board.master_fd)[6][termios.VMIN]
+                return value if isinstance(value, int) else value[0]
+
+            batches: asyncio.Queue[list] = asyncio.Queue()
+            on_results = lambda results, _ns: batches.put_nowait(results)  # noqa: E731
+            # At 1200 baud a frame takes 292 ms on the wire: a read that follows the one
+            # before within half that found a backlog, however loaded the machine is.
+            async with LinkHarness(link_path, on_results=on_results, baudrate=1200) as h:
+                await h.wait_state(LinkState.SYNCING)
+                await _until(lambda: vmin() == len(frames[0]))
+                board.write(b"".join(frames[:6]) + frames[6][:20])
+                first = await asyncio.wait_for(batches.get(), TIMEOUT_S)
+                rest = await asyncio.wait_for(batches.get(), TIMEOUT_S)
+                assert [len(first), len(rest)] == [1, 5]
+                assert [r.encode() for r in first + rest] == frames[:6]
+                assert vmin() == len(frames[0]) and h.link._parser.buffered == 0
+                board.write(frames[6][20:])
+                last = await asyncio.wait_for(batches.get(), TIMEOUT_S)
+                assert [r.encode() for r in last] == frames[6:]
+                assert h.link.stats().frames_ok == 7
 
     asyncio.run(main())

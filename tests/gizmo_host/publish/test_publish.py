@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gizmo_core import LinkState
+from gizmo_core import Decision, HoldReason, LinkState, Selector
 from gizmo_host.app.host_config import parse_host_port
 from gizmo_host.jsonl import encode_line
 from gizmo_host.publish.lines import JsonLinesPublisher
@@ -20,6 +20,7 @@ from gizmo_host.publish.sinks import stdout_sink, udp_sink
 from gizmo_host.publish.unix_socket import UnixSocketServer
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkEvent, ReceivedResult, version_message
+from gizmo_host.stream.store import LinkVerdict
 from gizmo_host.stream.tracker import SequenceEvent
 from tests.support.schemas import validate_as
 from tests.support.strategies import vision_results
@@ -66,12 +67,13 @@ def test_clients_get_the_version_first_then_every_line(socket_path):
             assert server.client_count == 3
             for n in range(1, 4):
                 publisher(link_event(n))
+            publisher.publish_batch([link_event(n) for n in range(4, 8)])  # one read's worth
             for reader, _ in clients:
                 lines = [
                     json.loads(await asyncio.wait_for(reader.readline(), TIMEOUT_S))
-                    for _ in range(3)
+                    for _ in range(7)
                 ]
-                assert [line["transitions"] for line in lines] == [1, 2, 3]
+                assert [line["transitions"] for line in lines] == [1, 2, 3, 4, 5, 6, 7]
                 for line in lines:
                     validate_as(line, "link")
             for _, writer in clients:
@@ -377,3 +379,37 @@ def test_result_json_line_parses_to_exactly_to_dict(
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert json.loads(line) == received.to_dict(now)
     validate_as(json.loads(line), "result")
+
+
+optional_ints = st.one_of(st.none(), st.integers(0, 255))
+
+
+@given(
+    decision=st.sampled_from(Decision),
+    reasons=st.lists(st.sampled_from(HoldReason), unique=True, max_size=4),
+    selector=st.builds(
+        Selector,
+        optional_ints,
+        optional_ints,
+        st.one_of(st.none(), st.integers(-(2**15), 2**15 - 1)),
+    ),
+    host_ns=st.integers(0, 2**63 - 1),
+    valid_for_ns=st.integers(0, 10**10),
+    target=st.one_of(st.none(), st.tuples(vision_results, st.integers(-(10**10), 10**12))),
+)
+def test_verdict_json_line_is_the_encoders_line_byte_for_byte(
+    decision, reasons, selector, host_ns, valid_for_ns, target
+):
+    # The template must write what the JSON encoder writes for ``to_dict()`` (the goldens
+    # were made by the encoder), including the float it makes of the target's age.
+    result = None
+    if target is not None:
+        value, age_ns = target
+        capture = host_ns - age_ns
+        result = ReceivedResult(
+            value, capture, capture, 0, 0, ClockStatus.LOCKED, SequenceEvent.IN_ORDER, capture
+        )
+    verdict = LinkVerdict(
+        decision, tuple(reasons), selector, host_ns, host_ns + valid_for_ns, result
+    )
+    assert verdict.to_json_line() == encode_line(verdict.to_dict())

@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gizmo_host import FrameError, StreamParser, VisionResult
+from gizmo_host.errors import BadSync, CrcMismatch
 from gizmo_host.wire.protocol import FRAME_LEN
 from tests.support.strategies import HEADER_PREFIX, SPEC_EXAMPLE, garbage, vision_results
 
@@ -21,6 +22,26 @@ def reference_scan(stream: bytes) -> list[VisionResult]:
         else:
             pos += FRAME_LEN
     return out
+
+
+def reference_counts(stream: bytes) -> tuple[list[VisionResult], int, int]:
+    """The oracle with its counts: frames, header errors (a sync, then a wrong version, type
+    or length) and CRC errors (a good header, a wrong CRC), judged where a whole frame fits."""
+    out, pos, header_errors, crc_errors = [], 0, 0, 0
+    while pos + FRAME_LEN <= len(stream):
+        try:
+            out.append(VisionResult.decode(stream[pos : pos + FRAME_LEN]))
+        except BadSync:
+            pos += 1
+        except CrcMismatch:
+            crc_errors += 1
+            pos += 1
+        except FrameError:
+            header_errors += 1
+            pos += 1
+        else:
+            pos += FRAME_LEN
+    return out, header_errors, crc_errors
 
 
 def feed_in_chunks(parser: StreamParser, stream: bytes, sizes) -> list[VisionResult]:
@@ -53,6 +74,51 @@ def test_frames_in_garbage_are_all_recovered_and_nothing_else(pairs, tail, sizes
     got = feed_in_chunks(parser, stream, sizes)
     assert got == reference_scan(stream)
     assert is_subsequence([r for _, r in pairs], got)
+    assert_accounted(parser)
+
+
+@given(
+    st.lists(
+        st.tuples(st.one_of(st.just(b""), st.just(b""), st.just(b""), garbage), vision_results),
+        min_size=8,
+        max_size=120,
+    ),
+    st.lists(st.tuples(st.integers(0, 2**32), st.integers(0, 7)), max_size=8),
+    st.lists(st.integers(1, 4200), max_size=8),
+)
+def test_long_runs_with_damage_give_the_oracles_frames_and_counts(pairs, flips, sizes):
+    # Reads of many frames back to back (a saturated line, a backlog, a replay) take the
+    # parser's run path; a flipped bit anywhere (sync, header, payload, CRC) or garbage between
+    # frames ends a run, and the frame-by-frame search must take over exactly there.
+    stream = bytearray(b"".join(g + r.encode() for g, r in pairs))
+    for at, bit in flips:
+        stream[at % len(stream)] ^= 1 << bit
+    stream = bytes(stream)
+    parser = StreamParser()
+    got = feed_in_chunks(parser, stream, sizes)
+    frames, header_errors, crc_errors = reference_counts(stream)
+    assert got == frames
+    stats = parser.stats
+    assert (stats.header_errors, stats.crc_errors) == (header_errors, crc_errors)
+    assert_accounted(parser)
+
+
+def test_a_frame_cut_short_inside_a_run_gives_way_to_the_frame_that_starts_inside_it():
+    # A run of frames back to back with, in the middle, the first 20 bytes of a frame (its
+    # header good, its CRC window running into the next frame) and a frame whose payload holds
+    # a false sync: the run path must let the search judge what starts inside them.
+    frames = [VisionResult(sequence=n, x=n).encode() for n in range(30)]
+    false_sync = VisionResult(sequence=99, x=0x47A5, y=0x47A5).encode()  # A5 47 in its payload
+    damaged = bytearray(false_sync)
+    damaged[30] ^= 0x01  # its CRC window: rejected, its false sync a candidate of its own
+    stream = b"".join(frames[:10]) + frames[10][:20] + b"".join(frames[10:20])
+    stream += bytes(damaged) + b"".join(frames[20:])
+    parser = StreamParser()
+    got = parser.feed(stream)
+    expected, header_errors, crc_errors = reference_counts(stream)
+    assert got == expected and [r.sequence for r in got] == list(range(30))
+    assert (parser.stats.header_errors, parser.stats.crc_errors) == (header_errors, crc_errors)
+    assert crc_errors >= 2  # the cut frame and the damaged one, at least
     assert_accounted(parser)
 
 

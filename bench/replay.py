@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Offline replay throughput: ``gizmo-host replay --offline`` against a naive parser.
+
+Captures are made here, then replayed through the live host's code on its manual clock
+(``OfflineReplay``, as ``gizmo-host replay FILE --offline`` does), and the same serial bytes,
+in the same chunks, are parsed by the naive byte-at-a-time parser of ``bench/uart_parser.py``
+(the baseline), in the same run. Reported: frames per second of each, and their ratio, for
+
+- ``30/s world``: the capture generator's ``clean`` case made ``DURATION_S`` long: the board
+  at 30 results/s, the RflySim stand-in's state at 100 Hz (3.3 datagrams a frame: its rate in
+  frames says more about the world model than about the serial path), the world model at 5 Hz;
+  ``30/s``: the same board without the world model;
+- ``921600``: a saturated 921600 line as a live link records it, one chunk per frame (a link
+  that reads frame by frame) or one chunk a millisecond (about 2.6 frames each), with the same
+  stand-in and world model or without.
+
+The rate is the capture's frames over the time the replay took, in process (reading the MCAP
+file included; start-up, the same for any capture, is reported apart: ``gizmo-host replay
+--offline`` on an empty capture). Target (issue 31): replay >= 1/10 of the naive parser's
+rate. The lines are checked byte-identical across replays elsewhere (the goldens test).
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from uart_parser import NaiveParser  # noqa: E402 - the baseline, after the sys.path lines
+
+from gizmo_host.app.capture_world import world_metadata  # noqa: E402
+from gizmo_host.app.offline_replay import OfflineReplay  # noqa: E402
+from gizmo_host.capture.carried_settings import HostSettings  # noqa: E402
+from gizmo_host.capture.channels import WORLD_METADATA  # noqa: E402
+from gizmo_host.capture.reader import CaptureReader, UartChunk  # noqa: E402
+from gizmo_host.capture.writer import CaptureWriter  # noqa: E402
+from gizmo_host.stream.store import parse_selector  # noqa: E402
+from gizmo_host.wire.protocol import VisionResult  # noqa: E402
+from tests.captures import generate  # noqa: E402
+
+DURATION_S = float(os.environ.get("BENCH_DURATION_S", "60"))
+REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
+TARGET = 0.1
+READ_NS = 150_000  # a chunk is read this long after its last byte arrives
+
+
+def generated(case_name: str, *, world: bool) -> bytes:
+    """The generator's case ``case_name``, ``DURATION_S`` long, with or without the world."""
+    case = generate.CASES[case_name]._replace(duration_s=DURATION_S, world=world)
+    name = f"bench-{case_name}"
+    generate.CASES[name] = case
+    try:
+        return generate.build(name)
+    finally:
+        del generate.CASES[name]
+
+
+def saturated(baud: int, *, world: bool, frame_chunks: bool) -> bytes:
+    """A saturated line at ``baud`` as the live link records it: a chunk every millisecond, or
+    (``frame_chunks``) one chunk per frame; ``world``: with the capture generator's RflySim
+    stand-in (state at 100 Hz) and the world model's settings."""
+    case = generate.CASES["clean"]._replace(duration_s=DURATION_S, world=world)
+    recording = generate.Recording()
+    serial = generate.SerialSide(recording)
+    frame_ns = 350 * 1_000_000_000 // baud
+    count = int(DURATION_S * 1e9 / frame_ns)
+    first_ns = serial.open_at_ns + 1_000_000
+    stream = b"".join(
+        VisionResult(
+            sequence=n % 65536,
+            result_sequence=n % 65536,
+            result_type=5,
+            id=11,
+            confidence=80,
+            flags=5,
+            age_ms=12,
+            x=40,
+            y=-30,
+            w=200,
+            h=300,
+            timestamp_ms=60_000 + n * frame_ns // 1_000_000,
+        ).encode()
+        for n in range(count)
+    )
+    byte_ns = 10 * 1_000_000_000 / baud
+    if frame_chunks:
+        for n in range(count):
+            recording.uart(first_ns + (n + 1) * frame_ns + READ_NS, stream[35 * n : 35 * n + 35])
+    else:
+        sent, t_ns = 0, first_ns
+        while sent < len(stream):
+            t_ns += 1_000_000
+            end = min(len(stream), int((t_ns - first_ns) / byte_ns))
+            if end > sent:
+                recording.uart(t_ns + READ_NS, stream[sent:end])
+                sent = end
+    metadata = {}
+    if world:
+        setup = generate.world_setup(case)
+        generate.sim_run(case, recording, setup)
+        metadata[WORLD_METADATA] = world_metadata(setup)
+    info = {
+        "monotonic_ns_at_start": str(generate.START_NS),
+        "wall_clock_ns_at_start": str(generate.WALL_NS),
+    }
+    settings = HostSettings(
+        serial_path=generate.SERIAL_PATH,
+        baudrate=baud,
+        stats_interval_s=1.0,
+        selector=parse_selector(generate.SELECT),
+    )
+    out = io.BytesIO()
+    recording.write(CaptureWriter(out, "saturated.mcap", settings, info=info, metadata=metadata))
+    return out.getvalue()
+
+
+def best(fn, repeat: int) -> float:
+    """Best wall time of ``repeat`` runs, the cyclic GC paused as ``timeit`` does."""
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        finally:
+            gc.enable()
+    return min(times)
+
+
+def measure(path: str) -> tuple[int, float, float]:
+    """Frames in the capture, the naive parser's and the replay's frames per second."""
+    reader = CaptureReader(path)
+    chunks = [m.data for m in reader.messages() if isinstance(m, UartChunk)]
+
+    def naive() -> int:
+        parser = NaiveParser()
+        return sum(len(parser.feed(chunk)) for chunk in chunks)
+
+    frames = naive()
+
+    def replay() -> None:
+        capture = CaptureReader(path)
+        for _line in OfflineReplay(capture.info, capture.path).replay(capture.messages()):
+            pass
+
+    naive_s = best(naive, REPEATS)
+    replay_s = best(replay, REPEATS)
+    return frames, frames / naive_s, frames / replay_s
+
+
+def startup_s(path: str) -> float:
+    """``gizmo-host replay --offline`` on ``path``, whole process (best of 3)."""
+    command = [sys.executable, "-m", "gizmo_host.cli", "replay", "--offline", path]
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, check=True)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> int:
+    print(
+        f"offline replay against the naive parser ({DURATION_S:g} s captures, best of "
+        f"{REPEATS}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f})"
+    )
+    print(
+        f"{'capture':<27}{'frames':>8}{'naive frames/s':>16}{'replay frames/s':>17}"
+        f"{'replay/naive':>14}{'target':>9}"
+    )
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        captures = {
+            "30/s world": lambda: generated("clean", world=True),
+            "30/s": lambda: generated("clean", world=False),
+            "921600 frame chunks world": lambda: saturated(921600, world=True, frame_chunks=True),
+            "921600 1 ms chunks world": lambda: saturated(921600, world=True, frame_chunks=False),
+            "921600 frame chunks": lambda: saturated(921600, world=False, frame_chunks=True),
+            "921600 1 ms chunks": lambda: saturated(921600, world=False, frame_chunks=False),
+        }
+        for name, make in captures.items():
+            path = os.path.join(tmp, f"{name.replace(' ', '_').replace('/', '')}.mcap")
+            Path(path).write_bytes(make())
+            frames, naive_rate, replay_rate = measure(path)
+            ratio = replay_rate / naive_rate
+            ok &= ratio >= TARGET
+            print(
+                f"{name:<27}{frames:>8}{naive_rate:>16,.0f}{replay_rate:>17,.0f}"
+                f"{ratio:>14.3f}{'>=' + str(TARGET):>9}"
+            )
+        empty = os.path.join(tmp, "empty.mcap")
+        Path(empty).write_bytes(_empty_capture())
+        print(
+            f"(start-up: gizmo-host replay --offline on an empty capture: {startup_s(empty):.2f} s)"
+        )
+    print("targets met" if ok else "targets NOT met")
+    return 0 if ok else 1
+
+
+def _empty_capture() -> bytes:
+    out = io.BytesIO()
+    CaptureWriter(out, "empty.mcap", HostSettings(serial_path="/dev/gizmo0")).finish()
+    return out.getvalue()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
