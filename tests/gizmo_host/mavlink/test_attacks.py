@@ -479,3 +479,79 @@ def test_target_0_a_bound_autopilot_that_only_answers_timesync_is_unbound():
     print("hold ended", None if ended is None else ended / 1e9, "s after its last heartbeat")
     assert ended is not None and ended <= 5.0 * S
     assert wire.session.stats(wire.clock.now_ns())["autopilot"] == [1, 1]
+
+
+def spoofed_pair(wire: Wire, mav: mavlink.MAVLink, ahead_ms: int = 10) -> list[bytes]:
+    """A LOCAL_POSITION_NED 10 m off the truth (the truth's velocity) and its attitude, both
+    stamped ``ahead_ms`` ahead of the autopilot's clock."""
+    now = wire.clock.now_ns()
+    boot_ms = wire.autopilot.boot_ns(now) // MS + ahead_ms
+    truth = circling(now + ahead_ms * MS)
+    (n, e, d), v, q = truth.position_ned_m, truth.velocity_ned_m_s, truth.quaternion_wxyz
+    return [
+        mav.local_position_ned_encode(boot_ms, n + 10.0, e, d, *v).pack(mav),
+        mav.attitude_quaternion_encode(boot_ms, *q, 0, 0, 0).pack(mav),
+    ]
+
+
+# Before (red team, Known limits: c02_same_address.py plain): 257 PROCEED lines and 85
+# LANDING_TARGETs 10 m off; the real poses, all "older", were dropped silently, uncounted.
+def test_a_second_pose_stream_from_the_autopilots_own_address_is_a_conflict_that_ends():
+    """Without signing, a spoofer on the autopilot's own address (its ids, its port) streams
+    poses 10 m off, each stamped 10 ms ahead of the real ones. Each real pose then arrives
+    older than the newest: no longer dropped unseen, it is counted (``older``) and put in its
+    place in the history, where it contradicts the spoofed poses around it: a conflict, as a
+    different pose for a time already held is on the RflySim path. The world holds for the
+    whole attack, and the hold ends within the conflict and jump holds after it stops."""
+    wire = Wire(streams=(mavlink.MAVLINK_MSG_ID_ATTITUDE_QUATERNION, 32))
+    world = world_on(wire)
+    world.apply(LinkStatus(0, LinkState.UP))
+    wire.run(3.0)
+    assert not pose_reasons(world, wire.clock.now_ns())
+    spoof = voice()
+    held = []
+    for k in range(300):  # 3 s at 100 Hz, from the autopilot's own address
+        for data in spoofed_pair(wire, spoof):
+            wire.inject(data)
+        wire.run(0.01)
+        if k >= 2:
+            held.append(bool(pose_reasons(world, wire.clock.now_ns())))
+    assert all(held)  # not one moment the world would have proceeded on either stream
+    assert HoldReason.POSE_CONFLICT in pose_reasons(world, wire.clock.now_ns())
+    assert wire.source.counts["older"] >= 100  # the real poses: counted, never unseen
+    assert world.stats()["pose_conflicts"] >= 100
+    stopped = wire.clock.now_ns()
+    ended = held_until(wire, world, stopped, 5.0, lambda: None)
+    print("hold ended", None if ended is None else ended / 1e9, "s after the spoofer stopped")
+    assert ended is not None and ended <= 1.6 * S  # the conflict hold (1 s), a jump's (0.5 s)
+
+
+def test_an_honest_stream_reordered_on_the_wire_is_put_in_place_and_never_holds():
+    """The control: every 10th LOCAL_POSITION_NED of the real autopilot arrives 30 ms late,
+    after newer ones. Counted as older, inserted where it belongs: no conflict, no hold."""
+    wire = Wire(streams=(mavlink.MAVLINK_MSG_ID_ATTITUDE_QUATERNION, 32))
+    world = world_on(wire)
+    world.apply(LinkStatus(0, LinkState.UP))
+    late: list[tuple[int, bytes]] = []
+    seen = [0]
+
+    def hold_back(data: bytes) -> bytes | None:
+        msgs = voice(9).parse_buffer(data) or []
+        if msgs and msgs[0].get_type() == "LOCAL_POSITION_NED":
+            seen[0] += 1
+            if seen[0] % 10 == 0:
+                late.append((wire.clock.now_ns() + 30 * MS, data))
+                return None
+        return data
+
+    wire.run(2.0)
+    wire.tamper = hold_back
+    held = []
+    for _ in range(300):
+        while late and late[0][0] <= wire.clock.now_ns():
+            wire.inject(late.pop(0)[1])
+        wire.run(0.01)
+        held.append(bool(pose_reasons(world, wire.clock.now_ns())))
+    assert not any(held)
+    assert wire.source.counts["older"] >= 10 and world.stats()["pose_conflicts"] == 0
+    assert off_truth_m(wire) < 0.01
