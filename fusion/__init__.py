@@ -31,7 +31,7 @@ from .inputs import (
     VisionObservation,
 )
 from .ranging import RangeSource
-from .simclock import SimClockEstimator, SimClockStatus
+from .simclock import SimClockEstimator
 from .snapshot import SourceState, TargetState, WorldSnapshot, world_schema
 from .world import WorldModel
 
@@ -56,7 +56,6 @@ __all__ = [
     "RangeSource",
     "SensorMount",
     "SimClockEstimator",
-    "SimClockStatus",
     "SourceConflict",
     "SourceState",
     "TargetState",

@@ -102,7 +102,7 @@ class WorldConfig:
     publish_on_change: bool = True  # publish at once when a verdict changes, for the publisher
     ttl_ms: float = 250.0  # a target is fresh for this long after its capture
     ttl_ms_by_type: Mapping[int, float] = field(default_factory=dict)
-    reset_hold_ms: float = 2000.0  # HOLD this long after a device reset
+    reset_hold_ms: float = 0.0  # HOLD this long after a device reset, beyond the re-lock
     max_wait_ms: float = 20.0  # a measurement newer than the newest pose waits this long
     max_extrapolation_ms: float = 10.0  # then it may be placed this far past the newest pose
     max_pose_gap_ms: float = 100.0  # two poses further apart do not bracket anything

@@ -31,10 +31,10 @@ import numpy as np
 import numpy.typing as npt
 
 from gizmo_core import LinkState
+from gizmo_core.clock import ClockStatus
 
 from .errors import InvalidInput
 from .geometry import Quat, Vec3, quat_from_euler_zyx_deg
-from .simclock import SimClockStatus
 
 _UNIT_TOLERANCE = 1e-3
 _BOX_CENTRE = 1000
@@ -147,7 +147,7 @@ class PoseSample:
     quaternion_wxyz: Quat
     velocity_ned_m_s: Vec3 | None = None
     copter_id: int = 1
-    clock_status: SimClockStatus = SimClockStatus.LOCKED
+    clock_status: ClockStatus = ClockStatus.LOCKED
 
     def __post_init__(self) -> None:
         _set(self, "position_ned_m", _vec3(self, "position_ned_m", self.position_ned_m))

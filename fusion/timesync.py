@@ -2,32 +2,30 @@
 
 The host sends ``TIMESYNC(tc1=0, ts1=t1)`` at host time ``t1``; the autopilot answers with
 ``tc1`` = its own clock when it handled the request and ``ts1`` echoed; the host reads the
-answer at ``t4``. The autopilot's clock at the midpoint of the round trip is ``tc1``, so
-``offset = tc1 - (t1 + t4) / 2`` (autopilot minus host) is wrong by at most half the round trip
-(its asymmetry). Like PX4's own filter, only low round trips teach anything, and the mapping
-keeps the safety rules of the other clocks here (docs/world-safety.md):
+answer at ``t4``. The autopilot's clock at the midpoint of the round trip is ``tc1``, wrong by
+at most half the round trip (its asymmetry). Each answer is a sample of the clock core
+(:class:`gizmo_core.clock.EpochClock`: remote ``tc1``, host ``(t1 + t4) / 2``), whose rules
+are those of every clock here (docs/world-safety.md): autopilot time ``A`` maps to host
+``A + offset``, and the offset never moves towards "fresher" (a later host time) faster than
+``max_skew_ppm`` within an epoch, while it may move towards "older" at once. What TIMESYNC adds:
 
-- **never fresher**: autopilot time ``A`` maps to host ``A - offset``. The offset may rise at
-  once (data look older), but falls (data look fresher) by at most ``max_skew_ppm`` of the
-  host time elapsed;
-- **outliers**: a sample that would move the offset by more than ``jump_threshold_ms`` is an
+- **the one round-trip gate**: only low round trips teach anything. A sample is kept when its
+  round trip is at most the least of the last ``rtt_window`` answers (10 s at 10 Hz) plus
+  ``rtt_slack_ms``
+  (or ``rtt_spread`` of that least, on a slow link), never above ``rtt_ceiling_ms``: a loaded
+  host or link delays one direction more than the other. ``stats().rtt_gate_ns`` is the gate;
+- **outliers**: a sample more than ``jump_threshold_ms`` older-looking than the mapping is an
   outlier until ``confirm_samples`` in a row agree with it; then it starts a new epoch;
-- **a lie that stops**: a sample fresher than the published offset by more than the two
-  samples' half round trips can explain (after the skew allowance) cannot be honest together
-  with it: ``confirm_samples`` of those in a row start a new epoch at the oldest-looking of
-  them, so an offset once pushed up by false answers is not kept for the ``max_skew_ppm``
-  fall (75 s for 15 ms) but for the confirmation (0.5 s at 10 Hz) and the relock;
+- **a lie that stops**: a two-way sample measures the offset, so a sample fresher than the
+  mapping by more than its own and the gate's half round trips can explain (plus 0.5 ms), or
+  than ``follow_threshold_ms`` whichever is less, cannot be honest together with it;
+  ``confirm_samples`` of those in a row open a new epoch at their oldest-looking level
+  (``LatePolicy.FOLLOW``), so an offset once pushed older by false answers comes back after
+  the confirmation (0.5 s at 10 Hz), not after the skew bound's creep (75 s for 15 ms);
 - **reboots**: the autopilot's clock going back (any message's boot time, or a TIMESYNC
   answer) by more than the threshold is a reboot: a new epoch, locking again;
-- **lock**: ``LOCKING`` until ``lock_samples`` low-round-trip samples of the epoch were
-  accepted; nothing is mapped for PROCEED before (the world HOLDs ``clock_not_locked``);
-- **the round-trip gate adapts, bounded**: a sample is kept when its round trip is at most
-  ``max_rtt_ms`` (PX4's own 10 ms) or, on a slower link, within ``rtt_spread`` of the least
-  round trip of the last ``rtt_window`` answers (plus 1 ms), never above ``rtt_ceiling_ms``.
-  A serial or radio link whose every round trip is 16-32 ms still locks, on its fastest
-  answers, and a sample's error (half its asymmetry) stays within half the gate's width above
-  the least round trip; a fast link keeps the fixed 10 ms gate. ``stats().rtt_gate_ns`` is
-  the gate now.
+- **lock**: settling until ``lock_samples`` accepted samples of the epoch; nothing is mapped
+  for PROCEED before (the world HOLDs ``clock_not_locked``).
 
 Pure: every host time is an argument. The I/O side sends the requests, feeds the answers in,
 and answers the autopilot's own requests with :meth:`autopilot_now_ns` (in the autopilot's
@@ -39,7 +37,7 @@ from __future__ import annotations
 from collections import deque
 from typing import NamedTuple
 
-from .simclock import SimClockStatus
+from gizmo_core.clock import ClockStatus, EpochClock, LatePolicy
 
 _HONEST_SLACK_NS = 500_000  # rounding and the skew within one sample period
 
@@ -66,60 +64,71 @@ class TimesyncEstimator:
     def __init__(
         self,
         *,
-        max_rtt_ms: float = 10.0,
+        rtt_slack_ms: float = 1.0,
         rtt_ceiling_ms: float = 100.0,
         rtt_spread: float = 0.25,
-        rtt_window: int = 50,
+        rtt_window: int = 100,
         max_skew_ppm: float = 200.0,
         jump_threshold_ms: float = 20.0,
+        follow_threshold_ms: float = 5.0,
         confirm_samples: int = 5,
         lock_samples: int = 5,
         max_pending: int = 32,
     ) -> None:
-        if not max_rtt_ms > 0:
-            raise ValueError(f"max_rtt_ms: expected > 0, got {max_rtt_ms!r}")
+        if not rtt_slack_ms > 0:
+            raise ValueError(f"rtt_slack_ms: expected > 0, got {rtt_slack_ms!r}")
         if not max_skew_ppm >= 0:
             raise ValueError(f"max_skew_ppm: expected >= 0, got {max_skew_ppm!r}")
-        if not rtt_ceiling_ms >= max_rtt_ms:
+        if not rtt_ceiling_ms >= rtt_slack_ms:
             raise ValueError(
-                f"rtt_ceiling_ms: expected >= max_rtt_ms ({max_rtt_ms!r}), got {rtt_ceiling_ms!r}"
+                f"rtt_ceiling_ms: expected >= rtt_slack_ms ({rtt_slack_ms!r}), "
+                f"got {rtt_ceiling_ms!r}"
             )
         if not 0 <= rtt_spread <= 1:
             raise ValueError(f"rtt_spread: expected 0..1, got {rtt_spread!r}")
-        self._max_rtt_ns = round(max_rtt_ms * 1e6)
+        if not 0 < follow_threshold_ms <= jump_threshold_ms:
+            raise ValueError(
+                f"follow_threshold_ms: expected 0 < it <= jump_threshold_ms, "
+                f"got {follow_threshold_ms!r}"
+            )
+        self._slack_ns = round(rtt_slack_ms * 1e6)
         self._ceiling_ns = round(rtt_ceiling_ms * 1e6)
         self._spread = rtt_spread
         self._recent_rtts: deque[int] = deque(maxlen=max(1, rtt_window))
-        self._max_skew = max_skew_ppm * 1e-6
         self._threshold_ns = jump_threshold_ms * 1e6
-        self._confirm = max(1, confirm_samples)
-        self._lock = max(1, lock_samples)
+        self._follow_ns = follow_threshold_ms * 1e6
+        self._core = EpochClock(
+            tolerance_ns=jump_threshold_ms * 1e6,
+            late_tolerance_ns=follow_threshold_ms * 1e6,
+            max_skew_ppm=max_skew_ppm,
+            confirm_samples=confirm_samples,
+            confirm_ns=0.0,
+            late_after_ns=0.0,
+            lock_samples=lock_samples,
+            late=LatePolicy.FOLLOW,
+            per_sample=True,
+        )
         self._max_pending = max_pending
         self._pending: dict[int, int] = {}  # ts1 we sent -> host send time (the same value)
-        self._epoch = 0
-        self._offset_ns: float | None = None
-        self._offset_host_ns = 0  # host time of the last offset update
-        self._epoch_accepted = 0
-        self._first: tuple[int, float] | None = None  # (host ns, offset) of the epoch's first
-        self._candidates: list[float] = []  # offsets of outliers in a row
-        self._falls: list[float] = []  # offsets too fresh for the published one, in a row
-        self._offset_rtt_ns = 0  # the round trip of the sample the published offset is from
         self._last_autopilot_ns: int | None = None
+        self._last_remote_ns = 0  # the last sample's autopilot time (where offsets are read)
+        self._first: tuple[int, int, float] | None = None  # the epoch's first: host, offset
+        self._skew_ppm: float | None = None
         self._rtt: int | None = None
         self._min_rtt: int | None = None
-        self._skew_ppm: float | None = None
         self._samples = self._accepted = self._rejected_rtt = self._rejected_unknown = 0
         self._outliers = self._reboots = 0
 
     @property
-    def status(self) -> SimClockStatus:
-        if self._offset_ns is None or self._epoch_accepted < self._lock:
-            return SimClockStatus.LOCKING
-        return SimClockStatus.LOCKED
+    def status(self) -> ClockStatus:
+        """OUTLIER while answers say the autopilot's clock stepped ahead and too few agree
+        yet: its stamps would map fresher than they are, so its poses are not used."""
+        core = self._core
+        return ClockStatus.OUTLIER if core.early_pending else core.status
 
     @property
     def epoch(self) -> int:
-        return self._epoch
+        return self._core.epoch
 
     def request(self, host_ns: int) -> int:
         """Note a request sent at ``host_ns``; returns the ``ts1`` to send (the host time)."""
@@ -128,7 +137,7 @@ class TimesyncEstimator:
         self._pending[host_ns] = host_ns
         return host_ns
 
-    def answer(self, tc1_ns: int, ts1_ns: int, host_rx_ns: int) -> SimClockStatus | None:
+    def answer(self, tc1_ns: int, ts1_ns: int, host_rx_ns: int) -> ClockStatus | None:
         """Feed an answer to one of our requests; ``None`` when it is not usable."""
         self._samples += 1
         sent = self._pending.pop(ts1_ns, None)
@@ -138,116 +147,85 @@ class TimesyncEstimator:
         rtt = host_rx_ns - sent
         if 0 <= rtt <= self._ceiling_ns:
             self._recent_rtts.append(rtt)
+        if tc1_ns > 0:
+            self.boot_time(tc1_ns, host_rx_ns)  # an answer's clock, however slow the trip
         if not 0 <= rtt <= self.rtt_gate_ns or tc1_ns <= 0:
             self._rejected_rtt += 1
             return None
         self._rtt = rtt
         self._min_rtt = rtt if self._min_rtt is None else min(self._min_rtt, rtt)
-        self.boot_time(tc1_ns, host_rx_ns)
-        self._take(tc1_ns - (sent + host_rx_ns) / 2, host_rx_ns, rtt)
+        core = self._core
+        host_ns = (sent + host_rx_ns) // 2
+        honest_ns = (rtt + self.rtt_gate_ns) / 2 + _HONEST_SLACK_NS
+        core.late_tolerance_ns = min(self._follow_ns, honest_ns)
+        reading = core.observe(tc1_ns, host_ns)
+        self._last_remote_ns = tc1_ns
+        if reading.status is ClockStatus.OUTLIER:
+            self._outliers += 1
+            return self.status
+        self._accepted += 1
+        offset = -reading.offset_ns  # autopilot minus host
+        if self._first is None or self._first[0] != core.epoch:
+            self._first = (core.epoch, host_ns, offset)
+            self._skew_ppm = None
+        elif host_ns > self._first[1]:
+            self._skew_ppm = (offset - self._first[2]) / (host_ns - self._first[1]) * 1e6
         return self.status
+
+    def restart(self) -> None:
+        """Forget the mapping: a new epoch, locking again (another autopilot is now mapped).
+        The last one's round trips and outstanding requests go too: a peer with faster
+        answers would otherwise gate the new one out for the whole window."""
+        self._core.new_epoch()
+        self._last_autopilot_ns = None
+        self._recent_rtts.clear()
+        self._pending.clear()
 
     @property
     def rtt_gate_ns(self) -> int:
-        """The largest round trip a sample may have now: ``max_rtt_ms``, or on a slower link
-        the least recent round trip plus ``rtt_spread`` of it and 1 ms, up to the ceiling."""
+        """The largest round trip a sample may have now: the least recent round trip plus
+        ``rtt_slack_ms`` (or ``rtt_spread`` of it on a slower link), up to the ceiling."""
         if not self._recent_rtts:
-            return self._max_rtt_ns
+            return self._ceiling_ns
         least = min(self._recent_rtts)
-        adaptive = least + round(least * self._spread) + 1_000_000
-        return min(self._ceiling_ns, max(self._max_rtt_ns, adaptive))
+        return min(self._ceiling_ns, least + max(self._slack_ns, round(least * self._spread)))
 
     def boot_time(self, autopilot_ns: int, host_rx_ns: int) -> None:
         """Any message's boot time: the autopilot's clock going back is a reboot."""
         last = self._last_autopilot_ns
         if last is not None and autopilot_ns < last - self._threshold_ns:
             self._reboots += 1
-            self._new_epoch()
+            self._core.new_epoch()
+            self._last_autopilot_ns = None
         if self._last_autopilot_ns is None or autopilot_ns > self._last_autopilot_ns:
             self._last_autopilot_ns = autopilot_ns
 
-    def _take(self, offset_ns: float, host_ns: int, rtt_ns: int) -> None:
-        published = self._offset_ns
-        if published is None:
-            self._set(offset_ns, host_ns, rtt_ns)
-            return
-        if abs(offset_ns - published) > self._threshold_ns:
-            self._candidates.append(offset_ns)
-            if len(self._candidates) < self._confirm:
-                self._outliers += 1
-                return
-            spread = max(self._candidates) - min(self._candidates)
-            if spread > self._threshold_ns:  # they disagree among themselves too: keep waiting
-                self._candidates.pop(0)
-                self._outliers += 1
-                return
-            self._restart(max(self._candidates), host_ns, rtt_ns)  # the oldest-looking
-            return
-        self._candidates.clear()
-        if offset_ns >= published:
-            self._falls.clear()
-            self._set(offset_ns, host_ns, rtt_ns)  # older: at once
-            return
-        floor = published - self._max_skew * (host_ns - self._offset_host_ns)
-        if offset_ns < floor - (rtt_ns + self._offset_rtt_ns) / 2 - _HONEST_SLACK_NS:
-            self._falls.append(offset_ns)
-            if len(self._falls) >= self._confirm:
-                self._restart(max(self._falls), host_ns, rtt_ns)
-                return
-        else:
-            self._falls.clear()
-        if offset_ns >= floor:
-            self._set(offset_ns, host_ns, rtt_ns)
-        else:
-            self._set(floor, host_ns, self._offset_rtt_ns)
-
-    def _restart(self, offset_ns: float, host_ns: int, rtt_ns: int) -> None:
-        """A confirmed step: a new epoch from ``offset_ns`` (read before the epoch clears the
-        samples that confirmed it)."""
-        self._new_epoch()
-        self._set(offset_ns, host_ns, rtt_ns)
-
-    def _set(self, offset_ns: float, host_ns: int, rtt_ns: int) -> None:
-        self._offset_ns = offset_ns
-        self._offset_host_ns = host_ns
-        self._offset_rtt_ns = rtt_ns
-        self._accepted += 1
-        self._epoch_accepted += 1
-        if self._first is None:
-            self._first = (host_ns, offset_ns)
-        elif host_ns > self._first[0]:
-            self._skew_ppm = (offset_ns - self._first[1]) / (host_ns - self._first[0]) * 1e6
-
-    def _new_epoch(self) -> None:
-        self._epoch += 1
-        self._offset_ns = None
-        self._epoch_accepted = 0
-        self._first = None
-        self._skew_ppm = None
-        self._candidates.clear()
-        self._falls.clear()
-        self._last_autopilot_ns = None
-
-    def restart(self) -> None:
-        """Forget the mapping: a new epoch, locking again (another autopilot is now mapped)."""
-        self._new_epoch()
-
     def to_host_ns(self, autopilot_ns: int) -> int | None:
         """Host time of an autopilot time of this epoch; ``None`` before any sample."""
-        return None if self._offset_ns is None else round(autopilot_ns - self._offset_ns)
+        return self._core.to_host_ns(autopilot_ns)
 
     def to_autopilot_ns(self, host_ns: int) -> int | None:
-        return None if self._offset_ns is None else round(host_ns + self._offset_ns)
+        """The autopilot time that maps to ``host_ns`` (the mapping inverted)."""
+        core = self._core
+        offset = core.offset_ns(self._last_remote_ns)
+        if offset is None:
+            return None
+        guess = host_ns - offset
+        at_guess = core.offset_ns(guess)
+        assert at_guess is not None
+        return round(host_ns - at_guess)
 
     def autopilot_now_ns(self, host_ns: int) -> int | None:
         """What to answer the autopilot's own TIMESYNC with: its clock now, once locked."""
-        return self.to_autopilot_ns(host_ns) if self.status is SimClockStatus.LOCKED else None
+        return self.to_autopilot_ns(host_ns) if self.status is ClockStatus.LOCKED else None
 
     def stats(self) -> TimesyncStats:
+        core = self._core
+        offset = core.offset_ns(self._last_remote_ns)
         return TimesyncStats(
-            self._epoch,
-            self.status.value,
-            self._offset_ns,
+            core.epoch,
+            core.status.value,
+            None if offset is None else -offset,
             self._rtt,
             self._min_rtt,
             self._skew_ppm,

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from gizmo_core import Decision, HoldReason, LinkState, Selector
+from gizmo_core.clock import ClockStatus
 
 from . import estimates
 from .camera import CameraConfig, CameraModel
@@ -37,7 +38,6 @@ from .inputs import (
     VisionObservation,
 )
 from .placement import Placer
-from .simclock import SimClockStatus
 from .snapshot import SourceState, SourceStatus, TargetState, VehicleState, WorldSnapshot
 from .sources import SourceBook
 from .targets import Placement, TargetTable
@@ -97,7 +97,7 @@ class WorldModel:
         self._vision_epoch: int | None = None
         self._down_since_vision = False  # a link outage since the last vision observation
         self._vision_locked = False
-        self._pose_clock = SimClockStatus.LOCKED
+        self._pose_clock = ClockStatus.LOCKED
         self._pose_seen = False
         self._locking_pose_ns = _NEVER  # the latest pose that came while its clock was locking
         self._pose_link_up = True  # a pose source without a link of its own is never down
@@ -207,12 +207,12 @@ class WorldModel:
             self._pose_seen = True
             self._sources.expect("pose")
         status = pose.clock_status
-        if status is SimClockStatus.OUTLIER:  # its stamp disagrees with its stream
+        if status is ClockStatus.OUTLIER:  # its stamp disagrees with its stream
             counts["pose_outliers"] += 1
             return
         self._pose_clock = status
         self._sources.seen("pose", pose.host_ns)
-        if status is SimClockStatus.LOCKING:  # mapped by a mapping still settling
+        if status.settling:  # mapped by a mapping still settling
             counts["poses_locking"] += 1
             self._locking_pose_ns = pose.host_ns
             self._witness(pose.host_ns)
@@ -320,9 +320,9 @@ class WorldModel:
     # -- output ----------------------------------------------------------------------------
 
     def _locking(self, now_ns: int) -> bool:
-        """Poses are heard (within the pose TTL), all while their clock is locking."""
+        """Poses are heard (within the pose TTL), all while their clock is settling."""
         heard = now_ns - self._locking_pose_ns <= self._pose_ttl_ns
-        return heard and self._pose_clock is SimClockStatus.LOCKING
+        return heard and self._pose_clock.settling
 
     def conditions(self, now_ns: int) -> Conditions:
         """What holds for every target at ``now_ns``."""
@@ -339,8 +339,8 @@ class WorldModel:
             now_ns,
             LINK_REASONS.get(self._link_state),
             reset is not None and now_ns - reset <= self._reset_hold_ns,
-            self._pose_clock is SimClockStatus.JUMPED,
-            self._pose_clock is SimClockStatus.LOCKING,
+            self._pose_clock is ClockStatus.JUMPED,
+            self._pose_clock.settling,
             conflict is not None and now_ns - conflict <= self._conflict_hold_ns,
             jump is not None and now_ns - jump <= self._jump_hold_ns,
             self.pose_required,

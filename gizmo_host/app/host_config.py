@@ -17,7 +17,7 @@ than ``MIN_PERIOD_S``, which keeps a typo from spinning the CPU. Example file::
 
     [store]
     ttl_ms = 250
-    reset_hold_ms = 2000
+    reset_hold_ms = 0
     [store.ttl_ms_by_type]
     LINE = 150
 

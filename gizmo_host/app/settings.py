@@ -113,16 +113,19 @@ HOST_SETTINGS: tuple[Setting, ...] = (
     Setting("clock", "max_skew_ppm", "float", _pipe("max_skew_ppm"),
             "the largest device clock drift believed", 0, 10_000, "ppm"),
     Setting("clock", "phase_error_threshold_ms", "float", _pipe("phase_error_threshold_ms"),
-            "a device timestamp further off than this re-anchors the clock", 0.01, 1000, "ms"),
+            "a frame further off the device clock's mapping is early or late (5 that agree "
+            "confirm a step)", 0.01, 1000, "ms"),
     Setting("clock", "lock_after_ms", "float", _pipe("lock_after_ms"),
-            "a new device clock epoch is trusted (LOCKED) after this long (and 10 frames)", 100,
-            60_000, "ms"),
+            "the first device clock epoch is trusted (LOCKED) after this long and 10 frames; "
+            "later ones (the skew known) after 3 frames over 66 ms", 100, 60_000, "ms"),
     Setting("store", "ttl_ms", "float", _pipe("ttl_ms"),
             "a result older than this is stale", 1, MAX_MS, "ms", flag="--ttl-ms"),
     Setting("store", "ttl_ms_by_type", "table", {},
             "per result type (name or number): its own TTL", 1, MAX_MS, "ms"),
     Setting("store", "reset_hold_ms", "float", _pipe("reset_hold_ms"),
-            "HOLD this long after a device reset", 0, MAX_MS, "ms"),
+            "HOLD this long after a device reset, beyond the clock's re-lock: for a board "
+            "whose detectors report on frames its camera takes while exposure settles after "
+            "a boot (0: the re-lock and the forgotten results guard a reset)", 0, MAX_MS, "ms"),
     Setting("verdict", "select", "str", "any",
             "verdict target: 'any' or source=N,type=N|NAME,id=N", flag="--select",
             metavar="SELECTOR"),

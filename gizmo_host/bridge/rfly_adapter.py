@@ -48,12 +48,12 @@ from fusion import (
     PoseSample,
     SensorMount,
     SimClockEstimator,
-    SimClockStatus,
     SourceConflict,
 )
 from fusion.geometry import (
     quat_to_matrix,
 )
+from gizmo_core.clock import ClockStatus
 from gizmo_host.bridge.rfly_mounts import (
     attitude,
     distance_range_m,
@@ -77,9 +77,10 @@ _LIDAR_FRAMES = {
     int(m.TypeId.LIDAR_WORLD): PointFrame.WORLD_NED,
 }
 _UNUSABLE = {
-    SimClockStatus.LOCKING: "clock_locking",
-    SimClockStatus.JUMPED: "clock_jumped",
-    SimClockStatus.OUTLIER: "clock_outliers",
+    ClockStatus.CONVERGING: "clock_locking",
+    ClockStatus.RESYNC: "clock_locking",
+    ClockStatus.JUMPED: "clock_jumped",
+    ClockStatus.OUTLIER: "clock_outliers",
 }
 
 
@@ -181,7 +182,7 @@ class RflyAdapter:
 
     def _time(
         self, stream: str, sim_time_s: float, rx_ns: int, *, discontinuity: bool = False
-    ) -> tuple[int, int, SimClockStatus] | None:
+    ) -> tuple[int, int, ClockStatus] | None:
         if not math.isfinite(sim_time_s) or abs(sim_time_s) > 1e9:
             return None
         sample = self._clock(stream).observe(
@@ -197,7 +198,7 @@ class RflyAdapter:
             self.counts["dropped_invalid"] += 1
             return None
         host_ns, epoch, status = timed
-        if status is not SimClockStatus.LOCKED:
+        if status is not ClockStatus.LOCKED:
             self.counts[_UNUSABLE[status]] += 1
             return None
         return host_ns, epoch
@@ -214,8 +215,8 @@ class RflyAdapter:
             return []
         return self._pose_conflict(stream.value, rx_ns)
 
-    def _outlier(self, status: SimClockStatus) -> bool:
-        if status is SimClockStatus.OUTLIER:
+    def _outlier(self, status: ClockStatus) -> bool:
+        if status is ClockStatus.OUTLIER:
             self.counts["clock_outliers"] += 1
             return True
         return False
@@ -269,7 +270,7 @@ class RflyAdapter:
         self.counts["poses"] += 1
         out: list[Input] = [pose]
         rate = value.angular_rate_frd_rad_s if isinstance(value, m.SOut2Simulator) else None
-        if rate is not None and status is SimClockStatus.LOCKED and finite(rate):
+        if rate is not None and status is ClockStatus.LOCKED and finite(rate):
             out.append(ImuSample(host_ns, vec3(rate)))
             self.counts["imu"] += 1
         return out
@@ -310,7 +311,7 @@ class RflyAdapter:
         self.counts["poses"] += 1
         out: list[Input] = [pose]
         rate = value.angular_velocity_frd_rad_s
-        usable = status is SimClockStatus.LOCKED
+        usable = status is ClockStatus.LOCKED
         if usable and flags & m.OdomFlags.ANGULAR_VELOCITY_VALID and finite(rate):
             out.append(ImuSample(host_ns, vec3(rate)))
             self.counts["imu"] += 1

@@ -1,5 +1,6 @@
 """``gizmo-host certify``: the HIL certification run; exit 0 when it passes, 1 when it fails
-(a wrong PROCEED, a late HOLD, a counter mismatch), 2 on a usage mistake. The work is in
+(a wrong PROCEED, a late HOLD, a fault never recovered from, an availability under the bound,
+a counter mismatch), 2 on a usage mistake. The work is in
 :mod:`gizmo_host.rigs.certify`."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from gizmo_host.cli.common import EXIT_USAGE
 from gizmo_host.rigs.certify.judge import RunResult
 from gizmo_host.rigs.certify.matrix import DEFAULT_SEEDS, QUICK_SEEDS, Options, certify, parse_names
 from gizmo_host.rigs.certify.plan import FAULT_CLASSES, SCENARIOS
+from gizmo_host.rigs.certify.report import AVAILABILITY_MIN
 from gizmo_host.rigs.rig import RigFailed
 
 
@@ -33,6 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--parallel", metavar="N", default="3", help="runs at once (default 3)")
     parser.add_argument("--spacing", metavar="S", help="seconds between faults (default 3.5)")
+    parser.add_argument(
+        "--min-availability",
+        metavar="F",
+        help=f"the share of the time in view that must be PROCEED, per scenario (default "
+        f"{AVAILABILITY_MIN:g}; 0 for a matrix denser than the standard one)",
+    )
     parser.add_argument("--no-plots", action="store_true", help="no PNG plots (no matplotlib)")
 
 
@@ -46,12 +54,25 @@ def _int(text: str, flag: str, low: int, high: int) -> int:
     return value
 
 
+def _fraction(text: str | None, flag: str) -> float:
+    if text is None:
+        return AVAILABILITY_MIN
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise ConfigError(f"{flag}: expected 0..1, got {text!r}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         seeds = args.seeds or str(QUICK_SEEDS if args.quick else DEFAULT_SEEDS)
         spacing = float(args.spacing) if args.spacing else None
         if spacing is not None and not 2.0 <= spacing <= 30.0:
             raise ConfigError(f"--spacing: expected 2..30 s, got {args.spacing!r}")
+        availability = _fraction(args.min_availability, "--min-availability")
         options = Options(
             scenarios=parse_names(args.scenarios, SCENARIOS, "scenarios"),
             faults=parse_names(args.faults, tuple(FAULT_CLASSES), "faults"),
@@ -59,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
             out=Path(args.out),
             parallel=_int(args.parallel, "--parallel", 1, 16),
             plots=not args.no_plots,
+            availability_min=availability,
             command=shlex.join(["gizmo-host", "certify", *sys.argv[2:]]),
             **({} if spacing is None else {"spacing_s": spacing}),
         )
@@ -73,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"gizmo-host certify: {'PASS' if summary['passed'] else 'FAIL'}: {summary['runs']} runs, "
         f"{len(summary['wrong_proceeds'])} wrong PROCEEDs, "
-        f"{len(summary['counter_mismatches'])} counter mismatches; "
+        f"{len(summary['counter_mismatches'])} counter mismatches, "
+        f"{len(summary['unrecovered'])} faults never recovered, "
+        f"{len(summary['availability_short'])} scenarios under the availability; "
         f"report in {options.out}/report.md"
     )
     return 0 if summary["passed"] else 1

@@ -32,8 +32,8 @@ from typing import Any
 
 from fusion.geometry import Quat, Vec3, quat_rotate, slerp
 from fusion.inputs import PoseSample
-from fusion.simclock import SimClockStatus
 from fusion.timeline import JumpBounds, PoseHistory
+from gizmo_core.clock import ClockStatus
 
 from . import codec as mc
 from .session import AutopilotSession
@@ -142,7 +142,8 @@ class MavlinkPoseSource:
         status = estimator.status
         if host_ns is None:
             self.counts["unmapped"] += 1
-            host_ns, status = self._rx_ns, SimClockStatus.LOCKING  # heard, not placeable
+            host_ns = self._rx_ns  # heard, not placeable: the mapping is settling
+            status = status if status.settling else ClockStatus.RESYNC
         pose = PoseSample(
             host_ns=host_ns,
             sim_time_ns=boot_ns,
@@ -154,7 +155,7 @@ class MavlinkPoseSource:
             clock_status=status,
         )
         self.counts["poses"] += 1
-        if status is not SimClockStatus.LOCKING:
+        if status is ClockStatus.LOCKED:  # not settling, not an outlier awaiting its step
             self.history.add(pose)
         if self._on_pose is not None:
             self._on_pose(pose)

@@ -24,9 +24,8 @@ an injected ``send(bytes, to) -> bool``, so it runs the same over any transport 
   :class:`~fusion.timesync.TimesyncEstimator` (every ``time_boot_ms`` feeds its reboot
   check). An answer to our TIMESYNC counts only if it answers a request still outstanding,
   within ``answer_deadline_ms``: answers to no request, late answers and replays are refused
-  and counted. Before the estimator (which keeps round trips under its own, adaptive bound),
-  answers slower than the least round trip of the last 50 by more than ``rtt_slack_ms`` (or a
-  quarter of that least, on a slow link) are dropped;
+  and counted. The estimator's round-trip gate is the only one (``rtt_slack_ms`` is its slack
+  over the least recent round trip);
 - answers the bound autopilot's own TIMESYNC requests always: in its clock as mapped once
   locked (PX4's offset to us stays zero), and before that with its own request time (its
   offset to us is then half the round trip). MAVSDK answers a peer only after the peer has
@@ -38,12 +37,11 @@ Accepted messages go to the listeners (the pose source) with their host receive 
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fusion.simclock import SimClockStatus
 from fusion.timesync import TimesyncEstimator
+from gizmo_core.clock import ClockStatus
 from gizmo_host.timing import Scheduler, Timer
 
 from . import codec as mc
@@ -59,9 +57,6 @@ ConflictCallback = Callable[[int, str], None]
 DEFAULT_STREAMS = (mc.MSG_ATTITUDE_QUATERNION, mc.MSG_LOCAL_POSITION_NED, mc.MSG_ODOMETRY)
 _RATE_WINDOW_NS = 1_000_000_000
 _REREQUEST_NS = 5_000_000_000
-_RTT_WINDOW = 50  # TIMESYNC answers (5 s at 10 Hz) whose least round trip sets the bar
-_RTT_PLAUSIBLE_NS = 1_000_000_000
-_RTT_SLACK_SHARE = 0.25  # on a slow link: a quarter of the least round trip (the estimator's)
 _CONFLICT_TELL_NS = 200_000_000  # on_conflict at most this often while in conflict
 _INT64_MAX = 2**63 - 1
 
@@ -107,7 +102,7 @@ class AutopilotSession:
                 f"target ids: expected 0..255, got {target_system!r}/{target_component!r}"
             )
         self.codec = mc.Codec(system_id, component_id, signer=signer)
-        self.estimator = estimator or TimesyncEstimator()
+        self.estimator = estimator or TimesyncEstimator(rtt_slack_ms=rtt_slack_ms)
         self._send = send
         self._scheduler = scheduler
         self._timeout_ns = round(link_timeout_s * 1e9)
@@ -125,10 +120,8 @@ class AutopilotSession:
         self._on_conflict = on_conflict
         self._conflict_told_ns: int | None = None
         self._in_conflict = False
-        self._rtt_slack_ns = round(rtt_slack_ms * 1e6)
         self._requests = TimesyncRequests(deadline_ns=round(answer_deadline_ms * 1e6))
         self._future_ns = round(future_ms * 1e6)
-        self._rtts: deque[int] = deque(maxlen=_RTT_WINDOW)
         self._listeners: list[Listener] = []
         self._timers: list[Timer] = []
         self._link_timer: Timer | None = None
@@ -160,7 +153,6 @@ class AutopilotSession:
                 "timesync_replayed",
                 "timesync_late",
                 "timesync_invalid",
-                "timesync_filtered",
                 "send_failures",
             ),
             0,
@@ -264,10 +256,9 @@ class AutopilotSession:
         elif heard is Heard.REBOUND:
             self.counts["rebinds"] += 1
             LOGGER.warning("mavlink: the autopilot now speaks %s", describe(voice))
-            # Another autopilot, or one restarted on a new port: its clock, and its link's
-            # round trips, are not the last binding's.
+            # Another autopilot, or one restarted on a new port: its clock is not the last
+            # binding's.
             self.estimator.restart()
-            self._rtts.clear()
         if msg_id not in (mc.MSG_TIMESYNC, mc.MSG_HEARTBEAT):
             boot_ns = boot_time_ns(msg)
             if boot_ns is not None:
@@ -342,14 +333,7 @@ class AutopilotSession:
         if isinstance(rtt, str):
             self.counts[f"timesync_{rtt}"] += 1
             return
-        if 0 <= rtt <= _RTT_PLAUSIBLE_NS:
-            self._rtts.append(rtt)
-            least = min(self._rtts)  # on a slow link the slack grows with it (bounded)
-            slack = max(self._rtt_slack_ns, round(least * _RTT_SLACK_SHARE))
-            if rtt > least + slack:
-                self.counts["timesync_filtered"] += 1  # its asymmetry could be rtt/2
-                return
-        self.estimator.answer(tc1, ts1, host_ns)
+        self.estimator.answer(tc1, ts1, host_ns)  # its round-trip gate is the one
 
     def _answer(self, ts1: int, host_ns: int) -> None:
         """Answer the autopilot's own request: in its clock once locked, else with its own
@@ -370,7 +354,7 @@ class AutopilotSession:
 
     @property
     def locked(self) -> bool:
-        return self.estimator.status is SimClockStatus.LOCKED
+        return self.estimator.status is ClockStatus.LOCKED
 
     def stats(self, now_ns: int) -> dict[str, Any]:
         ts = self.estimator.stats()

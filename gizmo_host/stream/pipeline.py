@@ -36,7 +36,7 @@ from gizmo_host.wire.protocol import ResultFlags, VisionResult
 
 _IN_ORDER, _GAP, _LATE = SequenceEvent.IN_ORDER, SequenceEvent.GAP, SequenceEvent.LATE
 _DUPLICATE, _RESET, _LOCKED = SequenceEvent.DUPLICATE, SequenceEvent.RESET, ClockStatus.LOCKED
-_CLOCK_RESET = ClockEvent.DEVICE_RESET
+_CLOCK_RESET, _CLOCK_EPOCH = ClockEvent.DEVICE_RESET, ClockEvent.NEW_EPOCH
 _PROCEED = Decision.PROCEED
 _UP, _DOWN = LinkState.UP, LinkState.DOWN
 _TRACKED_OR_LOST = int(ResultFlags.TRACKED | ResultFlags.LOST)
@@ -112,6 +112,9 @@ class FramePipeline:
             device_ms, epoch, clock_status, clock_event = sample
             if event is _RESET or clock_event is _CLOCK_RESET:
                 store.device_reset(source_id, rx_ns)
+            elif clock_event is _CLOCK_EPOCH:
+                # A confirmed step or latency change: nothing mapped before it counts again.
+                store.link_break()
             capture_ns = device_clock.tick_to_host_ns(device_ms - result.age_ms)
             reference_ns = rx_ns if capture_ns is None else capture_ns
             received = _new_tuple(
@@ -266,6 +269,8 @@ class FramePipeline:
                 "resets": clock.resets,
                 "phase_errors": clock.phase_errors,
                 "jumps": clock.jumps,
+                "steps": clock.steps,
+                "recoveries": clock.recoveries,
                 "samples": clock.samples,
             },
             "sources": {str(k): v._asdict() for k, v in self.tracker.stats().items()},

@@ -21,7 +21,7 @@ from gizmo_host.wire.protocol import ResultFlags
 from gizmo_host.wire.results import ResultType, is_target
 
 DEFAULT_TTL_MS = 250.0
-DEFAULT_RESET_HOLD_MS = 2000.0
+DEFAULT_RESET_HOLD_MS = 0.0  # see the [store] reset_hold_ms row: a camera's warm-up
 DEFAULT_MAX_ENTRIES = 1024
 _TRACKED, _TRACKED_OR_LOST = (
     ResultFlags.TRACKED.value,
@@ -315,7 +315,7 @@ class ResultStore:
         link_reason = _LINK_REASONS.get(link_state)
         if link_reason is not None:
             reasons.append(link_reason)
-        if clock_status is ClockStatus.JUMPED:
+        if clock_status is ClockStatus.JUMPED or clock_status is ClockStatus.OUTLIER:
             reasons.append(HoldReason.CLOCK_JUMP)
         elif clock_status is not ClockStatus.LOCKED:
             reasons.append(HoldReason.CLOCK_NOT_LOCKED)

@@ -13,6 +13,13 @@ receive time is passed in). The rules (docs/protocol-decisions.md, Gizmo UART):
   judged against the host clock, so the 2**32 ms wrap of ``timestamp_ms`` is not a fall-back.
 - A sequence that falls back without the device clock doing so is a discontinuity: counted, and
   tracking restarts from it (no loss is invented).
+- A sequence that moves forward by at most ``STEP_WINDOW`` frames is no reset when the device
+  clock moved by at most ``STEP_MAX_MS`` either way: a restart begins again at 0, and a device
+  clock that jumps while the frames keep their order is a clock step (the device clock's
+  estimator confirms it). Judged
+  on receive times alone, two frames the host read together after a stall of its own (one
+  read late, the next on time, with frames lost between) would otherwise look like a restart:
+  the emulator, knowing its send times, counted no such reset (issue 29 item 6).
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ _MASK = (1 << 64) - 1
 _WINDOW_SLOTS = 64  # >= the largest reorder window
 _SLOT_MASK = _WINDOW_SLOTS - 1
 ADVANCE_TOLERANCE_MS = 1000.0  # a device clock step this small is an advance, whatever the host
+STEP_WINDOW = 64  # a forward sequence step this small is no restart (0.1% of resets land here)
+STEP_MAX_MS = 60_000  # ... unless the device clock moved further than this
 
 
 class SequenceEvent(Enum):
@@ -57,6 +66,34 @@ class SourceStats(NamedTuple):
     discontinuities: int
     last_sequence: int | None
     epoch: int  # incremented on every device reset
+
+
+def clock_step_ms(previous_ms: int, current_ms: int) -> int:
+    """The device clock's move as the shorter way round the uint32 circle (either sign)."""
+    forward = (current_ms - previous_ms) % TIMESTAMP_MODULUS
+    return forward if forward < TIMESTAMP_MODULUS // 2 else forward - TIMESTAMP_MODULUS
+
+
+def is_clock_step(step: int, previous_ms: int, current_ms: int) -> bool:
+    """Frames that kept their order (``step``: the sequence's forward distance) while the
+    device clock moved by at most ``STEP_MAX_MS``: a clock step, never a restart."""
+    return 0 < step <= STEP_WINDOW and abs(clock_step_ms(previous_ms, current_ms)) <= STEP_MAX_MS
+
+
+def is_device_reset(
+    step: int, advance: int | None, reorder_window: int, *, clock_step: bool = False
+) -> bool:
+    """The reset rule for a frame after the source's previous one: ``step`` is the sequence's
+    forward distance modulo 2**16, ``advance`` what ``device_clock_advance_ms`` made of the
+    device clock (None: it fell back or moved beyond what the host's clock allows),
+    ``clock_step`` what :func:`is_clock_step` says. Frames behind by at most
+    ``reorder_window`` are late arrivals or duplicates, never resets."""
+    if advance is None:
+        return not clock_step
+    if 0 < step < SEQUENCE_MODULUS // 2:
+        return False
+    behind = (SEQUENCE_MODULUS - step) % SEQUENCE_MODULUS
+    return not (behind <= reorder_window and advance <= 0) and advance < 0
 
 
 def device_clock_advance_ms(
@@ -152,7 +189,8 @@ class SequenceTracker:
             host_ns - state.last_host_ns,
             max_skew_ppm=self._max_skew_ppm,
         )
-        if advance is None:  # the device clock restarted, wherever the sequence went
+        if advance is None and not is_clock_step(step, state.last_timestamp_ms, timestamp_ms):
+            # The device clock restarted, wherever the sequence went (unless it kept order).
             return self._restart(state, sequence, timestamp_ms, host_ns, reset=True)
         if 0 < step < SEQUENCE_MODULUS // 2:
             state.lost += step - 1
@@ -164,6 +202,7 @@ class SequenceTracker:
             state.last_timestamp_ms = timestamp_ms
             state.last_host_ns = host_ns
             return _IN_ORDER if step == 1 else _GAP
+        assert advance is not None  # a forward step took every None above
         behind = (SEQUENCE_MODULUS - step) % SEQUENCE_MODULUS
         if behind <= self._reorder_window and advance <= 0:  # late frames are older
             bit = 1 << behind

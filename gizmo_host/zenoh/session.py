@@ -18,10 +18,11 @@ def load_file(path: str) -> zenoh.Config:
     ``ConfigError`` naming ``zenoh.config``: a file that is missing, does not parse, or has a
     key Zenoh does not know."""
     try:
-        return zenoh.Config.from_file(path)
+        config: zenoh.Config = zenoh.Config.from_file(path)  # Any in zenoh's stubs on 3.10
     except zenoh.ZError as exc:
         detail = _RUST_SOURCE.sub("", " ".join(str(exc).split()))
         raise ConfigError(f"zenoh.config: cannot use {path!r}: {detail}", "zenoh.config") from None
+    return config
 
 
 def open_settings(pairs: list[tuple[str, str]], base_file: str | None = None) -> zenoh.Session:

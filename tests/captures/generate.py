@@ -102,7 +102,8 @@ CASES: dict[str, Case] = {
     ),
     "wrap": Case("the sequence starts at 65480 and wraps: no gap", 3.0, start_sequence=65480),
     "reset": Case(
-        "the board restarts at 1 s (0.3 s down): HOLD device_reset, then PROCEED",
+        "the board restarts at 1 s (0.3 s down): HOLD device_reset, then clock_not_locked until "
+        "the new epoch locks (three frames), then PROCEED",
         4.5,
         (Fault(FaultKind.RESET, at_s=1.0, down_s=0.3),),
     ),
@@ -223,11 +224,11 @@ def board_run(case: Case, recording: Recording) -> Emulation:
             emulation.reconnected()
         cycle = emulation.cycle(index, detections(capture_ns), connected=connected)
         for chunk in cycle.chunks:
-            _start, done_ns = pacer.send(cycle.emit_ns, len(chunk))
+            _start, done_ns = pacer.send(cycle.send_ns, len(chunk))
             recording.uart(done_ns + READ_NS, chunk)
         if cycle.hangup is not None:
             hung_up = True
-            at_ns = max(pacer.busy_until_ns, cycle.emit_ns) + DRAIN_NS
+            at_ns = max(pacer.busy_until_ns, cycle.send_ns) + DRAIN_NS
             serial.hang_up(at_ns, round(cycle.hangup.duration_s * 1e9))
             emulation.hung_up(observed=True)  # the recorded reader had the port open
         index += 1

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from fusion import LaserRange, SensorMount, SourceConflict, WorldConfig
 from fusion import geometry as g
 from fusion.ranging import Ranger
-from fusion.simclock import SimClockStatus
 from fusion.timeline import Added, JumpBounds, PoseHistory
 from gizmo_core import Decision, HoldReason
+from gizmo_core.clock import ClockStatus
 from tests.support.fusion_inputs import MS, observation, pose, up, world, yaw_quat
 
 NORTH_1_M_S = (1.0, 0.0, 0.0)
@@ -135,7 +135,7 @@ def test_poses_of_a_locking_clock_are_not_placed_and_hold_clock_not_locked():
     w = world()
     w.apply(up(0))
     for t in range(0, 300, 10):
-        w.apply(pose(t * MS, velocity=NORTH_1_M_S, clock_status=SimClockStatus.LOCKING))
+        w.apply(pose(t * MS, velocity=NORTH_1_M_S, clock_status=ClockStatus.CONVERGING))
     w.apply(observation(290 * MS, rx_ns=295 * MS))
     s = w.snapshot(296 * MS)
     assert s.vehicle is None and s.verdict is Decision.HOLD

@@ -22,9 +22,9 @@ from fusion import (
     VisionObservation,
     world_schema,
 )
-from fusion.simclock import SimClockStatus
 from fusion.snapshot import FORMAT_VERSION
 from gizmo_core import LinkState
+from gizmo_core.clock import ClockStatus
 from tests.support.fusion_inputs import MS, not_detected, observation, pose, up, world
 from tests.support.schemas import validate_schema
 
@@ -155,7 +155,7 @@ def test_targets_are_bounded_and_forgotten():
 
 
 def test_source_states():
-    w = world(source_dead_ms=2000.0)
+    w = world(source_dead_ms=2000.0, reset_hold_ms=2000.0)
     s = w.snapshot(0)
     assert s.sources["link"].state is SourceState.DEAD and s.sources["link"].age_ms is None
     assert s.sources["vision"].state is SourceState.DEAD
@@ -172,7 +172,7 @@ def test_source_states():
     assert w.snapshot(2041 * MS).sources["link"].state is SourceState.STALE
     w.apply(LinkStatus(2050 * MS, LinkState.UP, device_reset=True))
     assert w.snapshot(2051 * MS).sources["link"].state is SourceState.RESYNC
-    w.apply(pose(2060 * MS, clock_status=SimClockStatus.JUMPED))
+    w.apply(pose(2060 * MS, clock_status=ClockStatus.JUMPED))
     assert w.snapshot(2061 * MS).sources["pose"].state is SourceState.RESYNC
 
 

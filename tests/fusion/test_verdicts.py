@@ -3,8 +3,8 @@
 import pytest
 
 from fusion import LinkStatus, WorldConfig, WorldModel
-from fusion.simclock import SimClockStatus
 from gizmo_core import Decision, HoldReason, LinkState, Selector
+from gizmo_core.clock import ClockStatus
 from tests.support.fusion_inputs import (
     FORWARD_DOWN_45,
     MS,
@@ -140,8 +140,8 @@ def test_clock_not_locked_then_locked():
 
 def test_clock_jump_of_the_pose_stream_then_locked_again():
     w = ready()
-    w.apply(pose(1010 * MS, clock_status=SimClockStatus.JUMPED, epoch=1))
-    w.apply(pose(1020 * MS, clock_status=SimClockStatus.JUMPED, epoch=1))
+    w.apply(pose(1010 * MS, clock_status=ClockStatus.JUMPED, epoch=1))
+    w.apply(pose(1020 * MS, clock_status=ClockStatus.JUMPED, epoch=1))
     w.apply(observation(1015 * MS))
     assert verdict(w, 1030) == (Decision.HOLD, {H.CLOCK_JUMP})
     w.apply(pose(1030 * MS, epoch=1))

@@ -153,6 +153,7 @@ def host_delta(
             "clock_resets": clock["resets"],
             "clock_phase_errors": clock["phase_errors"],
             "clock_jumps": clock["jumps"],
+            "clock_steps": clock["steps"],
             "clock_epoch": clock["epoch"],
         }
 

@@ -79,7 +79,7 @@ def run_through_host(
     for index in range(round(seconds * 1e9 / emulation.period_ns)):
         t_s = index * emulation.period_ns / 1e9
         cycle = emulation.cycle(index, scenario.detections(t_s))
-        rx_ns = cycle.emit_ns
+        rx_ns = cycle.send_ns
         for chunk in cycle.chunks:
             rx_ns += TRANSPORT_NS * len(chunk) // 35
             host.feed(chunk, rx_ns)

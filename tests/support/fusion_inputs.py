@@ -14,8 +14,8 @@ from fusion import (
     WorldModel,
 )
 from fusion import geometry as g
-from fusion.simclock import SimClockStatus
 from gizmo_core import LinkState
+from gizmo_core.clock import ClockStatus
 
 MS = 1_000_000
 
@@ -86,7 +86,7 @@ def pose(
     q: g.Quat = g.IDENTITY,
     velocity: g.Vec3 | None = (0.0, 0.0, 0.0),
     epoch: int = 0,
-    clock_status: SimClockStatus = SimClockStatus.LOCKED,
+    clock_status: ClockStatus = ClockStatus.LOCKED,
 ) -> PoseSample:
     return PoseSample(
         host_ns=t_ns,

@@ -2,19 +2,19 @@
 
 ``Emulation.cycle(index, detections, connected=...)`` runs recognition cycle ``index`` (captured
 at ``start_ns + index * period``): it applies the board faults due by then (wrap, reset, clock
-skew and jumps, silence, hang-up), asks the output policy for the cycle's frames, numbers and
-stamps them on the board (``timestamp_ms`` = the device clock when the frame leaves, capture +
-latency or later behind a slower frame; ``age_ms`` = from the image's instant to then: the
-capture, or a detection's older ``seen_ns``) and passes each through the fault injector. The
-I/O shell sleeps until ``emit_ns``, writes the chunks at the line rate and performs a hang-up
-when one is due.
+skew and jumps, line delay, silence, hang-up), asks the output policy for the cycle's frames,
+numbers and stamps them on the board (``timestamp_ms`` = the device clock when the frame
+leaves, capture + latency or later behind a slower frame; ``age_ms`` = from the image's instant
+to then: the capture, or a detection's older ``seen_ns``) and passes each through the fault
+injector. The I/O shell sleeps until ``send_ns`` (``emit_ns``, later by a line delay), writes
+the chunks at the line rate and performs a hang-up when one is due.
 
 ``host`` in :meth:`stats` is what a receiver that read every byte written should count, in the
 host's own counter names: frames that left intact (``frames_ok``), bytes that were not part of
 one (``bytes_discarded``), and from the sequence numbers of the valid frames the protocol rule
 (docs/protocol-decisions.md, Gizmo UART) gives the ``lost``, ``duplicates``,
-``discontinuities`` and ``resets`` (a device restart, or a device clock step beyond the
-tracker's 1 s tolerance, seen after a valid frame).
+``discontinuities`` and ``resets`` (a device restart seen after a valid frame; a device clock
+step while the frames keep their order is no reset: the host's clock confirms it as a step).
 """
 
 from __future__ import annotations
@@ -29,8 +29,11 @@ from gizmo_host.rigs.board.faults import Fault, FaultKind, FaultTimeline
 from gizmo_host.rigs.board.injector import FaultInjector
 from gizmo_host.stream.tracker import (
     ADVANCE_TOLERANCE_MS,
+    DEFAULT_REORDER_WINDOW,
     SEQUENCE_MODULUS,
     device_clock_advance_ms,
+    is_clock_step,
+    is_device_reset,
 )
 from gizmo_host.wire.protocol import FRAME_LEN, VisionResult
 
@@ -41,6 +44,7 @@ _BOARD_EVENTS = (
     FaultKind.HANGUP,
     FaultKind.CLOCK_SKEW,
     FaultKind.CLOCK_JUMP,
+    FaultKind.DELAY,
 )
 
 
@@ -57,6 +61,7 @@ class Cycle(NamedTuple):
     chunks: tuple[bytes, ...]  # to write in order, each paced at the line rate
     results: tuple[VisionResult, ...]  # the frames produced (sent or not, damaged or not)
     hangup: Fault | None  # a hang-up starts after these chunks: close the port for duration_s
+    send_ns: int  # when the line delivers them: emit_ns, later by a line delay (in order)
 
 
 class Emulation:
@@ -95,7 +100,11 @@ class Emulation:
         self.host_disconnects = 0  # hang-ups a reader had the port open for (the runner says)
         self.silence_s = 0.0
         self.skew_events = self.jump_events = self.jumps_forward = self.jumps_backward = 0
-        self.jump_restarts = 0
+        self.jumps_large = 0  # beyond the tracker's 1 s tolerance
+        self.delay_events = 0
+        self._delay_ns = 0  # the line's added delay now
+        self._delay_until_ns: int | None = None
+        self._last_send_ns = start_ns
         # The host's view, from the valid frames written.
         self._last_valid: int | None = None  # the sequence, device time, send time of the last
         self._last_valid_ms = self._last_valid_ns = 0  # valid frame
@@ -121,13 +130,16 @@ class Emulation:
             self._restart_at_ns = None
         if capture_ns < self._quiet_until_ns:
             self.quiet_cycles += 1
-            return Cycle(capture_ns, capture_ns, (), (), hangup)
+            return Cycle(capture_ns, capture_ns, (), (), hangup, capture_ns)
         latency_ms = self.latency.draw(self._latency_rng)
         # The recognition starts with the image: the capture, or a source's newer one (a late
         # cycle). Frames leave in order: a long latency delays the next cycle's frames too.
         image_ns = max([capture_ns, *(d.seen_ns for d in detections if d.seen_ns is not None)])
         emit_ns = max(image_ns + latency_ms * 1_000_000, self._last_emit_ns)
         self._last_emit_ns = emit_ns
+        if self._delay_until_ns is not None and capture_ns >= self._delay_until_ns:
+            self._delay_ns, self._delay_until_ns = 0, None
+        send_ns = self._last_send_ns = max(emit_ns + self._delay_ns, self._last_send_ns)
         t_s = self.elapsed_s(capture_ns)
         chunks: list[bytes] = []
         results = []
@@ -156,8 +168,8 @@ class Emulation:
             self.frames_written += 1
             self.host_bytes_discarded += written - FRAME_LEN * outcome.valid_copies
             for _ in range(outcome.valid_copies):
-                self._valid(result, emit_ns)
-        return Cycle(capture_ns, emit_ns, tuple(chunks), tuple(results), hangup)
+                self._valid(result, send_ns)
+        return Cycle(capture_ns, emit_ns, tuple(chunks), tuple(results), hangup, send_ns)
 
     def hung_up(self, *, observed: bool) -> None:
         """The runner closed the port for a hang-up; ``observed``: a reader had it open.
@@ -213,8 +225,13 @@ class Emulation:
                 self.jumps_backward += 1
             board.jump_clock(fault.delta_ms, at_ns)
             if abs(fault.delta_ms) > ADVANCE_TOLERANCE_MS:
-                self.jump_restarts += 1
-                self._restart_seen = self._restart_seen or self._last_valid is not None
+                self.jumps_large += 1
+        elif fault.kind is FaultKind.DELAY:
+            self.delay_events += 1
+            self._delay_ns = fault.delta_ms * 1_000_000
+            self._delay_until_ns = (
+                at_ns + round(fault.duration_s * 1e9) if fault.duration_s > 0 else None
+            )
 
     def _hang_up(self, fault: Fault, at_ns: int) -> None:
         self.hangups += 1
@@ -253,25 +270,25 @@ class Emulation:
         if last is None:
             return
         step = (sequence - last) % SEQUENCE_MODULUS
-        if self._restart_seen:
-            self._restart_seen = False
-            # A restart shows when the device clock fell back (the protocol rule); hidden behind
-            # enough destroyed frames, the clock seems to advance and only the sequence shows.
-            advance = device_clock_advance_ms(last_ms, result.timestamp_ms, sent_ns - last_ns)
-            if advance is None or advance < 0:
-                self.host_resets += 1
-                return
-            if step == 0:
-                self.host_discontinuities += 1  # the same number at another time
-                return
-        if step == 0 and result.timestamp_ms == last_ms:
-            self.host_duplicates += 1  # the very frame again
-        elif step == 0:  # the same number at another time (a wrap onto the last one)
-            advance = device_clock_advance_ms(last_ms, result.timestamp_ms, sent_ns - last_ns)
-            if advance is None or advance <= 0:
+        restarted, self._restart_seen = self._restart_seen, False
+        # The protocol rule on the send times. The same number again: the very frame (a
+        # duplicate), or at an earlier device time a reset, at a later one a discontinuity (a
+        # wrap onto the last one). Otherwise a restart shows when the device clock fell back
+        # (hidden behind enough destroyed frames, the clock seems to advance and only the
+        # sequence shows); a device clock step (or a jump beyond what the time between two
+        # valid frames allows) is no reset while the frames keep their order.
+        advance = device_clock_advance_ms(last_ms, result.timestamp_ms, sent_ns - last_ns)
+        if step == 0:
+            if result.timestamp_ms == last_ms and not restarted:
+                self.host_duplicates += 1
+            elif advance is None or advance < 0 or (advance == 0 and not restarted):
                 self.host_resets += 1
             else:
                 self.host_discontinuities += 1
+            return
+        stepped = is_clock_step(step, last_ms, result.timestamp_ms)
+        if is_device_reset(step, advance, DEFAULT_REORDER_WINDOW, clock_step=stepped):
+            self.host_resets += 1
         elif step < SEQUENCE_MODULUS // 2:
             self.host_lost += step - 1
         else:
@@ -302,11 +319,12 @@ class Emulation:
                     "frames_unsent": self.hangup_unsent,
                 },
                 "clock_skew": {"events": self.skew_events, "ppm": self.board.skew_ppm},
+                "delay": {"events": self.delay_events, "ms": self._delay_ns // 1_000_000},
                 "clock_jump": {
                     "events": self.jump_events,
                     "forward": self.jumps_forward,
                     "backward": self.jumps_backward,
-                    "restarts": self.jump_restarts,
+                    "large": self.jumps_large,
                 },
             },
             "host": {

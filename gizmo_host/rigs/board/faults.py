@@ -48,6 +48,7 @@ class FaultKind(Enum):
     HANGUP = "hangup"  # the port closes for ``duration_s`` and reopens behind the same link
     CLOCK_SKEW = "clock_skew"  # the device clock runs ``ppm`` fast (negative: slow) from now
     CLOCK_JUMP = "clock_jump"  # the device clock steps by ``delta_ms``
+    DELAY = "delay"  # the line delivers every frame ``delta_ms`` late (``duration_s``; 0: for good)
 
 
 FRAME_FAULTS = frozenset(
@@ -69,6 +70,7 @@ _REQUIRED = {
     FaultKind.HANGUP: ("duration_s",),
     FaultKind.CLOCK_SKEW: ("ppm",),
     FaultKind.CLOCK_JUMP: ("delta_ms",),
+    FaultKind.DELAY: ("delta_ms",),
 }
 
 
@@ -143,6 +145,10 @@ _KEYS: dict[FaultKind, dict[str, Setting]] = {
     FaultKind.HANGUP: {"duration_s": _LENGTH, "reset": _row("reset", "bool", None, None)},
     FaultKind.CLOCK_SKEW: {"ppm": _row("ppm", "float", -100_000.0, 100_000.0, "ppm")},
     FaultKind.CLOCK_JUMP: {"delta_ms": _row("delta_ms", "int", -(2**31), 2**31, "ms")},
+    FaultKind.DELAY: {
+        "delta_ms": _row("delta_ms", "int", 0, 60_000, "ms"),
+        "duration_s": _row("duration_s", "float", 0.0, DAY_S, "s"),
+    },
 }
 _SEED = Setting("fault", "seed", "int", 0, "the fault and latency seed", 0, 2**63 - 1)
 

@@ -96,7 +96,7 @@ class Runner:
         cycle = emulation.cycle(index, detections, connected=connected)
         if self._on_cycle is not None:
             self._on_cycle(cycle)
-        await self.scheduler.sleep_until_ns(cycle.emit_ns)
+        await self.scheduler.sleep_until_ns(cycle.send_ns)
         for chunk in cycle.chunks:
             start_ns, end_ns = self.pacer.send(self.scheduler.now_ns(), len(chunk))
             await self.scheduler.sleep_until_ns(

@@ -21,7 +21,7 @@ import numpy as np
 
 from fusion import TargetState, WorldSnapshot
 from gizmo_host.rigs.board.emulation import Cycle
-from gizmo_host.rigs.certify.plan import HOLD_BUDGET_S, LATCHING, TTL_S, RunPlan
+from gizmo_host.rigs.certify.plan import HOLD_BUDGET_S, TTL_S, RunPlan
 from gizmo_host.rigs.demo.counters import counter_mismatches, injected_faults
 from gizmo_host.rigs.demo.tally import GroundTruth
 from gizmo_host.stream.events import ReceivedResult
@@ -29,6 +29,7 @@ from hil_geometry.pinhole import angle_deg, rotation_quaternion
 
 BEARING_BOUND_DEG = 1.0  # beyond the box-centre bias
 RECOVERY_WINDOW_S = 3.0  # a HOLD or a PROCEED is looked for this long after a fault
+CAUSE_WINDOW_S = 1.0  # a HOLD that starts this long after a fault's end is not its doing
 CAPTURE_SHIFTS_NS = (0, -16_000_000, 16_000_000, -33_000_000, 33_000_000)
 _TRUTH_KEPT = 512  # frames whose board capture time is kept for the match (by sequence)
 
@@ -86,6 +87,7 @@ class RunResult:
     wrong: list[WrongProceed] = field(default_factory=list)
     hold_latency_s: dict[str, list[float]] = field(default_factory=dict)
     recovery_s: dict[str, list[float]] = field(default_factory=dict)
+    unrecovered: list[tuple[str, float]] = field(default_factory=list)  # (class, fault end s)
     bearing_deg: list[float] = field(default_factory=list)  # to the line of sight
     beyond_bias_deg: list[float] = field(default_factory=list)  # less the box-centre bias
     position_m: list[float] = field(default_factory=list)
@@ -133,13 +135,8 @@ def judge(
             result.visible_s += dt
             result.proceed_s += dt if o.proceed else 0.0
     _windows(plan, obs, t_s, visible, result)
-    # A latching fault (the clock step back) keeps the older mapping until the next epoch, by
-    # design: its capture times are conservative, not errors, and its HOLD is not a recovery.
-    latch_s = min((w.start_s for w in plan.windows if w.name in LATCHING), default=math.inf)
-    before = sum(t < latch_s for t in t_s)
-    result.longest_hold = _longest_hold(obs[:before], t_s[:before], visible[:before])
-    latch_ns = start_ns + latch_s * 1e9
-    result.capture_ms = [e for rx_ns, e in recorder.capture_errors_ms if rx_ns < latch_ns]
+    result.longest_hold = _longest_hold(obs, t_s, visible)
+    result.capture_ms = [e for _, e in recorder.capture_errors_ms]
     result.mismatches = counter_mismatches(stats)
     board = stats["board"]
     result.injected = injected_faults(board)
@@ -233,33 +230,38 @@ def _windows(
     visible: Sequence[bool],
     result: RunResult,
 ) -> None:
-    """HOLD latency and recovery per fault window (must-hold classes)."""
+    """HOLD latency per fault window (must-hold classes) and recovery (every class): from the
+    fault's end to the first PROCEED after the HOLD it caused (one starting by
+    ``CAUSE_WINDOW_S`` after its end; 0 when there was none), where the vehicle was in view;
+    with no PROCEED within ``RECOVERY_WINDOW_S`` of the end while the vehicle stayed in
+    view, the fault is unrecovered."""
     for window in plan.windows:
-        if not window.must_hold:
-            continue
         before = [i for i, t in enumerate(t_s) if t < window.start_s]
-        if before and obs[before[-1]].proceed:
+        limit_s = window.end_s + RECOVERY_WINDOW_S
+        if window.must_hold and before and obs[before[-1]].proceed:
             held = next(
                 (
                     t - window.start_s
                     for o, t in zip(obs, t_s, strict=True)
-                    if window.start_s <= t <= window.end_s + RECOVERY_WINDOW_S and not o.proceed
+                    if window.start_s <= t <= limit_s and not o.proceed
                 ),
                 math.inf,
             )
             result.hold_latency_s.setdefault(window.name, []).append(held)
-        after = [i for i, t in enumerate(t_s) if t >= window.end_s]
-        if after and visible[after[0]] and window.name not in LATCHING:
-            back = next(
-                (
-                    t_s[i] - window.end_s
-                    for i in after
-                    if obs[i].proceed and t_s[i] <= window.end_s + RECOVERY_WINDOW_S
-                ),
-                None,
-            )
-            if back is not None:
-                result.recovery_s.setdefault(window.name, []).append(back)
+        during = [i for i, t in enumerate(t_s) if window.start_s <= t <= limit_s]
+        cause_s = window.end_s + CAUSE_WINDOW_S
+        hold = next((i for i in during if not obs[i].proceed and t_s[i] <= cause_s), None)
+        if hold is None:
+            if during and visible[during[0]]:
+                result.recovery_s.setdefault(window.name, []).append(0.0)
+            continue
+        if not visible[hold]:
+            continue  # the vehicle left the image: not the fault's HOLD
+        back = next((t_s[i] for i in during if i > hold and obs[i].proceed), None)
+        if back is not None:
+            result.recovery_s.setdefault(window.name, []).append(max(0.0, back - window.end_s))
+        elif all(visible[i] for i in during if i > hold):
+            result.unrecovered.append((window.name, window.end_s))
 
 
 __all__ = ["HOLD_BUDGET_S", "Observation", "Recorder", "RunResult", "WrongProceed", "judge"]

@@ -18,7 +18,7 @@ from typing import Any
 from gizmo_core import ConfigError
 from gizmo_host.rigs.certify.judge import RunResult
 from gizmo_host.rigs.certify.plan import FAULT_CLASSES, SCENARIOS, SPACING_S, plan_run
-from gizmo_host.rigs.certify.report import Setup, markdown, summarize
+from gizmo_host.rigs.certify.report import AVAILABILITY_MIN, Setup, markdown, summarize
 from gizmo_host.rigs.certify.runs import run_plans
 
 QUICK_SEEDS = 2
@@ -35,6 +35,7 @@ class Options:
     parallel: int = 3
     plots: bool = True
     command: str = "gizmo-host certify"
+    availability_min: float = AVAILABILITY_MIN
 
 
 def parse_names(text: str | None, known: Sequence[str], what: str) -> tuple[str, ...]:
@@ -72,6 +73,7 @@ def certify(
         spacing_s=options.spacing_s,
         parallel=options.parallel,
         elapsed_s=time.monotonic() - start,
+        availability_min=options.availability_min,
     )
     summary = summarize(results, setup)
     options.out.mkdir(parents=True, exist_ok=True)

@@ -1,11 +1,11 @@
 """What a certification run injects: one fault of each class, spaced so each is judged alone.
 
-A run is one scenario and one seed: after a warm-up (the first PROCEED comes after about a
+A run is one scenario and one seed: after a warm-up (the first PROCEED comes after about half a
 second), each fault class in turn, ``spacing_s`` apart. The order rotates with the seed, so
 over the seeds each class meets the scenario at another moment (a target in view, turning,
-out of view); a class whose HOLD lasts until the next epoch goes last. Classes that must make
-the host HOLD have a latency budget: the host must HOLD within one vision period plus the TTL
-(the data's own expiry) plus the verdict tick.
+out of view). Classes that must make the host HOLD have a latency budget: the host must HOLD
+within one vision period plus the TTL (the data's own expiry) plus the verdict tick. Every
+class has a recovery: a HOLD that never ends is a fault too (issue 29).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from gizmo_host.rigs.board.faults import Fault, FaultKind, FaultTimeline
 
 WARMUP_S = 3.0
-SPACING_S = 3.5  # the longest recovery: a reset's 2 s hold and the clock's 1 s re-lock
+SPACING_S = 3.5  # the longest recovery window (RECOVERY_WINDOW_S) after the longest fault
 VISION_PERIOD_S = 1 / 30
 TTL_S = 0.25  # [store] ttl_ms, the demo host's default
 HOLD_BUDGET_S = VISION_PERIOD_S + TTL_S + 0.1
@@ -35,11 +35,11 @@ FAULT_CLASSES: dict[str, Fault] = {
     "wrap": Fault(FaultKind.WRAP, sequence=65500),
     "clock_skew": Fault(FaultKind.CLOCK_SKEW, ppm=100.0),
     "clock_step_back": Fault(FaultKind.CLOCK_JUMP, delta_ms=-150),
+    # The line delivers 20 ms later for 2 s: the device clock keeps its mapping (ages stay
+    # true), holds briefly (jumped) and accepts the new latency in a new epoch.
+    "latency_rise": Fault(FaultKind.DELAY, delta_ms=20, duration_s=2.0),
 }
 MUST_HOLD = frozenset({"silence", "hangup", "reset", "clock_jump", "clock_step_back"})
-# A device clock stepping back looks like a rise in latency: the host holds until the next
-# epoch (a reset, a reconnect), by design. It goes last in a run, and has no recovery.
-LATCHING = frozenset({"clock_step_back"})
 SCENARIOS = ("orbit", "approach", "track")
 
 
@@ -66,21 +66,23 @@ class RunPlan:
 
 
 def fault_end_s(fault: Fault) -> float:
+    """When a fault stops acting: a reset's board is back, a latency rise is its onset (the
+    drop back is no fault), a one-off event ends where it starts."""
     if fault.kind is FaultKind.RESET:
         return fault.at_s + fault.down_s
+    if fault.kind is FaultKind.DELAY:
+        return fault.at_s
     return fault.at_s + fault.duration_s
 
 
 def plan_run(
     scenario: str, seed: int, classes: Sequence[str], spacing_s: float = SPACING_S
 ) -> RunPlan:
-    """``classes`` one after another from ``WARMUP_S``, the order rotated by ``seed`` (a
-    latching class last)."""
-    names = [n for n in classes if n not in LATCHING]
+    """``classes`` one after another from ``WARMUP_S``, the order rotated by ``seed``."""
+    names = list(classes)
     if names:
         shift = seed % len(names)
         names = names[shift:] + names[:shift]
-    names += [n for n in classes if n in LATCHING]
     faults, windows = [], []
     for index, name in enumerate(names):
         at_s = WARMUP_S + index * spacing_s

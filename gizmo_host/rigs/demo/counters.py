@@ -34,6 +34,7 @@ _FAULT_COUNTS = {
     "hangup": "events",
     "clock_skew": "events",
     "clock_jump": "events",
+    "delay": "events",
 }
 
 

@@ -33,10 +33,11 @@ LOGGER = logging.getLogger("gizmo_host.demo")
 BUILTIN = ""  # --faults without a file
 BLOCK_S = 20.0  # the built-in timeline repeats every 20 s (the orbit's spins are 20 s apart too)
 MAX_BLOCKS = 30  # without --duration: ten minutes of faults, then a clean run
-# The built-in block, in seconds after the board starts (the first PROCEED comes after ~1 s):
+# The built-in block, in seconds after the board starts (the first PROCEED comes after ~0.5 s):
 # a silence longer than the TTL (HOLD stale), a garbage burst, a device reset (HOLD
-# device_reset for [store] reset_hold_ms), a hang-up and replug (HOLD link_down), bit errors
-# (CRC errors, gaps) and a sequence wrap. 8..12.6 s is the orbit's spin: the target leaves.
+# device_reset, then clock_not_locked while it re-locks), a hang-up and replug (HOLD
+# link_down), bit errors (CRC errors, gaps) and a sequence wrap. 8..12.6 s is the orbit's
+# spin: the target leaves.
 BUILTIN_BLOCK: tuple[dict[str, Any], ...] = (
     {"kind": "silence", "at_s": 2.0, "duration_s": 0.6},
     {"kind": "garbage", "at_s": 3.5, "duration_s": 1.0, "probability": 0.2, "bytes": 48},

@@ -18,7 +18,6 @@ from fusion import (
     PointFrame,
     PoseSample,
     SimClockEstimator,
-    SimClockStatus,
     SourceConflict,
 )
 from fusion import geometry as g
@@ -237,4 +236,4 @@ def test_sensor_readings_need_a_locked_clock_and_outliers_are_dropped_everywhere
     # A pose with an outlier stamp is dropped too; one of a locking clock carries its status.
     states = [builders.state_168(1, 3, STATE, 5.0 + k * 0.01) for k in range(3)]
     (pose, *_rest) = adapter.message(states[0], 2_000 * MS)
-    assert isinstance(pose, PoseSample) and pose.clock_status is SimClockStatus.LOCKING
+    assert isinstance(pose, PoseSample) and pose.clock_status.settling

@@ -140,7 +140,11 @@ def test_a_consumer_honouring_valid_until_never_loses_a_steady_proceed(name: str
         if kind == "verdict" or seq:  # every capture has verdicts; those with a world, worlds
             assert len(pairs) >= MIN_PROCEEDS, (kind, len(pairs))  # not vacuous
         for line, after in pairs:
-            assert after["host_ns"] <= line["valid_until_ns"], (kind, line["host_ns"])
+            # A steady PROCEED is renewed before it runs out. One whose data stopped (the
+            # reset's silence) runs out, and the HOLD that follows may come after: a consumer
+            # honouring valid_until_ns holds from that moment already.
+            if after[decision] == "PROCEED":
+                assert after["host_ns"] <= line["valid_until_ns"], (kind, line["host_ns"])
 
 
 def test_every_case_has_a_small_capture_and_a_golden() -> None:
@@ -252,15 +256,19 @@ def test_wrap_counts_no_gap() -> None:
     assert (source["lost"], source["discontinuities"], source["resets"]) == (0, 0, 0)
 
 
-def test_reset_holds_device_reset_then_recovers() -> None:
+def test_reset_holds_device_reset_then_recovers_once_the_new_epoch_locks() -> None:
+    """``[store] reset_hold_ms`` is 0 by default (issue 29): the reset's own verdict says
+    ``device_reset``, then the new clock epoch holds ``clock_not_locked`` until it locks (three
+    frames over 66 ms: the skew is the board's oscillator's, kept), then PROCEED."""
     reset = next(r for r in of_type("reset", "result") if r["sequence_event"] == "reset")
     verdicts = of_type("reset", "verdict")
-    held = [v for v in verdicts if 0 <= v["host_ns"] - reset["host_rx_ns"] < 2e9]
-    assert held and all(
-        v["decision"] == "HOLD" and "device_reset" in v["reasons"] for v in held[1:]
-    )
-    after = [v for v in verdicts if v["host_ns"] >= reset["host_rx_ns"] + 2e9]
-    assert any(v["decision"] == "PROCEED" for v in after)
+    at_reset = next(v for v in verdicts if v["host_ns"] >= reset["host_rx_ns"])
+    assert at_reset["decision"] == "HOLD" and "device_reset" in at_reset["reasons"]
+    after = [v for v in verdicts if v["host_ns"] >= reset["host_rx_ns"]]
+    first = next(v for v in after if v["decision"] == "PROCEED")
+    held = [v for v in verdicts if reset["host_rx_ns"] <= v["host_ns"] < first["host_ns"]]
+    assert all("clock_not_locked" in v["reasons"] for v in held)
+    assert 0.06e9 <= first["host_ns"] - reset["host_rx_ns"] < 0.2e9
     assert final_stats("reset")["sources"]["1"]["resets"] == 1
 
 
@@ -282,9 +290,10 @@ def test_unplug_goes_down_and_up_and_never_proceeds_on_old_data() -> None:
     ]
     assert len(after_down) >= 2  # not vacuous: the replugged board PROCEEDs again
     for verdict in after_down:
-        # Only data read after the reconnection, and once the new clock epoch locked.
+        # Only data read after the reconnection, and once the new clock epoch locked (the skew
+        # kept: three frames over 66 ms).
         assert verdict["target"]["sequence"] in first_after
-        assert verdict["host_ns"] - up_again["host_ns"] >= 1e9
+        assert verdict["host_ns"] - up_again["host_ns"] >= 0.06e9
     link = final_stats("unplug")["link"]
     assert (link["disconnects"], link["open_failures"]) == (1, 3)
     assert any(v["decision"] == "PROCEED" for v in of_type("unplug", "verdict")[-5:])

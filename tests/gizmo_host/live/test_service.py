@@ -40,7 +40,9 @@ def test_garbage_sequence_wrap_and_device_reset_mid_stream(link_path):
         rng = random.Random(3)
         model = BoardModel(sequence=65520, timestamp_ms=100_000, live_clock=True)
         with PtyBoard(link_path) as board:
-            async with GizmoService(link_path, PipelineConfig(transport_delay_ns=0)) as svc:
+            async with GizmoService(
+                link_path, PipelineConfig(transport_delay_ns=0, reset_hold_ms=2000.0)
+            ) as svc:
                 events, results = svc.link_events(), svc.results()
                 await wait_link(events, LinkState.SYNCING)
                 board.write(b"".join(garbage(rng) + model.next_frame() for _ in range(20)))

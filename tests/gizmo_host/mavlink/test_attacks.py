@@ -16,13 +16,13 @@ from fusion import (
     CameraConfig,
     LinkStatus,
     PoseLinkStatus,
-    SimClockStatus,
     SourceConflict,
     WorldConfig,
     WorldModel,
 )
 from fusion.verdicts import global_reasons
 from gizmo_core import HoldReason, LinkState
+from gizmo_core.clock import ClockStatus
 from tests.support.fusion_inputs import observation
 from tests.support.mavlink_rig import circling
 from tests.support.mavlink_wire import AUTOPILOT, MS, S, Wire
@@ -69,7 +69,7 @@ def off_truth_m(wire: Wire) -> float:
     """The largest distance of any pose the session gave from the truth at its time."""
     worst = 0.0
     for p in wire.poses:
-        if p.clock_status is SimClockStatus.LOCKING:
+        if p.clock_status.settling:
             continue
         truth = circling(p.host_ns).position_ned_m
         worst = max(worst, *(abs(a - b) for a, b in zip(p.position_ned_m, truth, strict=True)))
@@ -242,7 +242,7 @@ def test_a_confirmed_clock_step_is_a_new_epoch_not_a_crash():
     wire.run(3.0)
     assert wire.session.estimator.epoch > epoch and wire.session.locked
     assert abs(wire.mapping_error_ms()) < 0.2
-    assert [p for p in wire.poses if p.epoch > epoch and p.clock_status is SimClockStatus.LOCKED]
+    assert [p for p in wire.poses if p.epoch > epoch and p.clock_status is ClockStatus.LOCKED]
 
 
 def test_a_far_stamp_is_dropped_and_moves_no_clock():

@@ -22,12 +22,12 @@ from fusion import (
     CameraModel,
     LinkStatus,
     PoseSample,
-    SimClockStatus,
     VisionObservation,
     WorldConfig,
     WorldModel,
 )
 from gizmo_core import LinkState
+from gizmo_core.clock import ClockStatus
 from gizmo_host.mavlink import LandingFields, LandingTargetSender, Profile
 from hil_geometry.pinhole import Pinhole
 from tests.support.mavlink_rig import circling, rig, until
@@ -159,7 +159,7 @@ async def fly(profile, slow_timesync=False):
         clock_error_ms = [
             abs(r.standin.boot_ns(p.host_ns) - p.sim_time_ns) / 1e6
             for p in r.poses
-            if p.clock_status is SimClockStatus.LOCKED
+            if p.clock_status is ClockStatus.LOCKED
         ]
         offset_ns = r.standin.px4_offset_ns
         px4_offset_ms = 0.0 if offset_ns is None else offset_ns / 1e6

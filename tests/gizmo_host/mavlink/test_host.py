@@ -165,7 +165,7 @@ def test_an_autopilot_that_never_answers_is_a_hold_and_a_down_link_never_a_crash
 
     asyncio.run(scenario())
     stats = [m for m in seen if isinstance(m, dict) and m.get("type") == "stats"][-1]["mavlink"]
-    assert stats["link"] == "DOWN" and stats["timesync"]["status"] == "locking"
+    assert stats["link"] == "DOWN" and stats["timesync"]["status"] == "converging"
     assert stats["counts"]["timesync_requests"] > 0  # it kept asking
     snapshots = [m for m in seen if hasattr(m, "reasons")]
     assert snapshots and all(not s.proceed for s in snapshots)

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from fusion import LinkStatus, SimClockStatus
+from fusion import LinkStatus
 from gizmo_core import HoldReason, LinkState
+from gizmo_core.clock import ClockStatus
 from gizmo_host.app.host import Host
 from gizmo_host.app.host_config import config_from_mapping
 from tests.support.fusion_inputs import observation
@@ -66,15 +67,13 @@ def test_mavsdk_as_the_autopilot_binds_locks_and_its_poses_are_the_truth() -> No
             await until(lambda: link.transport.local_port is not None)
             async with mavsdk_autopilot(link.transport.local_port) as autopilot:
                 await until(lambda: link.session.locked, timeout=8.0)
-                await until(
-                    lambda: sum(p.clock_status is SimClockStatus.LOCKED for p in poses) > 50
-                )
+                await until(lambda: sum(p.clock_status is ClockStatus.LOCKED for p in poses) > 50)
                 assert autopilot.timesync_enabled
                 session = link.session.stats(h.scheduler.now_ns())
         assert session["autopilot"] == [1, 1] and session["conflict"] is False
         assert session["counts"]["timesync_answered_unlocked"] >= 1  # MAVSDK asked first
         offset = wall_minus_monotonic_ns()
-        locked = [p for p in poses if p.clock_status is SimClockStatus.LOCKED]
+        locked = [p for p in poses if p.clock_status is ClockStatus.LOCKED]
         errors_ms = sorted(abs(p.host_ns - (p.sim_time_ns - offset)) / 1e6 for p in locked)
         p95 = errors_ms[int(0.95 * len(errors_ms))]
         print(f"mavsdk: clock mapping error p95 {p95:.3f} ms, max {errors_ms[-1]:.3f} ms")

@@ -104,6 +104,29 @@ def test_hold_latency_and_recovery_are_measured_from_the_fault_window():
     assert (start_s, length_s, reasons) == (pytest.approx(2.2), pytest.approx(0.4), ())
 
 
+def test_every_fault_class_gets_a_recovery_and_a_hold_that_never_ends_fails():
+    """Issue 29: a HOLD that never ends is a fault too. A class that need not HOLD (garbage)
+    still gets a recovery time (about 0 when PROCEED never stopped); a must-hold class whose
+    HOLD outlasts the recovery window while the vehicle stays in view is unrecovered."""
+    ground = truth()
+    times = [SECOND + i * 50_000_000 for i in range(100)]  # 1 s .. 5.95 s
+    snaps = []
+    for t in times:
+        s = snapshot(ground, t)
+        if t >= 3_100_000_000:  # held from 3.1 s to the end: a HOLD that never ends
+            s = WorldSnapshot(**{**{f: getattr(s, f) for f in s.__slots__},
+                                 "verdict": Decision.HOLD})  # fmt: skip
+        snaps.append(s)
+    windows = [Window("garbage", 1.5, 2.0), Window("clock_step_back", 3.0, 3.0)]
+    result = judged(snaps, windows)
+    assert result.recovery_s["garbage"] == [pytest.approx(0.0, abs=0.06)]
+    assert "clock_step_back" not in result.recovery_s
+    assert result.unrecovered == [("clock_step_back", 3.0)]
+    setup = Setup("0", "certify", ("orbit",), ("garbage",), (1,), 3.5, 1, 1.0)
+    summary = summarize([result], setup)
+    assert not summary["passed"] and summary["unrecovered"][0]["fault"] == "clock_step_back"
+
+
 def test_a_counter_mismatch_or_a_late_hold_fails_the_report():
     ground = truth()
     good = judged([snapshot(ground, SECOND + i * 33_000_000) for i in range(5)])
@@ -124,14 +147,17 @@ def test_a_plan_rotates_its_faults_with_the_seed_and_keeps_them_apart():
     starts = [w.start_s for w in one.windows]
     assert all(b - a >= 3.0 for a, b in pairwise(starts))
     assert all(w.end_s <= w.start_s + 1.0 for w in one.windows)
-    # The step back holds until the next epoch: it goes last, whatever the seed.
-    assert one.windows[-1].name == two.windows[-1].name == "clock_step_back"
+    # Every class recovers now (issue 29): none is kept for the end of a run.
+    assert {one.windows[-1].name, two.windows[-1].name} != {"clock_step_back"}
 
 
 def test_a_bad_option_is_one_line_and_exit_2(capsys):
     assert main(["certify", "--faults", "silence,meteor"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "meteor" in err[0]
+    assert main(["certify", "--min-availability", "1.5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--min-availability" in err[0]
 
 
 @pytest.mark.subprocess
@@ -140,7 +166,8 @@ def test_a_lean_matrix_through_the_real_host_has_no_wrong_proceed(tmp_path):
     the suite's size of ``--quick`` (the whole of it takes about 90 s on 2 cores)."""
     done = subprocess.run(
         [sys.executable, "-m", "gizmo_host.cli", "certify", "--seeds", "1", "--spacing", "3",
-         "--faults", "silence,hangup,reset,garbage", "--out", str(tmp_path)],
+         "--faults", "silence,hangup,reset,garbage", "--out", str(tmp_path),
+         "--min-availability", "0"],  # four faults 3 s apart: denser than the standard matrix
         capture_output=True, text=True, timeout=180, check=False,
     )  # fmt: skip
     summary = json.loads((tmp_path / "summary.json").read_text())

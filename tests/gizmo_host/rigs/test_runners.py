@@ -16,7 +16,13 @@ from gizmo_host.rigs.board.target_sources import ScenarioSource
 from gizmo_host.rigs.rflysim import StandIn, build_scenario
 from gizmo_host.rigs.rflysim.sim_runner import SimRunner
 from gizmo_host.timing import LoopScheduler, ManualScheduler, settle
-from tests.support.emulate_host import START_NS, make_emulation, run_through_host
+from tests.support.emulate_host import (
+    START_NS,
+    ParsingHost,
+    expected,
+    make_emulation,
+    run_through_host,
+)
 
 SECOND = 1_000_000_000
 TIMEOUT_S = 5.0  # for real I/O only, never for fake time
@@ -88,13 +94,7 @@ def test_the_emulator_runner_on_a_manual_clock_writes_what_the_emulation_decides
         path = port.plug()
         reader = os.open(path, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
         try:
-            runner = Runner(
-                lambda start_ns: make_emulation(start_ns=start_ns),
-                port,
-                ScenarioSource(BoardScenario()),
-                scheduler=scheduler,
-                duration_s=1.0,
-            )
+            runner = board_runner(port, scheduler, 1.0)
             await drive(scheduler, runner.run())
             assert runner.emulation is not None and runner.emulation.start_ns == START_NS
             assert runner.cycles_skipped == 0
@@ -105,6 +105,17 @@ def test_the_emulator_runner_on_a_manual_clock_writes_what_the_emulation_decides
             await port.close()
 
     assert asyncio.run(body()) == expected
+
+
+def board_runner(port: PtyPort, scheduler: ManualScheduler, duration_s: float) -> Runner:
+    """The emulator's runner for the board scenario on ``port``, on the manual clock."""
+    return Runner(
+        lambda start_ns: make_emulation(start_ns=start_ns),
+        port,
+        ScenarioSource(BoardScenario()),
+        scheduler=scheduler,
+        duration_s=duration_s,
+    )
 
 
 def _read_all(fd: int) -> bytes:
@@ -151,3 +162,49 @@ def test_the_stand_in_runner_on_a_manual_clock_polls_exactly_when_due() -> None:
         assert stats.send.sent + stats.send.failed == sent
 
     asyncio.run(body())
+
+
+def test_a_stalled_process_skips_cycles_and_the_host_counts_no_reset_for_it() -> None:
+    """Issue 29 item 6: under load, the lean certify matrix counted 2 device resets for 1
+    injected (all three rigs run on one event loop). The process stops for 1.2 s, as a loaded
+    machine stops it: the runner wakes more than a second behind and skips the missed cycles
+    (the next frame's device time is 1.2 s on, its sequence one on), and the host reads the
+    frame written just before the stop together with the ones after it. On receive times alone
+    the device clock moved a second further than the host's clock allows, and the host called
+    it a device reset; the emulator, on its send times, counted none. The host was the side that
+    miscounted: a sequence that keeps its order is no restart."""
+
+    async def body() -> tuple[dict[str, int], dict[str, int], int]:
+        scheduler = ManualScheduler(start_ns=START_NS - 50_000_000)  # the reader's settle time
+        port = PtyPort()
+        reader = os.open(port.plug(), os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+        host = ParsingHost()
+        try:
+            runner = board_runner(port, scheduler, 3.0)
+            task = asyncio.ensure_future(runner.run())
+            stop_at, stopped = START_NS + 3 * SECOND // 2, False
+            while True:
+                await settle()
+                now = scheduler.now_ns()
+                stopping = not stopped and now >= stop_at
+                if not stopping and (chunk := _read_all(reader)):
+                    host.feed(chunk, now)  # the host reads what came, when it comes
+                if task.done():
+                    break
+                pending = scheduler.pending()
+                assert pending, "the runner waits on something other than the clock"
+                step = max(0, pending[0] - now)
+                if stopping:  # the process stops: what was just written waits unread
+                    stopped, step = True, step + 1_200_000_000
+                scheduler.advance(step)
+            await task
+            assert runner.emulation is not None
+            return host.counters(), expected(runner.emulation), runner.cycles_skipped
+        finally:
+            os.close(reader)
+            await port.close()
+
+    counted, announced, skipped = asyncio.run(body())
+    assert skipped > 30
+    assert counted["resets"] == announced["resets"] == 0
+    assert counted == announced

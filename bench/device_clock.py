@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""The device clock's per-frame cost (issue 29: the clock core behind an adapter).
+
+One board at 30 Hz with 0.5-3 ms of delivery jitter, 60 s of frames, through what the pipeline
+does per frame for the clock: ``DeviceClockEstimator.observe`` and ``tick_to_host_ns``. The
+baseline, measured in the same run, is the sequence tracker on the same frames (the stage
+before it, unchanged). Printed: ns per frame for each and the ratio clock / tracker.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from gizmo_host.stream.clock import DeviceClockEstimator
+from gizmo_host.stream.tracker import SequenceTracker
+
+FRAMES = 1_800  # 60 s at 30 Hz
+REPEATS = 7
+
+
+def frames() -> list[tuple[int, int, int]]:
+    """(sequence, timestamp_ms, host receive ns)."""
+    rng = random.Random(29)
+    out = []
+    for k in range(FRAMES):
+        sent_ns = 10**12 + k * 33_333_333
+        out.append(
+            (k, 5_000 + sent_ns // 1_000_000 - 10**6, sent_ns + rng.randint(500_000, 3_000_000))
+        )
+    return out
+
+
+def per_frame_ns(run, stream: list[tuple[int, int, int]]) -> float:
+    best = float("inf")
+    for _ in range(REPEATS):
+        start = time.perf_counter_ns()
+        run(stream)
+        best = min(best, (time.perf_counter_ns() - start) / len(stream))
+    return best
+
+
+def clock_stage(stream: list[tuple[int, int, int]]) -> None:
+    clock = DeviceClockEstimator()
+    observe, tick = clock.observe, clock.tick_to_host_ns
+    for _, timestamp_ms, rx_ns in stream:
+        sample = observe(timestamp_ms, rx_ns, forward=True)
+        tick(sample.device_ms - 12)
+
+
+def tracker_stage(stream: list[tuple[int, int, int]]) -> None:
+    observe = SequenceTracker().observe
+    for sequence, timestamp_ms, rx_ns in stream:
+        observe(1, sequence, timestamp_ms, rx_ns)
+
+
+def main() -> None:
+    stream = frames()
+    tracker = per_frame_ns(tracker_stage, stream)
+    clock = per_frame_ns(clock_stage, stream)
+    print(f"sequence tracker (baseline): {tracker:.0f} ns/frame")
+    print(f"device clock (observe + tick_to_host_ns): {clock:.0f} ns/frame")
+    print(f"ratio clock / tracker: {clock / tracker:.2f}")
+
+
+if __name__ == "__main__":
+    main()

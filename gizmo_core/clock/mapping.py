@@ -1,0 +1,454 @@
+"""The epoch mapping: remote time -> host time, never fresher within an epoch.
+
+Each sample is a remote time and the host time it stands for (a one-way arrival, or the midpoint
+of a round trip); its offset is ``host - remote``. The rules, each with the fault it answers:
+
+- **Never fresher.** The published offset follows the lower envelope (:mod:`.envelope`) down at
+  once (data look older: safe) and up no faster than ``max_skew_ppm`` of the remote time
+  elapsed (the oscillators' drift): a late sample never makes later data look fresher. Only a
+  new epoch may map anywhere.
+- **Lock.** A new epoch is settling (CONVERGING the first time, RESYNC after) until
+  ``lock_samples`` samples spanning ``lock_ns`` of host time came without the envelope falling
+  by more than the tolerance (a first burst of queued samples would otherwise set the mapping
+  from its oldest sample and have it look current). The first epoch may ask for more
+  (``first_lock_*``): the skew is not known yet; later epochs keep it (the same oscillator).
+- **Early samples.** On a trusted mapping, a sample more than ``tolerance_ns`` below it (it
+  arrived before it was sent, by the mapping) is an OUTLIER, mapped no later than its own
+  arrival, until ``confirm_samples`` like it in a row over ``confirm_ns`` of host time confirm
+  a step ahead: a new epoch at their lowest (oldest-looking) level. One glitched stamp
+  therefore never moves the mapping, and a burst read at once confirms nothing.
+- **Late runs.** When every sample for ``late_after_ns`` of remote time sits more than
+  ``late_tolerance_ns`` above the mapping, the :class:`LatePolicy` decides: HOLD (JUMPED until
+  on time again for that span), ACCEPT (JUMPED, then ``confirm_samples`` more late ones over
+  ``confirm_ns`` open an epoch that keeps the mapping: a latency the link now has, which later
+  samples count less of) or FOLLOW (the run opens an epoch at its lowest level: a two-way
+  sample measures the offset).
+- **Steps back.** An adapter that sees the remote clock go back on a sample that must be later
+  (``step=True``) knows it is the clock, not the latency: JUMPED at once, and a run of samples
+  after it (as for an early step) opens an epoch at their lowest level.
+- **Epochs.** The adapter opens one for a restart or a reconnect (:meth:`new_epoch`); the core
+  opens one for a confirmed jump (event NEW_EPOCH). The skew is kept across epochs.
+
+Pure: every time is an argument. Remote times are ns in the current epoch's own timeline.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gizmo_core.clock.envelope import Envelope
+from gizmo_core.clock.runs import Run
+from gizmo_core.clock.status import ClockCounts, ClockEvent, ClockReading, ClockStatus, LatePolicy
+
+_INF = math.inf
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+_CONVERGING, _RESYNC, _LOCKED, _JUMPED, _OUTLIER = (
+    ClockStatus.CONVERGING,
+    ClockStatus.RESYNC,
+    ClockStatus.LOCKED,
+    ClockStatus.JUMPED,
+    ClockStatus.OUTLIER,
+)
+_PHASE_ERROR, _CLOCK_JUMP, _NEW_EPOCH, _ON_TIME = (
+    ClockEvent.PHASE_ERROR,
+    ClockEvent.CLOCK_JUMP,
+    ClockEvent.NEW_EPOCH,
+    ClockEvent.ON_TIME,
+)
+
+
+class EpochClock:
+    """Maps one remote clock to the host clock (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        tolerance_ns: float,
+        late_tolerance_ns: float | None = None,
+        max_skew_ppm: float = 200.0,
+        confirm_samples: int = 5,
+        confirm_ns: float = 100e6,
+        late_after_ns: float | None = None,
+        lock_samples: int = 5,
+        lock_ns: float = 0.0,
+        first_lock_samples: int | None = None,
+        first_lock_ns: float | None = None,
+        late: LatePolicy = LatePolicy.HOLD,
+        segment_ns: float = 500e6,
+        window_segments: int = 240,
+        phase_segments: int = 8,
+        learn_skew: bool = True,
+        per_sample: bool = False,
+    ) -> None:
+        """``per_sample``: every sample counts on its own (no segments, no skew fit): the
+        offset drops to any lower sample at once and rises towards the latest at the bound."""
+        if per_sample:
+            segment_ns, window_segments, phase_segments, learn_skew = 1.0, 1, 1, False
+        if not 0 <= max_skew_ppm <= 10_000:
+            raise ValueError(f"max_skew_ppm: expected 0..10000, got {max_skew_ppm!r}")
+        if not tolerance_ns > 0:
+            raise ValueError(f"tolerance_ns: expected > 0, got {tolerance_ns!r}")
+        self._max_skew = max_skew_ppm * 1e-6
+        self.tolerance_ns = tolerance_ns
+        self.late_tolerance_ns = tolerance_ns if late_tolerance_ns is None else late_tolerance_ns
+        self._confirm_samples = max(1, confirm_samples)
+        self._confirm_ns = confirm_ns
+        self._late_after_ns = confirm_ns if late_after_ns is None else late_after_ns
+        self._lock = (max(1, lock_samples), lock_ns)
+        self._first_lock = (
+            max(1, lock_samples if first_lock_samples is None else first_lock_samples),
+            lock_ns if first_lock_ns is None else first_lock_ns,
+        )
+        self._policy = late
+        self._env = Envelope(
+            segment_ns=segment_ns,
+            window_segments=window_segments,
+            phase_segments=phase_segments,
+            max_skew=self._max_skew,
+            learn_skew=learn_skew,
+        )
+        self.epoch = 0
+        self._status = _CONVERGING
+        self._locked_once = False
+        self._started = False
+        self._origin_remote = self._origin_host = 0
+        # The published line: offset ``_map_offset`` at ``_map_x``, slope the envelope's skew.
+        self._map_x = 0.0
+        self._map_offset = _INF
+        self._lock_run: Run | None = None
+        self._early: Run | None = None  # a pending step ahead (its samples are OUTLIERs)
+        self._late: Run | None = None  # late samples in a row
+        self._consistent: Run | None = None  # while JUMPED: the run that may open an epoch
+        self._on_time_x: float | None = None  # while JUMPED: start of an on-time stretch
+        self._stepped = False  # JUMPED by a step back seen in the remote stamps
+        self._excess = 0.0  # latency an accepted late run showed: samples count less it
+        self.samples = self.phase_errors = self.outliers = 0
+        self.jumps = self.epochs = self.recoveries = 0
+
+    # -- queries ---------------------------------------------------------------------------
+
+    @property
+    def status(self) -> ClockStatus:
+        return self._status
+
+    @property
+    def skew_ppm(self) -> float:
+        return self._env.skew * 1e6
+
+    @property
+    def early_pending(self) -> bool:
+        """The last sample was early beyond the tolerance (a step ahead not confirmed yet)."""
+        return self._early is not None
+
+    @property
+    def late_pending(self) -> bool:
+        """The last samples were late (a run not yet confirmed, or while JUMPED)."""
+        return self._late is not None
+
+    def offset_ns(self, remote_ns: int | float) -> float | None:
+        """The published offset (host minus remote) at ``remote_ns``; None before a sample."""
+        if self._map_offset == _INF:
+            return None
+        x = remote_ns - self._origin_remote
+        return (
+            self._map_offset
+            + self._env.skew * (x - self._map_x)
+            + self._origin_host
+            - self._origin_remote
+        )
+
+    def to_host_ns(self, remote_ns: int | float) -> int | None:
+        offset = self.offset_ns(remote_ns)
+        return None if offset is None else round(remote_ns + offset)
+
+    def counts(self) -> ClockCounts:
+        return ClockCounts(
+            self._status,
+            self.epoch,
+            self.skew_ppm,
+            self.samples,
+            self.phase_errors,
+            self.outliers,
+            self.jumps,
+            self.epochs,
+            self.recoveries,
+        )
+
+    # -- inputs ----------------------------------------------------------------------------
+
+    def new_epoch(self, *, keep_mapping: bool = False) -> None:
+        """The adapter's epoch: a restart or a reconnect (the next sample maps anywhere), or
+        with ``keep_mapping`` a break in the remote's data whose clock stays good."""
+        if keep_mapping:
+            self.epoch += 1
+            return
+        if self._started:
+            self._started = False
+            self.epoch += 1
+            self._status = _RESYNC
+            self._map_offset = _INF  # nothing maps until the epoch's first sample
+            self._early = self._late = self._consistent = None
+
+    def observe(
+        self, remote_ns: int, host_ns: int, *, step: bool = False, follow: bool = False
+    ) -> ClockReading:
+        """Add one sample. ``step``: the remote clock went back on a sample that must be
+        later than the last (the adapter saw it in the stamps). ``follow``: a late run
+        confirmed now opens an epoch at its level whatever the policy (a resumed pause)."""
+        self.samples += 1
+        event = None
+        status = self._status
+        settling = status is _CONVERGING or status is _RESYNC
+        if not self._started:
+            self._start(remote_ns, host_ns)
+            settling = True
+        elif step and settling:
+            self._start(remote_ns, host_ns)  # settling anyway: start it again from here
+            self.jumps += 1
+            event = _CLOCK_JUMP
+        env = self._env
+        x = float(remote_ns - self._origin_remote)
+        offset = float(host_ns - self._origin_host) - x
+        if self._excess:
+            # Less the latency an accepted late run showed (a delay the link now has), as far
+            # as the link still has it: a sample nearer the mapping shrinks it.
+            if self._map_offset != _INF:
+                published = self._map_offset + env.skew * (x - self._map_x)
+                self._excess = min(self._excess, max(0.0, offset - published))
+            offset -= self._excess
+        if settling:
+            event = self._settle(x, host_ns, offset) or event
+            return self._reading(remote_ns, host_ns, self._status, event, 0.0)
+        published = self._map_offset + env.skew * (x - self._map_x)
+        residual = offset - published
+        if step and not self._stepped:
+            return self._step_back(remote_ns, x, host_ns, offset - env.skew * x, residual)
+        if residual < -self.tolerance_ns:
+            return self._early_sample(remote_ns, x, host_ns, offset - env.skew * x, residual)
+        if self._early is not None:
+            self._drop_early()
+        if residual > self.late_tolerance_ns:
+            return self._late_sample(remote_ns, x, host_ns, offset, residual, follow)
+        # On time: the usual case.
+        self._late = self._consistent = None
+        env.add(x, offset)
+        self._publish(x)
+        if status is _JUMPED:
+            if self._on_time_x is None:
+                self._on_time_x = x
+            elif x - self._on_time_x >= self._late_after_ns:
+                self._status = status = _LOCKED
+                self._on_time_x = None
+                self._stepped = False
+                self.recoveries += 1
+                event = _ON_TIME
+        # The published line at this sample: never above the sample's own offset here.
+        own = float(host_ns - remote_ns)
+        line = (
+            self._map_offset
+            + env.skew * (x - self._map_x)
+            + self._origin_host
+            - self._origin_remote
+        )
+        return _new_tuple(
+            ClockReading, (line if line < own else own, self.epoch, status, event, 0.0)
+        )
+
+    # -- the cases -------------------------------------------------------------------------
+
+    def _settle(self, x: float, host_ns: int, offset: float) -> ClockEvent | None:
+        """Count towards the lock. A sample more than the tolerance below the envelope (it
+        arrived before the mapping says it was sent: a phase error) starts the envelope and
+        the count again from it: what came before was late, or from before a step."""
+        env = self._env
+        event = None
+        if env.phase != _INF and offset - env.level(x) < -self.tolerance_ns:
+            self.phase_errors += 1
+            event = _PHASE_ERROR
+            env.clear()
+            self._lock_run = None
+        env.add(x, offset)
+        self._publish(x)
+        run = self._lock_run
+        if run is None:
+            self._lock_run = Run(x, host_ns, env.phase)
+        else:
+            run.add(x, host_ns, env.phase, self.tolerance_ns)
+        self._settle_check(host_ns)
+        return event
+
+    def _settle_check(self, host_ns: int) -> None:
+        run = self._lock_run
+        samples, span_ns = self._lock if self._locked_once else self._first_lock
+        if run is not None and run.confirmed(samples, host_ns, span_ns):
+            self._status = _LOCKED
+            self._locked_once = True
+            self._lock_run = None
+
+    def _step_back(
+        self, remote_ns: int, x: float, host_ns: int, phase: float, residual: float
+    ) -> ClockReading:
+        self._drop_early()
+        self._stepped = True
+        self._status = _JUMPED
+        self.jumps += 1
+        self._on_time_x = None
+        self._late = None
+        self._consistent = Run(x, host_ns, phase)
+        return self._reading(remote_ns, host_ns, _JUMPED, _CLOCK_JUMP, residual)
+
+    def _early_sample(
+        self, remote_ns: int, x: float, host_ns: int, phase: float, residual: float
+    ) -> ClockReading:
+        self._late = self._consistent = None
+        self._on_time_x = None
+        run = self._early
+        event = None
+        if run is None:
+            run = self._early = Run(x, host_ns, phase)
+            self.phase_errors += 1
+            event = _PHASE_ERROR
+        else:
+            run.add(x, host_ns, phase, _INF)
+        if run.confirmed(self._confirm_samples, host_ns, self._confirm_ns):
+            jump = run.low - (phase - residual)
+            self._jump_epoch(remote_ns, host_ns, run, keep=False)
+            return self._reading(remote_ns, host_ns, self._status, _NEW_EPOCH, jump)
+        return self._reading(remote_ns, host_ns, _OUTLIER, event, residual)
+
+    def _late_sample(
+        self,
+        remote_ns: int,
+        x: float,
+        host_ns: int,
+        offset: float,
+        residual: float,
+        follow: bool,
+    ) -> ClockReading:
+        self._on_time_x = None
+        env = self._env
+        phase = offset - env.skew * x
+        published_phase = phase - residual
+        if not self._stepped:
+            env.add(x, offset)
+            self._publish(x)
+        late = self._late  # every late sample since they began (a backlog flush counts)
+        if late is None:
+            late = self._late = Run(x, host_ns, phase)
+        else:
+            late.add(x, host_ns, phase, _INF)
+        if self._status is _LOCKED:
+            if x - late.since_x < self._late_after_ns:
+                return self._reading(remote_ns, host_ns, _LOCKED, None, 0.0)
+            if follow or self._policy is LatePolicy.FOLLOW:
+                if not late.confirmed(self._confirm_samples, host_ns, self._confirm_ns):
+                    return self._reading(remote_ns, host_ns, _LOCKED, None, 0.0)
+                self._jump_epoch(remote_ns, host_ns, late, keep=False)
+                jump = late.low - published_phase
+                return self._reading(remote_ns, host_ns, self._status, _NEW_EPOCH, jump)
+            self._status = _JUMPED
+            self.jumps += 1
+            self._consistent = Run(x, host_ns, phase)  # ACCEPT: the run after the jump
+            jump = late.low - published_phase
+            return self._reading(remote_ns, host_ns, _JUMPED, _CLOCK_JUMP, jump)
+        # JUMPED: the late run since (a step, or ACCEPT) may open an epoch at its lowest level.
+        run = self._consistent
+        if run is None:
+            run = self._consistent = Run(x, host_ns, phase)
+        else:
+            run.add(x, host_ns, phase, _INF)
+        accept = self._policy is LatePolicy.ACCEPT and not self._stepped
+        if (self._stepped or accept) and run.confirmed(
+            self._confirm_samples, host_ns, self._confirm_ns
+        ):
+            self._jump_epoch(remote_ns, host_ns, run, keep=accept)
+            jump = run.low - published_phase
+            return self._reading(remote_ns, host_ns, self._status, _NEW_EPOCH, jump)
+        return self._reading(remote_ns, host_ns, _JUMPED, None, 0.0)
+
+    def _drop_early(self) -> None:
+        """A pending step ahead that the next sample contradicts was glitches: outliers."""
+        if self._early is not None:
+            self.outliers += self._early.count
+            self._early = None
+
+    # -- epochs and the published line -----------------------------------------------------
+
+    def _start(self, remote_ns: int, host_ns: int) -> None:
+        """An epoch's first sample: it may map anywhere; the lock is counted from here."""
+        self._started = True
+        self._origin_remote, self._origin_host = remote_ns, host_ns
+        self._env.clear()
+        self._map_x, self._map_offset = 0.0, _INF
+        self._status = _CONVERGING if self.samples == 1 else _RESYNC
+        self._lock_run = self._early = self._late = self._consistent = None
+        self._on_time_x = None
+        self._stepped = False
+        self._excess = 0.0
+
+    def _jump_epoch(self, remote_ns: int, host_ns: int, run: Run, *, keep: bool) -> None:
+        """A confirmed jump opens an epoch: at the run's level, or (``keep``) with the mapping
+        kept and the envelope learning afresh from the run (a latency the link now has)."""
+        self.epoch += 1
+        self.epochs += 1
+        self._early = self._late = self._consistent = None
+        self._on_time_x = None
+        self._stepped = False
+        env = self._env
+        x = float(remote_ns - self._origin_remote)
+        level = run.low + env.skew * x  # the run's line at this sample (less the excess)
+        env.clear()
+        if keep:
+            # From now on samples count less this much: the mapping stays where it was.
+            published = self._map_offset + env.skew * (x - self._map_x)
+            self._excess += level - published
+            env.add(x, published)
+            self._publish(x)
+            self._status = _LOCKED
+            return
+        # Re-origin at this sample (offsets shift by its own); the run's line is the mapping.
+        offset = float(host_ns - self._origin_host) - x - self._excess
+        self._origin_remote, self._origin_host = remote_ns, host_ns
+        self._map_x, self._map_offset = 0.0, _INF
+        self._excess = 0.0
+        env.add(0.0, level - offset)
+        self._publish(0.0)
+        seeded = self._lock_run = Run(0.0, run.since_host, env.phase)
+        seeded.count = run.count
+        self._status = _RESYNC
+        self._settle_check(host_ns)
+
+    def _publish(self, x: float) -> None:
+        """Move the published offset to the envelope's, never up faster than the skew bound:
+        an upward move makes every mapped time later, so data would look fresher."""
+        env = self._env
+        if env.phase == _INF:
+            return
+        at = x if x > self._map_x else self._map_x
+        level = env.phase + env.skew * at
+        if self._map_offset != _INF:
+            ceiling = self._map_offset + self._max_skew * (at - self._map_x)
+            level = min(level, ceiling)
+        self._map_x, self._map_offset = at, level
+
+    def _reading(
+        self,
+        remote_ns: int,
+        host_ns: int,
+        status: ClockStatus,
+        event: ClockEvent | None,
+        jump_ns: float,
+    ) -> ClockReading:
+        """The sample's reading: mapped by the published line, or by its own arrival when
+        that is earlier (a sample is never mapped later than it arrived)."""
+        own = float(host_ns - remote_ns)
+        if self._map_offset != _INF:
+            x = remote_ns - self._origin_remote
+            published = (
+                self._map_offset
+                + self._env.skew * (x - self._map_x)
+                + self._origin_host
+                - self._origin_remote
+            )
+            own = min(own, published)
+        return _new_tuple(ClockReading, (own, self.epoch, status, event, jump_ns))
