@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from gizmo_host.zenoh.fleet_line import PROCEED, BadLine, WorldLine, parse_link, parse_world
 from gizmo_host.zenoh.fleet_row import DROPS, FleetRow, LineJson
@@ -52,16 +52,19 @@ MAX_VEHICLES = 10_000
 MAX_VOICES = 8  # other identities remembered per vehicle (more: the oldest forgotten)
 
 
-class _Newest(NamedTuple):
+@dataclass(slots=True)
+class _Newest:
     """The latest clocks of every line the view took for a vehicle: a new publisher's line
-    must be later (a replay of old lines never is)."""
+    must be later (a replay of old lines never is). Updated in place, once per line."""
 
     host_ns: int
     wall_ns: int | None
 
-    def after(self, line: WorldLine) -> _Newest:
-        wall = self.wall_ns if line.wall_ns is None else max(line.wall_ns, self.wall_ns or 0)
-        return _Newest(max(self.host_ns, line.host_ns), wall)
+    def take(self, line: WorldLine) -> None:
+        self.host_ns = max(self.host_ns, line.host_ns)
+        wall = line.wall_ns
+        if wall is not None and (self.wall_ns is None or wall > self.wall_ns):
+            self.wall_ns = wall
 
     def older_than(self, line: WorldLine) -> bool:
         """``line`` is later than all of them: by the wall clock when both have one (a host
@@ -241,8 +244,10 @@ class FleetView:
         if delay_ns is not None and self.max_clock_error_ns is not None:
             since_ns -= max(0, delay_ns - self.max_clock_error_ns)
         entry.line, entry.rx_ns, entry.heard_ns, entry.delay_ns = line, since_ns, rx_ns, delay_ns
-        newest = entry.newest
-        entry.newest = _Newest(line.host_ns, line.wall_ns) if newest is None else newest.after(line)
+        if entry.newest is None:
+            entry.newest = _Newest(line.host_ns, line.wall_ns)
+        else:
+            entry.newest.take(line)
 
     def _voice(self, entry: _Vehicle, publisher: str, rx_ns: int) -> None:
         others = entry.others
