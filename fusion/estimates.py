@@ -21,7 +21,6 @@ from .config import WorldConfig
 from .snapshot import TargetState
 from .targets import Placement, TargetTable
 from .tracking import Track, Tracker, TrackStatus
-from .tracking.motion import estimate
 from .tracking.tracker import SAME_IMAGE_NS
 from .verdicts import Conditions, ordered, target_reasons
 
@@ -109,11 +108,8 @@ def target_state(
             None, None, None, None, None, None, None, None, None, None, track_id, status,
         )  # fmt: skip
     position, velocity, covariance = g.position_ned_m, None, None
-    if track is not None:
-        mean, cov = estimate(track.state)
-        position = (float(mean[0]), float(mean[1]), float(mean[2]))
-        velocity = (float(mean[3]), float(mean[4]), float(mean[5]))
-        covariance = tuple(float(v) for v in cov.ravel())
+    if track is not None and tracker is not None:
+        position, velocity, covariance = tracker.estimate(track)
     camera = None if g.frame is None else g.frame.origin_ned_m
     return TargetState(
         key, obs.result_type, obs.id, obs.label, obs.confidence, obs.tracked,

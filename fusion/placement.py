@@ -13,18 +13,21 @@ from gizmo_core import HoldReason
 
 from .camera import CameraModel
 from .config import WorldConfig
-from .geometry import Quat, Vec3, azimuth_elevation_deg, quat_multiply, quat_rotate
+from .geometry import Quat, Vec3, azimuth_elevation_deg, cross, quat_multiply, quat_rotate
 from .inputs import ImuSample, VisionObservation
 from .ranging import Ranger
 from .targets import Geometry, Placement, RayFrame
-from .timeline import GimbalTrack, PoseAt, PoseHistory, Where
+from .timeline import GimbalTrack, PoseAt, PoseHistory, PoseMotion, Where
 
 
 class Placer:
     """The placement state: pose history, gimbal angles, IMU rate and range readings."""
 
-    def __init__(self, camera: CameraModel, config: WorldConfig) -> None:
+    def __init__(self, camera: CameraModel, config: WorldConfig, *, rates: bool = False) -> None:
+        """``rates``: also note how fast the camera moved and turned at each capture (the
+        tracker's noise model needs them; the per-frame path does not)."""
         self.camera = camera
+        self._rates = rates
         self.history = PoseHistory(
             max_samples=config.pose_history,
             max_gap_ms=config.max_pose_gap_ms,
@@ -72,6 +75,7 @@ class Placer:
         where = history.where(t)
         pose: PoseAt | None = None
         reason: HoldReason | None = None
+        imu_rate: Vec3 | None = None
         if where is Where.INSIDE:
             pose = history.interpolate(t)
         elif where is Where.NEWER:
@@ -80,7 +84,8 @@ class Placer:
             newest = history.newest
             assert newest is not None
             if t - newest.host_ns <= self._max_extrapolation_ns:
-                pose = history.extrapolate(t, self._imu_rate(newest.host_ns))
+                imu_rate = self._imu_rate(newest.host_ns)
+                pose = history.extrapolate(t, imu_rate)
             if pose is None:  # too far past the newest pose, or no velocity to carry it
                 reason = HoldReason.POSE_STALE
                 self.rejected_extrapolation += 1
@@ -90,13 +95,15 @@ class Placer:
             reason = empty or HoldReason.NO_POSE
         else:
             reason = HoldReason.POSE_GAP
-        geometry, camera_reason = self.geometry(obs, pose)
+        motion = history.motion(t, imu_rate) if pose is not None and self._rates else None
+        geometry, camera_reason = self.geometry(obs, pose, motion)
         return Placement(obs, arrival, geometry, reason or camera_reason)
 
     def geometry(
-        self, obs: VisionObservation, pose: PoseAt | None
+        self, obs: VisionObservation, pose: PoseAt | None, motion: PoseMotion | None = None
     ) -> tuple[Geometry, HoldReason | None]:
-        """The measurement's geometry, and why the camera's attitude is unknown if it is."""
+        """The measurement's geometry, and why the camera's attitude is unknown if it is.
+        ``motion``: the pose's rates at the capture, for the noise model."""
         camera = self.camera
         t = obs.host_capture_ns
         camera_q: Quat = self._mount_q
@@ -127,7 +134,14 @@ class Placer:
             return Geometry(bearing, size, ray, azimuth, elevation, None, None, None), None
         r = fix.range_m
         position = (origin[0] + ray[0] * r, origin[1] + ray[1] * r, origin[2] + ray[2] * r)
-        frame = RayFrame(origin, camera_ned, fx or camera.fx_px, fy or camera.fy_px)
+        velocity = rate = None
+        if motion is not None:  # the camera's velocity: the body's plus ω × its lever arm
+            rate, velocity = motion.angular_rate_ned_rad_s, motion.velocity_ned_m_s
+            if offset != (0.0, 0.0, 0.0):
+                lever = cross(rate, offset)
+                v = velocity
+                velocity = (v[0] + lever[0], v[1] + lever[1], v[2] + lever[2])
+        frame = RayFrame(origin, camera_ned, fx or camera.fx_px, fy or camera.fy_px, velocity, rate)
         geometry = Geometry(bearing, size, ray, azimuth, elevation, position, r, fix.source, frame)
         return geometry, None
 

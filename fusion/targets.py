@@ -21,13 +21,16 @@ from .ranging import RangeSource
 
 
 class RayFrame(NamedTuple):
-    """What placed a ray, beyond the ray: the camera's origin and attitude in NED and the
-    focal lengths used (a gimbal's zoom changes them). The noise model needs them."""
+    """What placed a ray, beyond the ray: the camera's origin and attitude in NED, the focal
+    lengths used (a gimbal's zoom changes them), and how fast the camera moved and turned at
+    the capture (an error in the capture time costs that much). The noise model needs them."""
 
     origin_ned_m: Vec3
     camera_quaternion_wxyz: Quat  # camera axes in NED
     fx_px: float
     fy_px: float
+    velocity_ned_m_s: Vec3 | None = None  # the camera's, None: unknown (taken as still)
+    angular_rate_ned_rad_s: Vec3 | None = None  # the vehicle's, about NED axes
 
 
 class Geometry(NamedTuple):

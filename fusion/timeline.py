@@ -25,7 +25,18 @@ from bisect import bisect_left
 from enum import Enum
 from typing import NamedTuple
 
-from .geometry import Quat, Vec3, lerp, quat_angle_rad, quat_from_rotvec, quat_multiply, slerp
+from .geometry import (
+    Quat,
+    Vec3,
+    lerp,
+    quat_angle_rad,
+    quat_conjugate,
+    quat_from_rotvec,
+    quat_multiply,
+    quat_rotate,
+    quat_to_rotvec,
+    slerp,
+)
 from .inputs import GimbalSample, PoseSample
 from .jump_rule import JumpBounds
 
@@ -70,6 +81,13 @@ class PoseAt(NamedTuple):
     quaternion_wxyz: Quat
     velocity_ned_m_s: Vec3 | None
     extrapolated_ns: int  # how far past the newest pose (0 when interpolated)
+
+
+class PoseMotion(NamedTuple):
+    """How fast the pose changes about a time: what an error in that time costs."""
+
+    velocity_ned_m_s: Vec3
+    angular_rate_ned_rad_s: Vec3  # about NED axes
 
 
 def _at(pose: PoseSample) -> PoseAt:
@@ -257,6 +275,30 @@ class PoseHistory:
         else:
             return None
         return PoseAt(t_ns, position, q, velocity, dt_ns)
+
+    def motion(self, t_ns: int, angular_rate_frd_rad_s: Vec3 | None = None) -> PoseMotion | None:
+        """The pose's velocity and angular rate about ``t_ns``: the change between the two
+        poses around it (the first or last two outside the history; past the newest, the
+        IMU's ``angular_rate_frd_rad_s`` when given). ``None`` without two poses within
+        ``max_gap``."""
+        times = self._times
+        if len(times) < 2:
+            return None
+        i = min(max(bisect_left(times, t_ns), 1), len(times) - 1)
+        span_ns = times[i] - times[i - 1]
+        if not 0 < span_ns <= self._max_gap_ns:
+            return None
+        a, b = self._poses[i - 1], self._poses[i]
+        k = 1.0 / (span_ns * _NS)
+        pa, pb = a.position_ned_m, b.position_ned_m
+        velocity = ((pb[0] - pa[0]) * k, (pb[1] - pa[1]) * k, (pb[2] - pa[2]) * k)
+        if angular_rate_frd_rad_s is not None and t_ns > times[-1]:
+            rate = quat_rotate(b.quaternion_wxyz, angular_rate_frd_rad_s)
+        else:  # b = exp(ω·span) ∘ a, ω about NED axes
+            step = quat_multiply(b.quaternion_wxyz, quat_conjugate(a.quaternion_wxyz))
+            turn = quat_to_rotvec(step)
+            rate = (turn[0] * k, turn[1] * k, turn[2] * k)
+        return PoseMotion(velocity, rate)
 
 
 class CameraAttitude(NamedTuple):

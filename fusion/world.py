@@ -77,7 +77,7 @@ class WorldModel:
         self._camera = camera if isinstance(camera, CameraModel) else CameraModel(camera)
         self._config = c = config or WorldConfig()
         self._selector = selector or Selector()
-        self._placer = Placer(self._camera, c)
+        self._placer = Placer(self._camera, c, rates=tracking is not None)
         self._history = self._placer.history
         self._targets = TargetTable(max_targets=c.max_targets)
         self._tracker = None if tracking is None else Tracker(self._camera, tracking)

@@ -83,5 +83,17 @@ def solve(cost: Sequence[Sequence[float]]) -> list[int]:
     return assigned
 
 
+def nearest_within(costs: Sequence[float], gate: float) -> int | None:
+    """The assignment of one row, without the solver: the first of the least ``costs`` that
+    are within ``gate``, or ``None`` when none is (the row left unassigned at the gate's
+    cost). :func:`solve` gives the same for the row ``costs`` (those beyond the gate
+    forbidden) followed by ``gate``."""
+    best, least = None, _INF
+    for k, c in enumerate(costs):
+        if c <= gate and c < least:
+            best, least = k, c
+    return best
+
+
 def total(cost: Sequence[Sequence[float]], assigned: Sequence[int]) -> float:
     return sum(cost[i][j] for i, j in enumerate(assigned))

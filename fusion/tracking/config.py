@@ -39,6 +39,7 @@ class TrackingConfig:
     position_sigma_m: float = 0.01  # the vehicle's position, frame to frame, each axis
     range_sigma_m: float = 0.05  # a laser, gimbal laser or LiDAR range
     ground_height_sigma_m: float = 0.02  # how far off the ground plane a target may be
+    capture_time_sigma_ms: float = 1.0  # the capture time against the pose's
     # Association: a detection is a track's only within the gate, at this probability (χ²₂
     # 9.21 for a ground-plane fix, χ²₃ 11.34 for a ranged one at 0.99)
     gate_probability: float = 0.99
@@ -49,12 +50,12 @@ class TrackingConfig:
     oosm_window_ms: float = 500.0  # a late measurement this much older is still fused exactly
     max_tracks: int = 64
     # The motion model (fusion.tracking.motion): random accelerations as σ of white noise
-    cv_accel_m_s2: float = 0.05
+    cv_accel_m_s2: float = 0.03
     ct_accel_m_s2: float = 0.15
-    turn_accel_rad_s2: float = 0.2
+    turn_accel_rad_s2: float = 0.3
     vertical_accel_m_s2: float = 0.01
-    cv_dwell_s: float = 10.0  # mean time before a straight run turns
-    ct_dwell_s: float = 1.0  # mean time a turn lasts
+    cv_dwell_s: float = 20.0  # mean time before a straight run turns
+    ct_dwell_s: float = 2.0  # mean time a turn lasts
     initial_speed_m_s: float = 10.0  # a new track's velocity σ
     initial_turn_rate_deg_s: float = 30.0  # a new track's turn-rate σ
 
@@ -99,6 +100,7 @@ class TrackingConfig:
             self.position_sigma_m,
             self.range_sigma_m,
             self.ground_height_sigma_m,
+            self.capture_time_sigma_ms,
         )
 
     def gate(self, dof: int) -> float:

@@ -16,8 +16,15 @@ white noise: a σ of ``a`` m/s² is a spectral density of ``a²`` m²/s³, so on
 two of Δt. The modes switch as a continuous-time Markov chain with mean dwell times
 ``cv_dwell_s`` and ``ct_dwell_s``.
 
-Pure and numpy-only: every function takes a state and returns a new one; arrays are never
-changed in place, so a state can be kept as a checkpoint and replayed from.
+Pure: every method takes a state and returns a new one; arrays are never changed in place, so
+a state can be kept as a checkpoint and replayed from.
+
+**Cost.** At a tracker's sizes (two modes of 7) numpy's per-call overhead is most of the work,
+so each step is written for few calls: the two modes go through one batched product; the
+measurement's 3×3 algebra (the gate's distance, the innovation's inverse and determinant, the
+mode likelihoods) is done on plain floats; the process noise is one product of precomputed
+bases with (dt³/3, dt²/2, dt). The textbook form (numpy on every matrix, one mode at a time)
+is the tests' oracle: this one agrees with it to 1e-9 (tests/fusion/test_tracking_exactness.py).
 """
 
 from __future__ import annotations
@@ -37,16 +44,27 @@ _SMALL_TURN = 1e-4  # rad/s: below it the turn's sin/cos ratios are taken by the
 _LOG_2PI = math.log(2.0 * math.pi)
 _MIN_PROBABILITY = 1e-9  # a mode never dies out completely: it must be able to come back
 
+# The entries of the two modes' transition matrices F that differ from the identity, in the
+# order _entries() lists their values: CV's three dt, then the coordinated turn's Jacobian.
+_F_INDEX = (
+    np.array([0, 0, 0] + [1] * 13),
+    np.array([0, 1, 2, 0, 0, 1, 1, 2, 3, 3, 4, 4, 0, 1, 3, 4]),
+    np.array([3, 4, 5, 3, 4, 3, 4, 5, 3, 4, 3, 4, 6, 6, 6, 6]),
+)
+_EYES = np.broadcast_to(np.eye(STATE), (MODES, STATE, STATE))
+_DIFFERENCE = np.array([1.0, -1.0])  # x[0] - x[1] as one product
+_outer = np.multiply.outer
+
 
 class MotionParams(NamedTuple):
     """The IMM's tuning (``[tracking]`` settings, in SI units)."""
 
-    cv_accel_m_s2: float = 0.05
+    cv_accel_m_s2: float = 0.03
     ct_accel_m_s2: float = 0.15
-    turn_accel_rad_s2: float = 0.2
+    turn_accel_rad_s2: float = 0.3
     vertical_accel_m_s2: float = 0.01
-    cv_dwell_s: float = 10.0
-    ct_dwell_s: float = 1.0
+    cv_dwell_s: float = 20.0
+    ct_dwell_s: float = 2.0
     initial_speed_m_s: float = 10.0  # σ of a new track's velocity, each axis
     initial_turn_rate_rad_s: float = 0.5  # σ of a new track's ω
 
@@ -60,11 +78,15 @@ class ImmState(NamedTuple):
 
 
 class Prediction(NamedTuple):
-    """The modes predicted to a measurement's time, before the update."""
+    """The modes predicted to a measurement's time, before the update; with the position
+    blocks as plain floats for the measurement's 3×3 algebra."""
 
     x: Array  # (2, 7)
     p: Array  # (2, 7, 7)
     mu: Array  # (2,) predicted mode probabilities
+    mu_f: tuple[float, float]
+    positions: list[list[float]]  # x[j, :3]
+    blocks: list[list[list[float]]]  # p[j, :3, :3]
 
 
 def stationary_mu(params: MotionParams) -> Array:
@@ -73,49 +95,131 @@ def stationary_mu(params: MotionParams) -> Array:
     return np.array([to_cv, to_ct]) / (to_cv + to_ct)
 
 
-def initial_state(z: Array, r: Array, params: MotionParams) -> ImmState:
-    """A new track at measurement ``z`` (3, NED) with covariance ``r`` (3×3), still."""
-    x = np.zeros(STATE)
-    x[:3] = z
-    p = np.zeros((STATE, STATE))
-    p[:3, :3] = r
-    speed_var = params.initial_speed_m_s**2
-    p[3, 3] = p[4, 4] = p[5, 5] = speed_var
-    p[_OMEGA, _OMEGA] = params.initial_turn_rate_rad_s**2
-    return ImmState(np.stack([x, x]), np.stack([p, p]), stationary_mu(params))
+def _noise_basis(params: MotionParams) -> Array:
+    """Q(dt) of both modes is (dt³/3, dt²/2, dt) times these three (2·49 each): continuous
+    white acceleration on each axis, and a random walk of ω."""
+    basis = np.zeros((3, MODES, STATE, STATE))
+    for mode, accel in enumerate((params.cv_accel_m_s2, params.ct_accel_m_s2)):
+        for axis, sigma in ((0, accel), (1, accel), (2, params.vertical_accel_m_s2)):
+            density = sigma * sigma
+            basis[0, mode, axis, axis] = density
+            basis[1, mode, axis, axis + 3] = basis[1, mode, axis + 3, axis] = density
+            basis[2, mode, axis + 3, axis + 3] = density
+        basis[2, mode, _OMEGA, _OMEGA] = params.turn_accel_rad_s2**2
+    return basis.reshape(3, MODES * STATE * STATE)
 
 
-def transition(dt_s: float, params: MotionParams) -> Array:
-    """``T[i, j]``: the probability of mode ``j`` after ``dt_s`` given mode ``i`` now."""
-    a, b = 1.0 / params.cv_dwell_s, 1.0 / params.ct_dwell_s
-    decay = math.exp(-(a + b) * dt_s)
-    to_ct = a / (a + b) * (1.0 - decay)
-    to_cv = b / (a + b) * (1.0 - decay)
-    return np.array([[1.0 - to_ct, to_ct], [to_cv, 1.0 - to_cv]])
+class Imm:
+    """The filter of one tuning, its constants computed once."""
+
+    __slots__ = ("_noise", "_prior", "_switch", "params")
+
+    def __init__(self, params: MotionParams) -> None:
+        self.params = params
+        a, b = 1.0 / params.cv_dwell_s, 1.0 / params.ct_dwell_s
+        self._switch = (a + b, a / (a + b), b / (a + b))
+        self._noise = _noise_basis(params)
+        self._prior = stationary_mu(params)
+
+    def initial_state(self, z: Array, r: Array) -> ImmState:
+        """A new track at measurement ``z`` (3, NED) with covariance ``r`` (3×3), still."""
+        params = self.params
+        x = np.zeros(STATE)
+        x[:3] = z
+        p = np.zeros((STATE, STATE))
+        p[:3, :3] = r
+        speed_var = params.initial_speed_m_s**2
+        p[3, 3] = p[4, 4] = p[5, 5] = speed_var
+        p[_OMEGA, _OMEGA] = params.initial_turn_rate_rad_s**2
+        return ImmState(np.stack([x, x]), np.stack([p, p]), self._prior.copy())
+
+    def transition(self, dt_s: float) -> tuple[float, float]:
+        """The probabilities of leaving CV and leaving CT within ``dt_s``."""
+        both, to_ct, to_cv = self._switch
+        stay = 1.0 - math.exp(-both * dt_s)
+        return to_ct * stay, to_cv * stay
+
+    def predict(self, state: ImmState, dt_s: float) -> Prediction:
+        """Mix the modes (the IMM's interaction step), then predict each ``dt_s`` ahead."""
+        leave_cv, leave_ct = self.transition(dt_s)
+        t00, t01, t10, t11 = 1.0 - leave_cv, leave_cv, leave_ct, 1.0 - leave_ct
+        mu0, mu1 = state.mu.tolist()
+        m0, m1 = t00 * mu0 + t10 * mu1, t01 * mu0 + t11 * mu1
+        # w[i][j]: the share of mode j's mixed prior that comes from mode i
+        w00, w10, w01, w11 = t00 * mu0 / m0, t10 * mu1 / m0, t01 * mu0 / m1, t11 * mu1 / m1
+        x, p = state.x, state.p
+        weights = np.array([[w00, w10], [w01, w11]])
+        x0 = weights @ x
+        # Σ_i w_ij (x_i - x0_j)(x_i - x0_j)ᵀ is w_0j·w_1j·(x_0 - x_1)(x_0 - x_1)ᵀ for two modes
+        d = _DIFFERENCE @ x
+        spread = _outer(np.array([w00 * w10, w01 * w11]), _outer(d, d))
+        p0 = (weights @ p.reshape(MODES, STATE * STATE)).reshape(MODES, STATE, STATE) + spread
+        cv, ct = x0.tolist()
+        values, cv_next, ct_next = _steps(cv, ct, dt_s)
+        f = _EYES.copy()
+        f[_F_INDEX] = values
+        dt2 = dt_s * dt_s
+        noise = np.array((dt2 * dt_s / 3.0, dt2 / 2.0, dt_s)) @ self._noise
+        ps = f @ p0 @ f.transpose(0, 2, 1) + noise.reshape(MODES, STATE, STATE)
+        blocks = ps[:, :3, :3].tolist()
+        positions = [cv_next[:3], ct_next[:3]]
+        return Prediction(
+            np.array([cv_next, ct_next]), ps, np.array([m0, m1]), (m0, m1), positions, blocks
+        )
+
+    def update(
+        self, prediction: Prediction, z: list[float], r: list[list[float]], r_array: Array
+    ) -> ImmState:
+        """Each mode's Kalman update by a position measurement ``z`` with covariance ``r``
+        (plain floats; ``r_array``: the same as an array), and the modes reweighed by their
+        likelihoods (a mode no likelier than 1e-9 keeps that much)."""
+        inverses: list[list[list[float]]] = []
+        steps: list[list[float]] = []  # S⁻¹·ν: the gain K = P·Hᵀ·S⁻¹ applied to ν is P·Hᵀ·this
+        log_like: list[float] = []
+        for position, block in zip(prediction.positions, prediction.blocks, strict=True):
+            nu = [z[0] - position[0], z[1] - position[1], z[2] - position[2]]
+            (b0, b1, b2), (r0, r1, r2) = block, r
+            s = [
+                [b0[0] + r0[0], b0[1] + r0[1], b0[2] + r0[2]],
+                [b1[0] + r1[0], b1[1] + r1[1], b1[2] + r1[2]],
+                [b2[0] + r2[0], b2[1] + r2[1], b2[2] + r2[2]],
+            ]
+            s_inv, det = _inverse3(s)
+            (i0, i1, i2) = s_inv
+            step = [
+                i0[0] * nu[0] + i0[1] * nu[1] + i0[2] * nu[2],
+                i1[0] * nu[0] + i1[1] * nu[1] + i1[2] * nu[2],
+                i2[0] * nu[0] + i2[1] * nu[1] + i2[2] * nu[2],
+            ]
+            d2 = nu[0] * step[0] + nu[1] * step[1] + nu[2] * step[2]
+            inverses.append(s_inv)
+            steps.append(step)
+            log_like.append(-0.5 * (d2 + math.log(det) + 3 * _LOG_2PI))
+        x, p = prediction.x, prediction.p
+        columns = p[:, :, :3]  # P·Hᵀ
+        gain = columns @ np.array(inverses)  # (2, 7, 3)
+        x_new = x + (columns @ np.array(steps)[:, :, None])[:, :, 0]
+        # Joseph form: (I - KH) P (I - KH)' + K R K', symmetric and PSD in floating point.
+        ikh = _EYES.copy()
+        ikh[:, :, :3] -= gain
+        p_new = ikh @ p @ ikh.transpose(0, 2, 1) + gain @ r_array @ gain.transpose(0, 2, 1)
+        p_new = 0.5 * (p_new + p_new.transpose(0, 2, 1))
+        top = max(log_like)
+        mu0, mu1 = prediction.mu_f
+        w0, w1 = mu0 * math.exp(log_like[0] - top), mu1 * math.exp(log_like[1] - top)
+        total = w0 + w1
+        w0, w1 = max(w0 / total, _MIN_PROBABILITY), max(w1 / total, _MIN_PROBABILITY)
+        total = w0 + w1
+        return ImmState(x_new, p_new, np.array([w0 / total, w1 / total]))
 
 
-def _process_noise(dt: float, accel: float, vertical: float, turn: float) -> Array:
-    """Continuous white acceleration on each axis, and a random walk of ω."""
-    q = np.zeros((STATE, STATE))
-    t2, t3 = dt * dt / 2.0, dt * dt * dt / 3.0
-    for axis, sigma in ((0, accel), (1, accel), (2, vertical)):
-        density = sigma * sigma
-        q[axis, axis] = t3 * density
-        q[axis, axis + 3] = q[axis + 3, axis] = t2 * density
-        q[axis + 3, axis + 3] = dt * density
-    q[_OMEGA, _OMEGA] = dt * turn * turn
-    return q
-
-
-def _cv(x: Array, dt: float) -> tuple[Array, Array]:
-    f = np.eye(STATE)
-    f[0, 3] = f[1, 4] = f[2, 5] = dt
-    return f @ x, f
-
-
-def _ct(x: Array, dt: float) -> tuple[Array, Array]:
-    """The coordinated turn's step and its Jacobian (the EKF's ``F``)."""
-    vn, ve, w = float(x[3]), float(x[4]), float(x[_OMEGA])
+def _steps(
+    cv: list[float], ct: list[float], dt: float
+) -> tuple[list[float], list[float], list[float]]:
+    """The values of F's non-identity entries (in ``_F_INDEX``'s order), and each mode's mean
+    a step ahead: constant velocity, and the coordinated turn with its Jacobian (the EKF's)."""
+    next_cv = [cv[0] + dt * cv[3], cv[1] + dt * cv[4], cv[2] + dt * cv[5], *cv[3:]]
+    vn, ve, w = ct[3], ct[4], ct[_OMEGA]
     wt = w * dt
     sin_wt, cos_wt = math.sin(wt), math.cos(wt)
     if abs(w) < _SMALL_TURN:  # sin(wt)/w and (1 - cos wt)/w by their series, and d/dw
@@ -128,84 +232,78 @@ def _ct(x: Array, dt: float) -> tuple[Array, Array]:
         c = (1.0 - cos_wt) / w
         ds = (dt * cos_wt - s) / w
         dc = (dt * sin_wt - c) / w
-    out = x.copy()
-    out[0] = x[0] + s * vn - c * ve
-    out[1] = x[1] + c * vn + s * ve
-    out[2] = x[2] + dt * x[5]
-    out[3] = cos_wt * vn - sin_wt * ve
-    out[4] = sin_wt * vn + cos_wt * ve
-    f = np.eye(STATE)
-    f[0, 3], f[0, 4], f[1, 3], f[1, 4] = s, -c, c, s
-    f[2, 5] = dt
-    f[3, 3], f[3, 4], f[4, 3], f[4, 4] = cos_wt, -sin_wt, sin_wt, cos_wt
-    f[0, _OMEGA] = ds * vn - dc * ve
-    f[1, _OMEGA] = dc * vn + ds * ve
-    f[3, _OMEGA] = -dt * (sin_wt * vn + cos_wt * ve)
-    f[4, _OMEGA] = dt * (cos_wt * vn - sin_wt * ve)
-    return out, f
+    next_ct = [
+        ct[0] + s * vn - c * ve,
+        ct[1] + c * vn + s * ve,
+        ct[2] + dt * ct[5],
+        cos_wt * vn - sin_wt * ve,
+        sin_wt * vn + cos_wt * ve,
+        ct[5],
+        w,
+    ]
+    values = [
+        dt, dt, dt,
+        s, -c, c, s, dt, cos_wt, -sin_wt, sin_wt, cos_wt,
+        ds * vn - dc * ve,
+        dc * vn + ds * ve,
+        -dt * (sin_wt * vn + cos_wt * ve),
+        dt * (cos_wt * vn - sin_wt * ve),
+    ]  # fmt: skip
+    return values, next_cv, next_ct
 
 
-def predict(state: ImmState, dt_s: float, params: MotionParams) -> Prediction:
-    """Mix the modes (the IMM's interaction step), then predict each ``dt_s`` ahead."""
-    t = transition(dt_s, params)
-    mu = t.T @ state.mu
-    weights = t * state.mu[:, None] / mu[None, :]  # weights[i, j]: from mode i into mode j
-    x0 = weights.T @ state.x
-    spread = state.x[None, :, :] - x0[:, None, :]  # [j, i, :]
-    p0 = np.einsum("ij,ikl->jkl", weights, state.p) + np.einsum(
-        "ij,jik,jil->jkl", weights, spread, spread
+def _inverse3(s: list[list[float]]) -> tuple[list[list[float]], float]:
+    """The inverse of a 3×3 matrix by its adjugate, and its determinant."""
+    (a, b, c), (d, e, f), (g, h, i) = s
+    c00, c01, c02 = e * i - f * h, f * g - d * i, d * h - e * g
+    det = a * c00 + b * c01 + c * c02
+    k = 1.0 / det
+    return [
+        [c00 * k, (c * h - b * i) * k, (b * f - c * e) * k],
+        [c01 * k, (a * i - c * g) * k, (c * d - a * f) * k],
+        [c02 * k, (b * g - a * h) * k, (a * e - b * d) * k],
+    ], det
+
+
+def _quadratic(v: list[float], m: list[list[float]]) -> float:
+    """vᵀ m v for 3-vectors."""
+    v0, v1, v2 = v
+    r0, r1, r2 = m
+    return (
+        v0 * (r0[0] * v0 + r0[1] * v1 + r0[2] * v2)
+        + v1 * (r1[0] * v0 + r1[1] * v1 + r1[2] * v2)
+        + v2 * (r2[0] * v0 + r2[1] * v1 + r2[2] * v2)
     )
-    xs = np.empty_like(x0)
-    ps = np.empty_like(p0)
-    cv_noise = _process_noise(
-        dt_s, params.cv_accel_m_s2, params.vertical_accel_m_s2, params.turn_accel_rad_s2
-    )
-    ct_noise = _process_noise(
-        dt_s, params.ct_accel_m_s2, params.vertical_accel_m_s2, params.turn_accel_rad_s2
-    )
-    for j, (step, noise) in enumerate(((_cv, cv_noise), (_ct, ct_noise))):
-        xs[j], f = step(x0[j], dt_s)
-        ps[j] = f @ p0[j] @ f.T + noise
-    return Prediction(xs, ps, mu)
+
+
+def mahalanobis2(prediction: Prediction, z: list[float], r: list[list[float]]) -> float:
+    """The squared Mahalanobis distance of measurement ``z`` from the predicted position (the
+    modes' mixture, moment matched), on plain floats."""
+    mu0, mu1 = prediction.mu_f
+    a, b = prediction.positions
+    mean = [mu0 * a[0] + mu1 * b[0], mu0 * a[1] + mu1 * b[1], mu0 * a[2] + mu1 * b[2]]
+    sa = [a[0] - mean[0], a[1] - mean[1], a[2] - mean[2]]
+    sb = [b[0] - mean[0], b[1] - mean[1], b[2] - mean[2]]
+    pa, pb = prediction.blocks
+    cov = [
+        [
+            mu0 * pa[k][m] + mu1 * pb[k][m] + (mu0 * sa[k] * sa[m] + mu1 * sb[k] * sb[m])
+            for m in range(3)
+        ]
+        for k in range(3)
+    ]
+    s = [[0.5 * (cov[k][m] + cov[m][k]) + r[k][m] for m in range(3)] for k in range(3)]
+    s_inv, _ = _inverse3(s)
+    return _quadratic([z[0] - mean[0], z[1] - mean[1], z[2] - mean[2]], s_inv)
 
 
 def combined(x: Array, p: Array, mu: Array) -> tuple[Array, Array]:
     """The modes' mixture as one Gaussian (moment matched): mean (7) and covariance (7×7)."""
     mean = mu @ x
     spread = x - mean
-    cov = np.einsum("j,jkl->kl", mu, p) + np.einsum("j,jk,jl->kl", mu, spread, spread)
+    flat = mu @ p.reshape(MODES, STATE * STATE)
+    cov = flat.reshape(STATE, STATE) + (spread.T * mu) @ spread
     return mean, 0.5 * (cov + cov.T)
-
-
-def mahalanobis2(prediction: Prediction, z: Array, r: Array) -> float:
-    """The squared Mahalanobis distance of measurement ``z`` from the predicted position."""
-    mean, cov = combined(prediction.x, prediction.p, prediction.mu)
-    nu = z - mean[:3]
-    s = cov[:3, :3] + r
-    return float(nu @ np.linalg.solve(s, nu))
-
-
-def update(prediction: Prediction, z: Array, r: Array) -> ImmState:
-    """Each mode's Kalman update by a position measurement, and the modes reweighed by their
-    likelihoods (a mode no likelier than 1e-9 keeps that much)."""
-    x, p = prediction.x, prediction.p
-    nu = z[None, :] - x[:, :3]  # (2, 3)
-    s = p[:, :3, :3] + r[None, :, :]
-    s_inv = np.linalg.inv(s)
-    gain = p[:, :, :3] @ s_inv  # (2, 7, 3)
-    x_new = x + np.einsum("jkl,jl->jk", gain, nu)
-    # Joseph form: (I - KH) P (I - KH)' + K R K', symmetric and PSD in floating point.
-    ikh = np.broadcast_to(np.eye(STATE), p.shape).copy()
-    ikh[:, :, :3] -= gain
-    p_new = ikh @ p @ np.swapaxes(ikh, 1, 2) + gain @ r @ np.swapaxes(gain, 1, 2)
-    p_new = 0.5 * (p_new + np.swapaxes(p_new, 1, 2))
-    d2 = np.einsum("jk,jkl,jl->j", nu, s_inv, nu)
-    _sign, logdet = np.linalg.slogdet(s)
-    log_like = -0.5 * (d2 + logdet + 3 * _LOG_2PI)
-    weights = prediction.mu * np.exp(log_like - log_like.max())
-    mu = weights / weights.sum()
-    mu = np.maximum(mu, _MIN_PROBABILITY)
-    return ImmState(x_new, p_new, mu / mu.sum())
 
 
 def estimate(state: ImmState) -> tuple[Array, Array]:

@@ -36,7 +36,7 @@ from ..camera import CameraModel
 from ..ranging import RangeSource
 from ..targets import Placement
 from . import motion
-from .assignment import solve
+from .assignment import nearest_within, solve
 from .config import TrackingConfig, chi2_quantile
 from .noise import Array, PixelScale, position_covariance
 from .tracks import MISS, Lifecycle, Track
@@ -53,6 +53,14 @@ class Detection(NamedTuple):
     z: Array  # position, NED (3)
     r: Array  # its covariance (3×3)
     gate: float  # the χ² gate for its degrees of freedom
+    z_f: list[float]  # z and r as plain floats, for the gate's 3×3 algebra
+    r_f: list[list[float]]
+
+
+class Estimate(NamedTuple):
+    position_ned_m: tuple[float, float, float]
+    velocity_ned_m_s: tuple[float, float, float]
+    covariance_ned: tuple[float, ...]  # 6×6 row-major: n, e, d, vn, ve, vd
 
 
 class Frame(NamedTuple):
@@ -97,7 +105,7 @@ class Tracker:
 
     def __init__(self, camera: CameraModel, config: TrackingConfig | None = None) -> None:
         self._config = c = config or TrackingConfig()
-        self._motion = c.motion()
+        self._imm = motion.Imm(c.motion())
         self._noise = c.noise()
         self._gates = {2: c.gate(2), 3: c.gate(3)}
         # A coasting track's successor may be further than the gate (a manoeuvre the coasting
@@ -114,6 +122,7 @@ class Tracker:
         self._keys: dict[str, _History] = {}
         self._born: OrderedDict[int, int] = OrderedDict()  # first arrival -> track number
         self._next_id = 1
+        self._estimates: dict[int, tuple[motion.ImmState, Estimate]] = {}
         # Frames that saw nothing (per source) and positives without a position (per key),
         # heard before any track of theirs: a late first detection replays past them.
         self._nothing: OrderedDict[int, deque[int]] = OrderedDict()
@@ -135,6 +144,21 @@ class Tracker:
     def __iter__(self) -> Iterator[Track]:
         for history in self._keys.values():
             yield from history.tracks
+
+    def estimate(self, track: Track) -> Estimate:
+        """The track's position, velocity and their covariance (36, row-major) as plain
+        floats, worked out once per state: every snapshot shows the same few tracks."""
+        cache = self._estimates
+        found = cache.get(id(track.state))
+        if found is not None and found[0] is track.state:
+            return found[1]
+        mean, cov = motion.estimate(track.state)
+        m = mean.tolist()
+        value = Estimate((m[0], m[1], m[2]), (m[3], m[4], m[5]), tuple(cov.ravel().tolist()))
+        cache[id(track.state)] = (track.state, value)  # the state kept: its id stays its own
+        if len(cache) > 2 * self._config.max_tracks:
+            del cache[next(iter(cache))]
+        return value
 
     def tracks(self, now_ns: int) -> list[Track]:
         """The tracks not yet deleted at ``now_ns``; a key none of whose tracks is left is
@@ -158,7 +182,8 @@ class Tracker:
             g.bearing_camera, g.frame, g.range_m, ground, self._scale, self._noise
         )
         gate = self._gates[2 if ground else 3]
-        return Detection(placement, np.array(g.position_ned_m), r, gate)
+        z = list(g.position_ned_m)
+        return Detection(placement, np.array(z), r, gate, z, r.tolist())
 
     # -- inputs ----------------------------------------------------------------------------
 
@@ -214,7 +239,7 @@ class Tracker:
         i = bisect_left(times, capture_ns)
         added = () if detection is None else (detection,)
         before = history.before
-        if detection is not None and self._repeated(history, detection):
+        if detection is not None and self._repeated(history, times, detection):
             self.counts["duplicates"] += 1
             return
         if i < len(frames) and times[i] == capture_ns:
@@ -238,11 +263,12 @@ class Tracker:
         self._forget(history)
         self._bound()
 
-    def _repeated(self, history: _History, detection: Detection) -> bool:
+    @staticmethod
+    def _repeated(history: _History, times: list[int], detection: Detection) -> bool:
         """The same image reported again: a board that sends a frame it already processed
-        gives the same box at the same capture (to its clock's millisecond, either way)."""
+        gives the same box at the same capture (to its clock's millisecond, either way).
+        ``times``: the frames' capture times."""
         t, box = detection.placement.obs.host_capture_ns, _box(detection)
-        times = [f.capture_ns for f in history.frames]
         i = bisect_left(times, t - SAME_IMAGE_NS)
         for frame in history.frames[i:]:
             if frame.capture_ns > t + SAME_IMAGE_NS:
@@ -270,7 +296,8 @@ class Tracker:
         self, tracks: tuple[Track, ...], frame: Frame, *, counted: bool
     ) -> tuple[Track, ...]:
         life, t = self._lifecycle, frame.capture_ns
-        alive = [track for track in tracks if life.alive(track, t)]
+        oldest = t - life.delete_after_ns  # alive: hit at or after it
+        alive = [track for track in tracks if track.time_ns >= oldest]
         hits: dict[int, tuple[motion.Prediction, Detection]] = {}
         unassigned = list(frame.detections)
         # Tracks confirmed once choose first, then the tentative ones from what is left: a
@@ -279,23 +306,14 @@ class Tracker:
             candidates = [j for j, track in enumerate(alive) if track.confirmed is established]
             if not unassigned or not candidates:
                 continue
+            predict = self._imm.predict
             predictions = {
-                j: motion.predict(alive[j].state, (t - alive[j].time_ns) * 1e-9, self._motion)
-                for j in candidates
+                j: predict(alive[j].state, (t - alive[j].time_ns) * 1e-9) for j in candidates
             }
-            n, m = len(unassigned), len(candidates)
-            cost = [[_INF] * (m + n) for _ in unassigned]
-            for i, d in enumerate(unassigned):
-                for k, j in enumerate(candidates):
-                    d2 = motion.mahalanobis2(predictions[j], d.z, d.r)
-                    if d2 <= d.gate:
-                        cost[i][k] = d2
-                cost[i][m + i] = d.gate
             left: list[Detection] = []
-            for i, k in enumerate(solve(cost)):
-                if k < m:
-                    j = candidates[k]
-                    hits[j] = (predictions[j], unassigned[i])
+            for i, k in enumerate(self._assign(unassigned, candidates, predictions)):
+                if k is not None:
+                    hits[k] = (predictions[k], unassigned[i])
                 else:
                     left.append(unassigned[i])
             if established:
@@ -311,18 +329,44 @@ class Tracker:
                     out.append(missed)
                 continue
             prediction, d = hit
-            state = motion.update(prediction, d.z, d.r)
+            state = self._imm.update(prediction, d.z_f, d.r_f, d.r)
             updated = life.hit(track, state, d.placement)
             if updated.confirmed and not track.confirmed:
                 promoted.append(len(out))
             out.append(updated)
         for d in unassigned:
-            state = motion.initial_state(d.z, d.r, self._motion)
+            state = self._imm.initial_state(d.z, d.r)
             out.append(life.born(self._number(d.placement.arrival), d.placement.obs.key, state,
                                  d.placement))  # fmt: skip
         for index in promoted:
             self._succeed(out, index, t, counted=counted)
         return tuple(out)
+
+    @staticmethod
+    def _assign(
+        detections: list[Detection],
+        candidates: list[int],
+        predictions: dict[int, motion.Prediction],
+    ) -> list[int | None]:
+        """For each detection, the candidate it is assigned (``None``: none): the minimum total
+        of squared Mahalanobis distances, a pair beyond the gate forbidden, a detection left
+        unassigned costing its gate. One detection (a key's usual frame) takes the nearest
+        candidate within its gate, the first of equals: what the solver gives that one row."""
+        mahalanobis2 = motion.mahalanobis2
+        if len(detections) == 1:
+            d = detections[0]
+            costs = [mahalanobis2(predictions[j], d.z_f, d.r_f) for j in candidates]
+            k = nearest_within(costs, d.gate)
+            return [None if k is None else candidates[k]]
+        n, m = len(detections), len(candidates)
+        cost = [[_INF] * (m + n) for _ in detections]
+        for i, d in enumerate(detections):
+            for k, j in enumerate(candidates):
+                d2 = mahalanobis2(predictions[j], d.z_f, d.r_f)
+                if d2 <= d.gate:
+                    cost[i][k] = d2
+            cost[i][m + i] = d.gate
+        return [candidates[k] if k < m else None for k in solve(cost)]
 
     def _succeed(self, tracks: list[Track], index: int, t: int, *, counted: bool) -> None:
         """A track just confirmed where a coasting one of its key is predicted to be takes
@@ -335,7 +379,7 @@ class Tracker:
         for k, old in enumerate(tracks):
             if k == index or not old.confirmed or old.window[-1] != MISS:
                 continue
-            ahead = motion.predict(old.state, (t - old.time_ns) * 1e-9, self._motion)
+            ahead = self._imm.predict(old.state, (t - old.time_ns) * 1e-9)
             old_mean, old_cov = motion.combined(ahead.x, ahead.p, ahead.mu)
             gap = mean[:3] - old_mean[:3]
             d2 = float(gap @ np.linalg.solve(cov[:3, :3] + old_cov[:3, :3], gap))
@@ -361,10 +405,10 @@ class Tracker:
 
     def _bound(self) -> None:
         """At most ``max_tracks``: the least recently hit go first (counted)."""
-        every = list(self)
-        excess = len(every) - self._config.max_tracks
+        excess = sum(len(h.tracks) for h in self._keys.values()) - self._config.max_tracks
         if excess <= 0:
             return
+        every = list(self)
         doomed = {id(t) for t in sorted(every, key=lambda t: (t.confirmed, t.time_ns))[:excess]}
         for history in self._keys.values():
             history.tracks = tuple(t for t in history.tracks if id(t) not in doomed)

@@ -81,8 +81,13 @@ class Lifecycle(NamedTuple):
         if not track.confirmed:
             return TrackStatus.TENTATIVE
         window = track.window
-        if window[-1] > barrier and sum(1 for a in window if a > barrier) >= self.confirm_hits:
-            return TrackStatus.CONFIRMED
+        if window[-1] > barrier:
+            hits = 0  # after the barrier (a MISS is -1, below any barrier)
+            for arrival in window:
+                if arrival > barrier:
+                    hits += 1
+            if hits >= self.confirm_hits:
+                return TrackStatus.CONFIRMED
         return TrackStatus.COASTING
 
     def _enough(self, window: tuple[int, ...]) -> bool:

@@ -257,6 +257,9 @@ TRACKING_SETTINGS: tuple[Setting, ...] = (
     _t("range_sigma_m", "a laser, gimbal laser or LiDAR range's noise, σ", 0, 100, "m"),
     _t("ground_height_sigma_m", "how far off the ground plane a target may be, σ", 0, 100,
        "m"),
+    _t("capture_time_sigma_ms", "the capture time's error against the pose's (the board's ms "
+       "clock and its mapping, the pose's timestamps), σ: times the camera's velocity and "
+       "angular rate", 0, 1000, "ms"),
     _t("gate_probability", "the χ² gate: 0.99 is 9.21 for a ground-plane fix (2 dof), 11.34 "
        "for a ranged one", 0.5, 1, "", open_high=True),
     _t("confirm_hits", "confirmed after this many hits ...", 1, 32, "", kind="int"),

@@ -134,3 +134,33 @@ def test_gimbal_track_slerps_between_samples_and_bounds_the_nearest():
     assert track.at(70 * MS) is not None  # 50 ms from the newest
     assert track.at(70 * MS + 1) is None
     assert track.at(-50 * MS - 1) is None
+
+
+def test_motion_is_the_velocity_and_rate_between_the_poses_around_a_time():
+    """The pose's rates at a capture (what an error in the capture time costs): a vehicle
+    turning about a fixed NED axis at a constant rate while it flies a straight line."""
+    rate_ned = (0.3, -0.2, 1.0)  # rad/s about north, east, down
+    velocity = (2.0, -1.0, 0.5)
+    start = g.quat_from_euler_zyx(0.1, -0.2, 0.4)
+    h = PoseHistory(max_gap_ms=50.0)
+    for t_ms in (0, 20, 40, 60, 200):
+        t = t_ms / 1000
+        turn = g.quat_from_rotvec(g.scale(rate_ned, t))
+        position = (velocity[0] * t, velocity[1] * t, -10.0 + velocity[2] * t)
+        h.add(pose(t_ms * MS, position=position, q=g.quat_multiply(turn, start), velocity=None))
+    for t_ms in (-5, 0, 7, 20, 33, 60):  # before, on and between poses
+        motion = h.motion(t_ms * MS)
+        assert motion is not None
+        assert motion.velocity_ned_m_s == pytest.approx(velocity, abs=1e-9)
+        assert motion.angular_rate_ned_rad_s == pytest.approx(rate_ned, abs=1e-9)
+    assert h.motion(100 * MS) is None  # 60 -> 200 ms is a gap: nothing to difference
+    assert PoseHistory().motion(0) is None
+    # Past the newest, the IMU's body rate (FRD) when there is one, in NED axes.
+    h.clear()
+    h.add(pose(0, q=start))
+    h.add(pose(20 * MS, q=start))
+    body_rate = (0.5, 0.0, -0.25)
+    motion = h.motion(30 * MS, body_rate)
+    assert motion is not None
+    assert motion.angular_rate_ned_rad_s == pytest.approx(g.quat_rotate(start, body_rate))
+    assert h.motion(10 * MS, body_rate).angular_rate_ned_rad_s == pytest.approx((0, 0, 0))

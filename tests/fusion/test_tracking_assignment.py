@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
-from fusion.tracking.assignment import Infeasible, solve, total
+from fusion.tracking.assignment import Infeasible, nearest_within, solve, total
 
 costs = st.floats(0.0, 1e3, allow_nan=False) | st.just(math.inf)
 
@@ -61,6 +61,17 @@ def test_the_tracker_shape_of_twenty_by_forty(n: int, seed: int) -> None:
     expected = _scipy_total(cost)
     assert expected is not None
     assert math.isclose(total(cost, assigned), expected, rel_tol=1e-12, abs_tol=1e-9)
+
+
+@given(
+    st.lists(st.sampled_from([0.0, 1.5, 4.0, 9.21, 9.3, math.inf]) | st.floats(0, 20), max_size=8),
+    st.sampled_from([9.21, 11.34, 4.0]),
+)
+def test_one_detection_takes_what_the_solver_gives_it(costs: list[float], gate: float) -> None:
+    """The tracker's shortcut for a frame of one detection (ties included: the first)."""
+    row = [c if c <= gate else math.inf for c in costs] + [gate]
+    column = solve([row])[0]
+    assert nearest_within(costs, gate) == (column if column < len(costs) else None)
 
 
 def test_empty_and_bad_shapes() -> None:

@@ -23,10 +23,11 @@ The pad may move (``pad_velocity_ned_m_s``): the landing error is taken against 
 at touchdown.
 
 The vehicle is kinematic: a commanded NED velocity, reached with a first-order lag
-(``tau_s``), set every ``step_s`` (the horizontal command slewing at ``slew_m_s2``, so the
-attitude never steps); position, velocity and acceleration have closed forms
-between steps, so the truth can be asked at any past instant, and the attitude is the tilt
-the acceleration needs (:func:`gizmo_host.rigs.rflysim.kinematics.tilted_attitude`). The landing
+(``tau_s``), set every ``step_s`` and ramped to over that step (the horizontal command
+slewing at ``slew_m_s2``), so the acceleration is continuous and the attitude turns at a
+finite rate, never steps; position, velocity and acceleration have closed forms between
+steps, so the truth can be asked at any past instant, and the attitude is the tilt the
+acceleration needs (:func:`gizmo_host.rigs.rflysim.kinematics.tilted_attitude`). The landing
 error is the stand-in's own: the horizontal distance from the vehicle's true position at
 touchdown to the pad's. Every descent step taken without a fresh target is counted
 (``stale_descents``): it must stay 0.
@@ -80,10 +81,26 @@ class PrecLandConfig:
 
 
 class _Segment(NamedTuple):
+    """From ``t0_ns``: the command ramps from ``vc0`` at ``slope`` for ``ramp_s``, then holds."""
+
     t0_ns: int
     p0: Vec3
     v0: Vec3
-    vc: Vec3  # the commanded velocity
+    vc0: Vec3  # the commanded velocity at t0
+    slope: Vec3 = (0.0, 0.0, 0.0)  # m/s², during the ramp
+    ramp_s: float = 0.0
+
+
+def _axis(p0: float, v0: float, vc0: float, s: float, u: float, tau: float) -> tuple[float, ...]:
+    """One axis of the first-order lag ``v' = (vc(u) - v) / tau`` under the command
+    ``vc(u) = vc0 + s·u``: position, velocity and acceleration after ``u`` seconds (closed
+    form; the acceleration is continuous in ``u``, so is the tilt)."""
+    c = v0 - vc0 + s * tau
+    decay = math.exp(-u / tau)
+    p = p0 + vc0 * u + s * u * u / 2.0 - s * tau * u + c * tau * (1.0 - decay)
+    v = vc0 + s * u - s * tau + c * decay
+    a = s - c / tau * decay
+    return p, v, a
 
 
 class PrecLandVehicle:
@@ -125,18 +142,24 @@ class PrecLandVehicle:
         return self._segments[max(i, 0)]
 
     def truth(self, host_ns: int) -> VehicleTruth:
+        p, v, a, _ = self._state(host_ns)
+        return VehicleTruth(p, v, tilted_attitude(0.0, a))
+
+    def _state(self, host_ns: int) -> tuple[Vec3, Vec3, Vec3, Vec3]:
+        """Position, velocity, acceleration and the command at ``host_ns``."""
         s = self._segment(host_ns)
         tau = self.config.tau_s
-        dt = max(0.0, (host_ns - s.t0_ns) / 1e9)
-        decay = math.exp(-dt / tau)
-        p = tuple(
-            p0 + vc * dt + (v0 - vc) * tau * (1.0 - decay)
-            for p0, v0, vc in zip(s.p0, s.v0, s.vc, strict=True)
-        )
-        v = tuple(vc + (v0 - vc) * decay for v0, vc in zip(s.v0, s.vc, strict=True))
-        a = tuple((vc - v0) / tau * decay for v0, vc in zip(s.v0, s.vc, strict=True))
-        q = tilted_attitude(0.0, (a[0], a[1], a[2]))
-        return VehicleTruth((p[0], p[1], p[2]), (v[0], v[1], v[2]), q)
+        u = max(0.0, (host_ns - s.t0_ns) / 1e9)
+        ramp = min(u, s.ramp_s)
+        out: list[tuple[float, ...]] = []
+        for p0, v0, vc0, slope in zip(s.p0, s.v0, s.vc0, s.slope, strict=True):
+            p, v, a = _axis(p0, v0, vc0, slope, ramp, tau)
+            vc = vc0 + slope * ramp
+            if u > ramp:  # the ramp is over: the command holds
+                p, v, a = _axis(p, v, vc, 0.0, u - ramp, tau)
+            out.append((p, v, a, vc))
+        n, e, d = out
+        return (n[0], e[0], d[0]), (n[1], e[1], d[1]), (n[2], e[2], d[2]), (n[3], e[3], d[3])
 
     def pad_at(self, host_ns: int) -> Vec3:
         """Where the pad truly is at ``host_ns``."""
@@ -273,13 +296,17 @@ class PrecLandVehicle:
         self._append(_Segment(now_ns, touchdown, zero, zero))
 
     def _command(self, now_ns: int, here: VehicleTruth, command: Vec3) -> None:
-        """A new horizontal command moves from the last by at most the slew (a step would tilt
-        the vehicle at once); the vertical one applies at once (a stop is a stop)."""
-        last = self._segments[-1].vc
-        most = self.config.slew_m_s2 * self.config.step_s
-        dn, de = _limit(command[0] - last[0], command[1] - last[1], most)
-        vc = (last[0] + dn, last[1] + de, command[2])
-        self._append(_Segment(now_ns, here.position_ned_m, here.velocity_ned_m_s, vc))
+        """A new horizontal command moves from the last by at most the slew; the vertical one
+        is reached within the step (a stop is a stop). Each ramps from the command of now over
+        one step: a command that stepped would step the acceleration, and with it the tilt
+        (by up to 2°, which no airframe does; a pose interpolated across such a step is off by
+        as much)."""
+        _, _, _, now = self._state(now_ns)
+        step = self.config.step_s
+        dn, de = _limit(command[0] - now[0], command[1] - now[1], self.config.slew_m_s2 * step)
+        slope = (dn / step, de / step, (command[2] - now[2]) / step)
+        p, v = here.position_ned_m, here.velocity_ned_m_s
+        self._append(_Segment(now_ns, p, v, now, slope, step))
 
     def _append(self, segment: _Segment) -> None:
         if segment.t0_ns <= self._starts[-1]:

@@ -25,6 +25,7 @@ import contextlib
 import math
 import random
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,7 +106,7 @@ def host_config(link: str, profile: str) -> HostConfig:
     """``gizmo-host run``'s settings for the rig: the pty, a downward camera, the autopilot."""
     return config_from_mapping(
         {
-            "serial": {"path": link, "transport_delay_ms": 0.0},
+            "serial": {"path": link},
             "publish": {"stats_interval_s": 0},
             "camera": CAMERA,
             "mavlink": {"url": f"udpin:{HOST}:0", "landing_target": profile, "rate_hz": 20.0},
@@ -181,6 +182,8 @@ class PrecLandRig:
         # tell the autopilot (its lag, a step): must be 0; and all such steps, for the record.
         self.descents_on_hold = 0
         self.descents_as_hold_began = 0
+        # The world's PROCEED -> HOLD turns before touchdown, each by its reasons ("+"-joined)
+        self.world_holds: Counter[str] = Counter()
         assert self.world is not None  # host_config sets [camera]
         self.world.add_listener(self._on_snapshot)
         self.rig.add_task("autopilot", self._autopilot)
@@ -206,6 +209,8 @@ class PrecLandRig:
     def _on_snapshot(self, snapshot: WorldSnapshot) -> None:
         if snapshot.verdict is Decision.HOLD and self.verdict is not Decision.HOLD:
             self._hold_since_ns = snapshot.host_ns
+            if self.verdict is Decision.PROCEED and self.vehicle.landed_ns is None:
+                self.world_holds["+".join(r.value for r in snapshot.reasons)] += 1
         elif snapshot.verdict is Decision.PROCEED:
             self._hold_since_ns = None
         self.verdict = snapshot.verdict
@@ -279,6 +284,7 @@ class PrecLandRig:
             **self.vehicle.summary(),
             "descents_on_hold": self.descents_on_hold,
             "descents_as_hold_began": self.descents_as_hold_began,
+            "world_holds": dict(self.world_holds),
             "autopilot": None
             if autopilot is None
             else {

@@ -174,7 +174,9 @@ def test_a_moving_target_is_tracked_with_an_honest_estimate(link_path, tmp_path)
     assert max(positions) < 0.5  # the 3 m glitch never reached a PROCEED
     assert np.percentile(positions, 95) <= 0.10, np.percentile(positions, 95)
     assert np.percentile(predicted, 95) <= 0.15, np.percentile(predicted, 95)
-    assert velocities and np.percentile(velocities, 95) <= 0.30, np.percentile(velocities, 95)
+    # The goal up to 3 m/s; measured 0.043-0.050 over runs, under load too (the capture times
+    # the live path maps are off by 0.2-0.4 ms, 1 mm at 3 m/s: the filter's own noise rules).
+    assert velocities and np.percentile(velocities, 95) <= 0.10, np.percentile(velocities, 95)
     glitches = [
         t for w in lines for t in w["targets"] if t["track_state"] == "tentative"
         and w["host_ns"] - truth.start_ns > GLITCH_AT_S * 1e9

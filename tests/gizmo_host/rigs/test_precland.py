@@ -56,6 +56,25 @@ def test_it_lands_on_the_pad_while_targets_arrive_and_the_attitude_never_steps()
     assert max(steps) < 3.0  # the pose stream's jump rule allows 16° in 20 ms
 
 
+def test_the_attitude_turns_at_a_finite_rate_across_every_controller_step() -> None:
+    """A command that stepped would step the acceleration and the tilt with it (by up to 2°
+    at once, which no airframe does, and a pose interpolated across such a step is off by as
+    much): across each step's instant, 1 ms apart, the attitude turns less than 0.1°."""
+    vehicle = PrecLandVehicle(PrecLandConfig(pad_ned_m=PAD, pad_velocity_ned_m_s=(1.5, -1.0, 0)), 0)
+    step = round(vehicle.config.step_s * 1e9)
+    now, turns = 0, []
+    while now < 8_000 * MS:
+        vehicle.on_target(_px4(now, vehicle.pad_at(now - 30 * MS)))
+        vehicle.step(now)
+        before, after = vehicle.truth(now - MS // 2), vehicle.truth(now + MS // 2)
+        turns.append(math.degrees(quat_angle_rad(before.quaternion_wxyz, after.quaternion_wxyz)))
+        now += step
+    tilt = max(quat_angle_rad(vehicle.truth(t * step).quaternion_wxyz, (1.0, 0.0, 0.0, 0.0))
+               for t in range(160))  # fmt: skip
+    assert math.degrees(tilt) > 5.0  # it manoeuvres hard
+    assert max(turns) < 0.1, max(turns)
+
+
 def test_without_fresh_targets_it_holds_then_climbs_back_and_never_descends() -> None:
     config = PrecLandConfig(pad_ned_m=PAD)
     vehicle = PrecLandVehicle(config, 0)
@@ -194,11 +213,20 @@ def test_a_moving_pad_is_followed_at_its_velocity_and_no_target_stops_the_descen
 @pytest.mark.hil
 def test_the_closed_loop_lands_on_a_pad_driving_at_2_m_s(tmp_path: Path) -> None:
     """Through the host (tracking its estimate): the vehicle, steered by LANDING_TARGET alone,
-    lands on the moving pad, never descending while the world HOLDs."""
-    settings = settings_for_seed(FaultTimeline(), 3, "px4", pad_speed_m_s=2.0)
+    lands on the moving pad; its manoeuvres never push the pad out of its own track's gate."""
+    # Seed 6 manoeuvres hard on its approach: with a stand-in whose tilt stepped 2° at each
+    # controller step, its own detections fell out of the track's gate there (a HOLD).
+    settings = settings_for_seed(FaultTimeline(), 6, "px4", pad_speed_m_s=2.0)
     summary = asyncio.run(play(settings, tmp_path, 40.0, asyncio.Event()))
     assert summary["landed"] and summary["landing_error_m"] <= 0.15, summary
     assert summary["pad_speed_m_s"] == 2.0
-    assert summary["stale_descents"] == summary["descents_on_hold"] == 0
+    assert summary["stale_descents"] == 0
+    # Once it PROCEEDs, a clean run HOLDs only when the data is late (the rig is one process:
+    # on a starved machine its poses and frames can be), never for the estimator alone (a
+    # detection out of its own track's gate: tentative, coasting). And the vehicle descends
+    # through a HOLD only as its autopilot does, until its target timeout (0.5 s at 20 Hz).
+    holds = summary["world_holds"]
+    assert not [why for why in holds if set(why.split("+")) <= {"tentative", "coasting"}]
+    assert summary["descents_on_hold"] <= 10 * sum(holds.values())
     sent = summary["host"]["landing_target"]
     assert sent["sent"] == summary["autopilot"]["landing_targets"] > 20
