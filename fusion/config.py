@@ -108,10 +108,14 @@ class WorldConfig:
     max_pose_gap_ms: float = 100.0  # two poses further apart do not bracket anything
     pose_ttl_ms: float = 250.0  # the newest pose older than this: pose_stale
     pose_history: int = 512  # poses held (5 s at 100 Hz)
-    # The jump rule: a pose step its own velocity cannot carry (beyond pose_jump_m plus
-    # max_accel_m_s2), faster than max_speed_m_s without velocity, or turning faster than
+    # The jump rule (fusion.timeline.JumpBounds): a velocity changed faster than
+    # max_accel_m_s2 (beyond pose_jump_m_s), a position step its velocities cannot carry
+    # (beyond pose_jump_m, the stamps' error pose_stamp_error_ms at the speed flown, and the
+    # acceleration), faster than max_speed_m_s without velocity, or turning faster than
     # max_angular_rate_deg_s is never blended across: the history breaks, HOLD pose_jump.
-    pose_jump_m: float = 0.5
+    pose_jump_m: float = 0.02
+    pose_jump_m_s: float = 1.0
+    pose_stamp_error_ms: float = 1.0
     max_accel_m_s2: float = 30.0
     max_speed_m_s: float = 60.0
     max_angular_rate_deg_s: float = 720.0
@@ -144,10 +148,12 @@ class WorldConfig:
 
     def jump_bounds(self) -> JumpBounds:
         return JumpBounds(
-            self.pose_jump_m,
-            self.max_accel_m_s2,
-            self.max_speed_m_s,
-            math.radians(self.max_angular_rate_deg_s),
+            position_m=self.pose_jump_m,
+            accel_m_s2=self.max_accel_m_s2,
+            speed_m_s=self.max_speed_m_s,
+            rate_rad_s=math.radians(self.max_angular_rate_deg_s),
+            velocity_m_s=self.pose_jump_m_s,
+            stamp_s=self.pose_stamp_error_ms / 1e3,
         )
 
     def ttl_ns(self, result_type: int) -> int:

@@ -3,7 +3,8 @@
 The ray goes from the board's box units to a pixel, to camera axes, to body FRD (by the mount,
 or by the gimbal's angles at the capture time), to world NED by the vehicle's attitude at the
 capture time. The pose comes from the history: interpolated inside it; past its newest pose
-only once the measurement has waited, and then only within ``max_extrapolation_ms``.
+only once the measurement has waited, then only within ``max_extrapolation_ms`` and only with
+a velocity and rate the poses vouch for (``PoseHistory.extrapolate``): else ``pose_stale``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class Placer:
             max_samples=config.pose_history,
             max_gap_ms=config.max_pose_gap_ms,
             bounds=config.jump_bounds(),
+            min_span_ms=max(config.max_extrapolation_ms, 1.0),
         )
         self.gimbal = GimbalTrack(
             max_age_ms=config.gimbal_max_age_ms, max_rate_deg_s=config.gimbal_max_rate_deg_s
@@ -50,12 +52,19 @@ class Placer:
             self.imu = imu
 
     def place(
-        self, obs: VisionObservation, arrival: int, *, waited: bool, required: bool
+        self,
+        obs: VisionObservation,
+        arrival: int,
+        *,
+        waited: bool,
+        required: bool,
+        empty: HoldReason | None = None,
     ) -> Placement | None:
         """Place a positive measurement; ``None`` when it must wait for its pose.
 
         ``required``: a pose source exists, so a missing pose is a HOLD reason; without one
-        the measurement is placed in camera axes only.
+        the measurement is placed in camera axes only. ``empty``: why there is no pose at
+        all, when it is not ``no_pose`` (poses heard while their clock locks).
         """
         if not required:
             # Placed without a pose: if a pose source appears later, this one must not proceed.
@@ -77,12 +86,13 @@ class Placer:
             if t - newest.host_ns <= self._max_extrapolation_ns:
                 imu_rate = self._imu_rate(newest.host_ns)
                 pose = history.extrapolate(t, imu_rate)
-                self.extrapolated += 1
-            else:
+            if pose is None:  # too far past the newest pose, or no velocity to carry it
                 reason = HoldReason.POSE_STALE
                 self.rejected_extrapolation += 1
+            else:
+                self.extrapolated += 1
         elif where is Where.EMPTY:
-            reason = HoldReason.NO_POSE
+            reason = empty or HoldReason.NO_POSE
         else:
             reason = HoldReason.POSE_GAP
         motion = history.motion(t, imu_rate) if pose is not None and self._rates else None

@@ -7,15 +7,15 @@ another epoch (an odometry discontinuity, a sim-clock reset or jump) clears it, 
 of two epochs are not on one timeline.
 
 Nothing is ever blended across a step the poses themselves contradict (``JumpBounds``): a
-position step further than the reported velocity carries it (or than a speed bound, without
-velocity), or an attitude step faster than an angular-rate bound; checked across a gap too,
-with bounds that grow with it (a velocity glitch after a gap would be extrapolated from). Such
-a pose appended breaks the history (``Added.JUMP``: cleared, then kept as the first of a new
-stretch: a simulator reposition is real); one that would fall between two poses it
-contradicts is dropped (``Added.CONFLICT``), and so is a different pose at a time already
-held. Whether a measurement newer than the newest pose may wait or be extrapolated is the
-world model's policy; this module only answers where the time falls and extrapolates when
-asked.
+velocity change faster than an acceleration bound, a position step further than the reported
+velocities carry it (or, without velocity, than a speed bound or the chord of the poses before
+it), or an attitude step faster than an angular-rate bound; checked across a gap too, with
+bounds that grow with it. Such a pose appended breaks the history (``Added.JUMP``: cleared,
+then kept as the first of a new stretch: a simulator reposition is real); one that would fall
+between two poses it contradicts is dropped (``Added.CONFLICT``), and so is a different pose
+at a time already held. Whether a measurement newer than the newest pose may wait or be
+extrapolated is the world model's policy; this module answers where the time falls and
+extrapolates when asked, with only what the poses vouch for (``PoseHistory.extrapolate``).
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ from .geometry import (
     slerp,
 )
 from .inputs import GimbalSample, PoseSample
+from .jump_rule import JumpBounds
+
+__all__ = ["Added", "CameraAttitude", "GimbalTrack", "JumpBounds", "PoseAt", "PoseHistory", "Where"]
 
 _NS = 1e-9
 
@@ -60,40 +63,6 @@ class Added(Enum):
     DUPLICATE = "duplicate"  # the same pose at the same host time as a held one: dropped
     CONFLICT = "conflict"  # another pose at a held time, or contradicting both neighbours
     OLD_EPOCH = "old_epoch"  # from an epoch before the current one: dropped
-
-
-class JumpBounds(NamedTuple):
-    """What may happen between two poses; a step beyond it is a jump, never blended.
-
-    The position step may differ from the one the reported velocities carry (trapezoid) by
-    ``position_m`` plus half ``accel_m_s2`` times the span squared; without velocities it may
-    not exceed ``speed_m_s`` times the span plus ``position_m``. The attitude may turn
-    ``rate_rad_s`` times the span plus ``attitude_rad``.
-    """
-
-    position_m: float = 0.5
-    accel_m_s2: float = 30.0
-    speed_m_s: float = 60.0
-    rate_rad_s: float = math.radians(720.0)
-    attitude_rad: float = math.radians(2.0)
-
-    def consistent(self, a: PoseSample, b: PoseSample) -> bool:
-        """Whether ``b`` can follow ``a`` (``a`` earlier) without a jump."""
-        dt = (b.host_ns - a.host_ns) * _NS
-        pa, pb = a.position_ned_m, b.position_ned_m
-        step = (pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2])
-        va, vb = a.velocity_ned_m_s, b.velocity_ned_m_s
-        if va is not None and vb is not None:
-            carried = ((va[0] + vb[0]) * dt / 2, (va[1] + vb[1]) * dt / 2, (va[2] + vb[2]) * dt / 2)
-            residual = math.dist(step, carried)
-            allowed = self.position_m + 0.5 * self.accel_m_s2 * dt * dt
-        else:
-            residual = math.hypot(*step)
-            allowed = self.position_m + self.speed_m_s * dt
-        if not residual <= allowed:
-            return False
-        turned = quat_angle_rad(a.quaternion_wxyz, b.quaternion_wxyz)
-        return turned <= self.attitude_rad + self.rate_rad_s * dt
 
 
 def _same_pose(a: PoseSample, b: PoseSample) -> bool:
@@ -134,14 +103,20 @@ class PoseHistory:
         max_samples: int = 512,
         max_gap_ms: float = 100.0,
         bounds: JumpBounds | None = None,
+        min_span_ms: float = 10.0,
     ) -> None:
-        """``bounds``: the jump rule (:class:`JumpBounds`); ``None`` checks nothing."""
+        """``bounds``: the jump rule (:class:`JumpBounds`); ``None`` checks nothing.
+        ``min_span_ms``: the shortest span a velocity is ever taken from two positions over
+        (the extrapolation's reach: a position error then is at most doubled)."""
         if max_samples < 2:
             raise ValueError(f"max_samples: expected >= 2, got {max_samples!r}")
         if not max_gap_ms > 0:
             raise ValueError(f"max_gap_ms: expected > 0, got {max_gap_ms!r}")
+        if not min_span_ms > 0:
+            raise ValueError(f"min_span_ms: expected > 0, got {min_span_ms!r}")
         self._max = max_samples
         self._max_gap_ns = round(max_gap_ms * 1e6)
+        self._min_span_ns = max(1, round(min_span_ms * 1e6))
         self._bounds = bounds
         self._times: list[int] = []
         self._poses: list[PoseSample] = []
@@ -172,7 +147,7 @@ class PoseHistory:
             self.clear()
         times, poses, t = self._times, self._poses, pose.host_ns
         if not times or t > times[-1]:
-            if times and not self._follows(poses[-1], pose):
+            if times and not self._consistent(poses[-1], pose, len(times) - 1):
                 self.clear()
                 outcome = Added.JUMP
             times.append(t)
@@ -181,8 +156,8 @@ class PoseHistory:
             i = bisect_left(times, t)
             if times[i] == t:
                 return Added.DUPLICATE if _same_pose(poses[i], pose) else Added.CONFLICT
-            if (i > 0 and not self._follows(poses[i - 1], pose)) or not self._follows(
-                pose, poses[i]
+            if (i > 0 and not self._consistent(poses[i - 1], pose, i - 1)) or not (
+                self._consistent(pose, poses[i], i)
             ):
                 return Added.CONFLICT
             times.insert(i, t)
@@ -192,12 +167,30 @@ class PoseHistory:
             del times[0], poses[0]
         return outcome
 
-    def _follows(self, a: PoseSample, b: PoseSample) -> bool:
-        """Whether ``b`` may follow ``a`` by the jump rule. Across a gap too: nothing is
-        blended across it, but the pose after it is extrapolated from, so a velocity its
-        position change contradicts is a jump however long the gap (the bounds grow with it)."""
+    def _consistent(self, a: PoseSample, b: PoseSample, before: int) -> bool:
+        """Whether ``b`` may follow ``a`` by the jump rule; the first ``before`` poses held
+        are ``a``'s predecessors. Across a gap too: nothing is blended across it, but a
+        velocity its position change contradicts is a jump however long the gap (the bounds
+        grow with it)."""
         bounds = self._bounds
-        return bounds is None or bounds.consistent(a, b)
+        if bounds is None:
+            return True
+        reference = None
+        if a.velocity_ned_m_s is None or b.velocity_ned_m_s is None:
+            reference = self._reference(a.host_ns, before)
+        return bounds.consistent(a, b, reference)
+
+    def _reference(self, t_ns: int, end: int) -> PoseSample | None:
+        """The newest of the first ``end`` poses at least the minimum span before ``t_ns``,
+        with no gap wider than ``max_gap`` on the way to it; ``None`` when there is none."""
+        times, later = self._times, t_ns
+        for k in range(end - 1, -1, -1):
+            if later - times[k] > self._max_gap_ns:
+                return None
+            if t_ns - times[k] >= self._min_span_ns:
+                return self._poses[k]
+            later = times[k]
+        return None
 
     def where(self, t_ns: int) -> Where:
         times = self._times
@@ -235,41 +228,52 @@ class PoseHistory:
         )
 
     def extrapolate(self, t_ns: int, angular_rate_frd_rad_s: Vec3 | None = None) -> PoseAt | None:
-        """The pose at ``t_ns`` past the newest one, at constant velocity and angular rate.
+        """The pose at ``t_ns`` past the newest one, at constant velocity and angular rate;
+        ``None`` when the poses do not vouch for one.
 
-        The velocity is the newest pose's, else the last two poses' difference; the rate is
-        ``angular_rate_frd_rad_s`` (the IMU's) when given, else the last two poses' slerp.
-        Bounding how far is the caller's policy. ``None`` when the history is empty.
+        Only from a newest pose the jump rule checked at a span of at most ``max_gap`` (a pose
+        after a gap was checked only as loosely as the gap is long). The velocity is the newest
+        pose's, else the chord from the newest pose at least ``min_span`` before it (over a
+        shorter one a position's noise becomes a velocity: 0.45 m over 1 ms is 450 m/s); the
+        rate is ``angular_rate_frd_rad_s`` (the IMU's) when given, else that chord's slerp.
+        Neither may exceed the jump rule's bounds. Bounding how far is the caller's policy.
         """
-        poses = self._poses
+        poses, times = self._poses, self._times
         if not poses:
             return None
         p1 = poses[-1]
         dt_ns = t_ns - p1.host_ns
         if dt_ns <= 0:
             return self.interpolate(t_ns)
-        p0 = poses[-2] if len(poses) >= 2 else None
-        usable_p0 = p0 is not None and 0 < p1.host_ns - p0.host_ns <= self._max_gap_ns
+        if len(poses) < 2 or p1.host_ns - times[-2] > self._max_gap_ns:
+            return None
+        p0 = self._reference(p1.host_ns, len(poses) - 1)
+        span = None if p0 is None else (p1.host_ns - p0.host_ns) * _NS
         dt = dt_ns * _NS
         velocity = p1.velocity_ned_m_s
-        if velocity is None and usable_p0 and p0 is not None:
-            span = (p1.host_ns - p0.host_ns) * _NS
+        if velocity is None and p0 is not None and span is not None:
             a, b = p0.position_ned_m, p1.position_ned_m
             velocity = ((b[0] - a[0]) / span, (b[1] - a[1]) / span, (b[2] - a[2]) / span)
+        bounds = self._bounds
+        if velocity is None or (bounds is not None and math.hypot(*velocity) > bounds.speed_m_s):
+            return None
         position = p1.position_ned_m
-        if velocity is not None:
-            position = (
-                position[0] + velocity[0] * dt,
-                position[1] + velocity[1] * dt,
-                position[2] + velocity[2] * dt,
-            )
+        position = (
+            position[0] + velocity[0] * dt,
+            position[1] + velocity[1] * dt,
+            position[2] + velocity[2] * dt,
+        )
         q = p1.quaternion_wxyz
         if angular_rate_frd_rad_s is not None:
             wx, wy, wz = angular_rate_frd_rad_s
             q = quat_multiply(q, quat_from_rotvec((wx * dt, wy * dt, wz * dt)))
-        elif usable_p0 and p0 is not None:
-            f = 1.0 + dt_ns / (p1.host_ns - p0.host_ns)
-            q = slerp(p0.quaternion_wxyz, q, f)
+        elif p0 is not None and span is not None:
+            turned = quat_angle_rad(p0.quaternion_wxyz, q)
+            if bounds is not None and turned > bounds.rate_rad_s * span:
+                return None
+            q = slerp(p0.quaternion_wxyz, q, 1.0 + dt / span)
+        else:
+            return None
         return PoseAt(t_ns, position, q, velocity, dt_ns)
 
     def motion(self, t_ns: int, angular_rate_frd_rad_s: Vec3 | None = None) -> PoseMotion | None:

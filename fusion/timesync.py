@@ -173,9 +173,13 @@ class TimesyncEstimator:
         return self.status
 
     def restart(self) -> None:
-        """Forget the mapping: a new epoch, locking again (another autopilot is now mapped)."""
+        """Forget the mapping: a new epoch, locking again (another autopilot is now mapped).
+        The last one's round trips and outstanding requests go too: a peer with faster
+        answers would otherwise gate the new one out for the whole window."""
         self._core.new_epoch()
         self._last_autopilot_ns = None
+        self._recent_rtts.clear()
+        self._pending.clear()
 
     @property
     def rtt_gate_ns(self) -> int:

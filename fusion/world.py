@@ -321,7 +321,11 @@ class WorldModel:
 
     def _place(self, obs: VisionObservation, arrival: int, *, waited: bool) -> bool:
         """Place a positive measurement; ``False`` when it must wait for its pose."""
-        placement = self._placer.place(obs, arrival, waited=waited, required=self.pose_required)
+        # No pose yet, but poses are heard while their clock locks: that is why (finding 9).
+        empty = HoldReason.CLOCK_NOT_LOCKED if self._locking(self._clock_ns) else None
+        placement = self._placer.place(
+            obs, arrival, waited=waited, required=self.pose_required, empty=empty
+        )
         if placement is None:
             return False
         self._targets.put(placement)
@@ -332,14 +336,18 @@ class WorldModel:
 
     # -- output ----------------------------------------------------------------------------
 
+    def _locking(self, now_ns: int) -> bool:
+        """Poses are heard (within the pose TTL), all while their clock is settling."""
+        heard = now_ns - self._locking_pose_ns <= self._pose_ttl_ns
+        return heard and self._pose_clock.settling
+
     def conditions(self, now_ns: int) -> Conditions:
         """What holds for every target at ``now_ns``."""
         newest = self._history.newest
         pose_now = None
         if newest is None:
             # Poses arriving while their clock locks are not "no pose": clock_not_locked says it.
-            heard = now_ns - self._locking_pose_ns <= self._pose_ttl_ns
-            if not (heard and self._pose_clock.settling):
+            if not self._locking(now_ns):
                 pose_now = HoldReason.NO_POSE
         elif now_ns - newest.host_ns > self._pose_ttl_ns:
             pose_now = HoldReason.POSE_STALE

@@ -352,6 +352,7 @@ def _check_whole(config: HostConfig) -> None:
     except ValueError as exc:
         raise ConfigError(f"runtime.event_loop: {exc}", "runtime.event_loop") from None
     _check_mavlink(config.mavlink)
+    _check_outputs(config)
     if not config.mavlink.on:
         pass  # its landing_target does nothing: reported by gizmo_host.app.idle
     elif config.mavlink.landing_target != "off" and config.camera is None:
@@ -400,6 +401,30 @@ def _check_mavlink(mavlink: MavlinkConfig) -> None:
             read_key_file(mavlink.signing_key_file)
         except ValueError as exc:
             raise ConfigError(str(exc), "mavlink.signing_key_file") from None
+
+
+def _check_outputs(config: HostConfig) -> None:
+    """The outputs turned on have their extras, and ``[zenoh] config`` is a file Zenoh takes:
+    checked now, before anything is logged or opened, so a mistake is one line rather than a
+    log line and then the error at start."""
+    zenoh = config.zenoh
+    if zenoh.enabled:
+        try:
+            from gizmo_host.zenoh.session import load_file  # noqa: PLC0415 (the extra)
+        except ImportError:
+            raise MissingExtra("zenoh", "zenoh.enabled", "zenoh.enabled") from None
+        if zenoh.ros2 != "off":
+            try:
+                from gizmo_host.ros2 import publication  # noqa: F401, PLC0415 (the extra)
+            except ImportError:
+                raise MissingExtra("ros2", "zenoh.ros2", "zenoh.ros2") from None
+        if zenoh.config is not None:
+            load_file(zenoh.config)  # a ConfigError naming zenoh.config
+    if config.foxglove.enabled:
+        try:
+            from gizmo_host.foxglove import server  # noqa: F401, PLC0415 (the extra)
+        except ImportError:
+            raise MissingExtra("foxglove", "--foxglove", "foxglove.enabled") from None
 
 
 def load_config(

@@ -194,12 +194,17 @@ WORLD_SETTINGS: tuple[Setting, ...] = (
     _w("max_pose_gap_ms", "two poses further apart bracket nothing", open_low=True),
     _w("pose_ttl_ms", "the newest pose older than this: pose_stale", open_low=True),
     _w("pose_history", "poses held", 2, 1_000_000, "", kind="int"),
-    _w("pose_jump_m", "the jump rule: a position step beyond what the velocity carries by this",
-       0, 1000, "m", open_low=True),
-    _w("max_accel_m_s2", "the jump rule: plus half this acceleration times the span squared",
-       0, 1000, "m/s2", open_low=True),
-    _w("max_speed_m_s", "the jump rule without a velocity: the step at most this fast", 0,
-       10_000, "m/s", open_low=True),
+    _w("pose_jump_m", "the jump rule: a position step beyond what the velocities carry by "
+       "this (plus the terms below)", 0, 1000, "m", open_low=True),
+    _w("pose_jump_m_s", "the jump rule: a velocity changed by this plus max_accel_m_s2 over "
+       "the span; half of it is the velocities' error over the span", 0, 1000, "m/s",
+       open_low=True),
+    _w("pose_stamp_error_ms", "the jump rule: a pose's stamp this far from its numbers' "
+       "instant (times the speed flown)", 0, 1000),
+    _w("max_accel_m_s2", "the jump rule: a velocity's change, and a quarter of it times the "
+       "span squared off the trapezoid", 0, 1000, "m/s2", open_low=True),
+    _w("max_speed_m_s", "the jump rule: a step without velocities, and extrapolation, at most "
+       "this fast", 0, 10_000, "m/s", open_low=True),
     _w("max_angular_rate_deg_s", "the jump rule: the attitude turning at most this fast", 0,
        100_000, "deg/s", open_low=True),
     _w("jump_hold_ms", "HOLD pose_jump this long after a pose jump"),

@@ -77,7 +77,6 @@ def run(args: argparse.Namespace) -> int:
     setup_logging(args.log_level)
     try:
         config = config_from_args(args)
-        log_idle_settings(config, publishes=False)  # one warning line each
         setup = config.world_setup()
         if args.duration is not None and not args.duration > 0:
             raise ValueError(f"--duration: expected > 0, got {args.duration}")
@@ -90,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"gizmo-host record: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    log_idle_settings(config, publishes=False)  # one warning line each, once nothing failed
     bind = args.bind or (rflysim.bind if rflysim is not None else "127.0.0.1")
     options = RecordOptions(
         args.output, tuple(ports), bind, args.duration, round(args.max_queue_mb * 1024 * 1024)

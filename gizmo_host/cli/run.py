@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"gizmo-host run: config error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    # Every check is done (files and extras too): from here on a log line is never followed
+    # by a config error.
     log_idle_settings(config)  # settings that would do nothing, one warning line each
     loop = event_loop.resolve(config.runtime.event_loop)
     LOGGER.info("event loop: %s", loop)

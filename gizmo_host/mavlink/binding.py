@@ -12,10 +12,12 @@ voice is a conflict, never a vote. Pure: host times are arguments.
   allow (``target_system = 0`` hearing two: not "first wins"). The binding is *in conflict*
   until no second voice has been heard for ``quiet_ns``; every message of a voice once in
   conflict (its ids and address) keeps it so;
-- **rebind**: once the bound autopilot has been silent for ``rebind_ns`` (the link timeout),
-  a HEARTBEAT that would bind binds anew: its ids from a new address (an autopilot that
-  restarted sends from a new port), or, when the target ids allow it, another autopilot (the
-  session then maps its clock from scratch: a new epoch);
+- **rebind**: once the bound autopilot has sent no HEARTBEAT for ``rebind_ns`` (the link
+  timeout: its link is DOWN), a HEARTBEAT that would bind binds anew: its ids from a new
+  address (an autopilot that restarted sends from a new port), or, when the target ids allow
+  it, another autopilot (the session then maps its clock from scratch: a new epoch). Only its
+  own HEARTBEAT keeps a binding: a voice that only answers our requests (TIMESYNC) would
+  otherwise hold the binding, and the world, for as long as it answers;
 - **foreign**: other systems (a ground station, another vehicle the target ids exclude);
   **unbound**: anything before the first binding HEARTBEAT.
 """
@@ -65,7 +67,8 @@ class AutopilotBinding:
         """Judge one message; ``autopilot`` is a HEARTBEAT's MAV_AUTOPILOT, else ``None``."""
         bound = self.bound
         if voice == bound:
-            self._bound_heard_ns = rx_ns
+            if autopilot is not None:  # its own HEARTBEAT: an answer to us proves nothing
+                self._bound_heard_ns = rx_ns
             return Heard.ACCEPTED
         claims = autopilot is not None and self._allows(voice, autopilot)
         if bound is None:

@@ -12,6 +12,13 @@ placed, never kept): the autopilot is heard and its clock is what is missing, no
 Every number is checked before use: a non-finite or out-of-range position, velocity or
 quaternion is a counted ``invalid``.
 
+A pose older than the newest one emitted (reordered on the wire, or a second stream from the
+autopilot's own address, whose poses interleave with the real ones) is counted (``older``) and
+still emitted: the world's history puts it in its place when it fits its neighbours (honest
+reordering) and holds ``pose_conflict`` when it contradicts them, as a different pose for a
+time already held is on the RflySim path. Dropping it unseen made the stream stamped ahead
+win silently.
+
 A :class:`~fusion.timeline.PoseHistory` of the poses is kept here too, so the LANDING_TARGET
 sender can take the body attitude at a capture time from the autopilot's own poses.
 """
@@ -61,7 +68,7 @@ class MavlinkPoseSource:
         self._epoch = session.estimator.epoch
         self.history = PoseHistory(max_samples=history_samples, bounds=JumpBounds())
         self.counts: dict[str, int] = dict.fromkeys(
-            ("poses", "unmapped", "invalid", "unpaired", "mixed", "stale"), 0
+            ("poses", "unmapped", "invalid", "unpaired", "mixed", "older"), 0
         )
         session.add_listener(self._message)
 
@@ -97,15 +104,16 @@ class MavlinkPoseSource:
         attitudes = self._attitudes
         if not attitudes:
             return
-        for boot_ns, position, velocity in list(self._positions):
-            if self._last_ns is not None and boot_ns <= self._last_ns:
-                continue
+        positions = self._positions
+        for item in list(positions):
+            boot_ns, position, velocity = item
             q = _attitude_at(attitudes, boot_ns, self._max_pair_ns)
             if q is None:
                 if attitudes[-1][0] > boot_ns:
-                    self.counts["unpaired"] += 1
-                    self._last_ns = boot_ns  # no attitude will come for it any more
+                    self.counts["unpaired"] += 1  # no attitude will come for it any more
+                    positions.remove(item)
                 continue
+            positions.remove(item)
             self._emit(boot_ns, position, q, velocity)
 
     def _odometry(self, msg: Any) -> None:
@@ -122,14 +130,14 @@ class MavlinkPoseSource:
         elif msg.child_frame_id != mc.FRAME_LOCAL_NED:
             v = None
         self._odometry_epoch = self._session.estimator.epoch
-        if self._last_ns is not None and boot_ns <= self._last_ns:
-            self.counts["stale"] += 1
-            return
         self._emit(boot_ns, p, q, v)
 
     def _emit(self, boot_ns: int, position: Vec3, q: Quat, velocity: Vec3 | None) -> None:
         estimator = self._session.estimator
-        self._last_ns = boot_ns
+        if self._last_ns is not None and boot_ns <= self._last_ns:
+            self.counts["older"] += 1  # the history puts it in place, or refuses it
+        else:
+            self._last_ns = boot_ns
         host_ns = estimator.to_host_ns(boot_ns)
         status = estimator.status
         if host_ns is None:
@@ -174,10 +182,11 @@ def _attitude_at(
     """The attitude at boot time ``boot_ns``: exact, slerped between close neighbours, or the
     nearest within the tolerance; ``None`` while none is newer (the pair may still come)."""
     before = after = None
-    for item in attitudes:
+    for item in attitudes:  # in arrival order, which a reordered datagram breaks
         if item[0] <= boot_ns:
-            before = item
-        elif after is None:
+            if before is None or item[0] > before[0]:
+                before = item
+        elif after is None or item[0] < after[0]:
             after = item
     if before is not None and before[0] == boot_ns:
         return before[1]

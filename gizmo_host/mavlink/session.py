@@ -4,10 +4,13 @@ The session is fed bytes with their host receive time and sender (``feed``) and 
 an injected ``send(bytes, to) -> bool``, so it runs the same over any transport and, on a
 ``ManualScheduler``, without one. It
 
-- sends its own HEARTBEAT (an onboard controller) at ``heartbeat_hz`` and TIMESYNC requests at
+- sends its own HEARTBEAT (an onboard controller) at ``heartbeat_hz``, TIMESYNC requests at
   ``timesync_hz``, and asks the autopilot for ``streams`` at ``stream_hz`` with
   MAV_CMD_SET_MESSAGE_INTERVAL whenever the link comes up, the autopilot reboots, or a stream
-  stays silent; everything it sends goes to the bound autopilot's address only;
+  stays silent; everything it sends goes to the bound autopilot's address only (before any,
+  to the link's own peer, if it has one), and once a bound autopilot's link is DOWN its
+  address is asked nothing but our HEARTBEAT (whoever answers there keeps nothing: only the
+  autopilot's own HEARTBEAT keeps its binding);
 - binds one autopilot by its ids **and** its address (:mod:`~gizmo_host.mavlink.binding`):
   a second voice claiming to be it, or a second autopilot that ``target_system = 0`` would
   also allow, is a conflict: its messages are dropped, counted and logged, and ``on_conflict``
@@ -125,7 +128,6 @@ class AutopilotSession:
         self._up = False
         self._last_heartbeat_ns: int | None = None
         self._autopilot: tuple[int, int] | None = None  # (MAV_TYPE, MAV_AUTOPILOT)
-        self._ids: tuple[int, int] | None = None  # the bound autopilot's (system, component)
         self._epoch = self.estimator.epoch
         self._requested_ns: int | None = None
         self._received: dict[str, int] = {}
@@ -210,6 +212,8 @@ class AutopilotSession:
                     self._request_streams(now_ns, silent)
 
     def _tick_timesync(self, now_ns: int) -> None:
+        if not self._up and self.binding.bound is not None:
+            return  # a DOWN link's old address is asked nothing: its answers keep nothing
         ts1 = self.estimator.request(now_ns)
         self._requests.sent(ts1, now_ns)
         self.counts["timesync_requests"] += 1
@@ -217,8 +221,8 @@ class AutopilotSession:
 
     def _request_streams(self, now_ns: int, streams: Sequence[int] | None = None) -> None:
         bound = self.binding.bound
-        if bound is None:
-            return
+        if bound is None or not self._up:
+            return  # asked again when its link comes up
         self._requested_ns = now_ns
         for message_id in self._streams if streams is None else streams:
             self.counts["stream_requests"] += 1
@@ -252,9 +256,9 @@ class AutopilotSession:
         elif heard is Heard.REBOUND:
             self.counts["rebinds"] += 1
             LOGGER.warning("mavlink: the autopilot now speaks %s", describe(voice))
-            if voice[:2] != self._ids:
-                self.estimator.restart()  # another autopilot: its clock is not the last one's
-        self._ids = voice[:2]
+            # Another autopilot, or one restarted on a new port: its clock is not the last
+            # binding's.
+            self.estimator.restart()
         if msg_id not in (mc.MSG_TIMESYNC, mc.MSG_HEARTBEAT):
             boot_ns = boot_time_ns(msg)
             if boot_ns is not None:

@@ -10,10 +10,11 @@ line it accepts. While that publisher is *present* (a line accepted in the last
 than ``conflict_ns``, is a replay (or a second voice using the same identity): dropped
 (``replayed``), and the row is CONFLICT too. A conflict ends ``conflict_ns`` after the second
 voice's last line. Once the bound publisher has been silent for ``conflict_ns``, another may
-take the vehicle over (a host restarted is a new session), but only with a line newer than the
-newest one accepted (``host_ns`` or ``wall_ns`` forward) while that one is less than
-``replay_memory_ns`` old: a stopped host's old lines replayed by anyone are refused
-(``replayed``).
+take the vehicle over (a host restarted is a new session), but only with a line newer than
+every line the view ever took for the vehicle (its ``wall_ns`` later than theirs; without
+wall clocks, its ``host_ns``): a stopped host's old lines replayed by anyone, however long
+after, are refused (``replayed``). That memory, the newest times per vehicle, outlives the
+vehicle's row: a vehicle forgotten to make room keeps them (as many as ``max_vehicles``).
 
 **Fresh or stale.** A host's ``host_ns`` and ``valid_until_ns`` are its own monotonic clock;
 they mean nothing here. So the view judges every vehicle by its OWN receive time (``rx_ns``,
@@ -27,7 +28,8 @@ clocks say a line spent in transit, beyond that bound, counts against its age.
 
 Lines that are not valid (``fleet_line``) or too large are counted on their vehicle's row and
 change nothing else. Memory is bounded: at most ``max_vehicles`` vehicles, each holding its
-newest line's compact form and at most ``MAX_VOICES`` other identities. Everything takes
+newest line's compact form and at most ``MAX_VOICES`` other identities, and the newest times
+of at most ``max_vehicles`` vehicles forgotten. Everything takes
 ``now_ns``; ``due`` and ``next_deadline_ns`` say which rows change with no new input, and when
 (a heap with at most about one live entry per vehicle). See docs/zenoh.md.
 """
@@ -46,21 +48,41 @@ __all__ = ["CONFLICT", "FRESH", "HOLD", "STALE", "FleetRow", "FleetView", "LineJ
 FRESH, STALE = "fresh", "stale"
 HOLD, CONFLICT = "HOLD", "CONFLICT"
 CONFLICT_NS = 1_000_000_000  # a conflict ends this long after the second voice's last line
-# A new publisher's line must be newer than the vehicle's newest for this long after that one
-# arrived (a replay of a stopped host's lines is refused); after, it is taken as a restart.
-REPLAY_MEMORY_NS = 10 * CONFLICT_NS
 MAX_VEHICLES = 10_000
 MAX_VOICES = 8  # other identities remembered per vehicle (more: the oldest forgotten)
 
 
 @dataclass(slots=True)
+class _Newest:
+    """The latest clocks of every line the view took for a vehicle: a new publisher's line
+    must be later (a replay of old lines never is). Updated in place, once per line."""
+
+    host_ns: int
+    wall_ns: int | None
+
+    def take(self, line: WorldLine) -> None:
+        self.host_ns = max(self.host_ns, line.host_ns)
+        wall = line.wall_ns
+        if wall is not None and (self.wall_ns is None or wall > self.wall_ns):
+            self.wall_ns = wall
+
+    def older_than(self, line: WorldLine) -> bool:
+        """``line`` is later than all of them: by the wall clock when both have one (a host
+        that rebooted starts its monotonic clock again), else by ``host_ns``."""
+        if line.wall_ns is not None and self.wall_ns is not None:
+            return line.wall_ns > self.wall_ns
+        return line.host_ns > self.host_ns
+
+
+@dataclass(slots=True)
 class _Vehicle:
     line: WorldLine | None = None  # the newest accepted line
+    newest: _Newest | None = None  # the latest clocks of every line ever accepted
     rx_ns: int = 0  # its arrival, less its charged transport delay
     heard_ns: int = 0  # its arrival: the bound publisher's presence
     publisher: str | None = None
     others: dict[str, int] = field(default_factory=dict)  # other identities -> last heard
-    replay_until_ns: int = 0
+    replay_until_ns: int = 0  # CONFLICT ("replay") until then
     link: str | None = None
     early_link: tuple[str, str] | None = None  # (publisher, state) of one not bound
     delay_ns: int | None = None
@@ -85,7 +107,6 @@ class FleetView:
         *,
         conflict_ns: int = CONFLICT_NS,
         max_vehicles: int = MAX_VEHICLES,
-        replay_memory_ns: int = REPLAY_MEMORY_NS,
     ) -> None:
         if ttl_ns <= 0 or conflict_ns < ttl_ns or max_vehicles <= 0:
             raise ValueError(
@@ -95,9 +116,9 @@ class FleetView:
         self.ttl_ns = ttl_ns
         self.max_clock_error_ns = max_clock_error_ns
         self.conflict_ns = conflict_ns
-        self.replay_memory_ns = max(replay_memory_ns, conflict_ns)
         self.max_vehicles = max_vehicles
         self._vehicles: dict[str, _Vehicle] = {}
+        self._forgotten: dict[str, _Newest] = {}  # the newest clocks of forgotten vehicles
         self._heap: list[tuple[int, str]] = []
         self._swept_ns = -(2**63)
         self.refused = 0  # samples of vehicles beyond max_vehicles
@@ -125,7 +146,7 @@ class FleetView:
         if len(self._vehicles) >= self.max_vehicles and not self._sweep(now_ns):
             self.refused += 1
             return None
-        entry = self._vehicles[vehicle] = _Vehicle()
+        entry = self._vehicles[vehicle] = _Vehicle(newest=self._forgotten.pop(vehicle, None))
         return entry
 
     def _sweep(self, now_ns: int) -> bool:
@@ -137,8 +158,14 @@ class FleetView:
         self._swept_ns = now_ns
         quiet = now_ns - max(self.ttl_ns, self.conflict_ns)
         silent = [v for v, e in self._vehicles.items() if _last_heard(e) < quiet]
+        remembered = self._forgotten
         for vehicle in silent:
-            del self._vehicles[vehicle]
+            newest = self._vehicles.pop(vehicle).newest
+            if newest is not None:  # its old lines stay refused
+                remembered.pop(vehicle, None)
+                remembered[vehicle] = newest
+                if len(remembered) > self.max_vehicles:
+                    del remembered[next(iter(remembered))]  # the longest forgotten
         self.forgotten += len(silent)
         return bool(silent)
 
@@ -190,8 +217,7 @@ class FleetView:
             drops["foreign"] += 1
             return self._settle(vehicle, entry, rx_ns, conflicted)
         else:  # nobody speaks for it: a first publisher, or a new one (a restarted host)
-            remembered = rx_ns - entry.heard_ns <= self.replay_memory_ns
-            if last is not None and remembered and not _newer(line, last):
+            if entry.newest is not None and not entry.newest.older_than(line):
                 drops["replayed"] += 1
                 if publisher == entry.publisher:
                     entry.replay_until_ns = rx_ns + self.conflict_ns
@@ -218,6 +244,10 @@ class FleetView:
         if delay_ns is not None and self.max_clock_error_ns is not None:
             since_ns -= max(0, delay_ns - self.max_clock_error_ns)
         entry.line, entry.rx_ns, entry.heard_ns, entry.delay_ns = line, since_ns, rx_ns, delay_ns
+        if entry.newest is None:
+            entry.newest = _Newest(line.host_ns, line.wall_ns)
+        else:
+            entry.newest.take(line)
 
     def _voice(self, entry: _Vehicle, publisher: str, rx_ns: int) -> None:
         others = entry.others
@@ -367,13 +397,6 @@ class FleetView:
                 return when
             heapq.heappop(heap)
         return None
-
-
-def _newer(line: WorldLine, last: WorldLine) -> bool:
-    """A line from a new publisher is not a replay: a clock of its host has moved on."""
-    if line.host_ns > last.host_ns:
-        return True
-    return line.wall_ns is not None and last.wall_ns is not None and line.wall_ns > last.wall_ns
 
 
 def _last_heard(entry: _Vehicle) -> int:

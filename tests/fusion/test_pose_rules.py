@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from fusion import LaserRange, SensorMount, SourceConflict, WorldConfig
@@ -93,15 +93,23 @@ def test_an_honest_pose_after_a_gap_is_no_jump():
     speed=st.floats(0.0, 40.0),
     accel=st.floats(-20.0, 20.0),
     yaw_rate=st.floats(-600.0, 600.0),
-    period_ms=st.sampled_from([4, 10, 20, 50, 100, 150, 400]),
+    period_ms=st.sampled_from([1, 4, 10, 20, 33, 50, 100, 150, 400]),
+    reported=st.booleans(),
+    late_us=st.lists(st.integers(0, 999), min_size=30, max_size=30),
 )
-def test_honest_flight_within_the_bounds_never_jumps(speed, accel, yaw_rate, period_ms):
+def test_honest_flight_within_the_bounds_never_jumps(
+    speed, accel, yaw_rate, period_ms, reported, late_us
+):
+    """Honest poses, with or without a velocity, each stamped in whole milliseconds (up to
+    1 ms before the instant its numbers describe, as ``time_boot_ms`` truncates), never
+    faster than the speed bound."""
+    assume(max(abs(speed + accel * 29 * period_ms / 1000), speed) <= JumpBounds().speed_m_s)
     h = PoseHistory(bounds=JumpBounds())
     outcomes = []
     for k in range(30):
-        t = k * period_ms / 1000
+        t = k * period_ms / 1000 + late_us[k] / 1e6  # the numbers' instant
         north = speed * t + 0.5 * accel * t * t
-        v = (speed + accel * t, 0.0, 0.0)
+        v = (speed + accel * t, 0.0, 0.0) if reported else None
         q = g.quat_from_euler_zyx(0.0, 0.0, math.radians(yaw_rate * t))
         outcomes.append(
             h.add(pose(k * period_ms * MS, position=(north, 0.0, -5.0), velocity=v, q=q))
@@ -132,6 +140,7 @@ def test_poses_of_a_locking_clock_are_not_placed_and_hold_clock_not_locked():
     s = w.snapshot(296 * MS)
     assert s.vehicle is None and s.verdict is Decision.HOLD
     assert HoldReason.CLOCK_NOT_LOCKED in s.reasons
+    assert HoldReason.NO_POSE not in s.target("1:1:1").reasons  # the red team's FAIL 5
     assert w.stats()["poses_locking"] == 30
     flying(w, 300, 400)
     w.apply(observation(390 * MS, rx_ns=395 * MS, ident=2))

@@ -14,13 +14,16 @@ from pymavlink.dialects.v20 import common as mavlink
 
 from fusion import (
     CameraConfig,
+    LinkStatus,
     PoseLinkStatus,
     SourceConflict,
     WorldConfig,
     WorldModel,
 )
-from gizmo_core import HoldReason
+from fusion.verdicts import global_reasons
+from gizmo_core import HoldReason, LinkState
 from gizmo_core.clock import ClockStatus
+from tests.support.fusion_inputs import observation
 from tests.support.mavlink_rig import circling
 from tests.support.mavlink_wire import AUTOPILOT, MS, S, Wire
 
@@ -302,6 +305,19 @@ def test_an_autopilot_that_never_answers_timesync_holds_clock_not_locked_not_no_
     assert HoldReason.NO_POSE not in snapshot.reasons
     assert snapshot.sources["pose"].state.value != "dead"
     assert wire.session.counts["timesync_answered_unlocked"] >= 20  # its requests answered
+    # Red team FAIL 5: with vision present, every line said no_pose too (the target's own
+    # placement found no pose in the history: the poses were all unmapped).
+    now = wire.clock.now_ns()
+    world.apply(LinkStatus(now - 500 * MS, LinkState.UP))
+    for k in range(10):
+        capture = now - 200 * MS + k * 20 * MS
+        world.apply(observation(capture, rx_ns=capture + 5 * MS))
+    wire.run(0.1)
+    snapshot = world.snapshot(wire.clock.now_ns())
+    target = snapshot.target(snapshot.selected)
+    assert target.reasons and HoldReason.CLOCK_NOT_LOCKED in target.reasons
+    assert HoldReason.NO_POSE not in target.reasons
+    assert HoldReason.NO_POSE not in snapshot.reasons
 
 
 @pytest.mark.parametrize("field", ["x", "vx"], ids=["position", "velocity"])
@@ -350,3 +366,192 @@ def test_an_autopilot_restarted_on_a_new_port_is_bound_again_and_the_hold_ends()
     assert not world.conditions(now).pose_conflict
     assert [p for p in wire.poses if p.host_ns > now - S and p.clock_status.value == "locked"]
     assert wire.sent_to[-1][1] == ("127.0.0.1", 14590)
+
+
+class TimesyncAnswerer:
+    """A voice at ``address`` that answers every TIMESYNC request the session sends it, in its
+    own boot clock (``boot0_ms`` at the test's start), and says nothing else on its own."""
+
+    def __init__(self, wire: Wire, address, mav: mavlink.MAVLink, boot0_ms: float = 1.0):
+        self.wire, self.address, self.mav = wire, address, mav
+        self.boot0_ns = round(boot0_ms * MS)
+        self.seen = 0
+        self.received: list[str] = []
+        self.answering = True
+
+    def __call__(self) -> None:
+        sent = self.wire.sent_to
+        for data, to in sent[self.seen :]:
+            if to != self.address:
+                continue
+            for msg in voice(9).parse_buffer(data) or []:
+                self.received.append(msg.get_type())
+                if self.answering and msg.get_type() == "TIMESYNC" and msg.tc1 == 0:
+                    now = self.boot0_ns + self.wire.clock.now_ns()
+                    answer = self.mav.timesync_encode(now, msg.ts1).pack(self.mav)
+                    self.wire.inject(answer, self.address)
+        self.seen = len(sent)
+
+
+def pose_reasons(world: WorldModel, now_ns: int) -> set[HoldReason]:
+    """Why the world would HOLD any target on the pose's account (the board's link is UP)."""
+    return global_reasons(world.conditions(now_ns))
+
+
+def held_until(wire: Wire, world: WorldModel, since_ns: int, seconds: float, act) -> int | None:
+    """Run ``seconds`` in 20 ms steps doing ``act``; how long after ``since_ns`` the world
+    stopped holding for the pose and never held again (``None``: it held at the end)."""
+    clear_from = None
+    for _ in range(round(seconds * 50)):
+        act()
+        wire.run(0.02)
+        now = wire.clock.now_ns()
+        if pose_reasons(world, now):
+            clear_from = None
+        elif clear_from is None:
+            clear_from = now
+    return None if clear_from is None else clear_from - since_ns
+
+
+# Before the fix (red team FAIL 2, c11_rebind_hijack.py): the world held for all 20 s the real
+# autopilot streamed, and PROCEED came back only 4.3 s after the attacker stopped answering.
+def test_a_voice_that_only_answers_our_timesync_never_keeps_the_binding():
+    """Target 1/1. The autopilot reboots (silent 4 s); an attacker on another port sends ONE
+    heartbeat with its ids while it is silent, then only answers the TIMESYNC requests it is
+    sent. Once the real autopilot streams again, the HOLD ends within the documented bound
+    while the attacker keeps answering: 5 s after the attacker's last heartbeat (its link
+    timeout, 3 s; the real one's next heartbeat, 1 s; the world's conflict hold, 1 s, over
+    the relock)."""
+    wire = Wire(session_kw={"target_system": 1, "target_component": 1})
+    world = world_on(wire)
+    world.apply(LinkStatus(0, LinkState.UP))
+    wire.run(3.0)
+    assert not pose_reasons(world, wire.clock.now_ns())  # the control: all good
+    attacker_at = ("127.0.0.1", 14999)
+    attacker = TimesyncAnswerer(wire, attacker_at, voice())
+    wire.cut = True  # the autopilot reboots: silent
+    wire.run(3.5)
+    wire.inject(heartbeat(voice()), attacker_at)  # its one heartbeat
+    its_heartbeat = wire.clock.now_ns()
+    for _ in range(25):
+        attacker()
+        wire.run(0.02)
+    wire.autopilot.reboot(boot_at_start_ms=500.0)
+    wire.cut = False
+    ended = held_until(wire, world, its_heartbeat, 20.0, attacker)
+    print("hold ended", None if ended is None else ended / 1e9, "s after its one heartbeat")
+    assert ended is not None and ended <= 5.0 * S
+    now = wire.clock.now_ns()
+    assert wire.session.stats(now)["autopilot_address"] == list(AUTOPILOT)
+    assert off_truth_m(wire) < 0.01
+    # Nothing of ours goes to the attacker once the autopilot is bound again, and while its
+    # own link was DOWN it got no request to answer.
+    rebound = [i for i, (_, to) in enumerate(wire.sent_to) if to == AUTOPILOT][-1]
+    assert all(to != attacker_at for _, to in wire.sent_to[rebound:])
+    assert attacker.received.count("TIMESYNC") <= 3.0 * 10 + 2  # its 3 s UP at 10 Hz
+
+
+# Before the fix (red team FAIL 2, TAIL=30 c03_second_vehicle.py zero_both_ts): HOLD
+# link_down, pose_conflict for all 30 s after the bound one stopped its heartbeat.
+def test_target_0_a_bound_autopilot_that_only_answers_timesync_is_unbound():
+    """Target 0. Another autopilot (sysid 2) is heard first and bound, ours joins: a conflict.
+    Then the other stops its heartbeat and poses but keeps answering TIMESYNC: ours is bound
+    within the link timeout and a heartbeat, and the HOLD ends once its clock locks and the
+    world's conflict hold is over: within 5 s of the other's last heartbeat."""
+    wire = Wire()
+    world = world_on(wire)
+    world.apply(LinkStatus(0, LinkState.UP))
+    other_at = ("127.0.0.1", 14888)
+    other = voice(2)
+    other_answers = TimesyncAnswerer(wire, other_at, other, boot0_ms=9_999_000.0)
+    wire.inject(heartbeat(other), other_at)  # heard before ours: bound
+    last_heartbeat = 0
+    for k in range(6 * 50):
+        if k % 50 == 0:
+            wire.inject(heartbeat(other), other_at)
+            last_heartbeat = wire.clock.now_ns()
+        other_answers()
+        wire.run(0.02)
+    assert wire.session.stats(wire.clock.now_ns())["autopilot"] == [2, 1]
+    assert HoldReason.POSE_CONFLICT in pose_reasons(world, wire.clock.now_ns())
+    # Its heartbeats have stopped; its answers do not.
+    ended = held_until(wire, world, last_heartbeat, 15.0, other_answers)
+    print("hold ended", None if ended is None else ended / 1e9, "s after its last heartbeat")
+    assert ended is not None and ended <= 5.0 * S
+    assert wire.session.stats(wire.clock.now_ns())["autopilot"] == [1, 1]
+
+
+def spoofed_pair(wire: Wire, mav: mavlink.MAVLink, ahead_ms: int = 10) -> list[bytes]:
+    """A LOCAL_POSITION_NED 10 m off the truth (the truth's velocity) and its attitude, both
+    stamped ``ahead_ms`` ahead of the autopilot's clock."""
+    now = wire.clock.now_ns()
+    boot_ms = wire.autopilot.boot_ns(now) // MS + ahead_ms
+    truth = circling(now + ahead_ms * MS)
+    (n, e, d), v, q = truth.position_ned_m, truth.velocity_ned_m_s, truth.quaternion_wxyz
+    return [
+        mav.local_position_ned_encode(boot_ms, n + 10.0, e, d, *v).pack(mav),
+        mav.attitude_quaternion_encode(boot_ms, *q, 0, 0, 0).pack(mav),
+    ]
+
+
+# Before (red team, Known limits: c02_same_address.py plain): 257 PROCEED lines and 85
+# LANDING_TARGETs 10 m off; the real poses, all "older", were dropped silently, uncounted.
+def test_a_second_pose_stream_from_the_autopilots_own_address_is_a_conflict_that_ends():
+    """Without signing, a spoofer on the autopilot's own address (its ids, its port) streams
+    poses 10 m off, each stamped 10 ms ahead of the real ones. Each real pose then arrives
+    older than the newest: no longer dropped unseen, it is counted (``older``) and put in its
+    place in the history, where it contradicts the spoofed poses around it: a conflict, as a
+    different pose for a time already held is on the RflySim path. The world holds for the
+    whole attack, and the hold ends within the conflict and jump holds after it stops."""
+    wire = Wire(streams=(mavlink.MAVLINK_MSG_ID_ATTITUDE_QUATERNION, 32))
+    world = world_on(wire)
+    world.apply(LinkStatus(0, LinkState.UP))
+    wire.run(3.0)
+    assert not pose_reasons(world, wire.clock.now_ns())
+    spoof = voice()
+    held = []
+    for k in range(300):  # 3 s at 100 Hz, from the autopilot's own address
+        for data in spoofed_pair(wire, spoof):
+            wire.inject(data)
+        wire.run(0.01)
+        if k >= 2:
+            held.append(bool(pose_reasons(world, wire.clock.now_ns())))
+    assert all(held)  # not one moment the world would have proceeded on either stream
+    assert HoldReason.POSE_CONFLICT in pose_reasons(world, wire.clock.now_ns())
+    assert wire.source.counts["older"] >= 100  # the real poses: counted, never unseen
+    assert world.stats()["pose_conflicts"] >= 100
+    stopped = wire.clock.now_ns()
+    ended = held_until(wire, world, stopped, 5.0, lambda: None)
+    print("hold ended", None if ended is None else ended / 1e9, "s after the spoofer stopped")
+    assert ended is not None and ended <= 1.6 * S  # the conflict hold (1 s), a jump's (0.5 s)
+
+
+def test_an_honest_stream_reordered_on_the_wire_is_put_in_place_and_never_holds():
+    """The control: every 10th LOCAL_POSITION_NED of the real autopilot arrives 30 ms late,
+    after newer ones. Counted as older, inserted where it belongs: no conflict, no hold."""
+    wire = Wire(streams=(mavlink.MAVLINK_MSG_ID_ATTITUDE_QUATERNION, 32))
+    world = world_on(wire)
+    world.apply(LinkStatus(0, LinkState.UP))
+    late: list[tuple[int, bytes]] = []
+    seen = [0]
+
+    def hold_back(data: bytes) -> bytes | None:
+        msgs = voice(9).parse_buffer(data) or []
+        if msgs and msgs[0].get_type() == "LOCAL_POSITION_NED":
+            seen[0] += 1
+            if seen[0] % 10 == 0:
+                late.append((wire.clock.now_ns() + 30 * MS, data))
+                return None
+        return data
+
+    wire.run(2.0)
+    wire.tamper = hold_back
+    held = []
+    for _ in range(300):
+        while late and late[0][0] <= wire.clock.now_ns():
+            wire.inject(late.pop(0)[1])
+        wire.run(0.01)
+        held.append(bool(pose_reasons(world, wire.clock.now_ns())))
+    assert not any(held)
+    assert wire.source.counts["older"] >= 10 and world.stats()["pose_conflicts"] == 0
+    assert off_truth_m(wire) < 0.01

@@ -13,14 +13,18 @@ from typing import Any
 
 import pytest
 
-from gizmo_core import HoldReason
+from fusion import LinkStatus
+from gizmo_core import HoldReason, LinkState
 from gizmo_core.clock import ClockStatus
 from gizmo_host.app.host import Host
 from gizmo_host.app.host_config import config_from_mapping
+from tests.support.fusion_inputs import observation
 from tests.support.mavlink_rig import until
 from tests.support.mavsdk_autopilot import hovering, mavsdk_autopilot
 
 pytestmark = [pytest.mark.realtime]
+
+MS = 1_000_000
 
 CAMERA = {"width_px": 640, "height_px": 480, "hfov_deg": 90.0, "mount_rpy_deg": [0, -90, 0]}
 
@@ -92,11 +96,17 @@ def test_an_autopilot_that_never_answers_timesync_holds_clock_not_locked() -> No
             await until(lambda: link.transport.local_port is not None)
             async with mavsdk_autopilot(link.transport.local_port, timesync=False):
                 await until(lambda: link.poses.counts["unmapped"] > 50)
+                now = h.scheduler.now_ns()  # and the board sees a target (red team FAIL 5)
+                h.world.apply(LinkStatus(now - 300 * MS, LinkState.UP))
+                h.world.apply(observation(now - 40 * MS, rx_ns=now - 30 * MS))
                 snapshot = h.world.snapshot(h.scheduler.now_ns())
         assert not link.session.locked
         assert HoldReason.CLOCK_NOT_LOCKED in snapshot.reasons
         assert HoldReason.NO_POSE not in snapshot.reasons
         assert snapshot.sources["pose"].state.value == "RESYNC"
+        target = snapshot.target(snapshot.selected)
+        assert HoldReason.CLOCK_NOT_LOCKED in target.reasons
+        assert HoldReason.NO_POSE not in target.reasons
 
     asyncio.run(scenario())
 

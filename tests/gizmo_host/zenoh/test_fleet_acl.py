@@ -3,8 +3,10 @@
 key, and no certificate from the fleet's CA means no session at all.
 
 uav1 is the host's real Zenoh output (``[zenoh] config`` = docs/zenoh/vehicle.json5 with its
-certificate); uav2 holds a valid fleet certificate and forges uav1's lines; a stranger holds a
-certificate named uav1 from another CA. The fleet view is ``gizmo-host fleet --zenoh-config``.
+certificate); uav2 holds a valid fleet certificate and forges uav1's lines, and so does a
+session holding the fleet view's own certificate, before and after uav1 stops; a stranger
+holds a certificate named uav1 from another CA. The fleet view is ``gizmo-host fleet
+--zenoh-config``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ def test_each_vehicle_publishes_only_under_its_own_key_and_strangers_cannot_conn
         uav1 = HonestHost(endpoint, "uav1", "HOLD", config_file=example("vehicle.json5", tmp_path))
         uav1.start()
         uav2 = Peer(endpoint, example("vehicle.json5", tmp_path, uav1="uav2"))
+        view_file = example("vehicle.json5", tmp_path, uav1="fleet-view")
+        viewer = Peer(endpoint, view_file)  # a session holding the fleet view's certificate
         try:
             wait_until(lambda: fleet.first("uav1", lambda r: r["state"] == "fresh"), 15)
             forged_from = time.monotonic()
@@ -54,18 +58,39 @@ def test_each_vehicle_publishes_only_under_its_own_key_and_strangers_cannot_conn
             wait_until(lambda: fleet.first("uav2", lambda r: r["seq"] == 20), 10)
             wait_until(lambda: fleet.first("uav1", lambda r: r["state"] == "fresh", forged_from))
             # The view may ask a vehicle for its newest line; another vehicle may not.
-            assert _latest(endpoint, example("vehicle.json5", tmp_path, uav1="fleet-view"))
+            assert _latest(endpoint, view_file)
             assert _latest(endpoint, example("vehicle.json5", tmp_path, uav1="uav2")) is None
+            # Red team FAIL 4: the view's certificate could put under any vehicle: CONFLICT
+            # while uav1 spoke, then, once it stopped, PROCEED rows for uav1. It is connected
+            # (it may ask, above), and the router refuses every put of it.
+            _forge(viewer, 20_000, 1.0)
+            uav1.stop()
+            stopped = time.monotonic()
+            _forge(viewer, 30_000, 2.5)  # past --conflict-ms: a takeover, were it let through
+            wait_until(lambda: fleet.first("uav1", lambda r: r["state"] == "stale", stopped))
         finally:
             uav1.stop()
             uav2.close()
+            viewer.close()
             rc, err = fleet.stop()
     assert rc == 0, err.decode(errors="replace")
     rows = [r for _, r in fleet.rows if r["vehicle"] == "uav1"]
     assert rows and all(r["verdict"] == "HOLD" and r["said"] == "HOLD" for r in rows)
-    assert all(r["publishers"] == 1 and r["dropped"]["foreign"] == 0 for r in rows)
+    assert all(r["publishers"] <= 1 and r["dropped"]["foreign"] == 0 for r in rows)
+    assert all(r["handovers"] == 0 and r["dropped"]["replayed"] == 0 for r in rows)
     seqs = {r["seq"] for r in rows}
     assert max(seqs) < 10_000  # never one of the forged lines
+    assert rows[-1]["state"] == "stale"  # uav1 stopped: stale, never taken over
+
+
+def _forge(peer: Peer, first_seq: int, seconds: float) -> None:
+    """PROCEED lines for uav1 from ``peer``, at 50 Hz for ``seconds``, current in every way."""
+    seq, end = first_seq, time.monotonic() + seconds
+    while time.monotonic() < end:
+        line = world_line(seq, time.monotonic_ns(), time.time_ns(), "PROCEED")
+        peer.put("gizmo/uav1/world", encode_line(line))
+        seq += 1
+        time.sleep(0.02)  # the forger's pace, not a wait for an event
 
 
 def _latest(endpoint: str, config_file: str) -> bytes | None:

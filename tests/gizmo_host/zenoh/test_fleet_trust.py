@@ -150,6 +150,67 @@ def test_a_stopped_hosts_lines_replayed_by_anyone_are_refused_and_it_stays_stale
     assert row.dropped["replayed"] > 0 and (row.verdict, row.reason) == ("HOLD", "stale")
 
 
+def line_at(seq: int, host_ns: int, wall_ns: int | None, verdict: str = "PROCEED") -> bytes:
+    return json.dumps(world_line(seq, host_ns, wall_ns, verdict, 200)).encode()
+
+
+def fly_25_s(view: FleetView, vehicle: str = "uav1") -> list[bytes]:
+    """A host's 25 s of PROCEED lines at 50 Hz, each taken as it arrives; the lines."""
+    lines = [line_at(i, BOOT + i * 20 * MS, WALL + i * 20 * MS) for i in range(1, 1251)]
+    for i, line in enumerate(lines, 1):
+        view.on_world(vehicle, HOST, line, rx_ns=i * 20 * MS)
+    return lines
+
+
+# Before the fix (red team FAIL 3, f02_replay.py phase d): 17-25 s old PROCEED lines replayed
+# by a new session 12 s after the host stopped were taken over (handovers 1) and shown PROCEED.
+@pytest.mark.parametrize("silent_s", [12, 600])
+def test_old_lines_replayed_after_any_silence_are_never_current(silent_s) -> None:
+    view = FleetView(TTL, conflict_ns=W)
+    lines = fly_25_s(view)
+    t = 1250 * 20 * MS + silent_s * 10**9
+    for line in lines[:400]:  # its lines of 17-25 s before it stopped, from a new session
+        t += 20 * MS
+        view.on_world("uav1", FORGER, line, rx_ns=t)
+        row = view.row("uav1", t)
+        assert (row.state, row.verdict, row.publisher, row.handovers) == (
+            "stale", "HOLD", HOST, 0,
+        )  # fmt: skip
+    assert row.dropped["replayed"] == 400 and row.line.seq == 1250
+
+
+def test_a_host_restarted_with_a_later_wall_clock_is_taken_back_at_once() -> None:
+    """A new boot (its monotonic clock starts again, below every line it sent before), a new
+    session, and its wall clock later than its last line's: its first line is taken."""
+    view = FleetView(TTL, conflict_ns=W)
+    fly_25_s(view)
+    t = 1250 * 20 * MS + 40 * 10**9  # it rebooted: 40 s later
+    line = line_at(1, 30 * 10**9, WALL + 1250 * 20 * MS + 40 * 10**9)
+    view.on_world("uav1", RESTARTED, line, rx_ns=t)
+    row = view.row("uav1", t)
+    assert (row.state, row.verdict, row.publisher, row.handovers) == (
+        "fresh", "PROCEED", RESTARTED, 1,
+    )  # fmt: skip
+
+
+def test_a_vehicle_forgotten_at_the_limit_still_refuses_its_old_lines() -> None:
+    """The memory is bounded by the vehicle limit: a vehicle forgotten to make room keeps the
+    newest times it was seen at, so its old lines replayed later are still refused."""
+    view = FleetView(TTL, conflict_ns=W, max_vehicles=2)
+    lines = fly_25_s(view, "uav1")
+    t = 1250 * 20 * MS + 5 * 10**9
+    view.on_world("uav2", "c3", line_at(1, BOOT, WALL + t), rx_ns=t)
+    t += 5 * 10**9  # uav1 is silent past the TTL and the window: forgotten for uav3
+    view.on_world("uav3", "d4", line_at(1, BOOT, WALL + t), rx_ns=t)
+    assert view.forgotten >= 1 and "uav1" not in view.vehicles
+    t += 10**9
+    view.on_world("uav1", FORGER, lines[-1], rx_ns=t)  # its newest line, replayed
+    assert "uav1" not in view.vehicles  # no row: nothing shown for it
+    t += W + 1  # the replayer has been quiet for the window: a restart is taken
+    view.on_world("uav1", RESTARTED, line_at(7, 30 * 10**9, WALL + t), rx_ns=t)
+    assert view.row("uav1", t).verdict == "PROCEED"
+
+
 def test_a_host_restarted_with_the_same_pinned_identity_is_back_within_two_windows() -> None:
     """A Zenoh config that pins the session id: the restarted host's seq starts over, which
     looks like a replay until its old lines are W old."""
