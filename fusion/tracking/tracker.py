@@ -55,6 +55,7 @@ class Detection(NamedTuple):
     gate: float  # the χ² gate for its degrees of freedom
     z_f: list[float]  # z and r as plain floats, for the gate's 3×3 algebra
     r_f: list[list[float]]
+    box: tuple[int, int, int, int]  # the board's box: a repeat of the image has the same
 
 
 class Estimate(NamedTuple):
@@ -66,11 +67,6 @@ class Estimate(NamedTuple):
 class Frame(NamedTuple):
     capture_ns: int
     detections: tuple[Detection, ...]  # in a fixed order (by box, then arrival)
-
-
-def _box(detection: Detection) -> tuple[int, int, int, int]:
-    obs = detection.placement.obs
-    return (obs.center_x, obs.center_y, obs.width, obs.height)
 
 
 def _order(detection: Detection) -> tuple[int, ...]:
@@ -189,7 +185,9 @@ class Tracker:
         )
         gate = self._gates[2 if ground else 3]
         z = list(g.position_ned_m or ())
-        return Detection(placement, np.array(z), r, gate, z, r.tolist())
+        obs = placement.obs
+        box = (obs.center_x, obs.center_y, obs.width, obs.height)
+        return Detection(placement, np.array(z), r, gate, z, r.tolist(), box)
 
     # -- inputs ----------------------------------------------------------------------------
 
@@ -281,8 +279,9 @@ class Tracker:
         times, frames = history.times, history.frames
         end = bisect_right(times, t + SAME_IMAGE_NS)
         for k in range(bisect_left(times, t - SAME_IMAGE_NS), end):
-            if any(_box(d) == box for d in frames[k].detections):
-                return True
+            for d in frames[k].detections:
+                if d.box == box:
+                    return True
         return False
 
     def _forget(self, history: _History) -> None:

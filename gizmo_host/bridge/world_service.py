@@ -282,15 +282,17 @@ class WorldService:
         """Publish a snapshot when ``force``d (the tick), when the verdict changed, or when a
         renewed PROCEED is due (``_renewal_due``); a check that publishes nothing builds no
         snapshot (``WorldModel.verdict``)."""
-        now_ns = self._scheduler.now_ns()
+        now_ns, model = self._scheduler.now_ns(), self.model
         if force:
-            snapshot = self.model.snapshot(now_ns)
+            snapshot = model.snapshot(now_ns)
             self._publish(snapshot, snapshot.verdict_key())
+            deadline = model.next_deadline_ns()
         else:
-            key, proceed_until_ns = self.model.verdict(now_ns)
+            key, proceed_until_ns, deadline = model.verdict(now_ns)
             if key != self._last_key or self._renewal_due(now_ns, proceed_until_ns):
-                self._publish(self.model.snapshot(now_ns), key)
-        self._arm_deadline()
+                self._publish(model.snapshot(now_ns), key)
+                deadline = model.next_deadline_ns()  # the listeners ran meanwhile
+        self._arm_deadline(deadline)
 
     def _renewal_due(self, now_ns: int, proceed_until_ns: int | None) -> bool:
         """A renewed PROCEED (valid until ``proceed_until_ns``) whose published
@@ -349,12 +351,10 @@ class WorldService:
         except Exception as exc:
             self._failures.fail(exc, "world check")
 
-    def _arm_deadline(self) -> None:
-        """A timer at the model's next deadline; an earlier armed one stays (it re-arms)."""
-        if not self._on_change or self._tick is None:
-            return
-        due = self.model.next_deadline_ns()
-        if due is None:
+    def _arm_deadline(self, due: int | None) -> None:
+        """A timer at the model's next deadline ``due``; an earlier armed one stays (it
+        re-arms)."""
+        if not self._on_change or self._tick is None or due is None:
             return
         if self._deadline is not None:
             if self._deadline_due_ns <= due:
