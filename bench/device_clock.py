@@ -4,7 +4,9 @@
 One board at 30 Hz with 0.5-3 ms of delivery jitter, 60 s of frames, through what the pipeline
 does per frame for the clock: ``DeviceClockEstimator.observe`` and ``tick_to_host_ns``. The
 baseline, measured in the same run, is the sequence tracker on the same frames (the stage
-before it, unchanged). Printed: ns per frame for each and the ratio clock / tracker.
+before it, unchanged). Printed: ns per frame for each and the ratio clock / tracker; then the
+clock's steady state, the last minute of ten (its skew fit's window, 2 min of segments, full:
+the first minute never fills it).
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ FRAMES = 1_800  # 60 s at 30 Hz
 REPEATS = 7
 
 
-def frames() -> list[tuple[int, int, int]]:
+def frames(count: int = FRAMES) -> list[tuple[int, int, int]]:
     """(sequence, timestamp_ms, host receive ns)."""
     rng = random.Random(29)
     out = []
-    for k in range(FRAMES):
+    for k in range(count):
         sent_ns = 10**12 + k * 33_333_333
         out.append(
             (k, 5_000 + sent_ns // 1_000_000 - 10**6, sent_ns + rng.randint(500_000, 3_000_000))
@@ -58,6 +60,21 @@ def tracker_stage(stream: list[tuple[int, int, int]]) -> None:
         observe(1, sequence, timestamp_ms, rx_ns)
 
 
+def steady_ns(stream: list[tuple[int, int, int]], last: int) -> float:
+    """The clock's ns per frame over the ``last`` frames of ``stream`` (best of 3)."""
+    best = float("inf")
+    for _ in range(3):
+        clock = DeviceClockEstimator()
+        observe, tick = clock.observe, clock.tick_to_host_ns
+        for _, timestamp_ms, rx_ns in stream[:-last]:
+            tick(observe(timestamp_ms, rx_ns, forward=True).device_ms - 12)
+        start = time.perf_counter_ns()
+        for _, timestamp_ms, rx_ns in stream[-last:]:
+            tick(observe(timestamp_ms, rx_ns, forward=True).device_ms - 12)
+        best = min(best, (time.perf_counter_ns() - start) / last)
+    return best
+
+
 def main() -> None:
     stream = frames()
     tracker = per_frame_ns(tracker_stage, stream)
@@ -65,6 +82,8 @@ def main() -> None:
     print(f"sequence tracker (baseline): {tracker:.0f} ns/frame")
     print(f"device clock (observe + tick_to_host_ns): {clock:.0f} ns/frame")
     print(f"ratio clock / tracker: {clock / tracker:.2f}")
+    steady = steady_ns(frames(10 * FRAMES), FRAMES)
+    print(f"device clock, steady state (the last minute of ten): {steady:.0f} ns/frame")
 
 
 if __name__ == "__main__":

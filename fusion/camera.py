@@ -144,9 +144,12 @@ class CameraModel:
         fx_px: float | None = None,
         fy_px: float | None = None,
     ) -> Vec3:
-        """The unit ray to a box centre given in the board's units, in camera axes."""
-        u, v = self.pixel(center_x, center_y)
-        return self.ray_camera(u, v, fx_px, fy_px)
+        """The unit ray to a box centre given in the board's units, in camera axes (what
+        ``ray_camera`` gives for its ``pixel``, in one call: it runs for every measurement)."""
+        y = ((center_x + 1000) * self._u_scale - self.cx_px) / (fx_px or self.fx_px)
+        z = ((center_y + 1000) * self._v_scale - self.cy_px) / (fy_px or self.fy_px)
+        n = math.sqrt(1.0 + y * y + z * z)
+        return (1.0 / n, y / n, z / n)
 
     def angular_size_deg(
         self,

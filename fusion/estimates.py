@@ -12,12 +12,11 @@ act on are ``null``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable
 from typing import NamedTuple
 
 from gizmo_core import Decision, HoldReason
 
-from .config import WorldConfig
 from .snapshot import TargetState
 from .targets import Placement, TargetTable
 from .tracking import Track, Tracker, TrackStatus
@@ -28,6 +27,7 @@ _TRACK_REASONS = {
     TrackStatus.TENTATIVE: HoldReason.TENTATIVE,
     TrackStatus.COASTING: HoldReason.COASTING,
 }
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
 class Entry(NamedTuple):
@@ -39,23 +39,34 @@ class Entry(NamedTuple):
     newer: Placement | None = None
 
 
-def entries(targets: TargetTable, tracker: Tracker | None, now_ns: int) -> list[Entry]:
-    """The targets to show: each key's latest measurement, or its tracks."""
-    if tracker is None:
-        return [Entry(p, None) for p in targets]
-    tracks = tracker.tracks(now_ns)
+class Context(NamedTuple):
+    """What judging every target at one time shares."""
+
+    c: Conditions
+    common: frozenset[HoldReason]  # the reasons that hold any target (``global_reasons``)
+    targets: TargetTable
+    ttl_ns: Callable[[int], int]  # a result type's TTL
+    tracker: Tracker | None
+
+
+def entries(targets: TargetTable, tracks: list[Track] | None) -> list[Entry]:
+    """The targets to show: each key's latest measurement, or (``tracks``: the tracker's
+    live tracks) its tracks."""
+    if tracks is None:
+        return [_new_tuple(Entry, (p, None, None)) for p in targets]
     newest_fused: dict[str, int] = {}
     for t in tracks:
-        newest_fused[t.key] = max(newest_fused.get(t.key, -1), t.placement.arrival)
-    unfused = {
-        p.obs.key: p
-        for p in targets
-        if p.arrival > newest_fused.get(p.obs.key, -1) and not _repeats(p, tracks)
-    }
-    out = [Entry(p, None) for p in unfused.values()]
+        arrival = t.placement.arrival
+        if arrival > newest_fused.get(t.key, -1):
+            newest_fused[t.key] = arrival
+    unfused: dict[str, Placement] = {}
+    for p in targets:
+        key = p.obs.key
+        if p.arrival > newest_fused.get(key, -1) and not _repeats(p, tracks):
+            unfused[key] = p
+    out = [_new_tuple(Entry, (p, None, None)) for p in unfused.values()]
     for t in tracks:
-        newer = unfused.get(t.key)
-        out.append(Entry(t.placement, t, newer))
+        out.append(_new_tuple(Entry, (t.placement, t, unfused.get(t.key))))
     return out
 
 
@@ -75,33 +86,48 @@ def _repeats(p: Placement, tracks: list[Track]) -> bool:
     return False
 
 
-def target_state(
-    entry: Entry,
-    c: Conditions,
-    targets: TargetTable,
-    config: WorldConfig,
-    tracker: Tracker | None,
-) -> TargetState:
-    """One target's line at ``c.now_ns``, with every reason it must HOLD for."""
+class Judged(NamedTuple):
+    """One target's verdict at a time: what a snapshot's target line and a verdict check
+    both start from."""
+
+    entry: Entry
+    reasons: tuple[HoldReason, ...]
+    status: TrackStatus | None  # its track's state (None: no track)
+    proceed: bool  # no reason to HOLD, and a geometry to act on
+
+    @property
+    def capture_ns(self) -> int:
+        return self.entry.placement.obs.host_capture_ns
+
+
+def judge(entry: Entry, context: Context) -> Judged:
+    """One target's verdict at ``context.c.now_ns``, with every reason it must HOLD for."""
     placement, track, newer = entry
-    obs, g = placement.obs, placement.geometry
-    now_ns = c.now_ns
-    reasons = _reasons(placement, c, targets, config)
+    c, tracker = context.c, context.tracker
+    reasons = _reasons(placement, context)
     if newer is not None:
-        reasons = ordered({*reasons, *_reasons(newer, c, targets, config)})
+        reasons = ordered({*reasons, *_reasons(newer, context)})
     status: TrackStatus | None = None
+    g = placement.geometry
     if track is not None and tracker is not None:
         status = tracker.lifecycle.status(track, max(c.down_barrier, c.reset_barrier))
         extra = _TRACK_REASONS.get(status)
         if extra is not None:
             reasons = ordered({*reasons, extra})
-        elif now_ns - track.time_ns > config.ttl_ns(obs.result_type):
+        elif c.now_ns - track.time_ns > context.ttl_ns(placement.obs.result_type):
             status = TrackStatus.COASTING  # no update for its TTL (the reason: stale)
     elif tracker is not None and g is not None and g.position_ned_m is not None:
         reasons = ordered({*reasons, HoldReason.TENTATIVE})  # a position no track took
+    return _new_tuple(Judged, (entry, reasons, status, not reasons and g is not None))
+
+
+def target_state(judged: Judged, now_ns: int, tracker: Tracker | None) -> TargetState:
+    """One target's line at ``now_ns``; a HOLD's actionable fields are ``None``."""
+    (placement, track, _), reasons, status, proceed = judged
+    obs, g = placement.obs, placement.geometry
     key, age_ms = obs.key, (now_ns - obs.host_capture_ns) / 1e6
     track_id = None if track is None else track.track_id
-    if reasons or g is None:
+    if not proceed or g is None:
         return TargetState(
             key, obs.result_type, obs.id, obs.label, obs.confidence, obs.tracked,
             obs.host_capture_ns, age_ms, Decision.HOLD, reasons,
@@ -119,27 +145,16 @@ def target_state(
     )  # fmt: skip
 
 
-def _reasons(
-    placement: Placement, c: Conditions, targets: TargetTable, config: WorldConfig
-) -> tuple[HoldReason, ...]:
-    obs = placement.obs
+def _reasons(placement: Placement, context: Context) -> tuple[HoldReason, ...]:
+    obs, c = placement.obs, context.c
     return target_reasons(
         c,
         positive=obs.positive,
-        superseded=targets.superseded(placement),
+        superseded=context.targets.superseded(placement),
         age_ns=c.now_ns - obs.host_capture_ns,
-        ttl_ns=config.ttl_ns(obs.result_type),
+        ttl_ns=context.ttl_ns(obs.result_type),
         clock_locked=obs.clock_locked,
         arrival=placement.arrival,
         pose_reason=placement.pose_reason,
+        common=context.common,
     )
-
-
-def deadlines(tracker: Tracker | None, config: WorldConfig, now_ns: int) -> Iterable[int]:
-    """When a track's verdict can change with no new input: its measurement's TTL."""
-    if tracker is None:
-        return ()
-    return [
-        t.placement.obs.host_capture_ns + config.ttl_ns(t.placement.obs.result_type) + 1
-        for t in tracker.tracks(now_ns)
-    ]

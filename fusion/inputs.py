@@ -95,22 +95,21 @@ class VisionObservation:
     # The mapping is converging on the link's first epoch: its capture times are close (a
     # tracker may use them), though not yet within the accuracy a PROCEED needs.
     clock_converging: bool = False
+    # ``"source:type:id"``, the target's name in world snapshots: worked out once, as every
+    # stage of the world model looks it up.
+    key: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.has_box and self.tracked:
-            for name in ("center_x", "center_y"):
-                value = getattr(self, name)
-                if not -_BOX_CENTRE <= value <= _BOX_CENTRE:
-                    raise _fail(self, name, "-1000..1000", value)
-            for name in ("width", "height"):
-                value = getattr(self, name)
-                if not 0 <= value <= _BOX_SIZE:
-                    raise _fail(self, name, "0..2000", value)
-
-    @property
-    def key(self) -> str:
-        """``"source:type:id"``, the target's name in world snapshots."""
-        return f"{self.source_id}:{self.result_type}:{self.id}"
+            if not -_BOX_CENTRE <= self.center_x <= _BOX_CENTRE:
+                raise _fail(self, "center_x", "-1000..1000", self.center_x)
+            if not -_BOX_CENTRE <= self.center_y <= _BOX_CENTRE:
+                raise _fail(self, "center_y", "-1000..1000", self.center_y)
+            if not 0 <= self.width <= _BOX_SIZE:
+                raise _fail(self, "width", "0..2000", self.width)
+            if not 0 <= self.height <= _BOX_SIZE:
+                raise _fail(self, "height", "0..2000", self.height)
+        _set(self, "key", f"{self.source_id}:{self.result_type}:{self.id}")
 
     @property
     def positive(self) -> bool:

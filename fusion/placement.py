@@ -19,6 +19,8 @@ from .ranging import Ranger
 from .targets import Geometry, Placement, RayFrame
 from .timeline import GimbalTrack, PoseAt, PoseHistory, PoseMotion, Where
 
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+
 
 class Placer:
     """The placement state: pose history, gimbal angles, IMU rate and range readings."""
@@ -46,9 +48,16 @@ class Placer:
         self._on_gimbal = camera.config.on_gimbal
         self._mount_q = camera.mount_quaternion_wxyz
         self._mount_position = camera.config.mount_position_frd_m
+        # The last placement, for the next measurement of the same image: a board sends one
+        # image's result in frame after frame when its line is faster than its camera. Its
+        # key holds what a placement depends on: the measurement, and how often each part of
+        # the state (poses, gimbal, ranges, IMU) changed.
+        self._imu_changes = 0
+        self._last: tuple[tuple[object, ...], Geometry | None, HoldReason | None, int] | None = None
 
     def add_imu(self, imu: ImuSample) -> None:
         if self.imu is None or imu.host_ns >= self.imu.host_ns:
+            self._imu_changes += 1
             self.imu = imu
 
     def place(
@@ -66,6 +75,36 @@ class Placer:
         the measurement is placed in camera axes only. ``empty``: why there is no pose at
         all, when it is not ``no_pose`` (poses heard while their clock locks).
         """
+        key = (
+            obs.host_capture_ns, obs.center_x, obs.center_y, obs.width, obs.height, waited,
+            required, empty, self.history.changes, self.gimbal.changes, self.ranger.changes,
+            self._imu_changes,
+        )  # fmt: skip
+        last = self._last
+        if last is not None and last[0] == key:
+            _, geometry, reason, counted = last  # the same image, the same state: as before
+            if counted:
+                if counted > 0:
+                    self.extrapolated += 1
+                else:
+                    self.rejected_extrapolation += 1
+            return _new_tuple(Placement, (obs, arrival, geometry, reason))
+        extrapolated, rejected = self.extrapolated, self.rejected_extrapolation
+        placement = self._place(obs, arrival, waited=waited, required=required, empty=empty)
+        if placement is not None:
+            counted = (self.extrapolated - extrapolated) - (self.rejected_extrapolation - rejected)
+            self._last = (key, placement.geometry, placement.pose_reason, counted)
+        return placement
+
+    def _place(
+        self,
+        obs: VisionObservation,
+        arrival: int,
+        *,
+        waited: bool,
+        required: bool,
+        empty: HoldReason | None,
+    ) -> Placement | None:
         if not required:
             # Placed without a pose: if a pose source appears later, this one must not proceed.
             geometry, _ = self.geometry(obs, None)

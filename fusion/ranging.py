@@ -132,6 +132,7 @@ class Ranger:
         self._laser_epochs: dict[int, int] = {}  # sensor -> its clock epoch
         self._gimbal_lasers: deque[GimbalLaserRange] = deque(maxlen=max_readings)
         self._lidar: LidarPoints | None = None
+        self.changes = 0  # readings added: a placement's cache key
 
     @property
     def lasers(self) -> tuple[LaserRange, ...]:
@@ -139,6 +140,7 @@ class Ranger:
         return tuple(self._lasers)
 
     def add(self, reading: LaserRange | GimbalLaserRange | LidarPoints) -> None:
+        self.changes += 1
         if isinstance(reading, LaserRange):
             sensor, epoch = reading.sensor_id, reading.epoch
             if self._laser_epochs.setdefault(sensor, epoch) != epoch:
@@ -165,17 +167,20 @@ class Ranger:
         camera_position_frd_m: Vec3,
     ) -> RangeFix | None:
         """The best range for a ray from the camera at ``capture_ns``, or ``None``."""
-        laser = self._laser(capture_ns, origin_ned, ray_ned, pose_at)
-        if laser is not None:
-            return RangeFix(laser, RangeSource.LASER)
-        gimbal = self._gimbal_laser(
-            capture_ns, origin_ned, ray_ned, pose_at, camera_at, camera_position_frd_m
-        )
-        if gimbal is not None:
-            return RangeFix(gimbal, RangeSource.GIMBAL_LASER)
-        lidar = self._lidar_range(capture_ns, origin_ned, ray_ned, pose_at)
-        if lidar is not None:
-            return RangeFix(lidar, RangeSource.LIDAR)
+        if self._lasers:
+            laser = self._laser(capture_ns, origin_ned, ray_ned, pose_at)
+            if laser is not None:
+                return RangeFix(laser, RangeSource.LASER)
+        if self._gimbal_lasers:
+            gimbal = self._gimbal_laser(
+                capture_ns, origin_ned, ray_ned, pose_at, camera_at, camera_position_frd_m
+            )
+            if gimbal is not None:
+                return RangeFix(gimbal, RangeSource.GIMBAL_LASER)
+        if self._lidar is not None:
+            lidar = self._lidar_range(capture_ns, origin_ned, ray_ned, pose_at)
+            if lidar is not None:
+                return RangeFix(lidar, RangeSource.LIDAR)
         c = self._config
         if c.ground_plane:
             ground = ground_plane_range(origin_ned, ray_ned, c.ground_z_ned_m, c.max_ground_range_m)

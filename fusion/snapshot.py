@@ -26,6 +26,11 @@ from .tracking.tracks import TrackStatus
 
 FORMAT_VERSION = 1
 
+# What a verdict change means: the overall verdict, its reasons and target, and each target's
+# key, verdict and reasons (``WorldSnapshot.verdict_key``, ``WorldModel.verdict``).
+_TargetKey = tuple[str, Decision, tuple[HoldReason, ...]]
+VerdictKey = tuple[Decision, tuple[HoldReason, ...], str | None, frozenset[_TargetKey]]
+
 
 class SourceState(Enum):
     OK = "OK"  # arriving within its stale threshold
@@ -146,6 +151,15 @@ class WorldSnapshot:
     @property
     def proceed(self) -> bool:
         return self.verdict is Decision.PROCEED
+
+    def verdict_key(self) -> VerdictKey:
+        """What a verdict change means (a publisher publishes when it changes)."""
+        return (
+            self.verdict,
+            self.reasons,
+            self.selected,
+            frozenset((t.key, t.verdict, t.reasons) for t in self.targets),
+        )
 
     def target(self, key: str) -> TargetState | None:
         """The target ``key`` names: its PROCEED one when it has several (tracks), else the

@@ -120,6 +120,7 @@ class PoseHistory:
         self._bounds = bounds
         self._times: list[int] = []
         self._poses: list[PoseSample] = []
+        self.changes = 0  # adds and clears: a placement's cache key
         self.epoch: int | None = None
 
     def __len__(self) -> int:
@@ -134,10 +135,12 @@ class PoseHistory:
         return self._poses[0] if self._poses else None
 
     def clear(self) -> None:
+        self.changes += 1
         self._times.clear()
         self._poses.clear()
 
     def add(self, pose: PoseSample) -> Added:
+        self.changes += 1
         outcome = Added.APPENDED
         if pose.epoch != self.epoch:
             if self.epoch is not None and pose.epoch < self.epoch:
@@ -327,11 +330,13 @@ class GimbalTrack:
         self._max_rate_rad_ns = math.radians(max_rate_deg_s) / 1e9
         self._times: list[int] = []
         self._samples: list[GimbalSample] = []
+        self.changes = 0  # adds: a placement's cache key
 
     def __len__(self) -> int:
         return len(self._samples)
 
     def add(self, sample: GimbalSample) -> None:
+        self.changes += 1
         times, t = self._times, sample.host_ns
         i = len(times) if not times or t > times[-1] else bisect_left(times, t)
         if i < len(times) and times[i] == t:

@@ -86,13 +86,15 @@ def target_reasons(
     clock_locked: bool,
     arrival: int,
     pose_reason: HoldReason | None,
+    common: frozenset[HoldReason] | None = None,
 ) -> tuple[HoldReason, ...]:
     """Every reason one target must HOLD for; empty means PROCEED.
 
     ``superseded``: a later frame of its source reported nothing tracked. ``pose_reason``:
-    why its measurement has no pose at capture time (``None`` when it has one).
+    why its measurement has no pose at capture time (``None`` when it has one). ``common``:
+    ``global_reasons(c)``, when the caller judges many targets at one time.
     """
-    reasons = global_reasons(c)
+    reasons = global_reasons(c) if common is None else set(common)
     if not positive or superseded:
         reasons.add(HoldReason.LOST)
     if age_ns > ttl_ns:

@@ -38,11 +38,18 @@ from .inputs import (
     VisionObservation,
 )
 from .placement import Placer
-from .snapshot import SourceState, SourceStatus, TargetState, VehicleState, WorldSnapshot
+from .snapshot import (
+    SourceState,
+    SourceStatus,
+    TargetState,
+    VehicleState,
+    VerdictKey,
+    WorldSnapshot,
+)
 from .sources import SourceBook
 from .targets import Placement, TargetTable
 from .timeline import Added
-from .tracking import Tracker, TrackingConfig
+from .tracking import Track, Tracker, TrackingConfig
 from .verdicts import LINK_REASONS, Conditions, global_reasons, ordered
 
 _NEVER = -(2**63)
@@ -53,6 +60,34 @@ _DOWN_STATES = frozenset({LinkState.DOWN, LinkState.CONNECTING, LinkState.SYNCIN
 _LINK_SOURCE_STATES: Mapping[LinkState, SourceState] = MappingProxyType(
     {LinkState.UP: SourceState.OK, LinkState.SILENT: SourceState.STALE}
 )
+
+
+_DECISIONS = (Decision.HOLD, Decision.PROCEED)
+
+
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+
+
+class Verdict(NamedTuple):
+    """What a snapshot would decide (``WorldModel.verdict``), without the snapshot."""
+
+    key: VerdictKey  # ``WorldSnapshot.verdict_key()`` of that snapshot
+    proceed_until_ns: int | None  # a PROCEED's ``valid_until_ns``; None for a HOLD
+    next_deadline_ns: int | None  # ``WorldModel.next_deadline_ns()`` after it
+
+
+class _Ttls(dict[int, int]):
+    """Each result type's TTL in ns, worked out once (``WorldConfig.ttl_ns``)."""
+
+    __slots__ = ("_config",)
+
+    def __init__(self, config: WorldConfig) -> None:
+        super().__init__()
+        self._config = config
+
+    def __missing__(self, result_type: int) -> int:
+        value = self[result_type] = self._config.ttl_ns(result_type)
+        return value
 
 
 class _Pending(NamedTuple):
@@ -76,6 +111,7 @@ class WorldModel:
         measurement stands on its own (the per-frame path)."""
         self._camera = camera if isinstance(camera, CameraModel) else CameraModel(camera)
         self._config = c = config or WorldConfig()
+        self._ttl_ns = _Ttls(c).__getitem__
         self._selector = selector or Selector()
         self._placer = Placer(self._camera, c, rates=tracking is not None)
         self._history = self._placer.history
@@ -335,19 +371,22 @@ class WorldModel:
         elif now_ns - newest.host_ns > self._pose_ttl_ns:
             pose_now = HoldReason.POSE_STALE
         reset, jump, conflict = self._reset_ns, self._jump_ns, self._conflict_ns
-        return Conditions(
-            now_ns,
-            LINK_REASONS.get(self._link_state),
-            reset is not None and now_ns - reset <= self._reset_hold_ns,
-            self._pose_clock is ClockStatus.JUMPED,
-            self._pose_clock.settling,
-            conflict is not None and now_ns - conflict <= self._conflict_hold_ns,
-            jump is not None and now_ns - jump <= self._jump_hold_ns,
-            self.pose_required,
-            pose_now,
-            not self._pose_link_up,
-            self._down_barrier,
-            self._reset_barrier,
+        return _new_tuple(
+            Conditions,
+            (
+                now_ns,
+                LINK_REASONS.get(self._link_state),
+                reset is not None and now_ns - reset <= self._reset_hold_ns,
+                self._pose_clock is ClockStatus.JUMPED,
+                self._pose_clock.settling,
+                conflict is not None and now_ns - conflict <= self._conflict_hold_ns,
+                jump is not None and now_ns - jump <= self._jump_hold_ns,
+                self.pose_required,
+                pose_now,
+                not self._pose_link_up,
+                self._down_barrier,
+                self._reset_barrier,
+            ),
         )
 
     def snapshot(self, now_ns: int) -> WorldSnapshot:
@@ -356,52 +395,89 @@ class WorldModel:
         Also advances the model's clock (waiting measurements whose wait is over are placed)
         and forgets targets unseen for ``forget_after_ms``.
         """
-        self._witness(now_ns)
-        self._targets.forget(now_ns - self._forget_ns)
-        c = self.conditions(now_ns)
-        config, selector, targets, tracker = (
-            self._config,
-            self._selector,
-            self._targets,
-            self._tracker,
-        )
-        states: list[TargetState] = []
-        selected: TargetState | None = None
-        for entry in estimates.entries(targets, tracker, now_ns):
-            obs = entry.placement.obs
-            state = estimates.target_state(entry, c, targets, config, tracker)
-            states.append(state)
-            if selector.matches(obs.source_id, obs.result_type, obs.id) and _better(
-                state, selected
-            ):
-                selected = state
-        states.sort(key=lambda s: s.capture_ns, reverse=True)
-        if tracker is not None and selected is not None:  # a key may have several tracks:
-            states.remove(selected)  # the one the verdict is about comes first
-            states.insert(0, selected)
+        context, judged, selected, tracks = self._judge(now_ns)
+        tracker = self._tracker
+        states = [estimates.target_state(j, now_ns, tracker) for j in judged]
+        chosen: TargetState | None = None
         if selected is None:
-            verdict, reasons = Decision.HOLD, ordered(global_reasons(c) | {HoldReason.NO_DATA})
+            verdict, reasons = Decision.HOLD, ordered({*context.common, HoldReason.NO_DATA})
+            until = self._next_deadline(now_ns, tracks)
         else:
-            verdict, reasons = selected.verdict, selected.reasons
+            chosen = states[selected]
+            verdict, reasons = chosen.verdict, chosen.reasons
+            until = self._valid_until_ns(judged[selected], now_ns, tracks)
+        states.sort(key=lambda s: s.capture_ns, reverse=True)
+        if tracker is not None and chosen is not None:  # a key may have several tracks:
+            states.remove(chosen)  # the one the verdict is about comes first
+            states.insert(0, chosen)
         self._seq += 1
         return WorldSnapshot(
             self._seq,
             now_ns,
-            self._valid_until_ns(now_ns, selected),
+            now_ns if until is None else until,
             verdict,
             reasons,
-            None if selected is None else selected.key,
+            None if chosen is None else chosen.key,
             self._vehicle(now_ns),
-            self._source_states(now_ns, c),
+            self._source_states(now_ns, context.c),
             tuple(states),
         )
 
-    def _valid_until_ns(self, now_ns: int, selected: TargetState | None) -> int:
-        """When a snapshot's verdict is void with no newer one (``WorldSnapshot``)."""
-        if selected is None or selected.verdict is not Decision.PROCEED:
-            due = self.next_deadline_ns()
-            return now_ns if due is None else due
-        until = selected.capture_ns + self._config.ttl_ns(selected.result_type)
+    def verdict(self, now_ns: int) -> Verdict:
+        """What ``snapshot(now_ns)`` decides, without building it: its verdict key, a
+        PROCEED's ``valid_until_ns`` and the next deadline, for a publisher that checks after
+        every input and publishes only a change. It advances the clock and forgets as
+        ``snapshot`` does."""
+        context, judged, selected, tracks = self._judge(now_ns)
+        targets = frozenset(
+            (j.entry.placement.obs.key, _DECISIONS[j.proceed], j.reasons) for j in judged
+        )
+        deadline = self._next_deadline(now_ns, tracks)
+        if selected is None:
+            reasons = ordered({*context.common, HoldReason.NO_DATA})
+            return Verdict((Decision.HOLD, reasons, None, targets), None, deadline)
+        chosen = judged[selected]
+        key = chosen.entry.placement.obs.key
+        until = self._valid_until_ns(chosen, now_ns, tracks) if chosen.proceed else None
+        return Verdict((_DECISIONS[chosen.proceed], chosen.reasons, key, targets), until, deadline)
+
+    def _judge(
+        self, now_ns: int
+    ) -> tuple[estimates.Context, list[estimates.Judged], int | None, list[Track] | None]:
+        """Every target's verdict at ``now_ns``, the index of the one the verdict is about
+        (PROCEED first, then the newest capture; ``None``: none matches), and the live
+        tracks (``None`` without tracking)."""
+        self._witness(now_ns)
+        self._targets.forget(now_ns - self._forget_ns)
+        c = self.conditions(now_ns)
+        selector, targets, tracker = self._selector, self._targets, self._tracker
+        tracks = None if tracker is None else tracker.tracks(now_ns)
+        context = estimates.Context(c, frozenset(global_reasons(c)), targets, self._ttl_ns, tracker)
+        judged: list[estimates.Judged] = []
+        selected: int | None = None
+        best: estimates.Judged | None = None
+        judge, matches = estimates.judge, selector.matches
+        for entry in estimates.entries(targets, tracks):
+            j = judge(entry, context)
+            obs = entry.placement.obs
+            if matches(obs.source_id, obs.result_type, obs.id) and (
+                best is None
+                or (j.proceed != best.proceed and j.proceed)
+                or (j.proceed == best.proceed and j.capture_ns > best.capture_ns)
+            ):
+                best, selected = j, len(judged)
+            judged.append(j)
+        return context, judged, selected, tracks
+
+    def _valid_until_ns(
+        self, selected: estimates.Judged, now_ns: int, tracks: list[Track] | None
+    ) -> int | None:
+        """When a snapshot's verdict is void with no newer one (``WorldSnapshot``): a
+        PROCEED's; a HOLD's next deadline (``None``: none)."""
+        if not selected.proceed:
+            return self._next_deadline(now_ns, tracks)
+        obs = selected.entry.placement.obs
+        until = obs.host_capture_ns + self._ttl_ns(obs.result_type)
         newest = self._history.newest
         if newest is not None and self.pose_required:
             until = min(until, newest.host_ns + self._pose_ttl_ns)
@@ -410,12 +486,24 @@ class WorldModel:
     def next_deadline_ns(self) -> int | None:
         """The earliest future time at which a verdict can change with no new input (a TTL
         or hold running out, a wait ending): when a publisher should take a snapshot."""
+        return self._next_deadline(None, None)
+
+    def _next_deadline(self, judged_ns: int | None, tracks: list[Track] | None) -> int | None:
+        """``next_deadline_ns``, with the tracks live at ``judged_ns`` (those of the model's
+        clock when it is that time: a judging pass has just listed them)."""
         now = self._clock_ns
+        ttl_ns = self._ttl_ns
         times = [p.deadline_ns for p in self._pending]
         for placement in self._targets:
             obs = placement.obs
-            times.append(obs.host_capture_ns + self._config.ttl_ns(obs.result_type) + 1)
-        times.extend(estimates.deadlines(self._tracker, self._config, now))
+            times.append(obs.host_capture_ns + ttl_ns(obs.result_type) + 1)
+        tracker = self._tracker
+        if tracker is not None:
+            if tracks is None or judged_ns != now:
+                tracks = tracker.tracks(now)
+            for t in tracks:  # a track's verdict changes when its measurement's TTL ends
+                obs = t.placement.obs
+                times.append(obs.host_capture_ns + ttl_ns(obs.result_type) + 1)
         for held, hold_ns in (
             (self._reset_ns, self._reset_hold_ns),
             (self._jump_ns, self._jump_hold_ns),
@@ -464,13 +552,3 @@ class WorldModel:
             else:
                 out[name] = book.status(name, now_ns)
         return out
-
-
-def _better(state: TargetState, best: TargetState | None) -> bool:
-    """PROCEED beats HOLD; then the newer capture."""
-    if best is None:
-        return True
-    mine, theirs = state.verdict is Decision.PROCEED, best.verdict is Decision.PROCEED
-    if mine != theirs:
-        return mine
-    return state.capture_ns > best.capture_ns

@@ -54,3 +54,27 @@ def test_public_names_resolve_and_the_live_link_loads_lazily():
     probe = "import sys, gizmo_host; gizmo_host.VisionResult; print('serialx' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _imported_rigs(*commands: str) -> list[str]:
+    """The simulator modules imported by parsing ``commands`` in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from gizmo_host.cli.main import main; from contextlib import suppress\n"
+        f"for c in {commands!r}:\n"
+        "    with suppress(SystemExit): main([c, '--help'])\n"
+        "prefixes = ('gizmo_host.rigs.certify', 'gizmo_host.rigs.demo', 'gizmo_host.rigs.rflysim',"
+        " 'gizmo_host.rigs.autopilot')\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith(prefixes))), file=sys.stderr)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stderr.split()
+
+
+def test_the_live_commands_start_without_the_simulators():
+    """``run``, ``record``, ``replay`` and ``doctor`` never import certify, the demo or the
+    stand-ins (issue 31: a third of every start-up); the command that needs them does."""
+    assert _imported_rigs("run", "record", "replay", "doctor") == []
+    assert "gizmo_host.rigs.certify.matrix" in _imported_rigs("certify")

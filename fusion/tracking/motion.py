@@ -52,8 +52,6 @@ _F_INDEX = (
     np.array([3, 4, 5, 3, 4, 3, 4, 5, 3, 4, 3, 4, 6, 6, 6, 6]),
 )
 _EYES = np.broadcast_to(np.eye(STATE), (MODES, STATE, STATE))
-_DIFFERENCE = np.array([1.0, -1.0])  # x[0] - x[1] as one product
-_outer = np.multiply.outer
 
 
 class MotionParams(NamedTuple):
@@ -148,13 +146,14 @@ class Imm:
         # w[i][j]: the share of mode j's mixed prior that comes from mode i
         w00, w10, w01, w11 = t00 * mu0 / m0, t10 * mu1 / m0, t01 * mu0 / m1, t11 * mu1 / m1
         x, p = state.x, state.p
-        weights = np.array([[w00, w10], [w01, w11]])
-        x0 = weights @ x
+        # The mixed means (rows 0 and 1) and x_0 - x_1 (row 2) in one product.
+        weights = np.array(((w00, w10), (w01, w11), (1.0, -1.0)))
+        mixed = weights @ x
         # Σ_i w_ij (x_i - x0_j)(x_i - x0_j)ᵀ is w_0j·w_1j·(x_0 - x_1)(x_0 - x_1)ᵀ for two modes
-        d = _DIFFERENCE @ x
-        spread = _outer(np.array([w00 * w10, w01 * w11]), _outer(d, d))
-        p0 = (weights @ p.reshape(MODES, STATE * STATE)).reshape(MODES, STATE, STATE) + spread
-        cv, ct = x0.tolist()
+        d = mixed[2]
+        spread = np.array((w00 * w10, w01 * w11))[:, None, None] * (d[:, None] * d)
+        p0 = (weights[:2] @ p.reshape(MODES, STATE * STATE)).reshape(MODES, STATE, STATE) + spread
+        cv, ct, _ = mixed.tolist()
         values, cv_next, ct_next = _steps(cv, ct, dt_s)
         f = _EYES.copy()
         f[_F_INDEX] = values
@@ -198,7 +197,7 @@ class Imm:
         x, p = prediction.x, prediction.p
         columns = p[:, :, :3]  # P·Hᵀ
         gain = columns @ np.array(inverses)  # (2, 7, 3)
-        x_new = x + (columns @ np.array(steps)[:, :, None])[:, :, 0]
+        x_new = x + (columns @ np.array([[[a], [b], [c]] for a, b, c in steps]))[:, :, 0]
         # Joseph form: (I - KH) P (I - KH)' + K R K', symmetric and PSD in floating point.
         ikh = _EYES.copy()
         ikh[:, :, :3] -= gain
@@ -278,23 +277,33 @@ def _quadratic(v: list[float], m: list[list[float]]) -> float:
 
 def mahalanobis2(prediction: Prediction, z: list[float], r: list[list[float]]) -> float:
     """The squared Mahalanobis distance of measurement ``z`` from the predicted position (the
-    modes' mixture, moment matched), on plain floats."""
+    modes' mixture, moment matched), on plain floats, written out: it runs for every pair of
+    a detection and a track."""
     mu0, mu1 = prediction.mu_f
-    a, b = prediction.positions
-    mean = [mu0 * a[0] + mu1 * b[0], mu0 * a[1] + mu1 * b[1], mu0 * a[2] + mu1 * b[2]]
-    sa = [a[0] - mean[0], a[1] - mean[1], a[2] - mean[2]]
-    sb = [b[0] - mean[0], b[1] - mean[1], b[2] - mean[2]]
-    pa, pb = prediction.blocks
-    cov = [
+    (a0, a1, a2), (b0, b1, b2) = prediction.positions
+    m0, m1, m2 = mu0 * a0 + mu1 * b0, mu0 * a1 + mu1 * b1, mu0 * a2 + mu1 * b2
+    sa0, sa1, sa2 = a0 - m0, a1 - m1, a2 - m2
+    sb0, sb1, sb2 = b0 - m0, b1 - m1, b2 - m2
+    (pa0, pa1, pa2), (pb0, pb1, pb2) = prediction.blocks
+    # cov[k][m] = mu0·pa[k][m] + mu1·pb[k][m] + (mu0·sa[k]·sa[m] + mu1·sb[k]·sb[m])
+    c00 = mu0 * pa0[0] + mu1 * pb0[0] + (mu0 * sa0 * sa0 + mu1 * sb0 * sb0)
+    c01 = mu0 * pa0[1] + mu1 * pb0[1] + (mu0 * sa0 * sa1 + mu1 * sb0 * sb1)
+    c02 = mu0 * pa0[2] + mu1 * pb0[2] + (mu0 * sa0 * sa2 + mu1 * sb0 * sb2)
+    c10 = mu0 * pa1[0] + mu1 * pb1[0] + (mu0 * sa1 * sa0 + mu1 * sb1 * sb0)
+    c11 = mu0 * pa1[1] + mu1 * pb1[1] + (mu0 * sa1 * sa1 + mu1 * sb1 * sb1)
+    c12 = mu0 * pa1[2] + mu1 * pb1[2] + (mu0 * sa1 * sa2 + mu1 * sb1 * sb2)
+    c20 = mu0 * pa2[0] + mu1 * pb2[0] + (mu0 * sa2 * sa0 + mu1 * sb2 * sb0)
+    c21 = mu0 * pa2[1] + mu1 * pb2[1] + (mu0 * sa2 * sa1 + mu1 * sb2 * sb1)
+    c22 = mu0 * pa2[2] + mu1 * pb2[2] + (mu0 * sa2 * sa2 + mu1 * sb2 * sb2)
+    (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = r
+    s_inv, _ = _inverse3(
         [
-            mu0 * pa[k][m] + mu1 * pb[k][m] + (mu0 * sa[k] * sa[m] + mu1 * sb[k] * sb[m])
-            for m in range(3)
+            [0.5 * (c00 + c00) + r00, 0.5 * (c01 + c10) + r01, 0.5 * (c02 + c20) + r02],
+            [0.5 * (c10 + c01) + r10, 0.5 * (c11 + c11) + r11, 0.5 * (c12 + c21) + r12],
+            [0.5 * (c20 + c02) + r20, 0.5 * (c21 + c12) + r21, 0.5 * (c22 + c22) + r22],
         ]
-        for k in range(3)
-    ]
-    s = [[0.5 * (cov[k][m] + cov[m][k]) + r[k][m] for m in range(3)] for k in range(3)]
-    s_inv, _ = _inverse3(s)
-    return _quadratic([z[0] - mean[0], z[1] - mean[1], z[2] - mean[2]], s_inv)
+    )
+    return _quadratic([z[0] - m0, z[1] - m1, z[2] - m2], s_inv)
 
 
 def combined(x: Array, p: Array, mu: Array) -> tuple[Array, Array]:

@@ -25,7 +25,7 @@ same number.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from collections.abc import Iterator
 from typing import Any, NamedTuple
@@ -55,6 +55,7 @@ class Detection(NamedTuple):
     gate: float  # the χ² gate for its degrees of freedom
     z_f: list[float]  # z and r as plain floats, for the gate's 3×3 algebra
     r_f: list[list[float]]
+    box: tuple[int, int, int, int]  # the board's box: a repeat of the image has the same
 
 
 class Estimate(NamedTuple):
@@ -68,14 +69,15 @@ class Frame(NamedTuple):
     detections: tuple[Detection, ...]  # in a fixed order (by box, then arrival)
 
 
-def _box(detection: Detection) -> tuple[int, int, int, int]:
-    obs = detection.placement.obs
-    return (obs.center_x, obs.center_y, obs.width, obs.height)
-
-
 def _order(detection: Detection) -> tuple[int, ...]:
     obs = detection.placement.obs
     return (obs.center_x, obs.center_y, obs.width, obs.height, detection.placement.arrival)
+
+
+def _located(placement: Placement) -> bool:
+    """Whether a placement has a position to match (a pose, a range and the ray's frame)."""
+    g = placement.geometry
+    return not (g is None or g.position_ned_m is None or g.range_m is None or g.frame is None)
 
 
 def _remember(table: OrderedDict[Any, deque[int]], name: Any, capture_ns: int) -> None:
@@ -90,11 +92,12 @@ def _remember(table: OrderedDict[Any, deque[int]], name: Any, capture_ns: int) -
 class _History:
     """One key's frames in the window, the tracks before each, and the tracks after all."""
 
-    __slots__ = ("before", "floor_ns", "frames", "source_id", "tracks")
+    __slots__ = ("before", "floor_ns", "frames", "source_id", "times", "tracks")
 
     def __init__(self, source_id: int) -> None:
         self.source_id = source_id
         self.frames: list[Frame] = []
+        self.times: list[int] = []  # the frames' capture times, for bisecting
         self.before: list[tuple[Track, ...]] = []
         self.tracks: tuple[Track, ...] = ()
         self.floor_ns: int | None = None  # the newest frame forgotten: nothing at or before it
@@ -172,18 +175,19 @@ class Tracker:
             out.extend(kept)
         return out
 
-    def detection(self, placement: Placement) -> Detection | None:
-        """The measurement a placement gives (``None`` without a position)."""
+    def _detection(self, placement: Placement) -> Detection:
+        """The measurement a located placement gives (``_located``)."""
         g = placement.geometry
-        if g is None or g.position_ned_m is None or g.range_m is None or g.frame is None:
-            return None
+        assert g is not None and g.range_m is not None and g.frame is not None
         ground = g.range_source is RangeSource.GROUND_PLANE
         r = position_covariance(
             g.bearing_camera, g.frame, g.range_m, ground, self._scale, self._noise
         )
         gate = self._gates[2 if ground else 3]
-        z = list(g.position_ned_m)
-        return Detection(placement, np.array(z), r, gate, z, r.tolist())
+        z = list(g.position_ned_m or ())
+        obs = placement.obs
+        box = (obs.center_x, obs.center_y, obs.width, obs.height)
+        return Detection(placement, np.array(z), r, gate, z, r.tolist(), box)
 
     # -- inputs ----------------------------------------------------------------------------
 
@@ -195,15 +199,15 @@ class Tracker:
         # A capture time the device clock does not vouch for (jumped, re-acquiring after a
         # reset) must not move a filter that lives in time: such a frame is only a miss. One
         # of a first epoch still converging is close: it is used (a PROCEED waits for a lock).
-        timed = obs.clock_locked or obs.clock_converging
-        detection = self.detection(placement) if timed else None
-        history = self._keys.get(obs.key)
+        located = (obs.clock_locked or obs.clock_converging) and _located(placement)
+        key = obs.key
+        history = self._keys.get(key)
         if history is None:
-            if detection is None:  # no track of this key to miss, yet: remembered
-                _remember(self._blind, obs.key, obs.host_capture_ns)
+            if not located:  # no track of this key to miss, yet: remembered
+                _remember(self._blind, key, obs.host_capture_ns)
                 return
-            history = self._keys[obs.key] = self._new_history(obs.key, obs.source_id)
-        self._insert(history, obs.host_capture_ns, detection)
+            history = self._keys[key] = self._new_history(key, obs.source_id)
+        self._insert(history, obs.host_capture_ns, placement if located else None)
 
     def saw_nothing(self, source_id: int, capture_ns: int) -> None:
         """A frame of ``source_id`` that saw nothing: every track of the source misses."""
@@ -216,8 +220,8 @@ class Tracker:
         """A key's first history, with the frames without a detection already heard: a late
         first detection must meet them as the in-order run did."""
         history = _History(source_id)
-        heard = {*self._nothing.get(source_id, ()), *self._blind.get(key, ())}
-        history.frames = [Frame(capture, ()) for capture in sorted(heard)]
+        history.times = sorted({*self._nothing.get(source_id, ()), *self._blind.get(key, ())})
+        history.frames = [Frame(capture, ()) for capture in history.times]
         history.before = [() for _ in history.frames]
         return history
 
@@ -226,32 +230,35 @@ class Tracker:
 
     # -- the history -----------------------------------------------------------------------
 
-    def _insert(self, history: _History, capture_ns: int, detection: Detection | None) -> None:
-        frames = history.frames
-        newest = frames[-1].capture_ns if frames else None
+    def _insert(self, history: _History, capture_ns: int, placement: Placement | None) -> None:
+        """Put a frame of the key in its place (``placement``: its detection; ``None``: a
+        frame where every track misses) and run the frames from there on."""
+        frames, times = history.frames, history.times
+        newest = times[-1] if times else None
         floor = history.floor_ns
         if (floor is not None and capture_ns <= floor) or (
             newest is not None and capture_ns < newest - self._window_ns
         ):
             self.counts["late_dropped"] += 1
             return
-        times = [f.capture_ns for f in frames]
         i = bisect_left(times, capture_ns)
-        added = () if detection is None else (detection,)
-        before = history.before
-        if detection is not None and self._repeated(history, times, detection):
+        if placement is not None and self._repeated(history, placement):
             self.counts["duplicates"] += 1
             return
-        if i < len(frames) and times[i] == capture_ns:
-            if detection is None:
+        added = () if placement is None else (self._detection(placement),)
+        before = history.before
+        merged = i < len(times) and times[i] == capture_ns
+        if merged:
+            if placement is None:
                 return  # a second "nothing" for a frame already held
             old = frames[i]
             frames[i] = Frame(capture_ns, tuple(sorted((*old.detections, *added), key=_order)))
         else:
             frames.insert(i, Frame(capture_ns, added))
+            times.insert(i, capture_ns)
             before.insert(i, before[i] if i < len(before) else history.tracks)
         late = i < len(frames) - 1
-        replay = late or times[i : i + 1] == [capture_ns]  # before the newest, or merged
+        replay = late or merged  # before the newest, or merged
         self.counts["late_fused"] += late
         if replay:
             self.counts["replayed_frames"] += len(frames) - i
@@ -264,30 +271,28 @@ class Tracker:
         self._bound()
 
     @staticmethod
-    def _repeated(history: _History, times: list[int], detection: Detection) -> bool:
+    def _repeated(history: _History, placement: Placement) -> bool:
         """The same image reported again: a board that sends a frame it already processed
-        gives the same box at the same capture (to its clock's millisecond, either way).
-        ``times``: the frames' capture times."""
-        t, box = detection.placement.obs.host_capture_ns, _box(detection)
-        i = bisect_left(times, t - SAME_IMAGE_NS)
-        for frame in history.frames[i:]:
-            if frame.capture_ns > t + SAME_IMAGE_NS:
-                break
-            if any(_box(d) == box for d in frame.detections):
-                return True
+        gives the same box at the same capture (to its clock's millisecond, either way)."""
+        obs = placement.obs
+        t, box = obs.host_capture_ns, (obs.center_x, obs.center_y, obs.width, obs.height)
+        times, frames = history.times, history.frames
+        end = bisect_right(times, t + SAME_IMAGE_NS)
+        for k in range(bisect_left(times, t - SAME_IMAGE_NS), end):
+            for d in frames[k].detections:
+                if d.box == box:
+                    return True
         return False
 
     def _forget(self, history: _History) -> None:
-        frames = history.frames
-        oldest_kept = frames[-1].capture_ns - self._window_ns
-        drop = 0
-        while drop < len(frames) - 1 and (
-            frames[drop].capture_ns < oldest_kept or len(frames) - drop > _MAX_FRAMES
-        ):
-            drop += 1
-        if drop:
-            history.floor_ns = frames[drop - 1].capture_ns
-            del frames[:drop]
+        times = history.times
+        count = len(times)
+        drop = max(bisect_left(times, times[-1] - self._window_ns), count - _MAX_FRAMES)
+        drop = min(drop, count - 1)
+        if drop > 0:
+            history.floor_ns = times[drop - 1]
+            del history.frames[:drop]
+            del times[:drop]
             del history.before[:drop]
 
     # -- one frame -------------------------------------------------------------------------

@@ -99,18 +99,24 @@ class Envelope:
             slope, intercept = _least_squares(points)
             kept = [(x, o) for x, o in points if o - (intercept + slope * x) <= _FIT_DISCARD_NS]
             if len(kept) < 3 or len(kept) == len(points):
-                break
+                break  # the fit stands on ``points``: ``slope`` is theirs
             points = kept
-        slope, _ = _least_squares(points)
+        else:
+            slope, _ = _least_squares(points)
         self.skew = max(-self._max_skew, min(self._max_skew, slope))
 
 
 def _least_squares(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """The least-squares line through ``points``: slope and intercept (each sum in list
+    order, as the textbook form has it; a full window is 240 points every 2 s)."""
     n = len(points)
-    mean_x = sum(x for x, _ in points) / n
-    mean_y = sum(y for _, y in points) / n
-    sxx = sum((x - mean_x) ** 2 for x, _ in points)
+    xs = [x for x, _ in points]
+    ys = [y for _, y in points]
+    mean_x = sum(xs) / n
+    mean_y = sum(ys) / n
+    dx = [x - mean_x for x in xs]
+    sxx = sum([d**2 for d in dx])
     if sxx == 0:
         return 0.0, mean_y
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sxx
+    slope = sum([d * (y - mean_y) for d, y in zip(dx, ys, strict=True)]) / sxx
     return slope, mean_y - slope * mean_x

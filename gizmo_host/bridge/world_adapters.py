@@ -23,7 +23,7 @@ from gizmo_host.stream.tracker import SequenceEvent
 from gizmo_host.wire.protocol import ResultFlags
 from gizmo_host.wire.results import interpret, is_target
 
-_LOCKED = ClockStatus.LOCKED
+_LOCKED, _CONVERGING = ClockStatus.LOCKED, ClockStatus.CONVERGING
 _RESET = SequenceEvent.RESET
 _TRACKED = int(ResultFlags.TRACKED)
 _LOST = int(ResultFlags.LOST)
@@ -54,7 +54,8 @@ class GizmoAdapter:
 
     def __init__(self) -> None:
         self._state = LinkState.DOWN
-        self._labels: dict[tuple[int, int], str] = {}
+        # (result_type, id) -> (label, has_box): what a result's class says, worked out once
+        self._classes: dict[tuple[int, int], tuple[str, bool]] = {}
         self.counts: dict[str, int] = {"results": 0, "device_resets": 0, "dropped_invalid": 0}
 
     def link(self, event: LinkEvent) -> LinkStatus:
@@ -63,42 +64,48 @@ class GizmoAdapter:
 
     def result(self, received: ReceivedResult) -> list[Input]:
         """The observation, after a device reset marker when the board restarted."""
-        r = received.result
         out: list[Input] = []
         if received.sequence_event is _RESET:
             self.counts["device_resets"] += 1
             out.append(LinkStatus(received.host_rx_ns, self._state, device_reset=True))
+        observation = self.observation(received)
+        if observation is not None:
+            out.append(observation)
+        return out
+
+    def observation(self, received: ReceivedResult) -> VisionObservation | None:
+        """The result as an observation (``None``: a box off the spec's scale, counted); a
+        device reset marker is ``result``'s to add."""
+        r = received.result
         key = (r.result_type, r.id)
-        label = self._labels.get(key)
-        if label is None:
-            label = result_label(*key)
-            if len(self._labels) < _MAX_LABELS:
-                self._labels[key] = label
-        flags = r.flags
+        named = self._classes.get(key)
+        if named is None:
+            named = (result_label(*key), is_target(*key))
+            if len(self._classes) < _MAX_LABELS:
+                self._classes[key] = named
+        flags, status, capture_ns = r.flags, received.clock_status, received.host_capture_ns
         try:
-            out.append(
-                VisionObservation(
-                    r.source_id,
-                    r.result_type,
-                    r.id,
-                    label,
-                    r.confidence,
-                    bool(flags & _TRACKED),
-                    bool(flags & _LOST),
-                    is_target(r.result_type, r.id),
-                    r.x,
-                    r.y,
-                    r.w,
-                    r.h,
-                    received.reference_ns(),
-                    received.host_rx_ns,
-                    received.epoch,
-                    received.clock_status is _LOCKED,
-                    received.clock_status is ClockStatus.CONVERGING,
-                )
+            observation = VisionObservation(
+                r.source_id,
+                r.result_type,
+                r.id,
+                named[0],
+                r.confidence,
+                bool(flags & _TRACKED),
+                bool(flags & _LOST),
+                named[1],
+                r.x,
+                r.y,
+                r.w,
+                r.h,
+                received.host_rx_ns if capture_ns is None else capture_ns,
+                received.host_rx_ns,
+                received.epoch,
+                status is _LOCKED,
+                status is _CONVERGING,
             )
         except InvalidInput:
             self.counts["dropped_invalid"] += 1  # a box off the spec's scale
-            return out
+            return None
         self.counts["results"] += 1
-        return out
+        return observation

@@ -39,7 +39,7 @@ from fusion import (
     WorldModel,
     WorldSnapshot,
 )
-from gizmo_core import Decision, HoldReason
+from fusion.snapshot import VerdictKey
 from gizmo_host.bridge.rfly_adapter import RflyAdapter
 from gizmo_host.bridge.rfly_sources import RflySimSetup, SensorRequester, rfly_receivers
 from gizmo_host.bridge.world_adapters import GizmoAdapter
@@ -54,18 +54,6 @@ SnapshotListener = Callable[[WorldSnapshot], None]
 _VERDICT_INPUTS = frozenset(
     {VisionObservation, LinkStatus, PoseSample, SourceConflict, PoseLinkStatus}
 )
-_Key = tuple[Decision, tuple[HoldReason, ...], str | None, frozenset[tuple[str, Decision, Any]]]
-
-
-def verdict_key(snapshot: WorldSnapshot) -> _Key:
-    """What a verdict change means: the overall verdict, its reasons and target, and each
-    target's verdict and reasons."""
-    return (
-        snapshot.verdict,
-        snapshot.reasons,
-        snapshot.selected,
-        frozenset((t.key, t.verdict, t.reasons) for t in snapshot.targets),
-    )
 
 
 class WorldService:
@@ -105,7 +93,7 @@ class WorldService:
         self._check: Timer | None = None
         self._deadline: Timer | None = None
         self._deadline_due_ns = 0
-        self._last_key: _Key | None = None
+        self._last_key: VerdictKey | None = None
         # The published PROCEED's valid_until_ns, and when to renew it (half-way there).
         self._proceed_until_ns: int | None = None
         self._renew_at_ns = 0
@@ -291,26 +279,36 @@ class WorldService:
     # -- publishing ------------------------------------------------------------------------
 
     def _evaluate(self, *, force: bool) -> None:
-        snapshot = self.model.snapshot(self._scheduler.now_ns())
-        key = verdict_key(snapshot)
-        if force or key != self._last_key or self._renewal_due(snapshot):
-            self._publish(snapshot, key)
-        self._arm_deadline()
+        """Publish a snapshot when ``force``d (the tick), when the verdict changed, or when a
+        renewed PROCEED is due (``_renewal_due``); a check that publishes nothing builds no
+        snapshot (``WorldModel.verdict``)."""
+        now_ns, model = self._scheduler.now_ns(), self.model
+        if force:
+            snapshot = model.snapshot(now_ns)
+            self._publish(snapshot, snapshot.verdict_key())
+            deadline = model.next_deadline_ns()
+        else:
+            key, proceed_until_ns, deadline = model.verdict(now_ns)
+            if key != self._last_key or self._renewal_due(now_ns, proceed_until_ns):
+                self._publish(model.snapshot(now_ns), key)
+                deadline = model.next_deadline_ns()  # the listeners ran meanwhile
+        self._arm_deadline(deadline)
 
-    def _renewal_due(self, snapshot: WorldSnapshot) -> bool:
-        """A renewed PROCEED whose published ``valid_until_ns`` is more than half gone and
-        would run out before the next tick: publish it now, so a consumer that honours
-        ``valid_until_ns`` sees a steady PROCEED as steady."""
+    def _renewal_due(self, now_ns: int, proceed_until_ns: int | None) -> bool:
+        """A renewed PROCEED (valid until ``proceed_until_ns``) whose published
+        ``valid_until_ns`` is more than half gone and would run out before the next tick:
+        publish it now, so a consumer that honours ``valid_until_ns`` sees a steady PROCEED
+        as steady."""
         until = self._proceed_until_ns
         return (
             until is not None
-            and snapshot.proceed
-            and snapshot.host_ns >= self._renew_at_ns
-            and snapshot.valid_until_ns > until
+            and proceed_until_ns is not None
+            and now_ns >= self._renew_at_ns
+            and proceed_until_ns > until
             and until < self._tick_due_ns
         )
 
-    def _publish(self, snapshot: WorldSnapshot, key: _Key) -> None:
+    def _publish(self, snapshot: WorldSnapshot, key: VerdictKey) -> None:
         self._seq += 1
         valid_until_ns = snapshot.valid_until_ns
         if not snapshot.proceed and self._tick is not None:  # re-evaluated at the next tick
@@ -353,12 +351,10 @@ class WorldService:
         except Exception as exc:
             self._failures.fail(exc, "world check")
 
-    def _arm_deadline(self) -> None:
-        """A timer at the model's next deadline; an earlier armed one stays (it re-arms)."""
-        if not self._on_change or self._tick is None:
-            return
-        due = self.model.next_deadline_ns()
-        if due is None:
+    def _arm_deadline(self, due: int | None) -> None:
+        """A timer at the model's next deadline ``due``; an earlier armed one stays (it
+        re-arms)."""
+        if not self._on_change or self._tick is None or due is None:
             return
         if self._deadline is not None:
             if self._deadline_due_ns <= due:

@@ -32,7 +32,9 @@ from typing import NamedTuple
 
 from gizmo_core.clock import ClockEvent, ClockStatus, EpochClock, LatePolicy
 from gizmo_host.stream.tracker import (
+    ADVANCE_TOLERANCE_MS,
     DEFAULT_MAX_SKEW_PPM,
+    TIMESTAMP_MODULUS,
     clock_step_ms,
     device_clock_advance_ms,
 )
@@ -193,11 +195,17 @@ class DeviceClockEstimator:
                 self._core.new_epoch()
             self._begin(timestamp_ms)
         else:
-            advance = device_clock_advance_ms(
-                self._last_ts_ms,
-                timestamp_ms,
-                host_rx_ns - self._last_host_ns,
-                max_skew_ppm=self._max_skew_ppm,
+            ahead_ms = (timestamp_ms - self._last_ts_ms) % TIMESTAMP_MODULUS
+            # the usual small step forward; else the host clock decides
+            advance = (
+                ahead_ms
+                if ahead_ms <= ADVANCE_TOLERANCE_MS
+                else device_clock_advance_ms(
+                    self._last_ts_ms,
+                    timestamp_ms,
+                    host_rx_ns - self._last_host_ns,
+                    max_skew_ppm=self._max_skew_ppm,
+                )
             )
             if advance is None and forward:
                 # A step (or a delivery the host read late): the sequence says it is later.

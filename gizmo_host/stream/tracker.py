@@ -183,11 +183,17 @@ class SequenceTracker:
             return SequenceEvent.FIRST
         state.received += 1
         step = (sequence - state.last_sequence) % SEQUENCE_MODULUS
-        advance = device_clock_advance_ms(
-            state.last_timestamp_ms,
-            timestamp_ms,
-            host_ns - state.last_host_ns,
-            max_skew_ppm=self._max_skew_ppm,
+        ahead_ms = (timestamp_ms - state.last_timestamp_ms) % TIMESTAMP_MODULUS
+        # the usual small step forward; else the host clock decides
+        advance = (
+            ahead_ms
+            if ahead_ms <= ADVANCE_TOLERANCE_MS
+            else device_clock_advance_ms(
+                state.last_timestamp_ms,
+                timestamp_ms,
+                host_ns - state.last_host_ns,
+                max_skew_ppm=self._max_skew_ppm,
+            )
         )
         if advance is None and not is_clock_step(step, state.last_timestamp_ms, timestamp_ms):
             # The device clock restarted, wherever the sequence went (unless it kept order).

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import binascii
 import struct
-from collections.abc import Iterator
-from itertools import compress, count, repeat
-from operator import lshift, ne, or_
+import sys
+from array import array
+from collections.abc import Iterable
+from itertools import compress, count, islice, repeat
+from operator import ne
 from typing import NamedTuple
 
 from gizmo_host.wire.protocol import (
@@ -58,6 +60,10 @@ _FIXED_BYTES: tuple[tuple[int, bytes], ...] = (
     ),
 )
 _MIN_RUN = 8  # frames: below this the per-run set-up costs more than it saves
+# Where each frame's CRC input lies in a run of frames from 0 (a 4 KiB read holds 117 frames;
+# a longer run gets its own).
+_CRC_SLICES = tuple(slice(CRC_START + n * FRAME_LEN, CRC_END + n * FRAME_LEN) for n in range(256))
+_BIG_ENDIAN = sys.byteorder == "big"  # the stored CRC is little-endian; array("H") native
 
 
 class ParserStats(NamedTuple):
@@ -146,28 +152,33 @@ class StreamParser:
                 break
             whole = (end - start) // FRAME_LEN
             if whole >= _MIN_RUN and start != known_bad:
-                good, checked, crc_faults = _valid_run(buf, start, whole)
-                taken = 0  # frames of the run judged so far
-                while True:
-                    if good > taken:
-                        rows = _FRAME_VALUES.iter_unpack(
-                            memoryview(buf)[start + taken * FRAME_LEN : start + good * FRAME_LEN]
-                        )
-                        out += map(new, repeat(result_type, good - taken), rows)
-                    pos = start + good * FRAME_LEN
-                    if good == checked:
-                        break
+                checked, crc_faults = _valid_run(buf, start, whole)
+                taken = checked  # the slots the run judges: [0, taken)
+                pos = start + checked * FRAME_LEN
+                for fault in crc_faults:
                     # A good header and a wrong CRC: rejected here, and the run goes on with the
                     # next frame unless a candidate starts inside this one (the search's then).
+                    at = start + fault * FRAME_LEN
                     crc_errors += 1
                     discarded += 1
-                    if find(SYNC, pos + 1, pos + FRAME_LEN + 1) >= 0:
-                        pos += 1
+                    if find(SYNC, at + 1, at + FRAME_LEN + 1) >= 0:
+                        taken, pos = fault, at + 1
                         break
                     discarded += FRAME_LEN - 1
-                    taken = good + 1
-                    good = next(crc_faults, checked)
-                if good == checked and good < whole:
+                if taken:
+                    rows = _FRAME_VALUES.iter_unpack(
+                        memoryview(buf)[start : start + taken * FRAME_LEN]
+                    )
+                    if crc_faults:  # the frames of the run but its rejected ones
+                        selected = bytearray(b"\x01") * taken
+                        for fault in crc_faults:
+                            if fault < taken:
+                                selected[fault] = 0
+                        rows = compress(rows, selected)
+                        out += map(new, repeat(result_type), rows)
+                    else:
+                        out += map(new, repeat(result_type, taken), rows)
+                if taken == checked and checked < whole:
                     known_bad = pos  # a wrong header, or no sync: the search judges it
                 if pos > start:
                     continue
@@ -198,13 +209,14 @@ class StreamParser:
         return out
 
 
-def _valid_run(buf: bytes, pos: int, frames: int) -> tuple[int, int, Iterator[int]]:
-    """The frame-sized slots from ``pos`` that hold valid frames, in a row, without bytecode
-    per frame: ``(good, checked, crc_faults)``. ``checked`` slots have the fixed header bytes
-    (compared for all of them at once as strided slices, ``lstrip`` finding the first that
-    differs); ``good`` is the first of those whose CRC is wrong (``checked`` if none), and
-    ``crc_faults`` yields the next ones, in order: the CRCs are computed and compared lazily
-    through ``map``, only as far as they are asked for.
+def _valid_run(buf: bytes, pos: int, frames: int) -> tuple[int, list[int]]:
+    """The frame-sized slots from ``pos`` that hold frames, in a row, without bytecode per
+    frame: ``(checked, crc_faults)``. ``checked`` slots have the fixed header bytes (compared
+    for all of them at once as strided slices, ``lstrip`` finding the first that differs);
+    ``crc_faults`` lists those of them whose CRC is wrong, in order. The CRCs are computed
+    through ``map`` into an array and compared with the stored ones all at once
+    (little-endian, gathered from two strided slices); only a run with a wrong one compares
+    them one by one.
     """
     stop = pos + frames * FRAME_LEN
     for offset, value in _FIXED_BYTES:
@@ -212,24 +224,21 @@ def _valid_run(buf: bytes, pos: int, frames: int) -> tuple[int, int, Iterator[in
         if wrong_from_end:
             frames -= wrong_from_end
             if not frames:
-                return 0, 0, iter(())
+                return 0, []
             stop = pos + frames * FRAME_LEN
-    computed = map(
-        binascii.crc_hqx,
-        map(
-            buf.__getitem__,
-            map(
-                slice,
-                range(pos + CRC_START, stop, FRAME_LEN),
-                range(pos + CRC_END, stop, FRAME_LEN),
-            ),
-        ),
-        repeat(CRC_INIT),
-    )
-    stored = map(
-        or_,
-        buf[pos + CRC_END : stop : FRAME_LEN],
-        map(lshift, buf[pos + CRC_END + 1 : stop : FRAME_LEN], repeat(8)),
-    )
-    crc_faults = compress(count(), map(ne, computed, stored))
-    return next(crc_faults, frames), frames, crc_faults
+    run = buf[pos:stop] if pos or stop != len(buf) else buf
+    slices: Iterable[slice]
+    if frames <= len(_CRC_SLICES):
+        slices = islice(_CRC_SLICES, frames)
+    else:
+        size = len(run)
+        slices = map(slice, range(CRC_START, size, FRAME_LEN), range(CRC_END, size, FRAME_LEN))
+    computed = array("H", map(binascii.crc_hqx, map(run.__getitem__, slices), repeat(CRC_INIT)))
+    stored = bytearray(2 * frames)
+    stored[0::2] = run[CRC_END::FRAME_LEN]
+    stored[1::2] = run[CRC_END + 1 :: FRAME_LEN]
+    if _BIG_ENDIAN:
+        computed.byteswap()
+    if computed.tobytes() == stored:
+        return frames, []
+    return frames, list(compress(count(), map(ne, computed, array("H", stored))))

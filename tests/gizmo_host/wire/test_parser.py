@@ -2,7 +2,7 @@
 
 import random
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gizmo_host import FrameError, StreamParser, VisionResult
@@ -100,6 +100,32 @@ def test_long_runs_with_damage_give_the_oracles_frames_and_counts(pairs, flips, 
     assert got == frames
     stats = parser.stats
     assert (stats.header_errors, stats.crc_errors) == (header_errors, crc_errors)
+    assert_accounted(parser)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(200, 700),
+    st.lists(st.tuples(st.integers(0, 2**32), st.integers(0, 7)), max_size=10),
+    st.integers(0, 34),
+)
+def test_a_run_longer_than_a_read_gives_the_oracles_frames_and_counts(count, flips, lead):
+    # A replayed capture's chunk may hold more frames than a 4 KiB read (the parser keeps
+    # the CRC slices of 256 frames and works out a longer run's own), with bit errors in it.
+    rng = random.Random(count)
+    frames = [
+        VisionResult(sequence=n % 65536, result_sequence=n % 65536, result_type=1 + n % 5,
+                     id=1, timestamp_ms=n, x=rng.randrange(-1000, 1001), w=20, h=20).encode()
+        for n in range(count)
+    ]  # fmt: skip
+    stream = bytearray(bytes(lead) + b"".join(frames))
+    for at, bit in flips:
+        stream[at % len(stream)] ^= 1 << bit
+    parser = StreamParser()
+    got = parser.feed(bytes(stream))
+    expected, header_errors, crc_errors = reference_counts(bytes(stream))
+    assert got == expected
+    assert (parser.stats.header_errors, parser.stats.crc_errors) == (header_errors, crc_errors)
     assert_accounted(parser)
 
 
