@@ -136,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                 m.velocity += tally.velocity
                 m.predicted += tally.predicted
                 m.track_ids |= {(seed, i) for i in tally.track_ids}  # type: ignore[arg-type]
+                m.listed_ids |= {(seed, i) for i in tally.listed_ids}  # type: ignore[arg-type]
             t = run.tallies["tracked"]
             if scenario.occluded is not None:
                 hold = (t.first_hold_after or math.inf) - run.last_seen_s
@@ -147,9 +148,11 @@ def main(argv: list[str] | None = None) -> int:
         nees = 100 * tr.nees_ok / max(tr.nees_n, 1)
         coverage = 100 * tr.proceed / max(tr.lines, 1)
         ids_per_run = len(tr.track_ids) / args.seeds
+        listed_per_run = len(tr.listed_ids) / args.seeds
         print(f"\n{scenario.name}: {tr.lines} lines, PROCEED with a position {coverage:.1f} % "
               f"(per-frame {100 * pf.proceed / max(pf.lines, 1):.1f} %), track ids per run "
-              f"{ids_per_run:.2f}")  # fmt: skip
+              f"{ids_per_run:.2f} (listed in any state: {listed_per_run:.2f})")  # fmt: skip
+        check(listed_per_run == 1.0, f"{scenario.name}: {listed_per_run} listed ids per run")
         print(f"  position at capture  {row(tr.position, 'm')}   | {row(pf.position, 'm')}")
         print(f"  velocity             {row(tr.velocity, 'm/s')} |")
         print(f"  predicted to host_ns {row(tr.predicted, 'm')}   | {row(pf.predicted, 'm')}")
