@@ -223,6 +223,7 @@ class Tally:
 
     def __init__(self) -> None:
         self.lines = self.proceed = self.nees_ok = self.nees_n = self.far_proceed = 0
+        self.nees_sum = 0.0  # of the horizontal NEES: an honest filter's mean is 2
         self.position: list[float] = []
         self.velocity: list[float] = []
         self.predicted: list[float] = []
@@ -336,6 +337,7 @@ class Run:
             nees = float(error[:2] @ np.linalg.solve(cov, error[:2]))
             tally.nees_n += 1
             tally.nees_ok += nees <= 5.991
+            tally.nees_sum += nees
         if target.track_id is not None:
             tally.track_ids.add(target.track_id)
 
