@@ -156,10 +156,15 @@ def pytest_in_phases(rest: list[str], *, fast: bool = False) -> int:
     if any(a in ("-m", "no:xdist") or a.startswith(("-n", "--numprocesses")) for a in rest):
         return run(*pytest, *(["-m", FAST] if fast else []), *rest)
     cores = os.cpu_count() or 1
-    phases = [(FAST, cores)] if fast else [(FAST, cores), (WAITING, cores + 1), ("hil", 2)]
+    # The HIL modules share their chains in a module fixture: ``loadfile`` keeps a module in
+    # one worker (``loadgroup``'s xdist_group does nothing with pytest 9.2 and xdist 3.8,
+    # which sets a node id attribute pytest no longer reads).
+    phases = [(FAST, cores, "loadgroup")]
+    if not fast:
+        phases += [(WAITING, cores + 1, "loadgroup"), ("hil", 2, "loadfile")]
     codes = []
-    for markers, workers in phases:
-        parallel = ["-n", str(min(workers, 8)), "--dist", "loadgroup"] if workers > 1 else []
+    for markers, workers, dist in phases:
+        parallel = ["-n", str(min(workers, 8)), "--dist", dist] if workers > 1 else []
         codes.append(run(*pytest, "-m", markers, *parallel, *rest))
         if codes[-1] not in (0, NO_TESTS):
             return codes[-1]

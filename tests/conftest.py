@@ -46,18 +46,24 @@ def no_leaked_asyncio_tasks(monkeypatch):
 
 
 def _children() -> set[int]:
-    """This process's live child processes (Linux: /proc/<pid>/stat's ppid field)."""
-    me, found = os.getpid(), set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    """This process's live child processes: each thread's ``children`` file (Linux), else the
+    ppid field of every process in /proc (50 times slower: 1.5 ms, twice a test)."""
+    me, candidates = os.getpid(), set()
+    try:
+        for tid in os.listdir(f"/proc/{me}/task"):
+            with open(f"/proc/{me}/task/{tid}/children") as children:
+                candidates.update(int(pid) for pid in children.read().split())
+    except FileNotFoundError:  # a kernel without CONFIG_PROC_CHILDREN, or a thread just gone
+        candidates = {int(e) for e in os.listdir("/proc") if e.isdigit()}
+    found = set()
+    for pid in candidates:
         try:
-            with open(f"/proc/{entry}/stat") as stat:
+            with open(f"/proc/{pid}/stat") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
         if int(fields[1]) == me and fields[0] != "Z":
-            found.add(int(entry))
+            found.add(pid)
     return found
 
 
