@@ -158,13 +158,16 @@ def pytest_in_phases(rest: list[str], *, fast: bool = False) -> int:
     cores = os.cpu_count() or 1
     # The HIL modules share their chains in a module fixture: ``loadfile`` keeps a module in
     # one worker (``loadgroup``'s xdist_group does nothing with pytest 9.2 and xdist 3.8,
-    # which sets a node id attribute pytest no longer reads).
-    phases = [(FAST, cores, "loadgroup")]
+    # which sets a node id attribute pytest no longer reads), in the order collected (the
+    # tests marked long first: see tests/conftest.py), not the files with most tests first.
+    load = ["--dist", "loadgroup"]
+    phases = [(FAST, cores, load)]
     if not fast:
-        phases += [(WAITING, cores + 1, "loadgroup"), ("hil", 2, "loadfile")]
+        by_file = ["--dist", "loadfile", "--no-loadscope-reorder"]
+        phases += [(WAITING, cores + 1, load), ("hil", 2, by_file)]
     codes = []
     for markers, workers, dist in phases:
-        parallel = ["-n", str(min(workers, 8)), "--dist", dist] if workers > 1 else []
+        parallel = ["-n", str(min(workers, 8)), *dist] if workers > 1 else []
         codes.append(run(*pytest, "-m", markers, *parallel, *rest))
         if codes[-1] not in (0, NO_TESTS):
             return codes[-1]

@@ -24,6 +24,19 @@ settings.register_profile("thorough", max_examples=5000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "long: over ~7 s of wall clock (mostly waiting): started first, so that the workers of "
+        "a phase end together instead of one of them running it alone at the end",
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long tests first; the others keep their order (a stable sort)."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 @pytest.fixture(autouse=True)
 def no_leaked_asyncio_tasks(monkeypatch):
     """Fail a test whose ``asyncio.run`` ends with tasks still pending: a leaked task (a
