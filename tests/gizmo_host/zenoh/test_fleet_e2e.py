@@ -185,8 +185,10 @@ def test_demo_runs_a_fleet_over_zenoh() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "gizmo_host.cli", "demo", "--zenoh", "--vehicles", "2", "--json",
          "--duration", "5"],
-        capture_output=True, timeout=60, check=True,
+        capture_output=True, timeout=60, check=False,
     )  # fmt: skip
+    # Once (a loaded machine) the demo died by SIGABRT: what it said is the evidence.
+    assert out.returncode == 0, (out.returncode, out.stderr.decode(errors="replace")[-3000:])
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     assert {r["vehicle"] for r in rows} == {"uav1", "uav2"}
     assert {r["vehicle"] for r in rows if r["verdict"] == "PROCEED"} == {"uav1", "uav2"}
