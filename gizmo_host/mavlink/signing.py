@@ -8,7 +8,12 @@ frame with a far timestamp would make every later genuine frame of that stream "
 
 - unsigned and wrongly signed frames are refused;
 - per stream ``(link_id, system, component)`` a timestamp must go forward (a replay is
-  refused); a stream not heard before may start at most one minute behind our own timestamp;
+  refused); a stream not heard before may start at most one minute behind our own timestamp,
+  and (stricter than the spec) at most ``NEW_LINK_SLACK`` behind the newest timestamp of the
+  same system and component on another link: one sender signs all its links from one clock,
+  so a "new link" far behind it is the sender's own frames replayed under another link_id
+  (issue 28's red team, round 3: 2 s old frames from the autopilot's address, each of their
+  boot-clock steps back taken for a reboot);
 - only a frame whose signature is right updates its stream and our timestamp.
 
 Our own timestamp is the wall clock in the spec's units, never less than one more than the
@@ -28,6 +33,7 @@ SIGNATURE_BLOCK = 13
 IFLAG_SIGNED = 0x01
 _EPOCH_2015_S = 1_420_070_400
 _NEW_STREAM_SLACK = 6_000_000  # one minute in 10 µs units
+NEW_LINK_SLACK = 100_000  # one second in 10 µs units: links of one sender, delivered apart
 _MAX_STREAMS = 256
 
 
@@ -83,6 +89,7 @@ class Signer:
         self._wall_clock = wall_clock
         self._timestamp = 0
         self._streams: dict[tuple[int, int, int], int] = {}
+        self._senders: dict[tuple[int, int], int] = {}  # (system, component): newest
         self.counts: dict[str, int] = {r.value: 0 for r in Refusal}
         self.counts["signed_ok"] = 0
 
@@ -111,13 +118,21 @@ class Signer:
         last = self._streams.get(stream)
         if last is not None and timestamp <= last:
             return Refusal.REPLAYED
+        sender = (frame[5], frame[6])
+        newest = self._senders.get(sender)
         if last is None:
             self._timestamp = max(self._timestamp, wall_timestamp(self._wall_clock()))
             if timestamp + _NEW_STREAM_SLACK < self._timestamp:
                 return Refusal.STALE_STREAM
+            if newest is not None and timestamp + NEW_LINK_SLACK < newest:
+                return Refusal.REPLAYED
             if len(self._streams) >= _MAX_STREAMS:
                 del self._streams[next(iter(self._streams))]
         self._streams[stream] = timestamp
+        if newest is None or timestamp > newest:
+            if newest is None and len(self._senders) >= _MAX_STREAMS:
+                del self._senders[next(iter(self._senders))]
+            self._senders[sender] = timestamp
         self._timestamp = max(self._timestamp, timestamp)
         return None
 

@@ -73,6 +73,45 @@ def test_unsigned_wrongly_signed_replayed_and_far_forged_frames_are_refused_and_
     assert wire.session.locked
 
 
+def signed_frame(link_id: int, timestamp: int, system: int = 1) -> bytes:
+    """A rightly signed HEARTBEAT, as the sender with the key made it on ``link_id``."""
+    mav = signing_mav(KEY, timestamp)
+    mav.signing.link_id = link_id
+    mav.srcSystem = system
+    return mav.heartbeat_encode(2, 12, 0, 0, 4).pack(mav)
+
+
+def test_a_senders_own_frames_replayed_under_another_link_id_are_refused():
+    """Issue 28's red team, round 3: signed frames sniffed on the autopilot's radio link
+    (another link_id: a stream new to the host, which the spec lets start a minute behind)
+    replayed 2 s late from its own address were taken, and each boot-clock step back in them
+    for a reboot. One sender signs every link from one clock: a new link of the same system
+    and component more than a second behind its newest is a replay."""
+    now = wall_timestamp(time.time())
+    signer = Signer(KEY, wall_clock=time.time)
+    assert signer.check(signed_frame(0, now)) is None
+    assert signer.check(signed_frame(1, now - 200_000)).value == "replayed"  # 2 s behind
+    assert signer.check(signed_frame(2, now - 50_000)) is None  # 0.5 s: links delivered apart
+    assert signer.check(signed_frame(1, now - 200_000, system=2)) is None  # another sender
+    assert signer.counts["replayed"] == 1 and signer.counts["signed_ok"] == 3
+
+
+def test_replayed_link_frames_do_not_restart_the_autopilots_clock():
+    wire = signed_wire()
+    wire.run(3.0)
+    assert wire.session.locked
+    epochs = wire.poses[-1].epoch
+    sniffed = signing_mav(KEY, wall_timestamp(time.time()) - 200_000)
+    sniffed.signing.link_id = 1
+    boot_ms = int(wire.poses[-1].sim_time_ns / 1e6) - 2000  # its poses of 2 s ago
+    for i in range(50):
+        message = sniffed.local_position_ned_encode(boot_ms + 20 * i, 0, 0, -10, 0, 0, 0)
+        wire.inject(message.pack(sniffed))
+    wire.run(1.0)
+    assert wire.session.locked and wire.poses[-1].epoch == epochs
+    assert wire.session.codec.stats()["signing"]["replayed"] >= 50
+
+
 def test_a_host_with_a_key_hears_nothing_from_an_unsigned_autopilot():
     wire = Wire(session_kw={"signer": Signer(KEY)})
     wire.run(3.0)
