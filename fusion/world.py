@@ -87,7 +87,9 @@ class _Memo(NamedTuple):
     changes: int  # ``WorldModel._changes`` when it was made
     now_ns: int
     conditions: tuple[object, ...]  # ``conditions(now_ns)`` without ``now_ns``
-    valid_before_ns: int | None  # the first time a TTL, hold, wait, forget or track end
+    times: list[int]  # ``_deadline_times`` then
+    tracks: list[Track] | None  # the live tracks then
+    valid_before_ns: int | None  # ``_memo_end``: _NEVER until worked out
     key: VerdictKey
     until_ns: int | None  # a PROCEED's measurement's TTL end (``_valid_until_ns``); None: HOLD
     deadline_ns: int | None  # the next deadline but the pose's
@@ -468,6 +470,9 @@ class WorldModel:
         if memo is not None and memo.changes == self._changes and now_ns >= memo.now_ns:
             clock = self._clock_ns = max(self._clock_ns, now_ns)
             valid_before = memo.valid_before_ns
+            if valid_before == _NEVER:  # worked out at its first reuse
+                valid_before = self._memo_end(memo)
+                memo = self._memo = memo._replace(valid_before_ns=valid_before)
             if (valid_before is None or clock < valid_before) and memo.conditions == (
                 self.conditions(now_ns)[1:]
             ):
@@ -491,22 +496,22 @@ class WorldModel:
         clock = self._clock_ns  # at or after now_ns: inputs may be stamped later
         times = self._deadline_times(now_ns, tracks)
         deadline = min([t for t in times if t > clock], default=None)
-        ends = [t for t in times if t > now_ns]
-        forget_ns = self._forget_ns
-        ends.extend(p.obs.host_capture_ns + forget_ns + 1 for p in self._targets)
-        if self._tracker is not None and tracks:
-            delete_ns = self._tracker.lifecycle.delete_after_ns
-            ends.extend(t.time_ns + delete_ns + 1 for t in tracks)
         memo = self._memo = _Memo(
-            self._changes,
-            now_ns,
-            context.c[1:],
-            min(ends, default=None),
-            key,
-            until_ns,
-            deadline,
+            self._changes, now_ns, context.c[1:], times, tracks, _NEVER, key, until_ns, deadline
         )
         return self._memo_verdict(memo, clock)
+
+    def _memo_end(self, memo: _Memo) -> int | None:
+        """When ``memo`` is void whatever comes in: a TTL, hold or wait ending, a target
+        forgotten, a track ended (``None``: never)."""
+        now = memo.now_ns
+        ends = [t for t in memo.times if t > now]
+        forget_ns = self._forget_ns
+        ends.extend(p.obs.host_capture_ns + forget_ns + 1 for p in self._targets)
+        if self._tracker is not None and memo.tracks:
+            delete_ns = self._tracker.lifecycle.delete_after_ns
+            ends.extend(t.time_ns + delete_ns + 1 for t in memo.tracks)
+        return min(ends, default=None)
 
     def _memo_verdict(self, memo: _Memo, clock_ns: int) -> Verdict:
         """``memo``'s verdict with the newest pose's part of its times (``_valid_until_ns``,
