@@ -77,7 +77,8 @@ class Envelope:
                 if offset < current.low:
                     current.low, current.x = offset, x
                 phase = offset - self.skew * x
-                self.phase = min(self.phase, phase)
+                if phase < self.phase:  # min() without its call: once a sample
+                    self.phase = phase
                 return
             if index < current.index:
                 return  # a sample from a closed segment (reordered): nothing new to learn

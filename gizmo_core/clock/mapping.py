@@ -428,7 +428,8 @@ class EpochClock:
         level = env.phase + env.skew * at
         if self._map_offset != _INF:
             ceiling = self._map_offset + self._max_skew * (at - self._map_x)
-            level = min(level, ceiling)
+            if ceiling < level:  # min() without its call: once a sample
+                level = ceiling
         self._map_x, self._map_offset = at, level
 
     def _reading(
