@@ -403,17 +403,18 @@ class WorldModel:
         elif now_ns - newest.host_ns > self._pose_ttl_ns:
             pose_now = HoldReason.POSE_STALE
         reset, jump, conflict = self._reset_ns, self._jump_ns, self._conflict_ns
+        pose_clock = self._pose_clock
         return _new_tuple(
             Conditions,
             (
                 now_ns,
                 LINK_REASONS.get(self._link_state),
                 reset is not None and now_ns - reset <= self._reset_hold_ns,
-                self._pose_clock is ClockStatus.JUMPED,
-                self._pose_clock.settling,
+                pose_clock is ClockStatus.JUMPED,
+                pose_clock.settling,
                 conflict is not None and now_ns - conflict <= self._conflict_hold_ns,
                 jump is not None and now_ns - jump <= self._jump_hold_ns,
-                self.pose_required,
+                self._pose_seen or self._config.pose_required,  # ``pose_required``
                 pose_now,
                 not self._pose_link_up,
                 self._down_barrier,
@@ -538,7 +539,9 @@ class WorldModel:
         c = self.conditions(now_ns)
         selector, targets, tracker = self._selector, self._targets, self._tracker
         tracks = None if tracker is None else tracker.tracks(now_ns)
-        context = estimates.Context(c, frozenset(global_reasons(c)), targets, self._ttl_ns, tracker)
+        context = _new_tuple(
+            estimates.Context, (c, frozenset(global_reasons(c)), targets, self._ttl_ns, tracker)
+        )
         judged: list[estimates.Judged] = []
         selected: int | None = None
         best: estimates.Judged | None = None
@@ -599,13 +602,12 @@ class WorldModel:
             for t in tracks:  # a track's verdict changes when its measurement's TTL ends
                 obs = t.placement.obs
                 times.append(obs.host_capture_ns + ttl_ns(obs.result_type) + 1)
-        for held, hold_ns in (
-            (self._reset_ns, self._reset_hold_ns),
-            (self._jump_ns, self._jump_hold_ns),
-            (self._conflict_ns, self._conflict_hold_ns),
-        ):
-            if held is not None:
-                times.append(held + hold_ns + 1)
+        if self._reset_ns is not None:
+            times.append(self._reset_ns + self._reset_hold_ns + 1)
+        if self._jump_ns is not None:
+            times.append(self._jump_ns + self._jump_hold_ns + 1)
+        if self._conflict_ns is not None:
+            times.append(self._conflict_ns + self._conflict_hold_ns + 1)
         return times
 
     def _vehicle(self, now_ns: int) -> VehicleState | None:
