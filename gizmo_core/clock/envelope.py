@@ -77,8 +77,7 @@ class Envelope:
                 if offset < current.low:
                     current.low, current.x = offset, x
                 phase = offset - self.skew * x
-                if phase < self.phase:  # min() without its call: once a sample
-                    self.phase = phase
+                self.phase = min(self.phase, phase)
                 return
             if index < current.index:
                 return  # a sample from a closed segment (reordered): nothing new to learn

@@ -428,8 +428,7 @@ class EpochClock:
         level = env.phase + env.skew * at
         if self._map_offset != _INF:
             ceiling = self._map_offset + self._max_skew * (at - self._map_x)
-            if ceiling < level:  # min() without its call: once a sample
-                level = ceiling
+            level = min(level, ceiling)
         self._map_x, self._map_offset = at, level
 
     def _reading(
