@@ -125,18 +125,21 @@ def main(argv: list[str] | None = None) -> int:
             continue
         merged = {name: Tally() for name in ("tracked", "per-frame")}
         occlusion: list[tuple[float, float, bool]] = []
+        shares: list[float] = []  # each run's NEES share: the goal holds for every run
         for seed in range(args.seeds):
             run = Run(scenario, args.seconds, seed, keep_lines=False)
             run.run()
             for name, tally in run.tallies.items():
                 m = merged[name]
-                for field in ("lines", "proceed", "nees_ok", "nees_n", "far_proceed"):
+                for field in ("lines", "proceed", "nees_ok", "nees_n", "nees_sum", "far_proceed"):
                     setattr(m, field, getattr(m, field) + getattr(tally, field))
                 m.position += tally.position
                 m.velocity += tally.velocity
                 m.predicted += tally.predicted
                 m.track_ids |= {(seed, i) for i in tally.track_ids}  # type: ignore[arg-type]
+                m.listed_ids |= {(seed, i) for i in tally.listed_ids}  # type: ignore[arg-type]
             t = run.tallies["tracked"]
+            shares.append(100 * t.nees_ok / max(t.nees_n, 1))
             if scenario.occluded is not None:
                 hold = (t.first_hold_after or math.inf) - run.last_seen_s
                 back = (t.first_proceed_after or math.inf) - (run.back_s or math.inf)
@@ -147,15 +150,23 @@ def main(argv: list[str] | None = None) -> int:
         nees = 100 * tr.nees_ok / max(tr.nees_n, 1)
         coverage = 100 * tr.proceed / max(tr.lines, 1)
         ids_per_run = len(tr.track_ids) / args.seeds
+        listed_per_run = len(tr.listed_ids) / args.seeds
         print(f"\n{scenario.name}: {tr.lines} lines, PROCEED with a position {coverage:.1f} % "
               f"(per-frame {100 * pf.proceed / max(pf.lines, 1):.1f} %), track ids per run "
-              f"{ids_per_run:.2f}")  # fmt: skip
+              f"{ids_per_run:.2f} (listed in any state: {listed_per_run:.2f})")  # fmt: skip
+        check(listed_per_run == 1.0, f"{scenario.name}: {listed_per_run} listed ids per run")
         print(f"  position at capture  {row(tr.position, 'm')}   | {row(pf.position, 'm')}")
         print(f"  velocity             {row(tr.velocity, 'm/s')} |")
         print(f"  predicted to host_ns {row(tr.predicted, 'm')}   | {row(pf.predicted, 'm')}")
         print(f"  NEES <= 5.991 (horizontal) {nees:.1f} % of {tr.nees_n} lines; PROCEED more "
               f"than 0.5 m off: {tr.far_proceed} | {pf.far_proceed}")  # fmt: skip
+        outside = [s for s in shares if not 85.0 <= s <= 99.8]
+        print(f"  NEES per run {min(shares):.1f}-{max(shares):.1f} %, {len(outside)} of "
+              f"{len(shares)} runs outside 85-99.8 %; mean NEES "
+              f"{tr.nees_sum / max(tr.nees_n, 1):.2f} (honest: 2)")  # fmt: skip
         check(85.0 <= nees <= 99.8, f"{scenario.name}: NEES share {nees:.1f} %")
+        check(not outside, f"{scenario.name}: NEES share of {len(outside)} runs outside "
+              f"85-99.8 % ({', '.join(f'{s:.1f}' for s in outside)})")  # fmt: skip
         check(tr.far_proceed == 0, f"{scenario.name}: {tr.far_proceed} PROCEED > 0.5 m off")
         check(coverage >= 80.0, f"{scenario.name}: coverage {coverage:.1f} %")
         check(ids_per_run == 1.0, f"{scenario.name}: {ids_per_run} track ids per run")

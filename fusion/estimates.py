@@ -51,7 +51,10 @@ class Context(NamedTuple):
 
 def entries(targets: TargetTable, tracks: list[Track] | None) -> list[Entry]:
     """The targets to show: each key's latest measurement, or (``tracks``: the tracker's
-    live tracks) its tracks."""
+    live tracks) its tracks. A key with a track confirmed once (confirmed or coasting) shows
+    only those: its tentative tracks (a gated-out noise tail, a glitch, a manoeuvre's first
+    frames) are kept, and may be confirmed or take a coasting track's number, but a consumer
+    sees one ``track_id`` per target, not one per rejected measurement."""
     if tracks is None:
         return [_new_tuple(Entry, (p, None, None)) for p in targets]
     newest_fused: dict[str, int] = {}
@@ -65,8 +68,10 @@ def entries(targets: TargetTable, tracks: list[Track] | None) -> list[Entry]:
         if p.arrival > newest_fused.get(key, -1) and not _repeats(p, tracks):
             unfused[key] = p
     out = [_new_tuple(Entry, (p, None, None)) for p in unfused.values()]
+    established = {t.key for t in tracks if t.confirmed}
     for t in tracks:
-        out.append(_new_tuple(Entry, (t.placement, t, unfused.get(t.key))))
+        if t.confirmed or t.key not in established:
+            out.append(_new_tuple(Entry, (t.placement, t, unfused.get(t.key))))
     return out
 
 

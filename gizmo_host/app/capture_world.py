@@ -15,7 +15,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from gizmo_core import ConfigError, Selector
-from gizmo_host.app.world_config import WorldSetup, camera_from_table, world_from_table
+from gizmo_host.app.world_config import (
+    WorldSetup,
+    camera_from_table,
+    tracking_from_table,
+    world_from_table,
+)
 from gizmo_host.bridge.rfly_sources import RflySimSetup
 from gizmo_host.errors import CaptureError
 from gizmo_host.jsonl import json_text
@@ -72,7 +77,8 @@ def world_setup_from(record: Mapping[str, str], where: str) -> WorldSetup:
     pose_source = "rflysim" if rflysim is not None and rflysim.poses else None
     if "pose_source" in record:  # the autopilot's poses (not in the capture: MAVLink is live)
         pose_source = "mavlink"
-    return WorldSetup(camera, world, selector, rflysim, pose_source)
+    tracking = tracking_from_table({}, pose_source)  # as a live run without [tracking]
+    return WorldSetup(camera, world, selector, rflysim, pose_source, tracking)
 
 
 def _rflysim(raw: dict[str, Any]) -> RflySimSetup:

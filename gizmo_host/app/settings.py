@@ -108,7 +108,8 @@ HOST_SETTINGS: tuple[Setting, ...] = (
     _period("serial", "backoff_max_s", _link("backoff_max_s"),
             "longest reopen delay (the delay doubles up to it)"),
     Setting("serial", "transport_delay_ms", "float", None,
-            "minimum frame transport delay (unset: 35 bytes at the baud rate; 0 for a pty)",
+            "minimum frame transport delay (unset: 35 bytes' time at the baud rate, 3.04 ms at "
+            "115200, on a pty too; a pty that delivers each frame at once: set 0)",
             0, 1000, "ms", optional=True, flag="--transport-delay-ms"),
     Setting("clock", "max_skew_ppm", "float", _pipe("max_skew_ppm"),
             "the largest device clock drift believed", 0, 10_000, "ppm"),
@@ -240,7 +241,8 @@ WORLD_SETTINGS: tuple[Setting, ...] = (
 
 def _t(name: str, doc: str, low: float, high: float, unit: str, kind: str = "float",
        **kw: Any) -> Setting:  # fmt: skip
-    return Setting("tracking", name, kind, _default(TrackingConfig, name), doc, low, high, unit,
+    default = kw.pop("default") if "default" in kw else _default(TrackingConfig, name)
+    return Setting("tracking", name, kind, default, doc, low, high, unit,
                    commands=frozenset(), **kw)  # fmt: skip
 
 
@@ -250,10 +252,12 @@ TRACKING_SETTINGS: tuple[Setting, ...] = (
     Setting("tracking", "enabled", "bool", True, "track targets (false: the per-frame path)",
             commands=frozenset()),
     _t("box_sigma_px", "the detector's box-centre noise, σ", 0, 100, "px", open_low=True),
-    _t("attitude_sigma_deg", "the vehicle's attitude noise frame to frame, σ per axis", 0, 10,
-       "deg"),
-    _t("position_sigma_m", "the vehicle's position noise frame to frame, σ per axis", 0, 10,
-       "m"),
+    _t("attitude_sigma_deg", "the vehicle's attitude noise frame to frame, σ per axis (unset: "
+       f"{_default(TrackingConfig, 'attitude_sigma_deg')} for an autopilot's estimate, 0 for "
+       "RflySim's pose, the simulator's own state)", 0, 10, "deg", default=None, optional=True),
+    _t("position_sigma_m", "the vehicle's position noise frame to frame, σ per axis (unset: "
+       f"{_default(TrackingConfig, 'position_sigma_m')} for an autopilot's estimate, 0 for "
+       "RflySim's pose)", 0, 10, "m", default=None, optional=True),
     _t("range_sigma_m", "a laser, gimbal laser or LiDAR range's noise, σ", 0, 100, "m"),
     _t("ground_height_sigma_m", "how far off the ground plane a target may be, σ", 0, 100,
        "m"),

@@ -86,7 +86,7 @@ class ClockSample(NamedTuple):
 class ClockStats(NamedTuple):
     status: ClockStatus
     epoch: int
-    skew_ppm: float
+    skew_ppm: float  # the board's clock rate above the host's
     resets: int
     phase_errors: int
     jumps: int
@@ -153,14 +153,18 @@ class DeviceClockEstimator:
 
     @property
     def skew_ppm(self) -> float:
-        return self._core.skew_ppm
+        """How much faster than the host's the board's clock runs, in ppm (+80: its crystal
+        gains 80 µs a second), the sign of ``emulate.skew_ppm``. The mapping's own slope is
+        the other way round: the offset host - device falls by that much per device second."""
+        slope = self._core.skew_ppm * 1e-6  # d(host - device) / d(device)
+        return -slope / (1.0 + slope) * 1e6
 
     def stats(self) -> ClockStats:
         core = self._core
         return ClockStats(
             self._status,
             core.epoch,
-            core.skew_ppm,
+            self.skew_ppm,
             self._resets,
             core.phase_errors,
             core.jumps,

@@ -11,6 +11,7 @@ lines (:class:`Tally`) after the first second.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from typing import Any, NamedTuple
@@ -25,8 +26,9 @@ from fusion import (
     WorldConfig,
     WorldModel,
 )
-from fusion.tracking import TrackingConfig
+from fusion.tracking import TrackingConfig, TrackStatus
 from gizmo_core import LinkState
+from gizmo_host.app.world_config import tracking_from_table
 from gizmo_host.publish.lines import encode_line
 from gizmo_host.stream.clock import DeviceClockEstimator, frame_transmit_ns
 from hil_geometry.pinhole import Pinhole
@@ -221,10 +223,14 @@ class Tally:
 
     def __init__(self) -> None:
         self.lines = self.proceed = self.nees_ok = self.nees_n = self.far_proceed = 0
+        self.nees_sum = 0.0  # of the horizontal NEES: an honest filter's mean is 2
         self.position: list[float] = []
         self.velocity: list[float] = []
         self.predicted: list[float] = []
-        self.track_ids: set[int] = set()
+        self.track_ids: set[int] = set()  # of the selected target's PROCEED lines
+        # of every target listed, whatever its state, from the first confirmed one on (a
+        # glitch before it starts a track of its own, legitimately listed)
+        self.listed_ids: set[int] = set()
         self.encoded: list[bytes] = []
         self.first_hold_after: float | None = None  # occlusion: the first HOLD's host time
         self.first_proceed_after: float | None = None  # ... the first PROCEED after return
@@ -232,9 +238,17 @@ class Tally:
         self.ids_after: set[int] = set()
 
 
+def tracking_config(**changes: Any) -> TrackingConfig:
+    """The host's ``[tracking]`` for an RflySim pose (exact, as this simulation's poses are:
+    no attitude or position noise of its own), with ``changes``."""
+    config = tracking_from_table({}, "rflysim")
+    assert config is not None
+    return dataclasses.replace(config, **changes)
+
+
 def model(tracking: bool) -> WorldModel:
     config = WorldConfig(pose_required=True, ttl_ms=TTL_MS)
-    return WorldModel(CAMERA_CONFIG, config, tracking=TrackingConfig() if tracking else None)
+    return WorldModel(CAMERA_CONFIG, config, tracking=tracking_config() if tracking else None)
 
 
 class Run:
@@ -292,6 +306,8 @@ class Run:
     def judge(self, now: int, snap: Any, tally: Tally) -> None:
         if self.keep_lines:
             tally.encoded.append(encode_line(snap.to_dict()))
+        if tally.listed_ids or any(t.track_state is TrackStatus.CONFIRMED for t in snap.targets):
+            tally.listed_ids.update(t.track_id for t in snap.targets if t.track_id is not None)
         now_s = seconds(now)
         occluded = self.scenario.occluded
         if occluded is not None:
@@ -321,6 +337,7 @@ class Run:
             nees = float(error[:2] @ np.linalg.solve(cov, error[:2]))
             tally.nees_n += 1
             tally.nees_ok += nees <= 5.991
+            tally.nees_sum += nees
         if target.track_id is not None:
             tally.track_ids.add(target.track_id)
 

@@ -57,8 +57,15 @@ def test_every_key_of_every_section_has_one_row_with_its_default() -> None:
     for f in dataclasses.fields(WorldConfig):
         assert BY_KEY[f"world.{f.name}"].default == getattr(world, f.name)
     tracking = TrackingConfig()
+    by_pose = {"attitude_sigma_deg", "position_sigma_m"}  # unset: by the pose's source
     for f in dataclasses.fields(TrackingConfig):
-        assert BY_KEY[f"tracking.{f.name}"].default == getattr(tracking, f.name)
+        row = BY_KEY[f"tracking.{f.name}"]
+        if f.name in by_pose:
+            assert (
+                row.default is None and f"{getattr(tracking, f.name)} for an autopilot" in row.doc
+            )
+        else:
+            assert row.default == getattr(tracking, f.name)
     for f in dataclasses.fields(CameraConfig):  # width and height have none: required
         if f.init:
             row = BY_KEY[f"camera.{f.name}"]

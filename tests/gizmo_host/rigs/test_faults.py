@@ -249,8 +249,8 @@ def test_the_host_follows_a_clock_skew_the_emulator_injects():
     host, _ = run_through_host(emulation, 60.0)
     assert host.counters() == expected(emulation)
     assert emulation.stats()["faults"]["clock_skew"] == {"events": 1, "ppm": 150.0}
-    # The host's slope is host time over device time: a fast device reads negative.
-    assert abs(host.pipeline.device_clock.stats().skew_ppm + 150.0) < 30.0
+    # The host reports the emulator's sign: a device 150 ppm fast reads +150.
+    assert abs(host.pipeline.device_clock.stats().skew_ppm - 150.0) < 30.0
 
 
 def test_a_sequence_starting_near_65535_wraps_with_nothing_lost():

@@ -131,15 +131,27 @@ def test_skew_estimate_tracks_the_board_oscillator():
     clock = DeviceClockEstimator(transport_delay_ns=frame_transmit_ns(BAUD))
     for frame in simulate(11, 150.0, duration_s=60.0, reset_at_s=1000.0):
         clock.observe(frame.timestamp_ms, frame.host_rx_ns)
-    # Host time runs slower than the device clock by 150 ppm: offset slope ~ -150 ppm.
-    assert abs(clock.skew_ppm + 150.0) < 30.0
+    # The board's clock runs 150 ppm fast: the skew says +150 (the offset's slope is -150).
+    assert abs(clock.skew_ppm - 150.0) < 30.0
+
+
+@pytest.mark.parametrize("crystal_ppm", [80.0, -80.0, 20.0])
+def test_the_reported_skew_is_how_much_faster_the_boards_clock_runs(crystal_ppm):
+    """The sign the emulator's ``skew_ppm`` and the MAVLink timesync use: a board whose
+    crystal gains 80 µs a second reports +80 (its ticks here: floor(t · (1 + 80e-6)), the
+    test's own truth), in the property and in the stats the ``stats`` line shows."""
+    clock = DeviceClockEstimator(transport_delay_ns=frame_transmit_ns(BAUD))
+    for frame in simulate(13, crystal_ppm, duration_s=60.0, reset_at_s=1000.0, outlier_rate=0):
+        clock.observe(frame.timestamp_ms, frame.host_rx_ns)
+    assert abs(clock.skew_ppm - crystal_ppm) < 10.0
+    assert clock.stats().skew_ppm == clock.skew_ppm
 
 
 def test_skew_is_clamped_to_the_configured_bound():
     clock = DeviceClockEstimator(max_skew_ppm=50.0)
     for frame in simulate(5, 190.0, duration_s=30.0, reset_at_s=1000.0, outlier_rate=0.0):
         clock.observe(frame.timestamp_ms, frame.host_rx_ns)
-    assert clock.skew_ppm == pytest.approx(-50.0)
+    assert clock.skew_ppm == pytest.approx(50.0, rel=1e-4)
 
 
 def test_host_clock_step_back_is_a_phase_error_resync():
