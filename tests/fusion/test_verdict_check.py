@@ -31,7 +31,6 @@ from fusion import (
 )
 from fusion.inputs import GimbalSample, ImuSample, LaserRange, SensorMount
 from fusion.placement import Placer
-from fusion.tracking import TrackingConfig
 from gizmo_core import Decision, LinkState
 from gizmo_core.clock import ClockStatus
 from tests.support.fusion_inputs import FORWARD_DOWN_45, MS, observation, pose
@@ -42,6 +41,7 @@ from tests.support.tracking_sim import (
     Board,
     make_events,
     model,
+    tracking_config,
 )
 
 # -- the verdict without a snapshot ------------------------------------------------------
@@ -147,7 +147,7 @@ def test_a_check_after_poses_alone_is_the_snapshots_verdict(tracking, seed, monk
     ]  # fmt: skip
     inputs = _pose_troubles(inputs, seed)
     config = WorldConfig(pose_required=True, ttl_ms=TTL_MS, forget_after_ms=2000.0)
-    tracks = TrackingConfig() if tracking else None
+    tracks = tracking_config() if tracking else None
     checked, built = (WorldModel(CAMERA_CONFIG, config, tracking=tracks) for _ in range(2))
     full_checks = 0
     judge = WorldModel._judge
