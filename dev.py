@@ -131,23 +131,43 @@ def main(argv: list[str]) -> int:
 NO_TESTS = 5  # pytest's exit status when a selection holds no test
 
 
+def _cache_bytecode() -> None:
+    """Let pytest and every interpreter the tests start (a few hundred ``gizmo-host`` runs,
+    doctors and emulators) keep compiled bytecode, in ``.venv/pycache`` so the tree stays
+    clean. Under ``PYTHONDONTWRITEBYTECODE`` each of them compiled the project from source
+    again (0.15-0.2 s a process) and each pytest rewrote every test module's asserts (~6 s)."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ.setdefault("PYTHONPYCACHEPREFIX", str(VENV / "pycache"))
+
+
 def pytest_in_phases(rest: list[str], *, fast: bool = False) -> int:
     """The suite in three phases that never overlap: the tests that compute, one worker per
-    core (pytest-xdist); the realtime and subprocess tests, which mostly wait on the wall clock,
-    also one worker per core (two per core halved their time again, but on a machine shared
-    with other work a refusal that takes 1 s took 4, and availability bounds were missed); then
-    the HIL chains alone, as before (they time a whole emulated board, host and simulator).
-    ``--fast``: the first phase only. A test paced on the wall clock so never shares the CPU
-    with the hypothesis tests. Arguments that choose the markers or the workers (``-m``,
-    ``-n``, ``-p no:xdist``) run one pytest instead, as given (after ``--fast``'s marker)."""
+    core (pytest-xdist); the realtime and subprocess tests, which mostly wait on the wall clock
+    (a 21 s liveness run uses 1 s of CPU), one worker per core plus one (two per core halved
+    their time again, but on a machine shared with other work a refusal that takes 1 s took 4,
+    and availability bounds were missed); then the HIL chains and the certify matrix, two at
+    a time (they time whole emulated boards, hosts and simulators, and take 0.1-0.4 of a core
+    each; a module's chains are one fixture, in one worker). ``--fast``: the first phase only.
+    A test paced on the wall clock so never shares the CPU with the hypothesis tests.
+    Arguments that choose the markers or the workers (``-m``, ``-n``, ``-p no:xdist``) run
+    one pytest instead, as given (after ``--fast``'s marker)."""
     pytest = [_python(), "-m", "pytest"]
+    _cache_bytecode()
     if any(a in ("-m", "no:xdist") or a.startswith(("-n", "--numprocesses")) for a in rest):
         return run(*pytest, *(["-m", FAST] if fast else []), *rest)
     cores = os.cpu_count() or 1
-    phases = [(FAST, cores)] if fast else [(FAST, cores), (WAITING, cores), ("hil", 1)]
+    # The HIL modules share their chains in a module fixture: ``loadfile`` keeps a module in
+    # one worker (``loadgroup``'s xdist_group does nothing with pytest 9.2 and xdist 3.8,
+    # which sets a node id attribute pytest no longer reads), in the order collected (the
+    # tests marked long first: see tests/conftest.py), not the files with most tests first.
+    load = ["--dist", "loadgroup"]
+    phases = [(FAST, cores, load)]
+    if not fast:
+        by_file = ["--dist", "loadfile", "--no-loadscope-reorder"]
+        phases += [(WAITING, cores + 1, load), ("hil", 2, by_file)]
     codes = []
-    for markers, workers in phases:
-        parallel = ["-n", str(min(workers, 8)), "--dist", "loadgroup"] if workers > 1 else []
+    for markers, workers, dist in phases:
+        parallel = ["-n", str(min(workers, 8)), *dist] if workers > 1 else []
         codes.append(run(*pytest, "-m", markers, *parallel, *rest))
         if codes[-1] not in (0, NO_TESTS):
             return codes[-1]

@@ -24,6 +24,19 @@ settings.register_profile("thorough", max_examples=5000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "long: over ~7 s of wall clock (mostly waiting): started first, so that the workers of "
+        "a phase end together instead of one of them running it alone at the end",
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long tests first; the others keep their order (a stable sort)."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 @pytest.fixture(autouse=True)
 def no_leaked_asyncio_tasks(monkeypatch):
     """Fail a test whose ``asyncio.run`` ends with tasks still pending: a leaked task (a
@@ -46,18 +59,24 @@ def no_leaked_asyncio_tasks(monkeypatch):
 
 
 def _children() -> set[int]:
-    """This process's live child processes (Linux: /proc/<pid>/stat's ppid field)."""
-    me, found = os.getpid(), set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    """This process's live child processes: each thread's ``children`` file (Linux), else the
+    ppid field of every process in /proc (50 times slower: 1.5 ms, twice a test)."""
+    me, candidates = os.getpid(), set()
+    try:
+        for tid in os.listdir(f"/proc/{me}/task"):
+            with open(f"/proc/{me}/task/{tid}/children") as children:
+                candidates.update(int(pid) for pid in children.read().split())
+    except FileNotFoundError:  # a kernel without CONFIG_PROC_CHILDREN, or a thread just gone
+        candidates = {int(e) for e in os.listdir("/proc") if e.isdigit()}
+    found = set()
+    for pid in candidates:
         try:
-            with open(f"/proc/{entry}/stat") as stat:
+            with open(f"/proc/{pid}/stat") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
         if int(fields[1]) == me and fields[0] != "Z":
-            found.add(int(entry))
+            found.add(pid)
     return found
 
 

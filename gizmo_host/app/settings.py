@@ -176,6 +176,10 @@ def _w(name: str, doc: str, low: float | None = 0, high: float | None = MAX_MS,
     return Setting("world", name, kind, _default(WorldConfig, name), doc, low, high, unit, **kw)
 
 
+# The jump rule's position allowance for an autopilot's pose where [world] leaves it out (the
+# reason, measured, is in app/world_config.py); fusion's own default fits RflySim's exact pose.
+AUTOPILOT_POSE_JUMP_M = 0.2
+
 # [world]: the model's own defaults (fusion's WorldConfig); each key its own range. ttl_ms,
 # ttl_ms_by_type and reset_hold_ms are inherited from [store] unless set here.
 WORLD_SETTINGS: tuple[Setting, ...] = (
@@ -196,7 +200,10 @@ WORLD_SETTINGS: tuple[Setting, ...] = (
     _w("pose_ttl_ms", "the newest pose older than this: pose_stale", open_low=True),
     _w("pose_history", "poses held", 2, 1_000_000, "", kind="int"),
     _w("pose_jump_m", "the jump rule: a position step beyond what the velocities carry by "
-       "this (plus the terms below)", 0, 1000, "m", open_low=True),
+       f"this (plus the terms below; unset: {_default(WorldConfig, 'pose_jump_m')} for "
+       f"RflySim's exact pose, {AUTOPILOT_POSE_JUMP_M} for an autopilot's estimate, which "
+       "jitters)", 0, 1000, "m",
+       open_low=True),
     _w("pose_jump_m_s", "the jump rule: a velocity changed by this plus max_accel_m_s2 over "
        "the span; half of it is the velocities' error over the span", 0, 1000, "m/s",
        open_low=True),

@@ -11,9 +11,11 @@ than ``conflict_ns``, is a replay (or a second voice using the same identity): d
 (``replayed``), and the row is CONFLICT too. A conflict ends ``conflict_ns`` after the second
 voice's last line. Once the bound publisher has been silent for ``conflict_ns``, another may
 take the vehicle over (a host restarted is a new session), but only with a line newer than
-every line the view ever took for the vehicle (its ``wall_ns`` later than theirs; without
-wall clocks, its ``host_ns``): a stopped host's old lines replayed by anyone, however long
-after, are refused (``replayed``). That memory, the newest times per vehicle, outlives the
+every line the view ever took for the vehicle (its ``wall_ns`` later than theirs, each
+remembered no further ahead of this view's wall clock than ``max_clock_error_ns``, else
+``WALL_AHEAD_NS``; without wall clocks, its ``host_ns``): a stopped host's old lines replayed
+by anyone, however long after, are refused (``replayed``), and a line dated far ahead locks
+nobody out for longer than that bound. That memory, the newest times per vehicle, outlives the
 vehicle's row: a vehicle forgotten to make room keeps them (as many as ``max_vehicles``).
 
 **Fresh or stale.** A host's ``host_ns`` and ``valid_until_ns`` are its own monotonic clock;
@@ -52,25 +54,40 @@ MAX_VEHICLES = 10_000
 MAX_VOICES = 8  # other identities remembered per vehicle (more: the oldest forgotten)
 
 
+WALL_AHEAD_NS = 2_000_000_000  # without max_clock_error_ns: how far ahead a wall clock counts
+
+
 @dataclass(slots=True)
 class _Newest:
     """The latest clocks of every line the view took for a vehicle: a new publisher's line
-    must be later (a replay of old lines never is). Updated in place, once per line."""
+    must be later (a replay of old lines never is). Updated in place, once per line.
+
+    A wall clock is remembered no further ahead of this view's than ``ahead_ns`` (when the
+    view knows its own): one line dated a day or a century ahead, a forger's or a host's
+    whose clock was wrong once, would otherwise refuse every honest publisher after it for
+    as long as the view runs (issue 28, red team round 3). A line with a wall clock is judged
+    by the wall clocks only; ``host_ns``, one host's monotonic clock, only between lines
+    without one.
+    """
 
     host_ns: int
     wall_ns: int | None
 
-    def take(self, line: WorldLine) -> None:
+    def take(self, line: WorldLine, rx_wall_ns: int | None, ahead_ns: int) -> None:
         self.host_ns = max(self.host_ns, line.host_ns)
         wall = line.wall_ns
-        if wall is not None and (self.wall_ns is None or wall > self.wall_ns):
-            self.wall_ns = wall
+        if wall is not None:
+            if rx_wall_ns is not None and wall > rx_wall_ns + ahead_ns:
+                wall = rx_wall_ns + ahead_ns
+            if self.wall_ns is None or wall > self.wall_ns:
+                self.wall_ns = wall
 
     def older_than(self, line: WorldLine) -> bool:
-        """``line`` is later than all of them: by the wall clock when both have one (a host
-        that rebooted starts its monotonic clock again), else by ``host_ns``."""
-        if line.wall_ns is not None and self.wall_ns is not None:
-            return line.wall_ns > self.wall_ns
+        """``line`` is later than all of them: by the wall clock when it has one (a host that
+        rebooted starts its monotonic clock again; no wall clock remembered: nothing to be
+        later than), else by ``host_ns``."""
+        if line.wall_ns is not None:
+            return self.wall_ns is None or line.wall_ns > self.wall_ns
         return line.host_ns > self.host_ns
 
 
@@ -245,9 +262,9 @@ class FleetView:
             since_ns -= max(0, delay_ns - self.max_clock_error_ns)
         entry.line, entry.rx_ns, entry.heard_ns, entry.delay_ns = line, since_ns, rx_ns, delay_ns
         if entry.newest is None:
-            entry.newest = _Newest(line.host_ns, line.wall_ns)
-        else:
-            entry.newest.take(line)
+            entry.newest = _Newest(line.host_ns, None)
+        ahead_ns = WALL_AHEAD_NS if self.max_clock_error_ns is None else self.max_clock_error_ns
+        entry.newest.take(line, rx_wall_ns, ahead_ns)
 
     def _voice(self, entry: _Vehicle, publisher: str, rx_ns: int) -> None:
         others = entry.others

@@ -125,6 +125,7 @@ async def happen(run: Run, board: Board, kind: str, events: list[Event], act) ->
     await run.wait_for(proceeding_after(board, events[-1]), timeout=TIMEOUT_S)
 
 
+@pytest.mark.long
 def test_holds_end_once_the_data_is_good_again_and_never_proceed_wrongly(link_path, tmp_path):
     events: list[Event] = []
 

@@ -59,8 +59,9 @@ from tests.hil.judge import (
 from tests.hil.scene import swinging_orbit
 from tests.support.schemas import validate_message
 
-# dev.py runs the HIL tests alone, after the others; with ``pytest -n N --dist loadgroup`` one
-# worker runs them (each module's chains are one fixture: two workers would run it twice).
+# dev.py runs the HIL tests after the others, two at a time; with ``pytest -n N --dist
+# loadgroup`` one worker runs this group (each module's chains are one fixture: two workers
+# would run it twice).
 pytestmark = [
     pytest.mark.hil,
     pytest.mark.subprocess,

@@ -195,9 +195,9 @@ async def scenario(
     return messages, scene
 
 
-async def until_proceed(rig: Rig, then_s: float, limit_s: float = 2.5) -> None:
-    """Frames until a world line PROCEEDs with a position (the clocks have locked), then
-    ``then_s`` more."""
+async def until_proceed(rig: Rig, then_s: float, limit_s: float = 10.0) -> None:
+    """Frames until a world line PROCEEDs with a position (the clocks have locked: ~0.5 s
+    alone, longer on a busy machine, so the limit is generous), then ``then_s`` more."""
     for _ in range(round(limit_s / 0.1)):
         if any(selected(w)["position_ned_m"] for w in proceeds(rig.run.messages)):
             break

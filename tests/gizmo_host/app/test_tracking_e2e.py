@@ -177,8 +177,11 @@ def test_a_moving_target_is_tracked_with_an_honest_estimate(link_path, tmp_path)
     # The goal up to 3 m/s; measured 0.043-0.050 over runs, under load too (the capture times
     # the live path maps are off by 0.2-0.4 ms, 1 mm at 3 m/s: the filter's own noise rules).
     assert velocities and np.percentile(velocities, 95) <= 0.10, np.percentile(velocities, 95)
-    glitches = [
-        t for w in lines for t in w["targets"] if t["track_state"] == "tentative"
+    # The 3 m glitch (sent at GLITCH_AT_S) starts a tentative track, kept but not listed (its
+    # key has a confirmed one): no located target of any line, in any state, stands there.
+    located = [
+        float(np.linalg.norm(np.array(t["position_ned_m"]) - truth.at(t["capture_ns"])))
+        for w in lines for t in w["targets"] if t["position_ned_m"] is not None
         and w["host_ns"] - truth.start_ns > GLITCH_AT_S * 1e9
     ]  # fmt: skip
-    assert glitches and all(t["position_ned_m"] is None for t in glitches)  # HOLD, no numbers
+    assert located and max(located) < 0.5

@@ -56,6 +56,10 @@ from tests.support.world_attacks import (
 
 pytestmark = [pytest.mark.realtime, pytest.mark.subprocess]
 
+# A conflict never locks: its tests stream as long as they did when ``fly`` gave up waiting
+# for the lock after 3.5 s and flew its 1.5 s (``fly`` now waits up to 10 s for a lock).
+CONFLICT_S = 5.0
+
 
 def test_honest_flight_proceeds_on_true_poses_baseline(link_path, tmp_path):
     """The control: no attack, 0 wrong lines; its availability is the figure the attacks'
@@ -99,7 +103,7 @@ def test_second_coptersim_with_the_ego_id_on_another_port_holds_pose_conflict(li
     other vehicle's state first: HOLD ``pose_conflict``, never a PROCEED on either pose."""
 
     async def body(rig: Rig) -> None:
-        await fly(rig, 1.5)
+        await rig.board.stream(CONFLICT_S)
 
     sims = spoof_sims(("127.0.0.1", "127.0.0.1"), 1)
     messages, rig = asyncio.run(scenario(link_path, tmp_path, sims, body))
@@ -117,7 +121,7 @@ def test_spoofer_one_millisecond_off_the_sim_time_holds_pose_conflict(link_path,
     share a time, so "first wins" never triggers): still a second sender, HOLD."""
 
     async def body(rig: Rig) -> None:
-        await fly(rig, 1.5)
+        await rig.board.stream(CONFLICT_S)
 
     sims = spoof_sims(("127.0.0.1", "127.0.0.1"), 1, offset_s=-0.001)
     messages, rig = asyncio.run(scenario(link_path, tmp_path, sims, body))

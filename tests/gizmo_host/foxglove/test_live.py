@@ -128,6 +128,7 @@ def check_contract(viewer: FoxgloveClient) -> None:
         assert stamp_ns(message.timestamp) == received.log_ns
 
 
+@pytest.mark.long
 def test_a_viewer_sees_every_topic_decodes_it_and_is_not_held_up_by_a_stuck_one() -> None:
     proc = subprocess.Popen(
         [*DEMO, "--json", "--faults", "--duration", "60", "--foxglove", "127.0.0.1:0"],

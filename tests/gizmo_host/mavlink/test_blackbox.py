@@ -110,6 +110,7 @@ def observation(capture_ns: int, now_ns: int) -> VisionObservation | None:
     [(Profile.ARDUPILOT, False), (Profile.PX4, False), (Profile.PX4, True)],
     ids=["ardupilot", "px4", "px4-slow-timesync"],
 )
+@pytest.mark.long
 def test_landing_target_against_the_truth(profile, slow_timesync):
     """``slow_timesync``: TIMESYNC answers lag 8-16 ms too, so no round trip is under 10 ms
     (the estimator's gate adapts; PX4's own 10 ms filter never takes a sample: no offset)."""

@@ -25,6 +25,7 @@ from tests.support.mavsdk_autopilot import hovering, mavsdk_autopilot
 pytestmark = [pytest.mark.realtime]
 
 MS = 1_000_000
+LOCK_DEADLINE_S = 30.0
 
 CAMERA = {"width_px": 640, "height_px": 480, "hfov_deg": 90.0, "mount_rpy_deg": [0, -90, 0]}
 
@@ -66,8 +67,13 @@ def test_mavsdk_as_the_autopilot_binds_locks_and_its_poses_are_the_truth() -> No
             link.poses._on_pose = _tee(link.poses._on_pose, poses)
             await until(lambda: link.transport.local_port is not None)
             async with mavsdk_autopilot(link.transport.local_port) as autopilot:
-                await until(lambda: link.session.locked, timeout=8.0)
-                await until(lambda: sum(p.clock_status is ClockStatus.LOCKED for p in poses) > 50)
+                # MAVSDK's server starts and then answers TIMESYNC: ~1-2 s alone, several on a
+                # busy machine (8 s was missed); a deadline only bounds a hang.
+                await until(lambda: link.session.locked, timeout=LOCK_DEADLINE_S)
+                await until(
+                    lambda: sum(p.clock_status is ClockStatus.LOCKED for p in poses) > 50,
+                    timeout=LOCK_DEADLINE_S,
+                )
                 assert autopilot.timesync_enabled
                 session = link.session.stats(h.scheduler.now_ns())
         assert session["autopilot"] == [1, 1] and session["conflict"] is False
@@ -95,7 +101,7 @@ def test_an_autopilot_that_never_answers_timesync_holds_clock_not_locked() -> No
             assert link is not None and h.world is not None
             await until(lambda: link.transport.local_port is not None)
             async with mavsdk_autopilot(link.transport.local_port, timesync=False):
-                await until(lambda: link.poses.counts["unmapped"] > 50)
+                await until(lambda: link.poses.counts["unmapped"] > 50, timeout=LOCK_DEADLINE_S)
                 now = h.scheduler.now_ns()  # and the board sees a target (red team FAIL 5)
                 h.world.apply(LinkStatus(now - 300 * MS, LinkState.UP))
                 h.world.apply(observation(now - 40 * MS, rx_ns=now - 30 * MS))

@@ -40,6 +40,7 @@ async def connect(path: str, proc: asyncio.subprocess.Process):
             await asyncio.sleep(0.02)  # poll for the socket file, with a deadline
 
 
+@pytest.mark.long
 def test_a_stalled_stdout_never_delays_a_socket_client_through_an_unplug(link_path, tmp_path):
     config = tmp_path / "gizmo.toml"
     config.write_text(

@@ -161,9 +161,12 @@ def test_a_bad_option_is_one_line_and_exit_2(capsys):
 
 
 @pytest.mark.subprocess
+@pytest.mark.hil
+@pytest.mark.long
 def test_a_lean_matrix_through_the_real_host_has_no_wrong_proceed(tmp_path):
     """Three scenarios at once, one seed, three faults that must HOLD and one that need not:
-    the suite's size of ``--quick`` (the whole of it takes about 90 s on 2 cores)."""
+    the suite's size of ``--quick`` (the whole of it takes about 90 s on 2 cores). Three
+    chains that judge HOLD latencies: with the HIL tests, not beside the other waiting ones."""
     done = subprocess.run(
         [sys.executable, "-m", "gizmo_host.cli", "certify", "--seeds", "1", "--spacing", "3",
          "--faults", "silence,hangup,reset,garbage", "--out", str(tmp_path),

@@ -211,6 +211,7 @@ def test_a_moving_pad_is_followed_at_its_velocity_and_no_target_stops_the_descen
 
 @pytest.mark.realtime
 @pytest.mark.hil
+@pytest.mark.long
 def test_the_closed_loop_lands_on_a_pad_driving_at_2_m_s(tmp_path: Path) -> None:
     """Through the host (tracking its estimate): the vehicle, steered by LANDING_TARGET alone,
     lands on the moving pad; its manoeuvres never push the pad out of its own track's gate."""

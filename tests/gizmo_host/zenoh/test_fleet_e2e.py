@@ -9,6 +9,7 @@ fleet needs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -49,6 +50,10 @@ class Lines:
 
     def messages(self, message_type: str) -> list[dict]:
         return [m for m in map(json.loads, list(self.lines)) if m.get("type") == message_type]
+
+
+def _world_lines(out: Lines) -> list[bytes]:
+    return [line for line in out.lines if line.startswith(b'{"type":"world"')]
 
 
 def _host(tmp_path: Path, vehicle: str, endpoint: str) -> tuple[subprocess.Popen[bytes], int]:
@@ -101,7 +106,7 @@ def test_three_hosts_and_a_fleet_view_through_a_router(tmp_path: Path) -> None:
             proc, _ = hosts["uav3"]
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(10) == 0
-            stale = wait_until(lambda: _first(fleet, "uav3", "stale"), 5)
+            stale = wait_until(lambda: _first(fleet, "uav3", "stale"), 20)  # bound: below
             assert stale["verdict"] == "HOLD" and stale["age_ms"] <= TTL_MS + 100
         finally:
             for proc, master in hosts.values():
@@ -110,6 +115,13 @@ def test_three_hosts_and_a_fleet_view_through_a_router(tmp_path: Path) -> None:
                 os.close(master)
             fleet_proc.send_signal(signal.SIGTERM)
             fleet_proc.wait(10)
+            for out in outs.values():
+                out.join()
+            # A host's last lines may still be on their way through the router when it has
+            # exited (a busy machine delays them): the subscriber stays until they came, or
+            # the comparison below says which did not.
+            with contextlib.suppress(AssertionError):
+                wait_until(lambda: all(seen[v] == _world_lines(outs[v]) for v in VEHICLES), 10)
             subscriber.undeclare()
             viewer.close()
         for out in (*outs.values(), fleet):
@@ -121,7 +133,7 @@ def test_three_hosts_and_a_fleet_view_through_a_router(tmp_path: Path) -> None:
         for message in map(json.loads, outs[vehicle].lines):
             validate_message(message)
         assert outs[vehicle].messages("stats")[-1]["publish"]["zenoh"]["dropped"] == 0
-        printed = [line for line in outs[vehicle].lines if line.startswith(b'{"type":"world"')]
+        printed = _world_lines(outs[vehicle])
         assert len(printed) >= 20
         assert seen[vehicle] == printed, vehicle
     # Each fleet row is one of the host's own lines, compact: its seq, verdict, reasons and
@@ -173,8 +185,10 @@ def test_demo_runs_a_fleet_over_zenoh() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "gizmo_host.cli", "demo", "--zenoh", "--vehicles", "2", "--json",
          "--duration", "5"],
-        capture_output=True, timeout=60, check=True,
+        capture_output=True, timeout=60, check=False,
     )  # fmt: skip
+    # Once (a loaded machine) the demo died by SIGABRT: what it said is the evidence.
+    assert out.returncode == 0, (out.returncode, out.stderr.decode(errors="replace")[-3000:])
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     assert {r["vehicle"] for r in rows} == {"uav1", "uav2"}
     assert {r["vehicle"] for r in rows if r["verdict"] == "PROCEED"} == {"uav1", "uav2"}
