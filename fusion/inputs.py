@@ -56,6 +56,12 @@ def _finite(owner: object, name: str, value: Any, *, minimum: float = -math.inf)
 
 
 def _vec3(owner: object, name: str, value: Any) -> Vec3:
+    if type(value) is tuple and len(value) == 3:  # the adapters' own: kept, once checked
+        x, y, z = value
+        if type(x) is float and type(y) is float and type(z) is float:
+            if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+                raise _fail(owner, name, "3 finite numbers", value)
+            return value
     try:
         x, y, z = (float(v) for v in value)
     except (TypeError, ValueError):
@@ -153,7 +159,7 @@ class PoseSample:
         if self.velocity_ned_m_s is not None:
             _set(self, "velocity_ned_m_s", _vec3(self, "velocity_ned_m_s", self.velocity_ned_m_s))
         try:
-            w, x, y, z = (float(v) for v in self.quaternion_wxyz)
+            w, x, y, z = map(float, self.quaternion_wxyz)
         except (TypeError, ValueError):
             raise _fail(self, "quaternion_wxyz", "4 numbers", self.quaternion_wxyz) from None
         n = math.sqrt(w * w + x * x + y * y + z * z)

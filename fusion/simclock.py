@@ -38,6 +38,9 @@ _CONFIRM_SAMPLES = 5  # early samples in a row that confirm a step ahead (with t
 _OUTLIER = ClockStatus.OUTLIER
 
 
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+
+
 class SimClockSample(NamedTuple):
     host_ns: int  # the sample's simulation time on the host clock (an outlier: its arrival)
     epoch: int
@@ -163,7 +166,8 @@ class SimClockEstimator:
         reading = core.observe(sim_time_ns, host_rx_ns, follow=self._paused)
         if reading.status is _OUTLIER:
             return SimClockSample(host_rx_ns, reading.epoch, _OUTLIER, None)
-        reason = reason or self._reason(reading.event, reading.jump_ns)
+        if reason is None and reading.event is not None:  # the usual sample has neither
+            reason = self._reason(reading.event, reading.jump_ns)
         if not core.late_pending:
             self._paused = False  # running on time again: a later rise is no pause
         if discontinuity and reason is None:
@@ -171,8 +175,9 @@ class SimClockEstimator:
             reason = "discontinuity"
         self._last_sim_ns = sim_time_ns
         self._last_host_ns = host_rx_ns
-        return SimClockSample(
-            round(sim_time_ns + reading.offset_ns), core.epoch, reading.status, reason
+        return _new_tuple(
+            SimClockSample,
+            (round(sim_time_ns + reading.offset_ns), core.epoch, reading.status, reason),
         )
 
     def _reason(self, event: ClockEvent | None, jump_ns: float) -> str | None:

@@ -76,6 +76,25 @@ class Verdict(NamedTuple):
     next_deadline_ns: int | None  # ``WorldModel.next_deadline_ns()`` after it
 
 
+# Inputs that change no verdict by themselves (they change later placements; a measurement
+# they let be placed counts through ``_place``): a verdict check after them may reuse the last.
+_QUIET_INPUTS = frozenset({ImuSample, GimbalSample, LaserRange, GimbalLaserRange, LidarPoints})
+
+
+class _Memo(NamedTuple):
+    """The last full verdict check, reusable while nothing it read changed (``verdict``)."""
+
+    changes: int  # ``WorldModel._changes`` when it was made
+    now_ns: int
+    conditions: tuple[object, ...]  # ``conditions(now_ns)`` without ``now_ns``
+    times: list[int]  # ``_deadline_times`` then
+    tracks: list[Track] | None  # the live tracks then
+    valid_before_ns: int | None  # ``_memo_end``: _NEVER until worked out
+    key: VerdictKey
+    until_ns: int | None  # a PROCEED's measurement's TTL end (``_valid_until_ns``); None: HOLD
+    deadline_ns: int | None  # the next deadline but the pose's
+
+
 class _Ttls(dict[int, int]):
     """Each result type's TTL in ns, worked out once (``WorldConfig.ttl_ns``)."""
 
@@ -143,6 +162,10 @@ class WorldModel:
         self._conflict_ns: int | None = None  # the latest pose conflict
         self._clock_ns = _NEVER
         self._seq = 0
+        # Counts the changes a verdict check must see (every input but a plain pose, quiet
+        # inputs, and any placement); ``_memo`` is the last check's, while none came since.
+        self._changes = 0
+        self._memo: _Memo | None = None
         self._counts: dict[str, int] = dict.fromkeys(
             (
                 "vision",
@@ -189,6 +212,8 @@ class WorldModel:
         if handler is None:
             raise TypeError(f"apply: expected a fusion input value, got {type(item).__name__}")
         handler(item)
+        if type(item) is not PoseSample and type(item) not in _QUIET_INPUTS:
+            self._changes += 1
 
     def stats(self) -> dict[str, int]:
         out = dict(self._counts)
@@ -241,14 +266,18 @@ class WorldModel:
         counts["poses"] += 1
         if not self._pose_seen:
             self._pose_seen = True
+            self._changes += 1
             self._sources.expect("pose")
         status = pose.clock_status
         if status is ClockStatus.OUTLIER:  # its stamp disagrees with its stream
             counts["pose_outliers"] += 1
             return
+        if status is not self._pose_clock:
+            self._changes += 1
         self._pose_clock = status
         self._sources.seen("pose", pose.host_ns)
         if status.settling:  # mapped by a mapping still settling
+            self._changes += 1
             counts["poses_locking"] += 1
             self._locking_pose_ns = pose.host_ns
             self._witness(pose.host_ns)
@@ -261,6 +290,8 @@ class WorldModel:
             counts["pose_old_epoch"] += 1
             return
         now = max(self._clock_ns, pose.host_ns)
+        if added is not Added.APPENDED and added is not Added.INSERTED:
+            self._changes += 1  # a jump, a conflict or a new epoch: holds and deadlines
         if added is Added.CONFLICT:
             counts["pose_conflicts"] += 1
             self._hold_conflict(now)
@@ -347,6 +378,7 @@ class WorldModel:
         )
         if placement is None:
             return False
+        self._changes += 1
         self._targets.put(placement)
         if self._tracker is not None:
             self._tracker.add(placement)
@@ -371,17 +403,18 @@ class WorldModel:
         elif now_ns - newest.host_ns > self._pose_ttl_ns:
             pose_now = HoldReason.POSE_STALE
         reset, jump, conflict = self._reset_ns, self._jump_ns, self._conflict_ns
+        pose_clock = self._pose_clock
         return _new_tuple(
             Conditions,
             (
                 now_ns,
                 LINK_REASONS.get(self._link_state),
                 reset is not None and now_ns - reset <= self._reset_hold_ns,
-                self._pose_clock is ClockStatus.JUMPED,
-                self._pose_clock.settling,
+                pose_clock is ClockStatus.JUMPED,
+                pose_clock.settling,
                 conflict is not None and now_ns - conflict <= self._conflict_hold_ns,
                 jump is not None and now_ns - jump <= self._jump_hold_ns,
-                self.pose_required,
+                self._pose_seen or self._config.pose_required,  # ``pose_required``
                 pose_now,
                 not self._pose_link_up,
                 self._down_barrier,
@@ -427,19 +460,72 @@ class WorldModel:
         """What ``snapshot(now_ns)`` decides, without building it: its verdict key, a
         PROCEED's ``valid_until_ns`` and the next deadline, for a publisher that checks after
         every input and publishes only a change. It advances the clock and forgets as
-        ``snapshot`` does."""
+        ``snapshot`` does.
+
+        A check after inputs that changed nothing it reads (plain poses, IMU, gimbal and
+        ranges; no placement) before any TTL, hold, wait, forgetting or track end, with the
+        same conditions (link, barriers, pose freshness and clock, holds), decides what the
+        last one did: it is reused, with a PROCEED's ``valid_until_ns`` and the pose's
+        deadline worked out afresh (a newer pose moves both)."""
+        memo = self._memo
+        if memo is not None and memo.changes == self._changes and now_ns >= memo.now_ns:
+            clock = self._clock_ns = max(self._clock_ns, now_ns)
+            valid_before = memo.valid_before_ns
+            if valid_before == _NEVER:  # worked out at its first reuse
+                valid_before = self._memo_end(memo)
+                memo = self._memo = memo._replace(valid_before_ns=valid_before)
+            if (valid_before is None or clock < valid_before) and memo.conditions == (
+                self.conditions(now_ns)[1:]
+            ):
+                if self._tracker is not None:
+                    self._tracker.tracks(now_ns)  # what a full check forgets on its way
+                return self._memo_verdict(memo, clock)
         context, judged, selected, tracks = self._judge(now_ns)
         targets = frozenset(
             (j.entry.placement.obs.key, _DECISIONS[j.proceed], j.reasons) for j in judged
         )
-        deadline = self._next_deadline(now_ns, tracks)
+        until_ns: int | None = None
         if selected is None:
             reasons = ordered({*context.common, HoldReason.NO_DATA})
-            return Verdict((Decision.HOLD, reasons, None, targets), None, deadline)
-        chosen = judged[selected]
-        key = chosen.entry.placement.obs.key
-        until = self._valid_until_ns(chosen, now_ns, tracks) if chosen.proceed else None
-        return Verdict((_DECISIONS[chosen.proceed], chosen.reasons, key, targets), until, deadline)
+            key: VerdictKey = (Decision.HOLD, reasons, None, targets)
+        else:
+            chosen = judged[selected]
+            obs = chosen.entry.placement.obs
+            key = (_DECISIONS[chosen.proceed], chosen.reasons, obs.key, targets)
+            if chosen.proceed:
+                until_ns = obs.host_capture_ns + self._ttl_ns(obs.result_type)
+        clock = self._clock_ns  # at or after now_ns: inputs may be stamped later
+        times = self._deadline_times(now_ns, tracks)
+        deadline = min([t for t in times if t > clock], default=None)
+        memo = self._memo = _Memo(
+            self._changes, now_ns, context.c[1:], times, tracks, _NEVER, key, until_ns, deadline
+        )
+        return self._memo_verdict(memo, clock)
+
+    def _memo_end(self, memo: _Memo) -> int | None:
+        """When ``memo`` is void whatever comes in: a TTL, hold or wait ending, a target
+        forgotten, a track ended (``None``: never)."""
+        now = memo.now_ns
+        ends = [t for t in memo.times if t > now]
+        forget_ns = self._forget_ns
+        ends.extend(p.obs.host_capture_ns + forget_ns + 1 for p in self._targets)
+        if self._tracker is not None and memo.tracks:
+            delete_ns = self._tracker.lifecycle.delete_after_ns
+            ends.extend(t.time_ns + delete_ns + 1 for t in memo.tracks)
+        return min(ends, default=None)
+
+    def _memo_verdict(self, memo: _Memo, clock_ns: int) -> Verdict:
+        """``memo``'s verdict with the newest pose's part of its times (``_valid_until_ns``,
+        ``_next_deadline``)."""
+        until, deadline = memo.until_ns, memo.deadline_ns
+        newest = self._history.newest
+        if newest is not None and self.pose_required:
+            stale_ns = newest.host_ns + self._pose_ttl_ns
+            if until is not None and stale_ns < until:
+                until = stale_ns
+            if stale_ns + 1 > clock_ns and (deadline is None or stale_ns + 1 < deadline):
+                deadline = stale_ns + 1
+        return _new_tuple(Verdict, (memo.key, until, deadline))
 
     def _judge(
         self, now_ns: int
@@ -447,12 +533,15 @@ class WorldModel:
         """Every target's verdict at ``now_ns``, the index of the one the verdict is about
         (PROCEED first, then the newest capture; ``None``: none matches), and the live
         tracks (``None`` without tracking)."""
+        self._memo = None
         self._witness(now_ns)
         self._targets.forget(now_ns - self._forget_ns)
         c = self.conditions(now_ns)
         selector, targets, tracker = self._selector, self._targets, self._tracker
         tracks = None if tracker is None else tracker.tracks(now_ns)
-        context = estimates.Context(c, frozenset(global_reasons(c)), targets, self._ttl_ns, tracker)
+        context = _new_tuple(
+            estimates.Context, (c, frozenset(global_reasons(c)), targets, self._ttl_ns, tracker)
+        )
         judged: list[estimates.Judged] = []
         selected: int | None = None
         best: estimates.Judged | None = None
@@ -492,6 +581,15 @@ class WorldModel:
         """``next_deadline_ns``, with the tracks live at ``judged_ns`` (those of the model's
         clock when it is that time: a judging pass has just listed them)."""
         now = self._clock_ns
+        times = self._deadline_times(judged_ns, tracks)
+        newest = self._history.newest
+        if newest is not None and self.pose_required:
+            times.append(newest.host_ns + self._pose_ttl_ns + 1)
+        return min([t for t in times if t > now], default=None)
+
+    def _deadline_times(self, judged_ns: int | None, tracks: list[Track] | None) -> list[int]:
+        """The times of ``_next_deadline`` but the newest pose's, past or future."""
+        now = self._clock_ns
         ttl_ns = self._ttl_ns
         times = [p.deadline_ns for p in self._pending]
         for placement in self._targets:
@@ -504,18 +602,13 @@ class WorldModel:
             for t in tracks:  # a track's verdict changes when its measurement's TTL ends
                 obs = t.placement.obs
                 times.append(obs.host_capture_ns + ttl_ns(obs.result_type) + 1)
-        for held, hold_ns in (
-            (self._reset_ns, self._reset_hold_ns),
-            (self._jump_ns, self._jump_hold_ns),
-            (self._conflict_ns, self._conflict_hold_ns),
-        ):
-            if held is not None:
-                times.append(held + hold_ns + 1)
-        newest = self._history.newest
-        if newest is not None and self.pose_required:
-            times.append(newest.host_ns + self._pose_ttl_ns + 1)
-        future = [t for t in times if t > now]
-        return min(future) if future else None
+        if self._reset_ns is not None:
+            times.append(self._reset_ns + self._reset_hold_ns + 1)
+        if self._jump_ns is not None:
+            times.append(self._jump_ns + self._jump_hold_ns + 1)
+        if self._conflict_ns is not None:
+            times.append(self._conflict_ns + self._conflict_hold_ns + 1)
+        return times
 
     def _vehicle(self, now_ns: int) -> VehicleState | None:
         newest = self._history.newest

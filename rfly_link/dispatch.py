@@ -12,8 +12,9 @@ not handled here: see :mod:`rfly_link.reassembly`.
 
 from __future__ import annotations
 
+import struct
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from rfly_link import messages as m
@@ -110,3 +111,45 @@ def _unknown_checksum(
     markers = sorted({c.LAYOUT.checksum_of(data) for c in marked})
     expected = sorted({x for c in marked for x in c.CHECKSUMS})
     return UnknownChecksum(f"datagram of {len(data)} B: checksum {markers} is none of {expected}")
+
+
+class PortDecoder:
+    """``decode(data, port=port)`` for one port, with the port's structures looked up once:
+    a datagram that fits exactly one of them is decoded at once; any other goes through
+    ``decode``, which says why it fits none or several."""
+
+    __slots__ = ("_by_length", "port")
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        role = port_role(port)
+        self._by_length: dict[int, tuple[tuple[type[m.WireMessage], _Marker | None], ...]] = {}
+        if role is PortRole.UNKNOWN:
+            return  # nothing but the port may tell some structures apart: always ``decode``
+        for size, classes in _BY_LENGTH.items():
+            self._by_length[size] = tuple(
+                (cls, None if identified_by_port(cls) else _marker(cls))
+                for cls in classes
+                if role in MESSAGE_ROLES[cls]
+            )
+
+    def __call__(self, data: bytes | bytearray | memoryview) -> m.WireMessage:
+        found: type[m.WireMessage] | None = None
+        for cls, marker in self._by_length.get(len(data), ()):
+            if marker is None or marker(data)[0] in cls.CHECKSUMS:
+                if found is not None:
+                    found = None
+                    break  # several: ``decode`` says which
+                found = cls
+        if found is None:
+            return decode(data, port=self.port)
+        return found.decode(data)
+
+
+_Marker = Callable[[bytes | bytearray | memoryview], tuple[int]]
+
+
+def _marker(cls: type[m.WireMessage]) -> _Marker:
+    """Reads ``cls``'s checksum marker as ``LAYOUT.checksum_of`` does."""
+    unpack: _Marker = struct.Struct("<" + cls.LAYOUT.fields[0].code).unpack_from
+    return unpack

@@ -21,7 +21,7 @@ _QUATERNION_MODE = 0.5  # Config.json / gimbal EularOrQuat above this: the quate
 
 
 def finite(values: tuple[float, ...]) -> bool:
-    return all(math.isfinite(v) for v in values)
+    return all(map(math.isfinite, values))
 
 
 def vec3(values: tuple[float, ...]) -> Vec3:

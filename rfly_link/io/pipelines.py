@@ -81,11 +81,12 @@ class MessagePipeline:
 
     def __init__(self, logical_port: int) -> None:
         self.logical_port = logical_port
+        self._decode = dispatch.PortDecoder(logical_port)
         self._drops = _zero_drops()
 
     def process(self, data: memoryview, sender: tuple[str, int], now_ns: int) -> list[Event]:
         try:
-            value = dispatch.decode(data, port=self.logical_port)
+            value = self._decode(data)
         except DecodeError as exc:
             self._drops[exc.cause.value] += 1
             return []

@@ -10,6 +10,7 @@ from the typed fields. Encoder, decoder and ``to_dict`` come from the table.
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -54,6 +55,9 @@ class WireMessage:
     CHECKSUMS: ClassVar[tuple[int, ...]]
     ANY_CHECKSUM: ClassVar[bool] = False
     FIXED: ClassVar[Mapping[str, int]] = MappingProxyType({})
+    # Each field's slot setter, in wire order: ``decode`` fills a new value with what it has
+    # checked already (None: through ``__init__``, a class with a check of its own).
+    _SETTERS: ClassVar[tuple[Callable[[Any, Any], None], ...] | None] = None
 
     if TYPE_CHECKING:  # the generated dataclass __init__ of each subclass takes the fields
 
@@ -109,7 +113,15 @@ class WireMessage:
                 raise InconsistentPayload(
                     f"{cls.__name__}.{name}: expected {expected}, got {value}"
                 )
-        return cls(*values)
+        setters = cls._SETTERS
+        if setters is None:
+            return cls(*values)
+        # What ``__post_init__`` checks holds already: arrays are tuples of their count and
+        # text is at most its bytes (the struct's), the marker and fixed fields were checked.
+        message = object.__new__(cls)
+        for setter, value in zip(setters, values, strict=True):
+            setter(message, value)
+        return message
 
     def encode(self) -> bytes:
         return self.LAYOUT.pack([getattr(self, name) for name in self.LAYOUT.names])
@@ -176,6 +188,11 @@ def wire_message(layout: Layout, *checksums: int) -> Callable[[type[T]], type[T]
             raise TypeError(f"{cls.__name__} does not match {layout!r}: " + "; ".join(problems))
         cls.LAYOUT = layout
         cls.CHECKSUMS = tuple(checksums)
+        slots = [getattr(cls, name) for name in layout.names]
+        if cls.__post_init__ is WireMessage.__post_init__ and all(
+            isinstance(slot, types.MemberDescriptorType) for slot in slots
+        ):
+            cls._SETTERS = tuple(slot.__set__ for slot in slots)
         return cls
 
     return bind

@@ -9,8 +9,9 @@ named ``s`` field where the C struct has some.
 
 from __future__ import annotations
 
+import operator
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,6 +88,7 @@ class Layout:
     __slots__ = (
         "_groups",
         "_has_text",
+        "_pick",
         "dtype",
         "fields",
         "name",
@@ -116,6 +118,10 @@ class Layout:
             flat += width
         self._groups = tuple(groups)
         self._has_text = any(f.is_text for f in self.fields)
+        # The fields' values from the flat ones in one C call (arrays as tuple slices).
+        self._pick: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None = None
+        if len(groups) > 1 and not self._has_text:
+            self._pick = operator.itemgetter(*(slice(a, b) if arr else a for a, b, arr in groups))
         self.offsets = offsets
         self.dtype = np.dtype(
             {
@@ -135,6 +141,8 @@ class Layout:
         Text fields (``s``) lose their trailing NUL padding, so they round-trip.
         """
         flat = self.struct.unpack_from(data, offset)
+        if self._pick is not None:
+            return self._pick(flat)
         values: tuple[Any, ...] = tuple(flat[a:b] if arr else flat[a] for a, b, arr in self._groups)
         if self._has_text:
             values = tuple(

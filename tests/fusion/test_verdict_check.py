@@ -4,6 +4,9 @@
   verdict key, a PROCEED's ``valid_until_ns`` and the next deadline must be the snapshot's,
   through tracks starting, coasting and ending, link outages and a device reset; and a model
   checked that way must stay in step with one that builds snapshots.
+- A check after inputs that changed nothing it reads (plain poses, IMU rates) reuses the last
+  one's verdict: it must still be the snapshot's through poses that stop (stale) and come
+  back, a clock that settles or jumps, a pose jump, a conflict and the pose link going down.
 - The placement of a repeated image is the previous one's, until any part of the state it was
   placed with changes: a pose, a gimbal angle, a range reading, an IMU rate. The truth is a
   placer that never saw the first placement.
@@ -11,16 +14,35 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
 
-from fusion import CameraConfig, CameraModel, LinkStatus, PoseSample, WorldConfig
+from fusion import (
+    CameraConfig,
+    CameraModel,
+    LinkStatus,
+    PoseLinkStatus,
+    PoseSample,
+    SourceConflict,
+    WorldConfig,
+    WorldModel,
+)
 from fusion.inputs import GimbalSample, ImuSample, LaserRange, SensorMount
 from fusion.placement import Placer
 from gizmo_core import Decision, LinkState
+from gizmo_core.clock import ClockStatus
 from tests.support.fusion_inputs import FORWARD_DOWN_45, MS, observation, pose
-from tests.support.tracking_sim import SCENARIOS, Board, make_events, model
+from tests.support.tracking_sim import (
+    CAMERA_CONFIG,
+    SCENARIOS,
+    TTL_MS,
+    Board,
+    make_events,
+    model,
+    tracking_config,
+)
 
 # -- the verdict without a snapshot ------------------------------------------------------
 
@@ -72,6 +94,92 @@ def test_the_verdict_check_is_the_snapshots_verdict(scenario, tracking):
             decisions.add(snapshot.verdict)
             times += 1
     assert decisions == {Decision.PROCEED, Decision.HOLD} and times > 1000
+    assert checked.stats() == built.stats()
+
+
+def _pose_troubles(inputs: list[tuple[int, object]], seed: int) -> list[tuple[int, object]]:
+    """``inputs`` with an IMU rate after every pose, and the pose stream's troubles at random
+    times: a 400 ms gap (past the pose TTL), 300 ms of a settling clock, an outlier, a
+    jumped clock, a 40 m jump, a conflict and the pose link down for 200 ms; and 3.5 s
+    without vision (its target forgotten, its tracks ended, the poses going on)."""
+    rng = random.Random(seed)
+    poses = [t for t, item in inputs if isinstance(item, PoseSample)]
+    gap, settling, outlier, jumped, jump, conflict, link = sorted(rng.sample(poses[50:-50], 7))
+    blind = rng.choice(poses[50:-500])
+    out: list[tuple[int, object]] = []
+    for t, item in inputs:
+        if blind <= t < blind + 3500 * MS and not isinstance(item, PoseSample):
+            continue
+        if isinstance(item, PoseSample):
+            if gap <= t < gap + 400 * MS:
+                continue
+            status = item.clock_status
+            if settling <= t < settling + 300 * MS:
+                status = ClockStatus.CONVERGING
+            elif t in (outlier, jumped):
+                status = ClockStatus.OUTLIER if t == outlier else ClockStatus.JUMPED
+            position = item.position_ned_m
+            if t == jump:
+                position = (position[0] + 40.0, position[1], position[2])
+            changed = dataclasses.replace(item, clock_status=status, position_ned_m=position)
+            out.append((t, changed))
+            out.append((t, ImuSample(item.host_ns, (0.0, 0.0, 0.01))))
+        else:
+            out.append((t, item))
+    out += [
+        (conflict, SourceConflict(conflict, "pose", "a second sender")),
+        (link, PoseLinkStatus(link, up=False)),
+        (link + 200 * MS, PoseLinkStatus(link + 200 * MS, up=True)),
+    ]
+    out.sort(key=lambda pair: pair[0])
+    return out
+
+
+@pytest.mark.parametrize("tracking", [True, False], ids=["tracked", "per-frame"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_check_after_poses_alone_is_the_snapshots_verdict(tracking, seed, monkeypatch):
+    scenario = next(s for s in SCENARIOS if s.name == "static")
+    events = make_events([scenario.path], scenario, 16.0, seed)
+    board = Board()
+    inputs: list[tuple[int, object]] = [
+        (e.arrival_ns, e.item if isinstance(e.item, PoseSample) else board.observation(
+            e.arrival_ns, e.item)) for e in events
+    ]  # fmt: skip
+    inputs = _pose_troubles(inputs, seed)
+    config = WorldConfig(pose_required=True, ttl_ms=TTL_MS, forget_after_ms=2000.0)
+    tracks = tracking_config() if tracking else None
+    checked, built = (WorldModel(CAMERA_CONFIG, config, tracking=tracks) for _ in range(2))
+    full_checks = 0
+    judge = WorldModel._judge
+
+    def counted(self, now_ns):  # type: ignore[no-untyped-def]
+        nonlocal full_checks
+        full_checks += self is checked
+        return judge(self, now_ns)
+
+    monkeypatch.setattr(WorldModel, "_judge", counted)
+    for world in (checked, built):
+        world.apply(LinkStatus(inputs[0][0] - 10 * MS, LinkState.UP))
+    rng = random.Random(seed)
+    decisions, reasons, checks = set(), set(), 0
+    for now, item in inputs:
+        for world in (checked, built):
+            world.apply(item)  # type: ignore[arg-type]
+        for t in (now, now + rng.randrange(1, 10 * MS)):
+            verdict = checked.verdict(t)
+            snapshot = built.snapshot(t)
+            assert verdict.key == snapshot.verdict_key(), t
+            until = snapshot.valid_until_ns if snapshot.proceed else None
+            assert verdict.proceed_until_ns == until, t
+            assert verdict.next_deadline_ns == built.next_deadline_ns(), t
+            decisions.add(snapshot.verdict)
+            reasons.update(snapshot.reasons)
+            checks += 1
+    assert decisions == {Decision.PROCEED, Decision.HOLD}
+    assert "no_data" in {r.value for r in reasons}  # the target forgotten
+    assert {"pose_stale", "clock_not_locked", "clock_jump", "pose_jump", "pose_conflict",
+            "link_down"} <= {r.value for r in reasons}  # fmt: skip
+    assert full_checks < checks / 2  # most checks came after poses alone
     assert checked.stats() == built.stats()
 
 

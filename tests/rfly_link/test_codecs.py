@@ -127,6 +127,38 @@ def test_no_datagram_is_decoded_as_a_type_its_port_does_not_carry(
             assert type(value) is cls or ports.identified_by_port(cls)
 
 
+def _outcome(decoder: object, raw: bytes) -> object:
+    """A decoder's value (its type and bytes: a NaN is not equal to itself), or its error's
+    type, cause and message."""
+    try:
+        value = decoder(raw)  # type: ignore[operator]
+    except DecodeError as exc:
+        return (type(exc), exc.cause, str(exc))
+    return (type(value), value.encode())
+
+
+@pytest.mark.parametrize("cls", list(ports.MESSAGE_ROLES), ids=lambda c: c.__name__)
+@settings(max_examples=6, deadline=None)
+@given(data=st.data())
+def test_a_ports_decoder_decodes_and_refuses_as_decode_does(
+    cls: type[m.WireMessage], data: st.DataObject
+) -> None:
+    """The receivers' per-port decoder (structures looked up once) against ``decode``, on
+    every port role: a message, the same bytes with another marker, and cut short."""
+    raw = data.draw(message_strategy(cls)).encode()
+    marker = data.draw(st.binary(min_size=4, max_size=4))
+    for port in (*ROLE_PORT.values(), 5000, 9):
+        decoder = rfly_link.dispatch.PortDecoder(port)
+        for sample in (raw, marker + raw[4:], raw[:-1]):
+            expected = _outcome(lambda d, port=port: rfly_link.decode(d, port=port), sample)
+            assert _outcome(decoder, sample) == expected
+    for role in ports.MESSAGE_ROLES[cls]:
+        value = rfly_link.dispatch.PortDecoder(ROLE_PORT[role])(raw)
+        # decoded without __init__: a value it accepts as it is
+        values = [getattr(value, name) for name in cls.LAYOUT.names]
+        assert type(value) is cls and cls(*values).encode() == raw
+
+
 def test_shared_layouts_are_ambiguous_without_port() -> None:
     state = m.SOut2SimulatorSimpleTime(copter_id=1).encode()
     with pytest.raises(rfly_link.errors.AmbiguousDatagram) as info:
@@ -196,6 +228,9 @@ def test_decode_of_random_bytes_only_raises_decode_error(data: bytes, port: int 
         assert isinstance(exc.cause, DropCause)
     else:
         assert isinstance(value, m.WireMessage)
+    if port is not None:
+        expected = _outcome(lambda d: rfly_link.decode(d, port=port), data)
+        assert _outcome(rfly_link.dispatch.PortDecoder(port), data) == expected
 
 
 @settings(max_examples=200, deadline=None)
