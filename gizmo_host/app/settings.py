@@ -178,7 +178,7 @@ def _w(name: str, doc: str, low: float | None = 0, high: float | None = MAX_MS,
 
 # The jump rule's position allowance for an autopilot's pose where [world] leaves it out (the
 # reason, measured, is in app/world_config.py); fusion's own default fits RflySim's exact pose.
-AUTOPILOT_POSE_JUMP_M = 0.2
+AUTOPILOT_POSE_JUMP_M = 0.1
 
 # [world]: the model's own defaults (fusion's WorldConfig); each key its own range. ttl_ms,
 # ttl_ms_by_type and reset_hold_ms are inherited from [store] unless set here.

@@ -253,14 +253,15 @@ def camera_from_table(
 
 # The jump rule's position allowance when ``[world]`` leaves it out, by where the pose comes
 # from. An autopilot's pose is an estimate that jitters from sample to sample: measured from
-# outside (issue 28, round 3), 1 cm of white noise on LOCAL_POSITION_NED at 50 Hz broke the
-# rule on 9 % of poses at 0.02 m (PROCEED 11-19 % of the time), 2 cm on 66 % (never PROCEED),
-# and 3 cm steps at GNSS fixes held 72 % of the time. Measured here (tests/fusion/
-# test_pose_noise.py, 2 cm of white noise and 3 cm steps every 200 ms): 0.15 m still held
-# 0-11 % of the time, 0.2 m never; 3 cm and 5 cm steps hold 11-28 % even at 0.2 m (raise it
-# for such a source). A glitch inside the allowance moves a target by about as much (the
-# attacker's search there: at most 0.25 m). RflySim's pose is the simulator's exact state:
-# fusion's 0.02 m.
+# outside (issue 28, round 3, LOCAL_POSITION_NED at 50 Hz), 1 cm of white noise broke the
+# 0.02 m rule on 9 % of poses (PROCEED 11-19 % of the time) and 2 cm on 66 % (never PROCEED);
+# at 0.1 m, 1 cm of white noise with 3 cm GNSS steps and 0.05 m/s on the velocity PROCEEDed
+# all the time. The same allowance bounds how far an unsigned sender interleaving its poses
+# with the autopilot's, from its own address, can pull the pose before it is a conflict:
+# measured 0.10 m (targets 0.05 m) at 0.1 m, 0.20 m at 0.2 m. Measured here
+# (tests/fusion/test_pose_noise.py): 1.5 cm of white noise with 1 cm steps every 200 ms
+# PROCEED 100 %; 2 cm with 3 cm steps 55-81 % (0.2 m: 100 %; raise it for such a source and
+# sign the link). RflySim's pose is the simulator's exact state: fusion's 0.02 m.
 _POSE_JUMP: dict[str | None, dict[str, float]] = {"mavlink": {"pose_jump_m": AUTOPILOT_POSE_JUMP_M}}
 
 
