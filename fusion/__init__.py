@@ -8,8 +8,9 @@ verdict's vocabulary (``Decision``, ``HoldReason``, ``Selector``, ``LinkState``)
 
 Modules: ``geometry`` (the tree's one quaternion and rotation module), ``inputs``,
 ``simclock`` (sim time -> host time per pose stream), ``timeline`` (pose history and
-interpolation), ``camera``, ``ranging``, ``verdicts``, ``targets``, ``sources``, ``snapshot``
-and ``world`` (:class:`WorldModel`).
+interpolation), ``camera``, ``ranging``, ``verdicts``, ``targets``, ``sources``, ``snapshot``,
+and the model in three layers: ``intake`` (its state and inputs), ``verdict_check`` (the
+verdict, its memo and the deadlines) and ``world`` (:class:`WorldModel`, the snapshot).
 """
 
 from .camera import CameraConfig, CameraModel

@@ -1,0 +1,350 @@
+"""The world model's state and its inputs: ``apply`` takes each input into the state.
+
+A vision measurement is placed with the vehicle's pose at its capture time. One newer than the
+newest pose waits up to ``max_wait_ms`` after its arrival for the bracketing pose; after that it
+is placed by extrapolation only when it lies within ``max_extrapolation_ms`` of the newest pose,
+otherwise rejected (``pose_stale``) and counted. While a measurement waits, its target keeps
+showing its previous measurement, which is judged on its own capture time.
+
+The handlers also keep what a verdict reads: the link's state and barriers, resets, the pose
+clock and its holds, and ``_changes``, which the verdict check (:mod:`fusion.verdict_check`)
+watches to reuse its last check. :class:`Intake` is the base of :class:`fusion.WorldModel`, so
+the handlers stay plain method calls on the model.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+from gizmo_core import HoldReason, LinkState, Selector
+from gizmo_core.clock import ClockStatus
+
+from .camera import CameraConfig, CameraModel
+from .config import WorldConfig
+from .inputs import (
+    GimbalLaserRange,
+    GimbalSample,
+    ImuSample,
+    Input,
+    LaserRange,
+    LidarPoints,
+    LinkStatus,
+    PoseLinkStatus,
+    PoseSample,
+    SourceConflict,
+    VisionObservation,
+)
+from .placement import Placer
+from .sources import SourceBook
+from .targets import Placement, TargetTable
+from .timeline import Added
+from .tracking import Tracker, TrackingConfig
+
+_NEVER = -(2**63)
+_RANGE_SOURCE_NAMES: Mapping[type, str] = MappingProxyType(
+    {LaserRange: "laser", GimbalLaserRange: "gimbal_laser", LidarPoints: "lidar"}
+)
+_DOWN_STATES = frozenset({LinkState.DOWN, LinkState.CONNECTING, LinkState.SYNCING})
+
+
+# Inputs that change no verdict by themselves (they change later placements; a measurement
+# they let be placed counts through ``_place``): a verdict check after them may reuse the last.
+_QUIET_INPUTS = frozenset({ImuSample, GimbalSample, LaserRange, GimbalLaserRange, LidarPoints})
+
+
+class _Ttls(dict[int, int]):
+    """Each result type's TTL in ns, worked out once (``WorldConfig.ttl_ns``)."""
+
+    __slots__ = ("_config",)
+
+    def __init__(self, config: WorldConfig) -> None:
+        super().__init__()
+        self._config = config
+
+    def __missing__(self, result_type: int) -> int:
+        value = self[result_type] = self._config.ttl_ns(result_type)
+        return value
+
+
+class _Pending(NamedTuple):
+    obs: VisionObservation
+    arrival: int
+    deadline_ns: int
+
+
+class Intake:
+    """The model's state, the handler of each input, and the placement of measurements."""
+
+    def __init__(
+        self,
+        camera: CameraModel | CameraConfig,
+        config: WorldConfig | None = None,
+        *,
+        selector: Selector | None = None,
+        tracking: TrackingConfig | None = None,
+    ) -> None:
+        """``tracking``: targets become tracks (:mod:`fusion.tracking`); ``None``: each
+        measurement stands on its own (the per-frame path)."""
+        self._camera = camera if isinstance(camera, CameraModel) else CameraModel(camera)
+        self._config = c = config or WorldConfig()
+        self._ttl_ns = _Ttls(c).__getitem__
+        self._selector = selector or Selector()
+        self._placer = Placer(self._camera, c, rates=tracking is not None)
+        self._history = self._placer.history
+        self._targets = TargetTable(max_targets=c.max_targets)
+        self._tracker = None if tracking is None else Tracker(self._camera, tracking)
+        self._pending: deque[_Pending] = deque()
+        self._sources = SourceBook(c, expected=["vision", "link"])
+        if c.pose_required:
+            self._sources.expect("pose")
+        self._max_wait_ns = round(c.max_wait_ms * 1e6)
+        self._reset_hold_ns = round(c.reset_hold_ms * 1e6)
+        self._pose_ttl_ns = round(c.pose_ttl_ms * 1e6)
+        self._forget_ns = round(c.forget_after_ms * 1e6)
+        self._link_state = LinkState.DOWN
+        self._link_ns: int | None = None
+        self._reset_ns: int | None = None
+        self._down_barrier = self._reset_barrier = -1
+        self._arrivals = 0
+        self._vision_epoch: int | None = None
+        self._down_since_vision = False  # a link outage since the last vision observation
+        self._vision_locked = False
+        self._pose_clock = ClockStatus.LOCKED
+        self._pose_seen = False
+        self._locking_pose_ns = _NEVER  # the latest pose that came while its clock was locking
+        self._pose_link_up = True  # a pose source without a link of its own is never down
+        self._jump_hold_ns = round(c.jump_hold_ms * 1e6)
+        self._conflict_hold_ns = round(c.conflict_hold_ms * 1e6)
+        self._jump_ns: int | None = None  # the latest pose jump
+        self._conflict_ns: int | None = None  # the latest pose conflict
+        self._clock_ns = _NEVER
+        self._seq = 0
+        # Counts the changes a verdict check must see (every input but a plain pose, quiet
+        # inputs, and any placement); the verdict check's memo holds while none came since.
+        self._changes = 0
+        self._counts: dict[str, int] = dict.fromkeys(
+            (
+                "vision",
+                "placed",
+                "waited",
+                "pending_overflow",
+                "poses",
+                "pose_epochs",
+                "pose_duplicates",
+                "pose_conflicts",
+                "pose_jumps",
+                "pose_old_epoch",
+                "poses_locking",
+                "pose_outliers",
+                "device_resets",
+            ),
+            0,
+        )
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            VisionObservation: self._on_vision,
+            PoseSample: self._on_pose,
+            LinkStatus: self._on_link,
+            ImuSample: self._on_imu,
+            GimbalSample: self._on_gimbal_sample,
+            LaserRange: self._on_range,
+            GimbalLaserRange: self._on_range,
+            LidarPoints: self._on_range,
+            SourceConflict: self._on_conflict,
+            PoseLinkStatus: self._on_pose_link,
+        }
+
+    @property
+    def config(self) -> WorldConfig:
+        return self._config
+
+    @property
+    def pose_required(self) -> bool:
+        """A pose source is configured, or poses have arrived: PROCEED then needs one."""
+        return self._config.pose_required or self._pose_seen
+
+    def apply(self, item: Input) -> None:
+        """Take one input. Raises TypeError only for something that is not an input value."""
+        handler = self._handlers.get(type(item))
+        if handler is None:
+            raise TypeError(f"apply: expected a fusion input value, got {type(item).__name__}")
+        handler(item)
+        if type(item) is not PoseSample and type(item) not in _QUIET_INPUTS:
+            self._changes += 1
+
+    def stats(self) -> dict[str, int]:
+        out = dict(self._counts)
+        out["extrapolated"] = self._placer.extrapolated
+        out["rejected_extrapolation"] = self._placer.rejected_extrapolation
+        out["pending"] = len(self._pending)
+        out["targets"] = len(self._targets)
+        out["targets_evicted"] = self._targets.evicted
+        out["superseded_on_arrival"] = self._targets.superseded_on_arrival
+        for name, count in self._sources.faults.items():
+            out[f"faults_{name}"] = count
+        if self._tracker is not None:
+            out.update(self._tracker.counts)
+        return out
+
+    # -- inputs ----------------------------------------------------------------------------
+
+    def _on_vision(self, obs: VisionObservation) -> None:
+        self._counts["vision"] += 1
+        self._arrivals = arrival = self._arrivals + 1
+        self._sources.seen("vision", obs.host_rx_ns)
+        self._vision_locked = obs.clock_locked
+        # A new device clock epoch is a reset, unless the link went down since the last
+        # observation: a reconnection starts a new epoch too, and its DOWN already bars
+        # everything older (a board that restarted meanwhile says so: ``device_reset``).
+        new_epoch = self._vision_epoch is not None and obs.epoch != self._vision_epoch
+        if new_epoch and not self._down_since_vision:
+            self._device_reset(obs.host_rx_ns, barrier=arrival - 1)
+        self._vision_epoch = obs.epoch
+        self._down_since_vision = False
+        if obs.reports_nothing:
+            self._targets.saw_nothing(obs.source_id, arrival)
+            if self._tracker is not None:
+                self._tracker.saw_nothing(obs.source_id, obs.host_capture_ns)
+            if obs.has_box:
+                self._targets.put(Placement(obs, arrival, None, None))
+        elif obs.has_box:
+            deadline = obs.host_rx_ns + self._max_wait_ns
+            if not self._place(obs, arrival, waited=deadline <= self._clock_ns):
+                self._pending.append(_Pending(obs, arrival, deadline))
+                self._counts["waited"] += 1
+                if len(self._pending) > self._config.max_pending:
+                    self._counts["pending_overflow"] += 1
+                    oldest = self._pending.popleft()
+                    self._place(oldest.obs, oldest.arrival, waited=True)
+        self._witness(obs.host_rx_ns)
+
+    def _on_pose(self, pose: PoseSample) -> None:
+        counts = self._counts
+        counts["poses"] += 1
+        if not self._pose_seen:
+            self._pose_seen = True
+            self._changes += 1
+            self._sources.expect("pose")
+        status = pose.clock_status
+        if status is ClockStatus.OUTLIER:  # its stamp disagrees with its stream
+            counts["pose_outliers"] += 1
+            return
+        if status is not self._pose_clock:
+            self._changes += 1
+        self._pose_clock = status
+        self._sources.seen("pose", pose.host_ns)
+        if status.settling:  # mapped by a mapping still settling
+            self._changes += 1
+            counts["poses_locking"] += 1
+            self._locking_pose_ns = pose.host_ns
+            self._witness(pose.host_ns)
+            return
+        added = self._history.add(pose)
+        if added is Added.DUPLICATE:
+            counts["pose_duplicates"] += 1
+            return
+        if added is Added.OLD_EPOCH:
+            counts["pose_old_epoch"] += 1
+            return
+        now = max(self._clock_ns, pose.host_ns)
+        if added is not Added.APPENDED and added is not Added.INSERTED:
+            self._changes += 1  # a jump, a conflict or a new epoch: holds and deadlines
+        if added is Added.CONFLICT:
+            counts["pose_conflicts"] += 1
+            self._hold_conflict(now)
+            return
+        if added is Added.JUMP:
+            counts["pose_jumps"] += 1
+            self._jump_ns = now if self._jump_ns is None else max(self._jump_ns, now)
+            self._sources.fault("pose", now, self._jump_hold_ns)
+        elif added is Added.NEW_EPOCH:
+            counts["pose_epochs"] += 1
+        if self._pending:
+            newest = self._history.newest
+            assert newest is not None
+            for p in [p for p in self._pending if p.obs.host_capture_ns <= newest.host_ns]:
+                self._pending.remove(p)
+                self._place(p.obs, p.arrival, waited=False)
+        self._witness(pose.host_ns)
+
+    def _on_conflict(self, conflict: SourceConflict) -> None:
+        """A second sender for a stream: a pose conflict holds the world."""
+        if conflict.source == "pose":
+            self._counts["pose_conflicts"] += 1
+            self._hold_conflict(max(self._clock_ns, conflict.host_ns))
+        else:
+            self._sources.fault(conflict.source, conflict.host_ns)
+        self._witness(conflict.host_ns)
+
+    def _on_pose_link(self, status: PoseLinkStatus) -> None:
+        self._pose_link_up = status.up
+        self._witness(status.host_ns)
+
+    def _hold_conflict(self, now_ns: int) -> None:
+        self._conflict_ns = now_ns if self._conflict_ns is None else max(self._conflict_ns, now_ns)
+        self._sources.fault("pose", now_ns, self._conflict_hold_ns)
+
+    def _on_link(self, status: LinkStatus) -> None:
+        self._sources.seen("link", status.host_ns)
+        self._link_ns = status.host_ns
+        self._link_state = status.state
+        if status.state in _DOWN_STATES or status.state is LinkState.SILENT:
+            # Nothing read before a DOWN or a silence counts again: the board may have
+            # rebooted, moved or lost its target meanwhile.
+            self._down_barrier = self._arrivals
+        if status.state in _DOWN_STATES:
+            self._down_since_vision = True  # the host's next clock epoch is a reconnection
+        if status.device_reset:
+            self._device_reset(status.host_ns, barrier=self._arrivals)
+        self._witness(status.host_ns)
+
+    def _on_imu(self, imu: ImuSample) -> None:
+        self._sources.seen("imu", imu.host_ns)
+        self._placer.add_imu(imu)
+        self._witness(imu.host_ns)
+
+    def _on_gimbal_sample(self, sample: GimbalSample) -> None:
+        self._sources.seen("gimbal", sample.host_ns)
+        self._placer.gimbal.add(sample)
+        self._witness(sample.host_ns)
+
+    def _on_range(self, reading: LaserRange | GimbalLaserRange | LidarPoints) -> None:
+        self._sources.seen(_RANGE_SOURCE_NAMES[type(reading)], reading.host_ns)
+        self._placer.ranger.add(reading)
+        self._witness(reading.host_ns)
+
+    def _device_reset(self, host_ns: int, *, barrier: int) -> None:
+        self._counts["device_resets"] += 1
+        self._reset_ns = host_ns if self._reset_ns is None else max(self._reset_ns, host_ns)
+        self._reset_barrier = max(self._reset_barrier, barrier)
+
+    def _witness(self, host_ns: int) -> None:
+        """Advance the model's clock; place the waiting measurements whose wait is over."""
+        self._clock_ns = max(self._clock_ns, host_ns)
+        pending = self._pending
+        while pending and pending[0].deadline_ns <= self._clock_ns:
+            p = pending.popleft()
+            self._place(p.obs, p.arrival, waited=True)
+
+    def _place(self, obs: VisionObservation, arrival: int, *, waited: bool) -> bool:
+        """Place a positive measurement; ``False`` when it must wait for its pose."""
+        # No pose yet, but poses are heard while their clock locks: that is why (finding 9).
+        empty = HoldReason.CLOCK_NOT_LOCKED if self._locking(self._clock_ns) else None
+        placement = self._placer.place(
+            obs, arrival, waited=waited, required=self.pose_required, empty=empty
+        )
+        if placement is None:
+            return False
+        self._changes += 1
+        self._targets.put(placement)
+        if self._tracker is not None:
+            self._tracker.add(placement)
+        self._counts["placed"] += 1
+        return True
+
+    def _locking(self, now_ns: int) -> bool:
+        """Poses are heard (within the pose TTL), all while their clock is settling."""
+        heard = now_ns - self._locking_pose_ns <= self._pose_ttl_ns
+        return heard and self._pose_clock.settling

@@ -1,0 +1,242 @@
+"""The verdict check: every target judged at a time, its memo, and the deadlines.
+
+``verdict`` is what a publisher calls after every input; ``snapshot`` (:mod:`fusion.world`)
+builds on the same ``_judge``. A check after inputs that changed nothing it reads reuses the
+last one (``_Memo``) until a TTL, hold, wait, forgetting or track end could change it.
+``next_deadline_ns`` is when a verdict can change with no new input.
+
+:class:`VerdictCheck` extends the model's state and inputs (:class:`fusion.intake.Intake`) and
+is the base of :class:`fusion.WorldModel`: the check's calls stay plain method calls.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from gizmo_core import Decision, HoldReason
+from gizmo_core.clock import ClockStatus
+
+from . import estimates
+from .intake import Intake
+from .snapshot import VerdictKey
+from .tracking import Track
+from .verdicts import LINK_REASONS, Conditions, global_reasons, ordered
+
+_UNWORKED = -(2**63)  # ``_Memo.valid_before_ns`` not worked out yet
+_DECISIONS = (Decision.HOLD, Decision.PROCEED)
+
+
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+
+
+class Verdict(NamedTuple):
+    """What a snapshot would decide (``WorldModel.verdict``), without the snapshot."""
+
+    key: VerdictKey  # ``WorldSnapshot.verdict_key()`` of that snapshot
+    proceed_until_ns: int | None  # a PROCEED's ``valid_until_ns``; None for a HOLD
+    next_deadline_ns: int | None  # ``WorldModel.next_deadline_ns()`` after it
+
+
+class _Memo(NamedTuple):
+    """The last full verdict check, reusable while nothing it read changed (``verdict``)."""
+
+    changes: int  # ``WorldModel._changes`` when it was made
+    now_ns: int
+    conditions: tuple[object, ...]  # ``conditions(now_ns)`` without ``now_ns``
+    times: list[int]  # ``_deadline_times`` then
+    tracks: list[Track] | None  # the live tracks then
+    valid_before_ns: int | None  # ``_memo_end``: _UNWORKED until worked out
+    key: VerdictKey
+    until_ns: int | None  # a PROCEED's measurement's TTL end (``_valid_until_ns``); None: HOLD
+    deadline_ns: int | None  # the next deadline but the pose's
+
+
+class VerdictCheck(Intake):
+    """Judges the targets at a time, reuses the last check while it holds, and says when the
+    verdict can next change."""
+
+    _memo: _Memo | None = None  # the last check's, while no change came since (``_changes``)
+
+    def conditions(self, now_ns: int) -> Conditions:
+        """What holds for every target at ``now_ns``."""
+        newest = self._history.newest
+        pose_now = None
+        if newest is None:
+            # Poses arriving while their clock locks are not "no pose": clock_not_locked says it.
+            if not self._locking(now_ns):
+                pose_now = HoldReason.NO_POSE
+        elif now_ns - newest.host_ns > self._pose_ttl_ns:
+            pose_now = HoldReason.POSE_STALE
+        reset, jump, conflict = self._reset_ns, self._jump_ns, self._conflict_ns
+        pose_clock = self._pose_clock
+        return _new_tuple(
+            Conditions,
+            (
+                now_ns,
+                LINK_REASONS.get(self._link_state),
+                reset is not None and now_ns - reset <= self._reset_hold_ns,
+                pose_clock is ClockStatus.JUMPED,
+                pose_clock.settling,
+                conflict is not None and now_ns - conflict <= self._conflict_hold_ns,
+                jump is not None and now_ns - jump <= self._jump_hold_ns,
+                self._pose_seen or self._config.pose_required,  # ``pose_required``
+                pose_now,
+                not self._pose_link_up,
+                self._down_barrier,
+                self._reset_barrier,
+            ),
+        )
+
+    def verdict(self, now_ns: int) -> Verdict:
+        """What ``snapshot(now_ns)`` decides, without building it: its verdict key, a
+        PROCEED's ``valid_until_ns`` and the next deadline, for a publisher that checks after
+        every input and publishes only a change. It advances the clock and forgets as
+        ``snapshot`` does.
+
+        A check after inputs that changed nothing it reads (plain poses, IMU, gimbal and
+        ranges; no placement) before any TTL, hold, wait, forgetting or track end, with the
+        same conditions (link, barriers, pose freshness and clock, holds), decides what the
+        last one did: it is reused, with a PROCEED's ``valid_until_ns`` and the pose's
+        deadline worked out afresh (a newer pose moves both)."""
+        memo = self._memo
+        if memo is not None and memo.changes == self._changes and now_ns >= memo.now_ns:
+            clock = self._clock_ns = max(self._clock_ns, now_ns)
+            valid_before = memo.valid_before_ns
+            if valid_before == _UNWORKED:  # worked out at its first reuse
+                valid_before = self._memo_end(memo)
+                memo = self._memo = memo._replace(valid_before_ns=valid_before)
+            if (valid_before is None or clock < valid_before) and memo.conditions == (
+                self.conditions(now_ns)[1:]
+            ):
+                if self._tracker is not None:
+                    self._tracker.tracks(now_ns)  # what a full check forgets on its way
+                return self._memo_verdict(memo, clock)
+        context, judged, selected, tracks = self._judge(now_ns)
+        targets = frozenset(
+            (j.entry.placement.obs.key, _DECISIONS[j.proceed], j.reasons) for j in judged
+        )
+        until_ns: int | None = None
+        if selected is None:
+            reasons = ordered({*context.common, HoldReason.NO_DATA})
+            key: VerdictKey = (Decision.HOLD, reasons, None, targets)
+        else:
+            chosen = judged[selected]
+            obs = chosen.entry.placement.obs
+            key = (_DECISIONS[chosen.proceed], chosen.reasons, obs.key, targets)
+            if chosen.proceed:
+                until_ns = obs.host_capture_ns + self._ttl_ns(obs.result_type)
+        clock = self._clock_ns  # at or after now_ns: inputs may be stamped later
+        times = self._deadline_times(now_ns, tracks)
+        deadline = min([t for t in times if t > clock], default=None)
+        memo = self._memo = _Memo(
+            self._changes, now_ns, context.c[1:], times, tracks, _UNWORKED, key, until_ns, deadline
+        )
+        return self._memo_verdict(memo, clock)
+
+    def _memo_end(self, memo: _Memo) -> int | None:
+        """When ``memo`` is void whatever comes in: a TTL, hold or wait ending, a target
+        forgotten, a track ended (``None``: never)."""
+        now = memo.now_ns
+        ends = [t for t in memo.times if t > now]
+        forget_ns = self._forget_ns
+        ends.extend(p.obs.host_capture_ns + forget_ns + 1 for p in self._targets)
+        if self._tracker is not None and memo.tracks:
+            delete_ns = self._tracker.lifecycle.delete_after_ns
+            ends.extend(t.time_ns + delete_ns + 1 for t in memo.tracks)
+        return min(ends, default=None)
+
+    def _memo_verdict(self, memo: _Memo, clock_ns: int) -> Verdict:
+        """``memo``'s verdict with the newest pose's part of its times (``_valid_until_ns``,
+        ``_next_deadline``)."""
+        until, deadline = memo.until_ns, memo.deadline_ns
+        newest = self._history.newest
+        if newest is not None and self.pose_required:
+            stale_ns = newest.host_ns + self._pose_ttl_ns
+            if until is not None and stale_ns < until:
+                until = stale_ns
+            if stale_ns + 1 > clock_ns and (deadline is None or stale_ns + 1 < deadline):
+                deadline = stale_ns + 1
+        return _new_tuple(Verdict, (memo.key, until, deadline))
+
+    def _judge(
+        self, now_ns: int
+    ) -> tuple[estimates.Context, list[estimates.Judged], int | None, list[Track] | None]:
+        """Every target's verdict at ``now_ns``, the index of the one the verdict is about
+        (PROCEED first, then the newest capture; ``None``: none matches), and the live
+        tracks (``None`` without tracking)."""
+        self._memo = None
+        self._witness(now_ns)
+        self._targets.forget(now_ns - self._forget_ns)
+        c = self.conditions(now_ns)
+        selector, targets, tracker = self._selector, self._targets, self._tracker
+        tracks = None if tracker is None else tracker.tracks(now_ns)
+        context = _new_tuple(
+            estimates.Context, (c, frozenset(global_reasons(c)), targets, self._ttl_ns, tracker)
+        )
+        judged: list[estimates.Judged] = []
+        selected: int | None = None
+        best: estimates.Judged | None = None
+        judge, matches = estimates.judge, selector.matches
+        for entry in estimates.entries(targets, tracks):
+            j = judge(entry, context)
+            obs = entry.placement.obs
+            if matches(obs.source_id, obs.result_type, obs.id) and (
+                best is None
+                or (j.proceed != best.proceed and j.proceed)
+                or (j.proceed == best.proceed and j.capture_ns > best.capture_ns)
+            ):
+                best, selected = j, len(judged)
+            judged.append(j)
+        return context, judged, selected, tracks
+
+    def _valid_until_ns(
+        self, selected: estimates.Judged, now_ns: int, tracks: list[Track] | None
+    ) -> int | None:
+        """When a snapshot's verdict is void with no newer one (``WorldSnapshot``): a
+        PROCEED's; a HOLD's next deadline (``None``: none)."""
+        if not selected.proceed:
+            return self._next_deadline(now_ns, tracks)
+        obs = selected.entry.placement.obs
+        until = obs.host_capture_ns + self._ttl_ns(obs.result_type)
+        newest = self._history.newest
+        if newest is not None and self.pose_required:
+            until = min(until, newest.host_ns + self._pose_ttl_ns)
+        return until
+
+    def next_deadline_ns(self) -> int | None:
+        """The earliest future time at which a verdict can change with no new input (a TTL
+        or hold running out, a wait ending): when a publisher should take a snapshot."""
+        return self._next_deadline(None, None)
+
+    def _next_deadline(self, judged_ns: int | None, tracks: list[Track] | None) -> int | None:
+        """``next_deadline_ns``, with the tracks live at ``judged_ns`` (those of the model's
+        clock when it is that time: a judging pass has just listed them)."""
+        now = self._clock_ns
+        times = self._deadline_times(judged_ns, tracks)
+        newest = self._history.newest
+        if newest is not None and self.pose_required:
+            times.append(newest.host_ns + self._pose_ttl_ns + 1)
+        return min([t for t in times if t > now], default=None)
+
+    def _deadline_times(self, judged_ns: int | None, tracks: list[Track] | None) -> list[int]:
+        """The times of ``_next_deadline`` but the newest pose's, past or future."""
+        now = self._clock_ns
+        ttl_ns = self._ttl_ns
+        times = [p.deadline_ns for p in self._pending]
+        for placement in self._targets:
+            obs = placement.obs
+            times.append(obs.host_capture_ns + ttl_ns(obs.result_type) + 1)
+        tracker = self._tracker
+        if tracker is not None:
+            if tracks is None or judged_ns != now:
+                tracks = tracker.tracks(now)
+            for t in tracks:  # a track's verdict changes when its measurement's TTL ends
+                obs = t.placement.obs
+                times.append(obs.host_capture_ns + ttl_ns(obs.result_type) + 1)
+        if self._reset_ns is not None:
+            times.append(self._reset_ns + self._reset_hold_ns + 1)
+        if self._jump_ns is not None:
+            times.append(self._jump_ns + self._jump_hold_ns + 1)
+        if self._conflict_ns is not None:
+            times.append(self._conflict_ns + self._conflict_hold_ns + 1)
+        return times
