@@ -57,6 +57,19 @@ class Flown(NamedTuple):
     back_after_glitch: list[bool]  # per cycle: PROCEED again within 1.5 s of the glitch
 
 
+def world_after_captures(events: list[tuple[int, int, object]], end_ns: int, **config: object):
+    """``events`` (arrival, order, input) with the board's captures until ``end_ns`` added
+    (every ``CAPTURE_PERIOD_MS``, arriving ``CAPTURE_LATENCY_MS`` later) and sorted into
+    arrival order; a world with the link up. Returns the world."""
+    for capture in range(5 * MS, end_ns, CAPTURE_PERIOD_MS * MS):
+        rx = capture + CAPTURE_LATENCY_MS * MS
+        events.append((rx, 1, observation(capture, rx_ns=rx)))
+    events.sort(key=lambda e: (e[0], e[1]))
+    w = world(**config)
+    w.apply(up(0))
+    return w
+
+
 def fly(
     glitch: Glitch,
     cycles: int = 3,
@@ -89,13 +102,7 @@ def fly(
     for _ in range(50):
         honest(t)
         t += POSE_PERIOD_MS * MS
-    for capture in range(5 * MS, t, CAPTURE_PERIOD_MS * MS):
-        rx = capture + CAPTURE_LATENCY_MS * MS
-        events.append((rx, 1, observation(capture, rx_ns=rx)))
-    events.sort(key=lambda e: (e[0], e[1]))
-
-    w = world(**config)
-    w.apply(up(0))
+    w = world_after_captures(events, t, **config)
     wrong, proceed_times = [], []
     proceeds = 0
     for arrival, _, item in events:

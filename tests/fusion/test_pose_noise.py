@@ -25,16 +25,15 @@ from gizmo_host.app.host_config import StoreConfig
 from gizmo_host.app.settings import AUTOPILOT_POSE_JUMP_M
 from gizmo_host.app.world_config import world_config
 from tests.fusion.test_pose_glitches import (
-    CAPTURE_LATENCY_MS,
-    CAPTURE_PERIOD_MS,
     POSE_PERIOD_MS,
     SPEED_M_S,
     Glitch,
     fly,
     true_north_m,
     true_target_north_m,
+    world_after_captures,
 )
-from tests.support.fusion_inputs import MS, observation, pose, up, world
+from tests.support.fusion_inputs import MS, pose
 
 DURATION_S = 10
 
@@ -53,12 +52,7 @@ def noisy_flight(*, white_m: float, step_m: float, velocity_m_s: float, seed: in
         position = tuple(p + b + rng.gauss(0.0, white_m) for p, b in zip(truth, bias, strict=True))
         velocity = tuple(v + rng.gauss(0.0, velocity_m_s) for v in (SPEED_M_S, 0.0, 0.0))
         events.append((t + MS, 0, pose(t, position=position, velocity=velocity)))
-    for capture in range(5 * MS, end_ns, CAPTURE_PERIOD_MS * MS):
-        rx = capture + CAPTURE_LATENCY_MS * MS
-        events.append((rx, 1, observation(capture, rx_ns=rx)))
-    events.sort(key=lambda e: (e[0], e[1]))
-    w = world(**config)
-    w.apply(up(0))
+    w = world_after_captures(events, end_ns, **config)
     judged = proceeds = jump_holds = 0
     worst_m = 0.0
     for arrival, _, item in events:
