@@ -23,8 +23,10 @@ a state can be kept as a checkpoint and replayed from.
 so each step is written for few calls: the two modes go through one batched product; the
 measurement's 3×3 algebra (the gate's distance, the innovation's inverse and determinant, the
 mode likelihoods) is done on plain floats; the process noise is one product of precomputed
-bases with (dt³/3, dt²/2, dt). The textbook form (numpy on every matrix, one mode at a time)
-is the tests' oracle: this one agrees with it to 1e-9 (tests/fusion/test_tracking_exactness.py).
+bases with (dt³/3, dt²/2, dt), kept per dt with the modes' switching probabilities (a fixed
+frame rate repeats a few dt: the same values, not recomputed). The textbook form (numpy on
+every matrix, one mode at a time) is the tests' oracle: this one agrees with it to 1e-9
+(tests/fusion/test_tracking_exactness.py).
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ _F_INDEX = (
     np.array([0, 1, 2, 0, 0, 1, 1, 2, 3, 3, 4, 4, 0, 1, 3, 4]),
     np.array([3, 4, 5, 3, 4, 3, 4, 5, 3, 4, 3, 4, 6, 6, 6, 6]),
 )
+_F_FLAT = np.ravel_multi_index(_F_INDEX, (MODES, STATE, STATE))  # the same, into F's ravel
 _EYES = np.broadcast_to(np.eye(STATE), (MODES, STATE, STATE))
+_MAX_STEPS = 64  # the per-dt constants kept: a fixed frame rate repeats a few dt
 
 
 class MotionParams(NamedTuple):
@@ -110,7 +114,7 @@ def _noise_basis(params: MotionParams) -> Array:
 class Imm:
     """The filter of one tuning, its constants computed once."""
 
-    __slots__ = ("_noise", "_prior", "_switch", "params")
+    __slots__ = ("_noise", "_per_dt", "_prior", "_switch", "params")
 
     def __init__(self, params: MotionParams) -> None:
         self.params = params
@@ -118,6 +122,8 @@ class Imm:
         self._switch = (a + b, a / (a + b), b / (a + b))
         self._noise = _noise_basis(params)
         self._prior = stationary_mu(params)
+        # dt -> (leave CV, leave CT, Q(dt) of both modes): bounded, cleared when full
+        self._per_dt: dict[float, tuple[float, float, Array]] = {}
 
     def initial_state(self, z: Array, r: Array) -> ImmState:
         """A new track at measurement ``z`` (3, NED) with covariance ``r`` (3×3), still."""
@@ -137,9 +143,25 @@ class Imm:
         stay = 1.0 - math.exp(-both * dt_s)
         return to_ct * stay, to_cv * stay
 
+    def _constants(self, dt_s: float) -> tuple[float, float, Array]:
+        """What a step of ``dt_s`` needs that depends on nothing else: the modes' switching
+        probabilities and the process noise, kept (the same values, computed once)."""
+        kept = self._per_dt
+        if len(kept) >= _MAX_STEPS:
+            kept.clear()
+        dt2 = dt_s * dt_s
+        noise = np.array((dt2 * dt_s / 3.0, dt2 / 2.0, dt_s)) @ self._noise
+        noise = noise.reshape(MODES, STATE, STATE)
+        noise.flags.writeable = False
+        kept[dt_s] = constants = (*self.transition(dt_s), noise)
+        return constants
+
     def predict(self, state: ImmState, dt_s: float) -> Prediction:
         """Mix the modes (the IMM's interaction step), then predict each ``dt_s`` ahead."""
-        leave_cv, leave_ct = self.transition(dt_s)
+        constants = self._per_dt.get(dt_s)
+        if constants is None:
+            constants = self._constants(dt_s)
+        leave_cv, leave_ct, noise = constants
         t00, t01, t10, t11 = 1.0 - leave_cv, leave_cv, leave_ct, 1.0 - leave_ct
         mu0, mu1 = state.mu.tolist()
         m0, m1 = t00 * mu0 + t10 * mu1, t01 * mu0 + t11 * mu1
@@ -156,10 +178,8 @@ class Imm:
         cv, ct, _ = mixed.tolist()
         values, cv_next, ct_next = _steps(cv, ct, dt_s)
         f = _EYES.copy()
-        f[_F_INDEX] = values
-        dt2 = dt_s * dt_s
-        noise = np.array((dt2 * dt_s / 3.0, dt2 / 2.0, dt_s)) @ self._noise
-        ps = f @ p0 @ f.transpose(0, 2, 1) + noise.reshape(MODES, STATE, STATE)
+        f.put(_F_FLAT, values)
+        ps = f @ p0 @ f.transpose(0, 2, 1) + noise
         blocks = ps[:, :3, :3].tolist()
         positions = [cv_next[:3], ct_next[:3]]
         return Prediction(
@@ -197,7 +217,7 @@ class Imm:
         x, p = prediction.x, prediction.p
         columns = p[:, :, :3]  # P·Hᵀ
         gain = columns @ np.array(inverses)  # (2, 7, 3)
-        x_new = x + (columns @ np.array([[[a], [b], [c]] for a, b, c in steps]))[:, :, 0]
+        x_new = x + (columns @ np.array(steps).reshape(MODES, 3, 1)).reshape(MODES, STATE)
         # Joseph form: (I - KH) P (I - KH)' + K R K', symmetric and PSD in floating point.
         ikh = _EYES.copy()
         ikh[:, :, :3] -= gain

@@ -123,6 +123,7 @@ class Tracker:
         self._scale = PixelScale((width - 1) / 2000, (height - 1) / 2000)
         self._window_ns = round(c.oosm_window_ms * 1e6)
         self._keys: dict[str, _History] = {}
+        self._count = 0  # the tracks of every key's history: the sum of len(history.tracks)
         self._born: OrderedDict[int, int] = OrderedDict()  # first arrival -> track number
         self._next_id = 1
         self._estimates: dict[int, tuple[motion.ImmState, Estimate]] = {}
@@ -172,6 +173,7 @@ class Tracker:
             kept = [t for t in history.tracks if alive(t, now_ns)]
             if not kept and history.frames[-1].capture_ns < now_ns - self._window_ns:
                 del self._keys[key]
+                self._count -= len(history.tracks)
             out.extend(kept)
         return out
 
@@ -227,6 +229,7 @@ class Tracker:
 
     def clear(self) -> None:
         self._keys.clear()
+        self._count = 0
 
     # -- the history -----------------------------------------------------------------------
 
@@ -266,6 +269,7 @@ class Tracker:
         for k in range(i, len(frames)):
             before[k] = tracks
             tracks = self._process(tracks, frames[k], counted=not replay)
+        self._count += len(tracks) - len(history.tracks)
         history.tracks = tracks
         self._forget(history)
         self._bound()
@@ -410,11 +414,12 @@ class Tracker:
 
     def _bound(self) -> None:
         """At most ``max_tracks``: the least recently hit go first (counted)."""
-        excess = sum(len(h.tracks) for h in self._keys.values()) - self._config.max_tracks
+        excess = self._count - self._config.max_tracks
         if excess <= 0:
             return
         every = list(self)
         doomed = {id(t) for t in sorted(every, key=lambda t: (t.confirmed, t.time_ns))[:excess]}
         for history in self._keys.values():
             history.tracks = tuple(t for t in history.tracks if id(t) not in doomed)
+        self._count -= excess
         self.counts["tracks_evicted"] += excess

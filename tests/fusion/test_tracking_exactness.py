@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 
 from fusion import geometry as g
 from fusion.targets import RayFrame
-from fusion.tracking.motion import Imm, ImmState, MotionParams, combined, mahalanobis2
+from fusion.tracking.motion import (
+    _MAX_STEPS,
+    Imm,
+    ImmState,
+    MotionParams,
+    combined,
+    mahalanobis2,
+)
 from fusion.tracking.noise import NoiseParams, PixelScale, position_covariance
 from tests.support import tracking_reference as ref
 
@@ -88,6 +95,24 @@ def test_a_whole_run_stays_with_the_textbook_one() -> None:
         new = IMM.update(IMM.predict(new, dt), z.tolist(), r.tolist(), r)
         old = ref.update(ref.predict(old, dt, PARAMS), z, r)
     assert _close(new.x, old.x) and _close(new.p, old.p) and _close(new.mu, old.mu)
+
+
+def test_a_step_is_the_same_whatever_steps_came_before() -> None:
+    """The per-dt constants are kept: a step of a dt seen before (however many others came
+    between, past the bound) is bit for bit a fresh filter's, and a dt 1 ps away is its own."""
+    state, dt = _state(3), 1 / 30
+    imm = Imm(PARAMS)
+    first = imm.predict(state, dt)
+    for k in range(300):
+        imm.predict(state, 0.001 + k * 1e-4)
+    assert len(imm._per_dt) <= _MAX_STEPS  # bounded
+    again, fresh = imm.predict(state, dt), Imm(PARAMS).predict(state, dt)
+    for a, b in ((first, fresh), (again, fresh)):
+        assert np.array_equal(a.x, b.x) and np.array_equal(a.p, b.p)
+        assert np.array_equal(a.mu, b.mu)
+    near = imm.predict(state, dt + 1e-12)
+    assert not np.array_equal(near.p, fresh.p)
+    assert np.array_equal(near.p, Imm(PARAMS).predict(state, dt + 1e-12).p)
 
 
 @settings(max_examples=300, deadline=None)

@@ -126,6 +126,32 @@ def test_the_same_number_across_a_one_second_occlusion() -> None:
     assert feed.tracker.counts["tracks_started"] == 1
 
 
+def test_at_most_max_tracks_and_a_forgotten_key_frees_its_places() -> None:
+    """Over ``max_tracks`` the least recently hit are evicted (counted); a key forgotten for
+    having no live track no longer counts towards the limit, so a new key then evicts nothing."""
+    tracker = Tracker(CAMERA, TrackingConfig(max_tracks=3, delete_after_ms=100.0,
+                                             oosm_window_ms=50.0))  # fmt: skip
+    arrivals = iter(range(1, 100))
+
+    def hit(ms: int, key: int) -> None:
+        point = (4.0 * key, 0.0, 0.0)
+        tracker.add(placed(START + ms * MS, next(arrivals), point, key=(1, 5, 11 + key)))
+
+    def keys(ms: int) -> list[str]:
+        return sorted(t.key for t in tracker.tracks(START + ms * MS))
+
+    hit(0, 0)
+    hit(200, 1)
+    hit(200, 2)
+    assert keys(200) == ["1:5:12", "1:5:13"]  # key 0's track is dead; the key is forgotten
+    hit(210, 3)
+    assert tracker.counts["tracks_evicted"] == 0
+    assert keys(210) == ["1:5:12", "1:5:13", "1:5:14"]
+    hit(220, 4)  # a fourth live track: the least recently hit (key 1, at 200 ms) goes
+    assert tracker.counts["tracks_evicted"] == 1
+    assert keys(220) == ["1:5:13", "1:5:14", "1:5:15"]
+
+
 @given(
     angle=st.floats(0.0, 2 * math.pi),
     distance=st.floats(3.0, 10.0),
