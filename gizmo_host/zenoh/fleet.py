@@ -74,9 +74,10 @@ class _Newest:
     wall_ns: int | None
 
     def take(self, line: WorldLine, rx_wall_ns: int | None, ahead_ns: int) -> None:
-        self.host_ns = max(self.host_ns, line.host_ns)
         wall = line.wall_ns
-        if wall is not None:
+        if wall is None:  # only lines without a wall clock are judged by host_ns
+            self.host_ns = max(self.host_ns, line.host_ns)
+        else:
             if rx_wall_ns is not None and wall > rx_wall_ns + ahead_ns:
                 wall = rx_wall_ns + ahead_ns
             if self.wall_ns is None or wall > self.wall_ns:
@@ -262,7 +263,7 @@ class FleetView:
             since_ns -= max(0, delay_ns - self.max_clock_error_ns)
         entry.line, entry.rx_ns, entry.heard_ns, entry.delay_ns = line, since_ns, rx_ns, delay_ns
         if entry.newest is None:
-            entry.newest = _Newest(line.host_ns, None)
+            entry.newest = _Newest(-1, None)
         ahead_ns = WALL_AHEAD_NS if self.max_clock_error_ns is None else self.max_clock_error_ns
         entry.newest.take(line, rx_wall_ns, ahead_ns)
 

@@ -114,3 +114,15 @@ def test_old_lines_replayed_are_still_refused_with_the_memory_bounded(max_clock_
         row = view.row("uav1", t)
         assert (row.verdict, row.publisher, row.handovers) == ("HOLD", HOST, 0)
     assert row.dropped["replayed"] == 400
+
+
+def test_a_huge_host_ns_on_a_line_with_a_wall_clock_refuses_no_publisher_without_one() -> None:
+    """Lines with a wall clock are judged by wall clocks only, so their ``host_ns`` (a forger's
+    2**63 - 1) is not remembered against a later publisher whose lines carry none (an offline
+    replay of a capture without a wall clock)."""
+    view = FleetView(TTL, conflict_ns=W)
+    forged = line(1, 2**63 - 1, VIEW_WALL)
+    view.on_world("uav1", FORGER, forged, rx_ns=0, rx_wall_ns=VIEW_WALL)
+    t = W + 1
+    view.on_world("uav1", RESTARTED, line(1, BOOT, None), rx_ns=t, rx_wall_ns=VIEW_WALL + t)
+    assert view.row("uav1", t).publisher == RESTARTED
