@@ -79,9 +79,9 @@ class Codec:
         """The pymavlink object whose ``*_encode`` methods build messages."""
         return self._tx
 
-    def decode(self, data: bytes) -> list[Any]:
-        """The valid messages in stream bytes ``data`` (the parser keeps a partial frame for
-        the next call); the rest is counted (``bad_data``, ``unknown``)."""
+    def decode(self, data: bytes, now_ns: int | None = None) -> list[Any]:
+        """The valid messages in stream bytes ``data`` read at ``now_ns`` (the parser keeps a
+        partial frame for the next call); the rest is counted (``bad_data``, ``unknown``)."""
         mav = self._rx
         try:
             found = mav.parse_buffer(data) or []
@@ -92,9 +92,9 @@ class Codec:
         if mav.buf_len() > _MAX_BUFFER:
             self.errors += 1
             self._rx = self._parser()
-        return self._keep(found)
+        return self._keep(found, now_ns)
 
-    def decode_datagram(self, data: bytes) -> list[Any]:
+    def decode_datagram(self, data: bytes, now_ns: int | None = None) -> list[Any]:
         """The valid messages in one datagram, each frame decoded alone (module docstring)."""
         found = []
         mav, at, end = self._rx, 0, len(data)
@@ -108,9 +108,9 @@ class Codec:
             except Exception:  # a bad CRC or payload: pymavlink's MAVError and others
                 self.bad_data += 1
             at += size
-        return self._keep(found)
+        return self._keep(found, now_ns)
 
-    def _keep(self, found: list[Any]) -> list[Any]:
+    def _keep(self, found: list[Any], now_ns: int | None) -> list[Any]:
         good = []
         signer = self.signer
         for msg in found:
@@ -118,7 +118,7 @@ class Codec:
                 self.bad_data += 1
             elif isinstance(msg, mavlink.MAVLink_unknown):
                 self.unknown += 1
-            elif signer is None or signer.check(msg.get_msgbuf()) is None:
+            elif signer is None or signer.check(msg.get_msgbuf(), now_ns) is None:
                 good.append(msg)
         self.decoded += len(good)
         return good

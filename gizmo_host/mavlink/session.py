@@ -235,7 +235,10 @@ class AutopilotSession:
         ``source``: the datagram's sender (each datagram is then framed alone), or ``None``
         for a byte stream (TCP, serial)."""
         codec = self.codec
-        messages = codec.decode(data) if source is None else codec.decode_datagram(data)
+        if source is None:
+            messages = codec.decode(data, host_ns)
+        else:
+            messages = codec.decode_datagram(data, host_ns)
         for msg in messages:
             self._message(msg, host_ns, source)
         self._tell_conflict(host_ns)

@@ -9,14 +9,14 @@ frame with a far timestamp would make every later genuine frame of that stream "
 - unsigned and wrongly signed frames are refused;
 - per stream ``(link_id, system, component)`` a timestamp must go forward (a replay is
   refused); a stream not heard before may start at most one minute behind our own timestamp;
-- stricter than the spec: a frame more than ``SENDER_SLACK`` behind the newest timestamp of its
-  system and component, on any link, is refused as a replay. The autopilot's own signed frames
-  sniffed on another of its links and replayed from its address pass the per-stream rule (a
-  new link_id); each of their boot-clock steps back was taken for a reboot (issue 28's red
-  team, round 3: 2 s late, 126 epochs; a review: 0.1-0.9 s late too). The slack is below the
-  20 ms step the autopilot's clock takes for a reboot, so what passes is a copy of a pose
-  within 10 ms of the real one. Assumed: one sender's links sign from one clock; frames of a
-  link that lags further behind it are refused (counted), the newest link is used;
+- stricter than the spec, with the time a frame was read: a system and component is bound
+  to the link it was first heard on, and while that link has been heard within
+  ``LINK_SILENCE_NS`` a frame of another link (``other_link``) is refused: the autopilot's own
+  signed frames sniffed on another of its links and replayed from its address are authentic
+  and start a new stream, which the spec lets start a minute behind; each step back of their
+  boot clock was taken for a reboot (issue 28's red team, round 3: 0.1-2 s late). Comparing
+  the links' timestamps does not work: each link's signing clock counts its own packets and
+  they drift apart. A link silent that long gives way to the next one heard;
 - only a frame whose signature is right updates its stream and our timestamp.
 
 Our own timestamp is the wall clock in the spec's units, never less than one more than the
@@ -36,7 +36,7 @@ SIGNATURE_BLOCK = 13
 IFLAG_SIGNED = 0x01
 _EPOCH_2015_S = 1_420_070_400
 _NEW_STREAM_SLACK = 6_000_000  # one minute in 10 µs units
-SENDER_SLACK = 1_000  # 10 ms in 10 µs units: below the 20 ms boot-clock step taken for a reboot
+LINK_SILENCE_NS = 1_000_000_000  # a bound link silent this long gives way to another
 _MAX_STREAMS = 256
 
 
@@ -47,6 +47,7 @@ class Refusal(Enum):
     BAD_SIGNATURE = "bad_signature"
     REPLAYED = "replayed"  # its timestamp does not go forward on its stream
     STALE_STREAM = "stale_stream"  # a new stream more than a minute behind our timestamp
+    OTHER_LINK = "other_link"  # a link of a system and component bound to another, live one
 
 
 def read_key_file(path: str | Path) -> bytes:
@@ -92,7 +93,7 @@ class Signer:
         self._wall_clock = wall_clock
         self._timestamp = 0
         self._streams: dict[tuple[int, int, int], int] = {}
-        self._senders: dict[tuple[int, int], int] = {}  # (system, component): newest
+        self._links: dict[tuple[int, int], tuple[int, int]] = {}  # sender: (link, heard_ns)
         self.counts: dict[str, int] = {r.value: 0 for r in Refusal}
         self.counts["signed_ok"] = 0
 
@@ -101,16 +102,17 @@ class Signer:
         self._timestamp = max(self._timestamp + 1, wall_timestamp(self._wall_clock()))
         return self._timestamp
 
-    def check(self, frame: bytes | bytearray) -> Refusal | None:
-        """``None`` when ``frame`` (a whole MAVLink frame, CRC already checked) may be used."""
-        refusal = self._refusal(frame)
+    def check(self, frame: bytes | bytearray, now_ns: int | None = None) -> Refusal | None:
+        """``None`` when ``frame`` (a whole MAVLink frame, CRC already checked), read at
+        ``now_ns`` (host clock; None: no link binding), may be used."""
+        refusal = self._refusal(frame, now_ns)
         if refusal is None:
             self.counts["signed_ok"] += 1
         else:
             self.counts[refusal.value] += 1
         return refusal
 
-    def _refusal(self, frame: bytes | bytearray) -> Refusal | None:
+    def _refusal(self, frame: bytes | bytearray, now_ns: int | None) -> Refusal | None:
         if len(frame) < 12 + SIGNATURE_BLOCK or frame[0] != 0xFD or not frame[2] & IFLAG_SIGNED:
             return Refusal.UNSIGNED
         digest = hashlib.sha256(self._key + bytes(frame[:-6])).digest()[:6]
@@ -121,10 +123,11 @@ class Signer:
         last = self._streams.get(stream)
         if last is not None and timestamp <= last:
             return Refusal.REPLAYED
-        sender = (frame[5], frame[6])
-        newest = self._senders.get(sender)
-        if newest is not None and timestamp + SENDER_SLACK < newest:
-            return Refusal.REPLAYED
+        sender, link = (frame[5], frame[6]), frame[-13]
+        bound = self._links.get(sender)
+        live = bound is not None and now_ns is not None and now_ns - bound[1] <= LINK_SILENCE_NS
+        if live and bound is not None and bound[0] != link:
+            return Refusal.OTHER_LINK
         if last is None:
             self._timestamp = max(self._timestamp, wall_timestamp(self._wall_clock()))
             if timestamp + _NEW_STREAM_SLACK < self._timestamp:
@@ -132,10 +135,10 @@ class Signer:
             if len(self._streams) >= _MAX_STREAMS:
                 del self._streams[next(iter(self._streams))]
         self._streams[stream] = timestamp
-        if newest is None or timestamp > newest:
-            if newest is None and len(self._senders) >= _MAX_STREAMS:
-                del self._senders[next(iter(self._senders))]
-            self._senders[sender] = timestamp
+        if now_ns is not None:
+            if bound is None and len(self._links) >= _MAX_STREAMS:
+                del self._links[next(iter(self._links))]
+            self._links[sender] = (link, now_ns)
         self._timestamp = max(self._timestamp, timestamp)
         return None
 
