@@ -173,6 +173,7 @@ def test_a_lean_matrix_through_the_real_host_has_no_wrong_proceed(tmp_path):
          "--min-availability", "0"],  # four faults 3 s apart: denser than the standard matrix
         capture_output=True, text=True, timeout=180, check=False,
     )  # fmt: skip
+    assert (tmp_path / "summary.json").exists(), (done.returncode, done.stderr[-3000:])
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["wrong_proceeds"] == [], summary["wrong_proceeds"][:5]
     assert summary["counter_mismatches"] == []
