@@ -61,6 +61,18 @@ def _outages(events: list, seed: int) -> list[tuple[int, LinkStatus]]:
     ]
 
 
+def same_verdict(checked, built, t: int):
+    """``checked.verdict(t)`` agrees with ``built``'s whole snapshot at ``t`` (its key, a
+    PROCEED's valid_until, the next deadline); returns the snapshot."""
+    verdict = checked.verdict(t)
+    snapshot = built.snapshot(t)
+    assert verdict.key == snapshot.verdict_key(), t
+    until = snapshot.valid_until_ns if snapshot.proceed else None
+    assert verdict.proceed_until_ns == until, t
+    assert verdict.next_deadline_ns == built.next_deadline_ns(), t
+    return snapshot
+
+
 @pytest.mark.parametrize("tracking", [True, False], ids=["tracked", "per-frame"])
 @pytest.mark.parametrize(
     "scenario",
@@ -85,12 +97,7 @@ def test_the_verdict_check_is_the_snapshots_verdict(scenario, tracking):
             world.apply(item)  # type: ignore[arg-type]
         deadline = built.next_deadline_ns()
         for t in (now, now + 1, *(() if deadline is None else (deadline,))):
-            verdict = checked.verdict(t)
-            snapshot = built.snapshot(t)
-            assert verdict.key == snapshot.verdict_key(), t
-            until = snapshot.valid_until_ns if snapshot.proceed else None
-            assert verdict.proceed_until_ns == until, t
-            assert verdict.next_deadline_ns == built.next_deadline_ns(), t
+            snapshot = same_verdict(checked, built, t)
             decisions.add(snapshot.verdict)
             times += 1
     assert decisions == {Decision.PROCEED, Decision.HOLD} and times > 1000
@@ -166,12 +173,7 @@ def test_a_check_after_poses_alone_is_the_snapshots_verdict(tracking, seed, monk
         for world in (checked, built):
             world.apply(item)  # type: ignore[arg-type]
         for t in (now, now + rng.randrange(1, 10 * MS)):
-            verdict = checked.verdict(t)
-            snapshot = built.snapshot(t)
-            assert verdict.key == snapshot.verdict_key(), t
-            until = snapshot.valid_until_ns if snapshot.proceed else None
-            assert verdict.proceed_until_ns == until, t
-            assert verdict.next_deadline_ns == built.next_deadline_ns(), t
+            snapshot = same_verdict(checked, built, t)
             decisions.add(snapshot.verdict)
             reasons.update(snapshot.reasons)
             checks += 1
