@@ -7,6 +7,8 @@ import contextlib
 import fcntl
 import os
 import random
+import time
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -16,7 +18,7 @@ from gizmo_host.live.link_config import LinkConfig, PipelineConfig
 from gizmo_host.live.service import GizmoService
 from gizmo_host.rigs.board import BoardModel, PtyBoard, play
 from gizmo_host.stream.events import LinkEvent
-from tests.support.waits import wait_link, wait_verdict
+from tests.support.waits import step, wait_link, wait_verdict
 
 TIMEOUT_S = 5.0
 
@@ -47,7 +49,7 @@ class LinkHarness:
         assert self.task is not None
         self.task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await self.task
+            await step("the link's task ending once cancelled", self.task)
 
     async def wait_state(self, state: LinkState, timeout: float = TIMEOUT_S) -> LinkEvent:
         async def until() -> LinkEvent:
@@ -56,7 +58,20 @@ class LinkHarness:
                 if event.state is state:
                     return event
 
-        return await asyncio.wait_for(until(), timeout)
+        return await step(f"link {state.name}", until(), timeout)
+
+    async def next_result(self, what: str):
+        return await step(what, self.results.get())
+
+
+@contextlib.asynccontextmanager
+async def serving(svc: GizmoService) -> AsyncIterator[GizmoService]:
+    """``async with svc``, its stop a step with its own deadline."""
+    svc.start()
+    try:
+        yield svc
+    finally:
+        await step("the service's stop", svc.stop())
 
 
 def test_frames_written_to_the_master_arrive_decoded(link_path):
@@ -69,7 +84,7 @@ def test_frames_written_to_the_master_arrive_decoded(link_path):
                 garbage = bytes(random.Random(4).randrange(256) for _ in range(300))
                 stream = b"".join(r.encode() for r in sent[:10]) + garbage + b"\xa5\x47\x01"
                 board.write(stream + b"".join(r.encode() for r in sent[10:]))
-                got = [await asyncio.wait_for(h.results.get(), TIMEOUT_S) for _ in sent]
+                got = [await h.next_result(f"result {i}") for i in range(len(sent))]
                 assert got == sent
                 assert (await h.wait_state(LinkState.UP)).previous is LinkState.SYNCING
                 stats = h.link.stats()
@@ -113,8 +128,8 @@ def test_hang_up_gives_down_and_a_new_pty_behind_the_symlink_gives_up(link_path)
                 await h.wait_state(LinkState.SYNCING)
                 board.write(model.next_frame())
                 await h.wait_state(LinkState.UP)
-                assert (await h.results.get()).sequence == 0
-                assert (await h.results.get()).sequence == 1
+                assert (await h.next_result("the result before the unplug")).sequence == 0
+                assert (await h.next_result("the result after the replug")).sequence == 1
                 assert h.link.stats().disconnects == 1
 
     asyncio.run(main())
@@ -185,9 +200,10 @@ def test_unplug_gives_link_down_and_verdict_hold_within_500ms(link_path):
     async def main():
         model = BoardModel()
         with PtyBoard(link_path) as board:
-            async with GizmoService(
+            svc = GizmoService(
                 LinkConfig(link_path, backoff_min_s=0.02), PipelineConfig(transport_delay_ns=0)
-            ) as svc:
+            )
+            async with serving(svc):
                 events = svc.link_events()
                 verdicts = svc.verdicts()
                 await wait_link(events, LinkState.SYNCING)
@@ -195,14 +211,25 @@ def test_unplug_gives_link_down_and_verdict_hold_within_500ms(link_path):
                 player = asyncio.create_task(play(board, model, 90))
                 await wait_verdict(verdicts, Decision.PROCEED, timeout=TIMEOUT_S)
                 player.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await step("the player's end once cancelled", player)
+                reached: list[str] = []
+                unplugged_s = time.monotonic()
                 board.unplug()
 
                 async def down_and_hold():
                     down = await wait_link(events, LinkState.DOWN)
+                    reached.append(f"DOWN at {(time.monotonic() - unplugged_s) * 1e3:.0f} ms")
                     return down, await wait_verdict(verdicts, Decision.HOLD)
 
                 # Both within one 500 ms bound, measured from the unplug.
-                down, hold = await asyncio.wait_for(down_and_hold(), 0.5)
+                try:
+                    down, hold = await asyncio.wait_for(down_and_hold(), 0.5)
+                except asyncio.TimeoutError:
+                    got = ", ".join(reached) or "no DOWN"
+                    raise AssertionError(
+                        f"unplug: DOWN and HOLD not within 500 ms ({got})"
+                    ) from None
                 assert down.previous is LinkState.UP
                 assert HoldReason.LINK_DOWN in hold.reasons
 
@@ -270,7 +297,7 @@ def test_no_task_or_fd_leak_after_50_unplug_replug_cycles_of_the_whole_service(l
         board.plug()
         try:
             svc = GizmoService(LinkConfig(link_path, backoff_min_s=0.005, backoff_max_s=0.02))
-            async with svc:
+            async with serving(svc):
                 events, results, verdicts = svc.link_events(), svc.results(), svc.verdicts()
                 await wait_link(events, LinkState.SYNCING)
                 board.write(model.next_frame())
@@ -287,9 +314,10 @@ def test_no_task_or_fd_leak_after_50_unplug_replug_cycles_of_the_whole_service(l
                     await wait_link(events, LinkState.UP)
                 await settled(baseline_fds, baseline_tasks)
                 assert svc.link.stats().disconnects == 50
-                assert [(await results.get(TIMEOUT_S)).result.sequence for _ in range(51)] == list(
-                    range(51)
-                )
+                got = [
+                    (await step(f"result {i}", results.get())).result.sequence for i in range(51)
+                ]
+                assert got == list(range(51))
         finally:
             board.close()
 
@@ -310,12 +338,12 @@ def test_usb_ttys_are_recognised_from_sysfs(tmp_path):
     assert not is_usb_tty("pts/3", str(tmp_path))  # no sysfs device at all
 
 
-async def _until(predicate, timeout_s: float = TIMEOUT_S) -> None:
+async def _until(what: str, predicate, timeout_s: float = TIMEOUT_S) -> None:
     """Wait for a condition the kernel holds (no event exists for it), with a deadline."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while not predicate():
-        assert loop.time() < deadline, "condition not reached"
+        assert loop.time() < deadline, f"{what}: not within {timeout_s} s"
         await asyncio.sleep(0.002)
 
 
@@ -332,14 +360,14 @@ def test_pty_wakeup_threshold_follows_the_missing_bytes_and_is_restored(link_pat
 
             async with LinkHarness(link_path) as h:
                 await h.wait_state(LinkState.SYNCING)
-                await _until(lambda: vmin() == len(frame))
+                await _until("VMIN a whole frame", lambda: vmin() == len(frame))
                 # 35 bytes wake the reader: 10 of noise and the first 25 of a frame, which
                 # the parser keeps; the next wake-up is due when the other 10 are there.
                 board.write(bytes(10) + frame[:25])
-                await _until(lambda: vmin() == len(frame) - 25)
+                await _until("VMIN the 10 bytes missing", lambda: vmin() == len(frame) - 25)
                 board.write(frame[25:])
-                await asyncio.wait_for(h.results.get(), TIMEOUT_S)
-                await _until(lambda: vmin() == len(frame))
+                await h.next_result("the frame completed by its last 10 bytes")
+                await _until("VMIN a whole frame", lambda: vmin() == len(frame))
             # Closed: the port is back at the raw setting it was opened with (serialx leaves
             # VMIN 0; the pty's own default is 1), not at a frame-aligned wake-up.
             assert vmin() in (0, 1)
@@ -366,13 +394,13 @@ def test_pty_reads_end_on_frame_boundaries(link_path):
             on_results = lambda results, _ns: batches.put_nowait(results)  # noqa: E731
             async with LinkHarness(link_path, on_results=on_results) as h:
                 await h.wait_state(LinkState.SYNCING)
-                await _until(lambda: vmin() == len(frames[0]))
+                await _until("VMIN a whole frame", lambda: vmin() == len(frames[0]))
                 board.write(frames[0] + frames[1][:20])
-                assert len(await asyncio.wait_for(batches.get(), TIMEOUT_S)) == 1
+                assert len(await step("the first frame", batches.get())) == 1
                 assert vmin() == len(frames[0])  # 20 bytes of frame 2 wait in the kernel
                 assert h.link._parser.buffered == 0
                 board.write(frames[1][20:])
-                assert len(await asyncio.wait_for(batches.get(), TIMEOUT_S)) == 1
+                assert len(await step("the second frame", batches.get())) == 1
                 assert h.link.stats().frames_ok == 2
 
     asyncio.run(main())
@@ -399,15 +427,15 @@ def test_pty_backlog_is_read_whole_frames_at_a_time(link_path):
             # before within half that found a backlog, however loaded the machine is.
             async with LinkHarness(link_path, on_results=on_results, baudrate=1200) as h:
                 await h.wait_state(LinkState.SYNCING)
-                await _until(lambda: vmin() == len(frames[0]))
+                await _until("VMIN a whole frame", lambda: vmin() == len(frames[0]))
                 board.write(b"".join(frames[:6]) + frames[6][:20])
-                first = await asyncio.wait_for(batches.get(), TIMEOUT_S)
-                rest = await asyncio.wait_for(batches.get(), TIMEOUT_S)
+                first = await step("the first read", batches.get())
+                rest = await step("the backlog's read", batches.get())
                 assert [len(first), len(rest)] == [1, 5]
                 assert [r.encode() for r in first + rest] == frames[:6]
                 assert vmin() == len(frames[0]) and h.link._parser.buffered == 0
                 board.write(frames[6][20:])
-                last = await asyncio.wait_for(batches.get(), TIMEOUT_S)
+                last = await step("the last frame", batches.get())
                 assert [r.encode() for r in last] == frames[6:]
                 assert h.link.stats().frames_ok == 7
 
