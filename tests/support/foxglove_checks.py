@@ -4,7 +4,9 @@ and their schemas, a message of each that decodes, and the scene against the wor
 
 from __future__ import annotations
 
+import bisect
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -75,6 +77,45 @@ def check_decoded(topic: str, message: Any) -> None:
 
 def stamp_ns(stamp: Any) -> int:
     return stamp.seconds * 1_000_000_000 + stamp.nanos
+
+
+def arrived_whole(
+    worlds: list[tuple[int, Any]], scenes: list[tuple[int, Any]]
+) -> tuple[list[tuple[int, Any]], list[tuple[int, Any]]]:
+    """The worlds and scenes of the log times at which a live viewer got every one of both.
+    The server drops for a viewer that falls behind (no viewer holds up another), so a live
+    viewer may miss either of a pair, and two snapshots may share a log time (a change and a
+    tick): a pair can be compared only where both halves of every snapshot arrived."""
+    world_count = Counter(t for t, _ in worlds)
+    scene_count = Counter(t for t, _ in scenes)
+    whole = {t for t, n in world_count.items() if scene_count[t] == n}
+    return [w for w in worlds if w[0] in whole], [s for s in scenes if s[0] in whole]
+
+
+def check_annotations_on_images(image_times: list[int], annotation_times: list[int]) -> int:
+    """Each annotation is logged at its image's log time. A live viewer may miss an image (the
+    server drops for a viewer that falls behind), so an annotation whose image did not come
+    must lie where this viewer missed images: before its first image (it subscribed between
+    an image and that image's annotations) or in a gap of more than 1.5 image periods. Returns
+    how many annotations met their image."""
+    images = sorted(set(image_times))
+    assert len(images) >= 3, "too few images to know their period"
+    period = float(np.median(np.diff(images)))
+    met = 0
+    for t in annotation_times:
+        if t in image_times:
+            met += 1
+            continue
+        after = bisect.bisect(images, t)
+        if after == 0:
+            continue  # before the first image this viewer got
+        before_ns = images[after - 1]
+        next_ns = images[after] if after < len(images) else None
+        assert next_ns is None or next_ns - before_ns > 1.5 * period, (
+            f"annotation at {t} on no image, between images {before_ns} and {next_ns} "
+            f"(period {period:.0f} ns: none missed there)"
+        )
+    return met
 
 
 def check_scene_against_world(

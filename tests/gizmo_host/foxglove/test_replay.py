@@ -5,7 +5,6 @@ CopterSim with the world model), checked as a viewer would read them."""
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from gizmo_host.capture.reader import CaptureReader
 from gizmo_host.foxglove.layout import layout, named_topics
 from tests.support.foxglove_checks import (
     SCHEMAS,
+    arrived_whole,
     check_capture,
     check_decoded,
     check_scene_against_world,
@@ -68,12 +68,5 @@ def test_a_capture_served_live_at_its_pace() -> None:
         check_decoded(topic, decode(topic, received[topic][0]))  # type: ignore[operator]
     worlds = [(r.log_ns, decode("/gizmo/world", r)) for r in received["/gizmo/world"]]  # type: ignore[operator]
     scenes = [(r.log_ns, decode("/gizmo/scene", r)) for r in received["/gizmo/scene"]]  # type: ignore[operator]
-    # A live viewer may miss a message under load, and two snapshots may share a log time (a
-    # change and a tick): compare only the times whose worlds and scenes all arrived.
-    world_count = Counter(t for t, _ in worlds)
-    scene_count = Counter(t for t, _ in scenes)
-    whole = {t for t, n in world_count.items() if scene_count[t] == n}
-    points, _ = check_scene_against_world(
-        [w for w in worlds if w[0] in whole], [s for s in scenes if s[0] in whole]
-    )
+    points, _ = check_scene_against_world(*arrived_whole(worlds, scenes))
     assert points > 0
