@@ -63,6 +63,7 @@ class Board:
     delay_s: float = 0.0
     plugged: bool = True
     pending: list[asyncio.TimerHandle] = field(default_factory=list)
+    stopped_ns: int | None = None  # when the test stopped the board's frames
 
     def tick(self) -> None:
         """One frame, unless the board is booting or the port is unplugged."""
@@ -167,6 +168,7 @@ def test_holds_end_once_the_data_is_good_again_and_never_proceed_wrongly(link_pa
                     await happen(run, board, "hangup", events, hangup)
                 await happen(run, board, "latency", events, latency)
             finally:
+                board.stopped_ns = time.monotonic_ns()
                 streaming.cancel()
                 for handle in board.pending:
                     handle.cancel()
@@ -254,7 +256,10 @@ class Judge:
             for m in self.messages
             if m["type"] == "link" and m["state"] == "DOWN" and m["reason"] == "stopped"
         )
-        ends = [e.at_ns for e in self.events[1:]] + [stopped]
+        # The last event's window ends when the board's frames stopped: the stale HOLD that
+        # follows them (a loaded host takes a while to act on SIGTERM) is not the event's.
+        assert self.board.stopped_ns is not None
+        ends = [e.at_ns for e in self.events[1:]] + [min(stopped, self.board.stopped_ns)]
         for event, next_ns in zip(self.events, ends, strict=True):
             first_ns = self.first_read_after(event)
             assert first_ns is not None, event
