@@ -116,7 +116,16 @@ class Peer:
         self.session = session("client", connect=endpoint, config_file=config_file)
 
     def put(self, key: str, payload: bytes, timestamp: zenoh.Timestamp | None = None) -> None:
-        self.session.put(key, payload, timestamp=timestamp or self.session.new_timestamp())
+        """Put with congestion control BLOCK: every line the test sends reaches the view, so
+        the view's counts can be judged against what was sent. (With Zenoh's default, DROP,
+        the router dropped lines bound for a fleet view that a loaded machine slowed down:
+        the 5 MB line or some of the 30 replayed ones never came to be counted.)"""
+        self.session.put(
+            key,
+            payload,
+            timestamp=timestamp or self.session.new_timestamp(),
+            congestion_control=zenoh.CongestionControl.BLOCK,
+        )
 
     def close(self) -> None:
         self.session.close()  # type: ignore[no-untyped-call]

@@ -100,7 +100,13 @@ def test_forged_garbage_and_replayed_lines_never_make_the_view_lie_or_stall() ->
             assert stale[1]["age_ms"] <= TTL_MS + 100 and stale[0] - uav1_end <= 1.0
             # Each of the 30 replayed lines is counted: a second voice (foreign) while uav2's
             # host was present, a replay (not newer than its newest line) after.
-            wait_until(lambda: fleet.first("uav2", lambda r: _refused(r) == 30), 20)
+            try:
+                wait_until(lambda: fleet.first("uav2", lambda r: _refused(r) == 30), 20)
+            except AssertionError:
+                rows = fleet.of("uav2")
+                raise AssertionError(
+                    f"30 replayed lines refused: the last uav2 row's {rows[-1][1]['dropped']}"
+                ) from None
             # And the garbage is counted on uav1's row before the view stops (the 5 MB line
             # takes a while through the router on a busy machine).
             wait_until(lambda: fleet.first("uav1", lambda r: r["dropped"]["oversized"]), 20)
