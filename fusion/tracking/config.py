@@ -51,6 +51,9 @@ class TrackingConfig:
     max_tracks: int = 64
     # The motion model (fusion.tracking.motion): random accelerations as σ of white noise
     cv_accel_m_s2: float = 0.03
+    # what a straight run really has: the covariance a line reports assumes it (the gains use
+    # cv_accel_m_s2, a margin for drifts the model has no term for)
+    cv_true_accel_m_s2: float = 0.0
     ct_accel_m_s2: float = 0.15
     turn_accel_rad_s2: float = 0.3
     vertical_accel_m_s2: float = 0.01
@@ -83,14 +86,15 @@ class TrackingConfig:
 
     def motion(self) -> MotionParams:
         return MotionParams(
-            self.cv_accel_m_s2,
-            self.ct_accel_m_s2,
-            self.turn_accel_rad_s2,
-            self.vertical_accel_m_s2,
-            self.cv_dwell_s,
-            self.ct_dwell_s,
-            self.initial_speed_m_s,
-            math.radians(self.initial_turn_rate_deg_s),
+            cv_accel_m_s2=self.cv_accel_m_s2,
+            ct_accel_m_s2=self.ct_accel_m_s2,
+            turn_accel_rad_s2=self.turn_accel_rad_s2,
+            vertical_accel_m_s2=self.vertical_accel_m_s2,
+            cv_dwell_s=self.cv_dwell_s,
+            ct_dwell_s=self.ct_dwell_s,
+            initial_speed_m_s=self.initial_speed_m_s,
+            initial_turn_rate_rad_s=math.radians(self.initial_turn_rate_deg_s),
+            cv_true_accel_m_s2=self.cv_true_accel_m_s2,
         )
 
     def noise(self) -> NoiseParams:

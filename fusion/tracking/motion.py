@@ -16,6 +16,14 @@ white noise: a σ of ``a`` m/s² is a spectral density of ``a²`` m²/s³, so on
 two of Δt. The modes switch as a continuous-time Markov chain with mean dwell times
 ``cv_dwell_s`` and ``ct_dwell_s``.
 
+**Two covariances.** Each mode's ``p`` carries ``cv_accel_m_s2``: it makes the gains, the gate
+and the likelihoods. On a target that really drives straight that noise is not there, and
+``p`` claims about 1.3 times the actual error. So each mode also carries ``a``: the error
+covariance the same gains leave when the straight mode's random acceleration is
+``cv_true_accel_m_s2`` (default 0) and the turn's its own, through the same mixing,
+prediction and (Joseph) update. ``a`` is what a line reports (``estimate``); the estimate
+itself is ``p``'s filter's, bit for bit.
+
 Pure: every method takes a state and returns a new one; arrays are never changed in place, so
 a state can be kept as a checkpoint and replayed from.
 
@@ -69,14 +77,18 @@ class MotionParams(NamedTuple):
     ct_dwell_s: float = 2.0
     initial_speed_m_s: float = 10.0  # σ of a new track's velocity, each axis
     initial_turn_rate_rad_s: float = 0.5  # σ of a new track's ω
+    cv_true_accel_m_s2: float = 0.0  # a straight run's own: the reported covariance's
 
 
 class ImmState(NamedTuple):
-    """Per mode: mean ``x[j]`` (7) and covariance ``p[j]`` (7×7); mode probabilities ``mu``."""
+    """Per mode: mean ``x[j]`` (7), the covariance ``p[j]`` (7×7) the gains are made from,
+    and ``a[j]``, the error covariance those gains leave under the modes' own motion (what a
+    line reports); mode probabilities ``mu``."""
 
     x: Array  # (2, 7)
     p: Array  # (2, 7, 7)
     mu: Array  # (2,)
+    a: Array  # (2, 7, 7)
 
 
 class Prediction(NamedTuple):
@@ -86,6 +98,7 @@ class Prediction(NamedTuple):
     x: Array  # (2, 7)
     p: Array  # (2, 7, 7)
     mu: Array  # (2,) predicted mode probabilities
+    a: Array  # (2, 7, 7)
     mu_f: tuple[float, float]
     positions: list[list[float]]  # x[j, :3]
     blocks: list[list[list[float]]]  # p[j, :3, :3]
@@ -99,16 +112,18 @@ def stationary_mu(params: MotionParams) -> Array:
 
 def _noise_basis(params: MotionParams) -> Array:
     """Q(dt) of both modes is (dt³/3, dt²/2, dt) times these three (2·49 each): continuous
-    white acceleration on each axis, and a random walk of ω."""
-    basis = np.zeros((3, MODES, STATE, STATE))
-    for mode, accel in enumerate((params.cv_accel_m_s2, params.ct_accel_m_s2)):
+    white acceleration on each axis, and a random walk of ω; then the same for the reported
+    covariance, whose straight mode has ``cv_true_accel_m_s2``."""
+    basis = np.zeros((3, 2 * MODES, STATE, STATE))
+    accels = (params.cv_accel_m_s2, params.ct_accel_m_s2)
+    for mode, accel in enumerate((*accels, params.cv_true_accel_m_s2, params.ct_accel_m_s2)):
         for axis, sigma in ((0, accel), (1, accel), (2, params.vertical_accel_m_s2)):
             density = sigma * sigma
             basis[0, mode, axis, axis] = density
             basis[1, mode, axis, axis + 3] = basis[1, mode, axis + 3, axis] = density
             basis[2, mode, axis + 3, axis + 3] = density
         basis[2, mode, _OMEGA, _OMEGA] = params.turn_accel_rad_s2**2
-    return basis.reshape(3, MODES * STATE * STATE)
+    return basis.reshape(3, 2 * MODES * STATE * STATE)
 
 
 class Imm:
@@ -135,7 +150,8 @@ class Imm:
         speed_var = params.initial_speed_m_s**2
         p[3, 3] = p[4, 4] = p[5, 5] = speed_var
         p[_OMEGA, _OMEGA] = params.initial_turn_rate_rad_s**2
-        return ImmState(np.stack([x, x]), np.stack([p, p]), self._prior.copy())
+        both = np.stack([p, p])
+        return ImmState(np.stack([x, x]), both, self._prior.copy(), both)
 
     def transition(self, dt_s: float) -> tuple[float, float]:
         """The probabilities of leaving CV and leaving CT within ``dt_s``."""
@@ -151,7 +167,7 @@ class Imm:
             kept.clear()
         dt2 = dt_s * dt_s
         noise = np.array((dt2 * dt_s / 3.0, dt2 / 2.0, dt_s)) @ self._noise
-        noise = noise.reshape(MODES, STATE, STATE)
+        noise = noise.reshape(2 * MODES, STATE, STATE)
         noise.flags.writeable = False
         kept[dt_s] = constants = (*self.transition(dt_s), noise)
         return constants
@@ -174,16 +190,27 @@ class Imm:
         # Σ_i w_ij (x_i - x0_j)(x_i - x0_j)ᵀ is w_0j·w_1j·(x_0 - x_1)(x_0 - x_1)ᵀ for two modes
         d = mixed[2]
         spread = np.array((w00 * w10, w01 * w11))[:, None, None] * (d[:, None] * d)
-        p0 = (weights[:2] @ p.reshape(MODES, STATE * STATE)).reshape(MODES, STATE, STATE) + spread
+        # both covariances mixed alike: p (rows 0, 1) and a (rows 2, 3)
+        pa = np.stack((p, state.a), axis=1).reshape(MODES, 2 * STATE * STATE)
+        p0 = (weights[:2] @ pa).reshape(MODES, 2, STATE, STATE)
+        p0 = (p0 + spread[:, None]).transpose(1, 0, 2, 3).reshape(2 * MODES, STATE, STATE)
         cv, ct, _ = mixed.tolist()
         values, cv_next, ct_next = _steps(cv, ct, dt_s)
         f = _EYES.copy()
         f.put(_F_FLAT, values)
-        ps = f @ p0 @ f.transpose(0, 2, 1) + noise
+        f = np.concatenate((f, f))
+        both = f @ p0 @ f.transpose(0, 2, 1) + noise
+        ps = both[:MODES]
         blocks = ps[:, :3, :3].tolist()
         positions = [cv_next[:3], ct_next[:3]]
         return Prediction(
-            np.array([cv_next, ct_next]), ps, np.array([m0, m1]), (m0, m1), positions, blocks
+            np.array([cv_next, ct_next]),
+            ps,
+            np.array([m0, m1]),
+            both[MODES:],
+            (m0, m1),
+            positions,
+            blocks,
         )
 
     def update(
@@ -221,15 +248,19 @@ class Imm:
         # Joseph form: (I - KH) P (I - KH)' + K R K', symmetric and PSD in floating point.
         ikh = _EYES.copy()
         ikh[:, :, :3] -= gain
-        p_new = ikh @ p @ ikh.transpose(0, 2, 1) + gain @ r_array @ gain.transpose(0, 2, 1)
-        p_new = 0.5 * (p_new + p_new.transpose(0, 2, 1))
+        ikh = np.concatenate((ikh, ikh))
+        gain = np.concatenate((gain, gain))
+        both = np.concatenate((p, prediction.a))
+        new = ikh @ both @ ikh.transpose(0, 2, 1) + gain @ r_array @ gain.transpose(0, 2, 1)
+        new = 0.5 * (new + new.transpose(0, 2, 1))
         top = max(log_like)
         mu0, mu1 = prediction.mu_f
         w0, w1 = mu0 * math.exp(log_like[0] - top), mu1 * math.exp(log_like[1] - top)
         total = w0 + w1
         w0, w1 = max(w0 / total, _MIN_PROBABILITY), max(w1 / total, _MIN_PROBABILITY)
         total = w0 + w1
-        return ImmState(x_new, p_new, np.array([w0 / total, w1 / total]))
+        mu = np.array([w0 / total, w1 / total])
+        return ImmState(x_new, new[:MODES], mu, new[MODES:])
 
 
 def _steps(
@@ -337,5 +368,5 @@ def combined(x: Array, p: Array, mu: Array) -> tuple[Array, Array]:
 
 def estimate(state: ImmState) -> tuple[Array, Array]:
     """Position and velocity (6) and their covariance (6×6), n, e, d, vn, ve, vd."""
-    mean, cov = combined(state.x, state.p, state.mu)
+    mean, cov = combined(state.x, state.a, state.mu)
     return mean[:6], cov[:6, :6]

@@ -383,7 +383,8 @@ class Tracker:
         manoeuvre fell outside the gate keeps its number. The new estimate is the new track's
         own; nothing of the old one moves it."""
         new = tracks[index]
-        mean, cov = motion.estimate(new.state)
+        state = new.state  # judged with the gains' covariance, as the gate judges
+        mean, cov = motion.combined(state.x, state.p, state.mu)
         best: tuple[float, int] | None = None
         for k, old in enumerate(tracks):
             if k == index or not old.confirmed or old.window[-1] != MISS:

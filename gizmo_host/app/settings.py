@@ -281,6 +281,9 @@ TRACKING_SETTINGS: tuple[Setting, ...] = (
        "exactly (replayed); older: counted and dropped", 0, 10_000, "ms"),
     _t("max_tracks", "tracks held", 1, 100_000, "", kind="int"),
     _t("cv_accel_m_s2", "constant-velocity mode: random acceleration, σ", 0, 100, "m/s2"),
+    _t("cv_true_accel_m_s2", "constant-velocity mode: the random acceleration a straight run "
+       "really has, σ; the reported covariance assumes it (the gains use cv_accel_m_s2)",
+       0, 100, "m/s2"),
     _t("ct_accel_m_s2", "coordinated-turn mode: random acceleration, σ", 0, 100, "m/s2"),
     _t("turn_accel_rad_s2", "turn-rate change, σ", 0, 100, "rad/s2"),
     _t("vertical_accel_m_s2", "vertical random acceleration, σ", 0, 100, "m/s2"),

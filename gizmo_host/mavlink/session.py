@@ -17,7 +17,8 @@ an injected ``send(bytes, to) -> bool``, so it runs the same over any transport 
   is told (the world HOLDs ``pose_conflict``) until it has been quiet for
   ``conflict_quiet_s``. Everything else (other ids, garbage, bad CRCs, unknown ids, unsigned
   frames when signing) is counted and dropped;
-- declares the link down ``link_timeout_s`` after the last HEARTBEAT;
+- declares the link down ``link_timeout_s`` after the last HEARTBEAT, and tells ``on_link``
+  (the world) UP only ``bind_settle_s`` after a new binding (:mod:`.settle`);
 - drops a message whose boot time is further ahead of the autopilot's clock (as mapped) than
   ``future_ms`` (counted ``future_stamp``): one far stamp must not move any clock;
 - maps the autopilot's boot clock to the host clock with a
@@ -47,6 +48,7 @@ from gizmo_host.timing import Scheduler, Timer
 from . import codec as mc
 from .binding import AutopilotBinding, Heard, Source, describe
 from .requests import TimesyncRequests
+from .settle import LinkTeller
 from .signing import Signer
 
 LOGGER = logging.getLogger(__name__)
@@ -79,6 +81,7 @@ class AutopilotSession:
         timesync_hz: float = 10.0,
         link_timeout_s: float = 3.0,
         conflict_quiet_s: float = 2.0,
+        bind_settle_s: float = 1.2,
         rtt_slack_ms: float = 1.0,
         answer_deadline_ms: float = 200.0,
         future_ms: float = 50.0,
@@ -116,7 +119,8 @@ class AutopilotSession:
         self._stream_hz = stream_hz
         self._heartbeat_ns = round(1e9 / heartbeat_hz)
         self._timesync_ns = round(1e9 / timesync_hz)
-        self._on_link = on_link
+        self._link = LinkTeller(on_link, scheduler, round(bind_settle_s * 1e9))
+        self._bound_ns = 0  # when the current binding was made
         self._on_conflict = on_conflict
         self._conflict_told_ns: int | None = None
         self._in_conflict = False
@@ -176,6 +180,7 @@ class AutopilotSession:
         if self._link_timer is not None:
             self._link_timer.cancel()
             self._link_timer = None
+        self._link.cancel()
 
     def _every(self, period_ns: int, action: Callable[[int], None], first_ns: int) -> None:
         slot = len(self._timers)
@@ -254,6 +259,8 @@ class AutopilotSession:
         if heard is Heard.CONFLICT:
             self.counts["conflicts"] += 1
             return
+        if heard is Heard.BOUND or heard is Heard.REBOUND:
+            self._bound_ns = host_ns
         if heard is Heard.BOUND:
             LOGGER.info("mavlink: bound the autopilot, %s", describe(voice))
         elif heard is Heard.REBOUND:
@@ -312,17 +319,15 @@ class AutopilotSession:
             self._up = True
             self.counts["link_ups"] += 1
             self._request_streams(host_ns)
-            if self._on_link is not None:
-                self._on_link(True, host_ns, "heartbeat")
+            self._link.up(host_ns, self._bound_ns)
 
     def _lost(self) -> None:
         self._link_timer = None
         if self._up:
             self._up = False
             self.counts["link_losses"] += 1
-            if self._on_link is not None:
-                reason = f"no heartbeat for {self._timeout_ns / 1e9:g} s"
-                self._on_link(False, self._scheduler.now_ns(), reason)
+            reason = f"no heartbeat for {self._timeout_ns / 1e9:g} s"
+            self._link.down(self._scheduler.now_ns(), reason)
 
     def _timesync(self, msg: Any, host_ns: int) -> None:
         tc1, ts1 = int(msg.tc1), int(msg.ts1)

@@ -18,13 +18,13 @@ from fusion.tracking.motion import (
     Imm,
     ImmState,
     MotionParams,
-    combined,
+    estimate,
     mahalanobis2,
 )
 from fusion.tracking.noise import NoiseParams, PixelScale, position_covariance
 from tests.support import tracking_reference as ref
 
-PARAMS = MotionParams()
+PARAMS = MotionParams(cv_true_accel_m_s2=0.012)  # not the gains' (0.03), nor 0
 IMM = Imm(PARAMS)
 TOLERANCE = 1e-9
 
@@ -48,8 +48,9 @@ def _state(seed: int) -> ImmState:
     x = np.stack([rng.normal(size=7) * (5, 5, 0.1, 4, 4, 0.1, 0.5) for _ in range(2)])
     x[1, :3] = x[0, :3] + rng.normal(size=3) * 0.05  # the modes agree roughly
     p = np.stack([_spd(rng, 7, scales * rng.uniform(0.5, 3)) for _ in range(2)])
+    a = np.stack([_spd(rng, 7, scales * rng.uniform(0.3, 1)) for _ in range(2)])
     mu0 = float(rng.uniform(0.01, 0.99))
-    return ImmState(x, p, np.array([mu0, 1.0 - mu0]))
+    return ImmState(x, p, np.array([mu0, 1.0 - mu0]), a)
 
 
 def _measurement(seed: int, near: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -66,14 +67,15 @@ def test_one_step_is_the_textbook_ones(seed: int, dt_s: float, slow_turn: bool) 
         state.x[1, 6] = 3e-5
     new, old = IMM.predict(state, dt_s), ref.predict(state, dt_s, PARAMS)
     assert _close(new.x, old.x) and _close(new.p, old.p) and _close(new.mu, old.mu)
+    assert _close(new.a, old.a)
     z, r = _measurement(seed, old.x[0])
     d2 = mahalanobis2(new, z.tolist(), r.tolist())
     assert math.isclose(d2, ref.mahalanobis2(old, z, r), rel_tol=TOLERANCE)
     after, after_ref = IMM.update(new, z.tolist(), r.tolist(), r), ref.update(old, z, r)
     assert _close(after.x, after_ref.x) and _close(after.p, after_ref.p)
-    assert _close(after.mu, after_ref.mu)
-    mean, cov = combined(after.x, after.p, after.mu)
-    mean_ref, cov_ref = ref.combined(after_ref.x, after_ref.p, after_ref.mu)
+    assert _close(after.mu, after_ref.mu) and _close(after.a, after_ref.a)
+    mean, cov = estimate(after)
+    mean_ref, cov_ref = ref.estimate(after_ref)
     assert _close(mean, mean_ref) and _close(cov, cov_ref)
 
 
@@ -95,6 +97,7 @@ def test_a_whole_run_stays_with_the_textbook_one() -> None:
         new = IMM.update(IMM.predict(new, dt), z.tolist(), r.tolist(), r)
         old = ref.update(ref.predict(old, dt, PARAMS), z, r)
     assert _close(new.x, old.x) and _close(new.p, old.p) and _close(new.mu, old.mu)
+    assert _close(new.a, old.a)
 
 
 def test_a_step_is_the_same_whatever_steps_came_before() -> None:
@@ -140,3 +143,25 @@ def test_the_noise_model_is_the_textbook_one(
     old = ref.position_covariance(bearing, frame, range_m, ground_plane, scale, params)
     assert _close(new, old)
     assert np.array_equal(new, new.T)
+
+
+def test_the_reported_covariance_is_the_gains_own_when_the_straight_run_has_their_noise() -> None:
+    """The reported covariance (``a``) follows the gains' (``p``) through mixing, prediction
+    and update; only the straight mode's noise tells them apart. With that noise the gains'
+    own, the two are the same bit for bit; with less, the reported one is smaller."""
+    rng = np.random.default_rng(11)
+    r = np.diag([0.04**2, 0.04**2, 0.02**2])
+    same = Imm(MotionParams(cv_true_accel_m_s2=PARAMS.cv_accel_m_s2))
+    less = Imm(MotionParams(cv_true_accel_m_s2=0.0))
+    states = [imm.initial_state(np.zeros(3), r) for imm in (same, less)]
+    for k in range(1, 120):
+        z = np.array([0.1 * k, 0.0, 0.0]) + rng.normal(size=3) * (0.04, 0.04, 0.02)
+        states = [
+            imm.update(imm.predict(state, 1 / 30), z.tolist(), r.tolist(), r)
+            for imm, state in zip((same, less), states, strict=True)
+        ]
+    kept, smaller = states
+    assert np.array_equal(kept.a, kept.p)
+    assert np.array_equal(smaller.p, kept.p) and np.array_equal(smaller.x, kept.x)
+    horizontal = estimate(kept)[1][:2, :2] - estimate(smaller)[1][:2, :2]
+    assert np.all(np.linalg.eigvalsh(horizontal) > 0)  # strictly less: a real difference

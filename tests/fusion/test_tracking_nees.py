@@ -10,16 +10,19 @@ import pytest
 from tests.support.tracking_sim import SCENARIOS, Run, Tally, percentile
 
 BY_NAME = {s.name: s for s in SCENARIOS}
-SEEDS = range(100, 106)
-SECONDS = 8.0
+SEEDS = range(100, 104)
+SECONDS = 21.0  # a run of the bench's length: the share of a shorter one varies more
 
 
-def _tally(name: str) -> Tally:
+def _tally(name: str) -> tuple[Tally, list[float]]:
+    """The runs' tallies merged, and each run's NEES share."""
     merged = Tally()
+    shares: list[float] = []
     for seed in SEEDS:
         run = Run(BY_NAME[name], SECONDS, seed, keep_lines=False)
         run.run()
         tally = run.tallies["tracked"]
+        shares.append(tally.nees_ok / tally.nees_n)
         merged.nees_ok += tally.nees_ok
         merged.nees_n += tally.nees_n
         merged.lines += tally.lines
@@ -28,7 +31,7 @@ def _tally(name: str) -> Tally:
         merged.velocity += tally.velocity
         merged.far_proceed += tally.far_proceed
         assert len(tally.track_ids) == 1, (seed, tally.track_ids)
-    return merged
+    return merged, shares
 
 
 @pytest.mark.parametrize(
@@ -42,10 +45,9 @@ def _tally(name: str) -> Tally:
 def test_nees_and_accuracy_over_seeded_runs(
     name: str, position_p95_m: float, velocity_p95_m_s: float
 ) -> None:
-    tally = _tally(name)
+    tally, shares = _tally(name)
     assert tally.nees_n > 0.8 * tally.lines > 1000
-    share = tally.nees_ok / tally.nees_n
-    assert 0.85 <= share <= 0.998, share
+    assert all(0.85 <= share <= 0.998 for share in shares), shares  # every run, not the mean
     assert percentile(tally.position, 95) <= position_p95_m
     assert percentile(tally.velocity, 95) <= velocity_p95_m_s
     assert tally.far_proceed == 0
@@ -66,3 +68,20 @@ def test_an_overconfident_filter_fails_the_nees_share() -> None:
     run.run()
     tally = run.tallies["tracked"]
     assert tally.nees_n > 0 and tally.nees_ok / tally.nees_n < 0.85
+
+
+def test_an_overcautious_filter_fails_the_nees_share() -> None:
+    """The upper bound can fail too: claiming 3 px of box noise where there is 1.5 makes the
+    covariance too large, and (nearly) every line is within the bound."""
+    import tests.support.tracking_sim as sim
+    from fusion import WorldConfig, WorldModel
+    from fusion.tracking import TrackingConfig
+
+    run = Run(BY_NAME["straight 3 m/s"], SECONDS, 100, keep_lines=False)
+    config = WorldConfig(pose_required=True, ttl_ms=sim.TTL_MS)
+    run.models["tracked"] = WorldModel(
+        sim.CAMERA_CONFIG, config, tracking=TrackingConfig(box_sigma_px=3.0)
+    )
+    run.run()
+    tally = run.tallies["tracked"]
+    assert tally.nees_n > 0 and tally.nees_ok / tally.nees_n > 0.998

@@ -49,11 +49,12 @@ class Wire:
         self._last_due = [0, 0]
         self.cut = False
         self.links: list[tuple[bool, int, str]] = []
+        self.link_listeners: list = []  # (up, host_ns, reason) -> None, as the world is told
         self.session = AutopilotSession(
             self._to_autopilot,
             self.clock,
             streams=streams,
-            on_link=lambda *a: self.links.append(a),
+            on_link=self._on_link,
             on_conflict=lambda *a: self.conflicts.append(a),
             **(session_kw or {}),
         )
@@ -71,6 +72,11 @@ class Wire:
         )
         self.session.start()
         self.autopilot.start()
+
+    def _on_link(self, up: bool, host_ns: int, reason: str) -> None:
+        self.links.append((up, host_ns, reason))
+        for listener in self.link_listeners:
+            listener(up, host_ns, reason)
 
     def _due(self, delay_ms, direction: int) -> int:
         """``delay_ms`` from now: a number, or (lo, hi) drawn per message, order kept."""

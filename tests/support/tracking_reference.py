@@ -31,6 +31,7 @@ class Prediction(NamedTuple):
     x: Array  # (2, 7)
     p: Array  # (2, 7, 7)
     mu: Array  # (2,) predicted mode probabilities
+    a: Array  # (2, 7, 7): the error covariance under the modes' own motion
 
 
 def stationary_mu(params: MotionParams) -> Array:
@@ -48,7 +49,7 @@ def initial_state(z: Array, r: Array, params: MotionParams) -> ImmState:
     speed_var = params.initial_speed_m_s**2
     p[3, 3] = p[4, 4] = p[5, 5] = speed_var
     p[_OMEGA, _OMEGA] = params.initial_turn_rate_rad_s**2
-    return ImmState(np.stack([x, x]), np.stack([p, p]), stationary_mu(params))
+    return ImmState(np.stack([x, x]), np.stack([p, p]), stationary_mu(params), np.stack([p, p]))
 
 
 def transition(dt_s: float, params: MotionParams) -> Array:
@@ -118,21 +119,21 @@ def predict(state: ImmState, dt_s: float, params: MotionParams) -> Prediction:
     weights = t * state.mu[:, None] / mu[None, :]  # weights[i, j]: from mode i into mode j
     x0 = weights.T @ state.x
     spread = state.x[None, :, :] - x0[:, None, :]  # [j, i, :]
-    p0 = np.einsum("ij,ikl->jkl", weights, state.p) + np.einsum(
-        "ij,jik,jil->jkl", weights, spread, spread
-    )
+    between = np.einsum("ij,jik,jil->jkl", weights, spread, spread)
+    p0 = np.einsum("ij,ikl->jkl", weights, state.p) + between
+    a0 = np.einsum("ij,ikl->jkl", weights, state.a) + between
     xs = np.empty_like(x0)
     ps = np.empty_like(p0)
-    cv_noise = _process_noise(
-        dt_s, params.cv_accel_m_s2, params.vertical_accel_m_s2, params.turn_accel_rad_s2
-    )
-    ct_noise = _process_noise(
-        dt_s, params.ct_accel_m_s2, params.vertical_accel_m_s2, params.turn_accel_rad_s2
-    )
-    for j, (step, noise) in enumerate(((_cv, cv_noise), (_ct, ct_noise))):
+    as_ = np.empty_like(a0)
+    vertical, turn = params.vertical_accel_m_s2, params.turn_accel_rad_s2
+    cv_noise = _process_noise(dt_s, params.cv_accel_m_s2, vertical, turn)
+    ct_noise = _process_noise(dt_s, params.ct_accel_m_s2, vertical, turn)
+    cv_true = _process_noise(dt_s, params.cv_true_accel_m_s2, vertical, turn)
+    for j, (step, noise, true) in enumerate(((_cv, cv_noise, cv_true), (_ct, ct_noise, ct_noise))):
         xs[j], f = step(x0[j], dt_s)
         ps[j] = f @ p0[j] @ f.T + noise
-    return Prediction(xs, ps, mu)
+        as_[j] = f @ a0[j] @ f.T + true
+    return Prediction(xs, ps, mu, as_)
 
 
 def combined(x: Array, p: Array, mu: Array) -> tuple[Array, Array]:
@@ -165,18 +166,21 @@ def update(prediction: Prediction, z: Array, r: Array) -> ImmState:
     ikh[:, :, :3] -= gain
     p_new = ikh @ p @ np.swapaxes(ikh, 1, 2) + gain @ r @ np.swapaxes(gain, 1, 2)
     p_new = 0.5 * (p_new + np.swapaxes(p_new, 1, 2))
+    # the same gains applied to the error covariance under the modes' own motion
+    a_new = ikh @ prediction.a @ np.swapaxes(ikh, 1, 2) + gain @ r @ np.swapaxes(gain, 1, 2)
+    a_new = 0.5 * (a_new + np.swapaxes(a_new, 1, 2))
     d2 = np.einsum("jk,jkl,jl->j", nu, s_inv, nu)
     _sign, logdet = np.linalg.slogdet(s)
     log_like = -0.5 * (d2 + logdet + 3 * _LOG_2PI)
     weights = prediction.mu * np.exp(log_like - log_like.max())
     mu = weights / weights.sum()
     mu = np.maximum(mu, _MIN_PROBABILITY)
-    return ImmState(x_new, p_new, mu / mu.sum())
+    return ImmState(x_new, p_new, mu / mu.sum(), a_new)
 
 
 def estimate(state: ImmState) -> tuple[Array, Array]:
     """Position and velocity (6) and their covariance (6×6), n, e, d, vn, ve, vd."""
-    mean, cov = combined(state.x, state.p, state.mu)
+    mean, cov = combined(state.x, state.a, state.mu)
     return mean[:6], cov[:6, :6]
 
 

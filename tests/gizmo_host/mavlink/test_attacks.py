@@ -45,7 +45,7 @@ def world_on(wire: Wire) -> WorldModel:
 
     wire.source._on_pose = pose
     wire.session._on_conflict = conflict
-    wire.session._on_link = lambda up, ns, why: world.apply(PoseLinkStatus(ns, up, why))
+    wire.link_listeners.append(lambda up, ns, why: world.apply(PoseLinkStatus(ns, up, why)))
     return world
 
 
@@ -555,3 +555,53 @@ def test_an_honest_stream_reordered_on_the_wire_is_put_in_place_and_never_holds(
     assert not any(held)
     assert wire.source.counts["older"] >= 10 and world.stats()["pose_conflicts"] == 0
     assert off_truth_m(wire) < 0.01
+
+
+def _grab(settle_s: float | None) -> tuple[list[int], Wire]:
+    """Red team C23, "grab": no autopilot heard yet; an attacker on another port with the
+    autopilot's ids sends HEARTBEAT (1 Hz), answers our TIMESYNC in a clock of its own and
+    streams poses 10 m off; the real autopilot is on the wire from 1 s on (heard by its 1 Hz
+    HEARTBEAT: the streams are asked of the attacker, the bound address). Returns the times
+    the world did not hold on the pose's account, over 3 s."""
+    wire = Wire(session_kw={} if settle_s is None else {"bind_settle_s": settle_s})
+    world = world_on(wire)
+    world.apply(LinkStatus(0, LinkState.UP))  # the board's
+    world.apply(PoseLinkStatus(0, False, "not heard yet"))  # as the host starts it
+    wire.cut = True  # the real autopilot is not heard (nor asked anything) yet
+    attacker = voice()
+    answers = TimesyncAnswerer(wire, SPOOFER, attacker, boot0_ms=7777.0)
+    free: list[int] = []
+    for step in range(150):  # 3 s in 20 ms steps
+        now = wire.clock.now_ns()
+        if step == 50:
+            wire.cut = False
+        boot_ms = (answers.boot0_ns + now) // MS
+        n, e, d = circling(now).position_ned_m
+        data = attacker.local_position_ned_encode(boot_ms, n + 10, e, d, 0, 0, 0).pack(attacker)
+        data += attacker.attitude_quaternion_encode(boot_ms, 1, 0, 0, 0, 0, 0, 0).pack(attacker)
+        if step % 50 == 0:
+            data = heartbeat(attacker) + data
+        wire.inject(data, SPOOFER)
+        answers()
+        wire.run(0.02)
+        now = wire.clock.now_ns()
+        if not pose_reasons(world, now):
+            free.append(now)
+    assert wire.session.stats(wire.clock.now_ns())["autopilot_address"] == list(SPOOFER)
+    assert wire.session.locked and wire.conflicts  # the attacker's clock; the real one heard
+    return free, wire
+
+
+def test_an_attacker_that_binds_first_never_has_its_poses_proceed_once_the_autopilot_speaks():
+    """A new binding tells the world UP only after ``bind_settle_s`` (1.2 s): the real
+    autopilot, heard within a heartbeat period, makes a conflict before then. Before this
+    rule the red team's attacker had 0.5 s of PROCEEDs 10 m off."""
+    free, _ = _grab(None)
+    assert free == []
+
+
+def test_without_the_settle_the_attacker_that_binds_first_has_its_poses_proceed():
+    """The check can fail: with no settle, the attacker's poses are good enough for a PROCEED
+    (a locked clock, a fresh pose) until the real autopilot's first HEARTBEAT."""
+    free, wire = _grab(0.0)
+    assert free and max(free) <= wire.conflicts[0][0]

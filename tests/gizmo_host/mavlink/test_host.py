@@ -118,6 +118,8 @@ def test_host_takes_the_autopilots_pose_after_the_clock_locks_and_reports_the_li
             try:
                 await until(lambda: link.session.locked and link.poses.counts["poses"] > 60)
                 await until(lambda: any(_stats_locked(m) for m in seen))
+                # UP once the new binding has settled (bind_settle_s), with no second voice
+                await until(lambda: any(_is_link(m) for m in seen))
                 now = host.scheduler.now_ns()
                 snapshot = host.world.snapshot(now)  # type: ignore[union-attr]
                 vehicle = snapshot.vehicle
@@ -131,7 +133,7 @@ def test_host_takes_the_autopilots_pose_after_the_clock_locks_and_reports_the_li
                 await asyncio.gather(task, return_exceptions=True)
 
     asyncio.run(scenario())
-    links = [m for m in seen if isinstance(m, dict) and m.get("type") == "link"]
+    links = [m for m in seen if _is_link(m)]
     assert links and links[0]["state"] == "UP" and links[0]["path"].startswith("mavlink:udpin:")
     for line in [*links, *(m for m in seen if _stats_locked(m))]:
         validate_message(json.loads(json.dumps(line)))  # as the outputs write them
@@ -171,3 +173,7 @@ def test_an_autopilot_that_never_answers_is_a_hold_and_a_down_link_never_a_crash
     assert snapshots and all(not s.proceed for s in snapshots)
     assert {"no_pose", "link_down"} <= {r.value for r in snapshots[-1].reasons}
     assert host.world is not None and host.world.model.stats()["poses"] == 0
+
+
+def _is_link(message: object) -> bool:
+    return isinstance(message, dict) and message.get("type") == "link"
