@@ -168,7 +168,11 @@ def test_record_a_live_run_then_replay_it_offline_and_into_run(tmp_path: Path) -
     assert ("PROCEED", ()) in changes(printed["verdict"])
     assert changes(offline["verdict"]) == changes(printed["verdict"])
     assert ("PROCEED", ()) in changes(printed["world"])
-    assert changes(offline["world"]) == changes(printed["world"])
+    # A loaded live host that handled several inputs in one turn of its loop printed only the
+    # last world state between them, and may stop before printing the last one; replay applies
+    # each input at its own time (docs/record-replay.md): the live changes, in order, are
+    # among replay's.
+    assert in_order_within(changes(printed["world"]), changes(offline["world"]))
     assert offline["stats"][-1]["world"]["rflysim"]["poses"] > 0
 
     live = asyncio.run(
@@ -177,3 +181,9 @@ def test_record_a_live_run_then_replay_it_offline_and_into_run(tmp_path: Path) -
     results = [line["result"] for line in live if line["type"] == "result"]
     assert results == [r["result"] for r in printed["result"]]  # every frame, byte for byte
     assert any(line["type"] == "world" and line["vehicle"] for line in live)
+
+
+def in_order_within(wanted: list[Any], seen: list[Any]) -> bool:
+    """Every item of ``wanted`` is in ``seen``, in the same order (others may come between)."""
+    rest = iter(seen)
+    return all(any(item == other for other in rest) for item in wanted)
