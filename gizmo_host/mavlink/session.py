@@ -180,7 +180,8 @@ class AutopilotSession:
         if self._link_timer is not None:
             self._link_timer.cancel()
             self._link_timer = None
-        self._link.cancel()
+        self._up = False  # a restarted session tells the world UP again
+        self._link.reset()
 
     def _every(self, period_ns: int, action: Callable[[int], None], first_ns: int) -> None:
         slot = len(self._timers)
@@ -259,6 +260,13 @@ class AutopilotSession:
         if heard is Heard.CONFLICT:
             self.counts["conflicts"] += 1
             return
+        if heard is Heard.REBOUND and self._up:
+            # The old binding's link timeout was due (a rebinding waits that long) but its
+            # timer has not run yet (a datagram handled before the timer in one loop turn):
+            # the link goes DOWN now, so the new binding is told UP only once settled.
+            if self._link_timer is not None:
+                self._link_timer.cancel()
+            self._lost()
         if heard is Heard.BOUND or heard is Heard.REBOUND:
             self._bound_ns = host_ns
         if heard is Heard.BOUND:

@@ -44,7 +44,7 @@ class LinkTeller:
     def _settled(self) -> None:
         self._timer = None
         seconds = self._settle_ns / 1e9
-        self._tell_up(self._scheduler.now_ns(), f"bound {seconds:g} s ago, no second voice")
+        self._tell_up(self._scheduler.now_ns(), f"heartbeat; bound {seconds:g} s ago")
 
     def _tell_up(self, host_ns: int, reason: str) -> None:
         self.told_up = True
@@ -62,3 +62,8 @@ class LinkTeller:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+    def reset(self) -> None:
+        """The session stopped: nothing pending, and the next UP is told again."""
+        self.cancel()
+        self.told_up = False

@@ -605,3 +605,58 @@ def test_without_the_settle_the_attacker_that_binds_first_has_its_poses_proceed(
     (a locked clock, a fresh pose) until the real autopilot's first HEARTBEAT."""
     free, wire = _grab(0.0)
     assert free and max(free) <= wire.conflicts[0][0]
+
+
+def test_a_rebinding_handled_before_the_due_link_timeout_still_waits_the_settle():
+    """A rebinding needs the old autopilot silent for the link timeout, so its timer is due
+    when the new voice's HEARTBEAT comes; a loop that handles the datagram first (the socket
+    before the timer in one turn) once kept the link UP through the rebinding, and the
+    attacker's poses 10 m off PROCEEDed 0.54 s after it (a review found it). The link goes
+    DOWN there, and the new binding waits the settle like the first."""
+    wire = Wire()
+    world = world_on(wire)
+    world.apply(LinkStatus(0, LinkState.UP))  # the board's
+    wire.run(2.0)
+    assert wire.session.locked and wire.links[-1][0]
+    wire.cut = True  # the autopilot falls silent
+    wire.run(0.1)  # what was on the wire has arrived
+    heard_ns = wire.session.binding._bound_heard_ns
+    wire.run((heard_ns + 3 * S - 5 * MS - wire.clock.now_ns()) / S)  # its timeout not yet run
+    attacker = voice()
+    answers = TimesyncAnswerer(wire, SPOOFER, attacker, boot0_ms=7777.0)
+    wire.session.feed(heartbeat(attacker), heard_ns + 3 * S + MS, SPOOFER)  # ahead of the timer
+    assert wire.session.counts["rebinds"] == 1
+    assert [up for up, _, _ in wire.links] == [True, False]  # DOWN at the rebinding
+    rebound_ns = heard_ns + 3 * S + MS
+    free = []
+    for step in range(100):  # 2 s in 20 ms steps
+        now = wire.clock.now_ns()
+        boot_ms = (answers.boot0_ns + now) // MS
+        n, e, d = circling(now).position_ned_m
+        data = attacker.local_position_ned_encode(boot_ms, n + 10, e, d, 0, 0, 0).pack(attacker)
+        data += attacker.attitude_quaternion_encode(boot_ms, 1, 0, 0, 0, 0, 0, 0).pack(attacker)
+        if step % 50 == 49:
+            data = heartbeat(attacker) + data
+        wire.inject(data, SPOOFER)
+        answers()
+        wire.run(0.02)
+        if not pose_reasons(world, wire.clock.now_ns()):
+            free.append(wire.clock.now_ns() - rebound_ns)
+    assert wire.session.locked  # the attacker's clock: alone, it is believed after the settle
+    assert free and min(free) >= 1.2 * S  # not one moment before the settle ended
+
+
+def test_a_session_stopped_and_started_again_tells_the_world_up_again():
+    """``stop`` forgets that the link was up (and any UP still waiting its settle), so the
+    next HEARTBEAT after ``start`` tells UP again: no HOLD ``link_down`` that never ends."""
+    wire = Wire()
+    wire.run(0.5)  # bound, its UP still waiting the settle
+    assert wire.links == []
+    wire.session.stop()
+    wire.session.start()
+    wire.run(2.5)
+    assert [up for up, _, _ in wire.links] == [True]
+    wire.session.stop()
+    wire.session.start()
+    wire.run(1.5)
+    assert [up for up, _, _ in wire.links] == [True, True]
