@@ -124,6 +124,12 @@ class ZenohOutput:
         thread = self._thread
         if thread is not None:
             await asyncio.get_running_loop().run_in_executor(None, thread.join, CLOSE_TIMEOUT_S)
+            if thread.is_alive():  # a process that exits with it inside Zenoh may abort
+                LOGGER.warning(
+                    "zenoh: the publishing thread has not finished within %g s; the session "
+                    "is left to the process's exit",
+                    CLOSE_TIMEOUT_S,
+                )
 
     def stats(self) -> dict[str, int]:
         return {

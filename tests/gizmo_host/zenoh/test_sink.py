@@ -178,3 +178,26 @@ def test_no_router_never_blocks_the_host_and_its_lines_are_counted_as_dropped() 
         assert (stats["queued"], stats["dropped"], stats["connected"]) == (1000, 984, 0)
 
     asyncio.run(main())
+
+
+def test_a_publishing_thread_that_outlives_the_close_bound_is_logged(monkeypatch, caplog):
+    """``close`` waits ``CLOSE_TIMEOUT_S`` for the thread; one still inside Zenoh then is said
+    (a process that exits with it there may abort), and ``close`` returns."""
+    import gizmo_host.zenoh.sink as sink
+
+    monkeypatch.setattr(sink, "CLOSE_TIMEOUT_S", 0.05)
+    output = ZenohOutput(ZenohConfig(enabled=True, vehicle="v"))
+    stuck = threading.Event()
+    output._thread = threading.Thread(target=stuck.wait, daemon=True)  # a put that hangs
+    output._thread.start()
+    try:
+        with caplog.at_level("WARNING", logger="gizmo_host.zenoh.sink"):
+            asyncio.run(output.close())
+        assert "has not finished within 0.05 s" in caplog.text
+    finally:
+        stuck.set()
+    output._thread.join(5.0)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="gizmo_host.zenoh.sink"):
+        asyncio.run(output.close())  # a finished thread: nothing to say
+    assert "has not finished" not in caplog.text
