@@ -183,7 +183,7 @@ def test_no_router_never_blocks_the_host_and_its_lines_are_counted_as_dropped() 
 def test_a_publishing_thread_that_outlives_the_close_bound_is_logged(monkeypatch, caplog):
     """``close`` waits ``CLOSE_TIMEOUT_S`` for the thread; one still inside Zenoh then is said
     (a process that exits with it there may abort), and ``close`` returns."""
-    import gizmo_host.zenoh.sink as sink
+    from gizmo_host.zenoh import sink
 
     monkeypatch.setattr(sink, "CLOSE_TIMEOUT_S", 0.05)
     output = ZenohOutput(ZenohConfig(enabled=True, vehicle="v"))
