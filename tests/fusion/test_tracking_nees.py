@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+import tests.support.tracking_sim as sim
+from fusion import WorldConfig, WorldModel
+from fusion.tracking import TrackingConfig
 from tests.support.tracking_sim import SCENARIOS, Run, Tally, percentile
 
 BY_NAME = {s.name: s for s in SCENARIOS}
@@ -53,35 +56,26 @@ def test_nees_and_accuracy_over_seeded_runs(
     assert tally.far_proceed == 0
 
 
+def _share_claiming(box_sigma_px: float) -> float:
+    """The NEES share of one straight run whose filter claims ``box_sigma_px`` of box noise
+    (there is 1.5)."""
+    run = Run(BY_NAME["straight 3 m/s"], SECONDS, 100, keep_lines=False)
+    config = WorldConfig(pose_required=True, ttl_ms=sim.TTL_MS)
+    tracking = TrackingConfig(box_sigma_px=box_sigma_px)
+    run.models["tracked"] = WorldModel(sim.CAMERA_CONFIG, config, tracking=tracking)
+    run.run()
+    tally = run.tallies["tracked"]
+    assert tally.nees_n > 0
+    return tally.nees_ok / tally.nees_n
+
+
 def test_an_overconfident_filter_fails_the_nees_share() -> None:
     """The check can fail: claiming 0.5 px of box noise where there is 1.5 makes the
     covariance too small, and the share drops below 85 %."""
-    import tests.support.tracking_sim as sim
-    from fusion import WorldConfig, WorldModel
-    from fusion.tracking import TrackingConfig
-
-    run = Run(BY_NAME["straight 3 m/s"], SECONDS, 100, keep_lines=False)
-    config = WorldConfig(pose_required=True, ttl_ms=sim.TTL_MS)
-    run.models["tracked"] = WorldModel(
-        sim.CAMERA_CONFIG, config, tracking=TrackingConfig(box_sigma_px=0.5)
-    )
-    run.run()
-    tally = run.tallies["tracked"]
-    assert tally.nees_n > 0 and tally.nees_ok / tally.nees_n < 0.85
+    assert _share_claiming(0.5) < 0.85
 
 
 def test_an_overcautious_filter_fails_the_nees_share() -> None:
     """The upper bound can fail too: claiming 3 px of box noise where there is 1.5 makes the
     covariance too large, and (nearly) every line is within the bound."""
-    import tests.support.tracking_sim as sim
-    from fusion import WorldConfig, WorldModel
-    from fusion.tracking import TrackingConfig
-
-    run = Run(BY_NAME["straight 3 m/s"], SECONDS, 100, keep_lines=False)
-    config = WorldConfig(pose_required=True, ttl_ms=sim.TTL_MS)
-    run.models["tracked"] = WorldModel(
-        sim.CAMERA_CONFIG, config, tracking=TrackingConfig(box_sigma_px=3.0)
-    )
-    run.run()
-    tally = run.tallies["tracked"]
-    assert tally.nees_n > 0 and tally.nees_ok / tally.nees_n > 0.998
+    assert _share_claiming(3.0) > 0.998

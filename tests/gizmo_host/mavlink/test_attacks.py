@@ -557,6 +557,19 @@ def test_an_honest_stream_reordered_on_the_wire_is_put_in_place_and_never_holds(
     assert off_truth_m(wire) < 0.01
 
 
+def attacker_step(wire: Wire, answers: TimesyncAnswerer, *, heartbeat_too: bool) -> None:
+    """20 ms of an attacker with the autopilot's ids at ``SPOOFER``: a pose 10 m off the truth
+    in its own clock (and a HEARTBEAT), our TIMESYNC requests answered."""
+    attacker, now = answers.mav, wire.clock.now_ns()
+    boot_ms = (answers.boot0_ns + now) // MS
+    n, e, d = circling(now).position_ned_m
+    data = attacker.local_position_ned_encode(boot_ms, n + 10, e, d, 0, 0, 0).pack(attacker)
+    data += attacker.attitude_quaternion_encode(boot_ms, 1, 0, 0, 0, 0, 0, 0).pack(attacker)
+    wire.inject((heartbeat(attacker) if heartbeat_too else b"") + data, SPOOFER)
+    answers()
+    wire.run(0.02)
+
+
 def _grab(settle_s: float | None) -> tuple[list[int], Wire]:
     """Red team C23, "grab": no autopilot heard yet; an attacker on another port with the
     autopilot's ids sends HEARTBEAT (1 Hz), answers our TIMESYNC in a clock of its own and
@@ -572,21 +585,11 @@ def _grab(settle_s: float | None) -> tuple[list[int], Wire]:
     answers = TimesyncAnswerer(wire, SPOOFER, attacker, boot0_ms=7777.0)
     free: list[int] = []
     for step in range(150):  # 3 s in 20 ms steps
-        now = wire.clock.now_ns()
         if step == 50:
             wire.cut = False
-        boot_ms = (answers.boot0_ns + now) // MS
-        n, e, d = circling(now).position_ned_m
-        data = attacker.local_position_ned_encode(boot_ms, n + 10, e, d, 0, 0, 0).pack(attacker)
-        data += attacker.attitude_quaternion_encode(boot_ms, 1, 0, 0, 0, 0, 0, 0).pack(attacker)
-        if step % 50 == 0:
-            data = heartbeat(attacker) + data
-        wire.inject(data, SPOOFER)
-        answers()
-        wire.run(0.02)
-        now = wire.clock.now_ns()
-        if not pose_reasons(world, now):
-            free.append(now)
+        attacker_step(wire, answers, heartbeat_too=step % 50 == 0)
+        if not pose_reasons(world, wire.clock.now_ns()):
+            free.append(wire.clock.now_ns())
     assert wire.session.stats(wire.clock.now_ns())["autopilot_address"] == list(SPOOFER)
     assert wire.session.locked and wire.conflicts  # the attacker's clock; the real one heard
     return free, wire
@@ -630,16 +633,7 @@ def test_a_rebinding_handled_before_the_due_link_timeout_still_waits_the_settle(
     rebound_ns = heard_ns + 3 * S + MS
     free = []
     for step in range(100):  # 2 s in 20 ms steps
-        now = wire.clock.now_ns()
-        boot_ms = (answers.boot0_ns + now) // MS
-        n, e, d = circling(now).position_ned_m
-        data = attacker.local_position_ned_encode(boot_ms, n + 10, e, d, 0, 0, 0).pack(attacker)
-        data += attacker.attitude_quaternion_encode(boot_ms, 1, 0, 0, 0, 0, 0, 0).pack(attacker)
-        if step % 50 == 49:
-            data = heartbeat(attacker) + data
-        wire.inject(data, SPOOFER)
-        answers()
-        wire.run(0.02)
+        attacker_step(wire, answers, heartbeat_too=step % 50 == 49)
         if not pose_reasons(world, wire.clock.now_ns()):
             free.append(wire.clock.now_ns() - rebound_ns)
     assert wire.session.locked  # the attacker's clock: alone, it is believed after the settle
