@@ -54,6 +54,9 @@ class Placer:
         # the state (poses, gimbal, ranges, IMU) changed.
         self._imu_changes = 0
         self._last: tuple[tuple[object, ...], Geometry | None, HoldReason | None, int] | None = None
+        # The last box's bearing and angular size in camera axes, by the box and the focal
+        # lengths: a repeated image has the same box at each new capture time.
+        self._box: tuple[tuple[object, ...], Vec3, tuple[float, float]] | None = None
 
     def add_imu(self, imu: ImuSample) -> None:
         if self.imu is None or imu.host_ns >= self.imu.host_ns:
@@ -155,8 +158,14 @@ class Placer:
                 reason = HoldReason.POSE_GAP if len(self.gimbal) else HoldReason.NO_POSE
                 return Geometry(bearing, size, None, None, None, None, None, None), reason
             camera_q, fx, fy = attitude
-        bearing = camera.bearing_camera(obs.center_x, obs.center_y, fx, fy)
-        size = camera.angular_size_deg(obs.width, obs.height, fx, fy)
+        box = (obs.center_x, obs.center_y, obs.width, obs.height, fx, fy)
+        kept = self._box
+        if kept is not None and kept[0] == box:
+            bearing, size = kept[1], kept[2]
+        else:
+            bearing = camera.bearing_camera(obs.center_x, obs.center_y, fx, fy)
+            size = camera.angular_size_deg(obs.width, obs.height, fx, fy)
+            self._box = (box, bearing, size)
         if pose is None:
             return Geometry(bearing, size, None, None, None, None, None, None), None
         q = pose.quaternion_wxyz

@@ -122,6 +122,9 @@ class PoseHistory:
         self._poses: list[PoseSample] = []
         self.changes = 0  # adds and clears: a placement's cache key
         self.epoch: int | None = None
+        # The last bracket's motion, by ``changes`` and its index: a board's results come
+        # many times between two poses, and each pair of poses moves at one rate.
+        self._motion: tuple[int, int, PoseMotion] | None = None
 
     def __len__(self) -> int:
         return len(self._poses)
@@ -288,6 +291,10 @@ class PoseHistory:
         if len(times) < 2:
             return None
         i = min(max(bisect_left(times, t_ns), 1), len(times) - 1)
+        by_imu = angular_rate_frd_rad_s is not None and t_ns > times[-1]
+        kept = self._motion
+        if not by_imu and kept is not None and kept[0] == self.changes and kept[1] == i:
+            return kept[2]
         span_ns = times[i] - times[i - 1]
         if not 0 < span_ns <= self._max_gap_ns:
             return None
@@ -295,13 +302,15 @@ class PoseHistory:
         k = 1.0 / (span_ns * _NS)
         pa, pb = a.position_ned_m, b.position_ned_m
         velocity = ((pb[0] - pa[0]) * k, (pb[1] - pa[1]) * k, (pb[2] - pa[2]) * k)
-        if angular_rate_frd_rad_s is not None and t_ns > times[-1]:
-            rate = quat_rotate(b.quaternion_wxyz, angular_rate_frd_rad_s)
-        else:  # b = exp(ω·span) ∘ a, ω about NED axes
-            step = quat_multiply(b.quaternion_wxyz, quat_conjugate(a.quaternion_wxyz))
-            turn = quat_to_rotvec(step)
-            rate = (turn[0] * k, turn[1] * k, turn[2] * k)
-        return PoseMotion(velocity, rate)
+        if by_imu:
+            assert angular_rate_frd_rad_s is not None
+            return PoseMotion(velocity, quat_rotate(b.quaternion_wxyz, angular_rate_frd_rad_s))
+        # b = exp(ω·span) ∘ a, ω about NED axes
+        step = quat_multiply(b.quaternion_wxyz, quat_conjugate(a.quaternion_wxyz))
+        turn = quat_to_rotvec(step)
+        motion = PoseMotion(velocity, (turn[0] * k, turn[1] * k, turn[2] * k))
+        self._motion = (self.changes, i, motion)
+        return motion
 
 
 class CameraAttitude(NamedTuple):
