@@ -139,7 +139,7 @@ class Placer:
             reason = HoldReason.POSE_GAP
         motion = history.motion(t, imu_rate) if pose is not None and self._rates else None
         geometry, camera_reason = self.geometry(obs, pose, motion)
-        return Placement(obs, arrival, geometry, reason or camera_reason)
+        return _new_tuple(Placement, (obs, arrival, geometry, reason or camera_reason))
 
     def geometry(
         self, obs: VisionObservation, pose: PoseAt | None, motion: PoseMotion | None = None
@@ -189,8 +189,13 @@ class Placer:
                 lever = cross(rate, offset)
                 v = velocity
                 velocity = (v[0] + lever[0], v[1] + lever[1], v[2] + lever[2])
-        frame = RayFrame(origin, camera_ned, fx or camera.fx_px, fy or camera.fy_px, velocity, rate)
-        geometry = Geometry(bearing, size, ray, azimuth, elevation, position, r, fix.source, frame)
+        # Built without the NamedTuples' Python-level __new__: once per capture time.
+        frame = _new_tuple(
+            RayFrame, (origin, camera_ned, fx or camera.fx_px, fy or camera.fy_px, velocity, rate)
+        )
+        geometry = _new_tuple(
+            Geometry, (bearing, size, ray, azimuth, elevation, position, r, fix.source, frame)
+        )
         return geometry, None
 
     def _imu_rate(self, near_ns: int) -> Vec3 | None:
