@@ -332,9 +332,8 @@ class Intake:
         """Place a positive measurement; ``False`` when it must wait for its pose."""
         # No pose yet, but poses are heard while their clock locks: that is why (finding 9).
         # (``_locking`` and ``pose_required``, written out: every result passes here.)
-        locking = (
-            self._clock_ns - self._locking_pose_ns <= self._pose_ttl_ns and self._pose_clock.settling
-        )
+        heard = self._clock_ns - self._locking_pose_ns <= self._pose_ttl_ns
+        locking = heard and self._pose_clock.settling
         placement = self._placer.place(
             obs,
             arrival,
