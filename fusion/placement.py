@@ -114,13 +114,10 @@ class Placer:
             return Placement(obs, arrival, geometry, HoldReason.NO_POSE)
         t = obs.host_capture_ns
         history = self.history
-        where = history.where(t)
-        pose: PoseAt | None = None
+        where, pose = history.locate(t)  # interpolated when INSIDE
         reason: HoldReason | None = None
         imu_rate: Vec3 | None = None
-        if where is Where.INSIDE:
-            pose = history.interpolate(t)
-        elif where is Where.NEWER:
+        if where is Where.NEWER:
             if not waited:
                 return None
             newest = history.newest
@@ -135,7 +132,7 @@ class Placer:
                 self.extrapolated += 1
         elif where is Where.EMPTY:
             reason = empty or HoldReason.NO_POSE
-        else:
+        elif where is not Where.INSIDE:
             reason = HoldReason.POSE_GAP
         motion = history.motion(t, imu_rate) if pose is not None and self._rates else None
         geometry, camera_reason = self.geometry(obs, pose, motion)
@@ -207,9 +204,9 @@ class Placer:
     def _pose_for_range(self, t_ns: int) -> PoseAt | None:
         """A range reading's pose: interpolated, or a short extrapolation (no waiting)."""
         history = self.history
-        where = history.where(t_ns)
+        where, pose = history.locate(t_ns)
         if where is Where.INSIDE:
-            return history.interpolate(t_ns)
+            return pose
         newest = history.newest
         if (
             where is Where.NEWER

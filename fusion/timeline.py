@@ -43,6 +43,7 @@ from .jump_rule import JumpBounds
 __all__ = ["Added", "CameraAttitude", "GimbalTrack", "JumpBounds", "PoseAt", "PoseHistory", "Where"]
 
 _NS = 1e-9
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
 class Where(Enum):
@@ -219,18 +220,42 @@ class PoseHistory:
         i = bisect_left(times, t_ns)
         if times[i] == t_ns:
             return _at(self._poses[i])
-        t0, t1 = times[i - 1], times[i]
-        if t1 - t0 > self._max_gap_ns:
+        if times[i] - times[i - 1] > self._max_gap_ns:
             return None
+        return self._between(i, t_ns)
+
+    def locate(self, t_ns: int) -> tuple[Where, PoseAt | None]:
+        """``where(t_ns)``, with ``interpolate(t_ns)`` when that is :attr:`Where.INSIDE`: one
+        search for a measurement's placement."""
+        times = self._times
+        if not times:
+            return Where.EMPTY, None
+        if t_ns > times[-1]:
+            return Where.NEWER, None
+        if t_ns < times[0]:
+            return Where.BEFORE, None
+        i = bisect_left(times, t_ns)
+        if times[i] == t_ns:
+            return Where.INSIDE, _at(self._poses[i])
+        if times[i] - times[i - 1] > self._max_gap_ns:
+            return Where.GAP, None
+        return Where.INSIDE, self._between(i, t_ns)
+
+    def _between(self, i: int, t_ns: int) -> PoseAt:
+        """The pose at ``t_ns``, strictly between the poses ``i - 1`` and ``i``."""
+        t0, t1 = self._times[i - 1], self._times[i]
         p0, p1 = self._poses[i - 1], self._poses[i]
         f = (t_ns - t0) / (t1 - t0)
         v0, v1 = p0.velocity_ned_m_s, p1.velocity_ned_m_s
-        return PoseAt(
-            t_ns,
-            lerp(p0.position_ned_m, p1.position_ned_m, f),
-            slerp(p0.quaternion_wxyz, p1.quaternion_wxyz, f),
-            None if v0 is None or v1 is None else lerp(v0, v1, f),
-            0,
+        return _new_tuple(
+            PoseAt,
+            (
+                t_ns,
+                lerp(p0.position_ned_m, p1.position_ned_m, f),
+                slerp(p0.quaternion_wxyz, p1.quaternion_wxyz, f),
+                None if v0 is None or v1 is None else lerp(v0, v1, f),
+                0,
+            ),
         )
 
     def extrapolate(self, t_ns: int, angular_rate_frd_rad_s: Vec3 | None = None) -> PoseAt | None:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from fusion import CameraConfig, CameraModel, GimbalSample, PoseSample, WorldConfig
 from fusion.placement import Placer
-from fusion.timeline import PoseHistory
+from fusion.timeline import PoseHistory, Where
 from fusion.tracking import Tracker, TrackingConfig, motion
 from tests.support.fusion_inputs import MS, observation, pose, yaw_quat
 from tests.support.tracking_inputs import CAMERA, placed
@@ -44,6 +44,23 @@ def test_the_motion_kept_for_a_bracket_is_what_a_history_never_asked_gives(steps
         rate = (0.1, -0.2, 0.3) if kind == "ask_imu" else None
         for t in (t_ms * MS, t_ms * MS + 1):  # twice in a bracket: the second is kept
             assert asked.motion(t, rate) == fresh.motion(t, rate)
+
+
+@given(
+    st.lists(st.integers(0, 300), max_size=8),
+    st.lists(st.integers(-10, 310), min_size=1, max_size=12),
+)
+def test_locate_is_where_with_the_interpolated_pose(pose_ms, ask_ms):
+    """One search for a placement: where the time falls, and when it is inside, the pose
+    ``interpolate`` gives (on a pose, between two, across a gap, outside, empty)."""
+    h = _history()
+    for t in pose_ms:
+        h.add(pose(t * MS, position=(t / 100, 0.0, -10.0), q=yaw_quat(t / 3)))
+    for t in ask_ms:
+        where, at = h.locate(t * MS)
+        assert where is h.where(t * MS)
+        assert at == (h.interpolate(t * MS) if where is Where.INSIDE else None)
+        assert (at is None) == (where is not Where.INSIDE)
 
 
 GIMBAL = CameraConfig(width_px=640, height_px=480, hfov_deg=90.0, on_gimbal=True)
