@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from gizmo_core import Decision, HoldReason, LinkState, Selector
@@ -190,6 +191,7 @@ class ResultStore:
             raise ValueError(f"ttl_ms: expected > 0, got {ttl_ms!r}")
         self._ttl_ns = round(ttl_ms * 1e6)
         self._ttl_ns_by_type = {int(k): round(v * 1e6) for k, v in (ttl_ms_by_type or {}).items()}
+        self._ttl_ns_view = MappingProxyType(self._ttl_ns_by_type)
         self._reset_hold_ns = round(reset_hold_ms * 1e6)
         self._max_entries = max_entries
         self._latest: OrderedDict[ResultKey, ReceivedResult] = OrderedDict()
@@ -205,19 +207,25 @@ class ResultStore:
     def ttl_ns(self, result_type: int) -> int:
         return self._ttl_ns_by_type.get(result_type, self._ttl_ns)
 
+    def ttls_ns(self) -> tuple[int, Mapping[int, int]]:
+        """The TTL of every result type: the default and the exceptions (read-only)."""
+        return self._ttl_ns, self._ttl_ns_view
+
     def shortest_ttl_ns(self) -> int:
         """The shortest TTL of any result type (the service paces its stale timer by it)."""
         return min([self._ttl_ns, *self._ttl_ns_by_type.values()])
 
-    def update(self, received: ReceivedResult) -> None:
-        """Record the newest result for its key (arrival order: the board sends in order).
+    def update(self, received: ReceivedResult, key: ResultKey | None = None) -> None:
+        """Record the newest result for its key (arrival order: the board sends in order);
+        ``key``: ``received.key``, when the caller has it already (the per-frame path).
 
         A frame that reports nothing tracked (lost, untracked or result_type NONE) may carry
         another key than the target it replaces (the board's "not detected" frame), so it
         also ends the currency of every earlier result from its source.
         """
         result = received.result
-        key = (result.source_id, result.result_type, result.id)
+        if key is None:
+            key = (result.source_id, result.result_type, result.id)
         latest = self._latest
         self._updates = updates = self._updates + 1
         latest[key] = received
