@@ -68,6 +68,7 @@ class FramePipeline:
         self.store = ResultStore(
             ttl_ms=ttl_ms, ttl_ms_by_type=ttl_ms_by_type, reset_hold_ms=reset_hold_ms
         )
+        self._ttl_default_ns, self._ttl_by_type = self.store.ttls_ns()
         self.link_state = LinkState.DOWN
         self.evaluation_due = False  # a result or link event may have changed a verdict
         # A routine result refreshed a verdict's target: its stale time moved (``earlier``:
@@ -96,8 +97,7 @@ class FramePipeline:
             self.device_clock.observe_frame,
             self.store,
         )
-        update, (ttl_default_ns, ttl_by_type) = store.update, store.ttls_ns()
-        ttl_get = ttl_by_type.get
+        update, ttl_get, ttl_default_ns = store.update, self._ttl_by_type.get, self._ttl_default_ns
         # Neither changes identity within a read (only ``evaluate`` and ``watch`` touch them).
         routine_keys, target_expiry_ns = self._routine_keys, self._target_expiry_ns
         out: list[ReceivedResult] = []
@@ -240,12 +240,14 @@ class FramePipeline:
         steady PROCEED as steady, and a stalled host as HOLD."""
         return self._renew_at_ns is not None and now_ns >= self._renew_at_ns
 
-    def take_stale_move(self) -> tuple[bool, bool]:
-        """Whether routine results moved a target's stale time since the last call or
-        evaluation, and whether any moved it earlier; both are cleared."""
-        moved = self.stale_refreshed, self.stale_earlier
+    def take_renewal(self, now_ns: int) -> bool:
+        """After routine results moved a target's stale time (``stale_refreshed``, cleared
+        here with ``stale_earlier``): whether to re-publish now (``evaluate(force=True)``),
+        because one moved it earlier than the published ``valid_until_ns``, or a published
+        PROCEED is due for renewal (``renewal_due``). One call for both, per read."""
+        earlier = self.stale_earlier
         self.stale_refreshed = self.stale_earlier = False
-        return moved
+        return earlier or (self._renew_at_ns is not None and now_ns >= self._renew_at_ns)
 
     def stale_at_ns(self) -> int | None:
         """When the first current target goes stale (a verdict may change then), if any."""

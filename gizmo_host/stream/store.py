@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 from gizmo_core import Decision, HoldReason, LinkState, Selector
@@ -192,7 +191,6 @@ class ResultStore:
             raise ValueError(f"ttl_ms: expected > 0, got {ttl_ms!r}")
         self._ttl_ns = round(ttl_ms * 1e6)
         self._ttl_ns_by_type = {int(k): round(v * 1e6) for k, v in (ttl_ms_by_type or {}).items()}
-        self._ttl_ns_view = MappingProxyType(self._ttl_ns_by_type)
         self._reset_hold_ns = round(reset_hold_ms * 1e6)
         self._max_entries = max_entries
         self._latest: dict[ResultKey, ReceivedResult] = {}  # in update order (as candidates)
@@ -209,8 +207,8 @@ class ResultStore:
         return self._ttl_ns_by_type.get(result_type, self._ttl_ns)
 
     def ttls_ns(self) -> tuple[int, Mapping[int, int]]:
-        """The TTL of every result type: the default and the exceptions (read-only)."""
-        return self._ttl_ns, self._ttl_ns_view
+        """The TTL of every result type: the default and the exceptions (not to be changed)."""
+        return self._ttl_ns, self._ttl_ns_by_type
 
     def shortest_ttl_ns(self) -> int:
         """The shortest TTL of any result type (the service paces its stale timer by it)."""
