@@ -127,7 +127,9 @@ class CaptureReader:
         the library's record objects: a saturated line's capture holds thousands of messages
         a second, and those cost 2.7 us each against 1.0 here (``docs/bench.md``). The whole
         chunk is read before any of its messages is given: a damaged chunk gives none, as
-        with the library."""
+        with the library. Stricter than the library: a record length that runs past its chunk,
+        or leaves a record that does not parse after it, is damage, where the library read it
+        loosely and handed on the next record's bytes as a message's data."""
         try:
             data_stream, size = get_chunk_data_stream(chunk)
             data = data_stream.read(size) if size else b""

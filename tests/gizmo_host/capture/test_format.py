@@ -228,6 +228,32 @@ def test_damaged_bytes_are_a_capture_error_or_read(
         assert str(exc).startswith(str(path))
 
 
+@pytest.mark.parametrize("which", [0, 1, -1])
+@pytest.mark.parametrize("delta", [+1, -1, 1 << 15])
+def test_a_record_length_that_disagrees_with_its_chunk_is_damage(
+    tmp_path: Path, which: int, delta: int
+) -> None:
+    """A message record's length inside a chunk that is wrong (longer: past its chunk or
+    into the next record's header; shorter: the next record read from inside this one's
+    data) is a ``CaptureError`` naming the damage, not a serial chunk made of another
+    record's bytes. (The MCAP library's reader, the oracle of the undamaged cases, reads
+    such a length loosely and gave the serial link the next record's header; found by a
+    differential fuzzer.)"""
+    path = tmp_path / "c.mcap"
+    payloads = [bytes([0xA5, 0x47, n]) * 19 for n in range(3)]  # 57 bytes each
+    write(path, [UartChunk(10_000 + n, p) for n, p in enumerate(payloads)], compress=False)
+    raw = bytearray(path.read_bytes())
+    # A Message record: opcode 5, its length (22 + data), channel id, sequence, log time...
+    stamps = [(10_000 + n).to_bytes(8, "little") for n in range(3)]
+    heads = [raw.index(stamp + stamp) - 15 for stamp in stamps]  # log and publish time
+    assert all(raw[h] == 5 and raw[h + 1 : h + 9] == (22 + 57).to_bytes(8, "little") for h in heads)
+    at = heads[which] + 1
+    raw[at : at + 8] = (22 + 57 + delta).to_bytes(8, "little")
+    path.write_bytes(bytes(raw))
+    with pytest.raises(CaptureError, match=r"c\.mcap: damaged or truncated at byte \d+: "):
+        _read_all(path)
+
+
 def _full_disk() -> BinaryIO:
     """/dev/full behind a buffer: the capture starts, then a write fails with ENOSPC."""
     return open("/dev/full", "wb", buffering=1 << 20)
