@@ -12,7 +12,8 @@ act on are ``null``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import NamedTuple
 
 from gizmo_core import Decision, HoldReason
@@ -28,6 +29,7 @@ _TRACK_REASONS = {
     TrackStatus.COASTING: HoldReason.COASTING,
 }
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+_NONE_FUSED: Mapping[str, int] = MappingProxyType({})  # ``unfused`` without tracking
 
 
 class Entry(NamedTuple):
@@ -55,23 +57,44 @@ def entries(targets: TargetTable, tracks: list[Track] | None) -> list[Entry]:
     only those: its tentative tracks (a gated-out noise tail, a glitch, a manoeuvre's first
     frames) are kept, and may be confirmed or take a coasting track's number, but a consumer
     sees one ``track_id`` per target, not one per rejected measurement."""
-    if tracks is None:
-        return [_new_tuple(Entry, (p, None, None)) for p in targets]
-    newest_fused: dict[str, int] = {}
+    fused = _NONE_FUSED if tracks is None else fused_arrivals(tracks)
+    return listed(unfused(targets, tracks, fused), tracks)
+
+
+def fused_arrivals(tracks: list[Track]) -> dict[str, int]:
+    """Per key, the newest arrival count of a measurement its live tracks hold."""
+    newest: dict[str, int] = {}
     for t in tracks:
         arrival = t.placement.arrival
-        if arrival > newest_fused.get(t.key, -1):
-            newest_fused[t.key] = arrival
-    unfused: dict[str, Placement] = {}
-    for p in targets:
-        key = p.obs.key
-        if p.arrival > newest_fused.get(key, -1) and not _repeats(p, tracks):
-            unfused[key] = p
-    out = [_new_tuple(Entry, (p, None, None)) for p in unfused.values()]
+        if arrival > newest.get(t.key, -1):
+            newest[t.key] = arrival
+    return newest
+
+
+def unfused(
+    targets: TargetTable, tracks: list[Track] | None, fused: Mapping[str, int]
+) -> list[Placement]:
+    """The keys' latest measurements listed apart from the tracks, in the table's order:
+    every one without tracking (``tracks`` None); with it (``fused``:
+    ``fused_arrivals(tracks)``), those newer than what the key's tracks hold and not a
+    repeat of a track's."""
+    if tracks is None:
+        return list(targets)
+    return [p for p in targets if p.arrival > fused.get(p.obs.key, -1) and not _repeats(p, tracks)]
+
+
+def listed(alone: list[Placement], tracks: list[Track] | None) -> list[Entry]:
+    """The entries of ``alone`` (``unfused``) and of ``tracks``: those of a key's tracks
+    confirmed once, or all of a key's tentative ones; each with its key's measurement in
+    ``alone`` as ``newer``."""
+    out = [_new_tuple(Entry, (p, None, None)) for p in alone]
+    if not tracks:
+        return out
+    newer = {p.obs.key: p for p in alone}
     established = {t.key for t in tracks if t.confirmed}
     for t in tracks:
         if t.confirmed or t.key not in established:
-            out.append(_new_tuple(Entry, (t.placement, t, unfused.get(t.key))))
+            out.append(_new_tuple(Entry, (t.placement, t, newer.get(t.key))))
     return out
 
 

@@ -63,6 +63,8 @@ class TargetTable:
         self._max = max_targets
         self._by_key: OrderedDict[str, Placement] = OrderedDict()
         self._negative: dict[int, int] = {}  # source_id -> arrival of its newest "nothing"
+        # Counts the changes to ``_negative``: ``superseded`` answers as before while it holds.
+        self.nothing_version = 0
         self.evicted = 0
         self.superseded_on_arrival = 0
 
@@ -94,6 +96,7 @@ class TargetTable:
         """A frame of ``source_id`` arriving as ``arrival`` reported nothing tracked."""
         if arrival > self._negative.get(source_id, -1):
             self._negative[source_id] = arrival
+            self.nothing_version += 1
 
     def superseded(self, placement: Placement) -> bool:
         """Whether a later frame of the same source reported nothing tracked."""
@@ -109,3 +112,4 @@ class TargetTable:
     def clear(self) -> None:
         self._by_key.clear()
         self._negative.clear()
+        self.nothing_version += 1

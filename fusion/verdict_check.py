@@ -2,8 +2,10 @@
 
 ``verdict`` is what a publisher calls after every input; ``snapshot`` (:mod:`fusion.world`)
 builds on the same ``_judge``. A check after inputs that changed nothing it reads reuses the
-last one (``_Memo``) until a TTL, hold, wait, forgetting or track end could change it.
-``next_deadline_ns`` is when a verdict can change with no new input.
+last one (``_Memo``) until a TTL, hold, wait, forgetting or track end could change it; so does
+a check whose targets to judge are the very ones the last one judged, in the same conditions
+(a board repeating one image). ``next_deadline_ns`` is when a verdict can change with no new
+input.
 
 :class:`VerdictCheck` extends the model's state and inputs (:class:`fusion.intake.Intake`) and
 is the base of :class:`fusion.WorldModel`: the check's calls stay plain method calls.
@@ -11,7 +13,10 @@ is the base of :class:`fusion.WorldModel`: the check's calls stay plain method c
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Mapping
+from operator import is_
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from gizmo_core import Decision, HoldReason
 from gizmo_core.clock import ClockStatus
@@ -19,11 +24,13 @@ from gizmo_core.clock import ClockStatus
 from . import estimates
 from .intake import Intake
 from .snapshot import VerdictKey
+from .targets import Placement
 from .tracking import Track
 from .verdicts import LINK_REASONS, Conditions, global_reasons, ordered
 
 _UNWORKED = -(2**63)  # ``_Memo.valid_before_ns`` not worked out yet
 _DECISIONS = (Decision.HOLD, Decision.PROCEED)
+_NO_TRACKS: Mapping[str, int] = MappingProxyType({})  # ``_Memo.fused`` without tracking
 
 
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
@@ -38,17 +45,29 @@ class Verdict(NamedTuple):
 
 
 class _Memo(NamedTuple):
-    """The last full verdict check, reusable while nothing it read changed (``verdict``)."""
+    """The last verdict check, reusable while nothing it read changed (``verdict``)."""
 
     changes: int  # ``WorldModel._changes`` when it was made
     now_ns: int
     conditions: tuple[object, ...]  # ``conditions(now_ns)`` without ``now_ns``
-    times: list[int]  # ``_deadline_times`` then
+    nothing_version: int  # ``TargetTable.nothing_version`` then: what supersedes
     tracks: list[Track] | None  # the live tracks then
+    fused: Mapping[str, int]  # ``estimates.fused_arrivals(tracks)``
+    alone: list[Placement]  # ``estimates.unfused``: the measurements listed apart
+    entries: list[estimates.Entry]  # what was judged
+    judged_until_ns: int | None  # ``_judged_until``: each entry judges as then until it
+    times: list[int]  # ``_deadline_times`` then
     valid_before_ns: int | None  # ``_memo_end``: _UNWORKED until worked out
     key: VerdictKey
     until_ns: int | None  # a PROCEED's measurement's TTL end (``_valid_until_ns``); None: HOLD
     deadline_ns: int | None  # the next deadline but the pose's
+
+
+def _same_items(now: list[Any] | None, then: list[Any] | None) -> bool:
+    """The very same values, item for item (``is``: a track's filter state has no ``==``)."""
+    if now is None or then is None:
+        return now is then
+    return len(now) == len(then) and all(map(is_, now, then))
 
 
 class VerdictCheck(Intake):
@@ -97,7 +116,14 @@ class VerdictCheck(Intake):
         ranges; no placement) before any TTL, hold, wait, forgetting or track end, with the
         same conditions (link, barriers, pose freshness and clock, holds), decides what the
         last one did: it is reused, with a PROCEED's ``valid_until_ns`` and the pose's
-        deadline worked out afresh (a newer pose moves both)."""
+        deadline worked out afresh (a newer pose moves both).
+
+        Otherwise the targets are listed as ``snapshot`` lists them. When the live tracks and
+        the measurements listed apart from them are the very values the last check listed
+        (a placement the tracker took as a repeat of an image a track holds lists none),
+        with the same conditions and supersession, and none of their TTLs has ended since
+        (``_judged_until``), each judges as it did: ``estimates.judge`` reads nothing else.
+        The last verdict is reused, with the deadlines worked out afresh."""
         memo = self._memo
         if memo is not None and memo.changes == self._changes and now_ns >= memo.now_ns:
             clock = self._clock_ns = max(self._clock_ns, now_ns)
@@ -111,27 +137,70 @@ class VerdictCheck(Intake):
                 if self._tracker is not None:
                     self._tracker.tracks(now_ns)  # what a full check forgets on its way
                 return self._memo_verdict(memo, clock)
-        context, judged, selected, tracks = self._judge(now_ns)
-        targets = frozenset(
-            (j.entry.placement.obs.key, _DECISIONS[j.proceed], j.reasons) for j in judged
-        )
-        until_ns: int | None = None
-        if selected is None:
-            reasons = ordered({*context.common, HoldReason.NO_DATA})
-            key: VerdictKey = (Decision.HOLD, reasons, None, targets)
+        self._memo = None
+        c, tracks = self._listing(now_ns)
+        conditions, targets = c[1:], self._targets
+        nothing_version = targets.nothing_version
+        same_tracks = memo is not None and _same_items(tracks, memo.tracks)
+        if memo is not None and same_tracks:
+            fused = memo.fused
         else:
-            chosen = judged[selected]
-            obs = chosen.entry.placement.obs
-            key = (_DECISIONS[chosen.proceed], chosen.reasons, obs.key, targets)
-            if chosen.proceed:
-                until_ns = obs.host_capture_ns + self._ttl_ns(obs.result_type)
+            fused = _NO_TRACKS if tracks is None else estimates.fused_arrivals(tracks)
+        alone = estimates.unfused(targets, tracks, fused)
+        until_ns: int | None = None
+        if (
+            memo is not None
+            and same_tracks
+            and now_ns >= memo.now_ns
+            and memo.conditions == conditions
+            and memo.nothing_version == nothing_version
+            and _same_items(alone, memo.alone)
+            and (memo.judged_until_ns is None or now_ns <= memo.judged_until_ns)
+        ):
+            entries, judged_until = memo.entries, memo.judged_until_ns
+            key, until_ns = memo.key, memo.until_ns
+        else:
+            entries = estimates.listed(alone, tracks)
+            context, judged, selected = self._judged(c, entries)
+            shown = frozenset(
+                (j.entry.placement.obs.key, _DECISIONS[j.proceed], j.reasons) for j in judged
+            )
+            if selected is None:
+                reasons = ordered({*context.common, HoldReason.NO_DATA})
+                key = (Decision.HOLD, reasons, None, shown)
+            else:
+                chosen = judged[selected]
+                obs = chosen.entry.placement.obs
+                key = (_DECISIONS[chosen.proceed], chosen.reasons, obs.key, shown)
+                if chosen.proceed:
+                    until_ns = obs.host_capture_ns + self._ttl_ns(obs.result_type)
+            judged_until = self._judged_until(entries, now_ns)
         clock = self._clock_ns  # at or after now_ns: inputs may be stamped later
         times = self._deadline_times(now_ns, tracks)
         deadline = min([t for t in times if t > clock], default=None)
-        memo = self._memo = _Memo(
-            self._changes, now_ns, context.c[1:], times, tracks, _UNWORKED, key, until_ns, deadline
-        )
+        memo = self._memo = _new_tuple(
+            _Memo,
+            (
+                self._changes, now_ns, conditions, nothing_version, tracks, fused, alone,
+                entries, judged_until, times, _UNWORKED, key, until_ns, deadline,
+            ),
+        )  # fmt: skip
         return self._memo_verdict(memo, clock)
+
+    def _judged_until(self, entries: list[estimates.Entry], now_ns: int) -> int | None:
+        """Until when each of ``entries`` judges as at ``now_ns`` as far as time goes: the
+        next end of a TTL of theirs (a measurement is stale, and a track coasts for want of
+        updates, once more than its TTL past the capture). ``None``: no TTL ends ahead."""
+        ttl_ns = self._ttl_ns
+        ends: list[int] = []
+        for placement, track, newer in entries:
+            ttl = ttl_ns(placement.obs.result_type)
+            ends.append(placement.obs.host_capture_ns + ttl)
+            if track is not None:
+                ends.append(track.time_ns + ttl)
+            if newer is not None:
+                ends.append(newer.obs.host_capture_ns + ttl_ns(newer.obs.result_type))
+        return min([end for end in ends if end >= now_ns], default=None)
 
     def _memo_end(self, memo: _Memo) -> int | None:
         """When ``memo`` is void whatever comes in: a TTL, hold or wait ending, a target
@@ -165,19 +234,34 @@ class VerdictCheck(Intake):
         (PROCEED first, then the newest capture; ``None``: none matches), and the live
         tracks (``None`` without tracking)."""
         self._memo = None
+        c, tracks = self._listing(now_ns)
+        context, judged, selected = self._judged(c, estimates.entries(self._targets, tracks))
+        return context, judged, selected, tracks
+
+    def _listing(self, now_ns: int) -> tuple[Conditions, list[Track] | None]:
+        """What judging at ``now_ns`` starts from: the clock advanced (the waiting
+        measurements due placed) and the forgetting done, the conditions and the live tracks
+        (``None`` without tracking)."""
         self._witness(now_ns)
         self._targets.forget(now_ns - self._forget_ns)
         c = self.conditions(now_ns)
-        selector, targets, tracker = self._selector, self._targets, self._tracker
-        tracks = None if tracker is None else tracker.tracks(now_ns)
+        tracker = self._tracker
+        return c, None if tracker is None else tracker.tracks(now_ns)
+
+    def _judged(
+        self, c: Conditions, entries: list[estimates.Entry]
+    ) -> tuple[estimates.Context, list[estimates.Judged], int | None]:
+        """Each of ``entries`` judged under ``c``, and the index of the one the verdict is
+        about (PROCEED first, then the newest capture; ``None``: none matches)."""
         context = _new_tuple(
-            estimates.Context, (c, frozenset(global_reasons(c)), targets, self._ttl_ns, tracker)
+            estimates.Context,
+            (c, frozenset(global_reasons(c)), self._targets, self._ttl_ns, self._tracker),
         )
         judged: list[estimates.Judged] = []
         selected: int | None = None
         best: estimates.Judged | None = None
-        judge, matches = estimates.judge, selector.matches
-        for entry in estimates.entries(targets, tracks):
+        judge, matches = estimates.judge, self._selector.matches
+        for entry in entries:
             j = judge(entry, context)
             obs = entry.placement.obs
             if matches(obs.source_id, obs.result_type, obs.id) and (
@@ -187,7 +271,7 @@ class VerdictCheck(Intake):
             ):
                 best, selected = j, len(judged)
             judged.append(j)
-        return context, judged, selected, tracks
+        return context, judged, selected
 
     def _valid_until_ns(
         self, selected: estimates.Judged, now_ns: int, tracks: list[Track] | None
