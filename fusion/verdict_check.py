@@ -193,13 +193,11 @@ class VerdictCheck(Intake):
         updates, once more than its TTL past the capture). ``None``: no TTL ends ahead."""
         ttl_ns = self._ttl_ns
         ends: list[int] = []
-        for placement, track, newer in entries:
+        for placement, track, _ in entries:  # a ``newer`` is an entry of its own too
             ttl = ttl_ns(placement.obs.result_type)
             ends.append(placement.obs.host_capture_ns + ttl)
             if track is not None:
                 ends.append(track.time_ns + ttl)
-            if newer is not None:
-                ends.append(newer.obs.host_capture_ns + ttl_ns(newer.obs.result_type))
         return min([end for end in ends if end >= now_ns], default=None)
 
     def _memo_end(self, memo: _Memo) -> int | None:
