@@ -106,8 +106,10 @@ def _repeats(p: Placement, tracks: list[Track]) -> bool:
         o = t.placement.obs
         if (
             o.key == obs.key
-            and (o.center_x, o.center_y, o.width, o.height)
-            == (obs.center_x, obs.center_y, obs.width, obs.height)
+            and o.center_x == obs.center_x
+            and o.center_y == obs.center_y
+            and o.width == obs.width
+            and o.height == obs.height
             and abs(o.host_capture_ns - obs.host_capture_ns) <= SAME_IMAGE_NS
         ):
             return True

@@ -31,6 +31,7 @@ from .verdicts import LINK_REASONS, Conditions, global_reasons, ordered
 _UNWORKED = -(2**63)  # ``_Memo.valid_before_ns`` not worked out yet
 _DECISIONS = (Decision.HOLD, Decision.PROCEED)
 _NO_TRACKS: Mapping[str, int] = MappingProxyType({})  # ``_Memo.fused`` without tracking
+_SETTLING = frozenset(s for s in ClockStatus if s.settling)
 
 
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
@@ -49,7 +50,7 @@ class _Memo(NamedTuple):
 
     changes: int  # ``WorldModel._changes`` when it was made
     now_ns: int
-    conditions: tuple[object, ...]  # ``conditions(now_ns)`` without ``now_ns``
+    conditions: tuple[object, ...]  # ``_holding(now_ns)``: ``conditions`` but ``now_ns``
     nothing_version: int  # ``TargetTable.nothing_version`` then: what supersedes
     tracks: list[Track] | None  # the live tracks then
     fused: Mapping[str, int]  # ``estimates.fused_arrivals(tracks)``
@@ -75,9 +76,15 @@ class VerdictCheck(Intake):
     verdict can next change."""
 
     _memo: _Memo | None = None  # the last check's, while no change came since (``_changes``)
+    # ``global_reasons`` of the last ``_holding`` judged, with it: a pure function of it
+    _common: tuple[tuple[object, ...], frozenset[HoldReason]] | None = None
 
     def conditions(self, now_ns: int) -> Conditions:
         """What holds for every target at ``now_ns``."""
+        return _new_tuple(Conditions, (now_ns, *self._holding(now_ns)))
+
+    def _holding(self, now_ns: int) -> tuple[object, ...]:
+        """``conditions(now_ns)`` but ``now_ns``: what a reused check compares."""
         newest = self._history.newest
         pose_now = None
         if newest is None:
@@ -88,22 +95,18 @@ class VerdictCheck(Intake):
             pose_now = HoldReason.POSE_STALE
         reset, jump, conflict = self._reset_ns, self._jump_ns, self._conflict_ns
         pose_clock = self._pose_clock
-        return _new_tuple(
-            Conditions,
-            (
-                now_ns,
-                LINK_REASONS.get(self._link_state),
-                reset is not None and now_ns - reset <= self._reset_hold_ns,
-                pose_clock is ClockStatus.JUMPED,
-                pose_clock.settling,
-                conflict is not None and now_ns - conflict <= self._conflict_hold_ns,
-                jump is not None and now_ns - jump <= self._jump_hold_ns,
-                self._pose_seen or self._config.pose_required,  # ``pose_required``
-                pose_now,
-                not self._pose_link_up,
-                self._down_barrier,
-                self._reset_barrier,
-            ),
+        return (
+            LINK_REASONS.get(self._link_state),
+            reset is not None and now_ns - reset <= self._reset_hold_ns,
+            pose_clock is ClockStatus.JUMPED,
+            pose_clock in _SETTLING,
+            conflict is not None and now_ns - conflict <= self._conflict_hold_ns,
+            jump is not None and now_ns - jump <= self._jump_hold_ns,
+            self._pose_seen or self._config.pose_required,  # ``pose_required``
+            pose_now,
+            not self._pose_link_up,
+            self._down_barrier,
+            self._reset_barrier,
         )
 
     def verdict(self, now_ns: int) -> Verdict:
@@ -132,14 +135,14 @@ class VerdictCheck(Intake):
                 valid_before = self._memo_end(memo)
                 memo = self._memo = memo._replace(valid_before_ns=valid_before)
             if (valid_before is None or clock < valid_before) and memo.conditions == (
-                self.conditions(now_ns)[1:]
+                self._holding(now_ns)
             ):
                 if self._tracker is not None:
                     self._tracker.tracks(now_ns)  # what a full check forgets on its way
                 return self._memo_verdict(memo, clock)
         self._memo = None
-        c, tracks = self._listing(now_ns)
-        conditions, targets = c[1:], self._targets
+        conditions, tracks = self._listing(now_ns)
+        targets = self._targets
         nothing_version = targets.nothing_version
         same_tracks = memo is not None and _same_items(tracks, memo.tracks)
         if memo is not None and same_tracks:
@@ -161,7 +164,7 @@ class VerdictCheck(Intake):
             key, until_ns = memo.key, memo.until_ns
         else:
             entries = estimates.listed(alone, tracks)
-            context, judged, selected = self._judged(c, entries)
+            context, judged, selected = self._judged(now_ns, conditions, entries)
             shown = frozenset(
                 (j.entry.placement.obs.key, _DECISIONS[j.proceed], j.reasons) for j in judged
             )
@@ -206,7 +209,7 @@ class VerdictCheck(Intake):
         now = memo.now_ns
         ends = [t for t in memo.times if t > now]
         forget_ns = self._forget_ns
-        ends.extend(p.obs.host_capture_ns + forget_ns + 1 for p in self._targets)
+        ends.extend(p.obs.host_capture_ns + forget_ns + 1 for p in self._targets.held)
         if self._tracker is not None and memo.tracks:
             delete_ns = self._tracker.lifecycle.delete_after_ns
             ends.extend(t.time_ns + delete_ns + 1 for t in memo.tracks)
@@ -217,7 +220,7 @@ class VerdictCheck(Intake):
         ``_next_deadline``)."""
         until, deadline = memo.until_ns, memo.deadline_ns
         newest = self._history.newest
-        if newest is not None and self.pose_required:
+        if newest is not None and (self._pose_seen or self._config.pose_required):
             stale_ns = newest.host_ns + self._pose_ttl_ns
             if until is not None and stale_ns < until:
                 until = stale_ns
@@ -232,28 +235,33 @@ class VerdictCheck(Intake):
         (PROCEED first, then the newest capture; ``None``: none matches), and the live
         tracks (``None`` without tracking)."""
         self._memo = None
-        c, tracks = self._listing(now_ns)
-        context, judged, selected = self._judged(c, estimates.entries(self._targets, tracks))
+        holding, tracks = self._listing(now_ns)
+        entries = estimates.entries(self._targets, tracks)
+        context, judged, selected = self._judged(now_ns, holding, entries)
         return context, judged, selected, tracks
 
-    def _listing(self, now_ns: int) -> tuple[Conditions, list[Track] | None]:
+    def _listing(self, now_ns: int) -> tuple[tuple[object, ...], list[Track] | None]:
         """What judging at ``now_ns`` starts from: the clock advanced (the waiting
-        measurements due placed) and the forgetting done, the conditions and the live tracks
-        (``None`` without tracking)."""
+        measurements due placed) and the forgetting done, ``_holding(now_ns)`` and the live
+        tracks (``None`` without tracking)."""
         self._witness(now_ns)
         self._targets.forget(now_ns - self._forget_ns)
-        c = self.conditions(now_ns)
+        holding = self._holding(now_ns)
         tracker = self._tracker
-        return c, None if tracker is None else tracker.tracks(now_ns)
+        return holding, None if tracker is None else tracker.tracks(now_ns)
 
     def _judged(
-        self, c: Conditions, entries: list[estimates.Entry]
+        self, now_ns: int, holding: tuple[object, ...], entries: list[estimates.Entry]
     ) -> tuple[estimates.Context, list[estimates.Judged], int | None]:
-        """Each of ``entries`` judged under ``c``, and the index of the one the verdict is
-        about (PROCEED first, then the newest capture; ``None``: none matches)."""
+        """Each of ``entries`` judged at ``now_ns`` (``holding``: ``_holding(now_ns)``), and
+        the index of the one the verdict is about (PROCEED first, then the newest capture;
+        ``None``: none matches)."""
+        c: Conditions = _new_tuple(Conditions, (now_ns, *holding))
+        common = self._common
+        if common is None or common[0] != holding:  # the same conditions: the same reasons
+            common = self._common = (holding, frozenset(global_reasons(c)))
         context = _new_tuple(
-            estimates.Context,
-            (c, frozenset(global_reasons(c)), self._targets, self._ttl_ns, self._tracker),
+            estimates.Context, (c, common[1], self._targets, self._ttl_ns, self._tracker)
         )
         judged: list[estimates.Judged] = []
         selected: int | None = None
@@ -305,7 +313,7 @@ class VerdictCheck(Intake):
         now = self._clock_ns
         ttl_ns = self._ttl_ns
         times = [p.deadline_ns for p in self._pending]
-        for placement in self._targets:
+        for placement in self._targets.held:
             obs = placement.obs
             times.append(obs.host_capture_ns + ttl_ns(obs.result_type) + 1)
         tracker = self._tracker
