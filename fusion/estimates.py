@@ -22,7 +22,7 @@ from .snapshot import TargetState
 from .targets import Placement, TargetTable
 from .tracking import Track, Tracker, TrackStatus
 from .tracking.tracker import SAME_IMAGE_NS
-from .verdicts import Conditions, ordered, target_reasons
+from .verdicts import Conditions, ordered, reason_set
 
 _TRACK_REASONS = {
     TrackStatus.TENTATIVE: HoldReason.TENTATIVE,
@@ -30,6 +30,7 @@ _TRACK_REASONS = {
 }
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 _NONE_FUSED: Mapping[str, int] = MappingProxyType({})  # ``unfused`` without tracking
+_NONE_NEWER: Mapping[str, Placement] = MappingProxyType({})  # ``listed`` with none alone
 
 
 class Entry(NamedTuple):
@@ -80,7 +81,11 @@ def unfused(
     repeat of a track's."""
     if tracks is None:
         return list(targets)
-    return [p for p in targets if p.arrival > fused.get(p.obs.key, -1) and not _repeats(p, tracks)]
+    alone = []
+    for p in targets:
+        if p.arrival > fused.get(p.obs.key, -1) and not _repeats(p, tracks):
+            alone.append(p)
+    return alone
 
 
 def listed(alone: list[Placement], tracks: list[Track] | None) -> list[Entry]:
@@ -90,11 +95,15 @@ def listed(alone: list[Placement], tracks: list[Track] | None) -> list[Entry]:
     out = [_new_tuple(Entry, (p, None, None)) for p in alone]
     if not tracks:
         return out
-    newer = {p.obs.key: p for p in alone}
-    established = {t.key for t in tracks if t.confirmed}
+    newer = {p.obs.key: p for p in alone} if alone else _NONE_NEWER
+    established: set[str] | None = None  # the keys with a track confirmed once
     for t in tracks:
-        if t.confirmed or t.key not in established:
-            out.append(_new_tuple(Entry, (t.placement, t, newer.get(t.key))))
+        if not t.confirmed:
+            if established is None:
+                established = {u.key for u in tracks if u.confirmed}
+            if t.key in established:
+                continue
+        out.append(_new_tuple(Entry, (t.placement, t, newer.get(t.key))))
     return out
 
 
@@ -136,19 +145,21 @@ def judge(entry: Entry, context: Context) -> Judged:
     c, tracker = context.c, context.tracker
     reasons = _reasons(placement, context)
     if newer is not None:
-        reasons = ordered({*reasons, *_reasons(newer, context)})
+        reasons |= _reasons(newer, context)
     status: TrackStatus | None = None
     g = placement.geometry
     if track is not None and tracker is not None:
         status = tracker.lifecycle.status(track, max(c.down_barrier, c.reset_barrier))
         extra = _TRACK_REASONS.get(status)
         if extra is not None:
-            reasons = ordered({*reasons, extra})
+            reasons.add(extra)
         elif c.now_ns - track.time_ns > context.ttl_ns(placement.obs.result_type):
             status = TrackStatus.COASTING  # no update for its TTL (the reason: stale)
     elif tracker is not None and g is not None and g.position_ned_m is not None:
-        reasons = ordered({*reasons, HoldReason.TENTATIVE})  # a position no track took
-    return _new_tuple(Judged, (entry, reasons, status, not reasons and g is not None))
+        reasons.add(HoldReason.TENTATIVE)  # a position no track took
+    if not reasons:
+        return _new_tuple(Judged, (entry, (), status, g is not None))
+    return _new_tuple(Judged, (entry, ordered(reasons), status, False))
 
 
 def target_state(judged: Judged, now_ns: int, tracker: Tracker | None) -> TargetState:
@@ -175,16 +186,10 @@ def target_state(judged: Judged, now_ns: int, tracker: Tracker | None) -> Target
     )  # fmt: skip
 
 
-def _reasons(placement: Placement, context: Context) -> tuple[HoldReason, ...]:
+def _reasons(placement: Placement, context: Context) -> set[HoldReason]:
     obs, c = placement.obs, context.c
-    return target_reasons(
-        c,
-        positive=obs.positive,
-        superseded=context.targets.superseded(placement),
-        age_ns=c.now_ns - obs.host_capture_ns,
-        ttl_ns=context.ttl_ns(obs.result_type),
-        clock_locked=obs.clock_locked,
-        arrival=placement.arrival,
-        pose_reason=placement.pose_reason,
-        common=context.common,
-    )
+    return reason_set(
+        c, context.common, obs.positive, context.targets.superseded(placement),
+        c.now_ns - obs.host_capture_ns, context.ttl_ns(obs.result_type), obs.clock_locked,
+        placement.arrival, placement.pose_reason,
+    )  # fmt: skip

@@ -166,7 +166,7 @@ class VerdictCheck(Intake):
             entries = estimates.listed(alone, tracks)
             context, judged, selected = self._judged(now_ns, conditions, entries)
             shown = frozenset(
-                (j.entry.placement.obs.key, _DECISIONS[j.proceed], j.reasons) for j in judged
+                [(j.entry.placement.obs.key, _DECISIONS[j.proceed], j.reasons) for j in judged]
             )
             if selected is None:
                 reasons = ordered({*context.common, HoldReason.NO_DATA})
@@ -195,13 +195,17 @@ class VerdictCheck(Intake):
         next end of a TTL of theirs (a measurement is stale, and a track coasts for want of
         updates, once more than its TTL past the capture). ``None``: no TTL ends ahead."""
         ttl_ns = self._ttl_ns
-        ends: list[int] = []
+        until: int | None = None
         for placement, track, _ in entries:  # a ``newer`` is an entry of its own too
             ttl = ttl_ns(placement.obs.result_type)
-            ends.append(placement.obs.host_capture_ns + ttl)
+            end = placement.obs.host_capture_ns + ttl
+            if end >= now_ns and (until is None or end < until):
+                until = end
             if track is not None:
-                ends.append(track.time_ns + ttl)
-        return min([end for end in ends if end >= now_ns], default=None)
+                end = track.time_ns + ttl
+                if end >= now_ns and (until is None or end < until):
+                    until = end
+        return until
 
     def _memo_end(self, memo: _Memo) -> int | None:
         """When ``memo`` is void whatever comes in: a TTL, hold or wait ending, a target
@@ -312,7 +316,8 @@ class VerdictCheck(Intake):
         """The times of ``_next_deadline`` but the newest pose's, past or future."""
         now = self._clock_ns
         ttl_ns = self._ttl_ns
-        times = [p.deadline_ns for p in self._pending]
+        pending = self._pending
+        times = [p.deadline_ns for p in pending] if pending else []
         for placement in self._targets.held:
             obs = placement.obs
             times.append(obs.host_capture_ns + ttl_ns(obs.result_type) + 1)
