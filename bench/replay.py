@@ -18,17 +18,24 @@ The rate is the capture's frames over the time the replay took, in process (read
 file included; start-up, the same for any capture, is reported apart: ``gizmo-host replay
 --offline`` on an empty capture). Target (issue 31): replay >= 1/10 of the naive parser's
 rate. The lines are checked byte-identical across replays elsewhere (the goldens test).
+
+``--compare REF [--rounds N]`` measures a change instead: the same captures replayed by this
+tree and by git ``REF`` (checked out into a temporary worktree), alternately, each in a process
+of its own, CPU time per frame (best of five replays a process), and the paired ratios.
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
 import io
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,6 +130,17 @@ def saturated(baud: int, *, world: bool, frame_chunks: bool) -> bytes:
     return out.getvalue()
 
 
+def _captures() -> dict[str, Callable[[], bytes]]:
+    return {
+        "30/s world": lambda: generated("clean", world=True),
+        "30/s": lambda: generated("clean", world=False),
+        "921600 frame chunks world": lambda: saturated(921600, world=True, frame_chunks=True),
+        "921600 1 ms chunks world": lambda: saturated(921600, world=True, frame_chunks=False),
+        "921600 frame chunks": lambda: saturated(921600, world=False, frame_chunks=True),
+        "921600 1 ms chunks": lambda: saturated(921600, world=False, frame_chunks=False),
+    }
+
+
 def best(fn, repeat: int) -> float:
     """Best wall time of ``repeat`` runs, the cyclic GC paused as ``timeit`` does."""
     times = []
@@ -181,15 +199,7 @@ def main() -> int:
     )
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
-        captures = {
-            "30/s world": lambda: generated("clean", world=True),
-            "30/s": lambda: generated("clean", world=False),
-            "921600 frame chunks world": lambda: saturated(921600, world=True, frame_chunks=True),
-            "921600 1 ms chunks world": lambda: saturated(921600, world=True, frame_chunks=False),
-            "921600 frame chunks": lambda: saturated(921600, world=False, frame_chunks=True),
-            "921600 1 ms chunks": lambda: saturated(921600, world=False, frame_chunks=False),
-        }
-        for name, make in captures.items():
+        for name, make in _captures().items():
             path = os.path.join(tmp, f"{name.replace(' ', '_').replace('/', '')}.mcap")
             Path(path).write_bytes(make())
             frames, naive_rate, replay_rate = measure(path)
@@ -208,6 +218,74 @@ def main() -> int:
     return 0 if ok else 1
 
 
+# One side of ``--compare``: the replay of one capture by the tree at argv[1], best CPU time.
+_ONE_SIDE = """
+import gc, sys, time
+sys.path.insert(0, sys.argv[1])
+from gizmo_host.app.offline_replay import OfflineReplay
+from gizmo_host.capture.reader import CaptureReader
+def run():
+    capture = CaptureReader(sys.argv[2])
+    for _line in OfflineReplay(capture.info, capture.path).replay(capture.messages()):
+        pass
+run()
+times = []
+for _ in range(5):
+    gc.collect(); gc.disable(); start = time.process_time(); run()
+    times.append(time.process_time() - start); gc.enable()
+print(min(times))
+"""
+
+
+def compare(ref: str, rounds: int) -> int:
+    """This tree against git ``ref``: each capture's replay CPU per frame, side by side."""
+    with tempfile.TemporaryDirectory() as tmp:
+        other = os.path.join(tmp, "ref")
+        added = subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", other, ref],
+            check=False,
+        )
+        if added.returncode != 0:
+            print(f"--compare needs a git checkout in which {ref!r} names a commit")
+            return 2
+        try:
+            print(
+                f"this tree against {ref}: replay CPU us a frame, {rounds} alternating rounds "
+                f"({DURATION_S:g} s captures, load average {os.getloadavg()[0]:.2f})"
+            )
+            print(f"{'capture':<27}{'frames':>8}{'this':>9}{'ref':>9}{'this/ref median':>17}")
+            for name, make in _captures().items():
+                if "world" not in name:
+                    continue
+                path = os.path.join(tmp, "capture.mcap")
+                Path(path).write_bytes(make())
+                frames = measure_naive_frames(path)
+                this: list[float] = []
+                base: list[float] = []
+                for i in range(rounds):
+                    sides = [(str(ROOT), this), (other, base)]
+                    for root, out in sides if i % 2 == 0 else sides[::-1]:
+                        done = subprocess.run(
+                            [sys.executable, "-c", _ONE_SIDE, root, path],
+                            capture_output=True, text=True, check=True,
+                        )  # fmt: skip
+                        out.append(float(done.stdout) / frames * 1e6)
+                ratio = statistics.median(t / b for t, b in zip(this, base, strict=True))
+                print(f"{name:<27}{frames:>8}{min(this):>9.1f}{min(base):>9.1f}{ratio:>17.3f}")
+        finally:
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", other], check=False
+            )
+    return 0
+
+
+def measure_naive_frames(path: str) -> int:
+    """The frames in ``path``'s serial chunks, as the naive parser counts them."""
+    parser = NaiveParser()
+    reader = CaptureReader(path)
+    return sum(len(parser.feed(m.data)) for m in reader.messages() if isinstance(m, UartChunk))
+
+
 def _empty_capture() -> bytes:
     out = io.BytesIO()
     CaptureWriter(out, "empty.mcap", HostSettings(serial_path="/dev/gizmo0")).finish()
@@ -215,4 +293,8 @@ def _empty_capture() -> bytes:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--compare", metavar="REF", help="measure this tree against git REF")
+    parser.add_argument("--rounds", type=int, default=4, help="alternating rounds (--compare)")
+    args = parser.parse_args()
+    sys.exit(compare(args.compare, args.rounds) if args.compare else main())

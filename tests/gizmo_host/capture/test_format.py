@@ -13,6 +13,8 @@ from typing import BinaryIO
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcap.records import Message
+from mcap.stream_reader import StreamReader
 from mcap.writer import Writer
 
 from gizmo_core import Selector
@@ -83,6 +85,46 @@ def test_every_channel_round_trips(tmp_path: Path, compress: bool) -> None:
     assert reader.info.settings == SETTINGS
     assert reader.info.capture == {"format_version": "1", "who": "test"}
     assert reader.skipped == 0
+
+
+@pytest.mark.parametrize("compress", [True, False])
+@pytest.mark.parametrize("chunk_bytes", [1, 200, 1 << 20])
+def test_the_chunk_scan_reads_what_the_mcap_library_reads(
+    tmp_path: Path, compress: bool, chunk_bytes: int
+) -> None:
+    """The reader takes messages out of chunks itself (``_chunk_messages``); the MCAP
+    library's own record reader is the oracle: every message, channel and time the same,
+    whether a chunk holds one message, a few or all of them."""
+    path = tmp_path / "c.mcap"
+    messages = [UartChunk(10_000 + n, bytes([n % 256]) * (1 + n % 70)) for n in range(300)]
+    with path.open("wb") as stream:
+        writer = CaptureWriter(
+            stream, str(path), SETTINGS, compress=compress, chunk_bytes=chunk_bytes
+        )
+        for m in messages:
+            writer.uart(m.data, m.rx_ns)
+        writer.finish()
+    with path.open("rb") as stream:
+        library = [
+            (r.log_time, bytes(r.data))
+            for r in StreamReader(stream).records
+            if isinstance(r, Message)
+        ]
+    assert library == [(m.rx_ns, m.data) for m in messages]
+    assert list(CaptureReader(str(path)).messages()) == messages
+
+
+def test_an_unchunked_file_is_read_record_by_record(tmp_path: Path) -> None:
+    """Another writer may put messages outside chunks: they are read as well."""
+    path = tmp_path / "flat.mcap"
+    with path.open("wb") as stream:
+        writer = Writer(stream, use_chunking=False)
+        writer.start()
+        channel = writer.register_channel(ch.UART_TOPIC, "application/octet-stream", 0)
+        for n in range(3):
+            writer.add_message(channel, log_time=n, data=bytes([n]), publish_time=n)
+        writer.finish()
+    assert list(CaptureReader(str(path)).messages()) == [UartChunk(n, bytes([n])) for n in range(3)]
 
 
 def test_settings_metadata_round_trips_and_names_a_bad_key() -> None:
