@@ -32,6 +32,7 @@ _UNWORKED = -(2**63)  # ``_Memo.valid_before_ns`` not worked out yet
 _DECISIONS = (Decision.HOLD, Decision.PROCEED)
 _NO_TRACKS: Mapping[str, int] = MappingProxyType({})  # ``_Memo.fused`` without tracking
 _SETTLING = frozenset(s for s in ClockStatus if s.settling)
+_link_reason = dict(LINK_REASONS).get  # a dict's own lookup: faster than a mapping proxy's
 
 
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
@@ -96,7 +97,7 @@ class VerdictCheck(Intake):
         reset, jump, conflict = self._reset_ns, self._jump_ns, self._conflict_ns
         pose_clock = self._pose_clock
         return (
-            LINK_REASONS.get(self._link_state),
+            _link_reason(self._link_state),
             reset is not None and now_ns - reset <= self._reset_hold_ns,
             pose_clock is ClockStatus.JUMPED,
             pose_clock in _SETTLING,
