@@ -92,7 +92,7 @@ def listed(alone: list[Placement], tracks: list[Track] | None) -> list[Entry]:
     """The entries of ``alone`` (``unfused``) and of ``tracks``: those of a key's tracks
     confirmed once, or all of a key's tentative ones; each with its key's measurement in
     ``alone`` as ``newer``."""
-    out = [_new_tuple(Entry, (p, None, None)) for p in alone]
+    out = [_new_tuple(Entry, (p, None, None)) for p in alone] if alone else []
     if not tracks:
         return out
     newer = {p.obs.key: p for p in alone} if alone else _NONE_NEWER
