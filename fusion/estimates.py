@@ -22,7 +22,7 @@ from .snapshot import TargetState
 from .targets import Placement, TargetTable
 from .tracking import Track, Tracker, TrackStatus
 from .tracking.tracker import SAME_IMAGE_NS
-from .verdicts import Conditions, ordered, reason_set
+from .verdicts import Conditions, ordered, target_reasons
 
 _TRACK_REASONS = {
     TrackStatus.TENTATIVE: HoldReason.TENTATIVE,
@@ -188,7 +188,7 @@ def target_state(judged: Judged, now_ns: int, tracker: Tracker | None) -> Target
 
 def _reasons(placement: Placement, context: Context) -> set[HoldReason]:
     obs, c = placement.obs, context.c
-    return reason_set(
+    return target_reasons(
         c, context.common, obs.positive, context.targets.superseded(placement),
         c.now_ns - obs.host_capture_ns, context.ttl_ns(obs.result_type), obs.clock_locked,
         placement.arrival, placement.pose_reason,

@@ -82,31 +82,6 @@ def global_reasons(c: Conditions) -> set[HoldReason]:
 
 def target_reasons(
     c: Conditions,
-    *,
-    positive: bool,
-    superseded: bool,
-    age_ns: int,
-    ttl_ns: int,
-    clock_locked: bool,
-    arrival: int,
-    pose_reason: HoldReason | None,
-    common: frozenset[HoldReason] | None = None,
-) -> tuple[HoldReason, ...]:
-    """Every reason one target must HOLD for; empty means PROCEED.
-
-    ``superseded``: a later frame of its source reported nothing tracked. ``pose_reason``:
-    why its measurement has no pose at capture time (``None`` when it has one). ``common``:
-    ``global_reasons(c)``, when the caller judges many targets at one time.
-    """
-    reasons = reason_set(
-        c, global_reasons(c) if common is None else common, positive, superseded, age_ns,
-        ttl_ns, clock_locked, arrival, pose_reason,
-    )  # fmt: skip
-    return ordered(reasons) if reasons else ()
-
-
-def reason_set(
-    c: Conditions,
     common: frozenset[HoldReason] | set[HoldReason],
     positive: bool,
     superseded: bool,
@@ -116,8 +91,14 @@ def reason_set(
     arrival: int,
     pose_reason: HoldReason | None,
 ) -> set[HoldReason]:
-    """``target_reasons`` as a set (a new one), for a caller adding its own before it
-    orders them once."""
+    """Every reason one target must HOLD for (a new set: the caller adds its own, then
+    orders them once, ``ordered``); empty means PROCEED.
+
+    ``common``: ``global_reasons(c)``, worked out once for the many targets judged at one
+    time. ``superseded``: a later frame of its source reported nothing tracked.
+    ``pose_reason``: why its measurement has no pose at capture time (``None`` when it has
+    one).
+    """
     reasons = set(common)
     if not positive or superseded:
         reasons.add(HoldReason.LOST)
