@@ -2,7 +2,8 @@
 """The device clock's per-frame cost (issue 29: the clock core behind an adapter).
 
 One board at 30 Hz with 0.5-3 ms of delivery jitter, 60 s of frames, through what the pipeline
-does per frame for the clock: ``DeviceClockEstimator.observe`` and ``tick_to_host_ns``. The
+does per frame for the clock: ``DeviceClockEstimator.observe_frame`` (the sample and the
+capture time, ``observe`` and ``tick_to_host_ns`` in one call). The
 baseline, measured in the same run, is the sequence tracker on the same frames (the stage
 before it, unchanged). Printed: ns per frame for each and the ratio clock / tracker; then the
 clock's steady state, the last minute of ten (its skew fit's window, 2 min of segments, full:
@@ -47,11 +48,9 @@ def per_frame_ns(run, stream: list[tuple[int, int, int]]) -> float:
 
 
 def clock_stage(stream: list[tuple[int, int, int]]) -> None:
-    clock = DeviceClockEstimator()
-    observe, tick = clock.observe, clock.tick_to_host_ns
+    observe = DeviceClockEstimator().observe_frame
     for _, timestamp_ms, rx_ns in stream:
-        sample = observe(timestamp_ms, rx_ns, forward=True)
-        tick(sample.device_ms - 12)
+        observe(timestamp_ms, 12, rx_ns, False, True)
 
 
 def tracker_stage(stream: list[tuple[int, int, int]]) -> None:
@@ -64,13 +63,12 @@ def steady_ns(stream: list[tuple[int, int, int]], last: int) -> float:
     """The clock's ns per frame over the ``last`` frames of ``stream`` (best of 3)."""
     best = float("inf")
     for _ in range(3):
-        clock = DeviceClockEstimator()
-        observe, tick = clock.observe, clock.tick_to_host_ns
+        observe = DeviceClockEstimator().observe_frame
         for _, timestamp_ms, rx_ns in stream[:-last]:
-            tick(observe(timestamp_ms, rx_ns, forward=True).device_ms - 12)
+            observe(timestamp_ms, 12, rx_ns, False, True)
         start = time.perf_counter_ns()
         for _, timestamp_ms, rx_ns in stream[-last:]:
-            tick(observe(timestamp_ms, rx_ns, forward=True).device_ms - 12)
+            observe(timestamp_ms, 12, rx_ns, False, True)
         best = min(best, (time.perf_counter_ns() - start) / last)
     return best
 
@@ -80,7 +78,7 @@ def main() -> None:
     tracker = per_frame_ns(tracker_stage, stream)
     clock = per_frame_ns(clock_stage, stream)
     print(f"sequence tracker (baseline): {tracker:.0f} ns/frame")
-    print(f"device clock (observe + tick_to_host_ns): {clock:.0f} ns/frame")
+    print(f"device clock (observe_frame: observe + tick_to_host_ns): {clock:.0f} ns/frame")
     print(f"ratio clock / tracker: {clock / tracker:.2f}")
     steady = steady_ns(frames(10 * FRAMES), FRAMES)
     print(f"device clock, steady state (the last minute of ten): {steady:.0f} ns/frame")

@@ -331,9 +331,15 @@ class Intake:
     def _place(self, obs: VisionObservation, arrival: int, *, waited: bool) -> bool:
         """Place a positive measurement; ``False`` when it must wait for its pose."""
         # No pose yet, but poses are heard while their clock locks: that is why (finding 9).
-        empty = HoldReason.CLOCK_NOT_LOCKED if self._locking(self._clock_ns) else None
+        # (``_locking`` and ``pose_required``, written out: every result passes here.)
+        heard = self._clock_ns - self._locking_pose_ns <= self._pose_ttl_ns
+        locking = heard and self._pose_clock.settling
         placement = self._placer.place(
-            obs, arrival, waited=waited, required=self.pose_required, empty=empty
+            obs,
+            arrival,
+            waited=waited,
+            required=self._config.pose_required or self._pose_seen,
+            empty=HoldReason.CLOCK_NOT_LOCKED if locking else None,
         )
         if placement is None:
             return False

@@ -54,6 +54,9 @@ class Placer:
         # the state (poses, gimbal, ranges, IMU) changed.
         self._imu_changes = 0
         self._last: tuple[tuple[object, ...], Geometry | None, HoldReason | None, int] | None = None
+        # The last box's bearing and angular size in camera axes, by the box and the focal
+        # lengths: a repeated image has the same box at each new capture time.
+        self._box: tuple[tuple[object, ...], Vec3, tuple[float, float]] | None = None
 
     def add_imu(self, imu: ImuSample) -> None:
         if self.imu is None or imu.host_ns >= self.imu.host_ns:
@@ -111,13 +114,10 @@ class Placer:
             return Placement(obs, arrival, geometry, HoldReason.NO_POSE)
         t = obs.host_capture_ns
         history = self.history
-        where = history.where(t)
-        pose: PoseAt | None = None
+        where, pose = history.locate(t)  # interpolated when INSIDE
         reason: HoldReason | None = None
         imu_rate: Vec3 | None = None
-        if where is Where.INSIDE:
-            pose = history.interpolate(t)
-        elif where is Where.NEWER:
+        if where is Where.NEWER:
             if not waited:
                 return None
             newest = history.newest
@@ -132,11 +132,11 @@ class Placer:
                 self.extrapolated += 1
         elif where is Where.EMPTY:
             reason = empty or HoldReason.NO_POSE
-        else:
+        elif where is not Where.INSIDE:
             reason = HoldReason.POSE_GAP
         motion = history.motion(t, imu_rate) if pose is not None and self._rates else None
         geometry, camera_reason = self.geometry(obs, pose, motion)
-        return Placement(obs, arrival, geometry, reason or camera_reason)
+        return _new_tuple(Placement, (obs, arrival, geometry, reason or camera_reason))
 
     def geometry(
         self, obs: VisionObservation, pose: PoseAt | None, motion: PoseMotion | None = None
@@ -155,8 +155,14 @@ class Placer:
                 reason = HoldReason.POSE_GAP if len(self.gimbal) else HoldReason.NO_POSE
                 return Geometry(bearing, size, None, None, None, None, None, None), reason
             camera_q, fx, fy = attitude
-        bearing = camera.bearing_camera(obs.center_x, obs.center_y, fx, fy)
-        size = camera.angular_size_deg(obs.width, obs.height, fx, fy)
+        box = (obs.center_x, obs.center_y, obs.width, obs.height, fx, fy)
+        kept = self._box
+        if kept is not None and kept[0] == box:
+            bearing, size = kept[1], kept[2]
+        else:
+            bearing = camera.bearing_camera(obs.center_x, obs.center_y, fx, fy)
+            size = camera.angular_size_deg(obs.width, obs.height, fx, fy)
+            self._box = (box, bearing, size)
         if pose is None:
             return Geometry(bearing, size, None, None, None, None, None, None), None
         q = pose.quaternion_wxyz
@@ -180,8 +186,13 @@ class Placer:
                 lever = cross(rate, offset)
                 v = velocity
                 velocity = (v[0] + lever[0], v[1] + lever[1], v[2] + lever[2])
-        frame = RayFrame(origin, camera_ned, fx or camera.fx_px, fy or camera.fy_px, velocity, rate)
-        geometry = Geometry(bearing, size, ray, azimuth, elevation, position, r, fix.source, frame)
+        # Built without the NamedTuples' Python-level __new__: once per capture time.
+        frame = _new_tuple(
+            RayFrame, (origin, camera_ned, fx or camera.fx_px, fy or camera.fy_px, velocity, rate)
+        )
+        geometry = _new_tuple(
+            Geometry, (bearing, size, ray, azimuth, elevation, position, r, fix.source, frame)
+        )
         return geometry, None
 
     def _imu_rate(self, near_ns: int) -> Vec3 | None:
@@ -193,9 +204,9 @@ class Placer:
     def _pose_for_range(self, t_ns: int) -> PoseAt | None:
         """A range reading's pose: interpolated, or a short extrapolation (no waiting)."""
         history = self.history
-        where = history.where(t_ns)
+        where, pose = history.locate(t_ns)
         if where is Where.INSIDE:
-            return history.interpolate(t_ns)
+            return pose
         newest = history.newest
         if (
             where is Where.NEWER

@@ -43,6 +43,7 @@ from .jump_rule import JumpBounds
 __all__ = ["Added", "CameraAttitude", "GimbalTrack", "JumpBounds", "PoseAt", "PoseHistory", "Where"]
 
 _NS = 1e-9
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
 class Where(Enum):
@@ -122,6 +123,9 @@ class PoseHistory:
         self._poses: list[PoseSample] = []
         self.changes = 0  # adds and clears: a placement's cache key
         self.epoch: int | None = None
+        # The last bracket's motion, by ``changes`` and its index: a board's results come
+        # many times between two poses, and each pair of poses moves at one rate.
+        self._motion: tuple[int, int, PoseMotion] | None = None
 
     def __len__(self) -> int:
         return len(self._poses)
@@ -216,18 +220,42 @@ class PoseHistory:
         i = bisect_left(times, t_ns)
         if times[i] == t_ns:
             return _at(self._poses[i])
-        t0, t1 = times[i - 1], times[i]
-        if t1 - t0 > self._max_gap_ns:
+        if times[i] - times[i - 1] > self._max_gap_ns:
             return None
+        return self._between(i, t_ns)
+
+    def locate(self, t_ns: int) -> tuple[Where, PoseAt | None]:
+        """``where(t_ns)``, with ``interpolate(t_ns)`` when that is :attr:`Where.INSIDE`: one
+        search for a measurement's placement."""
+        times = self._times
+        if not times:
+            return Where.EMPTY, None
+        if t_ns > times[-1]:
+            return Where.NEWER, None
+        if t_ns < times[0]:
+            return Where.BEFORE, None
+        i = bisect_left(times, t_ns)
+        if times[i] == t_ns:
+            return Where.INSIDE, _at(self._poses[i])
+        if times[i] - times[i - 1] > self._max_gap_ns:
+            return Where.GAP, None
+        return Where.INSIDE, self._between(i, t_ns)
+
+    def _between(self, i: int, t_ns: int) -> PoseAt:
+        """The pose at ``t_ns``, strictly between the poses ``i - 1`` and ``i``."""
+        t0, t1 = self._times[i - 1], self._times[i]
         p0, p1 = self._poses[i - 1], self._poses[i]
         f = (t_ns - t0) / (t1 - t0)
         v0, v1 = p0.velocity_ned_m_s, p1.velocity_ned_m_s
-        return PoseAt(
-            t_ns,
-            lerp(p0.position_ned_m, p1.position_ned_m, f),
-            slerp(p0.quaternion_wxyz, p1.quaternion_wxyz, f),
-            None if v0 is None or v1 is None else lerp(v0, v1, f),
-            0,
+        return _new_tuple(
+            PoseAt,
+            (
+                t_ns,
+                lerp(p0.position_ned_m, p1.position_ned_m, f),
+                slerp(p0.quaternion_wxyz, p1.quaternion_wxyz, f),
+                None if v0 is None or v1 is None else lerp(v0, v1, f),
+                0,
+            ),
         )
 
     def extrapolate(self, t_ns: int, angular_rate_frd_rad_s: Vec3 | None = None) -> PoseAt | None:
@@ -288,6 +316,10 @@ class PoseHistory:
         if len(times) < 2:
             return None
         i = min(max(bisect_left(times, t_ns), 1), len(times) - 1)
+        by_imu = angular_rate_frd_rad_s is not None and t_ns > times[-1]
+        kept = self._motion
+        if not by_imu and kept is not None and kept[0] == self.changes and kept[1] == i:
+            return kept[2]
         span_ns = times[i] - times[i - 1]
         if not 0 < span_ns <= self._max_gap_ns:
             return None
@@ -295,13 +327,15 @@ class PoseHistory:
         k = 1.0 / (span_ns * _NS)
         pa, pb = a.position_ned_m, b.position_ned_m
         velocity = ((pb[0] - pa[0]) * k, (pb[1] - pa[1]) * k, (pb[2] - pa[2]) * k)
-        if angular_rate_frd_rad_s is not None and t_ns > times[-1]:
-            rate = quat_rotate(b.quaternion_wxyz, angular_rate_frd_rad_s)
-        else:  # b = exp(ω·span) ∘ a, ω about NED axes
-            step = quat_multiply(b.quaternion_wxyz, quat_conjugate(a.quaternion_wxyz))
-            turn = quat_to_rotvec(step)
-            rate = (turn[0] * k, turn[1] * k, turn[2] * k)
-        return PoseMotion(velocity, rate)
+        if by_imu:
+            assert angular_rate_frd_rad_s is not None
+            return PoseMotion(velocity, quat_rotate(b.quaternion_wxyz, angular_rate_frd_rad_s))
+        # b = exp(ω·span) ∘ a, ω about NED axes
+        step = quat_multiply(b.quaternion_wxyz, quat_conjugate(a.quaternion_wxyz))
+        turn = quat_to_rotvec(step)
+        motion = PoseMotion(velocity, (turn[0] * k, turn[1] * k, turn[2] * k))
+        self._motion = (self.changes, i, motion)
+        return motion
 
 
 class CameraAttitude(NamedTuple):

@@ -256,9 +256,13 @@ class ManualScheduler:
 
     def advance(self, ns: int) -> None:
         """Move time forward by ``ns``, running each due timer at its own due time."""
-        end_ns = self._now_ns + ns
-        while self._timers and self._timers[0][0] <= end_ns:
-            when_ns, _, timer = heapq.heappop(self._timers)
+        self.advance_to(self._now_ns + ns)
+
+    def advance_to(self, end_ns: int) -> None:
+        """``advance`` to the time ``end_ns`` (offline replay's recorded times)."""
+        timers = self._timers
+        while timers and timers[0][0] <= end_ns:
+            when_ns, _, timer = heapq.heappop(timers)
             if timer.cancelled:
                 continue
             self._now_ns = max(self._now_ns, when_ns)

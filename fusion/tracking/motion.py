@@ -62,7 +62,10 @@ _F_INDEX = (
     np.array([3, 4, 5, 3, 4, 3, 4, 5, 3, 4, 3, 4, 6, 6, 6, 6]),
 )
 _F_FLAT = np.ravel_multi_index(_F_INDEX, (MODES, STATE, STATE))  # the same, into F's ravel
+# F for both covariances of both modes (p's, then a's), filled by one ``put``
+_F_FLAT2 = np.concatenate((_F_FLAT, _F_FLAT + MODES * STATE * STATE))
 _EYES = np.broadcast_to(np.eye(STATE), (MODES, STATE, STATE))
+_EYES2 = np.broadcast_to(np.eye(STATE), (2 * MODES, STATE, STATE))
 _MAX_STEPS = 64  # the per-dt constants kept: a fixed frame rate repeats a few dt
 
 
@@ -102,6 +105,7 @@ class Prediction(NamedTuple):
     mu_f: tuple[float, float]
     positions: list[list[float]]  # x[j, :3]
     blocks: list[list[list[float]]]  # p[j, :3, :3]
+    pa: Array  # (4, 7, 7): p then a, the array they are views of
 
 
 def stationary_mu(params: MotionParams) -> Array:
@@ -191,14 +195,14 @@ class Imm:
         d = mixed[2]
         spread = np.array((w00 * w10, w01 * w11))[:, None, None] * (d[:, None] * d)
         # both covariances mixed alike: p (rows 0, 1) and a (rows 2, 3)
-        pa = np.stack((p, state.a), axis=1).reshape(MODES, 2 * STATE * STATE)
+        square = STATE * STATE
+        pa = np.concatenate((p.reshape(MODES, square), state.a.reshape(MODES, square)), axis=1)
         p0 = (weights[:2] @ pa).reshape(MODES, 2, STATE, STATE)
         p0 = (p0 + spread[:, None]).transpose(1, 0, 2, 3).reshape(2 * MODES, STATE, STATE)
         cv, ct, _ = mixed.tolist()
         values, cv_next, ct_next = _steps(cv, ct, dt_s)
-        f = _EYES.copy()
-        f.put(_F_FLAT, values)
-        f = np.concatenate((f, f))
+        f = _EYES2.copy()
+        f.put(_F_FLAT2, values + values)
         both = f @ p0 @ f.transpose(0, 2, 1) + noise
         ps = both[:MODES]
         blocks = ps[:, :3, :3].tolist()
@@ -211,6 +215,7 @@ class Imm:
             (m0, m1),
             positions,
             blocks,
+            both,
         )
 
     def update(
@@ -246,11 +251,10 @@ class Imm:
         gain = columns @ np.array(inverses)  # (2, 7, 3)
         x_new = x + (columns @ np.array(steps).reshape(MODES, 3, 1)).reshape(MODES, STATE)
         # Joseph form: (I - KH) P (I - KH)' + K R K', symmetric and PSD in floating point.
-        ikh = _EYES.copy()
-        ikh[:, :, :3] -= gain
-        ikh = np.concatenate((ikh, ikh))
         gain = np.concatenate((gain, gain))
-        both = np.concatenate((p, prediction.a))
+        ikh = _EYES2.copy()
+        ikh[:, :, :3] -= gain
+        both = prediction.pa
         new = ikh @ both @ ikh.transpose(0, 2, 1) + gain @ r_array @ gain.transpose(0, 2, 1)
         new = 0.5 * (new + new.transpose(0, 2, 1))
         top = max(log_like)

@@ -201,7 +201,14 @@ class Tracker:
         # A capture time the device clock does not vouch for (jumped, re-acquiring after a
         # reset) must not move a filter that lives in time: such a frame is only a miss. One
         # of a first epoch still converging is close: it is used (a PROCEED waits for a lock).
-        located = (obs.clock_locked or obs.clock_converging) and _located(placement)
+        g = placement.geometry
+        located = (
+            (obs.clock_locked or obs.clock_converging)
+            and g is not None
+            and g.position_ned_m is not None
+            and g.range_m is not None
+            and g.frame is not None
+        )  # ``_located``, written out: every result passes here
         key = obs.key
         history = self._keys.get(key)
         if history is None:
@@ -244,10 +251,10 @@ class Tracker:
         ):
             self.counts["late_dropped"] += 1
             return
-        i = bisect_left(times, capture_ns)
         if placement is not None and self._repeated(history, placement):
             self.counts["duplicates"] += 1
             return
+        i = bisect_left(times, capture_ns)
         added = () if placement is None else (self._detection(placement),)
         before = history.before
         merged = i < len(times) and times[i] == capture_ns
@@ -281,8 +288,10 @@ class Tracker:
         obs = placement.obs
         t, box = obs.host_capture_ns, (obs.center_x, obs.center_y, obs.width, obs.height)
         times, frames = history.times, history.frames
-        end = bisect_right(times, t + SAME_IMAGE_NS)
-        for k in range(bisect_left(times, t - SAME_IMAGE_NS), end):
+        start = bisect_left(times, t - SAME_IMAGE_NS)
+        if start == len(times):  # nothing held that recent (a new image, in order)
+            return False
+        for k in range(start, bisect_right(times, t + SAME_IMAGE_NS, start)):
             for d in frames[k].detections:
                 if d.box == box:
                     return True

@@ -70,14 +70,15 @@ class Envelope:
 
     def add(self, x: float, offset: float) -> None:
         segments = self._segments
-        index = int(x // self._segment_ns)
+        index = x // self._segment_ns  # a whole float: compared with ints as it is
         if segments:
             current = segments[-1]
             if current.index == index:  # the usual case: keep the minimum and the phase
                 if offset < current.low:
                     current.low, current.x = offset, x
                 phase = offset - self.skew * x
-                self.phase = min(self.phase, phase)
+                if phase < self.phase:  # noqa: PLR1730 - min() without a call, for every sample
+                    self.phase = phase
                 return
             if index < current.index:
                 return  # a sample from a closed segment (reordered): nothing new to learn
@@ -87,7 +88,7 @@ class Envelope:
                 if len(segments) < _REFIT_ALWAYS_BELOW or self._closed_since_fit >= _REFIT_EVERY:
                     self._closed_since_fit = 0
                     self._fit_skew()
-        segments.append(_Segment(index, x, offset))
+        segments.append(_Segment(int(index), x, offset))
         skew = self.skew
         self.phase = min(s.low - skew * s.x for s in list(segments)[-self._phase_segments :])
 

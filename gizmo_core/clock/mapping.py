@@ -207,8 +207,9 @@ class EpochClock:
             self.jumps += 1
             event = _CLOCK_JUMP
         env = self._env
-        x = float(remote_ns - self._origin_remote)
-        offset = float(host_ns - self._origin_host) - x
+        origin_remote, origin_host = self._origin_remote, self._origin_host
+        x = float(remote_ns - origin_remote)
+        offset = float(host_ns - origin_host) - x
         if self._excess:
             # Less the latency an accepted late run showed (a delay the link now has), as far
             # as the link still has it: a sample nearer the mapping shrinks it.
@@ -219,8 +220,8 @@ class EpochClock:
         if settling:
             event = self._settle(x, host_ns, offset) or event
             return self._reading(remote_ns, host_ns, self._status, event, 0.0)
-        published = self._map_offset + env.skew * (x - self._map_x)
-        residual = offset - published
+        map_x, map_offset = self._map_x, self._map_offset
+        residual = offset - (map_offset + env.skew * (x - map_x))
         if step and not self._stepped:
             return self._step_back(remote_ns, x, host_ns, offset - env.skew * x, residual)
         if residual < -self.tolerance_ns:
@@ -229,10 +230,17 @@ class EpochClock:
             self._drop_early()
         if residual > self.late_tolerance_ns:
             return self._late_sample(remote_ns, x, host_ns, offset, residual, follow)
-        # On time: the usual case.
+        # On time: the usual case (``_publish`` inlined: the mapping is finite here, or the
+        # sample would have been early).
         self._late = self._consistent = None
         env.add(x, offset)
-        self._publish(x)
+        skew, phase = env.skew, env.phase
+        if phase != _INF:
+            at = x if x > map_x else map_x
+            level = phase + skew * at
+            ceiling = map_offset + self._max_skew * (at - map_x)
+            self._map_x = map_x = at
+            self._map_offset = map_offset = ceiling if ceiling < level else level
         if status is _JUMPED:
             if self._on_time_x is None:
                 self._on_time_x = x
@@ -244,12 +252,7 @@ class EpochClock:
                 event = _ON_TIME
         # The published line at this sample: never above the sample's own offset here.
         own = float(host_ns - remote_ns)
-        line = (
-            self._map_offset
-            + env.skew * (x - self._map_x)
-            + self._origin_host
-            - self._origin_remote
-        )
+        line = map_offset + skew * (x - map_x) + origin_host - origin_remote
         return _new_tuple(
             ClockReading, (line if line < own else own, self.epoch, status, event, 0.0)
         )

@@ -191,16 +191,23 @@ class OfflineReplay:
         if t_ns < host.now_ns():
             self.time_reversals += 1  # file order is time order: applied at the latest time
             return
+        host_next, world_next = host.next_due_ns, world.next_due_ns
         while True:
-            host_due, world_due = host.next_due_ns(), world.next_due_ns()
-            host_first = host_due is not None and (world_due is None or host_due < world_due)
-            due = host_due if host_first else world_due
-            if due is None or due > t_ns:
+            host_due, world_due = host_next(), world_next()
+            if (
+                world_due is not None
+                and world_due <= t_ns
+                and (host_due is None or world_due <= host_due)
+            ):
+                due = world_due  # the world's first at equal times
+            elif host_due is not None and host_due <= t_ns:
+                due = host_due
+            else:
                 break
-            world.advance(due - world.now_ns())  # first: a host timer may feed the world
-            host.advance(due - host.now_ns())
-        world.advance(t_ns - world.now_ns())
-        host.advance(t_ns - host.now_ns())
+            world.advance_to(due)  # first: a host timer may feed the world
+            host.advance_to(due)
+        world.advance_to(t_ns)  # nothing due by then: the clocks move
+        host.advance_to(t_ns)
 
     def _chunk(self, data: bytes) -> None:
         if not self._port_open:  # a capture without port events: the port was open

@@ -62,45 +62,43 @@ class GizmoAdapter:
         self._state = event.state  # one LinkState for the link and the world
         return LinkStatus(event.host_ns, self._state)
 
-    def result(self, received: ReceivedResult) -> list[Input]:
+    def result(self, received: ReceivedResult) -> tuple[Input, ...]:
         """The observation, after a device reset marker when the board restarted."""
-        out: list[Input] = []
+        observation = self.observation(received)
         if received.sequence_event is _RESET:
             self.counts["device_resets"] += 1
-            out.append(LinkStatus(received.host_rx_ns, self._state, device_reset=True))
-        observation = self.observation(received)
-        if observation is not None:
-            out.append(observation)
-        return out
+            marker = LinkStatus(received.host_rx_ns, self._state, device_reset=True)
+            return (marker,) if observation is None else (marker, observation)
+        return () if observation is None else (observation,)
 
     def observation(self, received: ReceivedResult) -> VisionObservation | None:
         """The result as an observation (``None``: a box off the spec's scale, counted); a
         device reset marker is ``result``'s to add."""
-        r = received.result
-        key = (r.result_type, r.id)
+        r, rx_ns, capture_ns, _, epoch, status, _, _ = received
+        result_type, ident, flags = r.result_type, r.id, r.flags
+        key = (result_type, ident)
         named = self._classes.get(key)
         if named is None:
             named = (result_label(*key), is_target(*key))
             if len(self._classes) < _MAX_LABELS:
                 self._classes[key] = named
-        flags, status, capture_ns = r.flags, received.clock_status, received.host_capture_ns
         try:
             observation = VisionObservation(
                 r.source_id,
-                r.result_type,
-                r.id,
+                result_type,
+                ident,
                 named[0],
                 r.confidence,
-                bool(flags & _TRACKED),
-                bool(flags & _LOST),
+                flags & _TRACKED != 0,
+                flags & _LOST != 0,
                 named[1],
                 r.x,
                 r.y,
                 r.w,
                 r.h,
-                received.host_rx_ns if capture_ns is None else capture_ns,
-                received.host_rx_ns,
-                received.epoch,
+                rx_ns if capture_ns is None else capture_ns,
+                rx_ns,
+                epoch,
                 status is _LOCKED,
                 status is _CONVERGING,
             )

@@ -390,9 +390,8 @@ class SerialLink:
                 self._silent_check = None
         self._feed(link_input, reason)
 
-    def replay_chunk(self, data: bytes) -> None:
-        """A recorded read, at the scheduler's time (the per-read path itself)."""
-        self._data_received(data)
+    # A recorded read, at the scheduler's time: the per-read path itself.
+    replay_chunk = _data_received
 
     def _explain_failure(self, exc: BaseException) -> str:
         """One line for a failed open: the injected explanation, or the error itself."""

@@ -245,20 +245,18 @@ class GizmoService:
         for sub in self._result_subs:
             for item in received:
                 sub.put(item)
-        batch: list[Message] = list(received)
+        batch: list[Message] = received  # type: ignore[assignment]  # the caller's own list
         if pipeline.evaluation_due:
             now_ns = self._clock()  # not rx_ns: keep host_ns monotonic
             batch += self._evaluate_verdicts(now_ns, force=pipeline.renewal_due(now_ns))
-        else:
-            refreshed, earlier = pipeline.take_stale_move()
+        elif pipeline.stale_refreshed and pipeline.take_renewal(rx_ns):
             # A renewed target is re-published once the published PROCEED is due to run out
             # within half a TTL (a steady stream costs a verdict line and a timer move every
             # half TTL or so, and no timer wake-ups), and at once when a result with an older
             # capture time moved its stale time earlier than the published valid_until_ns. So
             # the stale timer never fires after a target goes stale, and a published PROCEED
             # never promises more than the host knows.
-            if refreshed and (earlier or pipeline.renewal_due(rx_ns)):
-                batch += self._evaluate_verdicts(self._clock(), force=True, renew=True)
+            batch += self._evaluate_verdicts(self._clock(), force=True, renew=True)
         if batch:
             self._dispatch(batch)
 

@@ -88,11 +88,21 @@ class JsonLinesPublisher:
     def publish_batch(self, messages: Sequence[Message]) -> None:
         """A read's messages, in order (a service batch listener): every line encoded, all
         published at one time (``host_published_ns``), then handed to each sink at once."""
-        if len(messages) == 1:
-            self(messages[0])
-            return
         now_ns = self._clock()  # one publication time for the whole read
-        lines = [_line(message, now_ns) for message in messages]
+        result = ReceivedResult  # results (most lines) without ``_line``'s call
+        if len(messages) == 1:  # a read of one frame (a 30 Hz stream): one line, one send
+            message = messages[0]
+            line = (
+                message.to_json_line(now_ns) if type(message) is result else _line(message, now_ns)
+            )
+            self.lines += 1
+            for sink in self._sinks:
+                sink.send(line)
+            return
+        lines = [
+            message.to_json_line(now_ns) if type(message) is result else _line(message, now_ns)
+            for message in messages
+        ]
         self.lines += len(lines)
         for send_lines in self._senders:
             send_lines(lines)

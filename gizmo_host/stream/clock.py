@@ -69,7 +69,6 @@ def frame_transmit_ns(baudrate: int, frame_bytes: int = FRAME_BYTES) -> int:
     return frame_bytes * UART_BITS_PER_BYTE * 1_000_000_000 // baudrate
 
 
-_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 _DEVICE_RESET = ClockEvent.DEVICE_RESET
 _OUTLIER = ClockStatus.OUTLIER
 
@@ -81,6 +80,11 @@ class ClockSample(NamedTuple):
     epoch: int  # incremented on every device reset, reconnection and confirmed step
     status: ClockStatus
     event: ClockEvent | None  # set on the frame that changed the mapping's state
+
+
+# ``observe_frame``: device_ms, epoch, status and event as in ``ClockSample``, then the
+# capture time on the host clock (None while nothing maps).
+FrameTimes = tuple[int, int, ClockStatus, ClockEvent | None, int | None]
 
 
 class ClockStats(NamedTuple):
@@ -190,6 +194,16 @@ class DeviceClockEstimator:
         (in order, or after a gap): its timestamp cannot be earlier than the last one's, so
         a step back is the device clock stepping, known at once.
         """
+        device_ms, epoch, status, event, _ = self.observe_frame(
+            timestamp_ms, 0, host_rx_ns, reset, forward
+        )
+        return ClockSample(device_ms, epoch, status, event)
+
+    def observe_frame(
+        self, timestamp_ms: int, age_ms: int, host_rx_ns: int, reset: bool, forward: bool
+    ) -> FrameTimes:
+        """``observe`` and then ``tick_to_host_ns(device_ms - age_ms)`` (the capture time) in
+        one call, as a plain tuple: the pipeline's per-frame path."""
         event: ClockEvent | None = None
         step = False
         if not self._started or reset:
@@ -199,41 +213,49 @@ class DeviceClockEstimator:
                 self._core.new_epoch()
             self._begin(timestamp_ms)
         else:
-            ahead_ms = (timestamp_ms - self._last_ts_ms) % TIMESTAMP_MODULUS
-            # the usual small step forward; else the host clock decides
-            advance = (
-                ahead_ms
-                if ahead_ms <= ADVANCE_TOLERANCE_MS
-                else device_clock_advance_ms(
-                    self._last_ts_ms,
+            last_ts_ms = self._last_ts_ms
+            ahead_ms = (timestamp_ms - last_ts_ms) % TIMESTAMP_MODULUS
+            if ahead_ms <= ADVANCE_TOLERANCE_MS:  # the usual small step forward: no step back
+                self._x_ms += ahead_ms
+            else:  # the host clock decides
+                advance = device_clock_advance_ms(
+                    last_ts_ms,
                     timestamp_ms,
                     host_rx_ns - self._last_host_ns,
                     max_skew_ppm=self._max_skew_ppm,
                 )
-            )
-            if advance is None and forward:
-                # A step (or a delivery the host read late): the sequence says it is later.
-                advance = clock_step_ms(self._last_ts_ms, timestamp_ms)
-            if advance is None:  # the device clock restarted
-                self._resets += 1
-                event = _DEVICE_RESET
-                self._core.new_epoch()
-                self._begin(timestamp_ms)
-            else:
-                self._x_ms += advance
-                step = forward and advance < -self._threshold_ms
+                if advance is None and forward:
+                    # A step (or a delivery the host read late): the sequence says it is later.
+                    advance = clock_step_ms(last_ts_ms, timestamp_ms)
+                if advance is None:  # the device clock restarted
+                    self._resets += 1
+                    event = _DEVICE_RESET
+                    self._core.new_epoch()
+                    self._begin(timestamp_ms)
+                else:
+                    self._x_ms += advance
+                    step = forward and advance < -self._threshold_ms
         self._last_ts_ms = timestamp_ms
         self._last_host_ns = host_rx_ns
-        remote_ns = self._x_ms * 1_000_000
+        x_ms = self._x_ms
         core = self._core
-        reading = core.observe(remote_ns, host_rx_ns, step=step)
-        self._status = status = reading.status
-        # Only an early frame (an outlier) is mapped below the published line, by its arrival.
-        self._own_offset_ns = reading.offset_ns if status is _OUTLIER else None
-        return _new_tuple(
-            ClockSample,
-            (self._origin_device_ms + self._x_ms, reading.epoch, status, event or reading.event),
+        offset_ns, epoch, status, core_event, _ = (
+            core.observe(x_ms * 1_000_000, host_rx_ns, step=True)
+            if step
+            else core.observe(x_ms * 1_000_000, host_rx_ns)
         )
+        self._status = status
+        # Only an early frame (an outlier) is mapped below the published line, by its arrival.
+        own = self._own_offset_ns = offset_ns if status is _OUTLIER else None
+        # tick_to_host_ns(origin + x_ms - age_ms)
+        tick_ns = (x_ms - age_ms) * 1_000_000 + 500_000
+        offset = core.offset_ns(tick_ns)
+        capture_ns = None
+        if offset is not None:
+            if own is not None and own < offset:
+                offset = own
+            capture_ns = round(tick_ns + offset) - self._delay_ns
+        return (self._origin_device_ms + x_ms, epoch, status, event or core_event, capture_ns)
 
     def tick_to_host_ns(self, device_tick_ms: int) -> int | None:
         """Host time at which the current epoch's device clock read the integer millisecond

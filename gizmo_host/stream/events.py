@@ -14,7 +14,7 @@ from gizmo_core import LinkState
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.tracker import SequenceEvent
 from gizmo_host.wire.protocol import ResultFlags, VisionResult
-from gizmo_host.wire.results import interpretation_json
+from gizmo_host.wire.results import BOX_INTERPRETATION_JSON, interpretation_json
 
 # LinkState is gizmo_core's (one vocabulary, as Decision and HoldReason): DOWN (no port: missing,
 # unplugged, or failed to open), CONNECTING (open in progress), SYNCING (port open, no valid
@@ -108,6 +108,8 @@ class ReceivedResult(NamedTuple):
 
     def to_json_line(self, now_ns: int) -> bytes:
         """``to_dict(now_ns)`` as one JSON line, built from a template: this runs per frame.
+        A result that locates a target by a box (the usual kind) has a template of its own
+        with the interpretation in it (one format for the whole line).
 
         The tests check that it parses to exactly ``to_dict(now_ns)``.
         """
@@ -116,6 +118,30 @@ class ReceivedResult(NamedTuple):
         sign = ""
         if age_us < 0:
             sign, age_us = "-", -age_us
+        box_line = _BOX_RESULT_LINES.get((r.result_type, r.id))
+        if box_line is not None:
+            return (
+                box_line
+                % (
+                    rx_ns,
+                    "null" if capture is None else capture,
+                    now_ns,
+                    valid_until_ns,
+                    sign,
+                    age_us // 1000,
+                    age_us % 1000,
+                    device_ms,
+                    epoch,
+                    clock_status._value_,
+                    sequence_event._value_,
+                    *r,
+                    _FLAGS_JSON[r.flags & _FLAG_BITS],
+                    r.x,
+                    r.y,
+                    r.w,
+                    r.h,
+                )
+            ).encode()
         return (
             _RESULT_LINE
             % (
@@ -150,12 +176,17 @@ def version_message(package_version: str, path: str) -> dict[str, Any]:
     }
 
 
-_RESULT_LINE = (
+_RESULT_LINE_HEAD = (
     '{"type":"result","host_rx_ns":%d,"host_capture_ns":%s,"host_published_ns":%d,'
     '"valid_until_ns":%d,"age_ms":%s%d.%03d,"device_ms":%d,"epoch":%d,"clock":"%s","sequence_event":"%s","result":{'
     + "".join(f'"{name}":%d,' for name in VisionResult._fields)
-    + '%s"interpretation":%s}}\n'
+    + '%s"interpretation":'
 )
+_RESULT_LINE = _RESULT_LINE_HEAD + "%s}}\n"
+_BOX_RESULT_LINES = {
+    key: _RESULT_LINE_HEAD + interpretation + "}}\n"
+    for key, interpretation in BOX_INTERPRETATION_JSON.items()
+}
 # The flag bits as plain ints (an IntFlag operation costs a call on the per-frame path).
 _TRACKED, _LOST, _RELATIVE = (
     int(ResultFlags.TRACKED),

@@ -68,6 +68,7 @@ class FramePipeline:
         self.store = ResultStore(
             ttl_ms=ttl_ms, ttl_ms_by_type=ttl_ms_by_type, reset_hold_ms=reset_hold_ms
         )
+        self._ttl_default_ns, self._ttl_by_type = self.store.ttls_ns()
         self.link_state = LinkState.DOWN
         self.evaluation_due = False  # a result or link event may have changed a verdict
         # A routine result refreshed a verdict's target: its stale time moved (``earlier``:
@@ -88,35 +89,38 @@ class FramePipeline:
         """Host-stamp and store ``results`` read at ``rx_ns``; duplicates are dropped (counted).
 
         This runs for every frame: attribute lookups are hoisted, enum members compared by
-        identity, and tuples built without their Python-level constructors.
+        identity, tuples built without their Python-level constructors, and the routine
+        check (``_routine``) inlined.
         """
-        observe_sequence, device_clock, store, ttl_ns = (
+        observe_sequence, observe_clock, store = (
             self.tracker.observe,
-            self.device_clock,
+            self.device_clock.observe_frame,
             self.store,
-            self.store.ttl_ns,
         )
+        update, ttl_get, ttl_default_ns = store.update, self._ttl_by_type.get, self._ttl_default_ns
+        # Neither changes identity within a read (only ``evaluate`` and ``watch`` touch them).
+        routine_keys, target_expiry_ns = self._routine_keys, self._target_expiry_ns
         out: list[ReceivedResult] = []
+        append = out.append
         for result in results:
             source_id, timestamp_ms = result.source_id, result.timestamp_ms
             event = observe_sequence(source_id, result.sequence, timestamp_ms, rx_ns)
             if event is _DUPLICATE:
                 self.duplicates_dropped += 1
                 continue
-            sample = device_clock.observe(
-                timestamp_ms,
-                rx_ns,
-                reset=event is _RESET,
-                forward=event is _IN_ORDER or event is _GAP,
+            forward = event is _IN_ORDER or event is _GAP
+            device_ms, epoch, clock_status, clock_event, capture_ns = observe_clock(
+                timestamp_ms, result.age_ms, rx_ns, event is _RESET, forward
             )
-            device_ms, epoch, clock_status, clock_event = sample
             if event is _RESET or clock_event is _CLOCK_RESET:
                 store.device_reset(source_id, rx_ns)
             elif clock_event is _CLOCK_EPOCH:
                 # A confirmed step or latency change: nothing mapped before it counts again.
                 store.link_break()
-            capture_ns = device_clock.tick_to_host_ns(device_ms - result.age_ms)
-            reference_ns = rx_ns if capture_ns is None else capture_ns
+            result_type = result.result_type
+            valid_until_ns = (rx_ns if capture_ns is None else capture_ns) + ttl_get(
+                result_type, ttl_default_ns
+            )
             received = _new_tuple(
                 ReceivedResult,
                 (
@@ -127,14 +131,37 @@ class FramePipeline:
                     epoch,
                     clock_status,
                     event,
-                    reference_ns + ttl_ns(result.result_type),
+                    valid_until_ns,
                 ),
             )
+            key = (source_id, result_type, result.id)
             if event is not _LATE:  # a late frame is older than the stored one
-                store.update(received)
-            if not self.evaluation_due and not self._is_routine(received, event, rx_ns):
+                update(received, key)
+            append(received)
+            if self.evaluation_due:
+                continue
+            # Routine (no verdict can change): an in-order, tracked, fresh result with the
+            # clock locked, whose key ``_routine`` says no verdict but a PROCEED watches.
+            if (
+                not forward
+                or clock_status is not _LOCKED
+                or result.flags & _TRACKED_OR_LOST != _TRACKED
+                or capture_ns is None
+                or rx_ns > valid_until_ns
+            ):
                 self.evaluation_due = True
-            out.append(received)
+                continue
+            routine = routine_keys.get(key)
+            if routine is None:
+                routine = routine_keys[key] = self._routine(key)
+            if not routine:
+                self.evaluation_due = True
+            elif key in target_expiry_ns:
+                # It refreshes a verdict's target: that target's stale time moves.
+                if valid_until_ns < target_expiry_ns[key]:  # an older capture (larger age)
+                    self.stale_earlier = True
+                target_expiry_ns[key] = valid_until_ns
+                self.stale_refreshed = True
         self.results_total += len(out)
         return out
 
@@ -213,50 +240,27 @@ class FramePipeline:
         steady PROCEED as steady, and a stalled host as HOLD."""
         return self._renew_at_ns is not None and now_ns >= self._renew_at_ns
 
-    def take_stale_move(self) -> tuple[bool, bool]:
-        """Whether routine results moved a target's stale time since the last call or
-        evaluation, and whether any moved it earlier; both are cleared."""
-        moved = self.stale_refreshed, self.stale_earlier
+    def take_renewal(self, now_ns: int) -> bool:
+        """After routine results moved a target's stale time (``stale_refreshed``, cleared
+        here with ``stale_earlier``): whether to re-publish now (``evaluate(force=True)``),
+        because one moved it earlier than the published ``valid_until_ns``, or a published
+        PROCEED is due for renewal (``renewal_due``). One call for both, per read."""
+        earlier = self.stale_earlier
         self.stale_refreshed = self.stale_earlier = False
-        return moved
+        return earlier or (self._renew_at_ns is not None and now_ns >= self._renew_at_ns)
 
     def stale_at_ns(self) -> int | None:
         """When the first current target goes stale (a verdict may change then), if any."""
         return min(self._target_expiry_ns.values(), default=None)
 
-    def _is_routine(self, received: ReceivedResult, event: SequenceEvent, rx_ns: int) -> bool:
-        """True when ``received`` cannot change any watched verdict, so none is re-evaluated.
-
-        That is: an in-order, tracked, fresh result with the clock locked, whose key is either
-        matched by no watched selector or only by selectors whose verdict is already PROCEED.
-        A routine result that refreshes a verdict's target moves that target's stale time
-        (``stale_refreshed``, and ``stale_earlier`` when it moved earlier).
-        """
-        result = received.result
-        capture_ns = received.host_capture_ns
-        if (
-            (event is not _IN_ORDER and event is not _GAP)
-            or received.clock_status is not _LOCKED
-            or result.flags & _TRACKED_OR_LOST != _TRACKED
-            or capture_ns is None
-        ):
-            return False
-        expiry_ns = received.valid_until_ns  # its capture time plus its type's TTL
-        if rx_ns > expiry_ns:
-            return False
-        key = (result.source_id, result.result_type, result.id)
-        routine = self._routine_keys.get(key)
-        if routine is None:
-            routine = self._routine_keys[key] = all(
-                not selects(selector, key) or (last is not None and last.decision is _PROCEED)
-                for selector, last in self._watched.items()
-            )
-        if routine and key in self._target_expiry_ns:
-            if expiry_ns < self._target_expiry_ns[key]:  # an older capture (larger age)
-                self.stale_earlier = True
-            self._target_expiry_ns[key] = expiry_ns
-            self.stale_refreshed = True
-        return routine
+    def _routine(self, key: ResultKey) -> bool:
+        """Whether a routine result (see ``apply``) with ``key`` cannot change any watched
+        verdict, so none is re-evaluated: no watched selector matches it, or only selectors
+        whose verdict is already PROCEED (``_routine_keys`` caches it until that changes)."""
+        return all(
+            not selects(selector, key) or (last is not None and last.decision is _PROCEED)
+            for selector, last in self._watched.items()
+        )
 
     def stats(self) -> dict[str, Any]:
         """Counters of the tracker, clock and store (JSON-ready)."""

@@ -9,7 +9,6 @@ an old target position). Sans-I/O: the shell passes ``now_ns`` in.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -162,7 +161,9 @@ def _json_int(value: int | None) -> str:
 class _Watch:
     """A watched selector's index, so a verdict costs O(1) amortised in the number of keys.
 
-    ``candidates`` holds the matching keys that may still be current, in arrival order. A
+    ``candidates`` holds the matching keys that may still be current, in arrival order (a
+    plain dict, a key moved to the end by taking it out and putting it back: cheaper than an
+    ``OrderedDict``'s ``move_to_end`` on the per-frame path). A
     result that is not current stays so until its key is updated (a TTL only runs out; lost
     flags, later "nothing tracked" frames, link breaks and resets are never undone), and an
     update re-appends the key: so a verdict pops non-current keys off the end for good.
@@ -171,7 +172,7 @@ class _Watch:
     __slots__ = ("candidates", "newest")
 
     def __init__(self) -> None:
-        self.candidates: OrderedDict[ResultKey, None] = OrderedDict()
+        self.candidates: dict[ResultKey, None] = {}
         self.newest: ReceivedResult | None = None  # the newest matching result, current or not
 
 
@@ -192,7 +193,7 @@ class ResultStore:
         self._ttl_ns_by_type = {int(k): round(v * 1e6) for k, v in (ttl_ms_by_type or {}).items()}
         self._reset_hold_ns = round(reset_hold_ms * 1e6)
         self._max_entries = max_entries
-        self._latest: OrderedDict[ResultKey, ReceivedResult] = OrderedDict()
+        self._latest: dict[ResultKey, ReceivedResult] = {}  # in update order (as candidates)
         self._arrival: dict[ResultKey, int] = {}  # update count when the key was last stored
         self._negative_arrival: dict[int, int] = {}  # per source: newest "nothing tracked"
         self._last_reset_ns: dict[int, int] = {}
@@ -205,23 +206,29 @@ class ResultStore:
     def ttl_ns(self, result_type: int) -> int:
         return self._ttl_ns_by_type.get(result_type, self._ttl_ns)
 
+    def ttls_ns(self) -> tuple[int, Mapping[int, int]]:
+        """The TTL of every result type: the default and the exceptions (not to be changed)."""
+        return self._ttl_ns, self._ttl_ns_by_type
+
     def shortest_ttl_ns(self) -> int:
         """The shortest TTL of any result type (the service paces its stale timer by it)."""
         return min([self._ttl_ns, *self._ttl_ns_by_type.values()])
 
-    def update(self, received: ReceivedResult) -> None:
-        """Record the newest result for its key (arrival order: the board sends in order).
+    def update(self, received: ReceivedResult, key: ResultKey | None = None) -> None:
+        """Record the newest result for its key (arrival order: the board sends in order);
+        ``key``: ``received.key``, when the caller has it already (the per-frame path).
 
         A frame that reports nothing tracked (lost, untracked or result_type NONE) may carry
         another key than the target it replaces (the board's "not detected" frame), so it
         also ends the currency of every earlier result from its source.
         """
         result = received.result
-        key = (result.source_id, result.result_type, result.id)
+        if key is None:
+            key = (result.source_id, result.result_type, result.id)
         latest = self._latest
         self._updates = updates = self._updates + 1
+        latest.pop(key, None)  # put back: the most recently updated, at the end
         latest[key] = received
-        latest.move_to_end(key)
         self._arrival[key] = updates
         if result.flags & _TRACKED_OR_LOST != _TRACKED or result.result_type == _TYPE_NONE:
             self._negative_arrival[result.source_id] = updates
@@ -232,10 +239,12 @@ class ResultStore:
             )
         for watch in watches:
             watch.newest = received
-            watch.candidates[key] = None
-            watch.candidates.move_to_end(key)
+            candidates = watch.candidates
+            candidates.pop(key, None)
+            candidates[key] = None
         while len(latest) > self._max_entries:
-            evicted, _ = latest.popitem(last=False)
+            evicted = next(iter(latest))  # the least recently updated
+            del latest[evicted]
             del self._arrival[evicted]
             self._forget_key(evicted)
             self._evicted += 1

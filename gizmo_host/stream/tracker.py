@@ -53,6 +53,7 @@ class SequenceEvent(Enum):
 
 
 _IN_ORDER, _GAP = SequenceEvent.IN_ORDER, SequenceEvent.GAP
+_HALF_SEQUENCE = SEQUENCE_MODULUS // 2
 
 
 class SourceStats(NamedTuple):
@@ -198,11 +199,13 @@ class SequenceTracker:
         if advance is None and not is_clock_step(step, state.last_timestamp_ms, timestamp_ms):
             # The device clock restarted, wherever the sequence went (unless it kept order).
             return self._restart(state, sequence, timestamp_ms, host_ns, reset=True)
-        if 0 < step < SEQUENCE_MODULUS // 2:
-            state.lost += step - 1
+        if 0 < step < _HALF_SEQUENCE:
+            if step != 1:
+                state.lost += step - 1
             state.seen_mask = ((state.seen_mask << step) | 1) & _MASK
-            span = state.span + step
-            state.span = span if span < _WINDOW_SLOTS else _WINDOW_SLOTS
+            if state.span < _WINDOW_SLOTS:
+                span = state.span + step
+                state.span = span if span < _WINDOW_SLOTS else _WINDOW_SLOTS
             state.timestamps[sequence & _SLOT_MASK] = timestamp_ms
             state.last_sequence = sequence
             state.last_timestamp_ms = timestamp_ms

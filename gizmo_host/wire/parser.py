@@ -112,9 +112,11 @@ class StreamParser:
     def feed(self, data: bytes | bytearray | memoryview) -> list[VisionResult]:
         if not data:
             return []
-        data = bytes(data)
+        if type(data) is not bytes:
+            data = bytes(data)
         self._bytes_in += len(data)
-        buf = self._pending + data if self._pending else data
+        pending = self._pending
+        buf = pending + data if pending else data
         end = len(buf)
         if end == FRAME_LEN and buf[:2] == SYNC:
             # The usual read on a live link: exactly one frame. Valid, it is taken here;

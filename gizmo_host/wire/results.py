@@ -328,7 +328,9 @@ _TAG_JSON = '{"kind":"tag_reserved","raw_id":%d}'
 _NONE_JSON = '{"kind":"none"}'
 
 
-_BOX_TEMPLATES = {  # (result_type, id) -> template: the kinds that locate a target by a box
+# (result_type, id) -> template of the interpretation, formatted with (x, y, w, h): the kinds
+# that locate a target by a box (the result line builds on them: ``stream.events``).
+BOX_INTERPRETATION_JSON = {
     **{(int(ResultType.COLOR_BLOB), color): text for color, text in _COLOR_JSON.items()},
     **{(int(ResultType.DETECTOR), detector): text for detector, text in _DETECTOR_JSON.items()},
 }
@@ -336,7 +338,7 @@ _BOX_TEMPLATES = {  # (result_type, id) -> template: the kinds that locate a tar
 
 def interpretation_json(r: _Fields) -> str:
     """Compact JSON of ``interpret(r).to_dict()``, built from templates."""
-    template = _BOX_TEMPLATES.get((r.result_type, r.id))
+    template = BOX_INTERPRETATION_JSON.get((r.result_type, r.id))
     if template is not None:  # the usual kinds: one lookup, one format
         return template % (r.x, r.y, r.w, r.h)
     result_type = r.result_type

@@ -381,6 +381,30 @@ def test_result_json_line_parses_to_exactly_to_dict(
     validate_as(json.loads(line), "result")
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    result=vision_results,
+    result_type=st.sampled_from([1, 5]),  # colour blobs and detectors: box and other kinds
+    ident=st.integers(0, 16),
+    capture_offset_ns=st.one_of(st.none(), st.integers(-(10**9), 10**9)),
+)
+def test_result_json_line_of_every_colour_and_detector_parses_to_exactly_to_dict(
+    result, result_type, ident, capture_offset_ns
+):
+    """The kinds that locate a box have a line template of their own (the interpretation in
+    it): each, and the kinds beside them, still parse to exactly ``to_dict``."""
+    rx_ns = 10**15
+    capture = None if capture_offset_ns is None else rx_ns - capture_offset_ns
+    result = result._replace(result_type=result_type, id=ident)
+    received = ReceivedResult(
+        result, rx_ns, capture, 7, 1, ClockStatus.LOCKED, SequenceEvent.IN_ORDER, rx_ns + 1
+    )
+    line = received.to_json_line(rx_ns + 12_345_678)
+    assert line.endswith(b"}}\n") and line.count(b"\n") == 1
+    assert json.loads(line) == received.to_dict(rx_ns + 12_345_678)
+    validate_as(json.loads(line), "result")
+
+
 optional_ints = st.one_of(st.none(), st.integers(0, 255))
 
 

@@ -356,3 +356,27 @@ def test_a_late_frame_with_an_earlier_stamp_is_no_jump():
     late = frames[50]
     sample = clock.observe(late.timestamp_ms, frames[59].host_rx_ns + 1000, forward=False)
     assert sample.event is not ClockEvent.CLOCK_JUMP and clock.stats().jumps == 0
+
+
+@pytest.mark.parametrize("forward", [False, True])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_observe_frame_is_observe_then_tick_to_host_ns(seed, forward):
+    """The pipeline's one call a frame gives what the two calls give, frame by frame: through
+    a wrap, late outliers, a glitched stamp ahead (an OUTLIER, mapped by its own arrival),
+    and the device clock falling back at 20 s and stepping 2 s ahead at 25 s (a reset and an
+    epoch, or with ``forward`` two steps)."""
+    frames = simulate(seed, 100.0)
+    stamps = [
+        f.timestamp_ms + (300 if i == 150 else 0) + (2_000 if i >= 750 else 0)
+        for i, f in enumerate(frames)
+    ]
+    one, two = (DeviceClockEstimator(transport_delay_ns=frame_transmit_ns(BAUD)) for _ in "12")
+    statuses = set()
+    for frame, stamp in zip(frames, stamps, strict=True):
+        fused = one.observe_frame(stamp, frame.age_ms, frame.host_rx_ns, False, forward)
+        sample = two.observe(stamp, frame.host_rx_ns, forward=forward)
+        expected = (*sample, two.tick_to_host_ns(sample.device_ms - frame.age_ms))
+        assert fused == expected
+        statuses.add(sample.status)
+    assert {ClockStatus.OUTLIER, ClockStatus.LOCKED} <= statuses
+    assert one.stats() == two.stats() and one.epoch >= 2

@@ -159,6 +159,19 @@ def test_store_is_bounded():
     assert store.latest()[-1].key[2] == 99
 
 
+def test_the_store_evicts_the_least_recently_updated_key():
+    """An update moves its key to the newest end: a target the board keeps reporting is
+    never the one evicted, however early it was first seen."""
+    store = ResultStore(max_entries=3)
+    selector = Selector(result_type=ResultType.QR_CODE)
+    store.watch(selector)
+    for qr_hash in (1, 2, 3, 1, 4):  # 1 again before 4 arrives: 2 is the oldest update
+        store.update(received(result_type=ResultType.QR_CODE, id_=qr_hash))
+    assert [r.key[2] for r in store.latest()] == [3, 1, 4]
+    assert store.stats()["evicted"] == 1
+    assert [r.key[2] for r in store.current(selector, T0)] == [4, 1, 3]  # newest first
+
+
 @pytest.mark.parametrize("text", ["source", "colour=1", "type=blob", "id=x"])
 def test_bad_selector_names_what_is_expected(text):
     with pytest.raises(ValueError, match="expected"):

@@ -1,0 +1,121 @@
+"""What the per-result path keeps between results (a board repeating one image at 921600
+sends it in frame after frame): each kept value is what a state that never kept it gives."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fusion import CameraConfig, CameraModel, GimbalSample, PoseSample, WorldConfig
+from fusion.placement import Placer
+from fusion.timeline import PoseHistory, Where
+from fusion.tracking import Tracker, TrackingConfig, motion
+from tests.support.fusion_inputs import MS, observation, pose, yaw_quat
+from tests.support.tracking_inputs import CAMERA, placed
+
+_STEP = st.tuples(
+    st.sampled_from(["pose", "ask", "ask_imu"]),
+    st.integers(0, 300),  # ms
+    st.floats(-90.0, 90.0),  # the pose's yaw, degrees
+)
+
+
+def _history() -> PoseHistory:
+    return PoseHistory(max_samples=4, max_gap_ms=60.0)  # small: the oldest pose drops
+
+
+@given(st.lists(_STEP, max_size=40))
+def test_the_motion_kept_for_a_bracket_is_what_a_history_never_asked_gives(steps):
+    """Asked again and again between poses (kept per bracket), then after poses that split
+    the bracket, replace its ends or push the oldest out: always the rates of a history that
+    took the same poses and was never asked."""
+    asked = _history()
+    poses: list[PoseSample] = []
+    for kind, t_ms, yaw in steps:
+        if kind == "pose":
+            p = pose(t_ms * MS, position=(t_ms / 100, -t_ms / 300, -10.0), q=yaw_quat(yaw))
+            asked.add(p)
+            poses.append(p)
+            continue
+        fresh = _history()
+        for p in poses:
+            fresh.add(p)
+        rate = (0.1, -0.2, 0.3) if kind == "ask_imu" else None
+        for t in (t_ms * MS, t_ms * MS + 1):  # twice in a bracket: the second is kept
+            assert asked.motion(t, rate) == fresh.motion(t, rate)
+
+
+@given(
+    st.lists(st.integers(0, 300), max_size=8),
+    st.lists(st.integers(-10, 310), min_size=1, max_size=12),
+)
+def test_locate_is_where_with_the_interpolated_pose(pose_ms, ask_ms):
+    """One search for a placement: where the time falls, and when it is inside, the pose
+    ``interpolate`` gives (on a pose, between two, across a gap, outside, empty)."""
+    h = _history()
+    for t in pose_ms:
+        h.add(pose(t * MS, position=(t / 100, 0.0, -10.0), q=yaw_quat(t / 3)))
+    for t in ask_ms:
+        where, at = h.locate(t * MS)
+        assert where is h.where(t * MS)
+        assert at == (h.interpolate(t * MS) if where is Where.INSIDE else None)
+        assert (at is None) == (where is not Where.INSIDE)
+
+
+GIMBAL = CameraConfig(width_px=640, height_px=480, hfov_deg=90.0, on_gimbal=True)
+
+
+def test_a_repeated_box_after_a_zoom_is_placed_with_the_new_focal_lengths():
+    """The box's bearing and size are kept for the next capture time, by the box and the
+    focal lengths: a zoom between two reports of one box changes both."""
+    camera = CameraModel(GIMBAL)
+    config = WorldConfig(pose_required=True)
+    kept, fresh = Placer(camera, config, rates=True), Placer(camera, config, rates=True)
+    for placer in (kept, fresh):
+        for t in range(0, 1001, 10):
+            placer.history.add(pose(t * MS, position=(t / 1000, 0.0, -10.0)))
+        placer.gimbal.add(GimbalSample(880 * MS, (0.0, -45.0, 0.0), fx_px=400.0, fy_px=400.0))
+    box = {"center": (600, -400), "size": (300, 200)}
+    first = kept.place(observation(899 * MS, **box), 1, waited=True, required=True)
+    zoom = GimbalSample(900 * MS, (0.0, -45.0, 0.0), fx_px=800.0, fy_px=800.0)
+    kept.gimbal.add(zoom)
+    fresh.gimbal.add(zoom)
+    after = kept.place(observation(900 * MS, **box), 2, waited=True, required=True)
+    truth = fresh.place(observation(900 * MS, **box), 2, waited=True, required=True)
+    assert first is not None and after is not None and truth is not None
+    assert first.geometry is not None and after.geometry is not None
+    assert after.geometry.bearing_camera != first.geometry.bearing_camera  # the zoom moved it
+    assert after.geometry.angular_size_deg != first.geometry.angular_size_deg
+    assert after == truth
+
+
+def test_a_repeat_is_a_duplicate_whatever_came_since_and_a_new_image_is_not():
+    """The same box within 2 ms of a held frame is the same image, even after a newer frame;
+    3 ms on, it is a new image of a target that stood still."""
+    tracker = Tracker(CAMERA, TrackingConfig())
+    here, there = (1.0, 2.0, 0.0), (1.1, 2.0, 0.0)
+    tracker.add(placed(1000 * MS, 1, here))
+    tracker.add(placed(1033 * MS, 2, there))
+    tracker.add(placed(1001 * MS, 3, here))  # the first image again, after the second
+    assert tracker.counts["duplicates"] == 1
+    tracker.add(placed(1035 * MS, 4, there))
+    assert tracker.counts["duplicates"] == 2
+    tracker.add(placed(1036 * MS, 5, there))
+    assert tracker.counts["duplicates"] == 2
+    assert [track.time_ns for track in tracker] == [1036 * MS]  # a hit of the one track
+    assert tracker.counts["late_fused"] == 0
+
+
+def test_a_prediction_carries_both_covariances_as_one_array():
+    """The update's Joseph step runs on ``pa``: it must be ``p`` then ``a``."""
+    imm = motion.Imm(motion.MotionParams(cv_true_accel_m_s2=0.01))
+    state = imm.initial_state(np.array([1.0, 2.0, 0.0]), np.eye(3) * 0.01)
+    state = imm.update(
+        imm.predict(state, 0.033), [1.1, 2.0, 0.0], (np.eye(3) * 0.01).tolist(), np.eye(3) * 0.01
+    )
+    prediction = imm.predict(state, 0.033)
+    assert prediction.pa.shape == (4, 7, 7)
+    assert np.array_equal(prediction.pa[:2], prediction.p)
+    assert np.array_equal(prediction.pa[2:], prediction.a)
+    assert not np.array_equal(prediction.p, prediction.a)  # the two differ: the order matters
