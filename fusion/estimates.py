@@ -12,7 +12,8 @@ act on are ``null``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import NamedTuple
 
 from gizmo_core import Decision, HoldReason
@@ -28,6 +29,8 @@ _TRACK_REASONS = {
     TrackStatus.COASTING: HoldReason.COASTING,
 }
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+_NONE_FUSED: Mapping[str, int] = MappingProxyType({})  # ``unfused`` without tracking
+_NONE_NEWER: Mapping[str, Placement] = MappingProxyType({})  # ``listed`` with none alone
 
 
 class Entry(NamedTuple):
@@ -55,23 +58,52 @@ def entries(targets: TargetTable, tracks: list[Track] | None) -> list[Entry]:
     only those: its tentative tracks (a gated-out noise tail, a glitch, a manoeuvre's first
     frames) are kept, and may be confirmed or take a coasting track's number, but a consumer
     sees one ``track_id`` per target, not one per rejected measurement."""
-    if tracks is None:
-        return [_new_tuple(Entry, (p, None, None)) for p in targets]
-    newest_fused: dict[str, int] = {}
+    fused = _NONE_FUSED if tracks is None else fused_arrivals(tracks)
+    return listed(unfused(targets, tracks, fused), tracks)
+
+
+def fused_arrivals(tracks: list[Track]) -> dict[str, int]:
+    """Per key, the newest arrival count of a measurement its live tracks hold."""
+    newest: dict[str, int] = {}
     for t in tracks:
         arrival = t.placement.arrival
-        if arrival > newest_fused.get(t.key, -1):
-            newest_fused[t.key] = arrival
-    unfused: dict[str, Placement] = {}
+        if arrival > newest.get(t.key, -1):
+            newest[t.key] = arrival
+    return newest
+
+
+def unfused(
+    targets: TargetTable, tracks: list[Track] | None, fused: Mapping[str, int]
+) -> list[Placement]:
+    """The keys' latest measurements listed apart from the tracks, in the table's order:
+    every one without tracking (``tracks`` None); with it (``fused``:
+    ``fused_arrivals(tracks)``), those newer than what the key's tracks hold and not a
+    repeat of a track's."""
+    if tracks is None:
+        return list(targets)
+    alone = []
     for p in targets:
-        key = p.obs.key
-        if p.arrival > newest_fused.get(key, -1) and not _repeats(p, tracks):
-            unfused[key] = p
-    out = [_new_tuple(Entry, (p, None, None)) for p in unfused.values()]
-    established = {t.key for t in tracks if t.confirmed}
+        if p.arrival > fused.get(p.obs.key, -1) and not _repeats(p, tracks):
+            alone.append(p)
+    return alone
+
+
+def listed(alone: list[Placement], tracks: list[Track] | None) -> list[Entry]:
+    """The entries of ``alone`` (``unfused``) and of ``tracks``: those of a key's tracks
+    confirmed once, or all of a key's tentative ones; each with its key's measurement in
+    ``alone`` as ``newer``."""
+    out = [_new_tuple(Entry, (p, None, None)) for p in alone] if alone else []
+    if not tracks:
+        return out
+    newer = {p.obs.key: p for p in alone} if alone else _NONE_NEWER
+    established: set[str] | None = None  # the keys with a track confirmed once
     for t in tracks:
-        if t.confirmed or t.key not in established:
-            out.append(_new_tuple(Entry, (t.placement, t, unfused.get(t.key))))
+        if not t.confirmed:
+            if established is None:
+                established = {u.key for u in tracks if u.confirmed}
+            if t.key in established:
+                continue
+        out.append(_new_tuple(Entry, (t.placement, t, newer.get(t.key))))
     return out
 
 
@@ -83,8 +115,10 @@ def _repeats(p: Placement, tracks: list[Track]) -> bool:
         o = t.placement.obs
         if (
             o.key == obs.key
-            and (o.center_x, o.center_y, o.width, o.height)
-            == (obs.center_x, obs.center_y, obs.width, obs.height)
+            and o.center_x == obs.center_x
+            and o.center_y == obs.center_y
+            and o.width == obs.width
+            and o.height == obs.height
             and abs(o.host_capture_ns - obs.host_capture_ns) <= SAME_IMAGE_NS
         ):
             return True
@@ -111,19 +145,21 @@ def judge(entry: Entry, context: Context) -> Judged:
     c, tracker = context.c, context.tracker
     reasons = _reasons(placement, context)
     if newer is not None:
-        reasons = ordered({*reasons, *_reasons(newer, context)})
+        reasons |= _reasons(newer, context)
     status: TrackStatus | None = None
     g = placement.geometry
     if track is not None and tracker is not None:
         status = tracker.lifecycle.status(track, max(c.down_barrier, c.reset_barrier))
         extra = _TRACK_REASONS.get(status)
         if extra is not None:
-            reasons = ordered({*reasons, extra})
+            reasons.add(extra)
         elif c.now_ns - track.time_ns > context.ttl_ns(placement.obs.result_type):
             status = TrackStatus.COASTING  # no update for its TTL (the reason: stale)
     elif tracker is not None and g is not None and g.position_ned_m is not None:
-        reasons = ordered({*reasons, HoldReason.TENTATIVE})  # a position no track took
-    return _new_tuple(Judged, (entry, reasons, status, not reasons and g is not None))
+        reasons.add(HoldReason.TENTATIVE)  # a position no track took
+    if not reasons:
+        return _new_tuple(Judged, (entry, (), status, g is not None))
+    return _new_tuple(Judged, (entry, ordered(reasons), status, False))
 
 
 def target_state(judged: Judged, now_ns: int, tracker: Tracker | None) -> TargetState:
@@ -150,16 +186,10 @@ def target_state(judged: Judged, now_ns: int, tracker: Tracker | None) -> Target
     )  # fmt: skip
 
 
-def _reasons(placement: Placement, context: Context) -> tuple[HoldReason, ...]:
+def _reasons(placement: Placement, context: Context) -> set[HoldReason]:
     obs, c = placement.obs, context.c
     return target_reasons(
-        c,
-        positive=obs.positive,
-        superseded=context.targets.superseded(placement),
-        age_ns=c.now_ns - obs.host_capture_ns,
-        ttl_ns=context.ttl_ns(obs.result_type),
-        clock_locked=obs.clock_locked,
-        arrival=placement.arrival,
-        pose_reason=placement.pose_reason,
-        common=context.common,
-    )
+        c, context.common, obs.positive, context.targets.superseded(placement),
+        c.now_ns - obs.host_capture_ns, context.ttl_ns(obs.result_type), obs.clock_locked,
+        placement.arrival, placement.pose_reason,
+    )  # fmt: skip

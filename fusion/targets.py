@@ -10,7 +10,7 @@ count, which the clock mapping cannot reorder.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, ValuesView
 from typing import NamedTuple
 
 from gizmo_core import HoldReason
@@ -47,6 +47,9 @@ class Geometry(NamedTuple):
     frame: RayFrame | None = None  # the camera's origin and attitude when it has a pose
 
 
+_NONE_HELD = 2**63  # ``TargetTable._oldest_ns`` with no target held
+
+
 class Placement(NamedTuple):
     obs: VisionObservation
     arrival: int  # the world's count of vision observations when this one arrived
@@ -62,7 +65,13 @@ class TargetTable:
             raise ValueError(f"max_targets: expected >= 1, got {max_targets!r}")
         self._max = max_targets
         self._by_key: OrderedDict[str, Placement] = OrderedDict()
+        # Every placement held, least recently updated first (a live view): for a caller
+        # to whom the order is nothing, cheaper than ``iter``.
+        self.held: ValuesView[Placement] = self._by_key.values()
         self._negative: dict[int, int] = {}  # source_id -> arrival of its newest "nothing"
+        # Counts the changes to ``_negative``: ``superseded`` answers as before while it holds.
+        self.nothing_version = 0
+        self._oldest_ns = _NONE_HELD  # at most the oldest capture held: ``forget``'s shortcut
         self.evicted = 0
         self.superseded_on_arrival = 0
 
@@ -85,6 +94,7 @@ class TargetTable:
             return False
         self._by_key[key] = placement
         self._by_key.move_to_end(key)
+        self._oldest_ns = min(self._oldest_ns, placement.obs.host_capture_ns)
         while len(self._by_key) > self._max:
             self._by_key.popitem(last=False)
             self.evicted += 1
@@ -94,6 +104,7 @@ class TargetTable:
         """A frame of ``source_id`` arriving as ``arrival`` reported nothing tracked."""
         if arrival > self._negative.get(source_id, -1):
             self._negative[source_id] = arrival
+            self.nothing_version += 1
 
     def superseded(self, placement: Placement) -> bool:
         """Whether a later frame of the same source reported nothing tracked."""
@@ -101,11 +112,15 @@ class TargetTable:
 
     def forget(self, before_capture_ns: int) -> None:
         """Drop targets whose newest capture is older than ``before_capture_ns``."""
-        for key in [
-            k for k, p in self._by_key.items() if p.obs.host_capture_ns < before_capture_ns
-        ]:
-            del self._by_key[key]
+        if before_capture_ns <= self._oldest_ns:
+            return  # none is (every check asks: most find nothing to drop)
+        by_key = self._by_key
+        for key in [k for k, p in by_key.items() if p.obs.host_capture_ns < before_capture_ns]:
+            del by_key[key]
+        self._oldest_ns = min((p.obs.host_capture_ns for p in by_key.values()), default=_NONE_HELD)
 
     def clear(self) -> None:
         self._by_key.clear()
         self._negative.clear()
+        self.nothing_version += 1
+        self._oldest_ns = _NONE_HELD

@@ -2,8 +2,10 @@
 
 ``verdict`` is what a publisher calls after every input; ``snapshot`` (:mod:`fusion.world`)
 builds on the same ``_judge``. A check after inputs that changed nothing it reads reuses the
-last one (``_Memo``) until a TTL, hold, wait, forgetting or track end could change it.
-``next_deadline_ns`` is when a verdict can change with no new input.
+last one (``_Memo``) until a TTL, hold, wait, forgetting or track end could change it; so does
+a check whose targets to judge are the very ones the last one judged, in the same conditions
+(a board repeating one image). ``next_deadline_ns`` is when a verdict can change with no new
+input.
 
 :class:`VerdictCheck` extends the model's state and inputs (:class:`fusion.intake.Intake`) and
 is the base of :class:`fusion.WorldModel`: the check's calls stay plain method calls.
@@ -11,7 +13,10 @@ is the base of :class:`fusion.WorldModel`: the check's calls stay plain method c
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Mapping
+from operator import is_
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from gizmo_core import Decision, HoldReason
 from gizmo_core.clock import ClockStatus
@@ -19,11 +24,15 @@ from gizmo_core.clock import ClockStatus
 from . import estimates
 from .intake import Intake
 from .snapshot import VerdictKey
+from .targets import Placement
 from .tracking import Track
 from .verdicts import LINK_REASONS, Conditions, global_reasons, ordered
 
 _UNWORKED = -(2**63)  # ``_Memo.valid_before_ns`` not worked out yet
 _DECISIONS = (Decision.HOLD, Decision.PROCEED)
+_NO_TRACKS: Mapping[str, int] = MappingProxyType({})  # ``_Memo.fused`` without tracking
+_SETTLING = frozenset(s for s in ClockStatus if s.settling)
+_link_reason = dict(LINK_REASONS).get  # a dict's own lookup: faster than a mapping proxy's
 
 
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
@@ -38,17 +47,39 @@ class Verdict(NamedTuple):
 
 
 class _Memo(NamedTuple):
-    """The last full verdict check, reusable while nothing it read changed (``verdict``)."""
+    """The last verdict check, reusable while nothing it read changed (``verdict``)."""
 
     changes: int  # ``WorldModel._changes`` when it was made
     now_ns: int
-    conditions: tuple[object, ...]  # ``conditions(now_ns)`` without ``now_ns``
-    times: list[int]  # ``_deadline_times`` then
+    conditions: tuple[object, ...]  # ``_holding(now_ns)``: ``conditions`` but ``now_ns``
+    nothing_version: int  # ``TargetTable.nothing_version`` then: what supersedes
     tracks: list[Track] | None  # the live tracks then
+    fused: Mapping[str, int]  # ``estimates.fused_arrivals(tracks)``
+    alone: list[Placement]  # ``estimates.unfused``: the measurements listed apart
+    entries: list[estimates.Entry]  # what was judged
+    judged_until_ns: int | None  # ``_judged_until``: each entry judges as then until it
+    times: list[int]  # ``_deadline_times`` then
     valid_before_ns: int | None  # ``_memo_end``: _UNWORKED until worked out
     key: VerdictKey
     until_ns: int | None  # a PROCEED's measurement's TTL end (``_valid_until_ns``); None: HOLD
     deadline_ns: int | None  # the next deadline but the pose's
+
+
+def _first_after(times: list[int], after_ns: int) -> int | None:
+    """The earliest of ``times`` later than ``after_ns`` (``None``: none is); a loop, as
+    the lists are short (a comprehension and ``min`` cost four times as much)."""
+    first = None
+    for t in times:
+        if t > after_ns and (first is None or t < first):
+            first = t
+    return first
+
+
+def _same_items(now: list[Any] | None, then: list[Any] | None) -> bool:
+    """The very same values, item for item (``is``: a track's filter state has no ``==``)."""
+    if now is None or then is None:
+        return now is then
+    return len(now) == len(then) and all(map(is_, now, then))
 
 
 class VerdictCheck(Intake):
@@ -56,9 +87,15 @@ class VerdictCheck(Intake):
     verdict can next change."""
 
     _memo: _Memo | None = None  # the last check's, while no change came since (``_changes``)
+    # ``global_reasons`` of the last ``_holding`` judged, with it: a pure function of it
+    _common: tuple[tuple[object, ...], frozenset[HoldReason]] | None = None
 
     def conditions(self, now_ns: int) -> Conditions:
         """What holds for every target at ``now_ns``."""
+        return _new_tuple(Conditions, (now_ns, *self._holding(now_ns)))
+
+    def _holding(self, now_ns: int) -> tuple[object, ...]:
+        """``conditions(now_ns)`` but ``now_ns``: what a reused check compares."""
         newest = self._history.newest
         pose_now = None
         if newest is None:
@@ -69,22 +106,18 @@ class VerdictCheck(Intake):
             pose_now = HoldReason.POSE_STALE
         reset, jump, conflict = self._reset_ns, self._jump_ns, self._conflict_ns
         pose_clock = self._pose_clock
-        return _new_tuple(
-            Conditions,
-            (
-                now_ns,
-                LINK_REASONS.get(self._link_state),
-                reset is not None and now_ns - reset <= self._reset_hold_ns,
-                pose_clock is ClockStatus.JUMPED,
-                pose_clock.settling,
-                conflict is not None and now_ns - conflict <= self._conflict_hold_ns,
-                jump is not None and now_ns - jump <= self._jump_hold_ns,
-                self._pose_seen or self._config.pose_required,  # ``pose_required``
-                pose_now,
-                not self._pose_link_up,
-                self._down_barrier,
-                self._reset_barrier,
-            ),
+        return (
+            _link_reason(self._link_state),
+            reset is not None and now_ns - reset <= self._reset_hold_ns,
+            pose_clock is ClockStatus.JUMPED,
+            pose_clock in _SETTLING,
+            conflict is not None and now_ns - conflict <= self._conflict_hold_ns,
+            jump is not None and now_ns - jump <= self._jump_hold_ns,
+            self._pose_seen or self._config.pose_required,  # ``pose_required``
+            pose_now,
+            not self._pose_link_up,
+            self._down_barrier,
+            self._reset_barrier,
         )
 
     def verdict(self, now_ns: int) -> Verdict:
@@ -97,7 +130,14 @@ class VerdictCheck(Intake):
         ranges; no placement) before any TTL, hold, wait, forgetting or track end, with the
         same conditions (link, barriers, pose freshness and clock, holds), decides what the
         last one did: it is reused, with a PROCEED's ``valid_until_ns`` and the pose's
-        deadline worked out afresh (a newer pose moves both)."""
+        deadline worked out afresh (a newer pose moves both).
+
+        Otherwise the targets are listed as ``snapshot`` lists them. When the live tracks and
+        the measurements listed apart from them are the very values the last check listed
+        (a placement the tracker took as a repeat of an image a track holds lists none),
+        with the same conditions and supersession, and none of their TTLs has ended since
+        (``_judged_until``), each judges as it did: ``estimates.judge`` reads nothing else.
+        The last verdict is reused, with the deadlines worked out afresh."""
         memo = self._memo
         if memo is not None and memo.changes == self._changes and now_ns >= memo.now_ns:
             clock = self._clock_ns = max(self._clock_ns, now_ns)
@@ -106,32 +146,77 @@ class VerdictCheck(Intake):
                 valid_before = self._memo_end(memo)
                 memo = self._memo = memo._replace(valid_before_ns=valid_before)
             if (valid_before is None or clock < valid_before) and memo.conditions == (
-                self.conditions(now_ns)[1:]
+                self._holding(now_ns)
             ):
                 if self._tracker is not None:
                     self._tracker.tracks(now_ns)  # what a full check forgets on its way
                 return self._memo_verdict(memo, clock)
-        context, judged, selected, tracks = self._judge(now_ns)
-        targets = frozenset(
-            (j.entry.placement.obs.key, _DECISIONS[j.proceed], j.reasons) for j in judged
-        )
-        until_ns: int | None = None
-        if selected is None:
-            reasons = ordered({*context.common, HoldReason.NO_DATA})
-            key: VerdictKey = (Decision.HOLD, reasons, None, targets)
+        self._memo = None
+        conditions, tracks = self._listing(now_ns)
+        targets = self._targets
+        nothing_version = targets.nothing_version
+        same_tracks = memo is not None and _same_items(tracks, memo.tracks)
+        if memo is not None and same_tracks:
+            fused = memo.fused
         else:
-            chosen = judged[selected]
-            obs = chosen.entry.placement.obs
-            key = (_DECISIONS[chosen.proceed], chosen.reasons, obs.key, targets)
-            if chosen.proceed:
-                until_ns = obs.host_capture_ns + self._ttl_ns(obs.result_type)
+            fused = _NO_TRACKS if tracks is None else estimates.fused_arrivals(tracks)
+        alone = estimates.unfused(targets, tracks, fused)
+        until_ns: int | None = None
+        if (
+            memo is not None
+            and same_tracks
+            and now_ns >= memo.now_ns
+            and memo.conditions == conditions
+            and memo.nothing_version == nothing_version
+            and _same_items(alone, memo.alone)
+            and (memo.judged_until_ns is None or now_ns <= memo.judged_until_ns)
+        ):
+            entries, judged_until = memo.entries, memo.judged_until_ns
+            key, until_ns = memo.key, memo.until_ns
+        else:
+            entries = estimates.listed(alone, tracks)
+            context, judged, selected = self._judged(now_ns, conditions, entries)
+            shown = frozenset(
+                [(j.entry.placement.obs.key, _DECISIONS[j.proceed], j.reasons) for j in judged]
+            )
+            if selected is None:
+                reasons = ordered({*context.common, HoldReason.NO_DATA})
+                key = (Decision.HOLD, reasons, None, shown)
+            else:
+                chosen = judged[selected]
+                obs = chosen.entry.placement.obs
+                key = (_DECISIONS[chosen.proceed], chosen.reasons, obs.key, shown)
+                if chosen.proceed:
+                    until_ns = obs.host_capture_ns + self._ttl_ns(obs.result_type)
+            judged_until = self._judged_until(entries, now_ns)
         clock = self._clock_ns  # at or after now_ns: inputs may be stamped later
         times = self._deadline_times(now_ns, tracks)
-        deadline = min([t for t in times if t > clock], default=None)
-        memo = self._memo = _Memo(
-            self._changes, now_ns, context.c[1:], times, tracks, _UNWORKED, key, until_ns, deadline
-        )
+        deadline = _first_after(times, clock)
+        memo = self._memo = _new_tuple(
+            _Memo,
+            (
+                self._changes, now_ns, conditions, nothing_version, tracks, fused, alone,
+                entries, judged_until, times, _UNWORKED, key, until_ns, deadline,
+            ),
+        )  # fmt: skip
         return self._memo_verdict(memo, clock)
+
+    def _judged_until(self, entries: list[estimates.Entry], now_ns: int) -> int | None:
+        """Until when each of ``entries`` judges as at ``now_ns`` as far as time goes: the
+        next end of a TTL of theirs (a measurement is stale, and a track coasts for want of
+        updates, once more than its TTL past the capture). ``None``: no TTL ends ahead."""
+        ttl_ns = self._ttl_ns
+        until: int | None = None
+        for placement, track, _ in entries:  # a ``newer`` is an entry of its own too
+            ttl = ttl_ns(placement.obs.result_type)
+            end = placement.obs.host_capture_ns + ttl
+            if end >= now_ns and (until is None or end < until):
+                until = end
+            if track is not None:
+                end = track.time_ns + ttl
+                if end >= now_ns and (until is None or end < until):
+                    until = end
+        return until
 
     def _memo_end(self, memo: _Memo) -> int | None:
         """When ``memo`` is void whatever comes in: a TTL, hold or wait ending, a target
@@ -139,7 +224,7 @@ class VerdictCheck(Intake):
         now = memo.now_ns
         ends = [t for t in memo.times if t > now]
         forget_ns = self._forget_ns
-        ends.extend(p.obs.host_capture_ns + forget_ns + 1 for p in self._targets)
+        ends.extend(p.obs.host_capture_ns + forget_ns + 1 for p in self._targets.held)
         if self._tracker is not None and memo.tracks:
             delete_ns = self._tracker.lifecycle.delete_after_ns
             ends.extend(t.time_ns + delete_ns + 1 for t in memo.tracks)
@@ -150,7 +235,7 @@ class VerdictCheck(Intake):
         ``_next_deadline``)."""
         until, deadline = memo.until_ns, memo.deadline_ns
         newest = self._history.newest
-        if newest is not None and self.pose_required:
+        if newest is not None and (self._pose_seen or self._config.pose_required):
             stale_ns = newest.host_ns + self._pose_ttl_ns
             if until is not None and stale_ns < until:
                 until = stale_ns
@@ -165,19 +250,39 @@ class VerdictCheck(Intake):
         (PROCEED first, then the newest capture; ``None``: none matches), and the live
         tracks (``None`` without tracking)."""
         self._memo = None
+        holding, tracks = self._listing(now_ns)
+        entries = estimates.entries(self._targets, tracks)
+        context, judged, selected = self._judged(now_ns, holding, entries)
+        return context, judged, selected, tracks
+
+    def _listing(self, now_ns: int) -> tuple[tuple[object, ...], list[Track] | None]:
+        """What judging at ``now_ns`` starts from: the clock advanced (the waiting
+        measurements due placed) and the forgetting done, ``_holding(now_ns)`` and the live
+        tracks (``None`` without tracking)."""
         self._witness(now_ns)
         self._targets.forget(now_ns - self._forget_ns)
-        c = self.conditions(now_ns)
-        selector, targets, tracker = self._selector, self._targets, self._tracker
-        tracks = None if tracker is None else tracker.tracks(now_ns)
+        holding = self._holding(now_ns)
+        tracker = self._tracker
+        return holding, None if tracker is None else tracker.tracks(now_ns)
+
+    def _judged(
+        self, now_ns: int, holding: tuple[object, ...], entries: list[estimates.Entry]
+    ) -> tuple[estimates.Context, list[estimates.Judged], int | None]:
+        """Each of ``entries`` judged at ``now_ns`` (``holding``: ``_holding(now_ns)``), and
+        the index of the one the verdict is about (PROCEED first, then the newest capture;
+        ``None``: none matches)."""
+        c: Conditions = _new_tuple(Conditions, (now_ns, *holding))
+        common = self._common
+        if common is None or common[0] != holding:  # the same conditions: the same reasons
+            common = self._common = (holding, frozenset(global_reasons(c)))
         context = _new_tuple(
-            estimates.Context, (c, frozenset(global_reasons(c)), targets, self._ttl_ns, tracker)
+            estimates.Context, (c, common[1], self._targets, self._ttl_ns, self._tracker)
         )
         judged: list[estimates.Judged] = []
         selected: int | None = None
         best: estimates.Judged | None = None
-        judge, matches = estimates.judge, selector.matches
-        for entry in estimates.entries(targets, tracks):
+        judge, matches = estimates.judge, self._selector.matches
+        for entry in entries:
             j = judge(entry, context)
             obs = entry.placement.obs
             if matches(obs.source_id, obs.result_type, obs.id) and (
@@ -187,7 +292,7 @@ class VerdictCheck(Intake):
             ):
                 best, selected = j, len(judged)
             judged.append(j)
-        return context, judged, selected, tracks
+        return context, judged, selected
 
     def _valid_until_ns(
         self, selected: estimates.Judged, now_ns: int, tracks: list[Track] | None
@@ -216,14 +321,15 @@ class VerdictCheck(Intake):
         newest = self._history.newest
         if newest is not None and self.pose_required:
             times.append(newest.host_ns + self._pose_ttl_ns + 1)
-        return min([t for t in times if t > now], default=None)
+        return _first_after(times, now)
 
     def _deadline_times(self, judged_ns: int | None, tracks: list[Track] | None) -> list[int]:
         """The times of ``_next_deadline`` but the newest pose's, past or future."""
         now = self._clock_ns
         ttl_ns = self._ttl_ns
-        times = [p.deadline_ns for p in self._pending]
-        for placement in self._targets:
+        pending = self._pending
+        times = [p.deadline_ns for p in pending] if pending else []
+        for placement in self._targets.held:
             obs = placement.obs
             times.append(obs.host_capture_ns + ttl_ns(obs.result_type) + 1)
         tracker = self._tracker

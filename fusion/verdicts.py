@@ -11,15 +11,17 @@ whatever the clock mapping did.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
 from gizmo_core import HoldReason, LinkState
 
-_ORDER: Mapping[HoldReason, int] = MappingProxyType(
-    {reason: index for index, reason in enumerate(HoldReason)}
-)
+# A reason's place in the order of :class:`HoldReason` (a dict's own lookup, reached by none
+# else: faster as a sort key than a mapping proxy's)
+_RANK: Callable[[HoldReason], int] = {
+    reason: index for index, reason in enumerate(HoldReason)
+}.__getitem__
 
 LINK_REASONS: Mapping[LinkState, HoldReason] = MappingProxyType(
     {
@@ -33,7 +35,9 @@ LINK_REASONS: Mapping[LinkState, HoldReason] = MappingProxyType(
 
 def ordered(reasons: set[HoldReason]) -> tuple[HoldReason, ...]:
     """Reasons in the fixed order of :class:`HoldReason`."""
-    return tuple(sorted(reasons, key=_ORDER.__getitem__))
+    if len(reasons) < 2:
+        return tuple(reasons)
+    return tuple(sorted(reasons, key=_RANK))
 
 
 class Conditions(NamedTuple):
@@ -78,7 +82,7 @@ def global_reasons(c: Conditions) -> set[HoldReason]:
 
 def target_reasons(
     c: Conditions,
-    *,
+    common: frozenset[HoldReason] | set[HoldReason],
     positive: bool,
     superseded: bool,
     age_ns: int,
@@ -86,15 +90,16 @@ def target_reasons(
     clock_locked: bool,
     arrival: int,
     pose_reason: HoldReason | None,
-    common: frozenset[HoldReason] | None = None,
-) -> tuple[HoldReason, ...]:
-    """Every reason one target must HOLD for; empty means PROCEED.
+) -> set[HoldReason]:
+    """Every reason one target must HOLD for (a new set: the caller adds its own, then
+    orders them once, ``ordered``); empty means PROCEED.
 
-    ``superseded``: a later frame of its source reported nothing tracked. ``pose_reason``:
-    why its measurement has no pose at capture time (``None`` when it has one). ``common``:
-    ``global_reasons(c)``, when the caller judges many targets at one time.
+    ``common``: ``global_reasons(c)``, worked out once for the many targets judged at one
+    time. ``superseded``: a later frame of its source reported nothing tracked.
+    ``pose_reason``: why its measurement has no pose at capture time (``None`` when it has
+    one).
     """
-    reasons = global_reasons(c) if common is None else set(common)
+    reasons = set(common)
     if not positive or superseded:
         reasons.add(HoldReason.LOST)
     if age_ns > ttl_ns:
@@ -107,4 +112,4 @@ def target_reasons(
         reasons.add(HoldReason.CLOCK_NOT_LOCKED)
     if c.pose_required and pose_reason is not None:
         reasons.add(pose_reason)
-    return ordered(reasons) if reasons else ()
+    return reasons

@@ -289,10 +289,13 @@ class WorldService:
             deadline = model.next_deadline_ns()
         else:
             key, proceed_until_ns, deadline = model.verdict(now_ns)
-            if key != self._last_key or self._renewal_due(now_ns, proceed_until_ns):
+            if key != self._last_key or (
+                proceed_until_ns is not None and self._renewal_due(now_ns, proceed_until_ns)
+            ):
                 self._publish(model.snapshot(now_ns), key)
                 deadline = model.next_deadline_ns()  # the listeners ran meanwhile
-        self._arm_deadline(deadline)
+        if deadline is not None and (self._deadline is None or deadline < self._deadline_due_ns):
+            self._arm_deadline(deadline)  # else the armed timer, no later, stays (most checks)
 
     def _renewal_due(self, now_ns: int, proceed_until_ns: int | None) -> bool:
         """A renewed PROCEED (valid until ``proceed_until_ns``) whose published
