@@ -123,6 +123,8 @@ class Tracker:
         self._scale = PixelScale((width - 1) / 2000, (height - 1) / 2000)
         self._window_ns = round(c.oosm_window_ms * 1e6)
         self._keys: dict[str, _History] = {}
+        # ``tracks``' last listing: from when, until when (inclusive) it holds, and the list
+        self._listed: tuple[int, float, list[Track]] | None = None
         self._count = 0  # the tracks of every key's history: the sum of len(history.tracks)
         self._born: OrderedDict[int, int] = OrderedDict()  # first arrival -> track number
         self._next_id = 1
@@ -166,16 +168,32 @@ class Tracker:
 
     def tracks(self, now_ns: int) -> list[Track]:
         """The tracks not yet deleted at ``now_ns``; a key none of whose tracks is left is
-        forgotten once its newest frame is older than the window."""
+        forgotten once its newest frame is older than the window.
+
+        A verdict check lists them after every input, mostly with nothing changed: the last
+        listing is reused from its time up to the first at which a listed track ends or a
+        key is due to be forgotten (``_listed``; any change to the tracks voids it)."""
+        listed = self._listed
+        if listed is not None and listed[0] <= now_ns <= listed[1]:
+            return list(listed[2])
         alive = self._lifecycle.alive
+        delete_ns, window_ns = self._lifecycle.delete_after_ns, self._window_ns
         out: list[Track] = []
+        until = _INF  # the last time this listing holds
         for key, history in list(self._keys.items()):
             kept = [t for t in history.tracks if alive(t, now_ns)]
-            if not kept and history.frames[-1].capture_ns < now_ns - self._window_ns:
-                del self._keys[key]
-                self._count -= len(history.tracks)
+            if kept:
+                until = min(until, min(t.time_ns for t in kept) + delete_ns)
+            else:
+                newest = history.frames[-1].capture_ns
+                if newest < now_ns - window_ns:
+                    del self._keys[key]
+                    self._count -= len(history.tracks)
+                else:
+                    until = min(until, newest + window_ns)
             out.extend(kept)
-        return out
+        self._listed = (now_ns, until, out)
+        return list(out)
 
     def _detection(self, placement: Placement) -> Detection:
         """The measurement a located placement gives (``_located``)."""
@@ -216,6 +234,7 @@ class Tracker:
                 _remember(self._blind, key, obs.host_capture_ns)
                 return
             history = self._keys[key] = self._new_history(key, obs.source_id)
+            self._listed = None  # a key to forget in its time, whatever ``_insert`` does
         self._insert(history, obs.host_capture_ns, placement if located else None)
 
     def saw_nothing(self, source_id: int, capture_ns: int) -> None:
@@ -235,6 +254,7 @@ class Tracker:
         return history
 
     def clear(self) -> None:
+        self._listed = None
         self._keys.clear()
         self._count = 0
 
@@ -255,12 +275,13 @@ class Tracker:
             self.counts["duplicates"] += 1
             return
         i = bisect_left(times, capture_ns)
+        if placement is None and i < len(times) and times[i] == capture_ns:
+            return  # a second "nothing" for a frame already held
+        self._listed = None  # the frames and tracks change: ``tracks`` lists afresh
         added = () if placement is None else (self._detection(placement),)
         before = history.before
         merged = i < len(times) and times[i] == capture_ns
         if merged:
-            if placement is None:
-                return  # a second "nothing" for a frame already held
             old = frames[i]
             frames[i] = Frame(capture_ns, tuple(sorted((*old.detections, *added), key=_order)))
         else:
