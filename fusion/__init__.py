@@ -30,6 +30,7 @@ from .inputs import (
     SensorMount,
     SourceConflict,
     VisionObservation,
+    vision_observation,
 )
 from .ranging import RangeSource
 from .simclock import SimClockEstimator
@@ -64,5 +65,6 @@ __all__ = [
     "WorldConfig",
     "WorldModel",
     "WorldSnapshot",
+    "vision_observation",
     "world_schema",
 ]

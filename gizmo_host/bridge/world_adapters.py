@@ -15,7 +15,7 @@ A result the model cannot take (a box off the spec's scale) is counted, never ra
 
 from __future__ import annotations
 
-from fusion import Input, InvalidInput, LinkStatus, VisionObservation
+from fusion import Input, InvalidInput, LinkStatus, VisionObservation, vision_observation
 from gizmo_core import LinkState
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
@@ -83,7 +83,7 @@ class GizmoAdapter:
             if len(self._classes) < _MAX_LABELS:
                 self._classes[key] = named
         try:
-            observation = VisionObservation(
+            observation = vision_observation(
                 r.source_id,
                 result_type,
                 ident,
