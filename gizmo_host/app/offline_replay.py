@@ -114,11 +114,19 @@ class _Lines:
         return {}  # not reported: an offline replay has no outputs of its own
 
 
+# The longest gap between two recorded inputs that replay runs through. A recording's times
+# are one host's monotonic clock, read as each input came; a day without a single input (the
+# recorder keeps the port's events and the RflySim datagrams too) is a damaged time, and
+# running the periodic timers across years of it would never end.
+MAX_GAP_NS = 24 * 3_600_000_000_000
+
+
 class OfflineReplay:
     """A capture through the live host (and its world model, when it ran one):
     ``replay(messages)``, or ``feed`` each message then ``finish``."""
 
     def __init__(self, info: CaptureInfo, where: str = "capture") -> None:
+        self._where = where
         self.scheduler = ManualScheduler(0)
         # The world's timers on a clock of their own, so that at equal times they run before
         # the host's (they were armed earlier, as on the live loop); both move together.
@@ -191,6 +199,15 @@ class OfflineReplay:
         if t_ns < host.now_ns():
             self.time_reversals += 1  # file order is time order: applied at the latest time
             return
+        if t_ns - host.now_ns() > MAX_GAP_NS:
+            # Replay would run every periodic timer across the gap (a stats line a second,
+            # the world's ticks): for a damaged time, years of them.
+            raise CaptureError(
+                f"{self._where}: damaged: an input at {t_ns} ns, "
+                f"{(t_ns - host.now_ns()) / 3.6e12:.3g} h after the one before it "
+                f"(at most {MAX_GAP_NS // 3_600_000_000_000} h: the recorder's clock is the "
+                "host's monotonic clock)"
+            )
         host_next, world_next = host.next_due_ns, world.next_due_ns
         while True:
             host_due, world_due = host_next(), world_next()

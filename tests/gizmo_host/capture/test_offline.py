@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
-from gizmo_host.app.offline_replay import OfflineReplay
+import pytest
+
+from gizmo_host.app.offline_replay import MAX_GAP_NS, OfflineReplay
 from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.capture.reader import CaptureInfo, Datagram, HostLine, PortEvent, UartChunk
+from gizmo_host.errors import CaptureError
 from gizmo_host.rigs.board import BoardModel
 from gizmo_host.stream.linkstate import REASON_OPENED, LinkInput
 
@@ -64,3 +67,27 @@ def test_what_replay_cannot_apply_is_counted_never_raised() -> None:
         "implied_opens": 1,
         "time_reversals": 1,
     }
+
+
+def test_a_damaged_time_years_ahead_is_a_capture_error_not_a_replay_without_end() -> None:
+    """A flipped bit in a recorded time put an input 170 years after the one before it (a
+    differential fuzzer's capture): replay ran the stats timer once a recorded second across
+    the gap, for ever. A gap beyond ``MAX_GAP_NS`` is damage, after every line before it."""
+    chunks = frames(3)
+    damaged = UartChunk(5_362_833_192_422_215_463, chunks[-1].data)
+    host = OfflineReplay(CaptureInfo(HostSettings(stats_interval_s=1.0)), "c.mcap")
+    lines: list[dict] = []
+    with pytest.raises(CaptureError, match=r"c\.mcap: damaged: an input at 5362833192422215463 ns"):
+        for line in host.replay([*chunks, damaged]):
+            lines.append(json.loads(line))
+    assert sum(line["type"] == "result" for line in lines) == 3
+
+
+def test_a_day_without_input_is_replayed_through() -> None:
+    """Up to ``MAX_GAP_NS`` a gap is a quiet recording: its periodic lines all come."""
+    chunks = frames(2)
+    last = UartChunk(chunks[-1].rx_ns + MAX_GAP_NS, chunks[-1].data)
+    host = OfflineReplay(CaptureInfo(HostSettings(stats_interval_s=60.0)))
+    out = [json.loads(line) for line in host.replay([*chunks, last])]
+    assert sum(line["type"] == "stats" for line in out) == MAX_GAP_NS // (60 * 10**9) + 1
+    assert out[-1]["replay"]["time_reversals"] == 0
