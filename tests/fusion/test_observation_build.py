@@ -5,6 +5,7 @@ the very error it raises."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 from hypothesis import given
@@ -40,7 +41,11 @@ def test_the_fast_build_is_the_constructor(fields: tuple[object, ...]) -> None:
     names = [f.name for f in dataclasses.fields(VisionObservation)]
     assert [getattr(fast, n) for n in names] == [getattr(slow, n) for n in names]
     assert fast.key == f"{fields[0]}:{fields[1]}:{fields[2]}"
-    assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
+    assert hash(fast) == hash(slow) and repr(fast) == repr(slow)
+    # An unchecked NaN is not equal to itself: Python 3.13's dataclass ``__eq__`` compares
+    # field by field, where earlier ones compared tuples (identity first).
+    if not any(isinstance(v, float) and math.isnan(v) for v in fields):
+        assert fast == slow
 
 
 @pytest.mark.parametrize("index, name", [(8, "center_x"), (9, "center_y"), (10, "width"),
