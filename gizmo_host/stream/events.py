@@ -118,50 +118,16 @@ class ReceivedResult(NamedTuple):
         sign = ""
         if age_us < 0:
             sign, age_us = "-", -age_us
+        # ``_value_`` is the member's value without the ``.value`` descriptor call.
+        head = (
+            rx_ns, "null" if capture is None else capture, now_ns, valid_until_ns,
+            sign, age_us // 1000, age_us % 1000, device_ms, epoch,
+            clock_status._value_, sequence_event._value_, *r, _FLAGS_JSON[r.flags & _FLAG_BITS],
+        )  # fmt: skip
         box_line = _BOX_RESULT_LINES.get((r.result_type, r.id))
         if box_line is not None:
-            return (
-                box_line
-                % (
-                    rx_ns,
-                    "null" if capture is None else capture,
-                    now_ns,
-                    valid_until_ns,
-                    sign,
-                    age_us // 1000,
-                    age_us % 1000,
-                    device_ms,
-                    epoch,
-                    clock_status._value_,
-                    sequence_event._value_,
-                    *r,
-                    _FLAGS_JSON[r.flags & _FLAG_BITS],
-                    r.x,
-                    r.y,
-                    r.w,
-                    r.h,
-                )
-            ).encode()
-        return (
-            _RESULT_LINE
-            % (
-                rx_ns,
-                "null" if capture is None else capture,
-                now_ns,
-                valid_until_ns,
-                sign,
-                age_us // 1000,
-                age_us % 1000,
-                device_ms,
-                epoch,
-                # ``_value_`` is the member's value without the ``.value`` descriptor call.
-                clock_status._value_,
-                sequence_event._value_,
-                *r,
-                _FLAGS_JSON[r.flags & _FLAG_BITS],
-                interpretation_json(r),
-            )
-        ).encode()
+            return (box_line % (*head, r.x, r.y, r.w, r.h)).encode()
+        return (_RESULT_LINE % (*head, interpretation_json(r))).encode()
 
 
 def version_message(package_version: str, path: str) -> dict[str, Any]:
