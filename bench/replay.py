@@ -42,7 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from uart_parser import NaiveParser  # noqa: E402 - the baseline, after the sys.path lines
+import _git_ref as git_ref  # noqa: E402 - after the sys.path lines
+from uart_parser import NaiveParser  # noqa: E402 - the baseline
 
 from gizmo_host.app.capture_world import world_metadata  # noqa: E402
 from gizmo_host.app.offline_replay import OfflineReplay  # noqa: E402
@@ -239,43 +240,33 @@ print(min(times))
 
 def compare(ref: str, rounds: int) -> int:
     """This tree against git ``ref``: each capture's replay CPU per frame, side by side."""
-    with tempfile.TemporaryDirectory() as tmp:
-        other = os.path.join(tmp, "ref")
-        added = subprocess.run(
-            ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", other, ref],
-            check=False,
-        )
-        if added.returncode != 0:
+    with git_ref.checkout(ROOT, ref) as other, tempfile.TemporaryDirectory() as tmp:
+        if other is None:
             print(f"--compare needs a git checkout in which {ref!r} names a commit")
             return 2
-        try:
-            print(
-                f"this tree against {ref}: replay CPU us a frame, {rounds} alternating rounds "
-                f"({DURATION_S:g} s captures, load average {os.getloadavg()[0]:.2f})"
-            )
-            print(f"{'capture':<27}{'frames':>8}{'this':>9}{'ref':>9}{'this/ref median':>17}")
-            for name, make in _captures().items():
-                if "world" not in name:
-                    continue
-                path = os.path.join(tmp, "capture.mcap")
-                Path(path).write_bytes(make())
-                frames = measure_naive_frames(path)
-                this: list[float] = []
-                base: list[float] = []
-                for i in range(rounds):
-                    sides = [(str(ROOT), this), (other, base)]
-                    for root, out in sides if i % 2 == 0 else sides[::-1]:
-                        done = subprocess.run(
-                            [sys.executable, "-c", _ONE_SIDE, root, path],
-                            capture_output=True, text=True, check=True,
-                        )  # fmt: skip
-                        out.append(float(done.stdout) / frames * 1e6)
-                ratio = statistics.median(t / b for t, b in zip(this, base, strict=True))
-                print(f"{name:<27}{frames:>8}{min(this):>9.1f}{min(base):>9.1f}{ratio:>17.3f}")
-        finally:
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "remove", "--force", other], check=False
-            )
+        print(
+            f"this tree against {ref}: replay CPU us a frame, {rounds} alternating rounds "
+            f"({DURATION_S:g} s captures, load average {os.getloadavg()[0]:.2f})"
+        )
+        print(f"{'capture':<27}{'frames':>8}{'this':>9}{'ref':>9}{'this/ref median':>17}")
+        for name, make in _captures().items():
+            if "world" not in name:
+                continue
+            path = os.path.join(tmp, "capture.mcap")
+            Path(path).write_bytes(make())
+            frames = measure_naive_frames(path)
+            this: list[float] = []
+            base: list[float] = []
+            for i in range(rounds):
+                sides = [(str(ROOT), this), (other, base)]
+                for root, out in sides if i % 2 == 0 else sides[::-1]:
+                    done = subprocess.run(
+                        [sys.executable, "-c", _ONE_SIDE, root, path],
+                        capture_output=True, text=True, check=True,
+                    )  # fmt: skip
+                    out.append(float(done.stdout) / frames * 1e6)
+            ratio = statistics.median(t / b for t, b in zip(this, base, strict=True))
+            print(f"{name:<27}{frames:>8}{min(this):>9.1f}{min(base):>9.1f}{ratio:>17.3f}")
     return 0
 
 

@@ -51,6 +51,9 @@ from statistics import mean, median, stdev
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import _git_ref as git_ref  # noqa: E402 - after the sys.path lines
 
 from gizmo_host.live.event_loop import resolve as resolve_event_loop  # noqa: E402
 from gizmo_host.rigs.board import PtyBoard  # noqa: E402 - after the sys.path line
@@ -420,58 +423,48 @@ def measure_one(root: str, start_at: float, name: str) -> int:
 
 def compare(ref: str, rounds: int, name: str) -> int:
     """This tree against git ``ref``, side by side: paired CPU differences."""
-    with tempfile.TemporaryDirectory() as tmp:
-        other = os.path.join(tmp, "ref")
-        added = subprocess.run(
-            ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", other, ref],
-            check=False,
-        )
-        if added.returncode != 0:
+    with git_ref.checkout(ROOT, ref) as other:
+        if other is None:
             print(f"--compare needs a git checkout in which {ref!r} names a commit")
             return 2
-        try:
-            print(
-                f"this tree against {ref}, side by side on the {name} stream "
-                f"({WINDOW_S:g} s per round, {os.cpu_count()} CPUs, "
-                f"load average {os.getloadavg()[0]:.2f})"
-            )
-            print(
-                f"{'round':<7}{'this CPU %':>11}{'ref CPU %':>11}{'this - ref':>12}{'this/ref':>10}"
-                f"{'p99 this':>10}{'p99 ref':>9}{'lost':>6}"
-            )
-            diffs, ratios = [], []
-            for i in range(rounds):
-                start_at = time.monotonic() + 5.0  # both started, their readers synced
-                sides = [str(ROOT), other] if i % 2 == 0 else [other, str(ROOT)]
-                procs = {
-                    side: subprocess.Popen(
-                        [
-                            sys.executable,
-                            __file__,
-                            "--one",
-                            side,
-                            "--start-at",
-                            repr(start_at),
-                            "--stream",
-                            name,
-                        ],
-                        stdout=subprocess.PIPE,
-                        text=True,
-                    )
-                    for side in sides
-                }
-                got = {side: json.loads(proc.communicate()[0]) for side, proc in procs.items()}
-                this, base = got[str(ROOT)], got[other]
-                diffs.append(this["cpu_pct"] - base["cpu_pct"])
-                ratios.append(this["cpu_pct"] / base["cpu_pct"])
-                print(
-                    f"{i:<7}{this['cpu_pct']:>11.2f}{base['cpu_pct']:>11.2f}{diffs[-1]:>+12.2f}"
-                    f"{ratios[-1]:>10.2f}{this['p99_ms']:>10.2f}{base['p99_ms']:>9.2f}"
-                    f"{this['lost'] + base['lost']:>6}"
+        print(
+            f"this tree against {ref}, side by side on the {name} stream "
+            f"({WINDOW_S:g} s per round, {os.cpu_count()} CPUs, "
+            f"load average {os.getloadavg()[0]:.2f})"
+        )
+        print(
+            f"{'round':<7}{'this CPU %':>11}{'ref CPU %':>11}{'this - ref':>12}{'this/ref':>10}"
+            f"{'p99 this':>10}{'p99 ref':>9}{'lost':>6}"
+        )
+        diffs, ratios = [], []
+        for i in range(rounds):
+            start_at = time.monotonic() + 5.0  # both started, their readers synced
+            sides = [str(ROOT), other] if i % 2 == 0 else [other, str(ROOT)]
+            procs = {
+                side: subprocess.Popen(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--one",
+                        side,
+                        "--start-at",
+                        repr(start_at),
+                        "--stream",
+                        name,
+                    ],
+                    stdout=subprocess.PIPE,
+                    text=True,
                 )
-        finally:
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "remove", "--force", other], check=False
+                for side in sides
+            }
+            got = {side: json.loads(proc.communicate()[0]) for side, proc in procs.items()}
+            this, base = got[str(ROOT)], got[other]
+            diffs.append(this["cpu_pct"] - base["cpu_pct"])
+            ratios.append(this["cpu_pct"] / base["cpu_pct"])
+            print(
+                f"{i:<7}{this['cpu_pct']:>11.2f}{base['cpu_pct']:>11.2f}{diffs[-1]:>+12.2f}"
+                f"{ratios[-1]:>10.2f}{this['p99_ms']:>10.2f}{base['p99_ms']:>9.2f}"
+                f"{this['lost'] + base['lost']:>6}"
             )
     spread = stdev(diffs) if len(diffs) > 1 else float("nan")
     print(
