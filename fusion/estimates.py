@@ -21,7 +21,7 @@ from gizmo_core import Decision, HoldReason
 from .snapshot import TargetState
 from .targets import Placement, TargetTable
 from .tracking import Track, Tracker, TrackStatus
-from .tracking.tracker import SAME_IMAGE_NS
+from .tracking.history import SAME_IMAGE_NS
 from .verdicts import Conditions, ordered, target_reasons
 
 _TRACK_REASONS = {

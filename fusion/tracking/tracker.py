@@ -25,10 +25,10 @@ same number.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections import OrderedDict, deque
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,24 +38,13 @@ from ..targets import Placement
 from . import motion
 from .assignment import nearest_within, solve
 from .config import TrackingConfig, chi2_quantile
-from .noise import Array, PixelScale, position_covariance
+from .history import Detection, Frame, History, detection_order, remember, repeated
+from .noise import PixelScale, position_covariance
 from .tracks import MISS, Lifecycle, Track
 
 _INF = float("inf")
 _MAX_FRAMES = 4096  # per key, whatever the window: a bound on memory at absurd frame rates
 _MAX_BORN = 4096  # the numbers of the tracks recently started, by their first measurement
-SAME_IMAGE_NS = 2_000_000  # one image's reports: captures this close, the same box
-_MAX_HEARD = 64  # frames without a detection remembered per source or key, and keys so
-
-
-class Detection(NamedTuple):
-    placement: Placement
-    z: Array  # position, NED (3)
-    r: Array  # its covariance (3×3)
-    gate: float  # the χ² gate for its degrees of freedom
-    z_f: list[float]  # z and r as plain floats, for the gate's 3×3 algebra
-    r_f: list[list[float]]
-    box: tuple[int, int, int, int]  # the board's box: a repeat of the image has the same
 
 
 class Estimate(NamedTuple):
@@ -64,43 +53,10 @@ class Estimate(NamedTuple):
     covariance_ned: tuple[float, ...]  # 6×6 row-major: n, e, d, vn, ve, vd
 
 
-class Frame(NamedTuple):
-    capture_ns: int
-    detections: tuple[Detection, ...]  # in a fixed order (by box, then arrival)
-
-
-def _order(detection: Detection) -> tuple[int, ...]:
-    obs = detection.placement.obs
-    return (obs.center_x, obs.center_y, obs.width, obs.height, detection.placement.arrival)
-
-
 def _located(placement: Placement) -> bool:
     """Whether a placement has a position to match (a pose, a range and the ray's frame)."""
     g = placement.geometry
     return not (g is None or g.position_ned_m is None or g.range_m is None or g.frame is None)
-
-
-def _remember(table: OrderedDict[Any, deque[int]], name: Any, capture_ns: int) -> None:
-    heard = table.get(name)
-    if heard is None:
-        heard = table[name] = deque(maxlen=_MAX_HEARD)
-        while len(table) > _MAX_HEARD:
-            table.popitem(last=False)
-    heard.append(capture_ns)
-
-
-class _History:
-    """One key's frames in the window, the tracks before each, and the tracks after all."""
-
-    __slots__ = ("before", "floor_ns", "frames", "source_id", "times", "tracks")
-
-    def __init__(self, source_id: int) -> None:
-        self.source_id = source_id
-        self.frames: list[Frame] = []
-        self.times: list[int] = []  # the frames' capture times, for bisecting
-        self.before: list[tuple[Track, ...]] = []
-        self.tracks: tuple[Track, ...] = ()
-        self.floor_ns: int | None = None  # the newest frame forgotten: nothing at or before it
 
 
 class Tracker:
@@ -122,7 +78,7 @@ class Tracker:
         width, height = camera.config.width_px, camera.config.height_px
         self._scale = PixelScale((width - 1) / 2000, (height - 1) / 2000)
         self._window_ns = round(c.oosm_window_ms * 1e6)
-        self._keys: dict[str, _History] = {}
+        self._keys: dict[str, History] = {}
         # ``tracks``' last listing: from when, until when (inclusive) it holds, and the list
         self._listed: tuple[int, float, list[Track]] | None = None
         self._count = 0  # the tracks of every key's history: the sum of len(history.tracks)
@@ -227,27 +183,32 @@ class Tracker:
             and g.range_m is not None
             and g.frame is not None
         )  # ``_located``, written out: every result passes here
-        key = obs.key
+        key, t = obs.key, obs.host_capture_ns
         history = self._keys.get(key)
         if history is None:
             if not located:  # no track of this key to miss, yet: remembered
-                _remember(self._blind, key, obs.host_capture_ns)
+                remember(self._blind, key, t)
                 return
             history = self._keys[key] = self._new_history(key, obs.source_id)
             self._listed = None  # a key to forget in its time, whatever ``_insert`` does
-        self._insert(history, obs.host_capture_ns, placement if located else None)
+        if self._dropped(history, t):
+            return
+        if located and repeated(history, t, obs):
+            self.counts["duplicates"] += 1
+            return
+        self._insert(history, t, placement if located else None)
 
     def saw_nothing(self, source_id: int, capture_ns: int) -> None:
         """A frame of ``source_id`` that saw nothing: every track of the source misses."""
-        _remember(self._nothing, source_id, capture_ns)
+        remember(self._nothing, source_id, capture_ns)
         for history in list(self._keys.values()):
-            if history.source_id == source_id:
+            if history.source_id == source_id and not self._dropped(history, capture_ns):
                 self._insert(history, capture_ns, None)
 
-    def _new_history(self, key: str, source_id: int) -> _History:
+    def _new_history(self, key: str, source_id: int) -> History:
         """A key's first history, with the frames without a detection already heard: a late
         first detection must meet them as the in-order run did."""
-        history = _History(source_id)
+        history = History(source_id)
         history.times = sorted({*self._nothing.get(source_id, ()), *self._blind.get(key, ())})
         history.frames = [Frame(capture, ()) for capture in history.times]
         history.before = [() for _ in history.frames]
@@ -260,20 +221,22 @@ class Tracker:
 
     # -- the history -----------------------------------------------------------------------
 
-    def _insert(self, history: _History, capture_ns: int, placement: Placement | None) -> None:
-        """Put a frame of the key in its place (``placement``: its detection; ``None``: a
-        frame where every track misses) and run the frames from there on."""
-        frames, times = history.frames, history.times
-        newest = times[-1] if times else None
-        floor = history.floor_ns
+    def _dropped(self, history: History, capture_ns: int) -> bool:
+        """A frame too late for the key's window (counted): at or before a forgotten frame, or
+        older than the window before its newest."""
+        times, floor = history.times, history.floor_ns
         if (floor is not None and capture_ns <= floor) or (
-            newest is not None and capture_ns < newest - self._window_ns
+            times and capture_ns < times[-1] - self._window_ns
         ):
             self.counts["late_dropped"] += 1
-            return
-        if placement is not None and self._repeated(history, placement):
-            self.counts["duplicates"] += 1
-            return
+            return True
+        return False
+
+    def _insert(self, history: History, capture_ns: int, placement: Placement | None) -> None:
+        """Put a frame of the key in its place (``placement``: its detection; ``None``: a
+        frame where every track misses) and run the frames from there on; the caller has
+        dropped a late one (``_dropped``) and counted a repeated image (``repeated``)."""
+        frames, times = history.frames, history.times
         i = bisect_left(times, capture_ns)
         if placement is None and i < len(times) and times[i] == capture_ns:
             return  # a second "nothing" for a frame already held
@@ -283,7 +246,8 @@ class Tracker:
         merged = i < len(times) and times[i] == capture_ns
         if merged:
             old = frames[i]
-            frames[i] = Frame(capture_ns, tuple(sorted((*old.detections, *added), key=_order)))
+            merged_in = sorted((*old.detections, *added), key=detection_order)
+            frames[i] = Frame(capture_ns, tuple(merged_in))
         else:
             frames.insert(i, Frame(capture_ns, added))
             times.insert(i, capture_ns)
@@ -302,23 +266,7 @@ class Tracker:
         self._forget(history)
         self._bound()
 
-    @staticmethod
-    def _repeated(history: _History, placement: Placement) -> bool:
-        """The same image reported again: a board that sends a frame it already processed
-        gives the same box at the same capture (to its clock's millisecond, either way)."""
-        obs = placement.obs
-        t, box = obs.host_capture_ns, (obs.center_x, obs.center_y, obs.width, obs.height)
-        times, frames = history.times, history.frames
-        start = bisect_left(times, t - SAME_IMAGE_NS)
-        if start == len(times):  # nothing held that recent (a new image, in order)
-            return False
-        for k in range(start, bisect_right(times, t + SAME_IMAGE_NS, start)):
-            for d in frames[k].detections:
-                if d.box == box:
-                    return True
-        return False
-
-    def _forget(self, history: _History) -> None:
+    def _forget(self, history: History) -> None:
         times = history.times
         count = len(times)
         drop = max(bisect_left(times, times[-1] - self._window_ns), count - _MAX_FRAMES)
