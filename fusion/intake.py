@@ -167,11 +167,16 @@ class Intake:
 
     def apply(self, item: Input) -> None:
         """Take one input. Raises TypeError only for something that is not an input value."""
-        handler = self._handlers.get(type(item))
+        if type(item) is VisionObservation:  # most inputs: the handlers' lookup, written out
+            self._on_vision(item)
+            self._changes += 1
+            return
+        kind = type(item)
+        handler = self._handlers.get(kind)
         if handler is None:
-            raise TypeError(f"apply: expected a fusion input value, got {type(item).__name__}")
+            raise TypeError(f"apply: expected a fusion input value, got {kind.__name__}")
         handler(item)
-        if type(item) is not PoseSample and type(item) not in _QUIET_INPUTS:
+        if kind is not PoseSample and kind not in _QUIET_INPUTS:
             self._changes += 1
 
     def stats(self) -> dict[str, int]:
@@ -191,34 +196,40 @@ class Intake:
     # -- inputs ----------------------------------------------------------------------------
 
     def _on_vision(self, obs: VisionObservation) -> None:
+        # Every result passes here (a board repeating one image at 921600, mostly): the
+        # helpers on the way (``reports_nothing``, ``_witness``) are written out.
         self._counts["vision"] += 1
         self._arrivals = arrival = self._arrivals + 1
-        self._sources.seen("vision", obs.host_rx_ns)
+        rx_ns = obs.host_rx_ns
+        self._sources.seen("vision", rx_ns)
         self._vision_locked = obs.clock_locked
         # A new device clock epoch is a reset, unless the link went down since the last
         # observation: a reconnection starts a new epoch too, and its DOWN already bars
         # everything older (a board that restarted meanwhile says so: ``device_reset``).
-        new_epoch = self._vision_epoch is not None and obs.epoch != self._vision_epoch
-        if new_epoch and not self._down_since_vision:
-            self._device_reset(obs.host_rx_ns, barrier=arrival - 1)
-        self._vision_epoch = obs.epoch
+        if obs.epoch != self._vision_epoch:
+            if self._vision_epoch is not None and not self._down_since_vision:
+                self._device_reset(rx_ns, barrier=arrival - 1)
+            self._vision_epoch = obs.epoch
         self._down_since_vision = False
-        if obs.reports_nothing:
+        if not obs.tracked or obs.lost or obs.result_type == 0:  # ``reports_nothing``
             self._targets.saw_nothing(obs.source_id, arrival)
             if self._tracker is not None:
                 self._tracker.saw_nothing(obs.source_id, obs.host_capture_ns)
             if obs.has_box:
                 self._targets.put(Placement(obs, arrival, None, None))
         elif obs.has_box:
-            deadline = obs.host_rx_ns + self._max_wait_ns
-            if not self._place(obs, arrival, waited=deadline <= self._clock_ns):
+            deadline = rx_ns + self._max_wait_ns
+            if not self._place(obs, arrival, deadline <= self._clock_ns):
                 self._pending.append(_Pending(obs, arrival, deadline))
                 self._counts["waited"] += 1
                 if len(self._pending) > self._config.max_pending:
                     self._counts["pending_overflow"] += 1
                     oldest = self._pending.popleft()
-                    self._place(oldest.obs, oldest.arrival, waited=True)
-        self._witness(obs.host_rx_ns)
+                    self._place(oldest.obs, oldest.arrival, True)
+        if rx_ns > self._clock_ns:  # noqa: PLR1730 - ``_witness``, without a call
+            self._clock_ns = rx_ns
+        if self._pending:
+            self._witness(rx_ns)
 
     def _on_pose(self, pose: PoseSample) -> None:
         counts = self._counts
@@ -266,7 +277,7 @@ class Intake:
             assert newest is not None
             for p in [p for p in self._pending if p.obs.host_capture_ns <= newest.host_ns]:
                 self._pending.remove(p)
-                self._place(p.obs, p.arrival, waited=False)
+                self._place(p.obs, p.arrival, False)
         self._witness(pose.host_ns)
 
     def _on_conflict(self, conflict: SourceConflict) -> None:
@@ -326,10 +337,11 @@ class Intake:
         pending = self._pending
         while pending and pending[0].deadline_ns <= self._clock_ns:
             p = pending.popleft()
-            self._place(p.obs, p.arrival, waited=True)
+            self._place(p.obs, p.arrival, True)
 
-    def _place(self, obs: VisionObservation, arrival: int, *, waited: bool) -> bool:
-        """Place a positive measurement; ``False`` when it must wait for its pose."""
+    def _place(self, obs: VisionObservation, arrival: int, waited: bool) -> bool:
+        """Place a positive measurement (``waited``: its wait is over); ``False`` when it must
+        wait for its pose."""
         # No pose yet, but poses are heard while their clock locks: that is why (finding 9).
         # (``_locking`` and ``pose_required``, written out: every result passes here.)
         heard = self._clock_ns - self._locking_pose_ns <= self._pose_ttl_ns
@@ -337,9 +349,9 @@ class Intake:
         placement = self._placer.place(
             obs,
             arrival,
-            waited=waited,
-            required=self._config.pose_required or self._pose_seen,
-            empty=HoldReason.CLOCK_NOT_LOCKED if locking else None,
+            waited,
+            self._config.pose_required or self._pose_seen,
+            HoldReason.CLOCK_NOT_LOCKED if locking else None,
         )
         if placement is None:
             return False

@@ -67,24 +67,33 @@ class Placer:
         self,
         obs: VisionObservation,
         arrival: int,
-        *,
         waited: bool,
         required: bool,
         empty: HoldReason | None = None,
     ) -> Placement | None:
         """Place a positive measurement; ``None`` when it must wait for its pose.
 
-        ``required``: a pose source exists, so a missing pose is a HOLD reason; without one
-        the measurement is placed in camera axes only. ``empty``: why there is no pose at
-        all, when it is not ``no_pose`` (poses heard while their clock locks).
+        ``waited``: its wait for a newer pose is over. ``required``: a pose source exists,
+        so a missing pose is a HOLD reason; without one the measurement is placed in camera
+        axes only. ``empty``: why there is no pose at all, when it is not ``no_pose`` (poses
+        heard while their clock locks).
         """
-        key = (
-            obs.host_capture_ns, obs.center_x, obs.center_y, obs.width, obs.height, waited,
-            required, empty, self.history.changes, self.gimbal.changes, self.ranger.changes,
-            self._imu_changes,
-        )  # fmt: skip
         last = self._last
-        if last is not None and last[0] == key:
+        if (  # the key below, compared field by field: no tuple built for a repeat
+            last is not None
+            and (key := last[0])[0] == obs.host_capture_ns
+            and key[1] == obs.center_x
+            and key[2] == obs.center_y
+            and key[3] == obs.width
+            and key[4] == obs.height
+            and key[5] == waited
+            and key[6] == required
+            and key[7] is empty
+            and key[8] == self.history.changes
+            and key[9] == self.gimbal.changes
+            and key[10] == self.ranger.changes
+            and key[11] == self._imu_changes
+        ):
             _, geometry, reason, counted = last  # the same image, the same state: as before
             if counted:
                 if counted > 0:
@@ -96,6 +105,11 @@ class Placer:
         placement = self._place(obs, arrival, waited=waited, required=required, empty=empty)
         if placement is not None:
             counted = (self.extrapolated - extrapolated) - (self.rejected_extrapolation - rejected)
+            key = (
+                obs.host_capture_ns, obs.center_x, obs.center_y, obs.width, obs.height, waited,
+                required, empty, self.history.changes, self.gimbal.changes, self.ranger.changes,
+                self._imu_changes,
+            )  # fmt: skip
             self._last = (key, placement.geometry, placement.pose_reason, counted)
         return placement
 

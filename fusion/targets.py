@@ -87,17 +87,22 @@ class TargetTable:
 
     def put(self, placement: Placement) -> bool:
         """Store a placed measurement unless its key already holds a later arrival."""
-        key = placement.obs.key
-        held = self._by_key.get(key)
-        if held is not None and held.arrival > placement.arrival:
+        obs = placement.obs
+        key, by_key = obs.key, self._by_key
+        held = by_key.get(key)
+        if held is None:
+            by_key[key] = placement  # last: the most recently updated
+            while len(by_key) > self._max:  # a new key only
+                by_key.popitem(last=False)
+                self.evicted += 1
+        elif held.arrival > placement.arrival:
             self.superseded_on_arrival += 1
             return False
-        self._by_key[key] = placement
-        self._by_key.move_to_end(key)
-        self._oldest_ns = min(self._oldest_ns, placement.obs.host_capture_ns)
-        while len(self._by_key) > self._max:
-            self._by_key.popitem(last=False)
-            self.evicted += 1
+        else:
+            by_key[key] = placement
+            by_key.move_to_end(key)
+        if obs.host_capture_ns < self._oldest_ns:  # noqa: PLR1730 - min() without a call
+            self._oldest_ns = obs.host_capture_ns
         return True
 
     def saw_nothing(self, source_id: int, arrival: int) -> None:

@@ -46,11 +46,13 @@ from gizmo_host.bridge.world_adapters import GizmoAdapter
 from gizmo_host.live.subscription import FailureCounter, FailureLatch, Subscription
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.store import LinkVerdict
+from gizmo_host.stream.tracker import SequenceEvent
 from gizmo_host.timing import LoopScheduler, Scheduler, Timer, WallClock, realtime_of
 from rfly_link.io import Event, ReceiverGroup, UdpReceiver
 
 LOGGER = logging.getLogger(__name__)
 SnapshotListener = Callable[[WorldSnapshot], None]
+_RESET = SequenceEvent.RESET
 _VERDICT_INPUTS = frozenset(
     {VisionObservation, LinkStatus, PoseSample, SourceConflict, PoseLinkStatus}
 )
@@ -180,7 +182,11 @@ class WorldService:
 
     def on_gizmo(self, message: ReceivedResult | LinkEvent | LinkVerdict) -> None:
         """A :class:`GizmoService` listener: results and link events become inputs."""
-        if isinstance(message, ReceivedResult):
+        if type(message) is ReceivedResult and message.sequence_event is not _RESET:
+            observation = self.gizmo.observation(message)  # ``result``'s one, without a reset
+            if observation is not None:
+                self.apply(observation)
+        elif isinstance(message, ReceivedResult):
             for item in self.gizmo.result(message):
                 self.apply(item)
         elif isinstance(message, LinkEvent):
