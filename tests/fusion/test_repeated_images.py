@@ -3,15 +3,28 @@ sends it in frame after frame): each kept value is what a state that never kept 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fusion import CameraConfig, CameraModel, GimbalSample, PoseSample, WorldConfig
+from fusion import (
+    CameraConfig,
+    CameraModel,
+    GimbalSample,
+    ImuSample,
+    LaserRange,
+    PoseSample,
+    SensorMount,
+    WorldConfig,
+)
 from fusion.placement import Placer
 from fusion.timeline import PoseHistory, Where
 from fusion.tracking import Tracker, TrackingConfig, motion
-from tests.support.fusion_inputs import MS, observation, pose, yaw_quat
+from fusion.tracking.history import Detection, Frame, History, repeated
+from gizmo_core import HoldReason
+from tests.support.fusion_inputs import FORWARD_DOWN_45, MS, observation, pose, yaw_quat
 from tests.support.tracking_inputs import CAMERA, placed
 
 _STEP = st.tuples(
@@ -119,3 +132,114 @@ def test_a_prediction_carries_both_covariances_as_one_array():
     assert np.array_equal(prediction.pa[:2], prediction.p)
     assert np.array_equal(prediction.pa[2:], prediction.a)
     assert not np.array_equal(prediction.p, prediction.a)  # the two differ: the order matters
+
+
+# -- the placement kept for the next report of an image ---------------------------------------
+
+_BOX = (10, -10, 100, 80)  # near the boresight (the laser's too)
+_PLACER_STEP = st.one_of(
+    # State near the capture (ms from it), after which the measurement is placed again:
+    st.tuples(st.just("pose"), st.integers(-12, 12), st.floats(-5.0, 5.0)),
+    st.tuples(st.just("gimbal"), st.integers(-12, 12), st.sampled_from([None, 400.0, 800.0])),
+    st.tuples(st.just("range"), st.integers(-12, 12), st.sampled_from([None, 5.0, 9.0])),
+    st.tuples(st.just("imu"), st.integers(-12, 12), st.floats(-1.0, 1.0)),
+    # or the measurement again, the same or with one thing changed: the capture (to
+    # another ms, or by 1 ns), the box, waited, a pose source, why no pose.
+    st.tuples(
+        st.just("place"),
+        st.sampled_from(["same", "ms", "ns", "box", "waited", "required", "empty"]),
+        st.integers(0, 80),
+    ),
+)
+
+
+def _placer(on_gimbal: bool, posed: bool) -> Placer:
+    camera = CameraModel(GIMBAL if on_gimbal else FORWARD_DOWN_45)
+    world = WorldConfig(pose_required=True, max_extrapolation_ms=15.0)
+    placer = Placer(camera, world, rates=True)
+    for t_ms in range(0, 51, 10) if posed else ():  # to 50 ms; the steps add more
+        _state_step(placer, ("pose", t_ms, 0.0))
+    _state_step(placer, ("gimbal", 0, None))
+    return placer
+
+
+def _state_step(placer: Placer, step: tuple[Any, ...]) -> None:
+    kind, t_ms, value = step
+    t = t_ms * MS
+    if kind == "pose":
+        placer.history.add(pose(t, position=(t_ms / 1e4, 0.0, -10.0), q=yaw_quat(value)))
+    elif kind == "gimbal":
+        placer.gimbal.add(GimbalSample(t, (0.0, -45.0, 0.0), fx_px=value, fy_px=value))
+    elif kind == "range":  # a laser along the camera's boresight
+        placer.ranger.add(LaserRange(t, value, SensorMount(rpy_deg=(0.0, -45.0, 0.0))))
+    else:
+        placer.add_imu(ImuSample(t, (0.0, 0.0, value)))
+
+
+@settings(max_examples=300)
+@given(st.booleans(), st.booleans(), st.lists(_PLACER_STEP, min_size=4, max_size=30))
+def test_a_placement_kept_for_a_repeat_is_what_a_placer_that_never_kept_gives(
+    on_gimbal, posed, steps
+):
+    """The same capture and box placed again and again, after poses, gimbal angles (a zoom
+    and back), ranges and IMU rates near its capture, waited or not, with and without a
+    pose source, with either reason for no pose: each placement, and each count of
+    extrapolation, is what a placer that took the same state and never placed before gives."""
+    kept = _placer(on_gimbal, posed)
+    state: list[tuple[Any, ...]] = []
+    capture, box, waited, required, empty = 55 * MS, list(_BOX), True, True, None
+    for arrival, (kind, change, value) in enumerate(steps):
+        if kind != "place":
+            step = (kind, max(0, capture // MS + change), value)
+            _state_step(kept, step)
+            state.append(step)
+        elif change == "ms":
+            capture = value * MS
+        elif change == "ns":
+            capture += 1
+        elif change == "box":  # one of its fields one off, or back
+            i = value % 4
+            box[i] = _BOX[i] + 1 - (box[i] - _BOX[i])
+        elif change == "waited":
+            waited = not waited
+        elif change == "required":
+            required = not required
+        elif change == "empty":
+            empty = None if empty else HoldReason.CLOCK_NOT_LOCKED
+        obs = observation(capture, center=(box[0], box[1]), size=(box[2], box[3]))
+        fresh = _placer(on_gimbal, posed)
+        for earlier in state:
+            _state_step(fresh, earlier)
+        counts = kept.extrapolated, kept.rejected_extrapolation
+        got = kept.place(obs, arrival, waited, required, empty)
+        truth = fresh.place(obs, arrival, waited, required, empty)
+        assert got == truth
+        assert (kept.extrapolated - counts[0], kept.rejected_extrapolation - counts[1]) == (
+            fresh.extrapolated,
+            fresh.rejected_extrapolation,
+        )
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 6), st.lists(st.integers(0, 1), max_size=2)), max_size=4),
+    st.integers(0, 8),
+    st.integers(0, 1),
+)
+def test_a_repeat_is_the_box_of_a_frame_within_2_ms_whichever_frame(frames, t_ms, box):
+    """``repeated`` looks at the newest frame first: its answer is still "a frame within
+    2 ms either way holds the box", the newest or any other, to the nanosecond."""
+    history = History(1)
+    boxes = ((0, 0, 10, 10), (0, 0, 10, 11))
+    for capture_ms in sorted({t for t, _ in frames}):
+        held = sorted({b for t, bs in frames if t == capture_ms for b in bs})
+        detections = tuple(Detection(None, None, None, 0.0, [], [], boxes[b]) for b in held)
+        history.frames.append(Frame(capture_ms * MS, detections))  # type: ignore[arg-type]
+        history.times.append(capture_ms * MS)
+    cx, cy, w, h = boxes[box]
+    for t in (t_ms * MS - 1, t_ms * MS, t_ms * MS + 1):
+        obs = observation(t, center=(cx, cy), size=(w, h))
+        truth = any(
+            abs(f.capture_ns - t) <= 2 * MS and any(d.box == boxes[box] for d in f.detections)
+            for f in history.frames
+        )
+        assert repeated(history, t, obs) is truth

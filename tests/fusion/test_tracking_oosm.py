@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from fusion.targets import Placement
 from fusion.tracking import Track, Tracker, TrackingConfig
+from fusion.tracking.tracks import MISS
 from tests.support.tracking_inputs import CAMERA, MS, placed
 
 FRAME_NS = 33 * MS
@@ -130,3 +131,21 @@ def test_a_late_measurement_is_fused_not_dropped() -> None:
     assert tracker.counts["late_fused"] == 1 and tracker.counts["late_dropped"] == 0
     changed = [t for t in tracker.tracks(0) if not np.array_equal(t.state.x, without[t.track_id])]
     assert changed  # it moved the estimate: it was used
+
+
+def test_a_frame_that_saw_nothing_older_than_the_window_is_counted_and_dropped():
+    """A late "nothing" is dropped as a late measurement is: older than the window before
+    the key's newest frame, or at or before a frame already forgotten; the tracks stay."""
+    tracker = Tracker(CAMERA, TrackingConfig(oosm_window_ms=500.0))
+    for k in range(3):
+        tracker.add(placed(1_000 * MS + k * FRAME_NS, k + 1, (0.0, 0.0, 0.0)))
+    tracker.add(placed(1_600 * MS, 4, (0.0, 0.0, 0.0)))  # the first three leave the window
+    before = list(tracker)
+    tracker.saw_nothing(1, 1_600 * MS - 500 * MS - 1)  # a nanosecond older than the window
+    tracker.saw_nothing(1, 1_000 * MS + FRAME_NS)  # at a forgotten frame
+    assert tracker.counts["late_dropped"] == 2
+    assert list(tracker) == before
+    tracker.saw_nothing(1, 1_600 * MS - 500 * MS)  # at the window's edge: a late frame
+    assert tracker.counts["late_dropped"] == 2
+    assert tracker.counts["late_fused"] == 1
+    assert [MISS in t.window for t in tracker] == [True]

@@ -11,11 +11,17 @@ import itertools
 from collections.abc import Awaitable, Callable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fusion import WorldSnapshot
-from gizmo_core import Decision, HoldReason
+from gizmo_core import Decision, HoldReason, LinkState
+from gizmo_core.clock import ClockStatus
 from gizmo_host.bridge.world_service import WorldService
+from gizmo_host.stream.events import LinkEvent, ReceivedResult
+from gizmo_host.stream.tracker import SequenceEvent
 from gizmo_host.timing import ManualScheduler, settle
+from gizmo_host.wire.protocol import VisionResult
 from tests.support.fusion_inputs import MS, observation, up, world
 
 T0 = 1_000_000_000
@@ -178,3 +184,45 @@ def test_each_published_snapshot_carries_its_time_on_the_wall_clock() -> None:
         assert got[0].to_dict()["wall_ns"] == T0 + 100 * MS + offset_ns
 
     run(body)
+
+
+_RESULT = st.tuples(
+    st.sampled_from(list(SequenceEvent)),
+    st.sampled_from(list(ClockStatus)),
+    st.sampled_from([0, 1, 5]),  # no target, a face, a pedestrian
+    st.sampled_from([0, 1, 3, 5]),  # flags: tracked, lost
+    st.sampled_from([0, 300, 2_500]),  # x: 2 500 is off the spec's scale (dropped, counted)
+    st.integers(0, 3),  # the device clock's epoch
+    st.booleans(),  # a capture time, or none (the receive time stands in)
+)
+
+
+@given(st.lists(_RESULT | st.sampled_from(list(LinkState)), max_size=30))
+def test_a_result_on_gizmo_applies_what_the_adapters_result_gives(messages) -> None:
+    """``on_gizmo`` applies a result's observation without ``GizmoAdapter.result``'s tuple:
+    every input, count and verdict is what applying ``result``'s items gives, device resets
+    (the marker first), boxes off the scale, every clock status and link state alike."""
+    direct, twin = WorldService(world()), WorldService(world())
+    t = 1_000 * MS
+    previous = LinkState.DOWN
+    for k, message in enumerate(messages):
+        t += 7 * MS
+        if isinstance(message, LinkState):
+            event = LinkEvent(message, previous, t, "test", "/dev/test", k)
+            previous = message
+            direct.on_gizmo(event)
+            twin.apply(twin.gizmo.link(event))
+            continue
+        sequence_event, status, result_type, flags, x, epoch, captured = message
+        result = VisionResult(
+            sequence=k, result_type=result_type, result_sequence=k, confidence=80, flags=flags,
+            x=x, y=-30, w=200, h=300, id=11, timestamp_ms=k,
+        )  # fmt: skip
+        received = ReceivedResult(
+            result, t, t - 20 * MS if captured else None, k, epoch, status, sequence_event, t
+        )
+        direct.on_gizmo(received)
+        for item in twin.gizmo.result(received):
+            twin.apply(item)
+    assert direct.stats() == twin.stats()
+    assert direct.snapshot(t).verdict_key() == twin.snapshot(t).verdict_key()
