@@ -162,11 +162,13 @@ def vision_observation(
     epoch: int,
     clock_locked: bool,
     clock_converging: bool,
+    key: str | None = None,
 ) -> VisionObservation:
     """``VisionObservation(...)`` with every field given, equal to it and checked as it is
     (the same ``InvalidInput``), for the adapter's one a frame: the frozen dataclass's
     ``__init__`` sets each field through ``object.__setattr__``; this sets them through the
-    class's own slots, in half the time."""
+    class's own slots, in half the time. ``key``: the ``key`` those fields give, when the
+    caller keeps it (``"source:type:id"``; one string per target, not one per frame)."""
     obs: VisionObservation = object.__new__(VisionObservation)
     (s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15, s16, s_key) = _SETTERS
     s0(obs, source_id)
@@ -193,7 +195,7 @@ def vision_observation(
         and 0 <= height <= _BOX_SIZE
     ):
         _check_box(obs)  # raises the constructor's error
-    s_key(obs, f"{source_id}:{result_type}:{ident}")
+    s_key(obs, f"{source_id}:{result_type}:{ident}" if key is None else key)
     return obs
 
 

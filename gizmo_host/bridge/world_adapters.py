@@ -27,7 +27,7 @@ _LOCKED, _CONVERGING = ClockStatus.LOCKED, ClockStatus.CONVERGING
 _RESET = SequenceEvent.RESET
 _TRACKED = int(ResultFlags.TRACKED)
 _LOST = int(ResultFlags.LOST)
-_MAX_LABELS = 1024  # label cache entries: (result_type, id) pairs seen
+_MAX_LABELS = 1024  # label cache entries: (source_id, result_type, id) seen
 
 
 def result_label(result_type: int, ident: int) -> str:
@@ -54,8 +54,9 @@ class GizmoAdapter:
 
     def __init__(self) -> None:
         self._state = LinkState.DOWN
-        # (result_type, id) -> (label, has_box): what a result's class says, worked out once
-        self._classes: dict[tuple[int, int], tuple[str, bool]] = {}
+        # (source_id, result_type, id) -> (label, has_box, key): what a result's class says,
+        # and the observation's key, worked out once
+        self._classes: dict[tuple[int, int, int], tuple[str, bool, str]] = {}
         self.counts: dict[str, int] = {"results": 0, "device_resets": 0, "dropped_invalid": 0}
 
     def link(self, event: LinkEvent) -> LinkStatus:
@@ -75,16 +76,16 @@ class GizmoAdapter:
         """The result as an observation (``None``: a box off the spec's scale, counted); a
         device reset marker is ``result``'s to add."""
         r, rx_ns, capture_ns, _, epoch, status, _, _ = received
-        result_type, ident, flags = r.result_type, r.id, r.flags
-        key = (result_type, ident)
-        named = self._classes.get(key)
+        source_id, result_type, ident, flags = r.source_id, r.result_type, r.id, r.flags
+        named = self._classes.get((source_id, result_type, ident))
         if named is None:
-            named = (result_label(*key), is_target(*key))
+            key = f"{source_id}:{result_type}:{ident}"
+            named = (result_label(result_type, ident), is_target(result_type, ident), key)
             if len(self._classes) < _MAX_LABELS:
-                self._classes[key] = named
+                self._classes[source_id, result_type, ident] = named
         try:
             observation = vision_observation(
-                r.source_id,
+                source_id,
                 result_type,
                 ident,
                 named[0],
@@ -101,6 +102,7 @@ class GizmoAdapter:
                 epoch,
                 status is _LOCKED,
                 status is _CONVERGING,
+                named[2],
             )
         except InvalidInput:
             self.counts["dropped_invalid"] += 1  # a box off the spec's scale

@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fusion import (
     GimbalLaserRange,
@@ -19,12 +21,18 @@ from fusion import (
     PoseSample,
     SimClockEstimator,
     SourceConflict,
+    VisionObservation,
 )
 from fusion import geometry as g
 from gizmo_host.bridge.rfly_adapter import MAX_LIDAR_POINTS, RflyAdapter, RflyPoseStream
-from gizmo_host.bridge.world_adapters import result_label
+from gizmo_host.bridge.world_adapters import GizmoAdapter, result_label
 from gizmo_host.rigs.rflysim import builders, sensorset
 from gizmo_host.rigs.rflysim.kinematics import SimVehicleState
+from gizmo_host.stream.clock import ClockStatus
+from gizmo_host.stream.events import ReceivedResult
+from gizmo_host.stream.tracker import SequenceEvent
+from gizmo_host.wire.protocol import VisionResult
+from gizmo_host.wire.results import is_target
 from rfly_link import messages as m
 from rfly_link.sensors import PointCloud, decode_sensor
 
@@ -237,3 +245,41 @@ def test_sensor_readings_need_a_locked_clock_and_outliers_are_dropped_everywhere
     states = [builders.state_168(1, 3, STATE, 5.0 + k * 0.01) for k in range(3)]
     (pose, *_rest) = adapter.message(states[0], 2_000 * MS)
     assert isinstance(pose, PoseSample) and pose.clock_status.settling
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 9), st.integers(0, 3), st.integers(0, 7)),
+        max_size=40,
+    ),
+    st.integers(0, 1100),
+)
+def test_a_results_observation_is_the_one_its_fields_give_whatever_the_adapter_kept(
+    results: list[tuple[int, int, int, int]], padding: int
+) -> None:
+    """The adapter keeps each target's label and key (by source, type and id, for at most
+    1024 targets): every observation is still what ``VisionObservation`` gives for the
+    result's fields, one target after another, after the kept ones run out."""
+    adapter = GizmoAdapter()
+    for ident in range(padding):  # targets seen before: the cache fills at 1024
+        adapter.observation(_received(VisionResult(source_id=9, result_type=5, id=ident)))
+    for source_id, result_type, ident, flags in results:
+        result = VisionResult(
+            source_id=source_id, result_type=result_type, id=ident, flags=flags,
+            confidence=70, x=10, y=-20, w=30, h=40,
+        )  # fmt: skip
+        obs = adapter.observation(_received(result))
+        assert obs is not None
+        label = result_label(result_type, ident)
+        truth = VisionObservation(
+            source_id, result_type, ident, label, 70, flags & 1 != 0, flags & 2 != 0,
+            is_target(result_type, ident), 10, -20, 30, 40, 5 * MS, 6 * MS, 0, True, False,
+        )  # fmt: skip
+        assert obs == truth
+        assert obs.key == f"{source_id}:{result_type}:{ident}" == truth.key
+
+
+def _received(result: VisionResult) -> ReceivedResult:
+    return ReceivedResult(
+        result, 6 * MS, 5 * MS, 0, 0, ClockStatus.LOCKED, SequenceEvent.IN_ORDER, 7 * MS
+    )
