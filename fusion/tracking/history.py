@@ -66,20 +66,20 @@ class History:
         self.floor_ns: int | None = None  # the newest frame forgotten: nothing at or before it
 
 
-def repeated(history: History, t: int, obs: VisionObservation) -> bool:
-    """Whether ``obs``, captured at ``t``, is an image ``history`` holds reported again: a
-    detection with its box in a frame within ``SAME_IMAGE_NS`` of ``t``."""
+def repeated(history: History, t: int, obs: VisionObservation) -> int | None:
+    """The capture time of a frame ``history`` holds that ``obs``, captured at ``t``, reports
+    again (``None``: none): a detection with its box in a frame within ``SAME_IMAGE_NS``."""
     box = (obs.center_x, obs.center_y, obs.width, obs.height)
     times, frames = history.times, history.frames
     if times and -SAME_IMAGE_NS <= t - times[-1] <= SAME_IMAGE_NS:  # most: the newest frame's
         for d in frames[-1].detections:
             if d.box == box:
-                return True
+                return times[-1]
     start = bisect_left(times, t - SAME_IMAGE_NS)
     if start == len(times):  # nothing held that recent (a new image, in order)
-        return False
+        return None
     for k in range(start, bisect_right(times, t + SAME_IMAGE_NS, start)):
         for d in frames[k].detections:
             if d.box == box:
-                return True
-    return False
+                return times[k]
+    return None

@@ -38,7 +38,15 @@ from ..targets import Placement
 from . import motion
 from .assignment import nearest_within, solve
 from .config import TrackingConfig, chi2_quantile
-from .history import Detection, Frame, History, detection_order, remember, repeated
+from .history import (
+    SAME_IMAGE_NS,
+    Detection,
+    Frame,
+    History,
+    detection_order,
+    remember,
+    repeated,
+)
 from .noise import PixelScale, position_covariance
 from .tracks import MISS, Lifecycle, Track
 
@@ -79,6 +87,10 @@ class Tracker:
         self._scale = PixelScale((width - 1) / 2000, (height - 1) / 2000)
         self._window_ns = round(c.oosm_window_ms * 1e6)
         self._keys: dict[str, History] = {}
+        # Counts the changes to any key's frames (and keys forgotten): the last repeat found,
+        # its key, box and the captures that would repeat it too, holds while it stays.
+        self._version = 0
+        self._repeat: tuple[int, str, int, int, int, int, int, int] | None = None
         # ``tracks``' last listing: from when, until when (inclusive) it holds, and the list
         self._listed: tuple[int, float, list[Track]] | None = None
         self._count = 0  # the tracks of every key's history: the sum of len(history.tracks)
@@ -144,6 +156,7 @@ class Tracker:
                 newest = history.frames[-1].capture_ns
                 if newest < now_ns - window_ns:
                     del self._keys[key]
+                    self._version += 1
                     self._count -= len(history.tracks)
                 else:
                     until = min(until, newest + window_ns)
@@ -184,6 +197,20 @@ class Tracker:
             and g.frame is not None
         )  # ``_located``, written out: every result passes here
         key, t = obs.key, obs.host_capture_ns
+        memo = self._repeat
+        if (
+            located
+            and memo is not None
+            and memo[0] == self._version
+            and memo[1] == key
+            and memo[2] <= t <= memo[3]
+            and memo[4] == obs.center_x
+            and memo[5] == obs.center_y
+            and memo[6] == obs.width
+            and memo[7] == obs.height
+        ):
+            self.counts["duplicates"] += 1
+            return
         history = self._keys.get(key)
         if history is None:
             if not located:  # no track of this key to miss, yet: remembered
@@ -193,8 +220,17 @@ class Tracker:
             self._listed = None  # a key to forget in its time, whatever ``_insert`` does
         if self._dropped(history, t):
             return
-        if located and repeated(history, t, obs):
+        held = repeated(history, t, obs) if located else None
+        if held is not None:
             self.counts["duplicates"] += 1
+            times, floor = history.times, history.floor_ns
+            low = max(held - SAME_IMAGE_NS, times[-1] - self._window_ns)
+            if floor is not None:
+                low = max(low, floor + 1)
+            self._repeat = (
+                self._version, key, low, held + SAME_IMAGE_NS,
+                obs.center_x, obs.center_y, obs.width, obs.height,
+            )  # fmt: skip
             return
         self._insert(history, t, placement if located else None)
 
@@ -217,6 +253,7 @@ class Tracker:
     def clear(self) -> None:
         self._listed = None
         self._keys.clear()
+        self._version += 1
         self._count = 0
 
     # -- the history -----------------------------------------------------------------------
@@ -237,6 +274,7 @@ class Tracker:
         frame where every track misses) and run the frames from there on; the caller has
         dropped a late one (``_dropped``) and counted a repeated image (``repeated``)."""
         frames, times = history.frames, history.times
+        self._version += 1
         i = bisect_left(times, capture_ns)
         if placement is None and i < len(times) and times[i] == capture_ns:
             return  # a second "nothing" for a frame already held

@@ -227,7 +227,8 @@ def test_a_placement_kept_for_a_repeat_is_what_a_placer_that_never_kept_gives(
 )
 def test_a_repeat_is_the_box_of_a_frame_within_2_ms_whichever_frame(frames, t_ms, box):
     """``repeated`` looks at the newest frame first: its answer is still "a frame within
-    2 ms either way holds the box", the newest or any other, to the nanosecond."""
+    2 ms either way holds the box" (that frame's time), the newest or any other, to the
+    nanosecond."""
     history = History(1)
     boxes = ((0, 0, 10, 10), (0, 0, 10, 11))
     for capture_ms in sorted({t for t, _ in frames}):
@@ -242,4 +243,82 @@ def test_a_repeat_is_the_box_of_a_frame_within_2_ms_whichever_frame(frames, t_ms
             abs(f.capture_ns - t) <= 2 * MS and any(d.box == boxes[box] for d in f.detections)
             for f in history.frames
         )
-        assert repeated(history, t, obs) is truth
+        held = repeated(history, t, obs)
+        assert (held is not None) is truth
+        if held is not None:  # the time of a frame that holds the box, within 2 ms
+            frame = history.frames[history.times.index(held)]
+            assert abs(held - t) <= 2 * MS and any(d.box == boxes[box] for d in frame.detections)
+
+
+_POINTS = ((1.0, 2.0, 0.0), (1.1, 2.0, 0.0))  # two boxes: a still target, and it moved
+# A measurement of key 0 or 1, with or without a position: time moves on by 0-3 ms, and its
+# capture is up to 5 ms before that, a nanosecond either side of the millisecond.
+_ADD = st.tuples(
+    st.just("add"), st.integers(0, 3), st.integers(-5, 0), st.sampled_from([-1, 0, 0, 1]),
+    st.sampled_from([0, 0, 1]), st.sampled_from([0, 0, 1]), st.sampled_from([True, True, False]),
+)  # fmt: skip
+_TRACKER_STEP = st.one_of(
+    _ADD,
+    _ADD,
+    _ADD,
+    st.tuples(st.just("nothing"), st.integers(-5, 0), st.sampled_from([-1, 0, 1])),
+    st.tuples(st.just("tracks"), st.integers(0, 12)),  # ms on: a listing forgets old keys
+    st.tuples(st.just("clear")),
+)
+
+
+@settings(max_examples=500)
+@given(st.lists(_TRACKER_STEP, min_size=20, max_size=60))
+def test_the_repeat_kept_by_the_tracker_is_what_one_that_never_kept_finds(steps):
+    """The tracker keeps the last repeat it found (its key, box and the captures that repeat
+    it too): after new frames, late frames at the window's edge and at a forgotten frame,
+    frames that saw nothing, keys forgotten and a clear, to the nanosecond of the 2 ms either
+    side, it counts and tracks as a tracker that looks again every time."""
+    config = TrackingConfig(oosm_window_ms=4.0, delete_after_ms=6.0)
+    kept, fresh = Tracker(CAMERA, config), Tracker(CAMERA, config)
+    now = 1_000 * MS
+    for arrival, step in enumerate(steps):
+        if step[0] == "add":
+            now += step[1] * MS
+        for tracker in (kept, fresh):
+            if step[0] == "add":
+                _, _, back_ms, edge, point, ident, located = step
+                capture = now + back_ms * MS + edge
+                placement = placed(capture, arrival, _POINTS[point], key=(1, 5, ident))
+                if not located:  # no pose: a frame where every track misses
+                    placement = placement._replace(geometry=None)
+                if tracker is fresh:
+                    tracker._repeat = None  # the twin never keeps one
+                tracker.add(placement)
+            elif step[0] == "nothing":
+                tracker.saw_nothing(1, now + step[1] * MS + step[2])
+            elif step[0] == "tracks":
+                tracker.tracks(now + step[1] * MS)
+            else:
+                tracker.clear()
+        assert kept.counts == fresh.counts
+        assert [(t.track_id, t.time_ns, t.window, t.placement) for t in kept] == [
+            (t.track_id, t.time_ns, t.window, t.placement) for t in fresh
+        ]
+
+
+def test_a_repeat_kept_by_the_tracker_ends_2_ms_out_at_the_window_and_at_a_new_frame():
+    """The repeat the tracker keeps ends where looking again ends it: 2 ms and a nanosecond
+    before the frame it repeats, a nanosecond before the window, and once a new frame has
+    moved the window past that frame."""
+    still, moved = _POINTS
+    tracker = Tracker(CAMERA, TrackingConfig(oosm_window_ms=4.0))
+    tracker.add(placed(1_000 * MS, 1, still))
+    tracker.add(placed(1_001 * MS, 2, still))  # a repeat of the frame at 1 000 ms, kept
+    tracker.add(placed(998 * MS - 1, 3, still))  # 2 ms and 1 ns before it: a (late) frame
+    assert (tracker.counts["duplicates"], tracker.counts["late_fused"]) == (1, 1)
+
+    tracker = Tracker(CAMERA, TrackingConfig(oosm_window_ms=4.0))
+    tracker.add(placed(1_000 * MS, 1, still))
+    tracker.add(placed(1_004 * MS, 2, moved))  # the window now starts at 1 000 ms
+    tracker.add(placed(1_001 * MS, 3, still))  # a repeat of the frame at 1 000 ms, kept
+    tracker.add(placed(1_000 * MS - 1, 4, still))  # within 2 ms of it, before the window
+    assert (tracker.counts["duplicates"], tracker.counts["late_dropped"]) == (1, 1)
+    tracker.add(placed(1_007 * MS, 5, moved))  # a new frame: the window starts at 1 003 ms
+    tracker.add(placed(1_001 * MS + MS // 2, 6, still))  # what was a repeat is late now
+    assert (tracker.counts["duplicates"], tracker.counts["late_dropped"]) == (1, 2)
