@@ -23,6 +23,7 @@ from fusion.placement import Placer
 from fusion.timeline import PoseHistory, Where
 from fusion.tracking import Tracker, TrackingConfig, motion
 from fusion.tracking.history import Detection, Frame, History, repeated
+from fusion.tracking.tracker import _MAX_FRAMES as MAX_FRAMES
 from gizmo_core import HoldReason
 from tests.support.fusion_inputs import FORWARD_DOWN_45, MS, observation, pose, yaw_quat
 from tests.support.tracking_inputs import CAMERA, placed
@@ -322,3 +323,18 @@ def test_a_repeat_kept_by_the_tracker_ends_2_ms_out_at_the_window_and_at_a_new_f
     tracker.add(placed(1_007 * MS, 5, moved))  # a new frame: the window starts at 1 003 ms
     tracker.add(placed(1_001 * MS + MS // 2, 6, still))  # what was a repeat is late now
     assert (tracker.counts["duplicates"], tracker.counts["late_dropped"]) == (1, 2)
+
+
+def test_a_repeat_kept_by_the_tracker_ends_at_a_frame_forgotten_for_the_frames_bound():
+    """Past the bound on a key's frames, frames within the window are forgotten too: a repeat
+    at or before the newest of them is late, though within 2 ms of the frame it repeats."""
+    still = _POINTS[0]
+    tracker = Tracker(CAMERA, TrackingConfig(oosm_window_ms=4.0))
+    t0 = 1_000 * MS
+    tracker.add(placed(t0, 1, still))
+    for k in range(1, MAX_FRAMES + 1):  # frames of nothing, each a nanosecond on
+        tracker.saw_nothing(1, t0 + k)
+    tracker.add(placed(t0 + 5_000, 2, still))  # a new image: the frame at t0 + 1 is forgotten
+    tracker.add(placed(t0 + 5_001, 3, still))  # a repeat of it, kept
+    tracker.add(placed(t0 + 1, 4, still))  # at the forgotten frame: late
+    assert (tracker.counts["duplicates"], tracker.counts["late_dropped"]) == (1, 1)
