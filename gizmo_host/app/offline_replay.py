@@ -175,7 +175,10 @@ class OfflineReplay:
             return []
         self._advance(message[0])
         if isinstance(message, UartChunk):
-            self._chunk(message.data)
+            if self._port_open:  # most inputs: ``_chunk``'s usual case
+                self.link.replay_chunk(message.data)
+            else:
+                self._chunk(message.data)
         elif isinstance(message, Datagram):
             self.datagrams += 1
             self.host.datagram(message.port, message.sender, message.data, message.rx_ns)
