@@ -152,19 +152,24 @@ class VerdictCheck(Intake):
                     self._tracker.tracks(now_ns)  # what a full check forgets on its way
                 return self._memo_verdict(memo, clock)
         self._memo = None
-        conditions, tracks = self._listing(now_ns)
+        # ``_listing``, written out: most checks come here (a board repeating one image).
+        if now_ns > self._clock_ns or self._pending:
+            self._witness(now_ns)
         targets = self._targets
+        targets.forget(now_ns - self._forget_ns)
+        conditions = self._holding(now_ns)
+        tracker = self._tracker
+        tracks = None if tracker is None else tracker.tracks(now_ns)
         nothing_version = targets.nothing_version
-        same_tracks = memo is not None and _same_items(tracks, memo.tracks)
-        if memo is not None and same_tracks:
-            fused = memo.fused
+        if memo is not None and _same_items(tracks, memo.tracks):
+            fused = memo.fused  # the same tracks: the same arrivals fused
         else:
+            memo = None  # nothing to reuse
             fused = _NO_TRACKS if tracks is None else estimates.fused_arrivals(tracks)
         alone = estimates.unfused(targets, tracks, fused)
         until_ns: int | None = None
         if (
             memo is not None
-            and same_tracks
             and now_ns >= memo.now_ns
             and memo.conditions == conditions
             and memo.nothing_version == nothing_version

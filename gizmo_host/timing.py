@@ -38,6 +38,7 @@ __all__ = [
     "Scheduler",
     "Timer",
     "WallClock",
+    "advance_together",
     "call_after",
     "no_wall_clock",
     "poll",
@@ -268,6 +269,34 @@ class ManualScheduler:
             self._now_ns = max(self._now_ns, when_ns)
             timer.callback()
         self._now_ns = end_ns
+
+
+def advance_together(first: ManualScheduler, second: ManualScheduler, end_ns: int) -> None:
+    """Two manual clocks moved to ``end_ns`` together: for each time a timer of either is due
+    by then, earliest first, ``first`` then ``second`` advance to it (``first``'s timers run
+    first at equal times, and a timer of one that arms the other's by then runs in its turn);
+    then both to ``end_ns``. What that sequence of ``advance_to`` does, with the heads read
+    directly: offline replay moves its two clocks before every input."""
+    a, b = first._timers, second._timers
+    pop = heapq.heappop
+    while True:
+        while a and a[0][2].cancelled:
+            pop(a)
+        while b and b[0][2].cancelled:
+            pop(b)
+        if a:
+            due = a[0][0]
+            if b and b[0][0] < due:
+                due = b[0][0]
+        elif b:
+            due = b[0][0]
+        else:
+            break
+        if due > end_ns:
+            break
+        first.advance_to(due)
+        second.advance_to(due)
+    first._now_ns = second._now_ns = end_ns  # nothing is due by then: the clocks move
 
 
 async def settle(turns: int = 5) -> None:

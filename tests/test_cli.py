@@ -1,6 +1,7 @@
 """The gizmo-host command line: every subcommand's --help, and the demo end to end."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -54,6 +55,23 @@ def test_public_names_resolve_and_the_live_link_loads_lazily():
     probe = "import sys, gizmo_host; gizmo_host.VisionResult; print('serialx' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_offline_replay_opens_no_port_and_never_imports_serialx():
+    """``replay --offline`` drives the serial link without a port: serialx (a tenth of its
+    start-up) is imported only when a port is opened."""
+    import subprocess
+    import sys
+
+    capture = Path(__file__).parent / "captures" / "clean.mcap"
+    probe = (
+        "import sys, io; from gizmo_host.cli.main import main\n"
+        "sys.stdout = io.TextIOWrapper(io.BytesIO())\n"
+        f"code = main(['replay', {str(capture)!r}, '--offline'])\n"
+        "print(code, 'serialx' in sys.modules, file=sys.stderr)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stderr.split()[-2:] == ["0", "False"]
 
 
 def _imported_rigs(*commands: str) -> list[str]:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,7 +43,6 @@ from typing import TYPE_CHECKING, Any
 
 from fusion import WorldSnapshot
 from gizmo_core import MissingExtra
-from gizmo_host import __version__
 from gizmo_host.app.host_config import HostConfig
 from gizmo_host.app.outputs import Output, outputs_for
 from gizmo_host.app.world_build import DatagramRouter, apply_events, build_world, world_stats
@@ -150,9 +150,6 @@ class Host:
         self._line_outputs = False  # an output takes JSON lines: the publisher encodes them
         self._connected = False  # the listeners are connected at start
         self._report_outputs = outputs
-        self.version = version_message(__version__, config.link().path)
-        if self.world is not None:
-            self.version = with_types(self.version, "world")
         if outputs:
             for output in outputs_for(config.publish, encode_line(self.version)):
                 self.add_output(output)
@@ -273,6 +270,15 @@ class Host:
             self.world.input_failed("world input on port %d", port)
 
     # -- lifecycle -------------------------------------------------------------------------
+
+    @functools.cached_property
+    def version(self) -> dict[str, Any]:
+        """The ``version`` line: worked out when first asked for, since the package's metadata
+        costs a replay, which never prints it, about 14 ms of its start-up."""
+        from gizmo_host import __version__  # noqa: PLC0415
+
+        version = version_message(__version__, self.config.link().path)
+        return version if self.world is None else with_types(version, "world")
 
     async def __aenter__(self) -> Host:
         await self.start()

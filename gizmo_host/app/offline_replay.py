@@ -31,7 +31,13 @@ from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.capture.reader import CaptureInfo, CaptureMessage, Datagram, HostLine, UartChunk
 from gizmo_host.errors import CaptureError, IllegalTransition
 from gizmo_host.stream.linkstate import REASON_OPENED, LinkInput
-from gizmo_host.timing import ManualScheduler, RecordedWallClock, WallClock, no_wall_clock
+from gizmo_host.timing import (
+    ManualScheduler,
+    RecordedWallClock,
+    WallClock,
+    advance_together,
+    no_wall_clock,
+)
 
 REASON_IMPLIED_OPEN = "capture: bytes before any recorded open"
 
@@ -169,7 +175,10 @@ class OfflineReplay:
             return []
         self._advance(message[0])
         if isinstance(message, UartChunk):
-            self._chunk(message.data)
+            if self._port_open:  # most inputs: ``_chunk``'s usual case
+                self.link.replay_chunk(message.data)
+            else:
+                self._chunk(message.data)
         elif isinstance(message, Datagram):
             self.datagrams += 1
             self.host.datagram(message.port, message.sender, message.data, message.rx_ns)
@@ -196,35 +205,20 @@ class OfflineReplay:
             world.advance(t_ns - world.now_ns())
             _run_now(self.host.start())
             self._started = True
-        if t_ns < host.now_ns():
+        now_ns = host.now_ns()
+        if t_ns < now_ns:
             self.time_reversals += 1  # file order is time order: applied at the latest time
             return
-        if t_ns - host.now_ns() > MAX_GAP_NS:
+        if t_ns - now_ns > MAX_GAP_NS:
             # Replay would run every periodic timer across the gap (a stats line a second,
             # the world's ticks): for a damaged time, years of them.
             raise CaptureError(
                 f"{self._where}: damaged: an input at {t_ns} ns, "
-                f"{(t_ns - host.now_ns()) / 3.6e12:.3g} h after the one before it "
+                f"{(t_ns - now_ns) / 3.6e12:.3g} h after the one before it "
                 f"(at most {MAX_GAP_NS // 3_600_000_000_000} h: the recorder's clock is the "
                 "host's monotonic clock)"
             )
-        host_next, world_next = host.next_due_ns, world.next_due_ns
-        while True:
-            host_due, world_due = host_next(), world_next()
-            if (
-                world_due is not None
-                and world_due <= t_ns
-                and (host_due is None or world_due <= host_due)
-            ):
-                due = world_due  # the world's first at equal times
-            elif host_due is not None and host_due <= t_ns:
-                due = host_due
-            else:
-                break
-            world.advance_to(due)  # first: a host timer may feed the world
-            host.advance_to(due)
-        world.advance_to(t_ns)  # nothing due by then: the clocks move
-        host.advance_to(t_ns)
+        advance_together(world, host, t_ns)  # the world's first: a host timer may feed it
 
     def _chunk(self, data: bytes) -> None:
         if not self._port_open:  # a capture without port events: the port was open

@@ -296,7 +296,9 @@ class WorldService:
         else:
             key, proceed_until_ns, deadline = model.verdict(now_ns)
             if key != self._last_key or (
-                proceed_until_ns is not None and self._renewal_due(now_ns, proceed_until_ns)
+                proceed_until_ns is not None
+                and now_ns >= self._renew_at_ns  # ``_renewal_due``'s first test: most fail it
+                and self._renewal_due(now_ns, proceed_until_ns)
             ):
                 self._publish(model.snapshot(now_ns), key)
                 deadline = model.next_deadline_ns()  # the listeners ran meanwhile

@@ -91,6 +91,7 @@ class CaptureReader:
     def messages(self) -> Iterator[CaptureMessage]:
         """Every message of ours, in file order; ``CaptureError`` where the file is damaged."""
         decoders: dict[int, _Decoder | None] = {}
+        uart, new = ch.ChannelKind.UART, tuple.__new__
         with self._open() as stream:
             for record in self._records(stream, emit_chunks=True):
                 if isinstance(record, Chunk):
@@ -104,8 +105,10 @@ class CaptureReader:
                         decoder = decoders[channel_id]
                         if decoder is None:
                             self.skipped += 1
-                            continue
-                        yield self._decode(decoder, log_time, data, stream)
+                        elif decoder.kind is uart:  # most messages: ``_decode``'s, inline
+                            yield new(UartChunk, (log_time, data))
+                        else:
+                            yield self._decode(decoder, log_time, data, stream)
                 elif isinstance(record, Channel):
                     decoders[record.id] = self._decoder(record, stream)
                 elif isinstance(record, Message):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import os
 import sys
 from typing import IO, TYPE_CHECKING
@@ -134,6 +135,9 @@ def replay_offline(reader: CaptureReader, out: IO[bytes]) -> int:
     from gizmo_host.app.offline_replay import OfflineReplay  # noqa: PLC0415 - needs mcap
 
     replay = OfflineReplay(reader.info, reader.path)
+    # Everything made so far (modules, classes, the host) lives to the end: the collector
+    # need not walk it again at each full collection (about 4 % of a replay's time).
+    gc.freeze()
     try:
         for line in replay.replay(reader.messages()):
             out.write(line)

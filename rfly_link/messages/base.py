@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import types
-import typing
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -147,23 +146,27 @@ def _kind_of(f: Field) -> str:
     return "float" if f.is_float else "int"
 
 
+def _spelled(hint: object) -> str:
+    """A field's annotation as written: the modules annotate lazily (PEP 563), so it is the
+    source text (``tuple[float, ...]``), compared as such; evaluating every class's hints when
+    it is created cost a tenth of the package's import."""
+    if isinstance(hint, str):
+        return hint
+    return hint.__name__ if isinstance(hint, type) else repr(hint)
+
+
 def layout_mismatches(cls: type[Any], layout: Layout, checksums: tuple[int, ...]) -> list[str]:
     """How a dataclass's declared fields differ from ``layout`` (empty when they match)."""
     fields = dataclasses.fields(cls)
     names = tuple(f.name for f in fields)
     if names != layout.names:
         return [f"fields {names} differ from the table's {layout.names}"]
-    hints = typing.get_type_hints(cls)
     problems = []
     for declared, f in zip(fields, layout.fields, strict=True):
-        hint = hints[f.name]
         kind = _kind_of(f)
-        if f.is_array:
-            args = typing.get_args(hint)
-            if typing.get_origin(hint) is not tuple or args != (_KIND[kind], Ellipsis):
-                problems.append(f"{f.name}: declared {hint}, table needs tuple[{kind}, ...]")
-        elif hint is not _KIND[kind]:
-            problems.append(f"{f.name}: declared {hint}, table needs {kind}")
+        needed = f"tuple[{kind}, ...]" if f.is_array else kind
+        if _spelled(declared.type) != needed:
+            problems.append(f"{f.name}: declared {_spelled(declared.type)}, table needs {needed}")
         default = declared.default
         if f is layout.fields[0] and checksums:
             if default != checksums[0]:

@@ -281,7 +281,8 @@ def test_reuse_is_exercised_and_always_the_full_verdict(seed, monkeypatch):
     """Long runs: the reuse of a check whose targets are the last one's happens often (it is
     what is tested), both verdicts are seen, and every check is the full check's."""
     judged = listed = 0
-    judge, listing = WorldModel._judged, WorldModel._listing
+    # A check that lists the targets again works its deadlines out afresh: counted there.
+    judge, listing = WorldModel._judged, WorldModel._deadline_times
 
     def counted_judged(self, *args):  # type: ignore[no-untyped-def]
         nonlocal judged
@@ -294,7 +295,7 @@ def test_reuse_is_exercised_and_always_the_full_verdict(seed, monkeypatch):
         return listing(self, *args)
 
     monkeypatch.setattr(WorldModel, "_judged", counted_judged)
-    monkeypatch.setattr(WorldModel, "_listing", counted_listing)
+    monkeypatch.setattr(WorldModel, "_deadline_times", counted_listing)
     rig = Rig(tracking=True)
     rng = random.Random(seed)
     _run(rig, (_drawn(rng) for _ in range(1500)))

@@ -15,7 +15,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gizmo_host.rigs.board import BoardModel, PtyBoard, play
-from gizmo_host.timing import Backoff, ManualScheduler, Pacer, call_after, poll, settle
+from gizmo_host.timing import (
+    Backoff,
+    ManualScheduler,
+    Pacer,
+    advance_together,
+    call_after,
+    poll,
+    settle,
+)
 from gizmo_host.wire.protocol import FRAME_LEN
 
 MS = 1_000_000
@@ -299,3 +307,70 @@ def test_next_due_is_the_earliest_pending_timer_however_they_were_cancelled(step
         assert scheduler.next_due_ns() == expected()
         scheduler.advance(advance_ms * MS)
         assert scheduler.next_due_ns() == expected()
+
+
+_TIMER = st.tuples(
+    st.integers(0, 1),  # the clock it arms on: 0 first, 1 second
+    st.integers(0, 3),  # its delay in ms from that clock's now (0: due at once)
+    st.lists(st.integers(0, 15), max_size=3),  # the timers it arms when it runs
+    st.one_of(st.none(), st.integers(0, 15)),  # the timer it cancels when it runs
+)
+
+
+@given(
+    st.lists(_TIMER, min_size=1, max_size=16),
+    st.lists(st.tuples(st.integers(0, 15), st.integers(0, 6)), min_size=1, max_size=12),
+)
+def test_advancing_two_clocks_together_runs_what_advancing_each_in_turn_runs(timers, inputs):
+    """``advance_together`` (offline replay's two clocks) against the sequence it stands for,
+    written out: for each time a timer of either is due, the earliest (the first clock's at
+    equal times), ``advance_to`` it on the first clock then the second; then both to the end.
+    Timers arm timers on either clock, due at once or later, and cancel others; each input
+    arms one (a verdict check at the input's time). Same timers, same order, same clocks."""
+
+    def run(together: bool) -> list[tuple[int, int, int]]:
+        clocks = (ManualScheduler(0), ManualScheduler(0))
+        log: list[tuple[int, int, int]] = []
+        armed: dict[int, object] = {}
+        budget = [200]
+
+        def arm(index: int) -> None:
+            if budget[0] == 0:
+                return
+            budget[0] -= 1
+            clock, delay_ms, _, _ = timers[index % len(timers)]
+            scheduler = clocks[clock]
+            armed[index] = scheduler.call_at_ns(
+                scheduler.now_ns() + delay_ms * MS, lambda: fire(index)
+            )
+
+        def fire(index: int) -> None:
+            log.append((index, clocks[0].now_ns(), clocks[1].now_ns()))
+            _, _, arms, cancels = timers[index % len(timers)]
+            if cancels is not None and cancels in armed:
+                armed.pop(cancels).cancel()  # type: ignore[attr-defined]
+            for j in arms:
+                arm(j)
+
+        def advance(end_ns: int) -> None:
+            first, second = clocks
+            if together:
+                advance_together(first, second, end_ns)
+                return
+            while True:
+                dues = [d for d in (first.next_due_ns(), second.next_due_ns()) if d is not None]
+                if not dues or min(dues) > end_ns:
+                    break
+                first.advance_to(min(dues))
+                second.advance_to(min(dues))
+            first.advance_to(end_ns)
+            second.advance_to(end_ns)
+
+        for index, gap_ms in inputs:
+            advance(clocks[0].now_ns() + gap_ms * MS)
+            arm(index)
+        advance(clocks[0].now_ns() + 10 * MS)
+        assert clocks[0].now_ns() == clocks[1].now_ns()
+        return log
+
+    assert run(together=True) == run(together=False)
