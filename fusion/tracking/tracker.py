@@ -61,12 +61,6 @@ class Estimate(NamedTuple):
     covariance_ned: tuple[float, ...]  # 6×6 row-major: n, e, d, vn, ve, vd
 
 
-def _located(placement: Placement) -> bool:
-    """Whether a placement has a position to match (a pose, a range and the ray's frame)."""
-    g = placement.geometry
-    return not (g is None or g.position_ned_m is None or g.range_m is None or g.frame is None)
-
-
 class Tracker:
     """The tracks of every key; ``add`` a placed measurement, read ``tracks``."""
 
@@ -165,7 +159,8 @@ class Tracker:
         return list(out)
 
     def _detection(self, placement: Placement) -> Detection:
-        """The measurement a located placement gives (``_located``)."""
+        """The measurement a located placement gives (a position, a range and the ray's
+        frame: ``add`` tells)."""
         g = placement.geometry
         assert g is not None and g.range_m is not None and g.frame is not None
         ground = g.range_source is RangeSource.GROUND_PLANE
@@ -195,7 +190,7 @@ class Tracker:
             and g.position_ned_m is not None
             and g.range_m is not None
             and g.frame is not None
-        )  # ``_located``, written out: every result passes here
+        )  # a position to match: a pose, a range and the ray's frame
         key, t = obs.key, obs.host_capture_ns
         memo = self._repeat
         if (
