@@ -226,6 +226,18 @@ def device_ok(stdout: str) -> bool:
     return any(c["name"] == "device" and c["status"] == "ok" for c in checks)
 
 
+def _modem_manager_running() -> bool:
+    """A ModemManager process on this machine, read from /proc here (not by the doctor): the
+    doctor rightly warns of it when no udev rule keeps it off the port."""
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().strip() == "ModemManager":
+                return True
+        except OSError:  # the process ended meanwhile
+            continue
+    return False
+
+
 @pytest.mark.subprocess
 def test_the_command_exits_0_on_a_healthy_emulated_link_and_2_on_a_config_mistake(tmp_path):
     link = str(tmp_path / "gizmo0")
@@ -240,6 +252,7 @@ def test_the_command_exits_0_on_a_healthy_emulated_link_and_2_on_a_config_mistak
             assert time.monotonic() < deadline, "the emulator never plugged its pty"
             time.sleep(0.02)  # poll for the symlink, with a deadline
         done = None
+        grabber_before = _modem_manager_running()
         for _ in range(3):  # plugged; a doctor that still came too early runs again
             done = subprocess.run(
                 [*DOCTOR, "--serial", link, "--seconds", "1.5", "--json"],
@@ -250,7 +263,13 @@ def test_the_command_exits_0_on_a_healthy_emulated_link_and_2_on_a_config_mistak
         assert done is not None
         report = json.loads(done.stdout)
         statuses = {c["name"]: c["status"] for c in report["checks"]}
-        assert done.returncode == 0 == report["exit"], done.stdout
+        not_ok = {name: s for name, s in statuses.items() if s not in ("ok", "skip")}
+        # A developer's desktop runs one; another test run's stand-in may come and go.
+        if grabber_before or _modem_manager_running():
+            assert not_ok == {"port holders": "warn"}, done.stdout
+            assert done.returncode == 1 == report["exit"], done.stdout
+        else:
+            assert done.returncode == 0 == report["exit"], done.stdout
         assert statuses["stream"] == statuses["board clock"] == "ok"
         assert report["facts"]["stream"]["frames_ok"] > 20
     finally:
