@@ -14,10 +14,11 @@ from gizmo_core import HoldReason
 from .camera import CameraModel
 from .config import WorldConfig
 from .geometry import Quat, Vec3, azimuth_elevation_deg, cross, quat_multiply, quat_rotate
+from .gimbal import GimbalTrack
 from .inputs import ImuSample, VisionObservation
 from .ranging import Ranger
 from .targets import Geometry, Placement, RayFrame
-from .timeline import GimbalTrack, PoseAt, PoseHistory, PoseMotion, Where
+from .timeline import PoseAt, PoseHistory, PoseMotion, Where
 
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 

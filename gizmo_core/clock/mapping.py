@@ -3,10 +3,9 @@
 Each sample is a remote time and the host time it stands for (a one-way arrival, or the midpoint
 of a round trip); its offset is ``host - remote``. The rules, each with the fault it answers:
 
-- **Never fresher.** The published offset follows the lower envelope (:mod:`.envelope`) down at
-  once (data look older: safe) and up no faster than ``max_skew_ppm`` of the remote time
-  elapsed (the oscillators' drift): a late sample never makes later data look fresher. Only a
-  new epoch may map anywhere.
+- **Never fresher.** The published line (:mod:`.line`) follows the lower envelope down at once
+  (data look older: safe) and up no faster than ``max_skew_ppm`` of the remote time elapsed:
+  a late sample never makes later data look fresher. Only a new epoch may map anywhere.
 - **Lock.** A new epoch is settling (CONVERGING the first time, RESYNC after) until
   ``lock_samples`` samples spanning ``lock_ns`` of host time came without the envelope falling
   by more than the tolerance (a first burst of queued samples would otherwise set the mapping
@@ -36,7 +35,7 @@ from __future__ import annotations
 
 import math
 
-from gizmo_core.clock.envelope import Envelope
+from gizmo_core.clock.line import PublishedLine
 from gizmo_core.clock.runs import Run
 from gizmo_core.clock.status import ClockCounts, ClockEvent, ClockReading, ClockStatus, LatePolicy
 
@@ -57,8 +56,9 @@ _PHASE_ERROR, _CLOCK_JUMP, _NEW_EPOCH, _ON_TIME = (
 )
 
 
-class EpochClock:
-    """Maps one remote clock to the host clock (see the module docstring)."""
+class EpochClock(PublishedLine):
+    """Maps one remote clock to the host clock (see the module docstring): which samples
+    publish the line (:class:`PublishedLine`), and when it starts again at a new epoch."""
 
     def __init__(
         self,
@@ -80,15 +80,17 @@ class EpochClock:
         learn_skew: bool = True,
         per_sample: bool = False,
     ) -> None:
-        """``per_sample``: every sample counts on its own (no segments, no skew fit): the
-        offset drops to any lower sample at once and rises towards the latest at the bound."""
-        if per_sample:
-            segment_ns, window_segments, phase_segments, learn_skew = 1.0, 1, 1, False
-        if not 0 <= max_skew_ppm <= 10_000:
-            raise ValueError(f"max_skew_ppm: expected 0..10000, got {max_skew_ppm!r}")
+        """``per_sample``: see :class:`PublishedLine`."""
+        super().__init__(
+            max_skew_ppm=max_skew_ppm,
+            segment_ns=segment_ns,
+            window_segments=window_segments,
+            phase_segments=phase_segments,
+            learn_skew=learn_skew,
+            per_sample=per_sample,
+        )
         if not tolerance_ns > 0:
             raise ValueError(f"tolerance_ns: expected > 0, got {tolerance_ns!r}")
-        self._max_skew = max_skew_ppm * 1e-6
         self.tolerance_ns = tolerance_ns
         self.late_tolerance_ns = tolerance_ns if late_tolerance_ns is None else late_tolerance_ns
         self._confirm_samples = max(1, confirm_samples)
@@ -100,21 +102,10 @@ class EpochClock:
             lock_ns if first_lock_ns is None else first_lock_ns,
         )
         self._policy = late
-        self._env = Envelope(
-            segment_ns=segment_ns,
-            window_segments=window_segments,
-            phase_segments=phase_segments,
-            max_skew=self._max_skew,
-            learn_skew=learn_skew,
-        )
         self.epoch = 0
         self._status = _CONVERGING
         self._locked_once = False
         self._started = False
-        self._origin_remote = self._origin_host = 0
-        # The published line: offset ``_map_offset`` at ``_map_x``, slope the envelope's skew.
-        self._map_x = 0.0
-        self._map_offset = _INF
         self._lock_run: Run | None = None
         self._early: Run | None = None  # a pending step ahead (its samples are OUTLIERs)
         self._late: Run | None = None  # late samples in a row
@@ -132,10 +123,6 @@ class EpochClock:
         return self._status
 
     @property
-    def skew_ppm(self) -> float:
-        return self._env.skew * 1e6
-
-    @property
     def early_pending(self) -> bool:
         """The last sample was early beyond the tolerance (a step ahead not confirmed yet)."""
         return self._early is not None
@@ -144,22 +131,6 @@ class EpochClock:
     def late_pending(self) -> bool:
         """The last samples were late (a run not yet confirmed, or while JUMPED)."""
         return self._late is not None
-
-    def offset_ns(self, remote_ns: int | float) -> float | None:
-        """The published offset (host minus remote) at ``remote_ns``; None before a sample."""
-        if self._map_offset == _INF:
-            return None
-        x = remote_ns - self._origin_remote
-        return (
-            self._map_offset
-            + self._env.skew * (x - self._map_x)
-            + self._origin_host
-            - self._origin_remote
-        )
-
-    def to_host_ns(self, remote_ns: int | float) -> int | None:
-        offset = self.offset_ns(remote_ns)
-        return None if offset is None else round(remote_ns + offset)
 
     def counts(self) -> ClockCounts:
         return ClockCounts(
@@ -375,14 +346,13 @@ class EpochClock:
             self.outliers += self._early.count
             self._early = None
 
-    # -- epochs and the published line -----------------------------------------------------
+    # -- epochs and the readings -----------------------------------------------------------
 
     def _start(self, remote_ns: int, host_ns: int) -> None:
         """An epoch's first sample: it may map anywhere; the lock is counted from here."""
         self._started = True
-        self._origin_remote, self._origin_host = remote_ns, host_ns
+        self._reorigin(remote_ns, host_ns)
         self._env.clear()
-        self._map_x, self._map_offset = 0.0, _INF
         self._status = _CONVERGING if self.samples == 1 else _RESYNC
         self._lock_run = self._early = self._late = self._consistent = None
         self._on_time_x = None
@@ -411,8 +381,7 @@ class EpochClock:
             return
         # Re-origin at this sample (offsets shift by its own); the run's line is the mapping.
         offset = float(host_ns - self._origin_host) - x - self._excess
-        self._origin_remote, self._origin_host = remote_ns, host_ns
-        self._map_x, self._map_offset = 0.0, _INF
+        self._reorigin(remote_ns, host_ns)
         self._excess = 0.0
         env.add(0.0, level - offset)
         self._publish(0.0)
@@ -420,19 +389,6 @@ class EpochClock:
         seeded.count = run.count
         self._status = _RESYNC
         self._settle_check(host_ns)
-
-    def _publish(self, x: float) -> None:
-        """Move the published offset to the envelope's, never up faster than the skew bound:
-        an upward move makes every mapped time later, so data would look fresher."""
-        env = self._env
-        if env.phase == _INF:
-            return
-        at = x if x > self._map_x else self._map_x
-        level = env.phase + env.skew * at
-        if self._map_offset != _INF:
-            ceiling = self._map_offset + self._max_skew * (at - self._map_x)
-            level = min(level, ceiling)
-        self._map_x, self._map_offset = at, level
 
     def _reading(
         self,

@@ -1,4 +1,4 @@
-"""Pose history: bracket edges, gaps, epochs, bounds, extrapolation; gimbal attitude track."""
+"""Pose history: bracket edges, gaps, epochs, bounds, extrapolation."""
 
 import math
 
@@ -6,9 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fusion import GimbalSample
 from fusion import geometry as g
-from fusion.timeline import Added, GimbalTrack, PoseHistory, Where
+from fusion.timeline import Added, PoseHistory, Where
 from tests.support.fusion_inputs import MS, pose, yaw_quat
 
 
@@ -109,31 +108,6 @@ def test_extrapolation_without_imu_continues_the_last_two_poses():
     assert at.position_ned_m[0] == pytest.approx(0.03)
     assert yaw_deg(at.quaternion_wxyz) == pytest.approx(1.35)
     assert at.velocity_ned_m_s == pytest.approx((2.0, 0.0, 0.0))
-
-
-def test_a_gimbal_turning_faster_than_the_limit_is_unknown_between_and_after():
-    """Found by an attack: statuses are stamped at arrival, and a gimbal stepping -90°/-60°
-    every 30 ms was blended into angles no status reported (PROCEED up to 5.2 m off)."""
-    track = GimbalTrack(max_age_ms=50.0, max_rate_deg_s=60.0)
-    track.add(GimbalSample(0, (0.0, -90.0, 0.0)))
-    track.add(GimbalSample(30 * MS, (0.0, -60.0, 0.0)))  # 1000°/s
-    assert track.at(15 * MS) is None  # between them
-    assert track.at(40 * MS) is None  # last heard turning fast
-    track.add(GimbalSample(60 * MS, (0.0, -60.5, 0.0)))  # settled: ~17°/s
-    assert track.at(70 * MS) is not None
-
-
-def test_gimbal_track_slerps_between_samples_and_bounds_the_nearest():
-    track = GimbalTrack(max_age_ms=50.0)
-    assert track.at(0) is None
-    track.add(GimbalSample(0, (0.0, -30.0, 0.0), fx_px=300.0))
-    track.add(GimbalSample(20 * MS, (0.0, -31.0, 0.0), fx_px=400.0))  # 50°/s
-    mid = track.at(10 * MS)
-    assert math.degrees(g.quat_to_euler_zyx(mid.quaternion_wxyz)[1]) == pytest.approx(-30.5)
-    assert track.at(4 * MS).fx_px == 300.0 and track.at(16 * MS).fx_px == 400.0
-    assert track.at(70 * MS) is not None  # 50 ms from the newest
-    assert track.at(70 * MS + 1) is None
-    assert track.at(-50 * MS - 1) is None
 
 
 def test_motion_is_the_velocity_and_rate_between_the_poses_around_a_time():

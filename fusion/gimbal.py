@@ -1,0 +1,97 @@
+"""The gimbal camera's attitude in body FRD at a capture time, from its recent status samples.
+
+Apart from the pose history (:mod:`.timeline`): a gimbal's status carries no time of its own and
+no epoch, so its samples are stamped at arrival and bounded by age and turn rate instead.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from typing import NamedTuple
+
+from .geometry import Quat, quat_angle_rad, slerp
+from .inputs import GimbalSample
+
+__all__ = ["CameraAttitude", "GimbalTrack"]
+
+
+class CameraAttitude(NamedTuple):
+    """The gimbal camera's attitude in body FRD at a time, with its focal lengths if known."""
+
+    quaternion_wxyz: Quat
+    fx_px: float | None
+    fy_px: float | None
+
+
+class GimbalTrack:
+    """Recent gimbal samples: the camera's attitude in body FRD at a capture time.
+
+    Between two samples no more than ``2·max_age_ms`` apart the attitude is slerped; otherwise
+    the nearest sample applies when it is within ``max_age_ms``; else it is unknown (``None``).
+    Samples are stamped at their arrival (the status carries no time), so a gimbal turning
+    faster than ``max_rate_deg_s`` between the two samples used is unknown too: the arrival
+    jitter times that rate would be the bearing's error.
+    """
+
+    def __init__(
+        self, *, max_samples: int = 64, max_age_ms: float = 100.0, max_rate_deg_s: float = 60.0
+    ) -> None:
+        self._max = max_samples
+        self._max_age_ns = round(max_age_ms * 1e6)
+        self._max_rate_rad_ns = math.radians(max_rate_deg_s) / 1e9
+        self._times: list[int] = []
+        self._samples: list[GimbalSample] = []
+        self.changes = 0  # adds: a placement's cache key
+
+    def __len__(self) -> int:
+        return len(self._samples)
+
+    def add(self, sample: GimbalSample) -> None:
+        self.changes += 1
+        times, t = self._times, sample.host_ns
+        i = len(times) if not times or t > times[-1] else bisect_left(times, t)
+        if i < len(times) and times[i] == t:
+            self._samples[i] = sample  # the newer report for the same time
+            return
+        times.insert(i, t)
+        self._samples.insert(i, sample)
+        if len(times) > self._max:
+            del times[0], self._samples[0]
+
+    def at(self, t_ns: int) -> CameraAttitude | None:
+        times = self._times
+        if not times:
+            return None
+        i = bisect_left(times, t_ns)
+        after = self._samples[i] if i < len(times) else None
+        before = self._samples[i - 1] if i > 0 else None
+        if after is not None and after.host_ns == t_ns:
+            before = None
+        if before is not None and after is not None:
+            span = after.host_ns - before.host_ns
+            if span <= 2 * self._max_age_ns:
+                if self._turning(before, after):
+                    return None
+                f = (t_ns - before.host_ns) / span
+                near = before if f < 0.5 else after
+                q = slerp(before.quaternion_wxyz, after.quaternion_wxyz, f)
+                return CameraAttitude(q, near.fx_px, near.fy_px)
+        candidates = [s for s in (before, after) if s is not None]
+        nearest = min(candidates, key=lambda s: abs(s.host_ns - t_ns))
+        if abs(nearest.host_ns - t_ns) > self._max_age_ns:
+            return None
+        j = bisect_left(times, nearest.host_ns)
+        previous = self._samples[j - 1] if j > 0 else None
+        if (
+            previous is not None
+            and nearest.host_ns - previous.host_ns <= 2 * self._max_age_ns
+            and self._turning(previous, nearest)
+        ):
+            return None  # last heard turning fast: where it points now is unknown
+        return CameraAttitude(nearest.quaternion_wxyz, nearest.fx_px, nearest.fy_px)
+
+    def _turning(self, a: GimbalSample, b: GimbalSample) -> bool:
+        """Whether the gimbal turned faster than the limit from ``a`` to ``b``."""
+        angle = quat_angle_rad(a.quaternion_wxyz, b.quaternion_wxyz)
+        return angle > self._max_rate_rad_ns * max(b.host_ns - a.host_ns, 1)
