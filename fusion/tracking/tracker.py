@@ -1,16 +1,13 @@
-"""Placed measurements into tracks: gating, assignment, lifecycle, and exact late fusion.
+"""Placed measurements into tracks, key by key, with late measurements fused exactly.
 
 Pure: measurements carry their host capture times and arrival counts, and nothing here reads
 a clock. Tracks are kept per key (``source:type:id``): the board's key constrains every match,
 so the keys never interact and each has its own history:
 
 - a **frame** is the measurements of one key with one capture time, plus any frame of its
-  source that saw nothing at that time. All of a frame's detections are matched at once: each
-  detection's cost for a track is its squared Mahalanobis distance from the track's prediction,
-  a pair beyond the χ² gate is forbidden, and a detection left unassigned costs the gate
-  (it starts a tentative track instead). The assignment is optimal
-  (:mod:`fusion.tracking.assignment`), first among the tracks confirmed once, then among the
-  tentative ones for the detections left. A detection the gate rejects never moves a track;
+  source that saw nothing at that time. All of a frame's detections are matched to the key's
+  tracks at once (:mod:`fusion.tracking.association`: the χ² gate, the optimal assignment,
+  hits, misses, births and succession);
 - **late measurements are fused exactly**: the frames of the last ``oosm_window_ms`` are kept
   with the tracks as they were before each one. A measurement older than the newest frame is
   put in its place and the frames from there on are replayed, so the result is the one the
@@ -19,8 +16,8 @@ so the keys never interact and each has its own history:
   frame the same way; the same box again (a board that reports one image twice) is a counted
   duplicate.
 
-A new track's number is remembered by the measurement that started it, so a replay gives it the
-same number.
+A new track's number is remembered by the measurement that started it
+(:mod:`fusion.tracking.association`), so a replay gives it the same number.
 """
 
 from __future__ import annotations
@@ -36,8 +33,8 @@ from ..camera import CameraModel
 from ..ranging import RangeSource
 from ..targets import Placement
 from . import motion
-from .assignment import nearest_within, solve
-from .config import TrackingConfig, chi2_quantile
+from .association import Associator
+from .config import TrackingConfig
 from .history import (
     SAME_IMAGE_NS,
     Detection,
@@ -48,11 +45,10 @@ from .history import (
     repeated,
 )
 from .noise import PixelScale, position_covariance
-from .tracks import MISS, Lifecycle, Track
+from .tracks import Lifecycle, Track
 
 _INF = float("inf")
 _MAX_FRAMES = 4096  # per key, whatever the window: a bound on memory at absurd frame rates
-_MAX_BORN = 4096  # the numbers of the tracks recently started, by their first measurement
 
 
 class Estimate(NamedTuple):
@@ -66,12 +62,8 @@ class Tracker:
 
     def __init__(self, camera: CameraModel, config: TrackingConfig | None = None) -> None:
         self._config = c = config or TrackingConfig()
-        self._imm = motion.Imm(c.motion())
         self._noise = c.noise()
         self._gates = {2: c.gate(2), 3: c.gate(3)}
-        # A coasting track's successor may be further than the gate (a manoeuvre the coasting
-        # one did not follow): at the gate's miss rate cubed (0.99: 1e-6, χ²₃ 30.7).
-        self._succession = chi2_quantile(1.0 - (1.0 - c.gate_probability) ** 3, 3)
         self._lifecycle = Lifecycle(
             c.confirm_hits,
             c.confirm_window,
@@ -88,8 +80,6 @@ class Tracker:
         # ``tracks``' last listing: from when, until when (inclusive) it holds, and the list
         self._listed: tuple[int, float, list[Track]] | None = None
         self._count = 0  # the tracks of every key's history: the sum of len(history.tracks)
-        self._born: OrderedDict[int, int] = OrderedDict()  # first arrival -> track number
-        self._next_id = 1
         self._estimates: dict[int, tuple[motion.ImmState, Estimate]] = {}
         # Frames that saw nothing (per source) and positives without a position (per key),
         # heard before any track of theirs: a late first detection replays past them.
@@ -100,6 +90,7 @@ class Tracker:
              "replayed_frames", "duplicates", "gated_out", "tracks_evicted"),
             0,
         )  # fmt: skip
+        self._associator = Associator(c, self._lifecycle, self.counts)
 
     @property
     def config(self) -> TrackingConfig:
@@ -291,9 +282,10 @@ class Tracker:
         if replay:
             self.counts["replayed_frames"] += len(frames) - i
         tracks = before[i]
+        process = self._associator.process
         for k in range(i, len(frames)):
             before[k] = tracks
-            tracks = self._process(tracks, frames[k], counted=not replay)
+            tracks = process(tracks, frames[k], counted=not replay)
         self._count += len(tracks) - len(history.tracks)
         history.tracks = tracks
         self._forget(history)
@@ -309,120 +301,6 @@ class Tracker:
             del history.frames[:drop]
             del times[:drop]
             del history.before[:drop]
-
-    # -- one frame -------------------------------------------------------------------------
-
-    def _process(
-        self, tracks: tuple[Track, ...], frame: Frame, *, counted: bool
-    ) -> tuple[Track, ...]:
-        life, t = self._lifecycle, frame.capture_ns
-        oldest = t - life.delete_after_ns  # alive: hit at or after it
-        alive = [track for track in tracks if track.time_ns >= oldest]
-        hits: dict[int, tuple[motion.Prediction, Detection]] = {}
-        unassigned = list(frame.detections)
-        # Tracks confirmed once choose first, then the tentative ones from what is left: a
-        # new track's prediction is wide, and would otherwise win what is near both.
-        for established in (True, False):
-            candidates = [j for j, track in enumerate(alive) if track.confirmed is established]
-            if not unassigned or not candidates:
-                continue
-            predict = self._imm.predict
-            predictions = {
-                j: predict(alive[j].state, (t - alive[j].time_ns) * 1e-9) for j in candidates
-            }
-            left: list[Detection] = []
-            for i, k in enumerate(self._assign(unassigned, candidates, predictions)):
-                if k is not None:
-                    hits[k] = (predictions[k], unassigned[i])
-                else:
-                    left.append(unassigned[i])
-            if established:
-                self.counts["gated_out"] += counted * len(left)
-            unassigned = left
-        out: list[Track] = []
-        promoted: list[int] = []  # the tracks confirmed by this frame
-        for j, track in enumerate(alive):
-            hit = hits.get(j)
-            if hit is None:
-                missed = life.miss(track)
-                if missed is not None:
-                    out.append(missed)
-                continue
-            prediction, d = hit
-            state = self._imm.update(prediction, d.z_f, d.r_f, d.r)
-            updated = life.hit(track, state, d.placement)
-            if updated.confirmed and not track.confirmed:
-                promoted.append(len(out))
-            out.append(updated)
-        for d in unassigned:
-            state = self._imm.initial_state(d.z, d.r)
-            out.append(life.born(self._number(d.placement.arrival), d.placement.obs.key, state,
-                                 d.placement))  # fmt: skip
-        for index in promoted:
-            self._succeed(out, index, t, counted=counted)
-        return tuple(out)
-
-    @staticmethod
-    def _assign(
-        detections: list[Detection],
-        candidates: list[int],
-        predictions: dict[int, motion.Prediction],
-    ) -> list[int | None]:
-        """For each detection, the candidate it is assigned (``None``: none): the minimum total
-        of squared Mahalanobis distances, a pair beyond the gate forbidden, a detection left
-        unassigned costing its gate. One detection (a key's usual frame) takes the nearest
-        candidate within its gate, the first of equals: what the solver gives that one row."""
-        mahalanobis2 = motion.mahalanobis2
-        if len(detections) == 1:
-            d = detections[0]
-            costs = [mahalanobis2(predictions[j], d.z_f, d.r_f) for j in candidates]
-            k = nearest_within(costs, d.gate)
-            return [None if k is None else candidates[k]]
-        n, m = len(detections), len(candidates)
-        cost = [[_INF] * (m + n) for _ in detections]
-        for i, d in enumerate(detections):
-            for k, j in enumerate(candidates):
-                d2 = mahalanobis2(predictions[j], d.z_f, d.r_f)
-                if d2 <= d.gate:
-                    cost[i][k] = d2
-            cost[i][m + i] = d.gate
-        return [candidates[k] if k < m else None for k in solve(cost)]
-
-    def _succeed(self, tracks: list[Track], index: int, t: int, *, counted: bool) -> None:
-        """A track just confirmed where a coasting one of its key is predicted to be takes
-        that one's number, and the coasting one ends: a target whose first frames of a
-        manoeuvre fell outside the gate keeps its number. The new estimate is the new track's
-        own; nothing of the old one moves it."""
-        new = tracks[index]
-        state = new.state  # judged with the gains' covariance, as the gate judges
-        mean, cov = motion.combined(state.x, state.p, state.mu)
-        best: tuple[float, int] | None = None
-        for k, old in enumerate(tracks):
-            if k == index or not old.confirmed or old.window[-1] != MISS:
-                continue
-            ahead = self._imm.predict(old.state, (t - old.time_ns) * 1e-9)
-            old_mean, old_cov = motion.combined(ahead.x, ahead.p, ahead.mu)
-            gap = mean[:3] - old_mean[:3]
-            d2 = float(gap @ np.linalg.solve(cov[:3, :3] + old_cov[:3, :3], gap))
-            if d2 <= self._succession and (best is None or d2 < best[0]):
-                best = (d2, k)
-        if best is not None:
-            old = tracks[best[1]]
-            tracks[index] = new._replace(track_id=old.track_id)
-            del tracks[best[1]]
-            self.counts["tracks_continued"] += counted
-
-    def _number(self, arrival: int) -> int:
-        """The track number for a track started by the measurement that arrived as
-        ``arrival``: the same in every replay."""
-        number = self._born.get(arrival)
-        if number is None:
-            number = self._born[arrival] = self._next_id
-            self._next_id += 1
-            self.counts["tracks_started"] += 1
-            while len(self._born) > _MAX_BORN:
-                self._born.popitem(last=False)
-        return number
 
     def _bound(self) -> None:
         """At most ``max_tracks``: the least recently hit go first (counted)."""

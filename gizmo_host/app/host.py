@@ -52,7 +52,8 @@ from gizmo_host.deploy.diagnostics import explain_open_error
 from gizmo_host.errors import ServiceFailed
 from gizmo_host.jsonl import encode_line
 from gizmo_host.live.event_loop import first_done
-from gizmo_host.live.link import BytesCallback, OpenFunction
+from gizmo_host.live.link import BytesCallback
+from gizmo_host.live.serial_port import OpenFunction
 from gizmo_host.live.service import GizmoService
 from gizmo_host.publish.lines import JsonLinesPublisher, Message, with_types
 from gizmo_host.stream.events import LinkEvent, ReceivedResult, version_message

@@ -8,9 +8,8 @@ count of failures in a row resets once a connection reaches UP) and retries fore
 spinning. Every state transition (DOWN -> CONNECTING -> SYNCING -> UP ->
 SILENT and back) is counted, logged and handed to ``on_event`` with host time and reason.
 
-serialx does the open (exclusive ``flock``), the termios set-up and the close in the event
-loop's executor, so a slow driver never stalls the loop; ``low_latency`` is requested where the
-driver supports it, and the port is closed with ``abort()``: no flush, no drain.
+The port itself (serialx's open and close, the protocol that reports a connection's end) is
+:mod:`gizmo_host.live.serial_port`.
 
 On a tty the link reads the descriptor itself (serialx's transport is paused once open): one
 ``os.read`` per wake-up and nothing else between the event loop and the parser, and a read that
@@ -36,6 +35,14 @@ from typing import Any, NamedTuple
 from gizmo_core import LinkState
 from gizmo_host.errors import IllegalTransition
 from gizmo_host.live.link_config import LinkConfig
+from gizmo_host.live.serial_port import (
+    OpenFunction,
+    ReaderProtocol,
+    close_port,
+    describe_loss,
+    open_serial,
+    serial_error,
+)
 from gizmo_host.live.subscription import FailureCounter
 from gizmo_host.live.tty_reads import FrameReads, tty_descriptor
 from gizmo_host.stream.events import LinkEvent
@@ -57,27 +64,9 @@ LOGGER = logging.getLogger(__name__)
 ResultsCallback = Callable[[list[VisionResult], int], None]
 BytesCallback = Callable[[bytes, int], None]
 EventCallback = Callable[[LinkEvent], None]
-OpenFunction = Callable[..., Any]
-CLOSE_TIMEOUT_S = 2.0
 TTY_READ_SIZE = 4096  # the most the tty layer (n_tty) returns from one read
 _TIMER_SLACK_NS = 1_000_000  # a timer due within this is due now (loop and clock rounding)
 _UP = LinkState.UP
-
-
-# serialx is imported when a port is first opened: offline replay, which drives the link
-# without a port, and the tools never pay for its import (about 25 ms of a replay's start-up).
-async def open_serial(*args: Any, **kwargs: Any) -> Any:
-    """``serialx.create_serial_connection``."""
-    import serialx  # noqa: PLC0415
-
-    return await serialx.create_serial_connection(*args, **kwargs)
-
-
-def _serial_error() -> type[Exception]:
-    """``serialx.SerialException``: only asked for when an open or a close has failed."""
-    import serialx  # noqa: PLC0415
-
-    return serialx.SerialException
 
 
 class LinkStats(NamedTuple):
@@ -92,28 +81,6 @@ class LinkStats(NamedTuple):
     header_errors: int
     bytes_discarded: int
     callback_errors: int  # consumer callbacks that raised; the link went on reading
-
-
-class _ReaderProtocol(asyncio.Protocol):
-    """Forwards bytes to the link; ``lost`` resolves when the connection ends."""
-
-    def __init__(self, link: SerialLink, lost: asyncio.Future[BaseException | None]) -> None:
-        # The link's handler itself, not a method that forwards to it: one call less per read.
-        self.data_received = link._data_received  # type: ignore[method-assign]
-        self.lost = lost
-        self.transport: asyncio.ReadTransport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def eof_received(self) -> bool:
-        if not self.lost.done():
-            self.lost.set_result(EOFError("end of file"))
-        return False
-
-    def connection_lost(self, exc: BaseException | None) -> None:
-        if not self.lost.done():
-            self.lost.set_result(exc)
 
 
 class SerialLink:
@@ -204,7 +171,7 @@ class SerialLink:
                     f"opening at {self.baudrate} baud, attempt {self._open_attempts}",
                 )
                 lost: asyncio.Future[BaseException | None] = loop.create_future()
-                protocol = _ReaderProtocol(self, lost)
+                protocol = ReaderProtocol(self._data_received, lost)
                 try:
                     transport, _ = await self._open(
                         loop,
@@ -214,7 +181,7 @@ class SerialLink:
                         exclusive=True,
                         low_latency=True,
                     )
-                except (OSError, _serial_error()) as exc:
+                except (OSError, serial_error()) as exc:
                     self._open_failures += 1
                     # The explanation may scan /proc: keep it off the event loop.
                     reason = await loop.run_in_executor(None, self._explain_failure, exc)
@@ -227,7 +194,7 @@ class SerialLink:
         finally:
             self._feed(LinkInput.STOPPED, REASON_STOPPED)
 
-    async def _serve(self, transport: Any, protocol: _ReaderProtocol) -> bool:
+    async def _serve(self, transport: Any, protocol: ReaderProtocol) -> bool:
         """Read until the connection ends; returns whether it ever reached UP."""
         loop = asyncio.get_running_loop()
         self._parser.reset()  # a partial frame from the previous connection will never complete
@@ -241,7 +208,7 @@ class SerialLink:
             )
             exc = await protocol.lost
             self._disconnects += 1
-            self._feed(LinkInput.LOST, f"disconnected: {_describe(exc)}")
+            self._feed(LinkInput.LOST, f"disconnected: {describe_loss(exc)}")
             return self._reached_up
         finally:
             if self._silent_check is not None:
@@ -254,28 +221,7 @@ class SerialLink:
             if self._wakeup is not None:
                 self._wakeup.restore()  # the next program to open the port gets its old VMIN
             self._wakeup = None
-            transport.abort()  # no flush: nothing of ours is worth waiting for
-            await self._wait_closed(transport)
-
-    async def _wait_closed(self, transport: Any) -> None:
-        """Wait (bounded) for the close to finish, even when the link is being cancelled:
-        nothing of the connection may outlive the link's task."""
-        closing = asyncio.ensure_future(transport.wait_closed())
-        cancelled = False
-        while not closing.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(closing), CLOSE_TIMEOUT_S)
-            except asyncio.CancelledError:
-                cancelled = True  # finish closing first, then stop
-            except (OSError, _serial_error(), asyncio.TimeoutError) as exc:
-                LOGGER.debug("%s: close: %s", self.path, exc)
-                break
-        if not closing.done():
-            closing.cancel()
-        elif not closing.cancelled() and closing.exception() is not None:
-            LOGGER.debug("%s: close: %s", self.path, closing.exception())
-        if cancelled:
-            raise asyncio.CancelledError
+            await close_port(transport, self.path)
 
     def _read_directly(
         self,
@@ -430,11 +376,3 @@ class SerialLink:
     def _callback_failed(self, name: str) -> None:
         """A consumer's bug must not stop the reader: counted and logged, never raised."""
         self._callback_errors.failed("%s: %s callback", self.path, name)
-
-
-def _describe(exc: BaseException | None) -> str:
-    if exc is None:
-        return "closed"
-    if isinstance(exc, OSError) and exc.errno is not None:
-        return f"[errno {exc.errno}] {exc.strerror}"
-    return str(exc) or type(exc).__name__

@@ -32,8 +32,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from gizmo_core import LinkState, Selector
-from gizmo_host.live.link import BytesCallback, OpenFunction, SerialLink
+from gizmo_host.live.link import BytesCallback, SerialLink
 from gizmo_host.live.link_config import LinkConfig, PipelineConfig
+from gizmo_host.live.serial_port import OpenFunction
 from gizmo_host.live.subscription import FailureCounter, FailureLatch, Subscription
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkEvent, ReceivedResult

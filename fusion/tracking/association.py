@@ -1,0 +1,158 @@
+"""One frame into a key's tracks: gating, optimal assignment, hits, misses, births, succession.
+
+All of a frame's detections are matched at once: each detection's cost for a track is its
+squared Mahalanobis distance from the track's prediction, a pair beyond the χ² gate is
+forbidden, and a detection left unassigned costs the gate (it starts a tentative track
+instead). The assignment is optimal (:mod:`fusion.tracking.assignment`), first among the
+tracks confirmed once, then among the tentative ones for the detections left. A detection the
+gate rejects never moves a track.
+
+A track just confirmed where a coasting one of its key is predicted to be succeeds it and takes
+its number. A new track's number is remembered by the measurement that started it, so a replay
+of the frame gives it the same number.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from . import motion
+from .assignment import nearest_within, solve
+from .config import TrackingConfig, chi2_quantile
+from .history import Detection, Frame
+from .tracks import MISS, Lifecycle, Track
+
+_INF = float("inf")
+_MAX_BORN = 4096  # the numbers of the tracks recently started, by their first measurement
+
+
+class Associator:
+    """Runs one frame on a set of tracks (``process``) and numbers the tracks it starts;
+    counts into the tracker's ``counts``."""
+
+    def __init__(
+        self, config: TrackingConfig, lifecycle: Lifecycle, counts: dict[str, int]
+    ) -> None:
+        self._imm = motion.Imm(config.motion())
+        # A coasting track's successor may be further than the gate (a manoeuvre the coasting
+        # one did not follow): at the gate's miss rate cubed (0.99: 1e-6, χ²₃ 30.7).
+        self._succession = chi2_quantile(1.0 - (1.0 - config.gate_probability) ** 3, 3)
+        self._lifecycle = lifecycle
+        self._counts = counts  # gated_out, tracks_started, tracks_continued
+        self._born: OrderedDict[int, int] = OrderedDict()  # first arrival -> track number
+        self._next_id = 1
+
+    def process(
+        self, tracks: tuple[Track, ...], frame: Frame, *, counted: bool
+    ) -> tuple[Track, ...]:
+        """The tracks after ``frame`` (``counted``: the first time it is run, not a replay)."""
+        life, t = self._lifecycle, frame.capture_ns
+        oldest = t - life.delete_after_ns  # alive: hit at or after it
+        alive = [track for track in tracks if track.time_ns >= oldest]
+        hits: dict[int, tuple[motion.Prediction, Detection]] = {}
+        unassigned = list(frame.detections)
+        # Tracks confirmed once choose first, then the tentative ones from what is left: a
+        # new track's prediction is wide, and would otherwise win what is near both.
+        for established in (True, False):
+            candidates = [j for j, track in enumerate(alive) if track.confirmed is established]
+            if not unassigned or not candidates:
+                continue
+            predict = self._imm.predict
+            predictions = {
+                j: predict(alive[j].state, (t - alive[j].time_ns) * 1e-9) for j in candidates
+            }
+            left: list[Detection] = []
+            for i, k in enumerate(self._assign(unassigned, candidates, predictions)):
+                if k is not None:
+                    hits[k] = (predictions[k], unassigned[i])
+                else:
+                    left.append(unassigned[i])
+            if established:
+                self._counts["gated_out"] += counted * len(left)
+            unassigned = left
+        out: list[Track] = []
+        promoted: list[int] = []  # the tracks confirmed by this frame
+        for j, track in enumerate(alive):
+            hit = hits.get(j)
+            if hit is None:
+                missed = life.miss(track)
+                if missed is not None:
+                    out.append(missed)
+                continue
+            prediction, d = hit
+            state = self._imm.update(prediction, d.z_f, d.r_f, d.r)
+            updated = life.hit(track, state, d.placement)
+            if updated.confirmed and not track.confirmed:
+                promoted.append(len(out))
+            out.append(updated)
+        for d in unassigned:
+            state = self._imm.initial_state(d.z, d.r)
+            out.append(life.born(self._number(d.placement.arrival), d.placement.obs.key, state,
+                                 d.placement))  # fmt: skip
+        for index in promoted:
+            self._succeed(out, index, t, counted=counted)
+        return tuple(out)
+
+    @staticmethod
+    def _assign(
+        detections: list[Detection],
+        candidates: list[int],
+        predictions: dict[int, motion.Prediction],
+    ) -> list[int | None]:
+        """For each detection, the candidate it is assigned (``None``: none): the minimum total
+        of squared Mahalanobis distances, a pair beyond the gate forbidden, a detection left
+        unassigned costing its gate. One detection (a key's usual frame) takes the nearest
+        candidate within its gate, the first of equals: what the solver gives that one row."""
+        mahalanobis2 = motion.mahalanobis2
+        if len(detections) == 1:
+            d = detections[0]
+            costs = [mahalanobis2(predictions[j], d.z_f, d.r_f) for j in candidates]
+            k = nearest_within(costs, d.gate)
+            return [None if k is None else candidates[k]]
+        n, m = len(detections), len(candidates)
+        cost = [[_INF] * (m + n) for _ in detections]
+        for i, d in enumerate(detections):
+            for k, j in enumerate(candidates):
+                d2 = mahalanobis2(predictions[j], d.z_f, d.r_f)
+                if d2 <= d.gate:
+                    cost[i][k] = d2
+            cost[i][m + i] = d.gate
+        return [candidates[k] if k < m else None for k in solve(cost)]
+
+    def _succeed(self, tracks: list[Track], index: int, t: int, *, counted: bool) -> None:
+        """A track just confirmed where a coasting one of its key is predicted to be takes
+        that one's number, and the coasting one ends: a target whose first frames of a
+        manoeuvre fell outside the gate keeps its number. The new estimate is the new track's
+        own; nothing of the old one moves it."""
+        new = tracks[index]
+        state = new.state  # judged with the gains' covariance, as the gate judges
+        mean, cov = motion.combined(state.x, state.p, state.mu)
+        best: tuple[float, int] | None = None
+        for k, old in enumerate(tracks):
+            if k == index or not old.confirmed or old.window[-1] != MISS:
+                continue
+            ahead = self._imm.predict(old.state, (t - old.time_ns) * 1e-9)
+            old_mean, old_cov = motion.combined(ahead.x, ahead.p, ahead.mu)
+            gap = mean[:3] - old_mean[:3]
+            d2 = float(gap @ np.linalg.solve(cov[:3, :3] + old_cov[:3, :3], gap))
+            if d2 <= self._succession and (best is None or d2 < best[0]):
+                best = (d2, k)
+        if best is not None:
+            old = tracks[best[1]]
+            tracks[index] = new._replace(track_id=old.track_id)
+            del tracks[best[1]]
+            self._counts["tracks_continued"] += counted
+
+    def _number(self, arrival: int) -> int:
+        """The track number for a track started by the measurement that arrived as
+        ``arrival``: the same in every replay."""
+        number = self._born.get(arrival)
+        if number is None:
+            number = self._born[arrival] = self._next_id
+            self._next_id += 1
+            self._counts["tracks_started"] += 1
+            while len(self._born) > _MAX_BORN:
+                self._born.popitem(last=False)
+        return number
