@@ -61,6 +61,12 @@ def _extensions(root: Path) -> list[Path]:
     return sorted(found)
 
 
+def build_kind(root: Path = ROOT) -> str:
+    """How the tree at ``root`` runs, for a benchmark's header."""
+    count = len(_extensions(root))
+    return f"compiled with mypyc ({count} modules)" if count else "interpreted"
+
+
 def is_compiled(module: ModuleType) -> bool:
     """Whether ``module`` was imported from a compiled extension (its classes then take no
     monkeypatched methods: a test that patches one says so)."""
