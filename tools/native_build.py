@@ -6,7 +6,8 @@ to their sources (the same code, type-checked by ``mypy --strict`` already; abou
 CPU a frame in offline replay, bench/replay.py). Without a C compiler, or with
 ``GIZMO_HOST_INTERPRETED=1``, the project runs interpreted, and says so. A build whose
 sources are unchanged (their SHA-256 in the manifest, with mypy's and Python's versions) is
-not redone. A failed build leaves nothing compiled behind: interpreted is always correct.
+not redone. A failed build leaves nothing compiled behind (interpreted is always correct), and
+is not tried again until a source, mypy or Python changes.
 
 Modules are chosen for their cost per frame and for being plain typed Python: no class that
 code elsewhere builds with ``object.__new__`` (``fusion.inputs``), no asyncio, no I/O.
@@ -110,6 +111,10 @@ def build() -> int:
         clean()
         print("native: no C compiler here: running interpreted (about 1.4x the CPU a frame)")
         return 0
+    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").exists():
+        clean()
+        print("native: no Python headers here (python3-dev): running interpreted")
+        return 0
     try:
         from mypy.version import __version__ as mypy_version  # noqa: PLC0415 - test extra
     except ImportError:
@@ -118,15 +123,18 @@ def build() -> int:
         return 0
     want = _wanted(mypy_version)
     manifest = manifest_path()
+    log = manifest.with_suffix(".log")
     try:
         have = json.loads(manifest.read_text())
     except (OSError, ValueError):
         have = None
     if have == want and not stale_modules():
         return 0
+    if have == {**want, "failed": True}:  # not tried again until something changes
+        print(f"native: the last build of these sources failed ({log}): running interpreted")
+        return 0
     clean()
     print(f"native: compiling {len(MODULES)} modules with mypyc (about a minute)", flush=True)
-    log = ROOT / "build" / f"native{EXTENSION.removesuffix('.so')}.log"
     log.parent.mkdir(exist_ok=True)
     with log.open("w") as out:
         done = subprocess.run(
@@ -138,6 +146,7 @@ def build() -> int:
         )
     if done.returncode != 0:
         clean()
+        manifest.write_text(json.dumps({**want, "failed": True}, indent=1, sort_keys=True))
         tail = log.read_text().strip().splitlines()[-3:]
         print(f"native: the build failed ({log}): running interpreted", *tail, sep="\n  ")
         return 0
