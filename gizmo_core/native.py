@@ -54,11 +54,13 @@ def stale_modules(root: Path = ROOT) -> list[str]:
 
 
 def _extensions(root: Path) -> list[Path]:
-    """This interpreter's extension modules among the project's packages (mypyc's)."""
+    """This interpreter's extension modules among the project's packages (mypyc's), but
+    their shared runtime."""
     found: list[Path] = []
     for package in ("gizmo_core", "gizmo_host", "fusion", "rfly_link", "hil_geometry"):
         found.extend((root / package).rglob(f"*{EXTENSION}"))
-    return sorted(found)
+    # mypyc's runtime, which every compiled module imports, has no source of its own
+    return sorted(p for p in found if not p.name.endswith(f"__mypyc{EXTENSION}"))
 
 
 def build_kind(root: Path = ROOT) -> str:
@@ -70,7 +72,8 @@ def build_kind(root: Path = ROOT) -> str:
 def is_compiled(module: ModuleType) -> bool:
     """Whether ``module`` was imported from a compiled extension (its classes then take no
     monkeypatched methods: a test that patches one says so)."""
-    return str(getattr(module, "__file__", "")).endswith(EXTENSION)
+    spec = getattr(module, "__spec__", None)  # its true origin: mypyc derives ``__file__``
+    return str(getattr(spec, "origin", "")).endswith(EXTENSION)
 
 
 def stale_message(stale: list[str]) -> str:

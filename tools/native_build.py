@@ -76,6 +76,15 @@ MODULES = (
     "gizmo_host/publish/lines.py",
 )
 OPT_OUT = "GIZMO_HOST_INTERPRETED"
+# mypyc's runtime, shared by the compiled modules: inside a package, where the installed
+# project's import path finds it from any directory (a top-level module would need the root).
+SHARED = "gizmo_core._native"
+_SETUP = """from setuptools import setup
+from mypyc.build import mypycify
+
+modules = {modules!r}
+setup(name="gizmo-host-native", ext_modules=mypycify(modules, opt_level="3", group_name={group!r}))
+"""
 
 
 def _compiler() -> str | None:
@@ -97,7 +106,7 @@ def clean() -> None:
     for package in {m.split("/")[0] for m in MODULES}:
         for extension in (ROOT / package).rglob(f"*{EXTENSION}"):
             extension.unlink()
-    for shared in ROOT.glob(f"*__mypyc{EXTENSION}"):
+    for shared in ROOT.glob(f"*__mypyc{EXTENSION}"):  # an older build's, at the root
         shared.unlink()
     manifest_path().unlink(missing_ok=True)
 
@@ -136,9 +145,11 @@ def build() -> int:
     clean()
     print(f"native: compiling {len(MODULES)} modules with mypyc (about a minute)", flush=True)
     log.parent.mkdir(exist_ok=True)
+    setup = log.with_name("native_setup.py")
+    setup.write_text(_SETUP.format(modules=list(MODULES), group=SHARED))
     with log.open("w") as out:
         done = subprocess.run(
-            [sys.executable, "-m", "mypyc", *MODULES],
+            [sys.executable, setup, "build_ext", "--inplace"],
             check=False,
             cwd=ROOT,
             stdout=out,
