@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from gizmo_host.app import offline_replay
 from gizmo_host.app.offline_replay import MAX_GAP_NS, OfflineReplay
 from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.capture.reader import CaptureInfo, Datagram, HostLine, PortEvent, UartChunk
@@ -91,3 +95,62 @@ def test_a_day_without_input_is_replayed_through() -> None:
     out = [json.loads(line) for line in host.replay([*chunks, last])]
     assert sum(line["type"] == "stats" for line in out) == MAX_GAP_NS // (60 * 10**9) + 1
     assert out[-1]["replay"]["time_reversals"] == 0
+
+
+_GAP_NS = 2_000 * MS  # the longest gap, for this test (a day of timers is slow)
+_STEPS_NS = (0, 1, MS, 33 * MS, 700 * MS, _GAP_NS, _GAP_NS + 1, -1, -MS)
+_PORT_INPUTS = (LinkInput.OPEN_STARTED, LinkInput.OPENED, LinkInput.LOST, LinkInput.STOPPED)
+
+
+@st.composite
+def _inputs(draw: st.DrawFn) -> list[object]:
+    """Chunks of frames (whole, split, empty) among port events, datagrams and host lines,
+    at times that move on, stand still, go back, or jump to either side of the longest gap."""
+    board = BoardModel(period_ms=33)
+    t_ns, out = T0, []
+    for _ in range(draw(st.integers(1, 40))):
+        t_ns += draw(st.sampled_from(_STEPS_NS))
+        kind = draw(st.sampled_from(["chunk", "chunk", "chunk", "port", "datagram", "line"]))
+        if kind == "chunk":
+            frame = board.next_frame()
+            cut = draw(st.sampled_from([len(frame), 0, 7]))
+            out.append(UartChunk(t_ns, frame[:cut]))
+            if cut not in (0, len(frame)):
+                out.append(UartChunk(t_ns, frame[cut:]))
+        elif kind == "port":
+            out.append(PortEvent(t_ns, draw(st.sampled_from(_PORT_INPUTS)), "recorded"))
+        elif kind == "datagram":
+            out.append(Datagram(t_ns, 30101, "127.0.0.1", ("127.0.0.1", 9), b"x"))
+        else:
+            out.append(HostLine(t_ns, "result", b"{}"))
+    return out
+
+
+def _lines(produce: Iterator[bytes]) -> tuple[list[bytes], str | None]:
+    lines: list[bytes] = []
+    try:
+        lines.extend(produce)
+    except CaptureError as exc:
+        return lines, str(exc)
+    return lines, None
+
+
+def _fed(messages: list[object]) -> Iterator[bytes]:
+    host = OfflineReplay(CaptureInfo(HostSettings(stats_interval_s=1.0)), "c.mcap")
+    for message in messages:
+        yield from host.feed(message)  # type: ignore[arg-type]
+    yield from host.finish()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=_inputs())
+def test_replay_gives_what_feeding_each_message_gives(messages: list[object]) -> None:
+    """``replay`` takes a chunk on an open port through a path of its own; ``feed``, message
+    by message, is its twin: the same lines, counters and damage error, for chunks before an
+    open, after a loss, back in time, at equal times and at either side of the longest gap."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(offline_replay, "MAX_GAP_NS", _GAP_NS)
+        host = OfflineReplay(CaptureInfo(HostSettings(stats_interval_s=1.0)), "c.mcap")
+        replayed = _lines(host.replay(messages))  # type: ignore[arg-type]
+        fed = _lines(_fed(messages))
+    assert replayed == fed
