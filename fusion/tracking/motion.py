@@ -67,6 +67,7 @@ _F_FLAT2 = np.concatenate((_F_FLAT, _F_FLAT + MODES * STATE * STATE))
 _EYES = np.broadcast_to(np.eye(STATE), (MODES, STATE, STATE))
 _EYES2 = np.broadcast_to(np.eye(STATE), (2 * MODES, STATE, STATE))
 _MAX_STEPS = 64  # the per-dt constants kept: a fixed frame rate repeats a few dt
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
 class MotionParams(NamedTuple):
@@ -212,15 +213,18 @@ class Imm:
         ps = both[:MODES]
         blocks = ps[:, :3, :3].tolist()
         positions = [cv_next[:3], ct_next[:3]]
-        return Prediction(
-            np.array([cv_next, ct_next]),
-            ps,
-            np.array([m0, m1]),
-            both[MODES:],
-            (m0, m1),
-            positions,
-            blocks,
-            both,
+        return _new_tuple(
+            Prediction,
+            (
+                np.array([cv_next, ct_next]),
+                ps,
+                np.array([m0, m1]),
+                both[MODES:],
+                (m0, m1),
+                positions,
+                blocks,
+                both,
+            ),
         )
 
     def update(
@@ -269,7 +273,7 @@ class Imm:
         w0, w1 = max(w0 / total, _MIN_PROBABILITY), max(w1 / total, _MIN_PROBABILITY)
         total = w0 + w1
         mu = np.array([w0 / total, w1 / total])
-        return ImmState(x_new, new[:MODES], mu, new[MODES:], new)
+        return _new_tuple(ImmState, (x_new, new[:MODES], mu, new[MODES:], new))
 
 
 def _steps(
