@@ -2,7 +2,10 @@
 """Bootstrap and task runner that needs nothing but Python >= 3.10.
 
 ``python3 dev.py demo`` and ``python3 dev.py test`` create ``.venv`` on first use, install the
-project with its test extras there (again only when ``pyproject.toml`` changes), then run.
+project with its test extras there (again only when ``pyproject.toml`` changes), compile the
+per-frame modules with mypyc where a C compiler is at hand (``tools/native_build.py``; again
+only when their sources change; ``GIZMO_HOST_INTERPRETED=1`` runs everything interpreted), then
+run.
 ``test`` runs ruff (lint and format), ``mypy --strict``, import-linter's layer contracts and
 pytest, stopping at the first that fails; ``test --fast`` skips the tests marked realtime,
 subprocess or hil (the edit loop; CI runs everything). pytest runs in parallel with
@@ -90,8 +93,11 @@ def main(argv: list[str]) -> int:
         )
         return 0 if task == "help" else 2
     ensure_env()
-    if task == "env":
-        return 0
+    # The per-frame modules compiled with mypyc where a C compiler is at hand (or interpreted,
+    # and it says so): redone only when their sources change (tools/native_build.py).
+    rc = run(_python(), ROOT / "tools" / "native_build.py", "build")
+    if rc or task == "env":
+        return rc
     if task == "demo":
         return run(BIN / "gizmo-host", "demo", *rest)
     if task == "regen-goldens":

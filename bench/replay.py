@@ -51,6 +51,7 @@ import _git_ref as git_ref  # noqa: E402 - after the sys.path lines
 from mcap.reader import make_reader  # noqa: E402
 from uart_parser import NaiveParser  # noqa: E402 - the baseline
 
+from gizmo_core.native import build_kind  # noqa: E402
 from gizmo_host.app.capture_world import world_metadata  # noqa: E402
 from gizmo_host.app.offline_replay import OfflineReplay  # noqa: E402
 from gizmo_host.capture.carried_settings import HostSettings  # noqa: E402
@@ -208,7 +209,8 @@ def process_s(path: str) -> float:
 def main() -> int:
     print(
         f"offline replay against the naive parser ({DURATION_S:g} s captures, best of "
-        f"{REPEATS}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f})"
+        f"{REPEATS}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; this tree "
+        f"{build_kind()})"
     )
     print(
         "frames/s: the naive parser fed from memory (naive) and reading the file (naive+file),"
@@ -268,8 +270,9 @@ def compare(ref: str, rounds: int) -> int:
             print(f"--compare needs a git checkout in which {ref!r} names a commit")
             return 2
         print(
-            f"this tree against {ref}: replay CPU us a frame, {rounds} alternating rounds "
-            f"({DURATION_S:g} s captures, load average {os.getloadavg()[0]:.2f})"
+            f"this tree ({build_kind()}) against {ref} ({build_kind(Path(other))}): replay CPU "
+            f"us a frame, {rounds} alternating rounds ({DURATION_S:g} s captures, load average "
+            f"{os.getloadavg()[0]:.2f})"
         )
         print(f"{'capture':<27}{'frames':>8}{'this':>9}{'ref':>9}{'this/ref median':>17}")
         for name, make in _captures().items():

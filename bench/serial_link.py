@@ -55,6 +55,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import _git_ref as git_ref  # noqa: E402 - after the sys.path lines
 
+from gizmo_core.native import build_kind  # noqa: E402
 from gizmo_host.live.event_loop import resolve as resolve_event_loop  # noqa: E402
 from gizmo_host.rigs.board import PtyBoard  # noqa: E402 - after the sys.path line
 from gizmo_host.wire.protocol import VisionResult  # noqa: E402
@@ -368,7 +369,8 @@ def main() -> int:
     print(
         f"gizmo-host run (output: {OUTPUT}, event loop {resolve_event_loop(EVENT_LOOP)}) "
         f"against a minimal reader, alternating on the same pty stream ({WINDOW_S:g} s per run, "
-        f"{REPEATS} pairs, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f})"
+        f"{REPEATS} pairs, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
+        f"{build_kind()})"
     )
     print(
         f"{'stream':<13}{'frames':>7}  {'host CPU %':>10}{'min CPU %':>10}"

@@ -18,7 +18,7 @@ from operator import is_
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from gizmo_core import Decision, HoldReason
+from gizmo_core import Decision, HoldReason, LinkState
 from gizmo_core.clock import ClockStatus
 
 from . import estimates
@@ -31,7 +31,8 @@ from .verdicts import LINK_REASONS, Conditions, global_reasons, ordered
 _UNWORKED = -(2**63)  # ``_Memo.valid_before_ns`` not worked out yet
 _DECISIONS = (Decision.HOLD, Decision.PROCEED)
 _NO_TRACKS: Mapping[str, int] = MappingProxyType({})  # ``_Memo.fused`` without tracking
-_SETTLING = frozenset(s for s in ClockStatus if s.settling)
+_CONVERGING, _RESYNC, _JUMPED = ClockStatus.CONVERGING, ClockStatus.RESYNC, ClockStatus.JUMPED
+_UP = LinkState.UP
 _link_reason = dict(LINK_REASONS).get  # a dict's own lookup: faster than a mapping proxy's
 
 
@@ -105,12 +106,13 @@ class VerdictCheck(Intake):
         elif now_ns - newest.host_ns > self._pose_ttl_ns:
             pose_now = HoldReason.POSE_STALE
         reset, jump, conflict = self._reset_ns, self._jump_ns, self._conflict_ns
-        pose_clock = self._pose_clock
+        pose_clock, link = self._pose_clock, self._link_state
+        # Enum members compared by identity: an enum's hash runs in Python (UP has no reason).
         return (
-            _link_reason(self._link_state),
+            None if link is _UP else _link_reason(link),
             reset is not None and now_ns - reset <= self._reset_hold_ns,
-            pose_clock is ClockStatus.JUMPED,
-            pose_clock in _SETTLING,
+            pose_clock is _JUMPED,
+            pose_clock is _CONVERGING or pose_clock is _RESYNC,  # ``settling``
             conflict is not None and now_ns - conflict <= self._conflict_hold_ns,
             jump is not None and now_ns - jump <= self._jump_hold_ns,
             self._pose_seen or self._config.pose_required,  # ``pose_required``

@@ -10,6 +10,8 @@ import signal
 import pytest
 from hypothesis import HealthCheck, settings
 
+from gizmo_core.native import stale_message, stale_modules
+
 # CI is deterministic (the same examples each run, so a landing is never refused by the luck of
 # the draw); the edit loop draws new examples each run and is where properties find new cases.
 settings.register_profile(
@@ -25,6 +27,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    stale = stale_modules()
+    if stale:  # the tests would test code the sources no longer say
+        pytest.exit(stale_message(stale), returncode=2)
     config.addinivalue_line(
         "markers",
         "long: over ~7 s of wall clock (mostly waiting): started first, so that the workers of "

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
 
+from gizmo_core.native import stale_message, stale_modules
 from gizmo_host.live.stop_signals import install_interrupt_deadline
 
 # Each command's module is imported by its loader when that command is parsed: ``run`` and
@@ -156,6 +157,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
+    stale = stale_modules()
+    if stale:  # a compiled module would run code its source no longer says
+        print(f"gizmo-host: {stale_message(stale)}", file=sys.stderr)
+        return 2
     args = build_parser(words[0] if words else "").parse_args(words)
     restore = install_interrupt_deadline()  # Ctrl-C ends every command within a second
     try:

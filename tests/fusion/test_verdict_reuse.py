@@ -28,10 +28,12 @@ from fusion import (
     VisionObservation,
     WorldConfig,
     WorldModel,
+    verdict_check,
 )
 from gizmo_core import LinkState
 from gizmo_core.clock import ClockStatus
 from tests.support.fusion_inputs import MS, not_detected, observation, pose
+from tests.support.native import interpreted_only
 from tests.support.tracking_sim import CAMERA_CONFIG, tracking_config
 
 TTL_MS = 250
@@ -277,6 +279,7 @@ def _drawn(rng: random.Random) -> Move:
 
 
 @pytest.mark.parametrize("seed", range(4))
+@interpreted_only(verdict_check, "patches WorldModel's methods to count the full checks")
 def test_reuse_is_exercised_and_always_the_full_verdict(seed, monkeypatch):
     """Long runs: the reuse of a check whose targets are the last one's happens often (it is
     what is tested), both verdicts are seen, and every check is the full check's."""

@@ -12,10 +12,12 @@ from gizmo_core import Decision, HoldReason, LinkState, Selector
 from gizmo_host.live.link_config import PipelineConfig
 from gizmo_host.live.service import GizmoService
 from gizmo_host.rigs.board import BoardModel, PtyBoard, play
+from gizmo_host.stream import pipeline as pipeline_module
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.pipeline import FramePipeline
 from gizmo_host.stream.tracker import SequenceEvent
 from gizmo_host.timing import ManualScheduler
+from tests.support.native import interpreted_only
 from tests.support.schemas import validate_as
 from tests.support.waits import wait_link
 
@@ -165,6 +167,7 @@ def test_a_dead_service_task_is_reported_to_the_owner(link_path):
     asyncio.run(main())
 
 
+@interpreted_only(pipeline_module, "subclasses FramePipeline")
 def test_a_failing_verdict_evaluation_is_reported_to_the_owner(link_path):
     """The steady re-publication runs on a loop timer, not a task: a bug in it must still
     reach ``wait_failed`` (``gizmo-host run`` then exits non-zero for systemd to restart)."""

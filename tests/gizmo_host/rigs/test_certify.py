@@ -3,6 +3,7 @@ I/O), and a lean matrix through the real host (the suite's size of ``--quick``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -94,8 +95,7 @@ def test_hold_latency_and_recovery_are_measured_from_the_fault_window():
     for t in times:
         s = snapshot(ground, t)
         if t in held:
-            s = WorldSnapshot(**{**{f: getattr(s, f) for f in s.__slots__},
-                                 "verdict": Decision.HOLD})  # fmt: skip
+            s = dataclasses.replace(s, verdict=Decision.HOLD)
         snaps.append(s)
     result = judged(snaps, [Window("silence", 2.0, 2.5)])
     assert result.hold_latency_s["silence"] == [pytest.approx(0.2)]
@@ -114,8 +114,7 @@ def test_every_fault_class_gets_a_recovery_and_a_hold_that_never_ends_fails():
     for t in times:
         s = snapshot(ground, t)
         if t >= 3_100_000_000:  # held from 3.1 s to the end: a HOLD that never ends
-            s = WorldSnapshot(**{**{f: getattr(s, f) for f in s.__slots__},
-                                 "verdict": Decision.HOLD})  # fmt: skip
+            s = dataclasses.replace(s, verdict=Decision.HOLD)
         snaps.append(s)
     windows = [Window("garbage", 1.5, 2.0), Window("clock_step_back", 3.0, 3.0)]
     result = judged(snaps, windows)

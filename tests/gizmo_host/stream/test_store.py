@@ -6,11 +6,13 @@ from hypothesis import strategies as st
 
 from gizmo_core import Decision, HoldReason, LinkState, Selector
 from gizmo_host import VisionResult
+from gizmo_host.stream import store as store_module
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import ReceivedResult
 from gizmo_host.stream.store import ResultStore, parse_selector
 from gizmo_host.stream.tracker import SequenceEvent
 from gizmo_host.wire.results import ResultType
+from tests.support.native import interpreted_only
 
 MS = 1_000_000
 T0 = 10**12
@@ -262,6 +264,7 @@ class CountingStore(ResultStore):
         return super().is_current(received, now_ns)
 
 
+@interpreted_only(store_module, "subclasses ResultStore to count")
 def test_a_verdict_costs_o1_in_the_number_of_stored_keys():
     """Issue 10 item 5: 1,024 QR keys, every fourth frame "not detected", a verdict after every
     frame. The watched selector's verdict looks at a bounded number of results per frame."""

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Compile the per-frame modules with mypyc, in place, or remove them: ``build`` | ``clean``.
+
+``python3 dev.py`` runs ``build`` after installing: the modules below become C extensions next
+to their sources (the same code, type-checked by ``mypy --strict`` already; about a third less
+CPU a frame in offline replay, bench/replay.py). Without a C compiler, or with
+``GIZMO_HOST_INTERPRETED=1``, the project runs interpreted, and says so. A build whose
+sources are unchanged (their SHA-256 in the manifest, with mypy's and Python's versions) is
+not redone. A failed build leaves nothing compiled behind (interpreted is always correct), and
+is not tried again until a source, mypy or Python changes.
+
+Modules are chosen for their cost per frame and for being plain typed Python: no class that
+code elsewhere builds with ``object.__new__`` (``fusion.inputs``), no asyncio, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from gizmo_core.native import (  # noqa: E402 - after the sys.path line
+    EXTENSION,
+    manifest_path,
+    source_digest,
+    stale_modules,
+)
+
+# The compiled modules, each a source path from the root.
+MODULES = (
+    "fusion/camera.py",
+    "fusion/config.py",
+    "fusion/errors.py",
+    "fusion/estimates.py",
+    "fusion/geometry.py",
+    "fusion/gimbal.py",
+    "fusion/intake.py",
+    "fusion/jump_rule.py",
+    "fusion/placement.py",
+    "fusion/ranging.py",
+    "fusion/simclock.py",
+    "fusion/snapshot.py",
+    "fusion/sources.py",
+    "fusion/targets.py",
+    "fusion/timeline.py",
+    "fusion/timesync.py",
+    "fusion/verdict_check.py",
+    "fusion/verdicts.py",
+    "fusion/world.py",
+    "fusion/tracking/assignment.py",
+    "fusion/tracking/association.py",
+    "fusion/tracking/config.py",
+    "fusion/tracking/history.py",
+    "fusion/tracking/motion.py",
+    "fusion/tracking/noise.py",
+    "fusion/tracking/tracker.py",
+    "fusion/tracking/tracks.py",
+    "gizmo_core/clock/envelope.py",
+    "gizmo_core/clock/line.py",
+    "gizmo_core/clock/mapping.py",
+    "gizmo_core/clock/runs.py",
+    "gizmo_host/stream/clock.py",
+    "gizmo_host/stream/events.py",
+    "gizmo_host/stream/pipeline.py",
+    "gizmo_host/stream/store.py",
+    "gizmo_host/stream/tracker.py",
+    "gizmo_host/wire/parser.py",
+    "gizmo_host/publish/lines.py",
+)
+OPT_OUT = "GIZMO_HOST_INTERPRETED"
+# mypyc's runtime, shared by the compiled modules: inside a package, where the installed
+# project's import path finds it from any directory (a top-level module would need the root).
+SHARED = "gizmo_core._native"
+_SETUP = """from setuptools import setup
+from mypyc.build import mypycify
+
+modules = {modules!r}
+setup(name="gizmo-host-native", ext_modules=mypycify(modules, opt_level="3", group_name={group!r}))
+"""
+
+
+def _compiler() -> str | None:
+    """The C compiler Python's own build used, if this machine has it."""
+    command = shlex.split(str(sysconfig.get_config_var("CC") or "cc"))
+    return shutil.which(command[0]) if command else None
+
+
+def _wanted(mypy_version: str) -> dict[str, object]:
+    return {
+        "python": sys.version,
+        "mypy": mypy_version,
+        "sources": {m: source_digest(ROOT / m) for m in MODULES},
+    }
+
+
+def clean() -> None:
+    """Remove this interpreter's compiled modules and the manifest."""
+    for package in {m.split("/")[0] for m in MODULES}:
+        for extension in (ROOT / package).rglob(f"*{EXTENSION}"):
+            extension.unlink()
+    for shared in ROOT.glob(f"*__mypyc{EXTENSION}"):  # an older build's, at the root
+        shared.unlink()
+    manifest_path().unlink(missing_ok=True)
+
+
+def build() -> int:
+    if os.environ.get(OPT_OUT):
+        clean()
+        print(f"native: {OPT_OUT} is set: running interpreted", flush=True)
+        return 0
+    if _compiler() is None:
+        clean()
+        print("native: no C compiler here: running interpreted (about 1.4x the CPU a frame)")
+        return 0
+    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").exists():
+        clean()
+        print("native: no Python headers here (python3-dev): running interpreted")
+        return 0
+    try:
+        from mypy.version import __version__ as mypy_version  # noqa: PLC0415 - test extra
+    except ImportError:
+        clean()
+        print("native: mypy (its mypyc) is not installed: running interpreted")
+        return 0
+    want = _wanted(mypy_version)
+    manifest = manifest_path()
+    log = manifest.with_suffix(".log")
+    try:
+        have = json.loads(manifest.read_text())
+    except (OSError, ValueError):
+        have = None
+    if have == want and not stale_modules():
+        return 0
+    if have == {**want, "failed": True}:  # not tried again until something changes
+        print(f"native: the last build of these sources failed ({log}): running interpreted")
+        return 0
+    clean()
+    print(f"native: compiling {len(MODULES)} modules with mypyc (about a minute)", flush=True)
+    log.parent.mkdir(exist_ok=True)
+    setup = log.with_name("native_setup.py")
+    setup.write_text(_SETUP.format(modules=list(MODULES), group=SHARED))
+    with log.open("w") as out:
+        done = subprocess.run(
+            [sys.executable, setup, "build_ext", "--inplace"],
+            check=False,
+            cwd=ROOT,
+            stdout=out,
+            stderr=out,
+        )
+    if done.returncode != 0:
+        clean()
+        manifest.write_text(json.dumps({**want, "failed": True}, indent=1, sort_keys=True))
+        tail = log.read_text().strip().splitlines()[-3:]
+        print(f"native: the build failed ({log}): running interpreted", *tail, sep="\n  ")
+        return 0
+    manifest.write_text(json.dumps(want, indent=1, sort_keys=True))
+    print(f"native: {len(MODULES)} modules compiled", flush=True)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["build"]:
+        return build()
+    if argv == ["clean"]:
+        clean()
+        return 0
+    print("usage: native_build.py build|clean", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
