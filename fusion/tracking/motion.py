@@ -67,6 +67,7 @@ _F_FLAT2 = np.concatenate((_F_FLAT, _F_FLAT + MODES * STATE * STATE))
 _EYES = np.broadcast_to(np.eye(STATE), (MODES, STATE, STATE))
 _EYES2 = np.broadcast_to(np.eye(STATE), (2 * MODES, STATE, STATE))
 _MAX_STEPS = 64  # the per-dt constants kept: a fixed frame rate repeats a few dt
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
 class MotionParams(NamedTuple):
@@ -86,12 +87,15 @@ class MotionParams(NamedTuple):
 class ImmState(NamedTuple):
     """Per mode: mean ``x[j]`` (7), the covariance ``p[j]`` (7×7) the gains are made from,
     and ``a[j]``, the error covariance those gains leave under the modes' own motion (what a
-    line reports); mode probabilities ``mu``."""
+    line reports); mode probabilities ``mu``. ``pa``: ``p`` then ``a`` as one (4, 7, 7)
+    array, when they are its views (an update's), so that the next prediction mixes both
+    without joining them first; ``None``: join them."""
 
     x: Array  # (2, 7)
     p: Array  # (2, 7, 7)
     mu: Array  # (2,)
     a: Array  # (2, 7, 7)
+    pa: Array | None = None  # (4, 7, 7): p, then a
 
 
 class Prediction(NamedTuple):
@@ -194,11 +198,13 @@ class Imm:
         # Σ_i w_ij (x_i - x0_j)(x_i - x0_j)ᵀ is w_0j·w_1j·(x_0 - x_1)(x_0 - x_1)ᵀ for two modes
         d = mixed[2]
         spread = np.array((w00 * w10, w01 * w11))[:, None, None] * (d[:, None] * d)
-        # both covariances mixed alike: p (rows 0, 1) and a (rows 2, 3)
+        # both covariances mixed alike, each mode's by one product: p's (0, j), then a's (1, j)
         square = STATE * STATE
-        pa = np.concatenate((p.reshape(MODES, square), state.a.reshape(MODES, square)), axis=1)
-        p0 = (weights[:2] @ pa).reshape(MODES, 2, STATE, STATE)
-        p0 = (p0 + spread[:, None]).transpose(1, 0, 2, 3).reshape(2 * MODES, STATE, STATE)
+        pa = state.pa
+        if pa is None:
+            pa = np.concatenate((p, state.a))
+        p0 = weights[:2] @ pa.reshape(2, MODES, square)
+        p0 = (p0 + spread.reshape(MODES, square)).reshape(2 * MODES, STATE, STATE)
         cv, ct, _ = mixed.tolist()
         values, cv_next, ct_next = _steps(cv, ct, dt_s)
         f = _EYES2.copy()
@@ -207,15 +213,18 @@ class Imm:
         ps = both[:MODES]
         blocks = ps[:, :3, :3].tolist()
         positions = [cv_next[:3], ct_next[:3]]
-        return Prediction(
-            np.array([cv_next, ct_next]),
-            ps,
-            np.array([m0, m1]),
-            both[MODES:],
-            (m0, m1),
-            positions,
-            blocks,
-            both,
+        return _new_tuple(
+            Prediction,
+            (
+                np.array([cv_next, ct_next]),
+                ps,
+                np.array([m0, m1]),
+                both[MODES:],
+                (m0, m1),
+                positions,
+                blocks,
+                both,
+            ),
         )
 
     def update(
@@ -264,7 +273,7 @@ class Imm:
         w0, w1 = max(w0 / total, _MIN_PROBABILITY), max(w1 / total, _MIN_PROBABILITY)
         total = w0 + w1
         mu = np.array([w0 / total, w1 / total])
-        return ImmState(x_new, new[:MODES], mu, new[MODES:])
+        return _new_tuple(ImmState, (x_new, new[:MODES], mu, new[MODES:], new))
 
 
 def _steps(

@@ -49,6 +49,7 @@ from .tracks import Lifecycle, Track
 
 _INF = float("inf")
 _MAX_FRAMES = 4096  # per key, whatever the window: a bound on memory at absurd frame rates
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
 class Estimate(NamedTuple):
@@ -162,7 +163,7 @@ class Tracker:
         z = list(g.position_ned_m or ())
         obs = placement.obs
         box = (obs.center_x, obs.center_y, obs.width, obs.height)
-        return Detection(placement, np.array(z), r, gate, z, r.tolist(), box)
+        return _new_tuple(Detection, (placement, np.array(z), r, gate, z, r.tolist(), box))
 
     # -- inputs ----------------------------------------------------------------------------
 
@@ -273,7 +274,7 @@ class Tracker:
             merged_in = sorted((*old.detections, *added), key=detection_order)
             frames[i] = Frame(capture_ns, tuple(merged_in))
         else:
-            frames.insert(i, Frame(capture_ns, added))
+            frames.insert(i, _new_tuple(Frame, (capture_ns, added)))
             times.insert(i, capture_ns)
             before.insert(i, before[i] if i < len(before) else history.tracks)
         late = i < len(frames) - 1

@@ -27,6 +27,7 @@ from ..targets import Placement
 from .motion import ImmState
 
 MISS = -1  # a window entry for a frame without a hit (a hit holds its arrival count)
+_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
 class TrackStatus(Enum):
@@ -61,7 +62,9 @@ class Lifecycle(NamedTuple):
         capture = placement.obs.host_capture_ns
         window = (*track.window, placement.arrival)[-self.confirm_window :]
         confirmed = track.confirmed or self._enough(window)
-        return Track(track.track_id, track.key, state, capture, placement, window, confirmed)
+        return _new_tuple(
+            Track, (track.track_id, track.key, state, capture, placement, window, confirmed)
+        )
 
     def miss(self, track: Track) -> Track | None:
         """The track after a frame without a hit; ``None`` when a tentative track can no

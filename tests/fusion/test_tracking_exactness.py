@@ -100,6 +100,31 @@ def test_a_whole_run_stays_with_the_textbook_one() -> None:
     assert _close(new.a, old.a)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.lists(st.floats(1e-4, 0.6), min_size=1, max_size=6))
+def test_an_updated_state_predicts_as_the_same_state_with_its_covariances_apart(
+    seed: int, steps: list[float]
+) -> None:
+    """An update's state carries ``p`` and ``a`` as one array (``pa``), which the next
+    prediction mixes without joining them: bit for bit what the two apart give (``pa``
+    None, as a new track's or a test's state), step after step."""
+    state = _state(seed)
+    for k, dt_s in enumerate(steps):
+        joined, apart = IMM.predict(state, dt_s), IMM.predict(state._replace(pa=None), dt_s)
+        for a, b in zip(joined, apart, strict=True):
+            assert type(a) is type(b)
+            if isinstance(a, np.ndarray):
+                assert a.tobytes() == b.tobytes()
+            else:
+                assert a == b
+        z, r = _measurement(seed + k, joined.x[0])
+        state = IMM.update(joined, z.tolist(), r.tolist(), r)
+        assert state.pa is not None
+        assert state.pa[:2].tobytes() == state.p.tobytes()  # p, then a: the order matters
+        assert state.pa[2:].tobytes() == state.a.tobytes()
+        assert not np.array_equal(state.p, state.a)
+
+
 def test_a_step_is_the_same_whatever_steps_came_before() -> None:
     """The per-dt constants are kept: a step of a dt seen before (however many others came
     between, past the bound) is bit for bit a fresh filter's, and a dt 1 ps away is its own."""
