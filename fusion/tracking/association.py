@@ -73,7 +73,9 @@ class Associator:
                 self._counts["gated_out"] += counted * len(left)
             unassigned = left
         out: list[Track] = []
-        promoted: list[int] = []  # the tracks confirmed by this frame
+        # The tracks confirmed by this frame, by identity: a succession removes a track from
+        # ``out``, which moves every later index (two confirmed at once met a stale index).
+        promoted: list[Track] = []
         for j, track in enumerate(alive):
             hit = hits.get(j)
             if hit is None:
@@ -85,14 +87,14 @@ class Associator:
             state = self._imm.update(prediction, d.z_f, d.r_f, d.r)
             updated = life.hit(track, state, d.placement)
             if updated.confirmed and not track.confirmed:
-                promoted.append(len(out))
+                promoted.append(updated)
             out.append(updated)
         for d in unassigned:
             state = self._imm.initial_state(d.z, d.r)
             out.append(life.born(self._number(d.placement.arrival), d.placement.obs.key, state,
                                  d.placement))  # fmt: skip
-        for index in promoted:
-            self._succeed(out, index, t, counted=counted)
+        for new in promoted:
+            self._succeed(out, new, t, counted=counted)
         return tuple(out)
 
     @staticmethod
@@ -121,12 +123,12 @@ class Associator:
             cost[i][m + i] = d.gate
         return [candidates[k] if k < m else None for k in solve(cost)]
 
-    def _succeed(self, tracks: list[Track], index: int, t: int, *, counted: bool) -> None:
+    def _succeed(self, tracks: list[Track], new: Track, t: int, *, counted: bool) -> None:
         """A track just confirmed where a coasting one of its key is predicted to be takes
         that one's number, and the coasting one ends: a target whose first frames of a
         manoeuvre fell outside the gate keeps its number. The new estimate is the new track's
         own; nothing of the old one moves it."""
-        new = tracks[index]
+        index = next(k for k, track in enumerate(tracks) if track is new)
         state = new.state  # judged with the gains' covariance, as the gate judges
         mean, cov = motion.combined(state.x, state.p, state.mu)
         best: tuple[float, int] | None = None

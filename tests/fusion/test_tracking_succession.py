@@ -1,0 +1,59 @@
+"""Succession when two tentative tracks are confirmed by the same frame (a fuzzer's finding:
+the first one's succession removed a coasting track before the second, whose place in the
+list it still held by index: an IndexError, or the wrong track renamed)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fusion.tracking import TrackingConfig
+from fusion.tracking.association import Associator
+from fusion.tracking.history import Detection, Frame
+from fusion.tracking.motion import ImmState
+from fusion.tracking.tracks import MISS, Lifecycle, Track
+from tests.support.tracking_inputs import MS, placed
+
+T0 = 1_000_000_000
+R = 0.01  # m², each axis: the detections' covariance
+GATE = 11.345  # χ²₃ at 0.99, the default gate
+CONFIG = TrackingConfig(confirm_hits=2, confirm_window=3)
+LIFE = Lifecycle(2, 3, round(CONFIG.delete_after_ms * 1e6))
+
+
+def _still(point: tuple[float, float, float], variance: float) -> ImmState:
+    """Both modes at ``point``, still, every variance ``variance`` (velocity and turn rate
+    included), even odds."""
+    x = np.zeros((2, 7))
+    x[:, :3] = point
+    p = np.stack([np.eye(7) * variance] * 2)
+    return ImmState(x, p, np.array([0.5, 0.5]), p.copy())
+
+
+def _detection(arrival: int, point: tuple[float, float, float]) -> Detection:
+    p = placed(T0 + 200 * MS, arrival, point)
+    r = np.eye(3) * R
+    o = p.obs
+    box = (o.center_x, o.center_y, o.width, o.height)
+    return Detection(p, np.array(point), r, GATE, list(point), r.tolist(), box)
+
+
+def test_two_tracks_confirmed_by_one_frame_where_the_first_succeeds_a_coasting_one():
+    """A coasting track (1) at the origin; tentative 2 at 0.65 m from it (out of 1's gate,
+    d² about 21 > 11.3, within the succession's, about 21 < 30.7) and tentative 3 far away.
+    One frame hits 2 and 3 (both confirmed): 2 takes number 1, 1 ends, 3 stays 3."""
+    coasting = Track(1, "1:5:11", _still((0.0, 0.0, 0.0), 0.01), T0, placed(T0, 2, (0.0, 0.0, 0.0)),
+                     (1, 2, MISS), True)  # fmt: skip
+    near = Track(2, "1:5:11", _still((0.65, 0.0, 0.0), 0.01), T0 + 100 * MS,
+                 placed(T0 + 100 * MS, 3, (0.65, 0.0, 0.0)), (3,), False)  # fmt: skip
+    far = Track(3, "1:5:11", _still((30.0, 30.0, 0.0), 0.01), T0 + 100 * MS,
+                placed(T0 + 100 * MS, 4, (30.0, 30.0, 0.0)), (4,), False)  # fmt: skip
+    frame = Frame(
+        T0 + 200 * MS, (_detection(5, (0.65, 0.0, 0.0)), _detection(6, (30.0, 30.0, 0.0)))
+    )
+    counts = {"gated_out": 0, "tracks_started": 0, "tracks_continued": 0}
+    out = Associator(CONFIG, LIFE, counts).process((coasting, near, far), frame, counted=True)
+    assert sorted(t.track_id for t in out) == [1, 3]
+    renamed = next(t for t in out if t.track_id == 1)
+    assert renamed.window == (3, 5) and renamed.confirmed  # 2's hits, under 1's number
+    assert next(t for t in out if t.track_id == 3).window == (4, 6)
+    assert counts == {"gated_out": 2, "tracks_started": 0, "tracks_continued": 1}
