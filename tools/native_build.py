@@ -137,7 +137,8 @@ def build() -> int:
         have = json.loads(manifest.read_text())
     except (OSError, ValueError):
         have = None
-    if have == want and not stale_modules():
+    built = all((ROOT / m).with_suffix(EXTENSION).exists() for m in MODULES)
+    if have == want and built and not stale_modules():
         return 0
     if have == {**want, "failed": True}:  # not tried again until something changes
         print(f"native: the last build of these sources failed ({log}): running interpreted")
