@@ -63,6 +63,7 @@ MODULES = (
     "fusion/tracking/noise.py",
     "fusion/tracking/tracker.py",
     "fusion/tracking/tracks.py",
+    "hil_geometry/rotations.py",
     "gizmo_core/clock/envelope.py",
     "gizmo_core/clock/line.py",
     "gizmo_core/clock/mapping.py",
