@@ -74,6 +74,30 @@ def test_offline_replay_opens_no_port_and_never_imports_serialx():
     assert out.stderr.split()[-2:] == ["0", "False"]
 
 
+def test_a_command_runs_blas_on_one_thread():
+    """The world model's matrices are 7x7: a second BLAS thread only spins between calls.
+    OpenBLAS is started with two here, so the command's limit is what brings it to one."""
+    import os
+    import subprocess
+    import sys
+
+    capture = Path(__file__).parent / "captures" / "clean.mcap"
+    probe = (
+        "import sys, io; from threadpoolctl import threadpool_info\n"
+        "from gizmo_host.cli.main import main\n"
+        "def blas(): return [i['num_threads'] for i in threadpool_info()"
+        " if i['user_api'] == 'blas']\n"
+        "before = blas(); sys.stdout = io.TextIOWrapper(io.BytesIO())\n"
+        f"code = main(['replay', {str(capture)!r}, '--offline'])\n"
+        "print(code, before, blas(), file=sys.stderr)"
+    )
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2"}
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stderr.splitlines()[-1] == "0 [2] [1]"
+
+
 def _imported_rigs(*commands: str) -> list[str]:
     """The simulator modules imported by parsing ``commands`` in a fresh interpreter."""
     import subprocess

@@ -11,6 +11,8 @@ import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
 
+from threadpoolctl import threadpool_limits
+
 from gizmo_core.native import stale_message, stale_modules
 from gizmo_host.live.stop_signals import install_interrupt_deadline
 
@@ -162,6 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gizmo-host: {stale_message(stale)}", file=sys.stderr)
         return 2
     args = build_parser(words[0] if words else "").parse_args(words)
+    # The world model's matrices are 7x7: a BLAS worker thread never helps there, and
+    # OpenBLAS's spin between calls (about 4 % more CPU a frame, docs/bench.md).
+    threadpool_limits(1, user_api="blas")
     restore = install_interrupt_deadline()  # Ctrl-C ends every command within a second
     try:
         return int(args._module.run(args) or 0)
