@@ -44,12 +44,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# One BLAS thread, as every gizmo-host command runs (gizmo_host.cli.main): set before numpy
+# loads, here and in ``--compare``'s processes, which inherit it.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import _git_ref as git_ref  # noqa: E402 - after the sys.path lines
 from mcap.reader import make_reader  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
 from uart_parser import NaiveParser  # noqa: E402 - the baseline
 
 from gizmo_core.native import build_kind  # noqa: E402
@@ -208,7 +210,6 @@ def process_s(path: str) -> float:
 
 
 def main() -> int:
-    threadpool_limits(1, user_api="blas")  # as every gizmo-host command runs (cli.main)
     print(
         f"offline replay against the naive parser ({DURATION_S:g} s captures, best of "
         f"{REPEATS}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; this tree "
@@ -249,8 +250,6 @@ def main() -> int:
 # One side of ``--compare``: the replay of one capture by the tree at argv[1], best CPU time.
 _ONE_SIDE = """
 import gc, sys, time
-from threadpoolctl import threadpool_limits
-threadpool_limits(1, user_api="blas")  # both sides as the command runs: the code compared
 sys.path.insert(0, sys.argv[1])
 from gizmo_host.app.offline_replay import OfflineReplay
 from gizmo_host.capture.reader import CaptureReader

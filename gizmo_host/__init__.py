@@ -15,7 +15,6 @@ Layers, each importing only those below it (checked by import-linter):
 from typing import TYPE_CHECKING
 
 from gizmo_host.errors import EncodeError, FrameError, GizmoError
-from gizmo_host.wire.batch import FRAME_DTYPE, decode_capture
 from gizmo_host.wire.parser import StreamParser
 from gizmo_host.wire.protocol import VisionResult, crc16
 from gizmo_host.wire.results import ResultType, interpret
@@ -25,16 +24,23 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for a user's type che
     from gizmo_host.live.service import GizmoService
     from gizmo_host.stream.events import LinkEvent, ReceivedResult
     from gizmo_host.stream.store import LinkVerdict
+    from gizmo_host.wire.batch import FRAME_DTYPE, decode_capture
 
     __version__: str
 
 
-# The live link pulls in asyncio and serialx; it is imported on first use so that the codec
-# and the decode tool stay quick to start. The version is read from the installed package's
-# metadata (pyproject.toml's, the one source of truth), also on first use.
+# The live link pulls in asyncio and serialx, and the batch decoder numpy; each is imported on
+# first use, so that the codec and the decode tool stay quick to start (and a command can
+# choose numpy's BLAS threads before numpy loads: gizmo_host.cli.main). The version is read
+# from the installed package's metadata (pyproject.toml's, the one source of truth), also on
+# first use.
 def __getattr__(name: str) -> object:
     if name == "__version__":
         return _version()
+    if name in ("FRAME_DTYPE", "decode_capture"):
+        from gizmo_host.wire import batch  # noqa: PLC0415
+
+        return getattr(batch, name)
     if name == "GizmoService":
         from gizmo_host.live.service import GizmoService  # noqa: PLC0415
 

@@ -7,11 +7,10 @@ Adding a command is a loader (its import, run when the command is parsed) and on
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
-
-from threadpoolctl import threadpool_limits
 
 from gizmo_core.native import stale_message, stale_modules
 from gizmo_host.live.stop_signals import install_interrupt_deadline
@@ -163,10 +162,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if stale:  # a compiled module would run code its source no longer says
         print(f"gizmo-host: {stale_message(stale)}", file=sys.stderr)
         return 2
+    # Read by OpenBLAS when numpy loads, which parsing does (the command's modules): the world
+    # model's matrices are 7x7, where a BLAS worker thread never helps and spins between calls
+    # (about 4 % more CPU a frame on two cores, docs/bench.md). A value already set is kept.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = build_parser(words[0] if words else "").parse_args(words)
-    # The world model's matrices are 7x7: a BLAS worker thread never helps there, and
-    # OpenBLAS's spin between calls (about 4 % more CPU a frame, docs/bench.md).
-    threadpool_limits(1, user_api="blas")
     restore = install_interrupt_deadline()  # Ctrl-C ends every command within a second
     try:
         return int(args._module.run(args) or 0)
