@@ -10,7 +10,10 @@ not redone. A failed build leaves nothing compiled behind (interpreted is always
 is not tried again until a source, mypy or Python changes.
 
 Modules are chosen for their cost per frame and for being plain typed Python: no class that
-code elsewhere builds with ``object.__new__`` (``fusion.inputs``), no asyncio, no I/O.
+code elsewhere builds with ``object.__new__`` (``fusion.inputs``). The per-read path's own
+modules (the scheduler, the services, offline replay) are compiled with their coroutines, but
+not the serial link: compiled, a coroutine that returns from a ``try`` whose ``finally``
+awaits returned ``None`` (``SerialLink._serve``), so ``live/link.py`` stays interpreted.
 """
 
 from __future__ import annotations
@@ -75,6 +78,11 @@ MODULES = (
     "gizmo_host/stream/tracker.py",
     "gizmo_host/wire/parser.py",
     "gizmo_host/publish/lines.py",
+    "gizmo_host/timing.py",
+    "gizmo_host/bridge/world_adapters.py",
+    "gizmo_host/bridge/world_service.py",
+    "gizmo_host/app/offline_replay.py",
+    "gizmo_host/live/service.py",
 )
 OPT_OUT = "GIZMO_HOST_INTERPRETED"
 # mypyc's runtime, shared by the compiled modules: inside a package, where the installed

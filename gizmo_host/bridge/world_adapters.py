@@ -42,7 +42,11 @@ class _Fields:
     """The payload fields ``interpret`` reads; only type and id decide the label."""
 
     __slots__ = ("id", "result_type")
-    x = y = w = h = aux = 0
+    x = 0
+    y = 0
+    w = 0
+    h = 0
+    aux = 0
 
     def __init__(self, result_type: int, ident: int) -> None:
         self.result_type = result_type
