@@ -88,28 +88,24 @@ class FramePipeline:
     def apply(self, results: list[VisionResult], rx_ns: int) -> list[ReceivedResult]:
         """Host-stamp and store ``results`` read at ``rx_ns``; duplicates are dropped (counted).
 
-        This runs for every frame: attribute lookups are hoisted, enum members compared by
-        identity, tuples built without their Python-level constructors, and the routine
-        check (``_routine``) inlined.
+        This runs for every frame: its calls are direct (compiled, a method held in a local
+        would be called through Python, its arguments boxed), enum members compared by
+        identity, tuples built without their Python-level constructors, and the routine check
+        (``_routine``) inlined.
         """
-        observe_sequence, observe_clock, store = (
-            self.tracker.observe,
-            self.device_clock.observe_frame,
-            self.store,
-        )
-        update, ttl_get, ttl_default_ns = store.update, self._ttl_by_type.get, self._ttl_default_ns
+        tracker, device_clock, store = self.tracker, self.device_clock, self.store
+        ttl_by_type, ttl_default_ns = self._ttl_by_type, self._ttl_default_ns
         # Neither changes identity within a read (only ``evaluate`` and ``watch`` touch them).
         routine_keys, target_expiry_ns = self._routine_keys, self._target_expiry_ns
         out: list[ReceivedResult] = []
-        append = out.append
         for result in results:
             source_id, timestamp_ms = result.source_id, result.timestamp_ms
-            event = observe_sequence(source_id, result.sequence, timestamp_ms, rx_ns)
+            event = tracker.observe(source_id, result.sequence, timestamp_ms, rx_ns)
             if event is _DUPLICATE:
                 self.duplicates_dropped += 1
                 continue
             forward = event is _IN_ORDER or event is _GAP
-            device_ms, epoch, clock_status, clock_event, capture_ns = observe_clock(
+            device_ms, epoch, clock_status, clock_event, capture_ns = device_clock.observe_frame(
                 timestamp_ms, result.age_ms, rx_ns, event is _RESET, forward
             )
             if event is _RESET or clock_event is _CLOCK_RESET:
@@ -118,7 +114,7 @@ class FramePipeline:
                 # A confirmed step or latency change: nothing mapped before it counts again.
                 store.link_break()
             result_type = result.result_type
-            valid_until_ns = (rx_ns if capture_ns is None else capture_ns) + ttl_get(
+            valid_until_ns = (rx_ns if capture_ns is None else capture_ns) + ttl_by_type.get(
                 result_type, ttl_default_ns
             )
             received = _new_tuple(
@@ -136,8 +132,8 @@ class FramePipeline:
             )
             key = (source_id, result_type, result.id)
             if event is not _LATE:  # a late frame is older than the stored one
-                update(received, key)
-            append(received)
+                store.update(received, key)
+            out.append(received)
             if self.evaluation_due:
                 continue
             # Routine (no verdict can change): an in-order, tracked, fresh result with the
