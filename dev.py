@@ -4,8 +4,8 @@
 ``python3 dev.py demo`` and ``python3 dev.py test`` create ``.venv`` on first use, install the
 project with its test extras there (again only when ``pyproject.toml`` changes), compile the
 per-frame modules with mypyc where a C compiler is at hand (``tools/native_build.py``; again
-only when their sources change; ``GIZMO_HOST_INTERPRETED=1`` runs everything interpreted), then
-run.
+only when their sources change; ``GIZMO_HOST_INTERPRETED=1`` runs everything interpreted),
+write the project's bytecode (``_compile_bytecode``), then run.
 ``test`` runs ruff (lint and format), ``mypy --strict``, import-linter's layer contracts and
 pytest, stopping at the first that fails; ``test --fast`` skips the tests marked realtime,
 subprocess or hil (the edit loop; CI runs everything). pytest runs in parallel with
@@ -95,7 +95,7 @@ def main(argv: list[str]) -> int:
     ensure_env()
     # The per-frame modules compiled with mypyc where a C compiler is at hand (or interpreted,
     # and it says so): redone only when their sources change (tools/native_build.py).
-    rc = run(_python(), ROOT / "tools" / "native_build.py", "build")
+    rc = run(_python(), ROOT / "tools" / "native_build.py", "build") or _compile_bytecode()
     if rc or task == "env":
         return rc
     if task == "demo":
@@ -135,6 +135,15 @@ def main(argv: list[str]) -> int:
 
 
 NO_TESTS = 5  # pytest's exit status when a selection holds no test
+PACKAGES = ("gizmo_host", "gizmo_core", "rfly_link", "fusion", "hil_geometry")
+
+
+def _compile_bytecode() -> int:
+    """Write the project's bytecode (``__pycache__``, ignored by git), as pip does for an
+    installed package: an editable checkout has none, and where ``PYTHONDONTWRITEBYTECODE`` is
+    set no command ever writes it, so each one compiled every module it imports from source
+    (about 65 ms of a ``gizmo-host`` start-up of 240). Only changed sources are redone."""
+    return run(_python(), "-m", "compileall", "-q", "-j", "0", *PACKAGES)
 
 
 def _cache_bytecode() -> None:
