@@ -95,6 +95,7 @@ class Intake:
         self._placer = Placer(self._camera, c, rates=tracking is not None)
         self._history = self._placer.history
         self._targets = TargetTable(max_targets=c.max_targets)
+        self._tracking = tracking
         self._tracker = None if tracking is None else Tracker(self._camera, tracking)
         self._pending: deque[_Pending] = deque()
         self._sources = SourceBook(c, expected=["vision", "link"])
@@ -119,6 +120,7 @@ class Intake:
         self._jump_hold_ns = round(c.jump_hold_ms * 1e6)
         self._conflict_hold_ns = round(c.conflict_hold_ms * 1e6)
         self._jump_ns: int | None = None  # the latest pose jump
+        self._model_fault = False  # failed on an input, and nothing placed since (``fault``)
         self._conflict_ns: int | None = None  # the latest pose conflict
         self._clock_ns = _NEVER
         self._seq = 0
@@ -326,6 +328,24 @@ class Intake:
         self._placer.ranger.add(reading)
         self._witness(reading.host_ns)
 
+    def fault(self, host_ns: int) -> None:
+        """The model raised on an input (its caller caught it): what earlier inputs built may
+        be half updated. The measurements, the waits and the tracks are dropped (their
+        counters kept; poses, link and holds stay: each was whole when taken), and every
+        verdict HOLDs with ``model_fault`` until a measurement is placed again."""
+        self._model_fault = True
+        self._pending.clear()
+        dropped = self._targets
+        self._targets = TargetTable(max_targets=self._config.max_targets)
+        self._targets.evicted = dropped.evicted
+        self._targets.superseded_on_arrival = dropped.superseded_on_arrival
+        if self._tracker is not None:
+            tracker = Tracker(self._camera, self._tracking)
+            tracker.counts.update(self._tracker.counts)
+            self._tracker = tracker
+        self._changes += 1
+        self._witness(host_ns)
+
     def _device_reset(self, host_ns: int, *, barrier: int) -> None:
         self._counts["device_resets"] += 1
         self._reset_ns = host_ns if self._reset_ns is None else max(self._reset_ns, host_ns)
@@ -355,6 +375,7 @@ class Intake:
         )
         if placement is None:
             return False
+        self._model_fault = False
         self._changes += 1
         self._targets.put(placement)
         if self._tracker is not None:

@@ -120,6 +120,7 @@ class VerdictCheck(Intake):
             not self._pose_link_up,
             self._down_barrier,
             self._reset_barrier,
+            self._model_fault,
         )
 
     def verdict(self, now_ns: int) -> Verdict:

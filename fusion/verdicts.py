@@ -55,6 +55,7 @@ class Conditions(NamedTuple):
     pose_link_down: bool  # the pose source's own link (the autopilot's) is down
     down_barrier: int  # arrivals up to this count came before the latest link DOWN or SILENT
     reset_barrier: int  # ... before the latest device reset
+    model_fault: bool  # the model failed on an input, and no measurement was placed since
 
 
 def global_reasons(c: Conditions) -> set[HoldReason]:
@@ -64,6 +65,8 @@ def global_reasons(c: Conditions) -> set[HoldReason]:
         reasons.add(c.link_reason)
     if c.reset_held:
         reasons.add(HoldReason.DEVICE_RESET)
+    if c.model_fault:
+        reasons.add(HoldReason.MODEL_FAULT)
     if c.pose_required:
         if c.clock_jump:
             reasons.add(HoldReason.CLOCK_JUMP)

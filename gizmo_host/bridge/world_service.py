@@ -193,19 +193,33 @@ class WorldService:
             self.apply(self.gizmo.link(message))
 
     def apply(self, item: Input) -> None:
-        """Feed one fusion input (the adapters' output, or a replay's)."""
-        self.model.apply(item)
+        """Feed one fusion input (the adapters' output, or a replay's). One the model raises
+        on is counted (``input_errors``, logged) and faults the model (``WorldModel.fault``):
+        what it held is dropped and its verdicts HOLD with ``model_fault`` until a measurement
+        is placed again, rather than go on from a half-applied input."""
+        try:
+            self.model.apply(item)
+        except Exception:
+            self._input_errors.failed("world model on %s", type(item).__name__)
+            self.model.fault(self._scheduler.now_ns())
+            self._check_soon()
+            return
         self.inputs += 1
         for listener in self._input_listeners:
             try:
                 listener(item)
             except Exception:
                 self._listener_errors.failed("world input listener %r", listener)
+        if type(item) in _VERDICT_INPUTS:
+            self._check_soon()
+
+    def _check_soon(self) -> None:
+        """A verdict check at the end of this loop turn (publishing a change at once), unless
+        one is armed already."""
         if (
             self._on_change
             and self._check is None
             and self._tick is not None  # running: no timers before start or after stop
-            and type(item) in _VERDICT_INPUTS
         ):
             self._check = self._scheduler.call_at_ns(self._scheduler.now_ns(), self._on_check)
 

@@ -226,3 +226,37 @@ def test_a_result_on_gizmo_applies_what_the_adapters_result_gives(messages) -> N
             twin.apply(item)
     assert direct.stats() == twin.stats()
     assert direct.snapshot(t).verdict_key() == twin.snapshot(t).verdict_key()
+
+
+class _NotAnInput:
+    """What an adapter's bug could hand the model: it raises on it (``TypeError``)."""
+
+
+def test_an_input_the_model_raises_on_holds_with_model_fault_until_data_is_good_again() -> None:
+    """Before, the exception went up to the link's listener wrapper (counted) and the model
+    went on judging from a half-applied input; now the model drops what it held and HOLDs,
+    published at once, until a measurement is placed again."""
+
+    async def body(clock: ManualScheduler) -> None:
+        got: list[WorldSnapshot] = []
+        async with service(clock, rate_hz=1.0, ttl_ms=250.0) as svc:
+            svc.add_listener(got.append)
+            clock.advance(10 * MS)
+            svc.apply(up(clock.now_ns() - 100 * MS))
+            svc.apply(observation(clock.now_ns() - 20 * MS, rx_ns=clock.now_ns()))
+            clock.advance(0)
+            assert [s.verdict for s in got] == [Decision.PROCEED]
+            clock.advance(10 * MS)
+            svc.apply(_NotAnInput())  # type: ignore[arg-type]
+            clock.advance(0)  # the check at the end of this loop turn
+            assert [s.verdict for s in got] == [Decision.PROCEED, Decision.HOLD]
+            assert HoldReason.MODEL_FAULT in got[-1].reasons and got[-1].targets == ()
+            assert got[-1].host_ns == clock.now_ns()
+            assert svc.stats()["input_errors"] == 1 and svc.stats()["inputs"] == 2
+            clock.advance(10 * MS)
+            svc.apply(observation(clock.now_ns() - 20 * MS, rx_ns=clock.now_ns()))
+            clock.advance(0)
+        assert [s.verdict for s in got] == [Decision.PROCEED, Decision.HOLD, Decision.PROCEED]
+        assert HoldReason.MODEL_FAULT not in got[-1].reasons
+
+    run(body)

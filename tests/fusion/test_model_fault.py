@@ -1,0 +1,69 @@
+"""A world model that failed on an input: what it held is dropped, its verdicts HOLD with
+``model_fault``, and the HOLD ends once a measurement is placed again.
+
+``WorldService.apply`` calls ``fault`` when ``apply`` raises (tests/gizmo_host/bridge); here
+the model is faulted directly, after a PROCEED, and fed on.
+"""
+
+from __future__ import annotations
+
+from fusion import LinkStatus, PoseSample
+from gizmo_core import Decision, HoldReason, LinkState
+from tests.support.fusion_inputs import MS, observation, up, world
+from tests.support.tracking_sim import SCENARIOS, Board, make_events, model
+
+
+def test_a_fault_drops_the_measurements_and_holds_until_one_is_placed_again():
+    w = world()
+    w.apply(up(0))
+    w.apply(observation(900 * MS))
+    assert w.snapshot(950 * MS).verdict is Decision.PROCEED  # what the fault must end
+    w.fault(950 * MS)
+    held = w.snapshot(960 * MS)
+    assert held.verdict is Decision.HOLD and held.targets == ()
+    assert {HoldReason.MODEL_FAULT, HoldReason.NO_DATA} <= set(held.reasons)
+    key, until_ns, _ = w.verdict(960 * MS)  # the publisher's check says the same
+    assert key[0] is Decision.HOLD and HoldReason.MODEL_FAULT in key[1] and until_ns is None
+    assert w.snapshot(5_000 * MS).verdict is Decision.HOLD  # no time ends it: data does
+    w.apply(observation(5_000 * MS))
+    again = w.snapshot(5_010 * MS)
+    assert again.verdict is Decision.PROCEED and HoldReason.MODEL_FAULT not in again.reasons
+
+
+def test_a_fault_drops_the_tracks_keeps_their_counters_and_a_new_track_confirms_in_time():
+    """Tracked: after the fault the target is a new track, tentative until it confirms again
+    (three of five frames at 30/s), never the old track's PROCEED carried over."""
+    w = model(tracking=True)
+    board = Board()
+    events = make_events([SCENARIOS[2].path], SCENARIOS[2], 6.0, seed=3)
+    w.apply(LinkStatus(events[0].arrival_ns - 10 * MS, LinkState.UP))
+    fault_ns = None
+    first_after: list[tuple[int, Decision, tuple[HoldReason, ...]]] = []
+    for event in events:
+        item = event.item
+        w.apply(item if isinstance(item, PoseSample) else board.observation(event.arrival_ns, item))
+        if isinstance(item, PoseSample):
+            continue
+        snapshot = w.snapshot(event.arrival_ns)
+        if fault_ns is None:
+            if (
+                snapshot.verdict is Decision.PROCEED
+                and event.arrival_ns > events[0].arrival_ns + 2_000 * MS
+            ):
+                started = w.stats()["tracks_started"]
+                assert started >= 1
+                fault_ns = event.arrival_ns
+                w.fault(fault_ns)
+                after = w.snapshot(fault_ns)
+                assert after.verdict is Decision.HOLD and after.targets == ()
+                assert HoldReason.MODEL_FAULT in after.reasons
+                assert w.stats()["tracks_started"] == started  # the counters go on
+        else:
+            first_after.append((event.arrival_ns, snapshot.verdict, snapshot.reasons))
+    assert fault_ns is not None, "the scenario never reached a PROCEED to fault"
+    verdicts = [v for _, v, _ in first_after]
+    assert Decision.PROCEED in verdicts  # the HOLD ends
+    back = verdicts.index(Decision.PROCEED)
+    assert back >= 2  # a new track: tentative for its first frames
+    assert all(HoldReason.MODEL_FAULT not in r for _, _, r in first_after[1:])
+    assert first_after[back][0] - fault_ns < 500 * MS
