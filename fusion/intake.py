@@ -95,7 +95,6 @@ class Intake:
         self._placer = Placer(self._camera, c, rates=tracking is not None)
         self._history = self._placer.history
         self._targets = TargetTable(max_targets=c.max_targets)
-        self._tracking = tracking
         self._tracker = None if tracking is None else Tracker(self._camera, tracking)
         self._pending: deque[_Pending] = deque()
         self._sources = SourceBook(c, expected=["vision", "link"])
@@ -120,7 +119,7 @@ class Intake:
         self._jump_hold_ns = round(c.jump_hold_ms * 1e6)
         self._conflict_hold_ns = round(c.conflict_hold_ms * 1e6)
         self._jump_ns: int | None = None  # the latest pose jump
-        self._model_fault = False  # failed on an input, and nothing placed since (``fault``)
+        self._model_fault = False  # failed on an input, and no board result taken since
         self._conflict_ns: int | None = None  # the latest pose conflict
         self._clock_ns = _NEVER
         self._seq = 0
@@ -172,6 +171,7 @@ class Intake:
         if type(item) is VisionObservation:  # most inputs: the handlers' lookup, written out
             self._on_vision(item)
             self._changes += 1
+            self._model_fault = False  # a board result taken whole: the model works again
             return
         kind = type(item)
         handler = self._handlers.get(kind)
@@ -331,8 +331,9 @@ class Intake:
     def fault(self, host_ns: int) -> None:
         """The model raised on an input (its caller caught it): what earlier inputs built may
         be half updated. The measurements, the waits and the tracks are dropped (their
-        counters kept; poses, link and holds stay: each was whole when taken), and every
-        verdict HOLDs with ``model_fault`` until a measurement is placed again."""
+        counters and the track numbering go on; poses, link and holds stay: each was whole
+        when taken), and every verdict HOLDs with ``model_fault`` until a board result is
+        taken again without failing."""
         self._model_fault = True
         self._pending.clear()
         dropped = self._targets
@@ -340,9 +341,7 @@ class Intake:
         self._targets.evicted = dropped.evicted
         self._targets.superseded_on_arrival = dropped.superseded_on_arrival
         if self._tracker is not None:
-            tracker = Tracker(self._camera, self._tracking)
-            tracker.counts.update(self._tracker.counts)
-            self._tracker = tracker
+            self._tracker = self._tracker.restarted(self._camera)
         self._changes += 1
         self._witness(host_ns)
 
@@ -375,7 +374,6 @@ class Intake:
         )
         if placement is None:
             return False
-        self._model_fault = False
         self._changes += 1
         self._targets.put(placement)
         if self._tracker is not None:

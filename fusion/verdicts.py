@@ -55,7 +55,7 @@ class Conditions(NamedTuple):
     pose_link_down: bool  # the pose source's own link (the autopilot's) is down
     down_barrier: int  # arrivals up to this count came before the latest link DOWN or SILENT
     reset_barrier: int  # ... before the latest device reset
-    model_fault: bool  # the model failed on an input, and no measurement was placed since
+    model_fault: bool  # the model failed on an input, and took no board result since
 
 
 def global_reasons(c: Conditions) -> set[HoldReason]:

@@ -36,8 +36,8 @@ class HoldReason(Enum):
     POSE_JUMP = "pose_jump"  # a pose step its own velocity and rates contradict
     TENTATIVE = "tentative"  # its track is not confirmed (yet), or no track took it
     COASTING = "coasting"  # its track missed its key's latest frame, or is re-acquiring
-    MODEL_FAULT = "model_fault"  # the world model failed on an input: what it held was dropped,
-    # until a measurement is placed again
+    MODEL_FAULT = "model_fault"  # the world model failed on an input and dropped what it held;
+    # until it takes a board result again
 
 
 class LinkState(Enum):

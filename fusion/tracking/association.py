@@ -44,6 +44,10 @@ class Associator:
         self._born: OrderedDict[int, int] = OrderedDict()  # first arrival -> track number
         self._next_id = 1
 
+    def number_after(self, other: Associator) -> None:
+        """Number the tracks this one starts after every number ``other`` issued."""
+        self._next_id = max(self._next_id, other._next_id)
+
     def process(
         self, tracks: tuple[Track, ...], frame: Frame, *, counted: bool
     ) -> tuple[Track, ...]:

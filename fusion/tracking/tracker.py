@@ -97,6 +97,15 @@ class Tracker:
     def config(self) -> TrackingConfig:
         return self._config
 
+    def restarted(self, camera: CameraModel) -> Tracker:
+        """A tracker of this one's settings with no track, its counters and its numbering
+        going on (a model fault's, ``Intake.fault``): a track started after it never takes a
+        number issued before it, which a consumer would take for the old track."""
+        fresh = Tracker(camera, self._config)
+        fresh.counts.update(self.counts)
+        fresh._associator.number_after(self._associator)
+        return fresh
+
     @property
     def lifecycle(self) -> Lifecycle:
         return self._lifecycle

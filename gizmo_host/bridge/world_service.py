@@ -364,17 +364,26 @@ class WorldService:
         now = self._scheduler.now_ns()
         due = self._tick_due_ns + self._period_ns
         self._arm_tick(due if due > now else now + self._period_ns)  # late: skip, no burst
-        try:
-            self._evaluate(force=True)
-        except Exception as exc:
-            self._failures.fail(exc, "world tick")
+        self._evaluate_or_fault(force=True, what="tick")
 
     def _on_check(self) -> None:
         self._check = None
+        self._evaluate_or_fault(force=False, what="check")
+
+    def _evaluate_or_fault(self, *, force: bool, what: str) -> None:
+        """``_evaluate``; the model raising there (a measurement whose wait ended is placed
+        by the check) faults it as an input it raises on does, and the HOLD is evaluated at
+        once. Raising again, or anything else, is the service's failure: its owner exits."""
         try:
-            self._evaluate(force=False)
+            self._evaluate(force=force)
+            return
+        except Exception:
+            self._input_errors.failed("world model in a %s", what)
+        try:
+            self.model.fault(self._scheduler.now_ns())
+            self._evaluate(force=force)
         except Exception as exc:
-            self._failures.fail(exc, "world check")
+            self._failures.fail(exc, f"world {what}")
 
     def _arm_deadline(self, due: int | None) -> None:
         """A timer at the model's next deadline ``due``; an earlier armed one stays (it
@@ -390,7 +399,4 @@ class WorldService:
 
     def _on_deadline(self) -> None:
         self._deadline = None
-        try:
-            self._evaluate(force=False)
-        except Exception as exc:
-            self._failures.fail(exc, "world deadline")
+        self._evaluate_or_fault(force=False, what="deadline")

@@ -1,5 +1,5 @@
 """A world model that failed on an input: what it held is dropped, its verdicts HOLD with
-``model_fault``, and the HOLD ends once a measurement is placed again.
+``model_fault``, and the reason ends once it takes a board result again.
 
 ``WorldService.apply`` calls ``fault`` when ``apply`` raises (tests/gizmo_host/bridge); here
 the model is faulted directly, after a PROCEED, and fed on.
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from fusion import LinkStatus, PoseSample
 from gizmo_core import Decision, HoldReason, LinkState
-from tests.support.fusion_inputs import MS, observation, up, world
+from tests.support.fusion_inputs import MS, not_detected, observation, up, world
 from tests.support.tracking_sim import SCENARIOS, Board, make_events, model
 
 
-def test_a_fault_drops_the_measurements_and_holds_until_one_is_placed_again():
+def test_a_fault_drops_the_measurements_and_holds_until_a_board_result_is_taken_again():
     w = world()
     w.apply(up(0))
     w.apply(observation(900 * MS))
@@ -67,3 +67,43 @@ def test_a_fault_drops_the_tracks_keeps_their_counters_and_a_new_track_confirms_
     assert back >= 2  # a new track: tentative for its first frames
     assert all(HoldReason.MODEL_FAULT not in r for _, _, r in first_after[1:])
     assert first_after[back][0] - fault_ns < 500 * MS
+
+
+def test_a_not_detected_frame_ends_the_fault_reason_and_the_hold_says_lost():
+    """A board that sees nothing after the fault: the model took its frames, so the HOLD's
+    reason is the board's, not ``model_fault`` for as long as nothing is seen."""
+    w = world()
+    w.apply(up(0))
+    w.apply(observation(900 * MS))
+    w.fault(950 * MS)
+    assert HoldReason.MODEL_FAULT in w.snapshot(960 * MS).reasons
+    w.apply(not_detected(1_000 * MS))
+    after = w.snapshot(1_010 * MS)
+    assert after.verdict is Decision.HOLD and HoldReason.MODEL_FAULT not in after.reasons
+
+
+def test_a_track_started_after_a_fault_never_takes_a_number_issued_before_it():
+    """The target is a new track after a fault: a consumer keying its own state on
+    ``track_id`` (zenoh's ``<key>/<track_id>``, MAVLink's ``target_num``) must not take it for
+    the old one (review 7)."""
+    w = model(tracking=True)
+    board = Board()
+    events = make_events([SCENARIOS[2].path], SCENARIOS[2], 6.0, seed=3)
+    w.apply(LinkStatus(events[0].arrival_ns - 10 * MS, LinkState.UP))
+    before: set[int] = set()
+    after: set[int] = set()
+    faulted = False
+    for event in events:
+        item = event.item
+        w.apply(item if isinstance(item, PoseSample) else board.observation(event.arrival_ns, item))
+        if isinstance(item, PoseSample):
+            continue
+        snapshot = w.snapshot(event.arrival_ns)
+        (after if faulted else before).update(
+            t.track_id for t in snapshot.targets if t.track_id is not None
+        )
+        if not faulted and snapshot.verdict is Decision.PROCEED:
+            w.fault(event.arrival_ns)
+            faulted = True
+    assert faulted and before and after
+    assert min(after) > max(before)

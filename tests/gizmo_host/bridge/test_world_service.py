@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fusion import WorldSnapshot
+from fusion import WorldSnapshot, placement
 from gizmo_core import Decision, HoldReason, LinkState
 from gizmo_core.clock import ClockStatus
 from gizmo_host.bridge.world_service import WorldService
@@ -22,7 +22,8 @@ from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.tracker import SequenceEvent
 from gizmo_host.timing import ManualScheduler, settle
 from gizmo_host.wire.protocol import VisionResult
-from tests.support.fusion_inputs import MS, observation, up, world
+from tests.support.fusion_inputs import MS, observation, pose, up, world
+from tests.support.native import interpreted_only
 
 T0 = 1_000_000_000
 
@@ -258,5 +259,48 @@ def test_an_input_the_model_raises_on_holds_with_model_fault_until_data_is_good_
             clock.advance(0)
         assert [s.verdict for s in got] == [Decision.PROCEED, Decision.HOLD, Decision.PROCEED]
         assert HoldReason.MODEL_FAULT not in got[-1].reasons
+
+    run(body)
+
+
+@interpreted_only(placement, "injects a placement bug into the model's Placer")
+def test_a_placement_that_raises_when_its_wait_ends_faults_the_model_too() -> None:
+    """The same failure met one step later (review 7): a measurement newer than the newest
+    pose waits, and is placed when its wait ends, by a verdict check rather than ``apply``.
+    Raising there faults the model as well; before, the deadline latched a service failure and
+    the next tick published the PROCEED of a measurement received before it."""
+    bad_capture: list[int] = []
+
+    async def body(clock: ManualScheduler) -> None:
+        got: list[WorldSnapshot] = []
+        model = world(rate_hz=1.0, ttl_ms=2_000.0, pose_ttl_ms=2_000.0, pose_required=True)
+        real_place = model._placer.place
+
+        def place(obs, arrival, waited, required, empty=None):  # type: ignore[no-untyped-def]
+            if bad_capture and obs.host_capture_ns == bad_capture[0] and waited:
+                raise RuntimeError("a placement bug (as issue 31's succession fault)")
+            return real_place(obs, arrival, waited, required, empty)
+
+        model._placer.place = place  # type: ignore[method-assign]
+        async with WorldService(model, scheduler=clock, clock=clock.now_ns) as svc:
+            svc.add_listener(got.append)
+            t = clock.now_ns()
+            svc.apply(up(t - 500 * MS))
+            svc.apply(pose(t - 100 * MS))
+            svc.apply(pose(t))
+            svc.apply(observation(t - 50 * MS, rx_ns=t))
+            clock.advance(0)
+            assert got and got[-1].verdict is Decision.PROCEED
+            clock.advance(10 * MS)
+            t = clock.now_ns()
+            bad_capture.append(t - 5 * MS)  # newer than the newest pose: it waits
+            svc.apply(observation(t - 5 * MS, rx_ns=t))
+            assert svc.model.stats()["pending"] == 1
+            clock.advance(30 * MS)  # its wait ends: the deadline's check places it, and raises
+            clock.advance(1_000 * MS)  # the next tick
+            assert svc.failure is None and svc.stats()["input_errors"] == 1
+        after = [s for s in got if s.host_ns >= T0 + 30 * MS]
+        assert after and all(s.verdict is Decision.HOLD for s in after)
+        assert HoldReason.MODEL_FAULT in after[0].reasons
 
     run(body)
