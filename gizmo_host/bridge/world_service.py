@@ -195,8 +195,8 @@ class WorldService:
     def apply(self, item: Input) -> None:
         """Feed one fusion input (the adapters' output, or a replay's). One the model raises
         on is counted (``input_errors``, logged) and faults the model (``WorldModel.fault``):
-        what it held is dropped and its verdicts HOLD with ``model_fault`` until a measurement
-        is placed again, rather than go on from a half-applied input."""
+        what it held is dropped and its verdicts HOLD with ``model_fault`` until it takes a
+        board result again, rather than go on from a half-applied input."""
         try:
             self.model.apply(item)
         except Exception:
@@ -373,7 +373,7 @@ class WorldService:
     def _evaluate_or_fault(self, *, force: bool, what: str) -> None:
         """``_evaluate``; the model raising there (a measurement whose wait ended is placed
         by the check) faults it as an input it raises on does, and the HOLD is evaluated at
-        once. Raising again, or anything else, is the service's failure: its owner exits."""
+        once. Raising again right after is the service's failure: its owner exits."""
         try:
             self._evaluate(force=force)
             return
