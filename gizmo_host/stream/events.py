@@ -126,19 +126,19 @@ def _result_line(received: Any, now_ns: Any) -> bytes:
     if age_us < 0:
         sign, age_us = b"-", -age_us
     # ``_value_`` is the member's value without the ``.value`` descriptor call.
-    clock, event = _ASCII[clock_status._value_], _ASCII[sequence_event._value_]
+    clock, event = clock_status._value_, sequence_event._value_
     box_lines = _BOX_RESULT_LINES.get((r[_TYPE], r[_ID]))
     if box_lines is None:  # the rest: an interpretation of its own
         line: str = _RESULT_LINE % (
             rx_ns, "null" if capture is None else capture, now_ns, valid_until_ns,
-            sign.decode(), age_us // 1000, age_us % 1000, device_ms, epoch, clock.decode(),
-            event.decode(), *r, _FLAGS_JSON[r[_FLAGS] & _FLAG_BITS], interpretation_json(r),
+            sign.decode(), age_us // 1000, age_us % 1000, device_ms, epoch, clock, event, *r,
+            _FLAGS_JSON[r[_FLAGS] & _FLAG_BITS], interpretation_json(r),
         )  # fmt: skip
         return line.encode()
     # Tuples joined by ``+``, not unpacked into one: compiled, a join is the cheaper.
     head = (
-        now_ns, valid_until_ns, sign, age_us // 1000, age_us % 1000, device_ms, epoch, clock,
-        event,
+        now_ns, valid_until_ns, sign, age_us // 1000, age_us % 1000, device_ms, epoch,
+        _ASCII[clock], _ASCII[event],
     )  # fmt: skip
     flags_and_box = (_FLAGS_BYTES[r[_FLAGS] & _FLAG_BITS], r[_X], r[_Y], r[_W], r[_H])
     rest = head + r + flags_and_box
