@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gizmo_host import timing
 from gizmo_host.rigs.board import BoardModel, PtyBoard, play
 from gizmo_host.timing import (
     Backoff,
@@ -26,7 +25,6 @@ from gizmo_host.timing import (
     settle,
 )
 from gizmo_host.wire.protocol import FRAME_LEN
-from tests.support.native import interpreted_only
 
 MS = 1_000_000
 TIMEOUT_S = 5.0  # for real I/O only, never for manual time
@@ -97,7 +95,6 @@ class ArmedScheduler(ManualScheduler):
         self._armed.clear()
 
 
-@interpreted_only(timing, "subclasses ManualScheduler to see each timer armed")
 def test_the_mavlink_transport_reopens_on_the_backoff_exactly():
     """A TCP autopilot nobody listens for: each connect is refused at once, and the next one
     is due exactly 0.2, 0.4, 0.8, 1.6, 3.2, then 5 s later (the cap)."""
