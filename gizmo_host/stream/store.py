@@ -197,6 +197,10 @@ class ResultStore:
         self._arrival: dict[ResultKey, int] = {}  # update count when the key was last stored
         self._negative_arrival: dict[int, int] = {}  # per source: newest "nothing tracked"
         self._last_reset_ns: dict[int, int] = {}
+        # Sources whose reset no evaluation has judged yet (``judged``): the verdict evaluated
+        # after the reset frame's read says ``device_reset`` however late after the read it
+        # runs (live: a moment after; offline replay: at the read's time), so both agree.
+        self._reset_unjudged: set[int] = set()
         self._break_arrival = 0  # update count at the latest link break: older is never current
         self._watches: dict[Selector, _Watch] = {}
         self._key_watches: dict[ResultKey, tuple[_Watch, ...]] = {}  # per key: watches it matches
@@ -285,6 +289,12 @@ class ResultStore:
             self._forget_key(key)
         self._negative_arrival.pop(source_id, None)
         self._last_reset_ns[source_id] = host_ns
+        self._reset_unjudged.add(source_id)
+
+    def judged(self) -> None:
+        """Every watched verdict was evaluated: a reset's ``device_reset`` lasts its
+        ``reset_hold_ms`` from here on."""
+        self._reset_unjudged.clear()
 
     def is_current(self, received: ReceivedResult, now_ns: int) -> bool:
         """Tracked, not lost, younger than its TTL, received since the latest link break, and
@@ -329,7 +339,7 @@ class ResultStore:
         elif clock_status is not ClockStatus.LOCKED:
             reasons.append(HoldReason.CLOCK_NOT_LOCKED)
         if any(
-            now_ns - t <= self._reset_hold_ns
+            now_ns - t <= self._reset_hold_ns or s in self._reset_unjudged
             for s, t in self._last_reset_ns.items()
             if selector.source_id is None or s == selector.source_id
         ):

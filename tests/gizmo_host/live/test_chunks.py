@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -86,6 +87,59 @@ def test_a_lost_frame_at_the_end_of_a_read_holds_what_the_read_began_with():
     assert [v.decision for v in verdicts] == [Decision.HOLD]
     assert HoldReason.LOST in verdicts[0].reasons
     assert [type(m) for m in chunk[:3]] == [ReceivedResult] * 3
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ResultFlags.TRACKED | ResultFlags.RELATIVE,  # NONE with the tracked bit: red team
+        ResultFlags.TRACKED,
+        ResultFlags.RELATIVE,
+        ResultFlags.LOST,
+    ],
+)
+def test_a_nothing_tracked_frame_ends_the_proceed_at_its_own_read(flags):
+    # The spec's result_type 0 (NONE) is the board's "not detected" frame: it ends every
+    # earlier result of its source, whatever its flags say. The read that holds it publishes
+    # the HOLD; the PROCEED does not stand until its target's TTL runs out.
+    h = Harness()
+    h.steady(45)
+    proceeds = [m for m in h.items if isinstance(m, LinkVerdict) and m.proceed]
+    assert proceeds, "a steady stream must reach PROCEED first"
+    h.scheduler.advance(PERIOD_MS * MS)
+    before = len(h.batches)
+    h.read(h.board.next_frame(result_type=0, id=0, flags=int(flags)))
+    (chunk,) = h.batches[before:]
+    verdicts = [m for m in chunk if isinstance(m, LinkVerdict)]
+    assert [v.decision for v in verdicts] == [Decision.HOLD]
+    assert HoldReason.LOST in verdicts[0].reasons and verdicts[0].result is None
+
+
+@pytest.mark.parametrize("evaluated_after_ns", [0, 50_000])
+def test_the_reset_frames_verdict_says_device_reset_however_late_it_is_evaluated(
+    evaluated_after_ns,
+):
+    # Offline replay evaluates a read's verdicts at the read's own time; the live host a
+    # moment later (its clock moved on). With the default reset_hold_ms of 0 both publish
+    # device_reset on the reset frame's verdict (red team: only replay did), and neither on
+    # the next frame's.
+    h = Harness()
+    h.steady(45)
+    h.scheduler.advance(PERIOD_MS * MS)
+    h.board.reset(boot_ms=300)
+    before = len(h.batches)
+    read_ns = h.scheduler.now_ns() - evaluated_after_ns
+    h.service.link._data_received(h.board.next_frame(), now_ns=read_ns)
+    (chunk,) = h.batches[before:]
+    (result,) = [m for m in chunk if isinstance(m, ReceivedResult)]
+    assert result.sequence_event.value == "reset"
+    verdicts = [m for m in chunk if isinstance(m, LinkVerdict)]
+    assert [v.decision for v in verdicts] == [Decision.HOLD]
+    assert HoldReason.DEVICE_RESET in verdicts[0].reasons
+    h.scheduler.advance(PERIOD_MS * MS)
+    h.service.link._data_received(h.board.next_frame(), now_ns=h.scheduler.now_ns())
+    now = h.service.pipeline.verdict(Selector(), h.scheduler.now_ns())
+    assert now.decision is Decision.HOLD and HoldReason.DEVICE_RESET not in now.reasons
 
 
 class Sink:

@@ -128,7 +128,11 @@ def test_device_reset_forgets_the_source_and_holds_for_a_while():
     v = verdict(store, T0 + 20 * MS, Selector(source_id=1))
     assert v.reasons == (HoldReason.DEVICE_RESET, HoldReason.NO_DATA)
     assert verdict(store, T0 + 20 * MS, Selector(source_id=2)).proceed
+    # Until a pipeline's evaluation has judged the reset, it stands past its hold (the
+    # evaluation after the reset frame's read says it, however late); then the hold counts.
     store.update(received(source_id=1, rx_ns=T0 + 1100 * MS))
+    assert HoldReason.DEVICE_RESET in verdict(store, T0 + 1100 * MS, Selector(source_id=1)).reasons
+    store.judged()
     assert verdict(store, T0 + 1100 * MS, Selector(source_id=1)).proceed
 
 
