@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +28,8 @@ from gizmo_host.jsonl import json_text
 from rfly_link.config_json import VisionSensorConfig
 
 _KEYS = ("camera", "world", "selector", "rflysim")
+_PLAIN = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+_PLAIN[type(None)] = "null"
 
 
 # -- settings as metadata ------------------------------------------------------------------
@@ -66,7 +69,7 @@ def world_setup_from(record: Mapping[str, str], where: str) -> WorldSetup:
         key = "world"
         world = world_from_table(values["world"])
         key = "selector"
-        selector = Selector(**values["selector"])
+        selector = Selector(**_plain(Selector, values["selector"]))
         key = "rflysim"
         raw = values["rflysim"]
         rflysim = None if raw is None else _rflysim(raw)
@@ -85,7 +88,26 @@ def _rflysim(raw: dict[str, Any]) -> RflySimSetup:
     if "range_sensors" not in raw and "distance_sensors" in raw:  # captures before LiDAR
         raw["range_sensors"] = raw.pop("distance_sensors")
     sensors = tuple(_sensor(entry) for entry in raw.pop("range_sensors"))
-    return RflySimSetup(**raw, range_sensors=sensors)
+    return RflySimSetup(**_plain(RflySimSetup, raw), range_sensors=sensors)
+
+
+def _plain(cls: type, raw: object) -> dict[str, Any]:
+    """``raw``, an object whose plain fields (a number, text or flag, or one of them or null)
+    hold the kind ``cls`` declares: a capture is a file that may be damaged, and a value of
+    the wrong kind would fail later, far from its key (``ValueError`` naming it)."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected an object, got {raw!r}")
+    hints = typing.get_type_hints(cls)
+    for name, value in raw.items():
+        kinds = typing.get_args(hints.get(name)) or (hints.get(name),)
+        if not all(kind in _PLAIN for kind in kinds):
+            continue  # not a plain field: its constructor checks it
+        wanted = " or ".join(_PLAIN[kind] for kind in kinds)
+        if float in kinds:
+            kinds = (*kinds, int)  # JSON writes a whole number without its ".0"
+        if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+            raise ValueError(f"{name}: expected {wanted}, got {value!r}")
+    return raw
 
 
 def _sensor(entry: dict[str, Any]) -> VisionSensorConfig:

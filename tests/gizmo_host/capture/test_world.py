@@ -58,6 +58,12 @@ def test_world_settings_round_trip_through_the_metadata(setup) -> None:
         ("world", '{"rate_hz": -1}', "world.rate_hz"),
         ("rflysim", '{"copter_id": 1}', "rflysim: expected a value for 'range_sensors'"),
         ("selector", "not json", "selector: expected JSON"),
+        # A value of the wrong kind is refused where it is read, never later (red team: a
+        # copter_id of "1" was a traceback from the port map; a selector's "1" matched nothing).
+        ("rflysim", '{"copter_id": "1", "range_sensors": []}', "copter_id: expected an integer"),
+        ("rflysim", '{"copter_id": 1, "range_sensors": [], "gimbal": 1}', "gimbal: expected true"),
+        ("selector", '{"source_id": "1"}', "selector: source_id: expected an integer or null"),
+        ("selector", "[1]", "selector: expected an object"),
     ],
 )
 def test_a_bad_world_record_is_one_capture_error_naming_the_key(
