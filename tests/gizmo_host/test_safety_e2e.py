@@ -86,10 +86,15 @@ def violations(messages: list[dict], truth: Truth, ttl_ms: float = TTL_MS) -> li
     target_rx: dict[tuple[int, int], int] = {}  # (source, sequence) -> its result's host_rx_ns
     negatives: list[tuple[int, int]] = []  # (source, host_rx_ns): frames with nothing tracked
     downs: list[int] = []
+    standing: dict | None = None  # the latest verdict line
+    owed: int | None = None  # a nothing-tracked frame's rx while a PROCEED stood: news owed
     for m in messages:
         if m["type"] == "result":
             r = m["result"]
             key = (r["source_id"], r["sequence"])
+            if owed is not None and m["host_rx_ns"] > owed:  # a later read: the news is late
+                found.append(f"PROCEED stood past a nothing-tracked frame read at {owed}")
+                owed = None
             target_rx[key] = m["host_rx_ns"]
             true_age_ms = (m["host_published_ns"] - truth.capture_ns[key]) / 1e6
             # Until the clock locks its mapping is one frame's delivery (a loaded host delays
@@ -99,11 +104,23 @@ def violations(messages: list[dict], truth: Truth, ttl_ms: float = TTL_MS) -> li
                 found.append(
                     f"result {key}: reported {m['age_ms']} ms old, truly {true_age_ms:.1f} ms"
                 )
-            if not r["tracked"] or r["lost"]:
+            # The spec's "not detected": untracked, lost, or result_type 0 (NONE) whatever
+            # its flags; it ends every earlier result of its source.
+            if not r["tracked"] or r["lost"] or r["result_type"] == 0:
                 negatives.append((r["source_id"], m["host_rx_ns"]))
+                if (
+                    standing is not None
+                    and standing["decision"] == "PROCEED"
+                    and standing["target"]["source_id"] == r["source_id"]
+                    and standing["valid_until_ns"] > m["host_rx_ns"]
+                    and owed is None
+                ):
+                    owed = m["host_rx_ns"]
         elif m["type"] == "link" and m["state"] == "DOWN":
             downs.append(m["host_ns"])
-        elif m["type"] == "verdict" and m["decision"] == "PROCEED":
+        elif m["type"] == "verdict":
+            standing, owed = m, None
+        if m["type"] == "verdict" and m["decision"] == "PROCEED":
             seq, at_ns = m["target"]["sequence"], m["host_ns"]
             key = (m["target"]["source_id"], seq)
             true_age_ms = (at_ns - truth.capture_ns[key]) / 1e6
@@ -120,6 +137,8 @@ def violations(messages: list[dict], truth: Truth, ttl_ms: float = TTL_MS) -> li
                 found.append(f"PROCEED on seq {seq} after a lost frame was read")
             if any(rx < d <= at_ns for d in downs):
                 found.append(f"PROCEED on seq {seq} from before a link DOWN")
+    if owed is not None:
+        found.append(f"PROCEED stood past a nothing-tracked frame read at {owed}")
     return found
 
 
@@ -155,6 +174,28 @@ def test_a_lost_frame_read_with_the_link_coming_up_is_applied_before_any_verdict
     assert len(up) == 2
     after = [m for m in messages if m["type"] == "verdict" and m["host_ns"] >= up[1]["host_ns"]]
     assert after and all(m["decision"] == "HOLD" for m in after)
+
+
+def test_a_not_detected_frame_with_the_tracked_bit_ends_the_proceed_at_once(link_path, tmp_path):
+    """Item 1, red team: the board's "not detected" frame (result_type 0) with its tracked bit
+    set. The read that holds it publishes the HOLD; the PROCEED does not stand until its
+    target's TTL runs out."""
+    truth = Truth()
+
+    async def main() -> list[dict]:
+        with PtyBoard(link_path) as board:
+            run = await start(link_path, tmp_path, ttl_ms=1000.0)
+            model = BoardModel(live_clock=True)
+            await stream(board, model, truth, 1.6)
+            await run.wait_for(lambda m: m["type"] == "verdict" and m["decision"] == "PROCEED")
+            # Half a TTL of them: a PROCEED that stands shows as results read after one.
+            await stream(board, model, truth, 0.5, result_type=int(ResultType.NONE), id=0)
+            await run.wait_for(lambda m: m["type"] == "verdict" and "lost" in m["reasons"])
+            return await stop(run)
+
+    messages = asyncio.run(main())
+    assert proceeds(messages), "the scenario never reached PROCEED before the frame"
+    assert violations(messages, truth) == []
 
 
 def test_nothing_from_before_a_link_down_justifies_a_proceed_after_the_replug(link_path, tmp_path):
