@@ -80,6 +80,17 @@ async def stream(board: PtyBoard, model: BoardModel, truth: Truth, seconds: floa
         await asyncio.sleep(max(0.0, start + (i + 1) * PERIOD_S - loop.time()))
 
 
+async def until_proceed(
+    board: PtyBoard, link_path: str, tmp_path, truth: Truth, *extra: str, ttl_ms: float = TTL_MS
+) -> tuple[Run, BoardModel]:
+    """``gizmo-host run`` on the board's pty, the board at its pace until the first PROCEED."""
+    run = await start(link_path, tmp_path, *extra, ttl_ms=ttl_ms)
+    model = BoardModel(live_clock=True)
+    await stream(board, model, truth, 1.6)
+    await run.wait_for(lambda m: m["type"] == "verdict" and m["decision"] == "PROCEED")
+    return run, model
+
+
 def violations(messages: list[dict], truth: Truth, ttl_ms: float = TTL_MS) -> list[str]:
     """Every PROCEED that broke the safety promise, explained."""
     found = []
@@ -155,10 +166,7 @@ def test_a_lost_frame_read_with_the_link_coming_up_is_applied_before_any_verdict
 
     async def main() -> list[dict]:
         with PtyBoard(link_path) as board:
-            run = await start(link_path, tmp_path, ttl_ms=1000.0)
-            model = BoardModel(live_clock=True)
-            await stream(board, model, truth, 1.6)
-            await run.wait_for(lambda m: m["type"] == "verdict" and m["decision"] == "PROCEED")
+            run, model = await until_proceed(board, link_path, tmp_path, truth, ttl_ms=1000.0)
             board.unplug()
             await run.wait_for(lambda m: m["type"] == "link" and m["state"] == "DOWN")
             board.plug()
@@ -184,10 +192,7 @@ def test_a_not_detected_frame_with_the_tracked_bit_ends_the_proceed_at_once(link
 
     async def main() -> list[dict]:
         with PtyBoard(link_path) as board:
-            run = await start(link_path, tmp_path, ttl_ms=1000.0)
-            model = BoardModel(live_clock=True)
-            await stream(board, model, truth, 1.6)
-            await run.wait_for(lambda m: m["type"] == "verdict" and m["decision"] == "PROCEED")
+            run, model = await until_proceed(board, link_path, tmp_path, truth, ttl_ms=1000.0)
             # Half a TTL of them: a PROCEED that stands shows as results read after one.
             await stream(board, model, truth, 0.5, result_type=int(ResultType.NONE), id=0)
             await run.wait_for(lambda m: m["type"] == "verdict" and "lost" in m["reasons"])
@@ -205,10 +210,7 @@ def test_nothing_from_before_a_link_down_justifies_a_proceed_after_the_replug(li
 
     async def main() -> list[dict]:
         with PtyBoard(link_path) as board:
-            run = await start(link_path, tmp_path, ttl_ms=3000.0)
-            model = BoardModel(live_clock=True)
-            await stream(board, model, truth, 1.6)
-            await run.wait_for(lambda m: m["type"] == "verdict" and m["decision"] == "PROCEED")
+            run, model = await until_proceed(board, link_path, tmp_path, truth, ttl_ms=3000.0)
             board.unplug()
             await run.wait_for(lambda m: m["type"] == "link" and m["state"] == "DOWN")
             board.plug()
@@ -268,10 +270,7 @@ def test_a_host_backlog_from_a_flooding_source_never_gives_proceed_on_old_data(l
     async def main() -> list[dict]:
         loop = asyncio.get_running_loop()
         with PtyBoard(link_path) as board:
-            run = await start(link_path, tmp_path, "--select", "any")
-            model = BoardModel(live_clock=True)
-            await stream(board, model, truth, 1.6)
-            await run.wait_for(lambda m: m["type"] == "verdict" and m["decision"] == "PROCEED")
+            run, model = await until_proceed(board, link_path, tmp_path, truth, "--select", "any")
             flood = model.another_source(2, result_type=int(ResultType.QR_CODE))
             chunks: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
 
