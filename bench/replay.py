@@ -82,10 +82,12 @@ def generated(case_name: str, *, world: bool) -> bytes:
         del generate.CASES[name]
 
 
-def saturated(baud: int, *, world: bool, frame_chunks: bool) -> bytes:
+def saturated(baud: int, *, world: bool, frame_chunks: bool, pose: bool = True) -> bytes:
     """A saturated line at ``baud`` as the live link records it: a chunk every millisecond, or
     (``frame_chunks``) one chunk per frame; ``world``: with the capture generator's RflySim
-    stand-in (state at 100 Hz) and the world model's settings."""
+    stand-in (state at 100 Hz) and the world model's settings; ``pose=False``: the settings
+    without the stand-in (a world model that never hears its vehicle: every frame applied and
+    judged, nothing placed or tracked)."""
     case = generate.CASES["clean"]._replace(duration_s=DURATION_S, world=world)
     recording = generate.Recording()
     serial = generate.SerialSide(recording)
@@ -124,7 +126,8 @@ def saturated(baud: int, *, world: bool, frame_chunks: bool) -> bytes:
     metadata = {}
     if world:
         setup = generate.world_setup(case)
-        generate.sim_run(case, recording, setup)
+        if pose:
+            generate.sim_run(case, recording, setup)
         metadata[WORLD_METADATA] = world_metadata(setup)
     info = {
         "monotonic_ns_at_start": str(generate.START_NS),
@@ -147,6 +150,9 @@ def _captures() -> dict[str, Callable[[], bytes]]:
         "30/s": lambda: generated("clean", world=False),
         "921600 frame chunks world": lambda: saturated(921600, world=True, frame_chunks=True),
         "921600 1 ms chunks world": lambda: saturated(921600, world=True, frame_chunks=False),
+        "921600 frame chunks world, no pose": lambda: saturated(
+            921600, world=True, frame_chunks=True, pose=False
+        ),
         "921600 frame chunks": lambda: saturated(921600, world=False, frame_chunks=True),
         "921600 1 ms chunks": lambda: saturated(921600, world=False, frame_chunks=False),
     }
@@ -221,7 +227,7 @@ def main() -> int:
         " naive+file"
     )
     print(
-        f"{'capture':<27}{'frames':>8}{'naive':>10}{'naive+file':>12}{'replay':>9}"
+        f"{'capture':<36}{'frames':>8}{'naive':>10}{'naive+file':>12}{'replay':>9}"
         f"{'process':>9}{'/naive':>8}{'/+file':>8}{'target':>8}"
     )
     ok = True
@@ -234,7 +240,7 @@ def main() -> int:
             ratio = replay_rate / naive_rate
             ok &= ratio >= TARGET
             print(
-                f"{name:<27}{frames:>8}{naive_rate:>10,.0f}{naive_file_rate:>12,.0f}"
+                f"{name:<36}{frames:>8}{naive_rate:>10,.0f}{naive_file_rate:>12,.0f}"
                 f"{replay_rate:>9,.0f}{process_rate:>9,.0f}{ratio:>8.3f}"
                 f"{replay_rate / naive_file_rate:>8.3f}{'>=' + str(TARGET):>8}"
             )
@@ -277,7 +283,7 @@ def compare(ref: str, rounds: int) -> int:
             f"us a frame, {rounds} alternating rounds ({DURATION_S:g} s captures, load average "
             f"{os.getloadavg()[0]:.2f})"
         )
-        print(f"{'capture':<27}{'frames':>8}{'this':>9}{'ref':>9}{'this/ref median':>17}")
+        print(f"{'capture':<36}{'frames':>8}{'this':>9}{'ref':>9}{'this/ref median':>17}")
         for name, make in _captures().items():
             if "world" not in name:
                 continue
@@ -295,7 +301,7 @@ def compare(ref: str, rounds: int) -> int:
                     )  # fmt: skip
                     out.append(float(done.stdout) / frames * 1e6)
             ratio = statistics.median(t / b for t, b in zip(this, base, strict=True))
-            print(f"{name:<27}{frames:>8}{min(this):>9.1f}{min(base):>9.1f}{ratio:>17.3f}")
+            print(f"{name:<36}{frames:>8}{min(this):>9.1f}{min(base):>9.1f}{ratio:>17.3f}")
     return 0
 
 
