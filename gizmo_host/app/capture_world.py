@@ -1,7 +1,8 @@
 """The world model's settings in a capture: the ``gizmo-host.world`` metadata record.
 
 ``gizmo-host record`` writes the resolved ``[camera]``, ``[world]``, selector and ``[rflysim]``
-(with its Config.json range sensors), one JSON text per key; ``gizmo-host replay --offline``
+(with its Config.json range sensors), and ``[tracking]`` where it is not what a run without
+the table resolves, one JSON text per key; ``gizmo-host replay --offline``
 reads them back (``world_setup_from``), so replay needs neither the TOML nor the Config.json
 file. The datagrams themselves reach the world through
 ``gizmo_host.app.world_build.DatagramRouter``.
@@ -50,6 +51,11 @@ def world_metadata(setup: WorldSetup) -> dict[str, str]:
     }
     if setup.pose_source == "mavlink":  # otherwise it follows from [rflysim]
         values["pose_source"] = setup.pose_source
+    if setup.tracking != tracking_from_table({}, setup.pose_source):  # a [tracking] table
+        tracking = setup.tracking
+        values["tracking"] = (
+            {"enabled": False} if tracking is None else dataclasses.asdict(tracking)
+        )
     return {key: json_text(value) for key, value in values.items()}
 
 
@@ -80,7 +86,10 @@ def world_setup_from(record: Mapping[str, str], where: str) -> WorldSetup:
     pose_source = "rflysim" if rflysim is not None and rflysim.poses else None
     if "pose_source" in record:  # the autopilot's poses (not in the capture: MAVLink is live)
         pose_source = "mavlink"
-    tracking = tracking_from_table({}, pose_source)  # as a live run without [tracking]
+    try:  # as the live run's [tracking] resolved, or as a run without the table
+        tracking = tracking_from_table(json.loads(record.get("tracking", "{}")), pose_source)
+    except (ConfigError, TypeError, ValueError, AttributeError) as exc:
+        raise CaptureError(f"{where}: tracking: {exc}") from None
     return WorldSetup(camera, world, selector, rflysim, pose_source, tracking)
 
 

@@ -56,6 +56,7 @@ def host_config(settings: HostSettings) -> HostConfig:
             "clock": {
                 "max_skew_ppm": settings.max_skew_ppm,
                 "phase_error_threshold_ms": settings.phase_error_threshold_ms,
+                "lock_after_ms": settings.lock_after_ms,
             },
             "store": {
                 "ttl_ms": settings.ttl_ms,

@@ -51,6 +51,7 @@ def host_settings(config: HostConfig) -> HostSettings:
         ),
         max_skew_ppm=config.clock.max_skew_ppm,
         phase_error_threshold_ms=config.clock.phase_error_threshold_ms,
+        lock_after_ms=config.clock.lock_after_ms,
         ttl_ms=config.store.ttl_ms,
         ttl_ms_by_type=tuple(sorted(config.store.ttl_ms_by_type.items())),
         reset_hold_ms=config.store.reset_hold_ms,

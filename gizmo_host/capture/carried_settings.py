@@ -17,7 +17,7 @@ from typing import Any
 from gizmo_core import Selector
 from gizmo_host.errors import CaptureError
 from gizmo_host.jsonl import json_text
-from gizmo_host.stream.clock import DEFAULT_PHASE_ERROR_THRESHOLD_MS
+from gizmo_host.stream.clock import DEFAULT_LOCK_AFTER_MS, DEFAULT_PHASE_ERROR_THRESHOLD_MS
 from gizmo_host.stream.store import DEFAULT_RESET_HOLD_MS, DEFAULT_TTL_MS
 from gizmo_host.stream.tracker import DEFAULT_MAX_SKEW_PPM
 
@@ -32,6 +32,7 @@ class HostSettings:
     transport_delay_ns: int | None = None  # None: a frame's time on the wire at ``baudrate``
     max_skew_ppm: float = DEFAULT_MAX_SKEW_PPM
     phase_error_threshold_ms: float = DEFAULT_PHASE_ERROR_THRESHOLD_MS
+    lock_after_ms: float = DEFAULT_LOCK_AFTER_MS  # a capture before the key: the default
     ttl_ms: float = DEFAULT_TTL_MS
     ttl_ms_by_type: tuple[tuple[int, float], ...] = ()
     reset_hold_ms: float = DEFAULT_RESET_HOLD_MS
@@ -44,7 +45,7 @@ class HostSettings:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name}: expected a finite number > 0, got {value!r}")
-        for name in ("stats_interval_s", "reset_hold_ms", "max_skew_ppm"):
+        for name in ("stats_interval_s", "reset_hold_ms", "max_skew_ppm", "lock_after_ms"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name}: expected a finite number >= 0, got {value!r}")

@@ -12,6 +12,9 @@ import pytest
 
 from gizmo_host.app.capture_world import world_metadata, world_setup_from
 from gizmo_host.app.host_config import config_from_mapping
+from gizmo_host.app.offline_replay import host_config as offline_host_config
+from gizmo_host.app.recorder import host_settings
+from gizmo_host.app.settings import section_keys
 from gizmo_host.app.world_build import DatagramRouter
 from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.capture.channels import WORLD_METADATA
@@ -49,6 +52,42 @@ def test_world_settings_round_trip_through_the_metadata(setup) -> None:
     record_ = world_metadata(setup)
     assert all(isinstance(v, str) for v in record_.values())
     assert world_setup_from(record_, "x") == setup
+
+
+def test_every_clock_and_store_setting_reaches_the_replay() -> None:
+    # Red team: lock_after_ms was not carried, and replay's first PROCEED came 200 ms later.
+    chosen = {
+        "clock": {"max_skew_ppm": 123.0, "phase_error_threshold_ms": 17.0, "lock_after_ms": 300.0},
+        "store": {"ttl_ms": 321.0, "ttl_ms_by_type": {"LINE": 150.0}, "reset_hold_ms": 40.0},
+    }
+    for section, values in chosen.items():  # all of them: a new setting must be carried too
+        assert set(values) == set(section_keys(section))
+    config = config_from_mapping({"serial": {"path": "/dev/x"}, **chosen})
+    carried = HostSettings.from_metadata(host_settings(config).to_metadata(), "f.mcap")
+    replayed = offline_host_config(carried)
+    assert replayed.clock == config.clock and replayed.store == config.store
+    assert replayed.clock.lock_after_ms == 300.0
+
+
+@pytest.mark.parametrize(
+    ("tracking", "expected"),
+    [({"cv_accel_m_s2": 0.05, "confirm_hits": 4}, 0.05), ({"enabled": False}, None)],
+)
+def test_a_tracking_table_is_carried_and_no_table_writes_no_key(setup, tracking, expected) -> None:
+    assert "tracking" not in world_metadata(setup)  # records stay as they were without one
+    config = config_from_mapping(
+        {
+            "camera": {"width_px": 640, "height_px": 480, "hfov_deg": 90.0},
+            "world": {"rate_hz": 20.0},
+            "rflysim": {"copter_id": 1},
+            "tracking": tracking,
+        }
+    )
+    tuned = config.world_setup()
+    assert tuned is not None
+    back = world_setup_from(world_metadata(tuned), "f.mcap")
+    assert back == tuned
+    assert (None if back.tracking is None else back.tracking.cv_accel_m_s2) == expected
 
 
 @pytest.mark.parametrize(
