@@ -107,6 +107,10 @@ class Intake:
         self._link_state = LinkState.DOWN
         self._link_ns: int | None = None
         self._reset_ns: int | None = None
+        # A reset no publisher has judged yet (``judged``): ``device_reset`` stands on the
+        # check after the reset frame however late it runs (live: a moment after the read;
+        # offline replay: at the read's time), until the board's next frame at the latest.
+        self._reset_unjudged = False
         self._down_barrier = self._reset_barrier = -1
         self._arrivals = 0
         self._vision_epoch: int | None = None
@@ -204,6 +208,8 @@ class Intake:
         self._arrivals = arrival = self._arrivals + 1
         rx_ns = obs.host_rx_ns
         self._sources.seen("vision", rx_ns)
+        if self._reset_unjudged and self._reset_ns is not None and rx_ns > self._reset_ns:
+            self._reset_unjudged = False  # a later frame: the reset is no longer the news
         self._vision_locked = obs.clock_locked
         # A new device clock epoch is a reset, unless the link went down since the last
         # observation: a reconnection starts a new epoch too, and its DOWN already bars
@@ -345,9 +351,15 @@ class Intake:
         self._changes += 1
         self._witness(host_ns)
 
+    def judged(self) -> None:
+        """A publisher has judged the model since its latest input (a snapshot does): a
+        device reset's ``device_reset`` lasts its ``reset_hold_ms`` from here on."""
+        self._reset_unjudged = False
+
     def _device_reset(self, host_ns: int, *, barrier: int) -> None:
         self._counts["device_resets"] += 1
         self._reset_ns = host_ns if self._reset_ns is None else max(self._reset_ns, host_ns)
+        self._reset_unjudged = True
         self._reset_barrier = max(self._reset_barrier, barrier)
 
     def _witness(self, host_ns: int) -> None:

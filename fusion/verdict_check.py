@@ -110,7 +110,7 @@ class VerdictCheck(Intake):
         # Enum members compared by identity: an enum's hash runs in Python (UP has no reason).
         return (
             None if link is _UP else _link_reason(link),
-            reset is not None and now_ns - reset <= self._reset_hold_ns,
+            reset is not None and (self._reset_unjudged or now_ns - reset <= self._reset_hold_ns),
             pose_clock is _JUMPED,
             pose_clock is _CONVERGING or pose_clock is _RESYNC,  # ``settling``
             conflict is not None and now_ns - conflict <= self._conflict_hold_ns,

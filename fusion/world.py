@@ -36,9 +36,11 @@ class WorldModel(VerdictCheck):
         """The world at ``now_ns``: verdicts, targets, vehicle and sources.
 
         Also advances the model's clock (waiting measurements whose wait is over are placed)
-        and forgets targets unseen for ``forget_after_ms``.
+        and forgets targets unseen for ``forget_after_ms``; and judges a device reset
+        (``judged``): the snapshot that says ``device_reset`` first is its last past the hold.
         """
         context, judged, selected, tracks = self._judge(now_ns)
+        self.judged()
         tracker = self._tracker
         states = [estimates.target_state(j, now_ns, tracker) for j in judged]
         chosen: TargetState | None = None

@@ -316,6 +316,7 @@ class WorldService:
             ):
                 self._publish(model.snapshot(now_ns), key)
                 deadline = model.next_deadline_ns()  # the listeners ran meanwhile
+        model.judged()
         if deadline is not None and (self._deadline is None or deadline < self._deadline_due_ns):
             self._arm_deadline(deadline)  # else the armed timer, no later, stays (most checks)
 

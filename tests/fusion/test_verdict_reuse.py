@@ -76,6 +76,7 @@ class Rig:
 
     def check(self, t: int) -> None:
         verdict = self.checked.verdict(t)
+        self.checked.judged()  # as the world service does after each check; a snapshot judges
         snapshot = self.full.snapshot(t)
         assert verdict.key == snapshot.verdict_key(), t
         assert verdict.proceed_until_ns == (

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fusion import WorldSnapshot, placement
+from fusion import LinkStatus, WorldSnapshot, placement
 from gizmo_core import Decision, HoldReason, LinkState
 from gizmo_core.clock import ClockStatus
 from gizmo_host.bridge.world_service import WorldService
@@ -73,6 +73,37 @@ def test_a_verdict_change_is_published_at_once_and_a_hold_at_its_deadline() -> N
         assert HoldReason.STALE in got[1].reasons
         held = got[1].targets[0]
         assert held.bearing_camera is None and held.position_ned_m is None
+
+    run(body)
+
+
+@pytest.mark.parametrize("checked_after_ns", [0, 50_000])
+def test_the_reset_frames_snapshot_says_device_reset_however_late_the_check_runs(
+    checked_after_ns: int,
+) -> None:
+    """Offline replay checks at the read's own time, the live host a moment later: with the
+    default reset_hold_ms of 0 both publish device_reset for the reset frame (red team: only
+    replay did), and neither for the frame after it."""
+
+    async def body(clock: ManualScheduler) -> None:
+        got: list[WorldSnapshot] = []
+        async with service(clock, rate_hz=1.0, ttl_ms=250.0) as svc:
+            svc.add_listener(got.append)
+            clock.advance(10 * MS)
+            svc.apply(up(clock.now_ns() - 100 * MS))
+            clock.advance(33 * MS)
+            before = len(got)
+            read_ns = clock.now_ns() - checked_after_ns  # the check runs at now
+            svc.apply(LinkStatus(read_ns, LinkState.UP, device_reset=True))
+            svc.apply(observation(read_ns - 20 * MS, rx_ns=read_ns))
+            clock.advance(0)
+            reset = got[before:]
+            assert reset and HoldReason.DEVICE_RESET in reset[0].reasons
+            clock.advance(33 * MS)
+            svc.apply(observation(clock.now_ns() - 20 * MS, rx_ns=clock.now_ns()))
+            clock.advance(0)
+            assert HoldReason.DEVICE_RESET not in got[-1].reasons
+            assert HoldReason.DEVICE_RESET not in svc.snapshot().reasons
 
     run(body)
 
