@@ -7,8 +7,9 @@ advances the ``ManualScheduler``, so every publication time is exact and no test
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from hypothesis import given
@@ -30,6 +31,19 @@ T0 = 1_000_000_000
 
 def service(scheduler: ManualScheduler, **config: object) -> WorldService:
     return WorldService(world(**config), scheduler=scheduler, clock=scheduler.now_ns)
+
+
+@contextlib.asynccontextmanager
+async def up_and_heard(
+    clock: ManualScheduler,
+) -> AsyncIterator[tuple[WorldService, list[WorldSnapshot]]]:
+    """A running service (1 Hz ticks, 250 ms TTL) whose link is up, and what it publishes."""
+    got: list[WorldSnapshot] = []
+    async with service(clock, rate_hz=1.0, ttl_ms=250.0) as svc:
+        svc.add_listener(got.append)
+        clock.advance(10 * MS)
+        svc.apply(up(clock.now_ns() - 100 * MS))
+        yield svc, got
 
 
 def run(body: Callable[[ManualScheduler], Awaitable[None]]) -> None:
@@ -86,11 +100,7 @@ def test_the_reset_frames_snapshot_says_device_reset_however_late_the_check_runs
     replay did), and neither for the frame after it."""
 
     async def body(clock: ManualScheduler) -> None:
-        got: list[WorldSnapshot] = []
-        async with service(clock, rate_hz=1.0, ttl_ms=250.0) as svc:
-            svc.add_listener(got.append)
-            clock.advance(10 * MS)
-            svc.apply(up(clock.now_ns() - 100 * MS))
+        async with up_and_heard(clock) as (svc, got):
             clock.advance(33 * MS)
             before = len(got)
             read_ns = clock.now_ns() - checked_after_ns  # the check runs at now
@@ -270,11 +280,7 @@ def test_an_input_the_model_raises_on_holds_with_model_fault_until_data_is_good_
     published at once, until a measurement is placed again."""
 
     async def body(clock: ManualScheduler) -> None:
-        got: list[WorldSnapshot] = []
-        async with service(clock, rate_hz=1.0, ttl_ms=250.0) as svc:
-            svc.add_listener(got.append)
-            clock.advance(10 * MS)
-            svc.apply(up(clock.now_ns() - 100 * MS))
+        async with up_and_heard(clock) as (svc, got):
             svc.apply(observation(clock.now_ns() - 20 * MS, rx_ns=clock.now_ns()))
             clock.advance(0)
             assert [s.verdict for s in got] == [Decision.PROCEED]
