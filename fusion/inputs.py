@@ -37,6 +37,11 @@ from .errors import InvalidInput
 from .geometry import Quat, Vec3, quat_from_euler_zyx_deg
 
 _UNIT_TOLERANCE = 1e-3
+# A vehicle's pose from a wire, each axis: numbers beyond these are no vehicle's (a local frame
+# origin 10,000 km away, three times the speed of sound, an IMU ten times past its saturation).
+MAX_POSITION_M = 1e7
+MAX_SPEED_M_S = 1e3
+MAX_RATE_RAD_S = 100.0
 _BOX_CENTRE = 1000
 _BOX_SIZE = 2000
 
@@ -55,20 +60,28 @@ def _finite(owner: object, name: str, value: Any, *, minimum: float = -math.inf)
     return x
 
 
-def _vec3(owner: object, name: str, value: Any) -> Vec3:
+def _vec3(owner: object, name: str, value: Any, limit: float = math.inf) -> Vec3:
+    """``value`` as 3 floats, each finite and within ``±limit``."""
     if type(value) is tuple and len(value) == 3:  # the adapters' own: kept, once checked
         x, y, z = value
         if type(x) is float and type(y) is float and type(z) is float:
-            if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
-                raise _fail(owner, name, "3 finite numbers", value)
+            _within(owner, name, value, x, y, z, limit)
             return value
     try:
         x, y, z = (float(v) for v in value)
     except (TypeError, ValueError):
         raise _fail(owner, name, "3 numbers", value) from None
+    _within(owner, name, value, x, y, z, limit)
+    return (x, y, z)
+
+
+def _within(
+    owner: object, name: str, value: Any, x: float, y: float, z: float, limit: float
+) -> None:
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
         raise _fail(owner, name, "3 finite numbers", value)
-    return (x, y, z)
+    if not (abs(x) <= limit and abs(y) <= limit and abs(z) <= limit):
+        raise _fail(owner, name, f"3 numbers within ±{limit:g}", value)
 
 
 def _set(owner: object, name: str, value: object) -> None:
@@ -225,9 +238,11 @@ class PoseSample:
     clock_status: ClockStatus = ClockStatus.LOCKED
 
     def __post_init__(self) -> None:
-        _set(self, "position_ned_m", _vec3(self, "position_ned_m", self.position_ned_m))
+        position = _vec3(self, "position_ned_m", self.position_ned_m, MAX_POSITION_M)
+        _set(self, "position_ned_m", position)
         if self.velocity_ned_m_s is not None:
-            _set(self, "velocity_ned_m_s", _vec3(self, "velocity_ned_m_s", self.velocity_ned_m_s))
+            velocity = _vec3(self, "velocity_ned_m_s", self.velocity_ned_m_s, MAX_SPEED_M_S)
+            _set(self, "velocity_ned_m_s", velocity)
         try:
             w, x, y, z = map(float, self.quaternion_wxyz)
         except (TypeError, ValueError):
@@ -246,7 +261,7 @@ class ImuSample:
     angular_rate_frd_rad_s: Vec3
 
     def __post_init__(self) -> None:
-        rate = _vec3(self, "angular_rate_frd_rad_s", self.angular_rate_frd_rad_s)
+        rate = _vec3(self, "angular_rate_frd_rad_s", self.angular_rate_frd_rad_s, MAX_RATE_RAD_S)
         _set(self, "angular_rate_frd_rad_s", rate)
 
 

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fusion.geometry import Quat, Vec3, quat_rotate, slerp
-from fusion.inputs import PoseSample
+from fusion.inputs import MAX_POSITION_M, MAX_SPEED_M_S, PoseSample
 from fusion.timeline import JumpBounds, PoseHistory
 from gizmo_core.clock import ClockStatus
 
@@ -40,8 +40,6 @@ from .session import AutopilotSession
 
 PoseCallback = Callable[[PoseSample], None]
 _BUFFER = 8  # messages of each kind kept for pairing
-MAX_POSITION_M = 1e7  # a local position further than this from its origin is not one
-MAX_SPEED_M_S = 1e3
 
 
 class MavlinkPoseSource:

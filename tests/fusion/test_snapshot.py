@@ -181,6 +181,14 @@ def test_inputs_are_checked_when_built():
         pose(0, q=(0.0, 0.0, 0.0, 0.0))
     with pytest.raises(InvalidInput, match=r"PoseSample.position_ned_m: expected 3 finite"):
         pose(0, position=(0.0, float("nan"), 0.0))
+    # Finite but no vehicle's (red team: an altitude of 1.7e308 m was a pose, and PROCEEDed).
+    with pytest.raises(InvalidInput, match=r"PoseSample.position_ned_m: expected 3 numbers within"):
+        pose(0, position=(0.0, 0.0, -1.7e308))
+    with pytest.raises(InvalidInput, match=r"PoseSample.velocity_ned_m_s: expected 3 numbers"):
+        PoseSample(0, 0, 0, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0), (3e38, 0.0, 0.0))
+    with pytest.raises(InvalidInput, match=r"ImuSample.angular_rate_frd_rad_s: expected 3"):
+        ImuSample(0, (0.0, 0.0, 1e3))
+    assert pose(0, position=(1e7, -1e7, -9e6)).position_ned_m == (1e7, -1e7, -9e6)
     with pytest.raises(InvalidInput, match=r"VisionObservation.center_x: expected -1000..1000"):
         observation(0, center=(1001, 0))
     with pytest.raises(InvalidInput, match=r"VisionObservation.width: expected 0..2000"):

@@ -102,6 +102,11 @@ def test_unusable_values_are_counted_never_raised() -> None:
     body_frame = dataclasses.replace(nan_time, simulation_time_s=1.0, frame_type=2)
     assert adapter.message(nan_time, MS) == [] and adapter.message(body_frame, MS) == []
     assert adapter.counts["dropped_invalid"] == 2
+    # Finite, but no vehicle is 1e200 m away (red team: it was a pose, held only as a jump).
+    far = STATE._replace(position_ned_m=(0.0, 0.0, -1e200))
+    far_odometry = builders.odometry(2, 1, far, 1.0, discontinuity=False)
+    assert adapter.message(far_odometry, 2 * MS) == []
+    assert adapter.counts["dropped_invalid"] == 3
     assert adapter.message(m.CopterSimCrash(copter_id=1), MS) == []
     assert adapter.counts["ignored"] == 1
 
