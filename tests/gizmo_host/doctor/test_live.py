@@ -264,11 +264,15 @@ def test_the_command_exits_0_on_a_healthy_emulated_link_and_2_on_a_config_mistak
         report = json.loads(done.stdout)
         statuses = {c["name"]: c["status"] for c in report["checks"]}
         not_ok = {name: s for name, s in statuses.items() if s not in ("ok", "skip")}
-        # A developer's desktop runs one; another test run's stand-in may come and go.
+        # A developer's desktop runs one; another test's stand-in (a process of that name,
+        # in parallel) may come and go before, during or after the doctor looked: then its
+        # warning may or may not be in the report, and nothing else may.
         if grabber_before or _modem_manager_running():
-            assert not_ok == {"port holders": "warn"}, done.stdout
-            assert done.returncode == 1 == report["exit"], done.stdout
+            warned = not_ok == {"port holders": "warn"}
+            assert warned or not_ok == {}, done.stdout
+            assert done.returncode == int(warned) == report["exit"], done.stdout
         else:
+            assert not_ok == {}, done.stdout
             assert done.returncode == 0 == report["exit"], done.stdout
         assert statuses["stream"] == statuses["board clock"] == "ok"
         assert report["facts"]["stream"]["frames_ok"] > 20
