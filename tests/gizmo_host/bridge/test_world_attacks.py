@@ -171,7 +171,10 @@ def test_hostile_coptersim_datagrams_never_move_the_truth_and_a_stopped_pose_hol
     assert len(before) >= 5
     for line in before:
         assert line["vehicle"]["copter_id"] != 0
-        assert line["sources"]["pose"]["state"] in ("OK", "FAULT")  # FAULT: the duplicates
+        # FAULT: the duplicates; STALE: the honest stream more than 100 ms late on a loaded
+        # machine (the flood's, CI's), still within the 250 ms a PROCEED allows its pose.
+        assert line["sources"]["pose"]["state"] in ("OK", "FAULT", "STALE"), line
+        assert line["vehicle"]["age_ms"] <= 250.0, line
     last_pose_ns = max(w["vehicle"]["time_ns"] for w in world if w["vehicle"])
     late = proceeds([w for w in world if w["host_ns"] > last_pose_ns + 255e6])
     assert late == []
