@@ -23,6 +23,7 @@ What an adapter maps (one :class:`~fusion.simclock.SimClockEstimator` per RflySi
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -42,6 +43,7 @@ _UNIT_TOLERANCE = 1e-3
 MAX_POSITION_M = 1e7
 MAX_SPEED_M_S = 1e3
 MAX_RATE_RAD_S = 100.0
+_ANY_FINITE = sys.float_info.max
 _BOX_CENTRE = 1000
 _BOX_SIZE = 2000
 
@@ -60,28 +62,27 @@ def _finite(owner: object, name: str, value: Any, *, minimum: float = -math.inf)
     return x
 
 
-def _vec3(owner: object, name: str, value: Any, limit: float = math.inf) -> Vec3:
-    """``value`` as 3 floats, each finite and within ``±limit``."""
+def _vec3(owner: object, name: str, value: Any, limit: float = _ANY_FINITE) -> Vec3:
+    """``value`` as 3 floats, each within ``±limit`` (a NaN or an infinity never is)."""
     if type(value) is tuple and len(value) == 3:  # the adapters' own: kept, once checked
         x, y, z = value
         if type(x) is float and type(y) is float and type(z) is float:
-            _within(owner, name, value, x, y, z, limit)
+            if not (-limit <= x <= limit and -limit <= y <= limit and -limit <= z <= limit):
+                raise _out_of_range(owner, name, value, limit)
             return value
     try:
         x, y, z = (float(v) for v in value)
     except (TypeError, ValueError):
         raise _fail(owner, name, "3 numbers", value) from None
-    _within(owner, name, value, x, y, z, limit)
+    if not (-limit <= x <= limit and -limit <= y <= limit and -limit <= z <= limit):
+        raise _out_of_range(owner, name, value, limit)
     return (x, y, z)
 
 
-def _within(
-    owner: object, name: str, value: Any, x: float, y: float, z: float, limit: float
-) -> None:
-    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
-        raise _fail(owner, name, "3 finite numbers", value)
-    if not (abs(x) <= limit and abs(y) <= limit and abs(z) <= limit):
-        raise _fail(owner, name, f"3 numbers within ±{limit:g}", value)
+def _out_of_range(owner: object, name: str, value: Any, limit: float) -> InvalidInput:
+    if all(math.isfinite(float(v)) for v in value):
+        return _fail(owner, name, f"3 numbers within ±{limit:g}", value)
+    return _fail(owner, name, "3 finite numbers", value)
 
 
 def _set(owner: object, name: str, value: object) -> None:
