@@ -17,6 +17,20 @@ def test_every_subcommand_has_help(command, capsys):
     assert command in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    "words",
+    [["run", "--serial", "/dev/null", "--baud", "0x10"], ["run", "--nonsense"], ["nonsense"], []],
+)
+def test_an_argument_mistake_is_one_line_and_status_2(words, capsys):
+    # Red team: argparse printed its 22-line usage before the error.
+    with pytest.raises(SystemExit) as info:
+        main(words)
+    assert info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1, captured.err
+    assert "error:" in captured.err and "usage:" not in captured.err
+
+
 def test_the_top_level_help_names_every_subcommand_with_its_summary(capsys):
     with pytest.raises(SystemExit) as info:
         main(["--help"])

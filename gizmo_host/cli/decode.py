@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, BinaryIO, TextIO
 
 from gizmo_host.cli.common import EXIT_USAGE
+from gizmo_host.cli.flags import OneLineParser
 from gizmo_host.errors import CrcMismatch, FrameError, HexError
 from gizmo_host.jsonl import json_text
 from gizmo_host.wire.parser import StreamParser
@@ -88,7 +89,7 @@ def _decode_binary(stream: BinaryIO, out: TextIO, err: TextIO) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="gizmo-decode",
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,

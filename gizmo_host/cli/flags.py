@@ -8,12 +8,22 @@ a :class:`UsageError` whose message names the flag and the value expected
 
 from __future__ import annotations
 
+import argparse
 import ipaddress
 import math
+from typing import NoReturn
 
 
 class UsageError(ValueError):
     """A command-line value that is malformed or out of range; the message names the flag."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose mistakes are one line (``gizmo-host run: error: argument --baud: ...``)
+    and exit status 2, as every other command-line mistake: not the usage text first."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (--help for usage)\n")
 
 
 def integer(flag: str, text: str, low: int, high: int | None = None) -> int:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 
 from gizmo_core.native import stale_message, stale_modules
+from gizmo_host.cli.flags import OneLineParser
 from gizmo_host.live.stop_signals import install_interrupt_deadline
 
 # Each command's module is imported by its loader when that command is parsed: ``run`` and
@@ -145,7 +146,7 @@ SUBCOMMANDS: dict[str, tuple[Callable[[], ModuleType], str]] = {
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """Every subcommand with its arguments; ``command``: that one's arguments only (only its
     module is imported; any other name, or ``""``, gives the subcommands' names alone)."""
-    parser = argparse.ArgumentParser(prog="gizmo-host", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="gizmo-host", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (load, help_text) in SUBCOMMANDS.items():
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)

@@ -50,9 +50,11 @@ def selects(selector: Selector, key: ResultKey) -> bool:
 
 
 def parse_selector(text: str) -> Selector:
-    """``any`` or comma-separated ``source=N``, ``type=N|NAME``, ``id=N``."""
+    """``any`` or comma-separated ``source=N``, ``type=N|NAME``, ``id=N``, each at most once.
+    Nothing (an empty shell variable, say) is a mistake, not ``any``: watching every target
+    must be asked for."""
     text = text.strip()
-    if text in ("", "any"):
+    if text == "any":
         return Selector()
     values: dict[str, int] = {}
     for part in text.split(","):
@@ -60,6 +62,8 @@ def parse_selector(text: str) -> Selector:
         name, raw = name.strip(), raw.strip()
         if not sep or name not in ("source", "type", "id"):
             raise ValueError(f"selector: expected 'any' or source=N,type=N|NAME,id=N, got {text!r}")
+        if name in values:
+            raise ValueError(f"selector {name}: given twice in {text!r}")
         if name == "type" and raw.upper() in ResultType.__members__:
             values[name] = int(ResultType[raw.upper()])
             continue

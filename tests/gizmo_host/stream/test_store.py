@@ -178,9 +178,16 @@ def test_the_store_evicts_the_least_recently_updated_key():
     assert [r.key[2] for r in store.current(selector, T0)] == [4, 1, 3]  # newest first
 
 
-@pytest.mark.parametrize("text", ["source", "colour=1", "type=blob", "id=x"])
+@pytest.mark.parametrize("text", ["source", "colour=1", "type=blob", "id=x", "", "  "])
 def test_bad_selector_names_what_is_expected(text):
+    # Nothing is a mistake (red team: an empty shell variable watched every target).
     with pytest.raises(ValueError, match="expected"):
+        parse_selector(text)
+
+
+@pytest.mark.parametrize("text", ["source=1,source=2", "type=5,type=COLOR_BLOB", "id=1, id=1"])
+def test_a_selector_key_given_twice_is_refused_not_the_last_kept(text):
+    with pytest.raises(ValueError, match="given twice"):
         parse_selector(text)
 
 
