@@ -31,6 +31,46 @@ def test_an_argument_mistake_is_one_line_and_status_2(words, capsys):
     assert "error:" in captured.err and "usage:" not in captured.err
 
 
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["replay", "{fifo}", "--offline"],  # it blocked, waiting for a writer
+        ["replay", "{tmp}/missing.mcap", "--offline"],
+        ["replay", "{tmp}", "--offline"],
+        ["record", "--serial", "/dev/null", "-o", "{tmp}/no/x.mcap"],
+        ["record", "--serial", "/dev/null", "-o", "{tmp}"],
+        [
+            "record",
+            "--serial",
+            "/dev/null",
+            "-o",
+            "{tmp}/x.mcap",
+            "--bind",
+            "foo",
+            "--udp-port",
+            "5",
+        ],
+        ["record", "--serial", "/dev/null", "-o", "{tmp}/x.mcap", "--bind", "127.0.0.1"],  # idle
+        ["emulate", "--link", "{tmp}/no/link"],
+        ["emulate", "--device", "{tmp}/no-tty"],
+        ["emulate", "--stats", "{tmp}/no/s.json", "--duration", "0.1", "--no-wait-reader"],
+        ["certify", "--scenarios", "orbit", "--seeds", "1", "--out", "{tmp}/file/report"],
+        ["run", "--serial", "/dev/null", "--unix-socket", "{tmp}/no/s.sock"],
+        ["run", "--serial", "/dev/null", "--unix-socket", "{tmp}"],
+    ],
+)
+def test_a_path_mistake_is_one_line_and_status_2_before_any_work(words, tmp_path, capsys):
+    # Red team: these exited 1 with an errno, some after the work (certify after its runs),
+    # and a FIFO blocked replay for good.
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "file").write_text("")  # a file where a directory is needed
+    filled = [w.format(tmp=tmp_path, fifo=tmp_path / "fifo") for w in words]
+    assert main(filled) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1, captured.err
+    assert str(tmp_path) in captured.err or "--bind" in captured.err, captured.err
+
+
 def test_the_top_level_help_names_every_subcommand_with_its_summary(capsys):
     with pytest.raises(SystemExit) as info:
         main(["--help"])

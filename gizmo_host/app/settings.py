@@ -128,7 +128,7 @@ HOST_SETTINGS: tuple[Setting, ...] = (
             "whose detectors report on frames its camera takes while exposure settles after "
             "a boot (0: the re-lock and the forgotten results guard a reset)", 0, MAX_MS, "ms"),
     Setting("verdict", "select", "str", "any",
-            "verdict target: 'any' or source=N,type=N|NAME,id=N", flag="--select",
+            "verdict target: 'any' or source=N,type=N|NAME,id=N, each key once", flag="--select",
             metavar="SELECTOR"),
     _period("verdict", "interval_s", _pipe("verdict_interval_s"),
             "a verdict is re-published at least this often"),

@@ -84,6 +84,10 @@ def run(args: argparse.Namespace) -> int:
             command=shlex.join(["gizmo-host", "certify", *sys.argv[2:]]),
             **({} if spacing is None else {"spacing_s": spacing}),
         )
+        try:  # made before the runs, which write into it after minutes of work
+            options.out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"--out: {args.out}: {exc.strerror}") from None
     except (ConfigError, ValueError) as exc:
         print(f"gizmo-host certify: {exc}", file=sys.stderr)
         return EXIT_USAGE

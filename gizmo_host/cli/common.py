@@ -10,9 +10,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import logging
+import os
+import stat
 import sys
 
-from gizmo_core import MissingExtra
+from gizmo_core import ConfigError, MissingExtra
 
 EXIT_USAGE = 2  # a usage or configuration mistake (1: the command ran and failed)
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -48,6 +50,27 @@ def require_extra(name: str, what: str) -> None:
     installed (its module can be found; it is not imported here)."""
     if importlib.util.find_spec(EXTRAS[name]) is None:
         raise MissingExtra(name, what)
+
+
+def file_to_read(flag: str, path: str) -> None:
+    """``ConfigError`` unless ``path`` is a regular file: a missing one or a directory is a
+    mistake in the command line, and a FIFO or a device would block the command."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise ConfigError(f"{flag}: {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        raise ConfigError(f"{flag}: {path}: expected a regular file")
+
+
+def file_to_write(flag: str, path: str) -> None:
+    """``ConfigError`` unless ``path`` can be a file: its directory exists and it is not a
+    directory itself (checked before the command's work, not found after it)."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ConfigError(f"{flag}: {path}: no directory {parent}")
+    if os.path.isdir(path):
+        raise ConfigError(f"{flag}: {path}: is a directory")
 
 
 def fail(command: str, error: object, status: int = EXIT_USAGE) -> int:

@@ -19,11 +19,12 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 from typing import Any
 
 from gizmo_core import ConfigError
-from gizmo_host.cli.common import EXIT_USAGE, add_log_level, setup_logging
+from gizmo_host.cli.common import EXIT_USAGE, add_log_level, file_to_write, setup_logging
 from gizmo_host.jsonl import json_text
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.rigs.board.compose import build_source, emulation_factory, settings_from_args
@@ -140,6 +141,13 @@ def run(args: argparse.Namespace) -> int:
     setup_logging(args.log_level)
     try:
         settings, timeline = settings_from_args(args)
+        # Checked before the run, not found after it.
+        if args.link is not None:
+            file_to_write("--link", args.link)
+        if args.device is not None and not os.path.exists(args.device):
+            raise ConfigError(f"--device: {args.device}: no such device")
+        if args.stats is not None and args.stats != "-":
+            file_to_write("--stats", args.stats)
     except ConfigError as exc:
         print(f"gizmo-host emulate: config error: {exc}", file=sys.stderr)
         return EXIT_USAGE

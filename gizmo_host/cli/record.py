@@ -29,7 +29,14 @@ from gizmo_host.app.host_config import config_from_args
 from gizmo_host.app.idle import log_idle_settings
 from gizmo_host.app.recorder import Recorder, RecordOptions
 from gizmo_host.app.world_build import DatagramRouter
-from gizmo_host.cli.common import EXIT_USAGE, add_log_level, require_extra, setup_logging
+from gizmo_host.cli.common import (
+    EXIT_USAGE,
+    add_log_level,
+    file_to_write,
+    require_extra,
+    setup_logging,
+)
+from gizmo_host.cli.flags import ipv4
 
 if TYPE_CHECKING:
     pass
@@ -86,6 +93,12 @@ def run(args: argparse.Namespace) -> int:
         rflysim = None if setup is None else setup.rflysim
         world_ports = [] if rflysim is None else DatagramRouter(rflysim).ports
         ports = udp_ports(world_ports, args.udp_port)
+        if args.bind is not None:
+            ipv4("--bind", args.bind)
+            if not ports:
+                raise ValueError("--bind: no UDP port to hear (--udp-port, or [rflysim])")
+        if args.output != "-":
+            file_to_write("--output", args.output)
     except (ConfigError, ValueError) as exc:
         print(f"gizmo-host record: {exc}", file=sys.stderr)
         return EXIT_USAGE

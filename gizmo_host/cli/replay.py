@@ -32,7 +32,7 @@ from typing import IO, TYPE_CHECKING
 from gizmo_core import ConfigError
 from gizmo_host.app.foxglove_view import add_foxglove_flag, check_listen
 from gizmo_host.app.settings import default
-from gizmo_host.cli.common import EXIT_USAGE, require_extra
+from gizmo_host.cli.common import EXIT_USAGE, file_to_read, file_to_write, require_extra
 from gizmo_host.errors import CaptureError, ServiceFailed
 from gizmo_host.rigs.board.capture_player import LivePlayer, PlayerOptions
 
@@ -92,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
         if args.foxglove_out is not None and not args.offline:
             raise ConfigError("--foxglove-out: only with --offline")
         require_extra("record", "replaying a capture")
+        file_to_read("FILE", args.file)
+        if args.foxglove_out is not None:
+            file_to_write("--foxglove-out", args.foxglove_out)
     except ConfigError as exc:
         print(f"gizmo-host replay: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -27,7 +27,7 @@ from gizmo_host.app.host import Host
 from gizmo_host.app.host_config import HostConfig as Config
 from gizmo_host.app.host_config import config_from_args
 from gizmo_host.app.idle import log_idle_settings
-from gizmo_host.cli.common import EXIT_USAGE, add_log_level, setup_logging
+from gizmo_host.cli.common import EXIT_USAGE, add_log_level, file_to_write, setup_logging
 from gizmo_host.deploy.sd_notify import SdNotifier, watchdog_loop
 from gizmo_host.errors import ServiceFailed
 from gizmo_host.live import event_loop
@@ -47,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
     setup_logging(args.log_level)
     try:
         config = config_from_args(args)
+        if config.publish.unix_socket is not None:  # here, not in the settings: the doctor
+            # reads them where the service's runtime directory may not exist yet
+            file_to_write("publish.unix_socket", config.publish.unix_socket)
     except ConfigError as exc:
         print(f"gizmo-host run: config error: {exc}", file=sys.stderr)
         return EXIT_USAGE
