@@ -29,20 +29,17 @@ from gizmo_host.stream.store import (
     DEFAULT_TTL_MS,
     LinkVerdict,
     ResultStore,
+    reports_nothing,
     selects,
 )
 from gizmo_host.stream.tracker import DEFAULT_MAX_SKEW_PPM, SequenceEvent, SequenceTracker
-from gizmo_host.wire.protocol import ResultFlags, VisionResult
-from gizmo_host.wire.results import ResultType
+from gizmo_host.wire.protocol import VisionResult
 
 _IN_ORDER, _GAP, _LATE = SequenceEvent.IN_ORDER, SequenceEvent.GAP, SequenceEvent.LATE
 _DUPLICATE, _RESET, _LOCKED = SequenceEvent.DUPLICATE, SequenceEvent.RESET, ClockStatus.LOCKED
 _CLOCK_RESET, _CLOCK_EPOCH = ClockEvent.DEVICE_RESET, ClockEvent.NEW_EPOCH
 _PROCEED = Decision.PROCEED
 _UP, _DOWN = LinkState.UP, LinkState.DOWN
-_TRACKED_OR_LOST = int(ResultFlags.TRACKED | ResultFlags.LOST)
-_TRACKED = int(ResultFlags.TRACKED)
-_TYPE_NONE = int(ResultType.NONE)
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
@@ -140,13 +137,12 @@ class FramePipeline:
                 continue
             # Routine (no verdict can change): an in-order, tracked, fresh result with the
             # clock locked, whose key ``_routine`` says no verdict but a PROCEED watches. Never
-            # a "nothing tracked" frame (result_type NONE, whatever its flags): it ends every
-            # earlier result of its source (``ResultStore.update``), a PROCEED's target too.
+            # a "nothing tracked" frame: it ends every earlier result of its source, a
+            # PROCEED's target too.
             if (
                 not forward
                 or clock_status is not _LOCKED
-                or result.flags & _TRACKED_OR_LOST != _TRACKED
-                or result_type == _TYPE_NONE
+                or reports_nothing(result)
                 or capture_ns is None
                 or rx_ns > valid_until_ns
             ):

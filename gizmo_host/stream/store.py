@@ -16,7 +16,7 @@ from typing import Any
 from gizmo_core import Decision, HoldReason, LinkState, Selector
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import ReceivedResult, ResultKey
-from gizmo_host.wire.protocol import ResultFlags
+from gizmo_host.wire.protocol import ResultFlags, VisionResult
 from gizmo_host.wire.results import ResultType, is_target
 
 DEFAULT_TTL_MS = 250.0
@@ -35,6 +35,12 @@ _LINK_REASONS = {
     LinkState.SYNCING: HoldReason.LINK_DOWN,
     LinkState.SILENT: HoldReason.LINK_SILENT,
 }
+
+
+def reports_nothing(result: VisionResult) -> bool:
+    """The board's "nothing tracked" frame: lost, untracked, or result_type NONE whatever its
+    flags. It ends the currency of every earlier result of its source (``update``)."""
+    return result.flags & _TRACKED_OR_LOST != _TRACKED or result.result_type == _TYPE_NONE
 
 
 def selects(selector: Selector, key: ResultKey) -> bool:
@@ -238,7 +244,7 @@ class ResultStore:
         latest.pop(key, None)  # put back: the most recently updated, at the end
         latest[key] = received
         self._arrival[key] = updates
-        if result.flags & _TRACKED_OR_LOST != _TRACKED or result.result_type == _TYPE_NONE:
+        if reports_nothing(result):
             self._negative_arrival[result.source_id] = updates
         watches = self._key_watches.get(key)
         if watches is None:
