@@ -195,7 +195,10 @@ async def fly(profile, slow_timesync=False):
         print(f"ardupilot angle err p95 {p95(angle_errors_deg):.3f} deg")
     if position_errors_m:
         print(f"px4 position err p95 {p95(position_errors_m):.3f} m")
-    assert p95(time_errors_ms) <= 3.0
+    # Slow TIMESYNC: both legs lag 8-16 ms, so a round trip's asymmetry is up to 8 ms and the
+    # offset is known to half of it, 4 ms; plus 1 ms for a loaded host's scheduling (3.5 ms
+    # was seen in CI; 2.4-2.9 typical). Otherwise 3 ms, as before (0.2-0.4 ms typical).
+    assert p95(time_errors_ms) <= (5.0 if slow_timesync else 3.0)
     assert p95(bearings) <= 0.7 and p95(positions) <= 0.25
     assert abs(px4_offset_ms) <= 3.0
     if profile is Profile.ARDUPILOT:
