@@ -55,7 +55,7 @@ class Associator:
         life, t = self._lifecycle, frame.capture_ns
         oldest = t - life.delete_after_ns  # alive: hit at or after it
         alive = [track for track in tracks if track.time_ns >= oldest]
-        hits: dict[int, tuple[motion.Prediction, Detection]] = {}
+        hits: dict[int, tuple[motion.Prediction, Detection, list[list[float]]]] = {}
         unassigned = list(frame.detections)
         # Tracks confirmed once choose first, then the tentative ones from what is left: a
         # new track's prediction is wide, and would otherwise win what is near both.
@@ -68,9 +68,10 @@ class Associator:
                 j: predict(alive[j].state, (t - alive[j].time_ns) * 1e-9) for j in candidates
             }
             left: list[Detection] = []
-            for i, k in enumerate(self._assign(unassigned, candidates, predictions)):
+            noise: dict[tuple[int, int], list[list[float]]] = {}
+            for i, k in enumerate(self._assign(unassigned, candidates, predictions, noise)):
                 if k is not None:
-                    hits[k] = (predictions[k], unassigned[i])
+                    hits[k] = (predictions[k], unassigned[i], noise[i, k])
                 else:
                     left.append(unassigned[i])
             if established:
@@ -87,8 +88,8 @@ class Associator:
                 if missed is not None:
                     out.append(missed)
                 continue
-            prediction, d = hit
-            state = self._imm.update(prediction, d.z_f, d.r_f, d.r)
+            prediction, d, r = hit
+            state = self._imm.update(prediction, d.z_f, r, d.r if r is d.r_f else np.array(r))
             updated = life.hit(track, state, d.placement)
             if updated.confirmed and not track.confirmed:
                 promoted.append(updated)
@@ -106,22 +107,27 @@ class Associator:
         detections: list[Detection],
         candidates: list[int],
         predictions: dict[int, motion.Prediction],
+        noise: dict[tuple[int, int], list[list[float]]],
     ) -> list[int | None]:
         """For each detection, the candidate it is assigned (``None``: none): the minimum total
         of squared Mahalanobis distances, a pair beyond the gate forbidden, a detection left
         unassigned costing its gate. One detection (a key's usual frame) takes the nearest
-        candidate within its gate, the first of equals: what the solver gives that one row."""
+        candidate within its gate, the first of equals: what the solver gives that one row.
+        ``noise[i, j]``: detection i's covariance for candidate j, where j predicts it."""
         mahalanobis2 = motion.mahalanobis2
+        for i, d in enumerate(detections):
+            for j in candidates:
+                noise[i, j] = _noise_for(predictions[j], d)
         if len(detections) == 1:
             d = detections[0]
-            costs = [mahalanobis2(predictions[j], d.z_f, d.r_f) for j in candidates]
+            costs = [mahalanobis2(predictions[j], d.z_f, noise[0, j]) for j in candidates]
             k = nearest_within(costs, d.gate)
             return [None if k is None else candidates[k]]
         n, m = len(detections), len(candidates)
         cost = [[_INF] * (m + n) for _ in detections]
         for i, d in enumerate(detections):
             for k, j in enumerate(candidates):
-                d2 = mahalanobis2(predictions[j], d.z_f, d.r_f)
+                d2 = mahalanobis2(predictions[j], d.z_f, noise[i, j])
                 if d2 <= d.gate:
                     cost[i][k] = d2
             cost[i][m + i] = d.gate
@@ -162,3 +168,16 @@ class Associator:
             while len(self._born) > _MAX_BORN:
                 self._born.popitem(last=False)
         return number
+
+
+def _noise_for(prediction: motion.Prediction, d: Detection) -> list[list[float]]:
+    """Detection ``d``'s covariance for a track of ``prediction``: evaluated where the track
+    predicts the target (the modes' mean), not where the measurement fell, so that how far a
+    fix fell does not weigh it (``Detection.toward``; without: its own)."""
+    if d.toward is None:
+        return d.r_f
+    mu0, mu1 = prediction.mu_f
+    (a0, a1, a2), (b0, b1, b2) = prediction.positions
+    point = [mu0 * a0 + mu1 * b0, mu0 * a1 + mu1 * b1, mu0 * a2 + mu1 * b2]
+    r: list[list[float]] = d.toward(point).tolist()
+    return r

@@ -55,6 +55,9 @@ class TrackingConfig:
     # cv_accel_m_s2, a margin for drifts the model has no term for)
     cv_true_accel_m_s2: float = 0.0
     ct_accel_m_s2: float = 0.15
+    # the turn mode's random acceleration along the velocity: a target speeding up or braking
+    # (1.0 covers 1-4 m/s²; 0, the default, keeps the 0.3 g turn's one track id per run)
+    ct_speed_accel_m_s2: float = 0.0
     turn_accel_rad_s2: float = 0.3
     vertical_accel_m_s2: float = 0.01
     cv_dwell_s: float = 20.0  # mean time before a straight run turns
@@ -88,6 +91,7 @@ class TrackingConfig:
         return MotionParams(
             cv_accel_m_s2=self.cv_accel_m_s2,
             ct_accel_m_s2=self.ct_accel_m_s2,
+            ct_speed_accel_m_s2=self.ct_speed_accel_m_s2,
             turn_accel_rad_s2=self.turn_accel_rad_s2,
             vertical_accel_m_s2=self.vertical_accel_m_s2,
             cv_dwell_s=self.cv_dwell_s,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ..inputs import VisionObservation
@@ -29,6 +30,9 @@ class Detection(NamedTuple):
     z_f: list[float]  # z and r as plain floats, for the gate's 3×3 algebra
     r_f: list[list[float]]
     box: tuple[int, int, int, int]  # the board's box: a repeat of the image has the same
+    # The covariance of a fix at a given point (NED) by the same ray's frame: a track weighs
+    # the measurement by the noise where it predicts the target. None: ``r`` wherever.
+    toward: Callable[[list[float]], Array] | None = None
 
 
 class Frame(NamedTuple):

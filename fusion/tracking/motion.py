@@ -66,6 +66,13 @@ _F_FLAT = np.ravel_multi_index(_F_INDEX, (MODES, STATE, STATE))  # the same, int
 _F_FLAT2 = np.concatenate((_F_FLAT, _F_FLAT + MODES * STATE * STATE))
 _EYES = np.broadcast_to(np.eye(STATE), (MODES, STATE, STATE))
 _EYES2 = np.broadcast_to(np.eye(STATE), (2 * MODES, STATE, STATE))
+# The turn mode's change of speed: its noise fills the horizontal position and velocity block
+# (n, e, vn, ve) of the turn mode's p and a (the second and fourth of the four), row-major.
+_ALONG = (0, 1, 3, 4)
+_ALONG_FLAT = np.array(
+    [(m * STATE + i) * STATE + j for m in (1, 3) for i in _ALONG for j in _ALONG]
+)
+_SLOW_M_S = 1.0  # below about this speed a change of speed has no known direction
 _MAX_STEPS = 64  # the per-dt constants kept: a fixed frame rate repeats a few dt
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
@@ -82,6 +89,7 @@ class MotionParams(NamedTuple):
     initial_speed_m_s: float = 10.0  # σ of a new track's velocity, each axis
     initial_turn_rate_rad_s: float = 0.5  # σ of a new track's ω
     cv_true_accel_m_s2: float = 0.0  # a straight run's own: the reported covariance's
+    ct_speed_accel_m_s2: float = 0.0  # the turn mode's along its velocity: a change of speed
 
 
 class ImmState(NamedTuple):
@@ -137,7 +145,7 @@ def _noise_basis(params: MotionParams) -> Array:
 class Imm:
     """The filter of one tuning, its constants computed once."""
 
-    __slots__ = ("_noise", "_per_dt", "_prior", "_switch", "params")
+    __slots__ = ("_noise", "_per_dt", "_prior", "_speed_density", "_switch", "params")
 
     def __init__(self, params: MotionParams) -> None:
         self.params = params
@@ -145,6 +153,7 @@ class Imm:
         self._switch = (a + b, a / (a + b), b / (a + b))
         self._noise = _noise_basis(params)
         self._prior = stationary_mu(params)
+        self._speed_density = params.ct_speed_accel_m_s2**2
         # dt -> (leave CV, leave CT, Q(dt) of both modes): bounded, cleared when full
         self._per_dt: dict[float, tuple[float, float, Array]] = {}
 
@@ -210,6 +219,9 @@ class Imm:
         f = _EYES2.copy()
         f.put(_F_FLAT2, values + values)
         both = f @ p0 @ f.transpose(0, 2, 1) + noise
+        if self._speed_density:
+            flat = both.ravel()  # a view: ``both`` is new, and contiguous
+            flat[_ALONG_FLAT] += along(ct[3], ct[4], dt_s, self._speed_density)
         ps = both[:MODES]
         blocks = ps[:, :3, :3].tolist()
         positions = [cv_next[:3], ct_next[:3]]
@@ -313,6 +325,22 @@ def _steps(
         dt * (cos_wt * vn - sin_wt * ve),
     ]  # fmt: skip
     return values, next_cv, next_ct
+
+
+def along(vn: float, ve: float, dt: float, density: float) -> list[float]:
+    """The turn mode's change of speed over ``dt``: continuous white acceleration of spectral
+    density ``density`` along the velocity (vn, ve), fading to the same on every horizontal
+    axis below ``_SLOW_M_S`` (a target at rest may start off any way). Its 4×4 block over
+    (n, e, vn, ve), row-major, as ``_ALONG_FLAT`` lists it (twice: ``p``'s, then ``a``'s)."""
+    slow2 = _SLOW_M_S * _SLOW_M_S
+    k = density / (vn * vn + ve * ve + slow2)
+    m00, m01, m11 = k * (vn * vn + slow2), k * vn * ve, k * (ve * ve + slow2)
+    t3, t2 = dt * dt * dt / 3.0, dt * dt / 2.0
+    a, b, c = t3 * m00, t3 * m01, t3 * m11
+    d, e, f = t2 * m00, t2 * m01, t2 * m11
+    g, h, i = dt * m00, dt * m01, dt * m11
+    block = [a, b, d, e, b, c, e, f, d, e, g, h, e, f, h, i]
+    return block + block
 
 
 def _inverse3(s: list[list[float]]) -> tuple[list[list[float]], float]:

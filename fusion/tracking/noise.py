@@ -134,3 +134,28 @@ def position_covariance(
         c02 = m02 + rs2 * d0 * d2 + t0 * t2
         c12 = m12 + rs2 * d1 * d2 + t1 * t2
     return np.array(((c00, c01, c02), (c01, c11, c12), (c02, c12, c22)))
+
+
+def covariance_toward(
+    frame: RayFrame,
+    ground_plane: bool,
+    scale: PixelScale,
+    params: NoiseParams,
+    point: list[float],
+) -> Array:
+    """``position_covariance`` of a fix at ``point`` (NED): the ray from the camera's origin
+    to it, at its distance. A track weighs a measurement by the noise where the track predicts
+    the target, not where the measurement fell: on the ground plane the along-ray variance
+    grows as the range⁴, so a fix that fell short would otherwise count for more than one
+    that fell long, and the estimate would be pulled towards the camera (-4σ²/range)."""
+    o = frame.origin_ned_m
+    d0, d1, d2 = point[0] - o[0], point[1] - o[1], point[2] - o[2]
+    range_m = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = quat_to_matrix(frame.camera_quaternion_wxyz)
+    k = 1.0 / range_m
+    bearing = (
+        (r00 * d0 + r10 * d1 + r20 * d2) * k,
+        (r01 * d0 + r11 * d1 + r21 * d2) * k,
+        (r02 * d0 + r12 * d1 + r22 * d2) * k,
+    )  # Rᵀ·(point - origin), unit: the camera's axes
+    return position_covariance(bearing, frame, range_m, ground_plane, scale, params)

@@ -285,6 +285,8 @@ TRACKING_SETTINGS: tuple[Setting, ...] = (
        "really has, σ; the reported covariance assumes it (the gains use cv_accel_m_s2)",
        0, 100, "m/s2"),
     _t("ct_accel_m_s2", "coordinated-turn mode: random acceleration, σ", 0, 100, "m/s2"),
+    _t("ct_speed_accel_m_s2", "coordinated-turn mode: random acceleration along the velocity "
+       "(speeding up, braking), σ; every way below 1 m/s", 0, 100, "m/s2"),
     _t("turn_accel_rad_s2", "turn-rate change, σ", 0, 100, "rad/s2"),
     _t("vertical_accel_m_s2", "vertical random acceleration, σ", 0, 100, "m/s2"),
     _t("cv_dwell_s", "mean time a straight run lasts", 0, 3600, "s", open_low=True),

@@ -24,7 +24,8 @@ from fusion.tracking.motion import (
 from fusion.tracking.noise import NoiseParams, PixelScale, position_covariance
 from tests.support import tracking_reference as ref
 
-PARAMS = MotionParams(cv_true_accel_m_s2=0.012)  # not the gains' (0.03), nor 0
+# not the gains' (0.03), nor 0; and the turn mode's change of speed
+PARAMS = MotionParams(cv_true_accel_m_s2=0.012, ct_speed_accel_m_s2=1.3)
 IMM = Imm(PARAMS)
 TOLERANCE = 1e-9
 

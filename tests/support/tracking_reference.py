@@ -74,6 +74,18 @@ def _process_noise(dt: float, accel: float, vertical: float, turn: float) -> Arr
     return q
 
 
+def _speed_noise(x: Array, dt: float, accel: float) -> Array:
+    """The turn mode's change of speed: continuous white acceleration ``accel`` along the
+    horizontal velocity, with (1 m/s)² of isotropy: ``accel²·(v·vᵀ + I)/(|v|² + 1)``."""
+    v = x[3:5]
+    h = accel * accel * (np.outer(v, v) + np.eye(2)) / (float(v @ v) + 1.0)
+    q = np.zeros((STATE, STATE))
+    block = np.array([[dt**3 / 3.0, dt**2 / 2.0], [dt**2 / 2.0, dt]])
+    index = np.array([0, 1, 3, 4])
+    q[np.ix_(index, index)] = np.kron(block, h)
+    return q
+
+
 def _cv(x: Array, dt: float) -> tuple[Array, Array]:
     f = np.eye(STATE)
     f[0, 3] = f[1, 4] = f[2, 5] = dt
@@ -129,6 +141,7 @@ def predict(state: ImmState, dt_s: float, params: MotionParams) -> Prediction:
     cv_noise = _process_noise(dt_s, params.cv_accel_m_s2, vertical, turn)
     ct_noise = _process_noise(dt_s, params.ct_accel_m_s2, vertical, turn)
     cv_true = _process_noise(dt_s, params.cv_true_accel_m_s2, vertical, turn)
+    ct_noise = ct_noise + _speed_noise(x0[1], dt_s, params.ct_speed_accel_m_s2)
     for j, (step, noise, true) in enumerate(((_cv, cv_noise, cv_true), (_ct, ct_noise, ct_noise))):
         xs[j], f = step(x0[j], dt_s)
         ps[j] = f @ p0[j] @ f.T + noise
