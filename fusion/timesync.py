@@ -22,8 +22,15 @@ are those of every clock here (docs/world-safety.md): autopilot time ``A`` maps 
   ``confirm_samples`` of those in a row open a new epoch at their oldest-looking level
   (``LatePolicy.FOLLOW``), so an offset once pushed older by false answers comes back after
   the confirmation (0.5 s at 10 Hz), not after the skew bound's creep (75 s for 15 ms);
-- **reboots**: the autopilot's clock going back (any message's boot time, or a TIMESYNC
-  answer) by more than the threshold is a reboot: a new epoch, locking again;
+- **reboots**: the autopilot's clock going back by more than the threshold is a reboot: a new
+  epoch, locking again. Each kind of stamp is its own stream (a message id's boot times, the
+  TIMESYNC answers' clock), compared only with itself: an autopilot stamps some messages with
+  their sample's time (a setpoint's, a range finder's), older than its newest pose by more
+  than the threshold and steadily so. A stream must step back twice in a row, the second not
+  back above its old level, so that one reordered or late message is not a reboot;
+- **the 32-bit boot clock**: ``time_boot_ms`` is a uint32 of milliseconds, wrapping after
+  49.7 days while TIMESYNC's clock goes on (:meth:`TimesyncEstimator.boot_ms_ns` unwraps it
+  against the mapped clock);
 - **lock**: settling until ``lock_samples`` accepted samples of the epoch; nothing is mapped
   for PROCEED before (the world HOLDs ``clock_not_locked``).
 
@@ -40,6 +47,10 @@ from typing import NamedTuple
 from gizmo_core.clock import ClockStatus, EpochClock, LatePolicy
 
 _HONEST_SLACK_NS = 500_000  # rounding and the skew within one sample period
+BOOT_MS_PERIOD_NS = 2**32 * 1_000_000  # ``time_boot_ms`` (uint32 ms) wraps after 49.7 days
+_UNWRAP_AHEAD_NS = 1_000_000_000  # a stamp this far ahead of the clock is still this period's
+_MAX_STREAMS = 64  # stamp streams followed for reboots (message ids: a dialect's few)
+TIMESYNC_STREAM = -1  # the TIMESYNC answers' clock, as a stream of stamps
 
 
 class TimesyncStats(NamedTuple):
@@ -110,7 +121,8 @@ class TimesyncEstimator:
         )
         self._max_pending = max_pending
         self._pending: dict[int, int] = {}  # ts1 we sent -> host send time (the same value)
-        self._last_autopilot_ns: int | None = None
+        self._streams: dict[int, int] = {}  # stream -> its newest stamp (ns) this epoch
+        self._stepped: set[int] = set()  # streams whose last stamp stepped back (unconfirmed)
         self._last_remote_ns = 0  # the last sample's autopilot time (where offsets are read)
         self._first: tuple[int, int, float] | None = None  # the epoch's first: host, offset
         self._skew_ppm: float | None = None
@@ -148,7 +160,7 @@ class TimesyncEstimator:
         if 0 <= rtt <= self._ceiling_ns:
             self._recent_rtts.append(rtt)
         if tc1_ns > 0:
-            self.boot_time(tc1_ns, host_rx_ns)  # an answer's clock, however slow the trip
+            self.boot_time(tc1_ns, TIMESYNC_STREAM)  # an answer's clock, however slow the trip
         if not 0 <= rtt <= self.rtt_gate_ns or tc1_ns <= 0:
             self._rejected_rtt += 1
             return None
@@ -177,7 +189,7 @@ class TimesyncEstimator:
         The last one's round trips and outstanding requests go too: a peer with faster
         answers would otherwise gate the new one out for the whole window."""
         self._core.new_epoch()
-        self._last_autopilot_ns = None
+        self._forget_streams()
         self._recent_rtts.clear()
         self._pending.clear()
 
@@ -190,15 +202,42 @@ class TimesyncEstimator:
         least = min(self._recent_rtts)
         return min(self._ceiling_ns, least + max(self._slack_ns, round(least * self._spread)))
 
-    def boot_time(self, autopilot_ns: int, host_rx_ns: int) -> None:
-        """Any message's boot time: the autopilot's clock going back is a reboot."""
-        last = self._last_autopilot_ns
-        if last is not None and autopilot_ns < last - self._threshold_ns:
+    def boot_time(self, autopilot_ns: int, stream: int) -> None:
+        """A stamp of one ``stream`` (a message id's, or :data:`TIMESYNC_STREAM`): that stream
+        stepping back by more than the threshold twice in a row, the second time not back
+        above its old level, is a reboot."""
+        streams = self._streams
+        last = streams.get(stream)
+        if last is None:
+            if len(streams) < _MAX_STREAMS:
+                streams[stream] = autopilot_ns
+            return
+        if autopilot_ns < last - self._threshold_ns:
+            if stream not in self._stepped:
+                self._stepped.add(stream)  # one late or reordered stamp: wait for the next
+                return
             self._reboots += 1
             self._core.new_epoch()
-            self._last_autopilot_ns = None
-        if self._last_autopilot_ns is None or autopilot_ns > self._last_autopilot_ns:
-            self._last_autopilot_ns = autopilot_ns
+            self._forget_streams()
+            return  # the epoch's streams start with their next stamps
+        self._stepped.discard(stream)
+        if autopilot_ns > last:
+            streams[stream] = autopilot_ns
+
+    def _forget_streams(self) -> None:
+        self._streams.clear()
+        self._stepped.clear()
+
+    def boot_ms_ns(self, boot_ms: int, host_ns: int) -> int:
+        """A ``time_boot_ms`` received at ``host_ns`` as boot time in ns: of the values it
+        stands for (it wraps every 2^32 ms), the latest not more than 1 s ahead of the
+        autopilot's clock as mapped. Before any mapping, as it is (49.7 days of uptime)."""
+        ns = boot_ms * 1_000_000
+        now = self.to_autopilot_ns(host_ns)
+        if now is None:
+            return ns
+        wraps = (now + _UNWRAP_AHEAD_NS - ns) // BOOT_MS_PERIOD_NS
+        return ns + wraps * BOOT_MS_PERIOD_NS if wraps > 0 else ns
 
     def to_host_ns(self, autopilot_ns: int) -> int | None:
         """Host time of an autopilot time of this epoch; ``None`` before any sample."""

@@ -1,9 +1,10 @@
 """The autopilot's pose as a fusion source: MAVLink messages -> :class:`fusion.PoseSample`.
 
-ATTITUDE_QUATERNION and LOCAL_POSITION_NED are paired by their ``time_boot_ms`` (the
-attitude slerped to the position's time when two bracket it, else the nearest within
-``max_pair_ms``); ODOMETRY, when streamed, is a pose by itself and then the only source of
-the epoch (never mixed with the pairs: the two may be stamped by different filters). Each
+ATTITUDE_QUATERNION and LOCAL_POSITION_NED are paired by their boot times (their
+``time_boot_ms`` as the session unwrapped it: ``AutopilotSession.boot_ns``), the attitude
+slerped to the position's time when two bracket it, else the nearest within ``max_pair_ms``;
+ODOMETRY, when streamed, is a pose by itself and then the only source of the epoch (never
+mixed with the pairs: the two may be stamped by different filters). Each
 pose is placed at its boot time mapped to the host clock by the session's estimator, with the
 estimator's epoch and status (LOCKING until locked: the world holds ``clock_not_locked``), and
 carries its velocity in NED, which the world's jump rule uses. A pose that arrives before
@@ -84,7 +85,7 @@ class MavlinkPoseSource:
             if q is None:
                 self.counts["invalid"] += 1
                 return
-            self._attitudes.append((int(msg.time_boot_ms) * 1_000_000, q))
+            self._attitudes.append((self._boot_ns(), q))
             self._pair()
         elif msg_id == mc.MSG_LOCAL_POSITION_NED:
             p = _vec((msg.x, msg.y, msg.z), MAX_POSITION_M)
@@ -92,8 +93,15 @@ class MavlinkPoseSource:
             if p is None or (v is None and _given((msg.vx, msg.vy, msg.vz))):
                 self.counts["invalid"] += 1
                 return
-            self._positions.append((int(msg.time_boot_ms) * 1_000_000, p, v))
+            self._positions.append((self._boot_ns(), p, v))
             self._pair()
+
+    def _boot_ns(self) -> int:
+        """The message's boot time, as the session unwrapped it (every message this source
+        takes carries one)."""
+        boot_ns = self._session.boot_ns
+        assert boot_ns is not None
+        return boot_ns
 
     def _pair(self) -> None:
         if self._odometry_epoch is not None:
@@ -115,7 +123,7 @@ class MavlinkPoseSource:
             self._emit(boot_ns, position, q, velocity)
 
     def _odometry(self, msg: Any) -> None:
-        boot_ns = int(msg.time_usec) * 1000
+        boot_ns = self._boot_ns()
         q = _quat(msg.q)
         p = _vec((msg.x, msg.y, msg.z), MAX_POSITION_M)
         v = _vec((msg.vx, msg.vy, msg.vz), MAX_SPEED_M_S)

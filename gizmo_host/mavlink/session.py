@@ -22,11 +22,13 @@ an injected ``send(bytes, to) -> bool``, so it runs the same over any transport 
 - drops a message whose boot time is further ahead of the autopilot's clock (as mapped) than
   ``future_ms`` (counted ``future_stamp``): one far stamp must not move any clock;
 - maps the autopilot's boot clock to the host clock with a
-  :class:`~fusion.timesync.TimesyncEstimator` (every ``time_boot_ms`` feeds its reboot
-  check). An answer to our TIMESYNC counts only if it answers a request still outstanding,
-  within ``answer_deadline_ms``: answers to no request, late answers and replays are refused
-  and counted. The estimator's round-trip gate is the only one (``rtt_slack_ms`` is its slack
-  over the least recent round trip);
+  :class:`~fusion.timesync.TimesyncEstimator` (every boot time feeds its reboot check, each
+  message id a stream of its own; ``time_boot_ms`` is unwrapped there, and the listeners
+  read the message's unwrapped boot time as ``boot_ns``). An answer to our TIMESYNC counts
+  only if it answers a request still outstanding, within ``answer_deadline_ms``: answers
+  to no request, late answers and replays are refused and counted. The estimator's
+  round-trip gate is the only one (``rtt_slack_ms`` is its slack over the least recent
+  round trip);
 - answers the bound autopilot's own TIMESYNC requests always: in its clock as mapped once
   locked (PX4's offset to us stays zero), and before that with its own request time (its
   offset to us is then half the round trip). MAVSDK answers a peer only after the peer has
@@ -133,6 +135,9 @@ class AutopilotSession:
         self._last_heartbeat_ns: int | None = None
         self._autopilot: tuple[int, int] | None = None  # (MAV_TYPE, MAV_AUTOPILOT)
         self._epoch = self.estimator.epoch
+        # The boot time (ns) of the message the listeners are told of, unwrapped: theirs to
+        # read instead of its ``time_boot_ms`` / ``time_usec``; ``None`` when it has none.
+        self.boot_ns: int | None = None
         self._requested_ns: int | None = None
         self._received: dict[str, int] = {}
         self._window: dict[str, int] = {}
@@ -277,14 +282,18 @@ class AutopilotSession:
             # Another autopilot, or one restarted on a new port: its clock is not the last
             # binding's.
             self.estimator.restart()
+        boot_ns = None
         if msg_id not in (mc.MSG_TIMESYNC, mc.MSG_HEARTBEAT):
-            boot_ns = boot_time_ns(msg)
+            boot_ns = self._boot_ns(msg, host_ns)
             if boot_ns is not None:
                 now = self.estimator.to_autopilot_ns(host_ns)
                 if now is not None and boot_ns > now + self._future_ns:
                     self.counts["future_stamp"] += 1  # never fed to a clock, never a pose
                     return
-                self.estimator.boot_time(boot_ns, host_ns)
+                self.estimator.boot_time(boot_ns, msg_id)
+                if self.estimator.epoch != self._epoch:  # a reboot: unwrapped in the new one
+                    boot_ns = self._boot_ns(msg, host_ns)
+        self.boot_ns = boot_ns
         self.counts["accepted"] += 1
         name = msg.get_type()
         self._received[name] = self._received.get(name, 0) + 1
@@ -299,6 +308,18 @@ class AutopilotSession:
             self._request_streams(host_ns)
         for listener in self._listeners:
             listener(msg, host_ns)
+
+    def _boot_ns(self, msg: Any, host_ns: int) -> int | None:
+        """A message's time on the autopilot's boot clock, when it carries one: its
+        ``time_boot_ms`` unwrapped (:meth:`TimesyncEstimator.boot_ms_ns`), or ODOMETRY's
+        ``time_usec``."""
+        ms = getattr(msg, "time_boot_ms", None)
+        if ms is not None:
+            return self.estimator.boot_ms_ns(int(ms), host_ns)
+        us = getattr(msg, "time_usec", None)
+        if us is not None and msg.get_msgId() == mc.MSG_ODOMETRY:
+            return int(us) * 1000
+        return None
 
     def _tell_conflict(self, host_ns: int) -> None:
         """Log a conflict's start and end; tell ``on_conflict`` while it lasts (rate-capped)."""
@@ -407,14 +428,3 @@ class AutopilotSession:
 
 def _name(message_id: int) -> str:
     return mc.message_name(message_id)
-
-
-def boot_time_ns(msg: Any) -> int | None:
-    """A message's time on the autopilot's boot clock, when it carries one."""
-    ms = getattr(msg, "time_boot_ms", None)
-    if ms is not None:
-        return int(ms) * 1_000_000
-    us = getattr(msg, "time_usec", None)
-    if us is not None and msg.get_msgId() == mc.MSG_ODOMETRY:
-        return int(us) * 1000
-    return None

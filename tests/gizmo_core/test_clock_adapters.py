@@ -27,7 +27,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fusion.simclock import SimClockEstimator
-from fusion.timesync import TimesyncEstimator
+from fusion.timesync import TIMESYNC_STREAM, TimesyncEstimator
 from gizmo_core.clock import ClockStatus
 from gizmo_host.stream.clock import DeviceClockEstimator
 
@@ -117,8 +117,9 @@ class Timesync:
         return Reading(self.clock.to_host_ns(remote_ns + self.base_ns), self.clock.epoch, status)
 
     def restart(self) -> None:
-        self.base_ns //= 2  # the autopilot reboots: its clock goes back
-        self.clock.boot_time(self.base_ns, 0)
+        self.base_ns //= 2  # the autopilot reboots: two of its answers say its clock went back
+        for _ in range(2):
+            self.clock.boot_time(self.base_ns, TIMESYNC_STREAM)
 
 
 ADAPTERS = [Device, Sim, Timesync]

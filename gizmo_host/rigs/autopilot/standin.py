@@ -3,7 +3,8 @@
 It has its own boot clock (``boot_ns = boot_at_start + (host - start)·(1 + skew)``), sends
 HEARTBEAT at 1 Hz and ATTITUDE_QUATERNION, LOCAL_POSITION_NED and ODOMETRY at the rates
 MAV_CMD_SET_MESSAGE_INTERVAL asks for (none until asked, as after a boot), sampled from
-``vehicle(host_ns)`` at the exact instant its ``time_boot_ms`` names. It answers TIMESYNC
+``vehicle(host_ns)`` at the exact instant its ``time_boot_ms`` names (a uint32 that wraps
+after 49.7 days, as PX4's does, while TIMESYNC's clock and ODOMETRY's go on). It answers TIMESYNC
 with its boot time in ns, sends its own requests at ``timesync_hz`` and keeps PX4's offset
 estimate of the companion (local minus remote, round trips under 10 ms, exponential filter),
 so a test can check the companion answers in the autopilot's clock: the offset stays ~0.
@@ -34,6 +35,7 @@ from gizmo_host.timing import LoopScheduler, Scheduler, Timer
 _PX4_MAX_RTT_NS = 10_000_000
 _PX4_ALPHA = 0.05
 _MAX_KEPT = 100_000
+_BOOT_MS_WRAP = 2**32  # ``time_boot_ms`` is a uint32 of milliseconds
 
 
 class VehicleTruth(NamedTuple):
@@ -220,6 +222,7 @@ class StandinAutopilot:
         else:
             boot_ms = boot // 1_000_000
             truth = self._vehicle(self.clock.host_ns(boot_ms * 1_000_000))
+            boot_ms %= _BOOT_MS_WRAP  # a uint32: it wraps after 49.7 days, as PX4's does
             p, v, q = truth
             if message_id == mc.MSG_ATTITUDE_QUATERNION:
                 msg = mav.attitude_quaternion_encode(boot_ms, *q, 0.0, 0.0, 0.0, [0.0] * 4)
