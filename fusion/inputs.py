@@ -46,6 +46,10 @@ MAX_RATE_RAD_S = 100.0
 _ANY_FINITE = sys.float_info.max
 _BOX_CENTRE = 1000
 _BOX_SIZE = 2000
+# A capture is mapped at most this long after its frame's arrival (the device clock's tick
+# midpoint, 0.5 ms, against a transport delay a fast line makes shorter): anything later is
+# not a capture time. One 20 s ahead once made every later frame of its key "late" for 20 s.
+MAX_CAPTURE_AFTER_RX_NS = 5_000_000
 
 
 def _fail(owner: object, name: str, expected: str, value: object) -> InvalidInput:
@@ -94,7 +98,8 @@ class VisionObservation:
     """One board result. ``center_*`` are in -1000..1000 and ``width``/``height`` in 0..2000
     (the UART spec's box units); they are checked only when the result is tracked and
     ``has_box`` (the adapter's ``results.is_target``: a colour blob, QR code, motion, bright
-    spot or detection; never line or brightness statistics)."""
+    spot or detection; never line or brightness statistics). ``host_capture_ns`` is at most
+    :data:`MAX_CAPTURE_AFTER_RX_NS` after ``host_rx_ns``: an image is taken before it is read."""
 
     source_id: int
     result_type: int
@@ -122,6 +127,8 @@ class VisionObservation:
     def __post_init__(self) -> None:
         if self.has_box and self.tracked:
             _check_box(self)
+        if self.host_capture_ns - self.host_rx_ns > MAX_CAPTURE_AFTER_RX_NS:
+            raise _capture_after_rx(self)
         _set(self, "key", f"{self.source_id}:{self.result_type}:{self.id}")
 
     @property
@@ -134,6 +141,10 @@ class VisionObservation:
         """Untracked, lost, or result_type 0 (None): the board's "not detected" frame, which
         ends every earlier result of its source whatever key it carries."""
         return not self.tracked or self.lost or self.result_type == 0
+
+
+def _capture_after_rx(obs: VisionObservation) -> InvalidInput:
+    return _fail(obs, "host_capture_ns", "at most 5 ms after host_rx_ns", obs.host_capture_ns)
 
 
 def _check_box(obs: VisionObservation) -> None:
@@ -209,6 +220,8 @@ def vision_observation(
         and 0 <= height <= _BOX_SIZE
     ):
         _check_box(obs)  # raises the constructor's error
+    if host_capture_ns - host_rx_ns > MAX_CAPTURE_AFTER_RX_NS:
+        raise _capture_after_rx(obs)
     s_key(obs, f"{source_id}:{result_type}:{ident}" if key is None else key)
     return obs
 

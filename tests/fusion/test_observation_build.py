@@ -14,13 +14,17 @@ from hypothesis import strategies as st
 from fusion import InvalidInput, VisionObservation, vision_observation
 
 _coordinate = st.integers(-2_100, 2_100) | st.floats(allow_nan=True)
+# (capture, arrival): the capture mostly before its arrival, sometimes up to 20 ms after
+_times = st.tuples(st.integers(0, 2**62), st.integers(-20_000_000, 2**40)).map(
+    lambda t: (t[0], t[0] + t[1])
+)
 _fields = st.tuples(
     st.integers(0, 255), st.integers(0, 255), st.integers(0, 65_535), st.text(max_size=8),
     st.integers(0, 100), st.booleans(), st.booleans(), st.booleans(),
     _coordinate, _coordinate, _coordinate, _coordinate,
-    st.integers(0, 2**63), st.integers(0, 2**63), st.integers(0, 2**32),
+    _times, st.integers(0, 2**32),
     st.booleans(), st.booleans(),
-)  # fmt: skip
+).map(lambda f: (*f[:12], *f[12], *f[13:]))  # fmt: skip
 
 
 def _built(build: object, fields: tuple[object, ...]) -> VisionObservation | str:
@@ -58,3 +62,20 @@ def test_a_box_off_the_scale_is_refused_by_name(index: int, name: str) -> None:
         vision_observation(*fields)  # type: ignore[arg-type]
     fields[5] = False  # untracked: the box is not checked
     assert vision_observation(*fields).key == "1:5:11"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("build", [VisionObservation, vision_observation])
+def test_a_capture_after_its_arrival_is_refused_by_name(build: object) -> None:
+    """An image is taken before it is read: a capture time more than 5 ms (the mapping's
+    rounding) after the arrival is no capture time. One 20 s ahead once HOLDed its key for
+    20 s, every later frame "late" against it (red team, rt9)."""
+    rx_ns = 50 * 10**9
+    fields: list[object] = [1, 5, 11, "red", 80, True, False, True, 0, 0, 40, 40,
+                            rx_ns + 5_000_001, rx_ns, 0, True, False]  # fmt: skip
+    with pytest.raises(InvalidInput, match=r"VisionObservation\.host_capture_ns: expected"):
+        build(*fields)  # type: ignore[operator]
+    fields[5] = False  # untracked too: whatever it reports, its times are checked
+    with pytest.raises(InvalidInput, match="host_capture_ns"):
+        build(*fields)  # type: ignore[operator]
+    fields[12] = rx_ns + 5_000_000
+    assert build(*fields).host_capture_ns == rx_ns + 5_000_000  # type: ignore[operator]
