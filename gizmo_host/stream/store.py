@@ -22,6 +22,7 @@ from gizmo_host.wire.results import ResultType, is_target
 DEFAULT_TTL_MS = 250.0
 DEFAULT_RESET_HOLD_MS = 0.0  # see the [store] reset_hold_ms row: a camera's warm-up
 DEFAULT_MAX_ENTRIES = 1024
+_LOCKED = ClockStatus.LOCKED
 _TRACKED, _TRACKED_OR_LOST = (
     ResultFlags.TRACKED.value,
     (ResultFlags.TRACKED | ResultFlags.LOST).value,
@@ -307,16 +308,27 @@ class ResultStore:
         self._reset_unjudged.clear()
 
     def is_current(self, received: ReceivedResult, now_ns: int) -> bool:
-        """Tracked, not lost, younger than its TTL, received since the latest link break, and
-        not followed by a frame from the same source that reported nothing tracked."""
+        """Tracked, not lost, younger than its TTL, mapped by a locked clock, received since
+        the latest link break, and not followed by a frame from the same source that reported
+        nothing tracked. A capture time mapped while the clock settled is the settling
+        mapping's guess: a backlog read at once after a stall and a reset once made one 2.2 s
+        old look 0.2 s old after the lock (red team, rt8)."""
         r = received.result
         arrival = self._arrival.get(received.key, 0)
         return (
             r.flags & _TRACKED_OR_LOST == _TRACKED
+            and received.clock_status is _LOCKED
             and now_ns - received.reference_ns() <= self.ttl_ns(r.result_type)
             and arrival > self._negative_arrival.get(r.source_id, 0)
             and arrival > self._break_arrival
         )
+
+    def _current_but_unlocked(self, received: ReceivedResult, now_ns: int) -> bool:
+        """``is_current`` but for its clock: mapped while the clock was not locked."""
+        if received.clock_status is _LOCKED:
+            return False
+        relabelled = received._replace(clock_status=_LOCKED)
+        return self.is_current(relabelled, now_ns)
 
     def current(self, selector: Selector, now_ns: int) -> list[ReceivedResult]:
         """Matching results that may be acted on now, newest first."""
@@ -357,6 +369,9 @@ class ResultStore:
         newest, target = self._newest_and_target(selector, now_ns)
         if newest is None:
             reasons.append(HoldReason.NO_DATA)
+        elif target is None and self._current_but_unlocked(newest, now_ns):
+            if HoldReason.CLOCK_NOT_LOCKED not in reasons and HoldReason.CLOCK_JUMP not in reasons:
+                reasons.append(HoldReason.CLOCK_NOT_LOCKED)  # mapped before the lock
         elif target is None:
             fresh = (
                 now_ns - newest.reference_ns() <= self.ttl_ns(newest.result.result_type)
