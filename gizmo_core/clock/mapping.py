@@ -18,10 +18,10 @@ of a round trip); its offset is ``host - remote``. The rules, each with the faul
   therefore never moves the mapping, and a burst read at once confirms nothing.
 - **Late runs.** When every sample for ``late_after_ns`` of remote time sits more than
   ``late_tolerance_ns`` above the mapping, the :class:`LatePolicy` decides: HOLD (JUMPED until
-  on time again for that span), ACCEPT (JUMPED, then ``confirm_samples`` more late ones over
-  ``confirm_ns`` open an epoch that keeps the mapping: a latency the link now has, which later
-  samples count less of) or FOLLOW (the run opens an epoch at its lowest level: a two-way
-  sample measures the offset).
+  on-time samples span that long, with no late run of half of it between them), ACCEPT
+  (JUMPED, then ``confirm_samples`` more late ones over ``confirm_ns`` open an epoch that
+  keeps the mapping: a latency the link now has, which later samples count less of) or
+  FOLLOW (the run opens an epoch at its lowest level: a two-way sample measures the offset).
 - **Steps back.** An adapter that sees the remote clock go back on a sample that must be later
   (``step=True``) knows it is the clock, not the latency: JUMPED at once, and a run of samples
   after it (as for an early step) opens an epoch at their lowest level.
@@ -299,7 +299,6 @@ class EpochClock(PublishedLine):
         residual: float,
         follow: bool,
     ) -> ClockReading:
-        self._on_time_x = None
         env = self._env
         phase = offset - env.skew * x
         published_phase = phase - residual
@@ -311,6 +310,11 @@ class EpochClock(PublishedLine):
             late = self._late = Run(x, host_ns, phase)
         else:
             late.add(x, host_ns, phase, _INF)
+        if x - late.since_x >= 0.5 * self._late_after_ns:
+            # Late for half the span: the on-time stretch that ends a JUMPED starts again.
+            # One late sample between on-time ones does not: a link that delivers frames in
+            # pairs (every other one waits for the next) was JUMPED for good after a stall.
+            self._on_time_x = None
         if self._status is _LOCKED:
             if x - late.since_x < self._late_after_ns:
                 return self._reading(remote_ns, host_ns, _LOCKED, None, 0.0)

@@ -380,3 +380,30 @@ def test_observe_frame_is_observe_then_tick_to_host_ns(seed, forward):
         statuses.add(sample.status)
     assert {ClockStatus.OUTLIER, ClockStatus.LOCKED} <= statuses
     assert one.stats() == two.stats() and one.epoch >= 2
+
+
+def test_a_link_that_delivers_frames_in_pairs_recovers_after_a_stall():
+    """An adapter that flushes two frames at a time: every other frame waits 33 ms for the
+    next. After a 1 s host stall (its frames read at once, late: JUMPED), the link is late and
+    on time by turns. On-time frames for 500 ms, with single late ones between, end the
+    JUMPED: it once lasted for good (red team, rt8). Captures never map later than the
+    truth."""
+    period_ns = NS // 30
+    clock = DeviceClockEstimator(transport_delay_ns=frame_transmit_ns(BAUD))
+    statuses, errors_ms = [], []
+    stall = (5 * NS, 6 * NS)
+    for k in range(12 * 30):
+        capture_ns = NS + k * period_ns
+        sent_ns = capture_ns + 12_000_000
+        rx_ns = sent_ns + 3_000_000 + (period_ns if k % 2 == 0 else 0)
+        if stall[0] <= rx_ns < stall[1]:
+            rx_ns = stall[1]  # read when the host runs again
+        sample = clock.observe(60_000 + (sent_ns - NS) // 1_000_000, rx_ns)
+        mapped = clock.tick_to_host_ns(sample.device_ms - 12)
+        statuses.append((rx_ns, sample.status))
+        if mapped is not None and sample.status is not ClockStatus.CONVERGING:
+            errors_ms.append((mapped - capture_ns) / 1e6)
+    assert any(s is ClockStatus.JUMPED for t, s in statuses if t >= stall[1])
+    assert max(errors_ms) <= 2.0
+    after = [s for t, s in statuses if t >= stall[1] + NS]  # 1 s after the stall on
+    assert after and set(after) == {ClockStatus.LOCKED}
