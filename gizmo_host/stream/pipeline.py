@@ -99,7 +99,7 @@ class FramePipeline:
         out: list[ReceivedResult] = []
         for result in results:
             source_id, timestamp_ms = result.source_id, result.timestamp_ms
-            event = tracker.observe(source_id, result.sequence, timestamp_ms, rx_ns)
+            event = tracker.observe(source_id, result.sequence, timestamp_ms, rx_ns, result)
             if event is _DUPLICATE:
                 self.duplicates_dropped += 1
                 continue

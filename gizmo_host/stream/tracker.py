@@ -133,6 +133,7 @@ class _SourceState:
     last_host_ns: int
     seen_mask: int  # bit i set: sequence (last_sequence - i) was received
     timestamps: list[int]  # timestamp_ms of the frames in the window, by sequence % 64
+    frames: list[object]  # the frames themselves (a copy is the same frame, whole)
     span: int = 1  # how many of those bits are known (positions since the first frame)
     received: int = 1
     lost: int = 0
@@ -173,14 +174,25 @@ class SequenceTracker:
         self._sources: dict[int, _SourceState] = {}
 
     def observe(
-        self, source_id: int, sequence: int, timestamp_ms: int, host_ns: int
+        self,
+        source_id: int,
+        sequence: int,
+        timestamp_ms: int,
+        host_ns: int,
+        frame: object = None,
     ) -> SequenceEvent:
-        """Account for one valid frame of ``source_id`` received at host time ``host_ns``."""
+        """Account for one valid frame of ``source_id`` received at host time ``host_ns``.
+        ``frame``: the frame itself (any value equal to its copies): a DUPLICATE is a frame
+        equal to the one kept for its sequence and time, not one that merely shares them."""
         state = self._sources.get(source_id)
         if state is None:
             timestamps = [0] * _WINDOW_SLOTS
             timestamps[sequence & _SLOT_MASK] = timestamp_ms
-            self._sources[source_id] = _SourceState(sequence, timestamp_ms, host_ns, 1, timestamps)
+            frames: list[object] = [None] * _WINDOW_SLOTS
+            frames[sequence & _SLOT_MASK] = frame
+            self._sources[source_id] = _SourceState(
+                sequence, timestamp_ms, host_ns, 1, timestamps, frames
+            )
             return SequenceEvent.FIRST
         state.received += 1
         step = (sequence - state.last_sequence) % SEQUENCE_MODULUS
@@ -198,7 +210,7 @@ class SequenceTracker:
         )
         if advance is None and not is_clock_step(step, state.last_timestamp_ms, timestamp_ms):
             # The device clock restarted, wherever the sequence went (unless it kept order).
-            return self._restart(state, sequence, timestamp_ms, host_ns, reset=True)
+            return self._restart(state, sequence, timestamp_ms, host_ns, reset=True, frame=frame)
         if 0 < step < _HALF_SEQUENCE:
             if step != 1:
                 state.lost += step - 1
@@ -206,7 +218,9 @@ class SequenceTracker:
             if state.span < _WINDOW_SLOTS:
                 span = state.span + step
                 state.span = span if span < _WINDOW_SLOTS else _WINDOW_SLOTS
-            state.timestamps[sequence & _SLOT_MASK] = timestamp_ms
+            slot = sequence & _SLOT_MASK
+            state.timestamps[slot] = timestamp_ms
+            state.frames[slot] = frame
             state.last_sequence = sequence
             state.last_timestamp_ms = timestamp_ms
             state.last_host_ns = host_ns
@@ -217,20 +231,24 @@ class SequenceTracker:
             bit = 1 << behind
             slot = sequence & _SLOT_MASK
             if state.seen_mask & bit:
-                if state.timestamps[slot] == timestamp_ms:
+                if state.timestamps[slot] == timestamp_ms and state.frames[slot] == frame:
                     state.duplicates += 1
                     state.received -= 1
                     return SequenceEvent.DUPLICATE
-                # Same sequence, other time: a board that reset within the window (a boot
-                # loop), not a copy of a frame we have.
-                return self._restart(state, sequence, timestamp_ms, host_ns, reset=True)
+                # Same sequence, another time or content: a board that reset within the
+                # window (a boot loop; a deterministic boot repeats the stamps, not what it
+                # sees), not a copy of a frame we have.
+                return self._restart(
+                    state, sequence, timestamp_ms, host_ns, reset=True, frame=frame
+                )
             state.seen_mask |= bit
             state.timestamps[slot] = timestamp_ms
+            state.frames[slot] = frame
             state.reordered += 1
             if behind < state.span:  # it was counted lost when the gap opened
                 state.lost -= 1
             return SequenceEvent.LATE
-        return self._restart(state, sequence, timestamp_ms, host_ns, reset=advance < 0)
+        return self._restart(state, sequence, timestamp_ms, host_ns, reset=advance < 0, frame=frame)
 
     @staticmethod
     def _advance(state: _SourceState, sequence: int, timestamp_ms: int, host_ns: int) -> None:
@@ -239,7 +257,14 @@ class SequenceTracker:
         state.last_host_ns = host_ns
 
     def _restart(
-        self, state: _SourceState, sequence: int, timestamp_ms: int, host_ns: int, *, reset: bool
+        self,
+        state: _SourceState,
+        sequence: int,
+        timestamp_ms: int,
+        host_ns: int,
+        *,
+        reset: bool,
+        frame: object,
     ) -> SequenceEvent:
         if reset:
             state.resets += 1
@@ -248,6 +273,7 @@ class SequenceTracker:
             state.discontinuities += 1
         state.seen_mask = state.span = 1
         state.timestamps[sequence & _SLOT_MASK] = timestamp_ms
+        state.frames[sequence & _SLOT_MASK] = frame
         self._advance(state, sequence, timestamp_ms, host_ns)
         return SequenceEvent.RESET if reset else SequenceEvent.DISCONTINUITY
 

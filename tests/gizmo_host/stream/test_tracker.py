@@ -119,3 +119,20 @@ def test_boot_loop_reset_inside_the_reorder_window_is_a_reset_not_duplicates():
     assert set(events[9:]) == {SequenceEvent.IN_ORDER}
     stats = tracker.stats()[1]
     assert (stats.duplicates, stats.resets, stats.lost, stats.received) == (0, 1, 0, 16)
+
+
+def test_a_boot_loop_that_repeats_its_stamps_is_a_reset_unless_the_frame_is_the_same():
+    """A deterministic boot repeats its (sequence, timestamp) pairs: the board restarted 60 ms
+    after its 8th frame and stamps its frames exactly as before, but what it sees differs
+    (here: "lost"). Same stamps, other content: a reset, not 8 duplicates, which dropped the
+    new life's "not detected" frames unseen (red team, rt8). An exact copy is a duplicate."""
+    first = stream(0, 8, first_ts=300)
+    again = stream(0, 8, first_ts=300, first_host=first[-1][2] + 60_000_000 + FRAME_NS)
+    tracker = SequenceTracker()
+    for seq, ts, host in first:
+        tracker.observe(1, seq, ts, host, ("tracked", seq))
+    events = [tracker.observe(1, seq, ts, host, ("lost", seq)) for seq, ts, host in again]
+    assert events[0] is SequenceEvent.RESET and SequenceEvent.DUPLICATE not in events
+    seq, ts, host = again[-1]
+    assert tracker.observe(1, seq, ts, host + 1_000_000, ("lost", seq)) is SequenceEvent.DUPLICATE
+    assert tracker.stats()[1].duplicates == 1
