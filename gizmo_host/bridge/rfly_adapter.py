@@ -125,6 +125,7 @@ class RflyAdapter:
                 "other_copter",
                 "other_gimbal",
                 "sender_conflict",
+                "sender_rebound",
                 "clock_locking",
                 "clock_jumped",
                 "clock_outliers",
@@ -223,10 +224,17 @@ class RflyAdapter:
 
     def _pose_conflict(self, stream: str, rx_ns: int) -> list[Input] | None:
         """A pose stream's second sender becomes a ``SourceConflict`` (the world holds); its
-        kept sender's poses still flow."""
-        detail = self._latch.refuse(stream, self._sender, rx_ns)
+        kept sender's poses still flow. A new sender after a silence (a restarted CopterSim,
+        or a spoofer speaking first meanwhile) is one too, its first message dropped: the
+        world holds a second, in which the old sender, back, makes a lasting conflict."""
+        latch = self._latch
+        detail = latch.refuse(stream, self._sender, rx_ns)
         if detail is None:
-            return None
+            detail = latch.rebound(stream)
+            if detail is None:
+                return None
+            self.counts["sender_rebound"] += 1
+            return [SourceConflict(rx_ns, "pose", detail)]
         self.counts["sender_conflict"] += 1
         return [SourceConflict(rx_ns, "pose", detail)]
 

@@ -4,8 +4,10 @@ silently winning (docs/world-safety.md).
 The first sender (address and port) of a stream is kept while it is heard. A message from
 another sender meanwhile is a conflict: refused, and the stream stays *in conflict* until
 no second sender has been heard for ``quiet_ns``. A stream whose sender has been unheard for
-``quiet_ns`` may change sender: a restarted simulator sends from a new port. Pure: host times
-are arguments.
+``quiet_ns`` may change sender: a restarted simulator sends from a new port. The change is
+a conflict too, for ``quiet_ns`` from it (a settle): the old sender, back within it, makes a
+conflict before the new one's data count, as a spoofer who speaks first while the simulator
+restarts would otherwise be believed at once. Pure: host times are arguments.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ class SenderLatch:
         self._quiet_ns = quiet_ns
         self._senders: dict[str, tuple[Sender, int]] = {}  # stream -> (sender, last heard)
         self._conflict_ns: dict[str, int] = {}  # stream -> its latest second-sender message
-        self.conflicts = 0
+        self._rebound: dict[str, str] = {}  # stream -> why its sender changed (not yet told)
+        self.conflicts = self.rebinds = 0
 
     def refuse(self, stream: str, sender: Sender | None, rx_ns: int) -> str | None:
         """Why ``sender`` may not feed ``stream`` now (None: it may; ``None`` senders, as in
@@ -29,12 +32,26 @@ class SenderLatch:
         if sender is None:
             return None
         held = self._senders.get(stream)
-        if held is None or held[0] == sender or rx_ns - held[1] > self._quiet_ns:
+        if held is None or held[0] == sender:
             self._senders[stream] = (sender, rx_ns)
+            return None
+        if rx_ns - held[1] > self._quiet_ns:
+            self._senders[stream] = (sender, rx_ns)
+            self.rebinds += 1
+            self._conflict_ns[stream] = rx_ns  # the settle: in conflict for quiet_ns
+            self._rebound[stream] = (
+                f"{stream} from a new sender {sender[0]}:{sender[1]} "
+                f"({held[0][0]}:{held[0][1]} silent): settling"
+            )
             return None
         self.conflicts += 1
         self._conflict_ns[stream] = rx_ns
         return f"{stream} from {sender[0]}:{sender[1]} while {held[0][0]}:{held[0][1]} sends"
+
+    def rebound(self, stream: str) -> str | None:
+        """Why ``stream``'s sender changed with the last message ``refuse`` admitted, once
+        (``None``: it did not)."""
+        return self._rebound.pop(stream, None)
 
     def in_conflict(self, stream: str, rx_ns: int) -> bool:
         """A second sender was heard on ``stream`` within the quiet period."""
