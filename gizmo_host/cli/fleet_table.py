@@ -30,12 +30,13 @@ class FleetTable:
         for row in rows:
             self.rows[row.vehicle] = row
             if self.live is None:
-                print(" ".join(str(c) for c in _cells(row)), flush=True)
+                print(" ".join(printable(c) for c in _cells(row)), flush=True)
         if self.live is not None:
             self.live.update(self._render())
 
     def _render(self) -> Any:
         from rich.table import Table  # noqa: PLC0415
+        from rich.text import Text  # noqa: PLC0415
 
         table = Table(title="gizmo-host fleet")
         for name in ("vehicle", "state", "verdict", "target", "az/el °", "speed m/s",
@@ -48,7 +49,9 @@ class FleetTable:
                 else "yellow" if row.state == "fresh" and row.verdict == "HOLD"
                 else "red"
             )  # fmt: skip
-            table.add_row(*[str(c) for c in cells], style=style)
+            # Text, never markup: a peer's "[/x]" once stopped the table for good, its
+            # last PROCEED standing on the operator's screen (red team, rt10).
+            table.add_row(*[Text(printable(c)) for c in cells], style=style)
         return table
 
 
@@ -65,3 +68,12 @@ def _cells(row: Any) -> list[Any]:
     return [row.vehicle, row.state, verdict, line.selected or "-", bearing,
             "-" if speed is None else f"{speed:.1f}", where, f"{row.age_ms:.0f}",
             row.link or "-", row.lost]  # fmt: skip
+
+
+def printable(value: object) -> str:
+    """A cell's text as a terminal shows it: control characters (a peer's escape sequences,
+    which would move the cursor or recolour the screen) written as escapes."""
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
