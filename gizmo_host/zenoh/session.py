@@ -3,6 +3,8 @@ the user's own Zenoh configuration file when ``[zenoh] config`` names one."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 
 import zenoh
@@ -11,17 +13,36 @@ from gizmo_core import ConfigError
 from gizmo_host.zenoh.config import ZenohConfig, session_settings
 
 _RUST_SOURCE = re.compile(r" at \S+\.rs:\d+\.?$")  # where in zenoh's sources the error arose
+_TLS_FILES = tuple(
+    f"transport/link/tls/{name}"
+    for name in (
+        "root_ca_certificate",
+        "listen_certificate",
+        "listen_private_key",
+        "connect_certificate",
+        "connect_private_key",
+    )
+)
 
 
 def load_file(path: str) -> zenoh.Config:
     """A Zenoh configuration file (json5, json or yaml by its suffix), or a one-line
-    ``ConfigError`` naming ``zenoh.config``: a file that is missing, does not parse, or has a
-    key Zenoh does not know."""
+    ``ConfigError`` naming ``zenoh.config``: a file that is missing, does not parse, has a
+    key Zenoh does not know, or names a TLS certificate or key that cannot be read (Zenoh
+    finds out only when it opens a link: a client then reads as if the router were down, and
+    a host publishes nothing for good)."""
     try:
         config: zenoh.Config = zenoh.Config.from_file(path)  # Any in zenoh's stubs on 3.10
     except zenoh.ZError as exc:
         detail = _RUST_SOURCE.sub("", " ".join(str(exc).split()))
         raise ConfigError(f"zenoh.config: cannot use {path!r}: {detail}", "zenoh.config") from None
+    for key in _TLS_FILES:
+        named = json.loads(config.get_json(key))
+        if isinstance(named, str) and not (os.path.isfile(named) and os.access(named, os.R_OK)):
+            raise ConfigError(
+                f"zenoh.config: cannot use {path!r}: {key} names {named!r}, not a readable file",
+                "zenoh.config",
+            )
     return config
 
 

@@ -20,10 +20,16 @@ IDLE = "[mavlink]\nenabled = false\ntarget_system = 1\n"  # a setting that does 
 def zenoh_files(where: Path) -> dict[str, str]:
     (where / "bad.json5").write_text("{ this is not json5 ")
     (where / "unknown.json5").write_text('{ "no_such_key": 1 }')
+    # A TLS file Zenoh reads only when it opens a link (red team, rt10: a client read as if the
+    # router were down, exit 1; a host published nothing for good).
+    (where / "tls.json5").write_text(
+        '{ transport: { link: { tls: { root_ca_certificate: "%s" } } } }' % (where / "ca.pem")
+    )
     return {
         "missing": str(where / "nope.json5"),
         "not json5": str(where / "bad.json5"),
         "unknown key": str(where / "unknown.json5"),
+        "missing TLS file": str(where / "tls.json5"),
     }
 
 
@@ -45,7 +51,7 @@ def one_line_exit_2(done: subprocess.CompletedProcess[str], *needles: str) -> No
 
 
 @pytest.mark.parametrize("command", ["run", "record"])
-@pytest.mark.parametrize("mistake", ["missing", "not json5", "unknown key"])
+@pytest.mark.parametrize("mistake", ["missing", "not json5", "unknown key", "missing TLS file"])
 def test_a_zenoh_config_file_mistake_is_the_only_line(tmp_path, command, mistake):
     path = zenoh_files(tmp_path)[mistake]
     config = tmp_path / "gizmo.toml"
@@ -64,7 +70,7 @@ def test_a_record_option_mistake_is_the_only_line_even_with_an_idle_setting(tmp_
     one_line_exit_2(done, "gizmo-host record: --duration: expected > 0")
 
 
-@pytest.mark.parametrize("mistake", ["missing", "not json5", "unknown key"])
+@pytest.mark.parametrize("mistake", ["missing", "not json5", "unknown key", "missing TLS file"])
 def test_a_fleet_zenoh_config_mistake_is_the_only_line(tmp_path, mistake):
     path = zenoh_files(tmp_path)[mistake]
     done = gizmo_host("fleet", "--zenoh-config", path, "--duration", "1")
