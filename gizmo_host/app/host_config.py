@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import ipaddress
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -354,4 +355,9 @@ def parse_host_port(text: str, *, allow_any_port: bool = False) -> tuple[str, in
     low = 0 if allow_any_port else 1
     if not sep or not host or not port_text.isdigit() or not low <= int(port_text) < 65536:
         raise ValueError(f"expected HOST:PORT with a port in {low}..65535, got {text!r}")
+    if host.replace(".", "").isdigit():  # an IPv4 address, or a mistake (a name has letters)
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise ValueError(f"expected an IPv4 address or a name, got {host!r}") from None
     return host, int(port_text)
