@@ -30,6 +30,7 @@ from fusion import (
     WorldModel,
     verdict_check,
 )
+from fusion.inputs import MAX_CAPTURE_AFTER_RX_NS
 from gizmo_core import LinkState
 from gizmo_core.clock import ClockStatus
 from tests.support.fusion_inputs import MS, not_detected, observation, pose
@@ -119,10 +120,10 @@ def _repeat(rig: Rig, jitter_ms: float, variant: str) -> None:
     repeat is within 2 ms), and the same or with one field changed."""
     if rig.last is None:
         return
-    changes: dict[str, Any] = {
-        "host_capture_ns": rig.last.host_capture_ns + round(jitter_ms * MS),
-        "host_rx_ns": rig.now,
-    }
+    capture_ns = rig.last.host_capture_ns + round(jitter_ms * MS)
+    if capture_ns - rig.now > MAX_CAPTURE_AFTER_RX_NS:
+        return  # repeats of repeats: a capture after its reading is refused (not an input)
+    changes: dict[str, Any] = {"host_capture_ns": capture_ns, "host_rx_ns": rig.now}
     changes.update(
         {
             "same": {},
