@@ -63,10 +63,14 @@ def entries(targets: TargetTable, tracks: list[Track] | None) -> list[Entry]:
 
 
 def fused_arrivals(tracks: list[Track]) -> dict[str, int]:
-    """Per key, the newest arrival count of a measurement its live tracks hold."""
+    """Per key, the newest arrival count of a measurement its live tracks took: the latest
+    hit's, or a late measurement's fused in its place (``Track.fused_arrival``). A late
+    measurement a track took is no measurement "no track took": it must not hold the key's
+    tracks (as ``stale``, say) when the in-order run would not; the track's own age stays
+    its latest capture's."""
     newest: dict[str, int] = {}
     for t in tracks:
-        arrival = t.placement.arrival
+        arrival = t.fused_arrival
         if arrival > newest.get(t.key, -1):
             newest[t.key] = arrival
     return newest

@@ -44,6 +44,10 @@ class Track(NamedTuple):
     placement: Placement  # the measurement of its latest hit
     window: tuple[int, ...]  # the last frames of its key, oldest first: arrival or MISS
     confirmed: bool  # has been confirmed once
+    # The newest arrival count of any measurement it took: its latest hit's, or a late one's
+    # fused in its place (which never makes the track fresher: ``time_ns`` and ``placement``
+    # stay its latest capture's). What the world model lists as taken (``estimates``).
+    fused_arrival: int
 
 
 class Lifecycle(NamedTuple):
@@ -55,15 +59,20 @@ class Lifecycle(NamedTuple):
 
     def born(self, track_id: int, key: str, state: ImmState, placement: Placement) -> Track:
         capture = placement.obs.host_capture_ns
-        window = (placement.arrival,)
-        return Track(track_id, key, state, capture, placement, window, self._enough(window))
+        arrival = placement.arrival
+        window = (arrival,)
+        return Track(
+            track_id, key, state, capture, placement, window, self._enough(window), arrival
+        )
 
     def hit(self, track: Track, state: ImmState, placement: Placement) -> Track:
         capture = placement.obs.host_capture_ns
         window = (*track.window, placement.arrival)[-self.confirm_window :]
         confirmed = track.confirmed or self._enough(window)
+        fused = max(track.fused_arrival, placement.arrival)
         return _new_tuple(
-            Track, (track.track_id, track.key, state, capture, placement, window, confirmed)
+            Track,
+            (track.track_id, track.key, state, capture, placement, window, confirmed, fused),
         )
 
     def miss(self, track: Track) -> Track | None:

@@ -79,7 +79,7 @@ def _same(a: list[Track], b: list[Track]) -> None:
     ids: dict[int, int] = {}
     for x, y in zip(sorted(a, key=_first), sorted(b, key=_first), strict=True):
         assert ids.setdefault(x.track_id, y.track_id) == y.track_id
-        for field in ("time_ns", "window", "confirmed", "key"):
+        for field in ("time_ns", "window", "confirmed", "key", "fused_arrival"):
             assert getattr(x, field) == getattr(y, field)
         for u, v in zip(x.state[:4], y.state[:4], strict=True):  # x, p, mu, a (pa: p, a)
             np.testing.assert_allclose(u, v, rtol=0, atol=1e-9)

@@ -42,11 +42,11 @@ def test_two_tracks_confirmed_by_one_frame_where_the_first_succeeds_a_coasting_o
     d² about 21 > 11.3, within the succession's, about 21 < 30.7) and tentative 3 far away.
     One frame hits 2 and 3 (both confirmed): 2 takes number 1, 1 ends, 3 stays 3."""
     coasting = Track(1, "1:5:11", _still((0.0, 0.0, 0.0), 0.01), T0, placed(T0, 2, (0.0, 0.0, 0.0)),
-                     (1, 2, MISS), True)  # fmt: skip
+                     (1, 2, MISS), True, 2)  # fmt: skip
     near = Track(2, "1:5:11", _still((0.65, 0.0, 0.0), 0.01), T0 + 100 * MS,
-                 placed(T0 + 100 * MS, 3, (0.65, 0.0, 0.0)), (3,), False)  # fmt: skip
+                 placed(T0 + 100 * MS, 3, (0.65, 0.0, 0.0)), (3,), False, 3)  # fmt: skip
     far = Track(3, "1:5:11", _still((30.0, 30.0, 0.0), 0.01), T0 + 100 * MS,
-                placed(T0 + 100 * MS, 4, (30.0, 30.0, 0.0)), (4,), False)  # fmt: skip
+                placed(T0 + 100 * MS, 4, (30.0, 30.0, 0.0)), (4,), False, 4)  # fmt: skip
     frame = Frame(
         T0 + 200 * MS, (_detection(5, (0.65, 0.0, 0.0)), _detection(6, (30.0, 30.0, 0.0)))
     )
