@@ -37,7 +37,7 @@ class Associator:
     ) -> None:
         self._imm = motion.Imm(config.motion())
         # A coasting track's successor may be further than the gate (a manoeuvre the coasting
-        # one did not follow): at the gate's miss rate cubed (0.99: 1e-6, χ²₃ 30.7).
+        # one did not follow): at the gate's miss rate cubed (0.999: 1e-9, χ²₃ 44.8).
         self._succession = chi2_quantile(1.0 - (1.0 - config.gate_probability) ** 3, 3)
         self._lifecycle = lifecycle
         self._counts = counts  # gated_out, tracks_started, tracks_continued

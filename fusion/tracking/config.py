@@ -41,8 +41,9 @@ class TrackingConfig:
     ground_height_sigma_m: float = 0.02  # how far off the ground plane a target may be
     capture_time_sigma_ms: float = 1.0  # the capture time against the pose's
     # Association: a detection is a track's only within the gate, at this probability (χ²₂
-    # 9.21 for a ground-plane fix, χ²₃ 11.34 for a ranged one at 0.99)
-    gate_probability: float = 0.99
+    # 13.8 for a ground-plane fix, χ²₃ 16.3 for a ranged one at 0.999). At 0.99 (9.21) the
+    # first frames of a turn or a braking fell outside it, and started a track of their own
+    gate_probability: float = 0.999
     # Lifecycle: confirmed after confirm_hits of the last confirm_window frames of its key
     confirm_hits: int = 3
     confirm_window: int = 5
@@ -56,12 +57,13 @@ class TrackingConfig:
     cv_true_accel_m_s2: float = 0.0
     ct_accel_m_s2: float = 0.15
     # the turn mode's random acceleration along the velocity: a target speeding up or braking
-    # (1.0 covers 1-4 m/s²; 0, the default, keeps the 0.3 g turn's one track id per run)
-    ct_speed_accel_m_s2: float = 0.0
+    # (1.0 covers 1-4 m/s²; 0: neither mode changes speed, and such a target's covariance is
+    # 3-4 times too small)
+    ct_speed_accel_m_s2: float = 1.0
     turn_accel_rad_s2: float = 0.3
     vertical_accel_m_s2: float = 0.01
     cv_dwell_s: float = 20.0  # mean time before a straight run turns
-    ct_dwell_s: float = 2.0  # mean time a turn lasts
+    ct_dwell_s: float = 4.0  # mean time a turn (or a change of speed) lasts
     initial_speed_m_s: float = 10.0  # a new track's velocity σ
     initial_turn_rate_deg_s: float = 30.0  # a new track's turn-rate σ
 

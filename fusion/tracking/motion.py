@@ -7,8 +7,9 @@ predicted the latest measurement:
 
 - **CV**: constant velocity, little random acceleration (``cv_accel_m_s2``);
 - **CT**: a coordinated turn in the horizontal plane at turn rate ω, with random acceleration
-  (``ct_accel_m_s2``) and a random change of ω (``turn_accel_rad_s2``), an extended Kalman
-  filter (the turn is non-linear in ω).
+  (``ct_accel_m_s2``; along the velocity ``ct_speed_accel_m_s2`` more: a change of speed) and
+  a random change of ω (``turn_accel_rad_s2``), an extended Kalman filter (the turn is
+  non-linear in ω).
 
 Both modes share one state, ``n, e, d, vn, ve, vd, ω`` (ω positive turning from north to east);
 CV carries ω along without using it, so mixing the two is exact. Process noise is continuous
@@ -85,11 +86,11 @@ class MotionParams(NamedTuple):
     turn_accel_rad_s2: float = 0.3
     vertical_accel_m_s2: float = 0.01
     cv_dwell_s: float = 20.0
-    ct_dwell_s: float = 2.0
+    ct_dwell_s: float = 4.0
     initial_speed_m_s: float = 10.0  # σ of a new track's velocity, each axis
     initial_turn_rate_rad_s: float = 0.5  # σ of a new track's ω
     cv_true_accel_m_s2: float = 0.0  # a straight run's own: the reported covariance's
-    ct_speed_accel_m_s2: float = 0.0  # the turn mode's along its velocity: a change of speed
+    ct_speed_accel_m_s2: float = 1.0  # the turn mode's along its velocity: a change of speed
 
 
 class ImmState(NamedTuple):

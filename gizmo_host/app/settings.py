@@ -271,7 +271,7 @@ TRACKING_SETTINGS: tuple[Setting, ...] = (
     _t("capture_time_sigma_ms", "the capture time's error against the pose's (the board's ms "
        "clock and its mapping, the pose's timestamps), σ: times the camera's velocity and "
        "angular rate", 0, 1000, "ms"),
-    _t("gate_probability", "the χ² gate: 0.99 is 9.21 for a ground-plane fix (2 dof), 11.34 "
+    _t("gate_probability", "the χ² gate: 0.999 is 13.8 for a ground-plane fix (2 dof), 16.3 "
        "for a ranged one", 0.5, 1, "", open_high=True),
     _t("confirm_hits", "confirmed after this many hits ...", 1, 32, "", kind="int"),
     _t("confirm_window", "... of its key's last this many frames", 1, 32, "", kind="int"),
@@ -290,7 +290,8 @@ TRACKING_SETTINGS: tuple[Setting, ...] = (
     _t("turn_accel_rad_s2", "turn-rate change, σ", 0, 100, "rad/s2"),
     _t("vertical_accel_m_s2", "vertical random acceleration, σ", 0, 100, "m/s2"),
     _t("cv_dwell_s", "mean time a straight run lasts", 0, 3600, "s", open_low=True),
-    _t("ct_dwell_s", "mean time a turn lasts", 0, 3600, "s", open_low=True),
+    _t("ct_dwell_s", "mean time a turn (or a change of speed) lasts", 0, 3600, "s",
+       open_low=True),
     _t("initial_speed_m_s", "a new track's velocity, σ per axis", 0, 1000, "m/s",
        open_low=True),
     _t("initial_turn_rate_deg_s", "a new track's turn rate, σ", 0, 3600, "deg/s"),

@@ -15,7 +15,7 @@ from tests.support.tracking_inputs import MS, placed
 
 T0 = 1_000_000_000
 R = 0.01  # m², each axis: the detections' covariance
-GATE = 11.345  # χ²₃ at 0.99, the default gate
+GATE = 11.345  # χ²₃ at 0.99 (the default is 0.999: the succession's χ²₃ 44.8)
 CONFIG = TrackingConfig(confirm_hits=2, confirm_window=3)
 LIFE = Lifecycle(2, 3, round(CONFIG.delete_after_ms * 1e6))
 
@@ -39,7 +39,7 @@ def _detection(arrival: int, point: tuple[float, float, float]) -> Detection:
 
 def test_two_tracks_confirmed_by_one_frame_where_the_first_succeeds_a_coasting_one():
     """A coasting track (1) at the origin; tentative 2 at 0.65 m from it (out of 1's gate,
-    d² about 21 > 11.3, within the succession's, about 21 < 30.7) and tentative 3 far away.
+    d² about 21 > 11.3, within the succession's, about 21 < 44.8) and tentative 3 far away.
     One frame hits 2 and 3 (both confirmed): 2 takes number 1, 1 ends, 3 stays 3."""
     coasting = Track(1, "1:5:11", _still((0.0, 0.0, 0.0), 0.01), T0, placed(T0, 2, (0.0, 0.0, 0.0)),
                      (1, 2, MISS), True, 2)  # fmt: skip
