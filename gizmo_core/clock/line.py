@@ -56,6 +56,12 @@ class PublishedLine:
     def skew_ppm(self) -> float:
         return self._env.skew * 1e6
 
+    @property
+    def beyond_bound(self) -> bool:
+        """The fitted skew says the remote clock runs slower than the bound lets the line
+        follow (see :mod:`.envelope`)."""
+        return self._env.beyond
+
     def offset_ns(self, remote_ns: int | float) -> float | None:
         """The published offset (host minus remote) at ``remote_ns``; None before a sample."""
         if self._map_offset == _INF:

@@ -22,6 +22,14 @@ of a round trip); its offset is ``host - remote``. The rules, each with the faul
   (JUMPED, then ``confirm_samples`` more late ones over ``confirm_ns`` open an epoch that
   keeps the mapping: a latency the link now has, which later samples count less of) or
   FOLLOW (the run opens an epoch at its lowest level: a two-way sample measures the offset).
+  While HOLD keeps a stream JUMPED, its late samples no longer move the mapping: a latency rise
+  that stays is held for good, never followed at the skew bound.
+- **A drift beyond the bound.** The skew is fitted across the epochs ACCEPT opens (the
+  envelope's groups): a clock drifting steadily is learned even when its late runs come too
+  often for one epoch to show it. When the fit says the remote clock runs slower than the
+  bound lets the mapping follow (``beyond``), an accepted late run leaves the clock JUMPED,
+  and on-time samples do not end it, until a fit is within the bound again: the mapping cannot
+  keep up, and the reason says it is the clock, not the data.
 - **Steps back.** An adapter that sees the remote clock go back on a sample that must be later
   (``step=True``) knows it is the clock, not the latency: JUMPED at once, and a run of samples
   after it (as for an early step) opens an epoch at their lowest level.
@@ -48,6 +56,7 @@ _CONVERGING, _RESYNC, _LOCKED, _JUMPED, _OUTLIER = (
     ClockStatus.JUMPED,
     ClockStatus.OUTLIER,
 )
+_HOLD = LatePolicy.HOLD
 _PHASE_ERROR, _CLOCK_JUMP, _NEW_EPOCH, _ON_TIME = (
     ClockEvent.PHASE_ERROR,
     ClockEvent.CLOCK_JUMP,
@@ -213,7 +222,9 @@ class EpochClock(PublishedLine):
             self._map_x = map_x = at
             self._map_offset = map_offset = ceiling if ceiling < level else level
         if status is _JUMPED:
-            if self._on_time_x is None:
+            if env.beyond:  # a clock the bound cannot follow: no recovery
+                self._on_time_x = None
+            elif self._on_time_x is None:
                 self._on_time_x = x
             elif x - self._on_time_x >= self._late_after_ns:
                 self._status = status = _LOCKED
@@ -302,7 +313,8 @@ class EpochClock(PublishedLine):
         env = self._env
         phase = offset - env.skew * x
         published_phase = phase - residual
-        if not self._stepped:
+        if not self._stepped and (self._status is not _JUMPED or self._policy is not _HOLD):
+            # (HOLD: a JUMPED stream's late samples never move the mapping up.)
             env.add(x, offset)
             self._publish(x)
         late = self._late  # every late sample since they began (a backlog flush counts)
@@ -368,21 +380,23 @@ class EpochClock(PublishedLine):
         kept and the envelope learning afresh from the run (a latency the link now has)."""
         self.epoch += 1
         self.epochs += 1
+        late_since = run.since_x if self._late is None else min(run.since_x, self._late.since_x)
         self._early = self._late = self._consistent = None
         self._on_time_x = None
         self._stepped = False
         env = self._env
         x = float(remote_ns - self._origin_remote)
         level = run.low + env.skew * x  # the run's line at this sample (less the excess)
-        env.clear()
         if keep:
-            # From now on samples count less this much: the mapping stays where it was.
+            # From now on samples count less this much: the mapping stays where it was. The
+            # envelope starts a new group from it; the fit keeps the groups before the run.
             published = self._map_offset + env.skew * (x - self._map_x)
             self._excess += level - published
-            env.add(x, published)
+            env.split(late_since, x, published, level - published)
             self._publish(x)
-            self._status = _LOCKED
+            self._status = _JUMPED if env.beyond else _LOCKED
             return
+        env.clear()
         # Re-origin at this sample (offsets shift by its own); the run's line is the mapping.
         offset = float(host_ns - self._origin_host) - x - self._excess
         self._reorigin(remote_ns, host_ns)

@@ -18,7 +18,9 @@ and epochs) is :class:`gizmo_core.clock.EpochClock`'s. This adapter adds what is
   epoch at the new level once a run of frames agrees (``step=True`` to the core);
 - frames all late for 500 ms with no step in the stamps (a latency rise, a host backlog) keep
   the mapping: JUMPED for three more frames over 66 ms, then an epoch that keeps it
-  (``LatePolicy.ACCEPT``): ages stay true or larger, and the HOLD ends;
+  (``LatePolicy.ACCEPT``): ages stay true or larger, and the HOLD ends. The skew is still
+  learned across those epochs, so a resonator drifting up to ``max_skew_ppm`` is followed; one
+  drifting slower than that bound is JUMPED for good (``stats().skew_beyond_bound``);
 - the known minimum transport delay (35 bytes of serialisation at the baud rate) is subtracted,
   and an integer device tick ``k`` maps from its midpoint ``k + 0.5``; a frame is never mapped
   later than its own arrival allows.
@@ -97,6 +99,9 @@ class ClockStats(NamedTuple):
     samples: int
     steps: int  # epochs opened by a confirmed step or latency change
     recoveries: int  # JUMPED -> LOCKED without a new epoch
+    # the board's clock runs slower than ``max_skew_ppm`` lets the mapping follow: JUMPED
+    # (HOLD ``clock_jump``) from its next late run on, until it is within the bound again
+    skew_beyond_bound: bool = False
 
 
 class DeviceClockEstimator:
@@ -175,6 +180,7 @@ class DeviceClockEstimator:
             core.samples,
             core.epochs,
             core.recoveries,
+            core.beyond_bound,
         )
 
     def new_epoch(self) -> None:
