@@ -34,7 +34,7 @@ def locked_clock(**kwargs) -> SimClockEstimator:
 
 def test_the_mapping_follows_the_lowest_delay():
     rng = random.Random(3)
-    clock = SimClockEstimator(max_skew_ppm=200.0)  # (its default, 5000, rises 25 times faster)
+    clock = SimClockEstimator()
     delays = [2.0 + rng.random() * 8.0 for _ in range(300)]
     delays[50] = 2.0
     samples = feed(clock, delays)
@@ -103,7 +103,7 @@ def test_a_persistent_latency_rise_holds_and_never_looks_fresher():
     after = feed(clock, [1.0] * 300, start_ms=1000, offset=OFFSET + 300 * MS)
     reasons = [(i, s.reason) for i, (_, _, s) in enumerate(after) if s.reason]
     assert len(reasons) == 1 and 9 <= reasons[0][0] <= 12
-    assert "late +299.5" in reasons[0][1]  # the bound (5000 ppm) let it rise 0.5 ms first
+    assert "late +300" in reasons[0][1]
     jump = reasons[0][0]
     assert all(s.status is JUMPED for _, _, s in after[jump:])  # 2.9 s on
     assert {s.epoch for _, _, s in after} == {0}
@@ -245,11 +245,10 @@ def test_no_mapping_before_the_first_sample_and_bad_settings_raise():
         SimClockEstimator(lock_ms=-1)
 
 
-@pytest.mark.parametrize("rate_ppm", [-2000.0, -1000.0, 2000.0, 4900.0, -4900.0])
-def test_a_simulation_running_slow_or_fast_is_followed(rate_ppm):
-    """rt8 F3: a simulation 0.1 % slower than the host (a lockstep simulator under load) held
-    clock_jump for good from 25 s, 0.5 % from 4.3 s. Within the bound (5000 ppm) it stays
-    locked, never fresher than the truth, never older than its delay allows."""
+@pytest.mark.parametrize("rate_ppm", [-190.0, 190.0, 2000.0, 10_000.0])
+def test_a_simulation_running_slow_within_the_bound_or_fast_is_followed(rate_ppm):
+    """Within the bound (200 ppm) slow, or any amount fast, a simulation stays locked, never
+    fresher than the truth, never older than its delay allows."""
     clock = SimClockEstimator()
     out = []
     for k in range(6000):  # 60 s at 100 Hz of simulation time
@@ -263,8 +262,9 @@ def test_a_simulation_running_slow_or_fast_is_followed(rate_ppm):
 
 
 def test_a_simulation_slower_than_the_bound_holds_and_its_late_samples_never_move_it():
-    """A simulation 1 % slow falls behind what the bound lets the mapping follow: held
-    (clock_jump), and while held the late samples no longer pull the mapping up."""
+    """rt8 F3: a simulation 1 % slow (0.1 % too, later) falls behind what the bound lets the
+    mapping follow: held (clock_jump), and while held the late samples no longer pull the
+    mapping up (before, they did, at the bound: a lasting rise came to look current)."""
     clock = SimClockEstimator()
     out = []
     for k in range(2000):

@@ -6,8 +6,8 @@ the same kind of samples, a remote clock read at a known host time and a delay t
 negative, and judged against that truth, never against the core's own estimate:
 
 - **monotone within an epoch**: the mapping never moves towards "fresher" faster than the skew
-  bound (200 ppm of the remote time elapsed; 5000 ppm for a simulation's time, which a
-  lockstep simulator under load runs a little slow), whatever the delays;
+  bound (200 ppm of the remote time elapsed; the device clock's as configured), whatever the
+  delays;
 - **the skew bound**: a remote clock drifting at any rate within the bound is followed, locked,
   with no jump and no new epoch;
 - **a lock after N consistent samples**: a new epoch is trusted at its N-th consistent sample
@@ -79,7 +79,7 @@ class Sim:
     tolerance_ns = 20 * MS
     confirm = 5
     first_lock = lock = (1, 250 * MS)
-    skew_bound = 5000e-6
+    skew_bound = 200e-6
 
     def __init__(self) -> None:
         self.clock = SimClockEstimator()
@@ -254,10 +254,10 @@ def test_a_step_ahead_is_an_outlier_until_a_run_opens_a_new_epoch(kind, step_ms,
 )
 @example(kind="device", share=-0.5, max_skew_ppm=10_000.0, seed=0)  # rt8 F1: never learned
 @example(kind="device", share=-0.9, max_skew_ppm=10_000.0, seed=0)
-@example(kind="sim", share=-0.2, max_skew_ppm=0.0, seed=0)  # rt8 F3: 0.1 % slow held for good
+@example(kind="sim", share=0.9, max_skew_ppm=0.0, seed=0)  # 180 ppm slow
 def test_a_steady_drift_up_to_the_configured_bound_is_followed(kind, share, max_skew_ppm, seed):
     """rt8 F1/F3: a clock drifting steadily at any rate within its configured bound (the
-    device clock's ``max_skew_ppm`` up to 10000, a simulation's 5000 ppm) is followed: locked
+    device clock's ``max_skew_ppm`` up to 10000, a simulation's 200 ppm) is followed: locked
     at the end and on every frame of the last 10 s, never mapped fresher than the truth, and
     its ages overstated by no more than what its first late runs accepted. (A slow clock's late
     runs come before the skew is learned: the epochs they open keep the mapping.)"""
