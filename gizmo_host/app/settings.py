@@ -112,7 +112,9 @@ HOST_SETTINGS: tuple[Setting, ...] = (
             "115200, on a pty too; a pty that delivers each frame at once: set 0)",
             0, 1000, "ms", optional=True, flag="--transport-delay-ms"),
     Setting("clock", "max_skew_ppm", "float", _pipe("max_skew_ppm"),
-            "the largest device clock drift believed", 0, 10_000, "ppm"),
+            "the largest device clock drift believed (followed up to it, learned across the "
+            "epochs late runs open; a board's clock slower than it holds `clock_jump`, "
+            "`clock.skew_beyond_bound`)", 0, 10_000, "ppm"),
     Setting("clock", "phase_error_threshold_ms", "float", _pipe("phase_error_threshold_ms"),
             "a frame further off the device clock's mapping is early or late (5 that agree "
             "confirm a step)", 0.01, 1000, "ms"),
