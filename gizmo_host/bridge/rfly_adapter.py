@@ -225,12 +225,13 @@ class RflyAdapter:
     def _pose_conflict(self, stream: str, rx_ns: int) -> list[Input] | None:
         """A pose stream's second sender becomes a ``SourceConflict`` (the world holds); its
         kept sender's poses still flow. A new sender after a silence (a restarted CopterSim,
-        or a spoofer speaking first meanwhile) is one too, its first message dropped: the
-        world holds a second, in which the old sender, back, makes a lasting conflict."""
+        or a spoofer speaking first meanwhile) is one too while it settles, its poses dropped
+        (counted ``sender_rebound``): the old sender, back meanwhile, makes a lasting
+        conflict."""
         latch = self._latch
         detail = latch.refuse(stream, self._sender, rx_ns)
         if detail is None:
-            detail = latch.rebound(stream)
+            detail = latch.settling(stream, rx_ns)
             if detail is None:
                 return None
             self.counts["sender_rebound"] += 1

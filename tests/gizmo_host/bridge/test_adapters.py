@@ -212,28 +212,36 @@ def test_a_second_sender_of_the_pose_stream_is_a_conflict_never_a_pose() -> None
     # The kept sender's poses still flow (the world holds on the conflict meanwhile).
     items = adapter.message(builders.state_168(1, 3, STATE, 10.02), 102 * MS, sender=SIM)
     assert isinstance(items[0], PoseSample) and items[0].position_ned_m == pose.position_ned_m
-    # After a second without the kept sender another may take over (a restarted CopterSim),
-    # its first message a conflict (the world holds for a second: a settle), then its poses.
-    (settle,) = adapter.message(builders.state_168(1, 3, STATE, 11.021), 1_103 * MS, sender=SPOOF)
-    assert isinstance(settle, SourceConflict) and "settling" in settle.detail
-    assert adapter.counts["sender_rebound"] == 1
-    later = adapter.message(builders.state_168(1, 3, STATE, 11.031), 1_113 * MS, sender=SPOOF)
+    # After a second without the kept sender another may take over (a restarted CopterSim):
+    # it settles 4 s (each message a conflict, the world holding), then its poses count.
+    for k in range(8):
+        (settle,) = adapter.message(
+            builders.state_168(1, 3, STATE, 11.021 + 0.5 * k), (1_103 + 500 * k) * MS, sender=SPOOF
+        )
+        assert isinstance(settle, SourceConflict) and "settling" in settle.detail
+    assert adapter.counts["sender_rebound"] == 8
+    later = adapter.message(builders.state_168(1, 3, STATE, 15.021), 5_103 * MS, sender=SPOOF)
     assert isinstance(later[0], PoseSample)
 
 
 def test_a_spoofer_who_speaks_first_in_a_silence_is_a_conflict_once_the_sender_is_back():
-    """Red team rt10: CopterSim restarts (silent 1 s); a spoofer on another port speaks first.
-    Its first message is a settle conflict, and CopterSim, back within the second, is a
-    conflict too (not a sender refused in silence): the world holds, never a vote."""
+    """Red team rt10: CopterSim restarts (silent 1 s); a spoofer on another port speaks first
+    and alone for 3 s (a PROCEED 30 m off half a second in, before). It settles: no pose of
+    its counts, the world holds; CopterSim, back, is a conflict: never a vote."""
     adapter = locked_adapter(1)
     adapter.message(builders.state_168(1, 3, STATE, 10.0), 100 * MS, sender=SIM)
     spoofed = STATE._replace(position_ned_m=(1.0, 32.0, -10.0))
     (settle,) = adapter.message(builders.state_168(1, 3, spoofed, 11.2), 1_150 * MS, sender=SPOOF)
     assert isinstance(settle, SourceConflict)
-    adapter.message(builders.state_168(1, 3, spoofed, 11.21), 1_160 * MS, sender=SPOOF)
-    (back,) = adapter.message(builders.state_168(1, 3, STATE, 0.5), 1_900 * MS, sender=SIM)
+    for k in range(1, 30):  # the spoofer alone for 3 s: settling, no pose
+        (held,) = adapter.message(
+            builders.state_168(1, 3, spoofed, 11.2 + 0.1 * k), (1_150 + 100 * k) * MS, sender=SPOOF
+        )
+        assert isinstance(held, SourceConflict)
+    (back,) = adapter.message(builders.state_168(1, 3, STATE, 0.5), 4_100 * MS, sender=SIM)
     assert isinstance(back, SourceConflict) and "40001" in back.detail
-    assert adapter.counts["sender_conflict"] == 1 and adapter.counts["sender_rebound"] == 1
+    assert adapter.counts["sender_conflict"] == 1 and adapter.counts["sender_rebound"] == 30
+    assert adapter.counts["poses"] == 1  # the honest sender's first, before the silence
 
 
 def test_a_sensor_with_two_senders_feeds_nothing_until_the_conflict_is_quiet() -> None:
