@@ -34,6 +34,10 @@ DEFAULT_REORDER_WINDOW = 16
 DEFAULT_MAX_SKEW_PPM = 200.0  # the largest device clock drift believed
 _MASK = (1 << 64) - 1
 _WINDOW_SLOTS = 64  # >= the largest reorder window
+# A copy of a frame comes at once (a link that sends it twice); the same frame this much later
+# is a board that restarted and repeats its first life, stamps and scene alike (red team: its
+# reset went unseen and the mapping was left 300 ms late, HOLD stale for good).
+DUPLICATE_WITHIN_NS = 100_000_000
 _SLOT_MASK = _WINDOW_SLOTS - 1
 ADVANCE_TOLERANCE_MS = 1000.0  # a device clock step this small is an advance, whatever the host
 STEP_WINDOW = 64  # a forward sequence step this small is no restart (0.1% of resets land here)
@@ -134,6 +138,7 @@ class _SourceState:
     seen_mask: int  # bit i set: sequence (last_sequence - i) was received
     timestamps: list[int]  # timestamp_ms of the frames in the window, by sequence % 64
     frames: list[object]  # the frames themselves (a copy is the same frame, whole)
+    received_ns: list[int]  # when each was read
     span: int = 1  # how many of those bits are known (positions since the first frame)
     received: int = 1
     lost: int = 0
@@ -183,15 +188,18 @@ class SequenceTracker:
     ) -> SequenceEvent:
         """Account for one valid frame of ``source_id`` received at host time ``host_ns``.
         ``frame``: the frame itself (any value equal to its copies): a DUPLICATE is a frame
-        equal to the one kept for its sequence and time, not one that merely shares them."""
+        equal to the one kept for its sequence and time, read within
+        :data:`DUPLICATE_WITHIN_NS` of it, not one that merely shares them."""
         state = self._sources.get(source_id)
         if state is None:
             timestamps = [0] * _WINDOW_SLOTS
             timestamps[sequence & _SLOT_MASK] = timestamp_ms
             frames: list[object] = [None] * _WINDOW_SLOTS
             frames[sequence & _SLOT_MASK] = frame
+            received = [0] * _WINDOW_SLOTS
+            received[sequence & _SLOT_MASK] = host_ns
             self._sources[source_id] = _SourceState(
-                sequence, timestamp_ms, host_ns, 1, timestamps, frames
+                sequence, timestamp_ms, host_ns, 1, timestamps, frames, received
             )
             return SequenceEvent.FIRST
         state.received += 1
@@ -221,6 +229,7 @@ class SequenceTracker:
             slot = sequence & _SLOT_MASK
             state.timestamps[slot] = timestamp_ms
             state.frames[slot] = frame
+            state.received_ns[slot] = host_ns
             state.last_sequence = sequence
             state.last_timestamp_ms = timestamp_ms
             state.last_host_ns = host_ns
@@ -231,7 +240,11 @@ class SequenceTracker:
             bit = 1 << behind
             slot = sequence & _SLOT_MASK
             if state.seen_mask & bit:
-                if state.timestamps[slot] == timestamp_ms and state.frames[slot] == frame:
+                if (
+                    state.timestamps[slot] == timestamp_ms
+                    and state.frames[slot] == frame
+                    and host_ns - state.received_ns[slot] <= DUPLICATE_WITHIN_NS
+                ):
                     state.duplicates += 1
                     state.received -= 1
                     return SequenceEvent.DUPLICATE
@@ -244,6 +257,7 @@ class SequenceTracker:
             state.seen_mask |= bit
             state.timestamps[slot] = timestamp_ms
             state.frames[slot] = frame
+            state.received_ns[slot] = host_ns
             state.reordered += 1
             if behind < state.span:  # it was counted lost when the gap opened
                 state.lost -= 1
@@ -274,6 +288,7 @@ class SequenceTracker:
         state.seen_mask = state.span = 1
         state.timestamps[sequence & _SLOT_MASK] = timestamp_ms
         state.frames[sequence & _SLOT_MASK] = frame
+        state.received_ns[sequence & _SLOT_MASK] = host_ns
         self._advance(state, sequence, timestamp_ms, host_ns)
         return SequenceEvent.RESET if reset else SequenceEvent.DISCONTINUITY
 

@@ -136,3 +136,19 @@ def test_a_boot_loop_that_repeats_its_stamps_is_a_reset_unless_the_frame_is_the_
     seq, ts, host = again[-1]
     assert tracker.observe(1, seq, ts, host + 1_000_000, ("lost", seq)) is SequenceEvent.DUPLICATE
     assert tracker.stats()[1].duplicates == 1
+
+
+def test_a_boot_loop_that_repeats_its_first_life_whole_is_a_reset_not_duplicates():
+    """The same stamps and the same scene (a stationary target): the restarted board's frames
+    equal the first life's, but come 250 ms and more after them. A copy comes at once; these
+    were taken for duplicates, the reset went unseen and the clock's mapping was left 300 ms
+    late: HOLD stale for good (red team, rt11)."""
+    first = stream(0, 10, first_ts=300)
+    restart_ns = first[-1][2] + 250_000_000  # the board's boot
+    again = stream(0, 10, first_ts=300, first_host=restart_ns)
+    tracker = SequenceTracker()
+    for seq, ts, host in first:
+        tracker.observe(1, seq, ts, host, ("car", seq))
+    events = [tracker.observe(1, seq, ts, host, ("car", seq)) for seq, ts, host in again]
+    assert events[0] is SequenceEvent.RESET and SequenceEvent.DUPLICATE not in events
+    assert tracker.stats()[1].resets == 1
