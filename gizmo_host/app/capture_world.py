@@ -16,6 +16,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
+from fusion.simclock import SIM_MAX_SKEW_PPM
 from gizmo_core import ConfigError, Selector
 from gizmo_host.app.world_config import (
     WorldSetup,
@@ -29,6 +30,8 @@ from gizmo_host.jsonl import json_text
 from rfly_link.config_json import VisionSensorConfig
 
 _KEYS = ("camera", "world", "selector", "rflysim")
+# [rflysim] keys newer than the record, written only when they differ from their default
+_RFLYSIM_DEFAULTS = (("poses", True), ("max_skew_ppm", SIM_MAX_SKEW_PPM))
 _PLAIN = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 _PLAIN[type(None)] = "null"
 
@@ -41,8 +44,9 @@ def world_metadata(setup: WorldSetup) -> dict[str, str]:
     rflysim: dict[str, Any] | None = None
     if setup.rflysim is not None:
         rflysim = dataclasses.asdict(setup.rflysim)
-        if rflysim["poses"]:
-            del rflysim["poses"]  # the default: records stay as they were before the key
+        for name, default in _RFLYSIM_DEFAULTS:  # records stay as they were before the key
+            if rflysim[name] == default:
+                del rflysim[name]
     values: dict[str, Any] = {
         "camera": dataclasses.asdict(setup.camera),
         "world": dataclasses.asdict(setup.world),

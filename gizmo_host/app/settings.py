@@ -21,6 +21,7 @@ from typing import Any
 
 from fusion import CameraConfig, WorldConfig
 from fusion.config import MOUNT_POSITION_LIMITS_M, MOUNT_RPY_LIMITS_DEG
+from fusion.simclock import SIM_MAX_SKEW_PPM
 from fusion.tracking import TrackingConfig
 from gizmo_host import setting
 from gizmo_host.live import event_loop
@@ -170,6 +171,10 @@ HOST_SETTINGS: tuple[Setting, ...] = (
     Setting("rflysim", "request_imu_hz", "int", 0, "ask CopterSim for IMU replies", 1, 1000,
             "Hz", off=True, flag="--rflysim-request-imu-hz", metavar="HZ", commands=RUN,
             what="a rate in Hz"),
+    Setting("rflysim", "max_skew_ppm", "float", SIM_MAX_SKEW_PPM,
+            "the simulation time may run this much slower than the host's and be followed "
+            "(slower holds `clock_jump`); a latency creeping up as fast is followed too, as "
+            "fresh data (docs/world-safety.md)", 0, 10_000, "ppm"),
 )  # fmt: skip
 
 

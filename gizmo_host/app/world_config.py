@@ -74,6 +74,7 @@ class RflySimConfig:
     sim_host: str = default("rflysim.sim_host")
     request_odometry_hz: int = default("rflysim.request_odometry_hz")
     request_imu_hz: int = default("rflysim.request_imu_hz")
+    max_skew_ppm: float = default("rflysim.max_skew_ppm")
 
 
 _RFLYSIM = RflySimConfig()  # the defaults
@@ -316,13 +317,13 @@ def resolve_world(
         )
     addressed = [
         f"rflysim.{name}"
-        for name in ("bind", "sim_host")
+        for name in ("bind", "sim_host", "max_skew_ppm")
         if getattr(rflysim, name) != getattr(_RFLYSIM, name)
     ]
     if copter is None and addressed:
         raise ConfigError(
             f"rflysim.copter_id: expected the vehicle's CopterID: {' and '.join(addressed)} "
-            "address the simulator, which is heard only for a CopterID",
+            "concern the simulator, which is heard only for a CopterID",
             "rflysim.copter_id",
         )
     loaded = None if rflysim.config is None else _load(rflysim.config)
@@ -344,6 +345,7 @@ def resolve_world(
             sim_host=_ipv4("rflysim.sim_host", rflysim.sim_host),
             request_odometry_hz=rflysim.request_odometry_hz,
             request_imu_hz=rflysim.request_imu_hz,
+            max_skew_ppm=rflysim.max_skew_ppm,
             range_sensors=tuple(
                 s for s in sensors if s.type_id in RANGE_TYPES and s.target_copter == copter
             ),

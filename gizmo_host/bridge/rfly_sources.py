@@ -20,8 +20,10 @@ import contextlib
 import logging
 import socket
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from fusion.simclock import SIM_MAX_SKEW_PPM, SimClockEstimator
 from gizmo_host.bridge.rfly_adapter import RflyAdapter, RflyPoseStream
 from gizmo_host.timing import Scheduler
 from rfly_link import io as rio
@@ -33,6 +35,7 @@ from rfly_link.messages import TypeId
 
 LOGGER = logging.getLogger(__name__)
 REQUEST_REFRESH_S = 1.0
+MAX_SIM_SKEW_PPM = 10_000.0  # [rflysim] max_skew_ppm's top: 1 %
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,16 @@ class RflySimSetup:
     gimbal: bool = False  # hear the gimbal status on 20006
     gimbal_seq_id: int | None = None  # only this gimbal's status (None: any on this vehicle)
     poses: bool = True  # False: the world's pose comes from elsewhere (the autopilot)
+    # How much slower than the host's the simulation time may run and be followed
+    # (``fusion.simclock``): every stream's sim clock, sensors' too.
+    max_skew_ppm: float = SIM_MAX_SKEW_PPM
+
+    def __post_init__(self) -> None:
+        # A capture's record comes here unchecked by the config (its reader names the key).
+        if not 0 <= self.max_skew_ppm <= MAX_SIM_SKEW_PPM:
+            raise ValueError(
+                f"max_skew_ppm: expected 0 to {MAX_SIM_SKEW_PPM:g}, got {self.max_skew_ppm!r}"
+            )
 
     @property
     def pose_source(self) -> RflyPoseStream:
@@ -66,7 +79,10 @@ class RflySimSetup:
 
     def adapter(self) -> RflyAdapter:
         return RflyAdapter(
-            self.copter_id, pose_source=self.pose_source, gimbal_seq_id=self.gimbal_seq_id
+            self.copter_id,
+            pose_source=self.pose_source,
+            gimbal_seq_id=self.gimbal_seq_id,
+            estimator=partial(SimClockEstimator, max_skew_ppm=self.max_skew_ppm),
         )
 
 

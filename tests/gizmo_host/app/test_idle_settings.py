@@ -166,6 +166,14 @@ def test_rflysim_addresses_without_a_copter_id_are_a_mistake():
         config(camera=CAMERA, rflysim={"sim_host": "192.168.1.20"})
 
 
+def test_a_sim_skew_bound_without_a_copter_id_is_a_mistake():
+    with pytest.raises(ConfigError, match=r"rflysim.copter_id: expected .* rflysim.max_skew_ppm"):
+        config(camera=CAMERA, rflysim={"max_skew_ppm": 2000})
+    for wrong in (-1, 10_001, "2000"):
+        with pytest.raises(ConfigError, match=r"rflysim.max_skew_ppm"):
+            config(camera=CAMERA, rflysim={"copter_id": 1, "max_skew_ppm": wrong})
+
+
 def test_a_rflysim_config_that_nothing_reads_does_nothing(tmp_path):
     (tmp_path / "Config.json").write_text(config_json({}))
     idle = config(camera=CAMERA, rflysim={"config": str(tmp_path / "Config.json")})

@@ -25,6 +25,7 @@ from fusion import (
 )
 from fusion import geometry as g
 from gizmo_host.bridge.rfly_adapter import MAX_LIDAR_POINTS, RflyAdapter, RflyPoseStream
+from gizmo_host.bridge.rfly_sources import RflySimSetup
 from gizmo_host.bridge.world_adapters import GizmoAdapter, result_label
 from gizmo_host.rigs.rflysim import builders, sensorset
 from gizmo_host.rigs.rflysim.kinematics import SimVehicleState
@@ -242,6 +243,37 @@ def test_a_spoofer_who_speaks_first_in_a_silence_is_a_conflict_once_the_sender_i
     assert isinstance(back, SourceConflict) and "40001" in back.detail
     assert adapter.counts["sender_conflict"] == 1 and adapter.counts["sender_rebound"] == 30
     assert adapter.counts["poses"] == 1  # the honest sender's first, before the silence
+
+
+@pytest.mark.parametrize(("max_skew_ppm", "followed"), [(None, False), (2000.0, True)])
+def test_a_simulation_running_slow_is_followed_only_within_the_configured_bound(
+    max_skew_ppm: float | None, followed: bool
+) -> None:
+    """A lockstep simulation 0.1 % slow (its time 1 ms a second behind the host's) through
+    the adapter [rflysim] makes: by default (200 ppm) it falls behind and its poses hold
+    ``jumped`` for good; with ``max_skew_ppm = 2000`` every pose after the lock is ``locked``,
+    mapped no fresher than the truth and no later than its 2 ms transport."""
+    setup = RflySimSetup(1) if max_skew_ppm is None else RflySimSetup(1, max_skew_ppm=max_skew_ppm)
+    adapter = setup.adapter()
+    start_ns, delay_ns = 1_000 * MS, 2 * MS
+    out: list[tuple[float, PoseSample]] = []
+    for k in range(6_000):  # 60 s of simulation time at 100 Hz
+        sim_s = 100.0 + 0.01 * k
+        true_host_ns = start_ns + 0.01 * k * 1e9 / (1 - 1e-3)  # when it was that time here
+        items = adapter.message(
+            builders.state_168(1, 3, STATE, sim_s), round(true_host_ns) + delay_ns, sender=SIM
+        )
+        out += [(true_host_ns, item) for item in items if isinstance(item, PoseSample)]
+    assert len(out) == 6_000
+    statuses = [pose.clock_status for _, pose in out]
+    last_10_s = statuses[-1_000:]
+    if followed:
+        first = statuses.index(ClockStatus.LOCKED)
+        assert first < 100 and all(status is ClockStatus.LOCKED for status in statuses[first:])
+        for true_host_ns, pose in out[first:]:
+            assert true_host_ns - 1 <= pose.host_ns <= true_host_ns + delay_ns + 1
+    else:
+        assert all(status is ClockStatus.JUMPED for status in last_10_s)
 
 
 def test_a_sensor_with_two_senders_feeds_nothing_until_the_conflict_is_quiet() -> None:

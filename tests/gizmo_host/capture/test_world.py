@@ -90,10 +90,29 @@ def test_a_tracking_table_is_carried_and_no_table_writes_no_key(setup, tracking,
     assert (None if back.tracking is None else back.tracking.cv_accel_m_s2) == expected
 
 
+def test_the_sim_skew_bound_is_carried_and_its_default_writes_no_key() -> None:
+    """[rflysim] max_skew_ppm reaches the replay's adapter; the default leaves the record as
+    it was before the key (the goldens' captures have none)."""
+    base = {"camera": {"width_px": 640, "height_px": 480, "hfov_deg": 90.0}}
+    plain = config_from_mapping({**base, "rflysim": {"copter_id": 1}}).world_setup()
+    assert plain is not None and "max_skew_ppm" not in world_metadata(plain)["rflysim"]
+    tuned = config_from_mapping(
+        {**base, "rflysim": {"copter_id": 1, "max_skew_ppm": 2500}}
+    ).world_setup()
+    assert tuned is not None and tuned.rflysim is not None
+    back = world_setup_from(world_metadata(tuned), "f.mcap")
+    assert back == tuned and back.rflysim is not None and back.rflysim.max_skew_ppm == 2500.0
+
+
 @pytest.mark.parametrize(
     ("key", "value", "expected"),
     [
         ("camera", '{"width_px": 1}', "camera"),
+        (
+            "rflysim",
+            '{"copter_id": 1, "range_sensors": [], "max_skew_ppm": 1e6}',
+            "rflysim: max_skew_ppm: expected 0 to 10000",
+        ),
         ("world", '{"rate_hz": -1}', "world.rate_hz"),
         ("rflysim", '{"copter_id": 1}', "rflysim: expected a value for 'range_sensors'"),
         ("selector", "not json", "selector: expected JSON"),
