@@ -230,13 +230,13 @@ class RflyAdapter:
         conflict."""
         latch = self._latch
         detail = latch.refuse(stream, self._sender, rx_ns)
+        counter = "sender_conflict"
         if detail is None:
             detail = latch.settling(stream, rx_ns)
             if detail is None:
                 return None
-            self.counts["sender_rebound"] += 1
-            return [SourceConflict(rx_ns, "pose", detail)]
-        self.counts["sender_conflict"] += 1
+            counter = "sender_rebound"
+        self.counts[counter] += 1
         return [SourceConflict(rx_ns, "pose", detail)]
 
     def _admits(self, stream: str, rx_ns: int) -> bool:

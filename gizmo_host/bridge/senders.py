@@ -30,7 +30,7 @@ class SenderLatch:
         self._settle_ns = settle_ns
         self._senders: dict[str, tuple[Sender, int]] = {}  # stream -> (sender, last heard)
         self._conflict_ns: dict[str, int] = {}  # stream -> its latest second-sender message
-        self._settling: dict[str, tuple[int, str]] = {}  # stream -> (settled at, why)
+        self._settling: dict[str, tuple[int, str]] = {}  # stream -> (settles at, why)
         self.conflicts = self.rebinds = 0
 
     def refuse(self, stream: str, sender: Sender | None, rx_ns: int) -> str | None:
