@@ -38,6 +38,10 @@ class HoldReason(Enum):
     COASTING = "coasting"  # its track missed its key's latest frame, or is re-acquiring
     MODEL_FAULT = "model_fault"  # the world model failed on an input and dropped what it held;
     # until it takes a board result again
+    INVALID_RESULT = "invalid_result"  # the target's newest result has a field off the
+    # protocol's scale (a box off the image, a confidence over 100, unknown flag bits)
+    SEQUENCE_CONFLICT = "sequence_conflict"  # its source's sequence fell back without a reset
+    # (a second voice on the board's link, or a broken board): until 3 frames in order
 
 
 class LinkState(Enum):

@@ -10,7 +10,10 @@ feeds the world model exactly as ``gizmo-host run`` does. As :mod:`fusion.inputs
   restart;
 - ``LinkEvent`` -> ``LinkStatus``.
 
-A result the model cannot take (a box off the spec's scale) is counted, never raised.
+A result the model cannot take (a field off the protocol's scale: ``results.invalid_field``;
+the model's own checks too) is counted, never raised, and so is one of a source whose sequence
+fell back without a reset lately (``tracker.SequenceSettle``): either becomes a frame of its
+source that saw nothing, which ends the source's earlier measurements as the link's store does.
 """
 
 from __future__ import annotations
@@ -19,14 +22,15 @@ from fusion import Input, InvalidInput, LinkStatus, VisionObservation, vision_ob
 from gizmo_core import LinkState
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
-from gizmo_host.stream.tracker import SequenceEvent
+from gizmo_host.stream.tracker import SequenceEvent, SequenceSettle
 from gizmo_host.wire.protocol import ResultFlags
-from gizmo_host.wire.results import interpret, is_target
+from gizmo_host.wire.results import interpret, invalid_field, is_target
 
 _LOCKED, _CONVERGING = ClockStatus.LOCKED, ClockStatus.CONVERGING
 _RESET = SequenceEvent.RESET
 _TRACKED = int(ResultFlags.TRACKED)
 _LOST = int(ResultFlags.LOST)
+_TRACKED_OR_LOST = _TRACKED | _LOST
 _MAX_LABELS = 1024  # label cache entries: (source_id, result_type, id) seen
 
 
@@ -61,7 +65,13 @@ class GizmoAdapter:
         # (source_id, result_type, id) -> (label, has_box, key): what a result's class says,
         # and the observation's key, worked out once
         self._classes: dict[tuple[int, int, int], tuple[str, bool, str]] = {}
-        self.counts: dict[str, int] = {"results": 0, "device_resets": 0, "dropped_invalid": 0}
+        self._settle = SequenceSettle()
+        self.counts: dict[str, int] = {
+            "results": 0,
+            "device_resets": 0,
+            "dropped_invalid": 0,
+            "unsettled": 0,
+        }
 
     def link(self, event: LinkEvent) -> LinkStatus:
         self._state = event.state  # one LinkState for the link and the world
@@ -77,9 +87,10 @@ class GizmoAdapter:
         return () if observation is None else (observation,)
 
     def observation(self, received: ReceivedResult) -> VisionObservation | None:
-        """The result as an observation (``None``: a box off the spec's scale, counted); a
-        device reset marker is ``result``'s to add."""
-        r, rx_ns, capture_ns, _, epoch, status, _, _ = received
+        """The result as an observation; one held (a field off the protocol's scale, a source
+        unsettled: counted) as its source's frame that saw nothing (``None``: the model's own
+        checks refused even that); a device reset marker is ``result``'s to add."""
+        r, rx_ns, capture_ns, _, epoch, status, event, _ = received
         source_id, result_type, ident, flags = r.source_id, r.result_type, r.id, r.flags
         named = self._classes.get((source_id, result_type, ident))
         if named is None:
@@ -87,20 +98,33 @@ class GizmoAdapter:
             named = (result_label(result_type, ident), is_target(result_type, ident), key)
             if len(self._classes) < _MAX_LABELS:
                 self._classes[source_id, result_type, ident] = named
+        confidence, x, y, w, h = r.confidence, r.x, r.y, r.w, r.h
+        if not self._settle.observe(source_id, event):
+            held = "unsettled"
+        elif (
+            invalid_field(result_type, ident, confidence, flags, x, y, w, h) is not None
+            and flags & _TRACKED_OR_LOST == _TRACKED
+        ):
+            held = "dropped_invalid"
+        else:
+            held = ""
+        if held:  # a frame of its source that saw nothing: what it held is not current
+            self.counts[held] += 1
+            flags, confidence, x, y, w, h = 0, 0, 0, 0, 0, 0
         try:
             observation = vision_observation(
                 source_id,
                 result_type,
                 ident,
                 named[0],
-                r.confidence,
+                confidence,
                 flags & _TRACKED != 0,
                 flags & _LOST != 0,
-                named[1],
-                r.x,
-                r.y,
-                r.w,
-                r.h,
+                named[1] and not held,
+                x,
+                y,
+                w,
+                h,
                 rx_ns if capture_ns is None else capture_ns,
                 rx_ns,
                 epoch,
@@ -109,7 +133,7 @@ class GizmoAdapter:
                 named[2],
             )
         except InvalidInput:
-            self.counts["dropped_invalid"] += 1  # a box off the spec's scale
+            self.counts["dropped_invalid"] += 1  # the model's own checks
             return None
         self.counts["results"] += 1
         return observation

@@ -29,7 +29,6 @@ from gizmo_host.stream.store import (
     DEFAULT_TTL_MS,
     LinkVerdict,
     ResultStore,
-    reports_nothing,
     selects,
 )
 from gizmo_host.stream.tracker import DEFAULT_MAX_SKEW_PPM, SequenceEvent, SequenceTracker
@@ -130,19 +129,20 @@ class FramePipeline:
                 ),
             )
             key = (source_id, result_type, result.id)
-            if event is not _LATE:  # a late frame is older than the stored one
-                store.update(received, key)
+            # A result that acts: not a late one (older than the stored), not "nothing
+            # tracked", not held (``ResultStore.update``: a sequence conflict, a bad field).
+            acts = event is not _LATE and store.update(received, key)
             out.append(received)
             if self.evaluation_due:
                 continue
             # Routine (no verdict can change): an in-order, tracked, fresh result with the
             # clock locked, whose key ``_routine`` says no verdict but a PROCEED watches. Never
-            # a "nothing tracked" frame: it ends every earlier result of its source, a
-            # PROCEED's target too.
+            # a result that does not act (a "nothing tracked" frame, one held): it ends every
+            # earlier result of its source, a PROCEED's target too.
             if (
                 not forward
                 or clock_status is not _LOCKED
-                or reports_nothing(result)
+                or not acts
                 or capture_ns is None
                 or rx_ns > valid_until_ns
             ):

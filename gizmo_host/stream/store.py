@@ -16,8 +16,9 @@ from typing import Any
 from gizmo_core import Decision, HoldReason, LinkState, Selector
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import ReceivedResult, ResultKey
+from gizmo_host.stream.tracker import SequenceSettle
 from gizmo_host.wire.protocol import ResultFlags, VisionResult
-from gizmo_host.wire.results import ResultType, is_target
+from gizmo_host.wire.results import ResultType, invalid_field, is_target
 
 DEFAULT_TTL_MS = 250.0
 DEFAULT_RESET_HOLD_MS = 0.0  # see the [store] reset_hold_ms row: a camera's warm-up
@@ -42,6 +43,20 @@ def reports_nothing(result: VisionResult) -> bool:
     """The board's "nothing tracked" frame: lost, untracked, or result_type NONE whatever its
     flags. It ends the currency of every earlier result of its source (``update``)."""
     return result.flags & _TRACKED_OR_LOST != _TRACKED or result.result_type == _TYPE_NONE
+
+
+def invalid(result: VisionResult) -> str | None:
+    """``results.invalid_field`` of a result: the field off the protocol's scale, if any."""
+    return invalid_field(
+        result.result_type,
+        result.id,
+        result.confidence,
+        result.flags,
+        result.x,
+        result.y,
+        result.w,
+        result.h,
+    )
 
 
 def selects(selector: Selector, key: ResultKey) -> bool:
@@ -217,6 +232,11 @@ class ResultStore:
         self._key_watches: dict[ResultKey, tuple[_Watch, ...]] = {}  # per key: watches it matches
         self._evicted = 0
         self._updates = 0
+        # Sources whose sequence fell back without a reset lately (a second voice?), and the
+        # results held for it or for a field off the protocol's scale (counted, by field).
+        self._settle = SequenceSettle()
+        self._unsettled = 0
+        self._invalid: dict[str, int] = {}
 
     def ttl_ns(self, result_type: int) -> int:
         return self._ttl_ns_by_type.get(result_type, self._ttl_ns)
@@ -229,24 +249,39 @@ class ResultStore:
         """The shortest TTL of any result type (the service paces its stale timer by it)."""
         return min([self._ttl_ns, *self._ttl_ns_by_type.values()])
 
-    def update(self, received: ReceivedResult, key: ResultKey | None = None) -> None:
+    def update(self, received: ReceivedResult, key: ResultKey | None = None) -> bool:
         """Record the newest result for its key (arrival order: the board sends in order);
         ``key``: ``received.key``, when the caller has it already (the per-frame path).
+        ``False``: the result ended its source's earlier results, and is never current itself.
 
         A frame that reports nothing tracked (lost, untracked or result_type NONE) may carry
         another key than the target it replaces (the board's "not detected" frame), so it
-        also ends the currency of every earlier result from its source.
+        also ends the currency of every earlier result from its source. So does a result of a
+        source whose sequence fell back without a reset lately (``SequenceSettle``: which
+        voice is the board's is unknown) and one with a field off the protocol's scale (it
+        locates nothing the host can trust): the verdict says ``sequence_conflict`` and
+        ``invalid_result``.
         """
         result = received.result
+        source_id = result.source_id
         if key is None:
-            key = (result.source_id, result.result_type, result.id)
+            key = (source_id, result.result_type, result.id)
         latest = self._latest
         self._updates = updates = self._updates + 1
         latest.pop(key, None)  # put back: the most recently updated, at the end
         latest[key] = received
         self._arrival[key] = updates
-        if reports_nothing(result):
-            self._negative_arrival[result.source_id] = updates
+        acts = not reports_nothing(result)
+        if not self._settle.observe(source_id, received.sequence_event):
+            self._unsettled += 1
+            acts = False
+        elif acts:
+            field_name = invalid(result)
+            if field_name is not None:
+                self._invalid[field_name] = self._invalid.get(field_name, 0) + 1
+                acts = False
+        if not acts:
+            self._negative_arrival[source_id] = updates
         watches = self._key_watches.get(key)
         if watches is None:
             watches = self._key_watches[key] = tuple(
@@ -263,6 +298,7 @@ class ResultStore:
             del self._arrival[evicted]
             self._forget_key(evicted)
             self._evicted += 1
+        return acts
 
     def watch(self, selector: Selector) -> None:
         """Index ``selector`` so its verdicts cost O(1) however many keys are stored."""
@@ -372,6 +408,14 @@ class ResultStore:
         elif target is None and self._current_but_unlocked(newest, now_ns):
             if HoldReason.CLOCK_NOT_LOCKED not in reasons and HoldReason.CLOCK_JUMP not in reasons:
                 reasons.append(HoldReason.CLOCK_NOT_LOCKED)  # mapped before the lock
+        elif target is None and self._settle.unsettled(newest.key[0]):
+            reasons.append(HoldReason.SEQUENCE_CONFLICT)
+        elif (
+            target is None
+            and not reports_nothing(newest.result)
+            and invalid(newest.result) is not None
+        ):
+            reasons.append(HoldReason.INVALID_RESULT)
         elif target is None:
             fresh = (
                 now_ns - newest.reference_ns() <= self.ttl_ns(newest.result.result_type)
@@ -407,5 +451,11 @@ class ResultStore:
             del candidates[key]  # not current now means not current until updated
         return watch.newest, None
 
-    def stats(self) -> dict[str, int]:
-        return {"entries": len(self._latest), "updates": self._updates, "evicted": self._evicted}
+    def stats(self) -> dict[str, Any]:
+        return {
+            "entries": len(self._latest),
+            "updates": self._updates,
+            "evicted": self._evicted,
+            "unsettled": self._unsettled,
+            "invalid": dict(self._invalid),
+        }

@@ -12,7 +12,9 @@ receive time is passed in). The rules (docs/protocol-decisions.md, Gizmo UART):
   also falls back is a **device reset**: a new epoch, never 65,000 lost frames. "Falls back" is
   judged against the host clock, so the 2**32 ms wrap of ``timestamp_ms`` is not a fall-back.
 - A sequence that falls back without the device clock doing so is a discontinuity: counted, and
-  tracking restarts from it (no loss is invented).
+  tracking restarts from it (no loss is invented). So is one that jumps further ahead than the
+  frames the board could have sent in the time its clock moved (``MAX_BURST_LOST`` plus
+  ``MAX_LOST_PER_MS`` a millisecond): another voice's sequence, not a loss.
 - A sequence that moves forward by at most ``STEP_WINDOW`` frames is no reset when the device
   clock moved by at most ``STEP_MAX_MS`` either way: a restart begins again at 0, and a device
   clock that jumps while the frames keep their order is a clock step (the device clock's
@@ -42,6 +44,12 @@ _SLOT_MASK = _WINDOW_SLOTS - 1
 ADVANCE_TOLERANCE_MS = 1000.0  # a device clock step this small is an advance, whatever the host
 STEP_WINDOW = 64  # a forward sequence step this small is no restart (0.1% of resets land here)
 STEP_MAX_MS = 60_000  # ... unless the device clock moved further than this
+# A board loses at most this many frames at once plus this many a millisecond of its own
+# clock (a 921600 line carries 2.6 frames a ms; one image's results share a stamp). A forward
+# step beyond it is no loss but another voice's sequence: a discontinuity (red team rt13: a
+# second sender 17 ahead of the board, its clock copied, had its first frame PROCEED).
+MAX_BURST_LOST = 4
+MAX_LOST_PER_MS = 3
 
 
 class SequenceEvent(Enum):
@@ -83,6 +91,13 @@ def is_clock_step(step: int, previous_ms: int, current_ms: int) -> bool:
     """Frames that kept their order (``step``: the sequence's forward distance) while the
     device clock moved by at most ``STEP_MAX_MS``: a clock step, never a restart."""
     return 0 < step <= STEP_WINDOW and abs(clock_step_ms(previous_ms, current_ms)) <= STEP_MAX_MS
+
+
+def implausible_gap(step: int, advance: int | None) -> bool:
+    """A forward step of ``step`` frames further than the board could have sent while its
+    clock moved ``advance`` ms (``MAX_BURST_LOST`` plus ``MAX_LOST_PER_MS`` a millisecond):
+    another voice's sequence, not a loss."""
+    return step - 1 > MAX_BURST_LOST + MAX_LOST_PER_MS * max(advance or 0, 0)
 
 
 def is_device_reset(
@@ -220,6 +235,10 @@ class SequenceTracker:
             # The device clock restarted, wherever the sequence went (unless it kept order).
             return self._restart(state, sequence, timestamp_ms, host_ns, reset=True, frame=frame)
         if 0 < step < _HALF_SEQUENCE:
+            if implausible_gap(step, advance):
+                return self._restart(
+                    state, sequence, timestamp_ms, host_ns, reset=False, frame=frame
+                )
             if step != 1:
                 state.lost += step - 1
             state.seen_mask = ((state.seen_mask << step) | 1) & _MASK
@@ -299,3 +318,42 @@ class SequenceTracker:
     def forget(self) -> None:
         """Drop all sources (a different board may be plugged in next)."""
         self._sources.clear()
+
+
+SETTLE_FRAMES = 3  # frames in order that settle a source after its sequence fell back
+
+
+class SequenceSettle:
+    """The sources whose sequence went back lately without a reset (a ``DISCONTINUITY``, or a
+    ``LATE`` frame: a UART delivers one board's frames in order): a board's own sequence does
+    not, so it is a second voice with the board's source_id, or a broken board. Such a source
+    is *unsettled* until ``SETTLE_FRAMES`` frames in a row went forward (in order, or past a
+    plausible gap); its results meanwhile are never acted on. Two voices interleaved go back
+    every other frame: they never settle (red team rt13)."""
+
+    __slots__ = ("_unsettled",)
+
+    def __init__(self) -> None:
+        self._unsettled: dict[int, int] = {}  # source -> frames in order still wanted
+
+    def observe(self, source_id: int, event: SequenceEvent) -> bool:
+        """Account one frame's event; ``True``: its source is settled with it."""
+        if event is SequenceEvent.DISCONTINUITY or event is SequenceEvent.LATE:
+            self._unsettled[source_id] = SETTLE_FRAMES
+            return False
+        wanted = self._unsettled.get(source_id)
+        if wanted is None:
+            return True
+        if event is _IN_ORDER or event is _GAP:
+            wanted -= 1
+            if wanted == 0:
+                del self._unsettled[source_id]
+                return True
+            self._unsettled[source_id] = wanted
+        return False
+
+    def unsettled(self, source_id: int) -> bool:
+        return source_id in self._unsettled
+
+    def clear(self) -> None:
+        self._unsettled.clear()

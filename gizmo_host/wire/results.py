@@ -296,6 +296,33 @@ def is_target(result_type: int, ident: int) -> bool:
     return result_type == ResultType.QR_CODE
 
 
+MAX_CONFIDENCE = 100
+KNOWN_FLAGS = 0x07  # tracked, lost, relative: the other bits have no meaning in v1
+
+
+def invalid_field(
+    result_type: int, ident: int, confidence: int, flags: int, x: int, y: int, w: int, h: int
+) -> str | None:
+    """The first field of a result off the protocol's scale (``None``: none is): a confidence
+    over 100, a flag bit v1 does not define, and for a result that locates a target
+    (``is_target``) a box centre beyond -1000..1000 or a size beyond 0..2000. Such a result
+    locates nothing it can be trusted for: the host holds on it (``invalid_result``)."""
+    if confidence > MAX_CONFIDENCE:
+        return "confidence"
+    if flags & ~KNOWN_FLAGS:
+        return "flags"
+    if is_target(result_type, ident):
+        if not -1000 <= x <= 1000:
+            return "x"
+        if not -1000 <= y <= 1000:
+            return "y"
+        if not 0 <= w <= 2000:
+            return "w"
+        if not 0 <= h <= 2000:
+            return "h"
+    return None
+
+
 def interpret(result: _Fields) -> Interpretation:
     """The typed meaning of one result's payload fields."""
     interpreter = _INTERPRETERS.get(result.result_type)

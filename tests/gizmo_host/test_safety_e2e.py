@@ -16,6 +16,7 @@ and every result line's ``age_ms`` against the truth: an age may be overstated, 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import queue
 import signal
 import time
@@ -309,3 +310,60 @@ def test_a_host_backlog_from_a_flooding_source_never_gives_proceed_on_old_data(l
 
     messages = asyncio.run(main())
     assert violations(messages, truth) == []
+
+
+def test_a_second_voice_with_the_boards_source_id_holds_until_it_stops(link_path, tmp_path):
+    """Red team rt13 F1: a second sender on the board's line with its source_id, its device
+    clock copied and its sequence 20000 ahead, reports the target elsewhere right after each
+    genuine frame. Before: every verdict PROCEEDed, half on the spoofed box. Now every verdict
+    from its first frame's read until it stops HOLDs ``sequence_conflict``; once it stops, the
+    genuine board PROCEEDs again."""
+    truth = Truth()
+
+    async def main() -> tuple[list[dict], set[int]]:
+        with PtyBoard(link_path) as board:
+            run, model = await until_proceed(board, link_path, tmp_path, truth)
+            spoof = dataclasses.replace(model, sequence=(model.sequence + 20_000) % 65536)
+            spoofed: set[int] = set()
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            for i in range(30):  # 1 s of two voices
+                send(board, model, truth)
+                spoofed.add(spoof.sequence)
+                send(board, spoof, truth, x=-900)
+                await asyncio.sleep(max(0.0, start + (i + 1) * PERIOD_S - loop.time()))
+            await stream(board, model, truth, 0.5)  # the genuine board alone again
+            await run.wait_for(
+                lambda m: (
+                    m["type"] == "verdict"
+                    and m["decision"] == "PROCEED"
+                    and m["target"]["sequence"] not in spoofed
+                    and m["host_ns"] > last_spoof_rx(run.messages, spoofed)
+                )
+            )
+            return await stop(run), spoofed
+
+    messages, spoofed = asyncio.run(main())
+    first = min(
+        m["host_rx_ns"]
+        for m in messages
+        if m["type"] == "result" and m["result"]["sequence"] in spoofed
+    )
+    last = last_spoof_rx(messages, spoofed)
+    during = [m for m in messages if m["type"] == "verdict" and first <= m["host_ns"] <= last]
+    assert proceeds(messages), "the genuine board never reached PROCEED"
+    assert during, "no verdict while the two voices spoke"
+    assert all(m["decision"] == "HOLD" for m in during)
+    assert all("sequence_conflict" in m["reasons"] for m in during)
+    assert not [m for m in proceeds(messages) if m["target"]["sequence"] in spoofed]
+
+
+def last_spoof_rx(messages: list[dict], spoofed: set[int]) -> int:
+    return max(
+        (
+            m["host_rx_ns"]
+            for m in messages
+            if m["type"] == "result" and m["result"]["sequence"] in spoofed
+        ),
+        default=2**63,
+    )

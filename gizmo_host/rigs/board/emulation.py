@@ -32,6 +32,7 @@ from gizmo_host.stream.tracker import (
     DEFAULT_REORDER_WINDOW,
     SEQUENCE_MODULUS,
     device_clock_advance_ms,
+    implausible_gap,
     is_clock_step,
     is_device_reset,
 )
@@ -289,7 +290,7 @@ class Emulation:
         stepped = is_clock_step(step, last_ms, result.timestamp_ms)
         if is_device_reset(step, advance, DEFAULT_REORDER_WINDOW, clock_step=stepped):
             self.host_resets += 1
-        elif step < SEQUENCE_MODULUS // 2:
+        elif step < SEQUENCE_MODULUS // 2 and not implausible_gap(step, advance):
             self.host_lost += step - 1
         else:
             self.host_discontinuities += 1
