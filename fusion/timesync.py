@@ -32,7 +32,12 @@ are those of every clock here (docs/world-safety.md): autopilot time ``A`` maps 
   49.7 days while TIMESYNC's clock goes on (:meth:`TimesyncEstimator.boot_ms_ns` unwraps it
   against the mapped clock);
 - **lock**: settling until ``lock_samples`` accepted samples of the epoch; nothing is mapped
-  for PROCEED before (the world HOLDs ``clock_not_locked``).
+  for PROCEED before (the world HOLDs ``clock_not_locked``);
+- **a lock that ages**: a mapping no accepted answer has refreshed for ``max_unrefreshed_ms``
+  (10 s: at the 200 ppm bound, 2 ms of drift) is ``resync`` at that time (``status_at``):
+  answers lost, or all slower than the gate, once left it LOCKED for good while the clocks
+  drifted apart, and poses and LANDING_TARGET stamps went 60 ms wrong (red team rt12). The
+  next accepted answer locks it again.
 
 Pure: every host time is an argument. The I/O side sends the requests, feeds the answers in,
 and answers the autopilot's own requests with :meth:`autopilot_now_ns` (in the autopilot's
@@ -85,6 +90,7 @@ class TimesyncEstimator:
         confirm_samples: int = 5,
         lock_samples: int = 5,
         max_pending: int = 32,
+        max_unrefreshed_ms: float = 10_000.0,
     ) -> None:
         if not rtt_slack_ms > 0:
             raise ValueError(f"rtt_slack_ms: expected > 0, got {rtt_slack_ms!r}")
@@ -119,6 +125,10 @@ class TimesyncEstimator:
             late=LatePolicy.FOLLOW,
             per_sample=True,
         )
+        if not max_unrefreshed_ms > 0:
+            raise ValueError(f"max_unrefreshed_ms: expected > 0, got {max_unrefreshed_ms!r}")
+        self._max_unrefreshed_ns = round(max_unrefreshed_ms * 1e6)
+        self._refreshed_ns: int | None = None  # host time of the last accepted sample
         self._max_pending = max_pending
         self._pending: dict[int, int] = {}  # ts1 we sent -> host send time (the same value)
         self._streams: dict[int, int] = {}  # stream -> its newest stamp (ns) this epoch
@@ -137,6 +147,17 @@ class TimesyncEstimator:
         yet: its stamps would map fresher than they are, so its poses are not used."""
         core = self._core
         return ClockStatus.OUTLIER if core.early_pending else core.status
+
+    def status_at(self, host_ns: int) -> ClockStatus:
+        """``status`` at ``host_ns``: a lock no accepted answer refreshed within
+        ``max_unrefreshed_ms`` is ``RESYNC`` (its drift is no longer bounded)."""
+        status = self.status
+        refreshed = self._refreshed_ns
+        if status is ClockStatus.LOCKED and (
+            refreshed is None or host_ns - refreshed > self._max_unrefreshed_ns
+        ):
+            return ClockStatus.RESYNC
+        return status
 
     @property
     def epoch(self) -> int:
@@ -176,6 +197,7 @@ class TimesyncEstimator:
             self._outliers += 1
             return self.status
         self._accepted += 1
+        self._refreshed_ns = host_ns
         offset = -reading.offset_ns  # autopilot minus host
         if self._first is None or self._first[0] != core.epoch:
             self._first = (core.epoch, host_ns, offset)
@@ -219,6 +241,9 @@ class TimesyncEstimator:
             self._reboots += 1
             self._core.new_epoch()
             self._forget_streams()
+            # The rebooted autopilot's answers may come slower (red team rt14: 3 ms slower
+            # were all gated out until the old round trips aged out, 10 s of HOLD).
+            self._recent_rtts.clear()
             return  # the epoch's streams start with their next stamps
         self._stepped.discard(stream)
         if autopilot_ns > last:
@@ -255,8 +280,11 @@ class TimesyncEstimator:
         return round(host_ns - at_guess)
 
     def autopilot_now_ns(self, host_ns: int) -> int | None:
-        """What to answer the autopilot's own TIMESYNC with: its clock now, once locked."""
-        return self.to_autopilot_ns(host_ns) if self.status is ClockStatus.LOCKED else None
+        """What to answer the autopilot's own TIMESYNC with: its clock now, once locked (and
+        the lock refreshed: ``status_at``)."""
+        return (
+            self.to_autopilot_ns(host_ns) if self.status_at(host_ns) is ClockStatus.LOCKED else None
+        )
 
     def stats(self) -> TimesyncStats:
         core = self._core

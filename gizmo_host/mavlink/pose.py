@@ -3,8 +3,13 @@
 ATTITUDE_QUATERNION and LOCAL_POSITION_NED are paired by their boot times (their
 ``time_boot_ms`` as the session unwrapped it: ``AutopilotSession.boot_ns``), the attitude
 slerped to the position's time when two bracket it, else the nearest within ``max_pair_ms``;
-ODOMETRY, when streamed, is a pose by itself and then the only source of the epoch (never
-mixed with the pairs: the two may be stamped by different filters). Each
+ODOMETRY, while it streams (one within ``ODOMETRY_FRESH_MS``), is a pose by itself and the
+only source (never mixed with the pairs: the two may be stamped by different filters); once
+it stops, the pairs are again (red team rt14: one ODOMETRY held the world for good on an
+autopilot that does not stream it). An ODOMETRY whose ``quality`` says it failed (-1), or
+whose position variance is beyond ``MAX_POSITION_VARIANCE_M2``, locates nothing: a counted
+``failed`` (rt14: a failed estimate drifting 8 m was PROCEEDed on). A position that no
+attitude ever paired, or that a full buffer pushed out, is a counted ``unpaired``. Each
 pose is placed at its boot time mapped to the host clock by the session's estimator, with the
 estimator's epoch and status (LOCKING until locked: the world holds ``clock_not_locked``), and
 carries its velocity in NED, which the world's jump rule uses. A pose that arrives before
@@ -41,6 +46,11 @@ from .session import AutopilotSession
 
 PoseCallback = Callable[[PoseSample], None]
 _BUFFER = 8  # messages of each kind kept for pairing
+ODOMETRY_FRESH_MS = 500.0  # ODOMETRY this recent is the pose source; older, the pairs are
+MAX_POSITION_VARIANCE_M2 = 25.0  # an ODOMETRY position less certain than 5 m σ locates nothing
+_ODOMETRY_FAILED = -1  # ODOMETRY.quality: "odometry has failed"
+_POSITION_VARIANCES = (0, 6, 11)  # x, y, z in the upper triangle of pose_covariance
+_PAIRED = frozenset({mc.MSG_ATTITUDE_QUATERNION, mc.MSG_LOCAL_POSITION_NED})
 
 
 class MavlinkPoseSource:
@@ -64,10 +74,12 @@ class MavlinkPoseSource:
         self._last_ns: int | None = None  # the newest boot time emitted
         self._rx_ns = 0  # the host receive time of the message being handled
         self._odometry_epoch: int | None = None
+        self._odometry_rx_ns = 0  # the newest ODOMETRY taken as a pose: its arrival
+        self._odometry_fresh_ns = round(ODOMETRY_FRESH_MS * 1e6)
         self._epoch = session.estimator.epoch
         self.history = PoseHistory(max_samples=history_samples, bounds=JumpBounds())
         self.counts: dict[str, int] = dict.fromkeys(
-            ("poses", "unmapped", "invalid", "unpaired", "mixed", "older"), 0
+            ("poses", "unmapped", "invalid", "failed", "unpaired", "mixed", "older"), 0
         )
         session.add_listener(self._message)
 
@@ -80,6 +92,13 @@ class MavlinkPoseSource:
             self.reset()
         if msg_id == mc.MSG_ODOMETRY:
             self._odometry(msg)
+        elif msg_id not in _PAIRED:
+            return
+        elif (
+            self._odometry_epoch is not None
+            and host_ns - self._odometry_rx_ns <= self._odometry_fresh_ns
+        ):
+            self.counts["mixed"] += 1  # ODOMETRY streams: it is the pose source
         elif msg_id == mc.MSG_ATTITUDE_QUATERNION:
             q = _quat((msg.q1, msg.q2, msg.q3, msg.q4))
             if q is None:
@@ -93,6 +112,8 @@ class MavlinkPoseSource:
             if p is None or (v is None and _given((msg.vx, msg.vy, msg.vz))):
                 self.counts["invalid"] += 1
                 return
+            if len(self._positions) == _BUFFER:
+                self.counts["unpaired"] += 1  # the oldest goes: no attitude came for it
             self._positions.append((self._boot_ns(), p, v))
             self._pair()
 
@@ -104,9 +125,6 @@ class MavlinkPoseSource:
         return boot_ns
 
     def _pair(self) -> None:
-        if self._odometry_epoch is not None:
-            self.counts["mixed"] += 1
-            return
         attitudes = self._attitudes
         if not attitudes:
             return
@@ -131,11 +149,18 @@ class MavlinkPoseSource:
         if q is None or p is None or invalid_v or msg.frame_id != mc.FRAME_LOCAL_NED:
             self.counts["invalid"] += 1
             return
+        if _failed(msg):
+            self.counts["failed"] += 1
+            return
         if v is not None and msg.child_frame_id == mc.FRAME_BODY_FRD:
             v = quat_rotate(q, v)
         elif msg.child_frame_id != mc.FRAME_LOCAL_NED:
             v = None
         self._odometry_epoch = self._session.estimator.epoch
+        self._odometry_rx_ns = self._rx_ns
+        self.counts["mixed"] += len(self._positions)  # another filter's, never paired now
+        self._attitudes.clear()
+        self._positions.clear()
         self._emit(boot_ns, p, q, v)
 
     def _emit(self, boot_ns: int, position: Vec3, q: Quat, velocity: Vec3 | None) -> None:
@@ -145,7 +170,7 @@ class MavlinkPoseSource:
         else:
             self._last_ns = boot_ns
         host_ns = estimator.to_host_ns(boot_ns)
-        status = estimator.status
+        status = estimator.status_at(self._rx_ns)
         if host_ns is None:
             self.counts["unmapped"] += 1
             host_ns = self._rx_ns  # heard, not placeable: the mapping is settling
@@ -179,7 +204,11 @@ class MavlinkPoseSource:
         return None if at is None else at.quaternion_wxyz
 
     def stats(self) -> dict[str, Any]:
-        return {**self.counts, "source": "odometry" if self._odometry_epoch is not None else "pair"}
+        streams = (
+            self._odometry_epoch is not None
+            and self._rx_ns - self._odometry_rx_ns <= self._odometry_fresh_ns
+        )
+        return {**self.counts, "source": "odometry" if streams else "pair"}
 
 
 def _attitude_at(
@@ -221,3 +250,16 @@ def _quat(values: Any) -> Quat | None:
     if not math.isfinite(n) or abs(n - 1.0) > 1e-3:
         return None
     return (w / n, x / n, y / n, z / n)
+
+
+def _failed(msg: Any) -> bool:
+    """An ODOMETRY that says its estimate failed, or is less certain than a pose can be."""
+    if getattr(msg, "quality", 0) == _ODOMETRY_FAILED:
+        return True
+    covariance = getattr(msg, "pose_covariance", None) or ()
+    for index in _POSITION_VARIANCES:
+        if index < len(covariance):
+            variance = covariance[index]
+            if math.isfinite(variance) and variance > MAX_POSITION_VARIANCE_M2:
+                return True
+    return False

@@ -408,7 +408,7 @@ class AutopilotSession:
             "rates_hz": dict(self.rates_hz),
             "received": dict(self._received),
             "timesync": {
-                "status": ts.status,
+                "status": self.estimator.status_at(now_ns).value,
                 "epoch": ts.epoch,
                 "offset_ms": None if ts.offset_ns is None else round(ts.offset_ns / 1e6, 3),
                 "rtt_ms": None if ts.rtt_ns is None else round(ts.rtt_ns / 1e6, 3),

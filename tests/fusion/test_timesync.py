@@ -132,3 +132,48 @@ def test_a_liar_that_stops_costs_at_most_two_seconds_of_wrong_time():
         if abs(est.to_autopilot_ns(t1_ms * MS) - ap.clock(t1_ms * MS)) > 1 * MS:
             wrong_until_ms = t1_ms
     assert wrong_until_ms is not None and wrong_until_ms - 18_000 <= 2_000
+
+
+def test_a_lock_no_answer_refreshes_ages_out_and_the_next_answers_lock_it_again():
+    """Red team rt12: after the lock the answers stop (lost, or all slower than the gate)
+    while the clocks drift 150 ppm apart. Before, the mapping stayed LOCKED for good and
+    mapped 18 ms wrong after 2 min, 63 ms after 7. Now it is ``resync`` 10 s after its last
+    accepted answer (1.5 ms of drift at most), until answers are accepted again."""
+    est, ap = TimesyncEstimator(), Autopilot(skew_ppm=-150.0)
+    run(est, ap, 10_000, 50)  # 5 s at 10 Hz: locked
+    last_ms = 10_000 + 49 * 100
+    assert est.status_at(last_ms * MS) is ClockStatus.LOCKED
+    for k in range(1, 1_200):  # 2 min of answers over the ceiling: none accepted
+        t1 = (last_ms + k * 100) * MS
+        assert ap.exchange(est, t1, 120.0, 1.0) is None
+        now = t1 + 121 * MS
+        since_s = (now - last_ms * MS) / 1e9  # since the last request of the locked run
+        status = est.status_at(now)
+        if status is ClockStatus.LOCKED:  # while it claims the lock, it maps within 2 ms
+            assert since_s <= 10.1 and abs(est.to_autopilot_ns(now) - ap.clock(now)) < 2 * MS
+        else:
+            assert status is ClockStatus.RESYNC and since_s > 8.0  # 10 s after some answer
+            assert est.autopilot_now_ns(now) is None  # the autopilot's own TIMESYNC: unanswered
+    assert est.status_at(now) is ClockStatus.RESYNC
+    assert est.status is ClockStatus.LOCKED  # the core's own lock is kept: the epoch goes on
+    resume_ms = last_ms + 1_200 * 100
+    run(est, ap, resume_ms, 20)  # answers again: 2 s (18 ms of drift to confirm, then lock)
+    now = (resume_ms + 2_000) * MS
+    assert est.status_at(now) is ClockStatus.LOCKED
+    assert abs(est.to_autopilot_ns(now) - ap.clock(now)) < 2 * MS
+
+
+def test_a_reboot_forgets_the_old_round_trips():
+    """Red team rt14: a rebooted autopilot answering 3 ms slower was gated out until its old
+    round trips aged out of the window (10 s of HOLD). Now the reboot forgets them."""
+    est, ap = TimesyncEstimator(), Autopilot()
+    run(est, ap, 10_000, 100, jitter_ms=0.1)  # round trips of about 0.7 ms
+    assert est.status is ClockStatus.LOCKED and est.rtt_gate_ns < 2 * MS
+    rebooted = Autopilot(boot_host_ns=20_000 * MS)
+    for stream_step in range(2):  # its clock steps back, twice: a reboot
+        est.boot_time(rebooted.clock((20_100 + stream_step * 10) * MS), 33)
+    for k in range(30):  # answers 3 ms slower now
+        t1 = (20_200 + k * 100) * MS
+        rebooted.exchange(est, t1, 2.0, 2.0)
+    assert est.stats().reboots == 1
+    assert est.status_at((20_200 + 30 * 100) * MS) is ClockStatus.LOCKED

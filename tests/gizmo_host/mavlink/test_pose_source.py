@@ -1,0 +1,114 @@
+"""The autopilot's pose source against what red team rt14 sent from the autopilot's own address:
+an ODOMETRY that says it failed, one ODOMETRY on an autopilot that streams the pairs, and a
+position stream whose attitudes stopped. The truth is the stand-in's vehicle (``circling``)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from pymavlink.dialects.v20 import common as mavlink
+
+from gizmo_core.clock import ClockStatus
+from gizmo_host.mavlink import codec as mc
+from tests.support.mavlink_rig import circling
+from tests.support.mavlink_wire import MS, PAIR, Wire
+
+NAN = math.nan
+
+
+def odometry(wire: Wire, *, off_m: float = 0.0, quality: int = 0, variance: float = NAN) -> bytes:
+    """An ODOMETRY from the autopilot's ids, stamped now, ``off_m`` north of the truth."""
+    mav = mavlink.MAVLink(None, srcSystem=1, srcComponent=1)
+    now = wire.clock.now_ns()
+    truth = circling(now)
+    n, e, d = truth.position_ned_m
+    covariance = [NAN] * 21
+    covariance[0] = covariance[6] = covariance[11] = variance
+    return mav.odometry_encode(
+        wire.autopilot.boot_ns(now) // 1000, mc.FRAME_LOCAL_NED, mc.FRAME_LOCAL_NED,
+        n + off_m, e, d, list(truth.quaternion_wxyz), *truth.velocity_ned_m_s, 0.0, 0.0, 0.0,
+        covariance, [NAN] * 21, 0, 0, quality,
+    ).pack(mav)  # fmt: skip
+
+
+def locked(wire: Wire) -> int:
+    return sum(p.clock_status is ClockStatus.LOCKED for p in wire.poses)
+
+
+def test_one_odometry_on_an_autopilot_that_streams_the_pairs_holds_half_a_second_at_most():
+    """Before: the pairs were dropped as ``mixed`` for good after one ODOMETRY (HOLD
+    pose_stale to the end of the run, 1398 pairs dropped)."""
+    wire = Wire(streams=PAIR)
+    wire.run(3.0)
+    before = locked(wire)
+    assert before > 50 and wire.source.stats()["source"] == "pair"
+    wire.inject(odometry(wire))
+    wire.run(0.4)
+    assert locked(wire) == before + 1  # the ODOMETRY itself; the pairs wait while it is fresh
+    wire.run(2.0)
+    assert locked(wire) - before > 80  # the pairs again, at 50 Hz
+    assert wire.source.stats()["source"] == "pair"
+    assert wire.source.counts["mixed"] >= 20
+
+
+@pytest.mark.parametrize(
+    ("fields", "why"), [({"quality": -1}, "quality -1"), ({"variance": 1e6}, "a 1 km σ")]
+)
+def test_an_odometry_that_says_it_failed_is_no_pose(fields, why):
+    """Before: a failed estimate (quality -1, or a variance of 1e6 m²) drifting 8 m off was
+    taken as a good pose on 80 of 80 samples."""
+    wire = Wire(streams=PAIR)
+    wire.run(3.0)
+    count = len(wire.poses)
+    for _ in range(20):
+        wire.inject(odometry(wire, off_m=8.0, **fields))
+        wire.run(0.02)
+    assert wire.source.counts["failed"] == 20, why
+    newer = wire.poses[count:]
+    assert newer, "the pairs stopped"
+    for pose in newer:
+        n = pose.position_ned_m[0]
+        assert abs(n - circling(pose.host_ns).position_ned_m[0]) < 0.05, why
+
+
+def test_a_good_odometry_variance_is_a_pose():
+    wire = Wire(streams=PAIR)
+    wire.run(3.0)
+    count = len(wire.poses)
+    wire.inject(odometry(wire, variance=0.04))
+    assert len(wire.poses) == count + 1 and wire.source.counts["failed"] == 0
+
+
+def test_positions_no_attitude_pairs_are_counted_not_lost_silently():
+    """Before: with the attitude stream stopped, 250 positions vanished in 5 s uncounted."""
+    wire = Wire(streams=PAIR)
+    wire.run(2.0)
+    attitude = mc.MSG_ATTITUDE_QUATERNION.to_bytes(3, "little")  # MAVLink 2's message id
+    wire.tamper = lambda data: None if data[7:10] == attitude else data
+    unpaired = wire.source.counts["unpaired"]
+    wire.run(2.0)
+    assert wire.source.counts["unpaired"] - unpaired >= 90  # 50 Hz for 2 s, 8 kept
+
+
+def test_poses_stop_being_locked_once_no_timesync_answer_refreshed_the_clock_for_10_s():
+    """Red team rt12: the autopilot's TIMESYNC answers stop (lost, or slower than the gate)
+    while its clock runs 150 ppm slow. Before, the clock stayed locked for good and poses and
+    LANDING_TARGET stamps drifted 18 ms in 2 min, 63 ms in 7. Now poses are ``resync`` (the
+    world HOLDs ``clock_not_locked``) from 10 s after the last answer, until answers return."""
+    wire = Wire(streams=PAIR, skew_ppm=-150.0)
+    wire.run(3.0)
+    timesync = mc.MSG_TIMESYNC.to_bytes(3, "little")
+    wire.tamper = lambda data: None if data[7:10] == timesync else data
+    cut_ns = wire.clock.now_ns()
+    count = len(wire.poses)
+    wire.run(15.0)
+    after_cut = [(p.host_ns - cut_ns, p.clock_status) for p in wire.poses[count:]]
+    assert all(status is ClockStatus.LOCKED for t, status in after_cut if t < 9_000 * MS)
+    late = [status for t, status in after_cut if t > 10_100 * MS]
+    assert late and all(status is ClockStatus.RESYNC for status in late)
+    wire.tamper = None
+    count = len(wire.poses)
+    wire.run(3.0)
+    assert wire.poses[-1].clock_status is ClockStatus.LOCKED
+    assert wire.mapping_error_ms() == pytest.approx(0.0, abs=1.5)
