@@ -336,6 +336,40 @@ def test_a_client_that_closes_its_sending_side_keeps_receiving(socket_path):
     asyncio.run(main())
 
 
+def test_a_client_that_floods_its_input_is_never_read_and_still_served(socket_path):
+    """Red team rt12: clients writing as fast as they could cost the host 80 % of a core to
+    read and throw away. Their input is never read now: a client's writes stop at the
+    kernel's buffers (a few hundred KiB, never the 8 MiB it tries), and it still gets every
+    line."""
+
+    async def main():
+        server = UnixSocketServer(socket_path, b"{}\n")
+        await server.start()
+        publisher = JsonLinesPublisher()
+        publisher.add_sink(server)
+        flooder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        flooder.connect(socket_path)
+        flooder.setblocking(False)
+        try:
+            reader, writer = await asyncio.open_unix_connection(sock=flooder)
+            assert greeting(await asyncio.wait_for(reader.readline(), TIMEOUT_S)) == {}
+            sent, chunk = 0, b"x" * 65_536
+            for _ in range(128):  # 8 MiB offered, the loop turning between writes
+                with contextlib.suppress(BlockingIOError):
+                    sent += flooder.send(chunk)
+                await asyncio.sleep(0)
+            assert sent < 4 * 1024 * 1024  # blocked at the buffers: nobody reads it
+            publisher(link_event(1))
+            line = await asyncio.wait_for(reader.readline(), TIMEOUT_S)
+            assert json.loads(line)["transitions"] == 1
+            assert server.client_count == 1
+            writer.close()
+        finally:
+            await server.close()
+
+    asyncio.run(main())
+
+
 def test_close_with_connected_clients_is_quiet(socket_path, caplog):
     async def main():
         server = UnixSocketServer(socket_path, b"{}\n")
