@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import math
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gizmo_host.app.foxglove_view import announce
+from gizmo_host.errors import ServiceFailed
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.publish.lines import JsonLinesPublisher
 from gizmo_host.publish.sinks import QueuedSink, stdout_sink
@@ -72,6 +74,32 @@ def timeline_for(faults: str | None, duration_s: float | None, seed: int | None)
     return timeline
 
 
+_START_ATTEMPTS = 3
+
+
+async def _started(
+    settings: DemoSettings, workdir: Path, publisher: JsonLinesPublisher | None
+) -> DemoRig:
+    """The rig, started. Its ports are the kernel's picks, free when picked and released
+    before they are bound: one another program (a parallel test) took meanwhile is picked
+    again, up to ``_START_ATTEMPTS`` times."""
+    for attempt in range(1, _START_ATTEMPTS + 1):
+        rig = DemoRig(settings, workdir)
+        if publisher is not None:
+            rig.world.add_listener(publisher)
+        try:
+            await rig.start()
+        except (OSError, ServiceFailed) as exc:
+            await rig.stop()
+            taken = getattr(exc, "errno", None) == errno.EADDRINUSE or "in use" in str(exc)
+            if not taken or attempt == _START_ATTEMPTS:
+                raise
+            LOGGER.info("demo: a port was taken before it was bound (%s); picking again", exc)
+            continue
+        return rig
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
 async def play(
     settings: DemoSettings,
     workdir: Path,
@@ -84,21 +112,23 @@ async def play(
     a ``view`` every world snapshot goes to stdout as JSON Lines. ``faults`` names the fault
     timeline in the title and the summary."""
     t0_ns = time.monotonic_ns()
-    rig = DemoRig(settings, workdir)
     out: QueuedSink | None = None
+    publisher = None
     if view is None:
         publisher = JsonLinesPublisher()
         publisher.add_sink(out := stdout_sink())
-        rig.world.add_listener(publisher)
     title = f"gizmo-host demo · {settings.scenario} · faults: {faults}"
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     restore_signals = add_stop_handlers(loop, stop.set)  # ends within a second regardless
-    timer = None if duration_s is None else call_after(rig.host.scheduler, duration_s, stop.set)
+    timer = None
     refresh: asyncio.Task[None] | None = None
+    rig: DemoRig | None = None
     try:
         with view or contextlib.nullcontext():
-            await rig.start()
+            rig = await _started(settings, workdir, publisher)
+            if duration_s is not None:
+                timer = call_after(rig.host.scheduler, duration_s, stop.set)
             if rig.foxglove is not None:
                 announce(rig.foxglove, "demo")
             if view is not None:
@@ -109,7 +139,8 @@ async def play(
                 _show(view, rig, t0_ns, title)  # the last picture stays on the screen
     finally:
         await _cancel(refresh)
-        await rig.stop()
+        if rig is not None:
+            await rig.stop()
         if out is not None:
             await out.close()
         if timer is not None:
