@@ -12,7 +12,7 @@ feeds the world model exactly as ``gizmo-host run`` does. As :mod:`fusion.inputs
 
 A result the model cannot take (a field off the protocol's scale: ``results.invalid_field``;
 the model's own checks too) is counted, never raised, and so is one of a source whose sequence
-fell back without a reset lately (``tracker.SequenceSettle``): either becomes a frame of its
+went back without a reset lately (``tracker.SequenceConflicts``): either becomes a frame of its
 source that saw nothing, which ends the source's earlier measurements as the link's store does.
 """
 
@@ -22,7 +22,7 @@ from fusion import Input, InvalidInput, LinkStatus, VisionObservation, vision_ob
 from gizmo_core import LinkState
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
-from gizmo_host.stream.tracker import SequenceEvent, SequenceSettle
+from gizmo_host.stream.tracker import SequenceConflicts, SequenceEvent
 from gizmo_host.wire.protocol import ResultFlags
 from gizmo_host.wire.results import interpret, invalid_field, is_target
 
@@ -65,7 +65,7 @@ class GizmoAdapter:
         # (source_id, result_type, id) -> (label, has_box, key): what a result's class says,
         # and the observation's key, worked out once
         self._classes: dict[tuple[int, int, int], tuple[str, bool, str]] = {}
-        self._settle = SequenceSettle()
+        self._conflicts = SequenceConflicts()
         self.counts: dict[str, int] = {
             "results": 0,
             "device_resets": 0,
@@ -99,7 +99,7 @@ class GizmoAdapter:
             if len(self._classes) < _MAX_LABELS:
                 self._classes[source_id, result_type, ident] = named
         confidence, x, y, w, h = r.confidence, r.x, r.y, r.w, r.h
-        if not self._settle.observe(source_id, event):
+        if self._conflicts.observe(source_id, event, rx_ns):
             held = "unsettled"
         elif (
             invalid_field(result_type, ident, confidence, flags, x, y, w, h) is not None

@@ -259,7 +259,7 @@ def _failed(msg: Any) -> bool:
     covariance = getattr(msg, "pose_covariance", None) or ()
     for index in _POSITION_VARIANCES:
         if index < len(covariance):
-            variance = covariance[index]
-            if math.isfinite(variance) and variance > MAX_POSITION_VARIANCE_M2:
-                return True
+            variance = covariance[index]  # NaN: unknown (MAVLink's "not given")
+            if not math.isnan(variance) and not 0.0 <= variance <= MAX_POSITION_VARIANCE_M2:
+                return True  # infinite, negative or too large (red team rt15: +-inf, -1)
     return False

@@ -131,7 +131,8 @@ class FramePipeline:
             key = (source_id, result_type, result.id)
             # A result that acts: not a late one (older than the stored), not "nothing
             # tracked", not held (``ResultStore.update``: a sequence conflict, a bad field).
-            acts = event is not _LATE and store.update(received, key)
+            held = store.sequence(source_id, event, rx_ns)
+            acts = event is not _LATE and store.update(received, key, held)
             out.append(received)
             if self.evaluation_due:
                 continue

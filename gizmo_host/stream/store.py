@@ -16,7 +16,7 @@ from typing import Any
 from gizmo_core import Decision, HoldReason, LinkState, Selector
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import ReceivedResult, ResultKey
-from gizmo_host.stream.tracker import SequenceSettle
+from gizmo_host.stream.tracker import SequenceConflicts, SequenceEvent
 from gizmo_host.wire.protocol import ResultFlags, VisionResult
 from gizmo_host.wire.results import ResultType, invalid_field, is_target
 
@@ -46,17 +46,11 @@ def reports_nothing(result: VisionResult) -> bool:
 
 
 def invalid(result: VisionResult) -> str | None:
-    """``results.invalid_field`` of a result: the field off the protocol's scale, if any."""
-    return invalid_field(
-        result.result_type,
-        result.id,
-        result.confidence,
-        result.flags,
-        result.x,
-        result.y,
-        result.w,
-        result.h,
-    )
+    """``results.invalid_field`` of a result: the field off the protocol's scale, if any.
+    (Unpacked, not read by name: compiled, a NamedTuple's fields by name are Python lookups,
+    and this runs for every frame.)"""
+    _, _, _, _, _, _, result_type, _, _, confidence, flags, _, x, y, w, h, ident, _ = result
+    return invalid_field(result_type, ident, confidence, flags, x, y, w, h)
 
 
 def selects(selector: Selector, key: ResultKey) -> bool:
@@ -234,7 +228,7 @@ class ResultStore:
         self._updates = 0
         # Sources whose sequence fell back without a reset lately (a second voice?), and the
         # results held for it or for a field off the protocol's scale (counted, by field).
-        self._settle = SequenceSettle()
+        self._conflicts = SequenceConflicts()
         self._unsettled = 0
         self._invalid: dict[str, int] = {}
 
@@ -249,7 +243,20 @@ class ResultStore:
         """The shortest TTL of any result type (the service paces its stale timer by it)."""
         return min([self._ttl_ns, *self._ttl_ns_by_type.values()])
 
-    def update(self, received: ReceivedResult, key: ResultKey | None = None) -> bool:
+    def sequence(self, source_id: int, event: SequenceEvent, rx_ns: int) -> bool:
+        """Account a frame's sequence event (every frame but a duplicate, a late one too);
+        ``True``: its source is in conflict (``SequenceConflicts``). A sign of conflict ends the
+        source's earlier results at once: which of them were the board's is unknown."""
+        if self._conflicts.observe(source_id, event, rx_ns):
+            self._unsettled += 1
+            if event is SequenceEvent.DISCONTINUITY or event is SequenceEvent.LATE:
+                self._negative_arrival[source_id] = self._updates
+            return True
+        return False
+
+    def update(
+        self, received: ReceivedResult, key: ResultKey | None = None, held: bool = False
+    ) -> bool:
         """Record the newest result for its key (arrival order: the board sends in order);
         ``key``: ``received.key``, when the caller has it already (the per-frame path).
         ``False``: the result ended its source's earlier results, and is never current itself.
@@ -257,10 +264,9 @@ class ResultStore:
         A frame that reports nothing tracked (lost, untracked or result_type NONE) may carry
         another key than the target it replaces (the board's "not detected" frame), so it
         also ends the currency of every earlier result from its source. So does a result of a
-        source whose sequence fell back without a reset lately (``SequenceSettle``: which
-        voice is the board's is unknown) and one with a field off the protocol's scale (it
-        locates nothing the host can trust): the verdict says ``sequence_conflict`` and
-        ``invalid_result``.
+        source in conflict (``held``: ``sequence`` said so; which voice is the board's is
+        unknown) and one with a field off the protocol's scale (it locates nothing the host
+        can trust): the verdict says ``sequence_conflict`` and ``invalid_result``.
         """
         result = received.result
         source_id = result.source_id
@@ -272,8 +278,7 @@ class ResultStore:
         latest[key] = received
         self._arrival[key] = updates
         acts = not reports_nothing(result)
-        if not self._settle.observe(source_id, received.sequence_event):
-            self._unsettled += 1
+        if held:
             acts = False
         elif acts:
             field_name = invalid(result)
@@ -402,14 +407,14 @@ class ResultStore:
             if selector.source_id is None or s == selector.source_id
         ):
             reasons.append(HoldReason.DEVICE_RESET)
+        if self._conflicts.active(selector.source_id, now_ns):
+            reasons.append(HoldReason.SEQUENCE_CONFLICT)
         newest, target = self._newest_and_target(selector, now_ns)
         if newest is None:
             reasons.append(HoldReason.NO_DATA)
         elif target is None and self._current_but_unlocked(newest, now_ns):
             if HoldReason.CLOCK_NOT_LOCKED not in reasons and HoldReason.CLOCK_JUMP not in reasons:
                 reasons.append(HoldReason.CLOCK_NOT_LOCKED)  # mapped before the lock
-        elif target is None and self._settle.unsettled(newest.key[0]):
-            reasons.append(HoldReason.SEQUENCE_CONFLICT)
         elif (
             target is None
             and not reports_nothing(newest.result)

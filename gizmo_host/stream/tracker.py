@@ -48,7 +48,7 @@ STEP_MAX_MS = 60_000  # ... unless the device clock moved further than this
 # clock (a 921600 line carries 2.6 frames a ms; one image's results share a stamp). A forward
 # step beyond it is no loss but another voice's sequence: a discontinuity (red team rt13: a
 # second sender 17 ahead of the board, its clock copied, had its first frame PROCEED).
-MAX_BURST_LOST = 4
+MAX_BURST_LOST = 2
 MAX_LOST_PER_MS = 3
 
 
@@ -320,40 +320,44 @@ class SequenceTracker:
         self._sources.clear()
 
 
-SETTLE_FRAMES = 3  # frames in order that settle a source after its sequence fell back
+SEQUENCE_CONFLICT_HOLD_NS = 1_000_000_000  # a source's conflict lasts this after its last sign
 
 
-class SequenceSettle:
+class SequenceConflicts:
     """The sources whose sequence went back lately without a reset (a ``DISCONTINUITY``, or a
-    ``LATE`` frame: a UART delivers one board's frames in order): a board's own sequence does
-    not, so it is a second voice with the board's source_id, or a broken board. Such a source
-    is *unsettled* until ``SETTLE_FRAMES`` frames in a row went forward (in order, or past a
-    plausible gap); its results meanwhile are never acted on. Two voices interleaved go back
-    every other frame: they never settle (red team rt13)."""
+    ``LATE`` frame: a UART delivers one board's frames in order). A board's own sequence does
+    not: it is a second voice with the board's source_id, or a broken board, and which frames
+    are the board's is unknown. Such a source is *in conflict* until
+    ``SEQUENCE_CONFLICT_HOLD_NS`` of host time after the latest of them: none of its results
+    is acted on meanwhile. Counted by time, not by frames in order: a second voice can send
+    frames in order as well as the board (red team rt15: three spoofed frames in a row settled
+    a source that counted frames, and PROCEEDed on the third, 28 times in 30)."""
 
-    __slots__ = ("_unsettled",)
+    __slots__ = ("_since_ns",)
 
     def __init__(self) -> None:
-        self._unsettled: dict[int, int] = {}  # source -> frames in order still wanted
+        self._since_ns: dict[int, int] = {}  # source -> host time of its latest sign
 
-    def observe(self, source_id: int, event: SequenceEvent) -> bool:
-        """Account one frame's event; ``True``: its source is settled with it."""
+    def observe(self, source_id: int, event: SequenceEvent, rx_ns: int) -> bool:
+        """Account one frame read at ``rx_ns``; ``True``: its source is in conflict."""
         if event is SequenceEvent.DISCONTINUITY or event is SequenceEvent.LATE:
-            self._unsettled[source_id] = SETTLE_FRAMES
-            return False
-        wanted = self._unsettled.get(source_id)
-        if wanted is None:
+            self._since_ns[source_id] = rx_ns
             return True
-        if event is _IN_ORDER or event is _GAP:
-            wanted -= 1
-            if wanted == 0:
-                del self._unsettled[source_id]
-                return True
-            self._unsettled[source_id] = wanted
+        since = self._since_ns.get(source_id)
+        if since is None:
+            return False
+        if rx_ns - since <= SEQUENCE_CONFLICT_HOLD_NS:
+            return True
+        del self._since_ns[source_id]
         return False
 
-    def unsettled(self, source_id: int) -> bool:
-        return source_id in self._unsettled
+    def active(self, source_id: int | None, now_ns: int) -> bool:
+        """A source (``None``: any) in conflict at ``now_ns``."""
+        return any(
+            now_ns - since <= SEQUENCE_CONFLICT_HOLD_NS
+            for source, since in self._since_ns.items()
+            if source_id is None or source == source_id
+        )
 
     def clear(self) -> None:
-        self._unsettled.clear()
+        self._since_ns.clear()

@@ -297,6 +297,11 @@ def is_target(result_type: int, ident: int) -> bool:
 
 
 MAX_CONFIDENCE = 100
+# v1's result types (the reserved tag is not one the board sends)
+_DEFINED_TYPES = frozenset(
+    {ResultType.NONE, ResultType.COLOR_BLOB, ResultType.LINE, ResultType.QR_CODE,
+     ResultType.DETECTOR}
+)  # fmt: skip
 KNOWN_FLAGS = 0x07  # tracked, lost, relative: the other bits have no meaning in v1
 
 
@@ -304,13 +309,27 @@ def invalid_field(
     result_type: int, ident: int, confidence: int, flags: int, x: int, y: int, w: int, h: int
 ) -> str | None:
     """The first field of a result off the protocol's scale (``None``: none is): a confidence
-    over 100, a flag bit v1 does not define, and for a result that locates a target
+    over 100, a flag bit v1 does not define, a result type or a colour or detector id v1 does
+    not define (a selector naming the type would pick it: red team rt15), a line's offset
+    beyond -1000..1000 or a negative coverage, and for a result that locates a target
     (``is_target``) a box centre beyond -1000..1000 or a size beyond 0..2000. Such a result
     locates nothing it can be trusted for: the host holds on it (``invalid_result``)."""
     if confidence > MAX_CONFIDENCE:
         return "confidence"
     if flags & ~KNOWN_FLAGS:
         return "flags"
+    if result_type not in _DEFINED_TYPES:
+        return "result_type"
+    if result_type == ResultType.LINE:
+        if not -1000 <= x <= 1000:
+            return "x"
+        if w < 0:
+            return "w"
+        return None
+    if (result_type == ResultType.COLOR_BLOB and ident not in BlobColor._value2member_map_) or (
+        result_type == ResultType.DETECTOR and ident not in DetectorId._value2member_map_
+    ):
+        return "id"
     if is_target(result_type, ident):
         if not -1000 <= x <= 1000:
             return "x"

@@ -53,7 +53,14 @@ def test_one_odometry_on_an_autopilot_that_streams_the_pairs_holds_half_a_second
 
 
 @pytest.mark.parametrize(
-    ("fields", "why"), [({"quality": -1}, "quality -1"), ({"variance": 1e6}, "a 1 km σ")]
+    ("fields", "why"),
+    [
+        ({"quality": -1}, "quality -1"),
+        ({"variance": 1e6}, "a 1 km σ"),
+        ({"variance": math.inf}, "an infinite variance (rt15)"),
+        ({"variance": -math.inf}, "a variance of -inf (rt15)"),
+        ({"variance": -1.0}, "a negative variance (rt15)"),
+    ],
 )
 def test_an_odometry_that_says_it_failed_is_no_pose(fields, why):
     """Before: a failed estimate (quality -1, or a variance of 1e6 m²) drifting 8 m off was
