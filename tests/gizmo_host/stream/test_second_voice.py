@@ -67,6 +67,15 @@ class Rig:
         self.verdicts.extend((rx_ns, v) for v in self.pipeline.evaluate(rx_ns, force=True))
         self.worlds.append(self.world.verdict(rx_ns).key)
 
+    @classmethod
+    def proceeding(cls, **fields: int) -> Rig:
+        """A rig after 2 s of the genuine board: its clock locked, PROCEED."""
+        rig = cls()
+        for k in range(60):
+            frame, rx = rig.genuine(k, **fields)
+            rig.read([frame], rx)
+        return rig
+
     def genuine(self, k: int, **fields: int) -> tuple[VisionResult, int]:
         sent = self.t0 + k * PERIOD_NS
         return _frame(k, 60_000 + (sent - self.t0) // MS, **fields), sent + 3 * MS
@@ -115,10 +124,7 @@ def test_a_second_voice_whose_clock_runs_ahead_wins_one_frame_at_most() -> None:
     """The residual: 17 ahead with its clock 10 ms ahead, its first frame is a plausible loss
     of 16 frames, acted on until the board's next frame (one period); from there the board's
     frames come late, and nothing PROCEEDs until the second voice stops."""
-    rig = Rig()
-    for k in range(60):
-        frame, rx = rig.genuine(k)
-        rig.read([frame], rx)
+    rig = Rig.proceeding()
     start = len(rig.verdicts)
     for k in range(60, 120):
         frame, rx = rig.genuine(k)
@@ -131,10 +137,7 @@ def test_a_second_voice_whose_clock_runs_ahead_wins_one_frame_at_most() -> None:
 
 def test_one_sequence_that_goes_back_holds_one_second() -> None:
     """A board that restarts its counter, not its clock: held for 1 s, no longer."""
-    rig = Rig()
-    for k in range(60):
-        frame, rx = rig.genuine(k)
-        rig.read([frame], rx)
+    rig = Rig.proceeding()
     for k in range(60, 120):
         frame, rx = rig.genuine(k)
         rig.read([frame._replace(sequence=k - 60, result_sequence=k - 60)], rx)
@@ -146,10 +149,7 @@ def test_a_second_voice_sending_bursts_in_order_never_wins() -> None:
     """Red team rt15: after each genuine frame four spoofed ones, 100 behind and in order,
     with the board's stamp. Counting three frames in order settled the source on the third
     spoofed frame: PROCEED on it 28 times in 30. Held by time, nothing PROCEEDs."""
-    rig = Rig()
-    for k in range(60):
-        frame, rx = rig.genuine(k)
-        rig.read([frame], rx)
+    rig = Rig.proceeding()
     start = len(rig.verdicts)
     for k in range(60, 120):
         frame, rx = rig.genuine(k)
@@ -175,10 +175,7 @@ def test_a_second_voice_sending_bursts_in_order_never_wins() -> None:
 def test_a_result_off_the_protocols_scale_holds_at_once_and_is_counted(
     fields: dict[str, int], name: str
 ) -> None:
-    rig = Rig()
-    for k in range(60):
-        frame, rx = rig.genuine(k)
-        rig.read([frame], rx)
+    rig = Rig.proceeding()
     assert rig.verdicts[-1][1].decision is Decision.PROCEED  # type: ignore[attr-defined]
     assert rig.worlds[-1][0] is Decision.PROCEED
     for k in range(60, 63):
