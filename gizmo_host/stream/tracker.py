@@ -320,7 +320,7 @@ class SequenceTracker:
         self._sources.clear()
 
 
-SEQUENCE_CONFLICT_HOLD_NS = 1_000_000_000  # a source's conflict lasts this after its last sign
+SEQUENCE_CONFLICT_HOLD_NS = 500_000_000  # a source's conflict lasts this after its last sign
 
 
 class SequenceConflicts:

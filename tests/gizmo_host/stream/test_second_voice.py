@@ -3,7 +3,7 @@
 - A second sender with the board's source_id, its device clock copied and its sequence ahead,
   reports the watched target elsewhere right after each genuine frame. A board's own sequence
   never goes back without a reset, nor runs further ahead than it could have sent frames: the
-  source is in conflict, and no frame of either voice justifies a PROCEED until 1 s after the
+  source is in conflict, and no frame of either voice justifies a PROCEED until 0.5 s after the
   last sign of it. Before: every verdict PROCEEDed, half of them on the spoofed box (rt13);
   with a rule that counted three frames in order, a second voice sending three in a row won
   28 verdicts in 30 (rt15).
@@ -109,13 +109,13 @@ def test_a_second_voice_with_the_boards_source_id_holds_until_it_stops(
     assert stats["store"]["unsettled"] >= 119 and stats["sources"]["1"]["discontinuities"] >= 60
     assert rig.adapter.counts["unsettled"] >= 119
     stopped = len(rig.verdicts)
-    for k in range(120, 180):  # the second voice stops: the HOLD ends 1 s after its last sign
+    for k in range(120, 180):  # the second voice stops: the HOLD ends 0.5 s after its last sign
         frame, rx = rig.genuine(k)
         rig.read([frame], rx)
     after = rig.verdicts[stopped:]
     last_sign_ns = after[0][0]  # the board's first frame after it goes back once more
     first = next((rx, v) for rx, v in after if v.decision is Decision.PROCEED)  # type: ignore[attr-defined]
-    assert 1_000 * MS < first[0] - last_sign_ns <= 1_000 * MS + PERIOD_NS
+    assert 500 * MS < first[0] - last_sign_ns <= 500 * MS + PERIOD_NS
     assert all(v.result.result.x == GENUINE_X for v in _proceeds(after))  # type: ignore[attr-defined]
     assert rig.worlds[-1][0] is Decision.PROCEED
 
@@ -135,14 +135,14 @@ def test_a_second_voice_whose_clock_runs_ahead_wins_one_frame_at_most() -> None:
     assert not _proceeds(rig.verdicts[start + 3 :])
 
 
-def test_one_sequence_that_goes_back_holds_one_second() -> None:
-    """A board that restarts its counter, not its clock: held for 1 s, no longer."""
+def test_one_sequence_that_goes_back_holds_half_a_second() -> None:
+    """A board that restarts its counter, not its clock: held for 0.5 s, no longer."""
     rig = Rig.proceeding()
     for k in range(60, 120):
         frame, rx = rig.genuine(k)
         rig.read([frame._replace(sequence=k - 60, result_sequence=k - 60)], rx)
     decisions = [v.decision for _, v in rig.verdicts[-60:]]  # type: ignore[attr-defined]
-    assert decisions == [Decision.HOLD] * 31 + [Decision.PROCEED] * 29
+    assert decisions == [Decision.HOLD] * 16 + [Decision.PROCEED] * 44
 
 
 def test_a_second_voice_sending_bursts_in_order_never_wins() -> None:
