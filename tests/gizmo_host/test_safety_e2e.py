@@ -332,7 +332,7 @@ def test_a_second_voice_with_the_boards_source_id_holds_until_it_stops(link_path
                 spoofed.add(spoof.sequence)
                 send(board, spoof, truth, x=-900)
                 await asyncio.sleep(max(0.0, start + (i + 1) * PERIOD_S - loop.time()))
-            await stream(board, model, truth, 0.5)  # the genuine board alone again
+            await stream(board, model, truth, 1.5)  # the genuine board alone again
             await run.wait_for(
                 lambda m: (
                     m["type"] == "verdict"
