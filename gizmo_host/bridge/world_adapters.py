@@ -100,6 +100,9 @@ class GizmoAdapter:
                 self._classes[source_id, result_type, ident] = named
         confidence, x, y, w, h = r.confidence, r.x, r.y, r.w, r.h
         if self._conflicts.observe(source_id, event, rx_ns):
+            if not self._conflicts.active(source_id, rx_ns):
+                self.counts["unsettled"] += 1
+                return None  # one sign alone: that frame only, what it follows stands
             held = "unsettled"
         elif (
             invalid_field(result_type, ident, confidence, flags, x, y, w, h) is not None

@@ -320,44 +320,57 @@ class SequenceTracker:
         self._sources.clear()
 
 
-SEQUENCE_CONFLICT_HOLD_NS = 500_000_000  # a source's conflict lasts this after its last sign
+SEQUENCE_CONFLICT_HOLD_NS = 500_000_000  # two signs this close: a conflict, this long after
 
 
 class SequenceConflicts:
     """The sources whose sequence went back lately without a reset (a ``DISCONTINUITY``, or a
     ``LATE`` frame: a UART delivers one board's frames in order). A board's own sequence does
     not: it is a second voice with the board's source_id, or a broken board, and which frames
-    are the board's is unknown. Such a source is *in conflict* until
-    ``SEQUENCE_CONFLICT_HOLD_NS`` of host time after the latest of them: none of its results
-    is acted on meanwhile. Counted by time, not by frames in order: a second voice can send
-    frames in order as well as the board (red team rt15: three spoofed frames in a row settled
-    a source that counted frames, and PROCEEDed on the third, 28 times in 30)."""
+    are the board's is unknown. Each such frame is a *sign*, never acted on itself. Two signs
+    within ``SEQUENCE_CONFLICT_HOLD_NS`` put the source *in conflict* until that long after
+    the latest: none of its results is acted on meanwhile. Counted by time, not by frames in
+    order: a second voice can send frames in order as well as the board (red team rt15: three
+    spoofed frames in a row settled a source that counted frames, and PROCEEDed on the third,
+    28 times in 30). One sign alone (a board that restarts its counter, certify's sequence
+    jump near the wrap) costs that frame, not half a second."""
 
-    __slots__ = ("_since_ns",)
+    __slots__ = ("_signs",)
 
     def __init__(self) -> None:
-        self._since_ns: dict[int, int] = {}  # source -> host time of its latest sign
+        self._signs: dict[int, tuple[int, int | None]] = {}  # source -> latest, the one before
 
     def observe(self, source_id: int, event: SequenceEvent, rx_ns: int) -> bool:
-        """Account one frame read at ``rx_ns``; ``True``: its source is in conflict."""
+        """Account one frame read at ``rx_ns``; ``True``: it is a sign, or its source is in
+        conflict (either way it is not acted on)."""
         if event is SequenceEvent.DISCONTINUITY or event is SequenceEvent.LATE:
-            self._since_ns[source_id] = rx_ns
+            signs = self._signs.get(source_id)
+            self._signs[source_id] = (rx_ns, None if signs is None else signs[0])
             return True
-        since = self._since_ns.get(source_id)
-        if since is None:
+        signs = self._signs.get(source_id)
+        if signs is None:
             return False
-        if rx_ns - since <= SEQUENCE_CONFLICT_HOLD_NS:
-            return True
-        del self._since_ns[source_id]
-        return False
+        if rx_ns - signs[0] > SEQUENCE_CONFLICT_HOLD_NS:
+            del self._signs[source_id]
+            return False
+        return self._conflict(signs, rx_ns)
 
     def active(self, source_id: int | None, now_ns: int) -> bool:
         """A source (``None``: any) in conflict at ``now_ns``."""
         return any(
-            now_ns - since <= SEQUENCE_CONFLICT_HOLD_NS
-            for source, since in self._since_ns.items()
+            self._conflict(signs, now_ns)
+            for source, signs in self._signs.items()
             if source_id is None or source == source_id
         )
 
+    @staticmethod
+    def _conflict(signs: tuple[int, int | None], now_ns: int) -> bool:
+        latest, before = signs
+        return (
+            before is not None
+            and latest - before <= SEQUENCE_CONFLICT_HOLD_NS
+            and now_ns - latest <= SEQUENCE_CONFLICT_HOLD_NS
+        )
+
     def clear(self) -> None:
-        self._since_ns.clear()
+        self._signs.clear()
