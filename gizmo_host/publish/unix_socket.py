@@ -72,8 +72,15 @@ class _Client(asyncio.Protocol):
         # Clients have nothing to say: their input is never read (red team rt12: 15 clients
         # writing as fast as they could cost the host 80 % of a core to read and discard). A
         # client gone shows when a write fails (a verdict goes out at least once a second).
-        cast(asyncio.ReadTransport, transport).pause_reading()
+        # Paused on the loop's next turn: Python 3.10's transport adds its reader after this
+        # call whatever was paused in it.
+        asyncio.get_running_loop().call_soon(self._stop_reading)
         self.server._arrived(self)
+
+    def _stop_reading(self) -> None:
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            cast(asyncio.ReadTransport, transport).pause_reading()
 
     def data_received(self, data: bytes) -> None:
         pass  # never called while reading is paused
