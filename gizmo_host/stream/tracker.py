@@ -371,6 +371,3 @@ class SequenceConflicts:
             and latest - before <= SEQUENCE_CONFLICT_HOLD_NS
             and now_ns - latest <= SEQUENCE_CONFLICT_HOLD_NS
         )
-
-    def clear(self) -> None:
-        self._signs.clear()

@@ -299,17 +299,23 @@ def test_a_new_client_takes_the_slot_of_the_client_furthest_behind(socket_path):
     asyncio.run(main())
 
 
+async def _served(socket_path: str) -> tuple[UnixSocketServer, JsonLinesPublisher, socket.socket]:
+    """A started server with a publisher on it, and one client connected (blocking)."""
+    server = UnixSocketServer(socket_path, b"{}\n")
+    await server.start()
+    publisher = JsonLinesPublisher()
+    publisher.add_sink(server)
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.connect(socket_path)
+    return server, publisher, client
+
+
 def test_a_client_that_closes_its_sending_side_keeps_receiving(socket_path):
     """Issue 10 item 8: shutdown(SHUT_WR) (``socat`` fed from /dev/null) got the version line,
     then was disconnected. End of a client's input is not the end of its reading."""
 
     async def main():
-        server = UnixSocketServer(socket_path, b"{}\n")
-        await server.start()
-        publisher = JsonLinesPublisher()
-        publisher.add_sink(server)
-        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        client.connect(socket_path)
+        server, publisher, client = await _served(socket_path)
         client.shutdown(socket.SHUT_WR)
         try:
             reader, writer = await asyncio.open_unix_connection(sock=client)
@@ -343,12 +349,7 @@ def test_a_client_that_floods_its_input_is_never_read_and_still_served(socket_pa
     line."""
 
     async def main():
-        server = UnixSocketServer(socket_path, b"{}\n")
-        await server.start()
-        publisher = JsonLinesPublisher()
-        publisher.add_sink(server)
-        flooder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        flooder.connect(socket_path)
+        server, publisher, flooder = await _served(socket_path)
         flooder.setblocking(False)
         try:
             reader, writer = await asyncio.open_unix_connection(sock=flooder)
