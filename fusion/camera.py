@@ -36,6 +36,11 @@ _MOUNT_LIMITS = {
 }
 
 
+# A gimbal's zoom: from a long zoom lens's narrowest field of view to a fisheye's widest
+FOCAL_FOV_DEG = (0.5, 175.0)
+MAX_PIXEL_ASPECT = 2.0
+
+
 @dataclass(frozen=True, slots=True)
 class CameraConfig:
     """The ``[camera]`` table, checked: the intrinsics come from ``hfov_deg`` or ``fx_px``."""
@@ -117,6 +122,23 @@ class CameraModel:
         put(self, "mount_quaternion_wxyz", quat_from_euler_zyx_deg(c.mount_rpy_deg))
         put(self, "_u_scale", (w - 1) / 2000)
         put(self, "_v_scale", (h - 1) / 2000)
+
+    def plausible_focal(self, fx_px: float | None, fy_px: float | None) -> bool:
+        """Whether a gimbal's focal lengths (its zoom) can describe this image: the field of
+        view each gives within ``FOCAL_FOV_DEG`` and pixels at most ``MAX_PIXEL_ASPECT`` times
+        taller than wide or wider than tall. A status slot that holds something else (the
+        slots vary by RflySim version) or a number no lens gives is not a zoom (red team rt16:
+        fx = 1e9 placed a target 10 m off, fx = 1 turned a bearing 63°)."""
+        low, high = (math.radians(a) / 2 for a in FOCAL_FOV_DEG)
+        c = self.config
+        for focal, extent in ((fx_px, c.width_px), (fy_px, c.height_px)):
+            if focal is not None and not (
+                extent / 2 / math.tan(high) <= focal <= extent / 2 / math.tan(low)
+            ):
+                return False
+        if fx_px is not None and fy_px is not None:
+            return 1 / MAX_PIXEL_ASPECT <= fy_px / fx_px <= MAX_PIXEL_ASPECT
+        return True
 
     def pixel(self, center_x: float, center_y: float) -> tuple[float, float]:
         """A box centre in the board's units as a pixel position ``(u, v)``."""

@@ -136,6 +136,8 @@ class WorldConfig:
     # target pass as target returns.
     laser_beam_half_angle_deg: float = 1.0
     gimbal_laser_beam_half_angle_deg: float = 1.0
+    # The gimbal status carries no laser's limit: a range beyond this is junk (counted)
+    gimbal_laser_max_range_m: float = 3000.0
     range_max_age_ms: float = 100.0  # a laser reading this far from the capture still applies
     lidar_cone_half_angle_deg: float = 1.0
     lidar_min_points: int = 3

@@ -56,13 +56,20 @@ def _fail(owner: object, name: str, expected: str, value: object) -> InvalidInpu
     return InvalidInput(f"{type(owner).__name__}.{name}: expected {expected}, got {value!r}")
 
 
-def _finite(owner: object, name: str, value: Any, *, minimum: float = -math.inf) -> float:
+def _finite(
+    owner: object,
+    name: str,
+    value: Any,
+    *,
+    minimum: float = -math.inf,
+    maximum: float = _ANY_FINITE,
+) -> float:
     try:
         x = float(value)
     except (TypeError, ValueError):
         raise _fail(owner, name, "a number", value) from None
-    if not (math.isfinite(x) and x >= minimum):
-        raise _fail(owner, name, f"a finite number >= {minimum}", value)
+    if not (math.isfinite(x) and minimum <= x <= maximum):
+        raise _fail(owner, name, f"a finite number in {minimum}..{maximum}", value)
     return x
 
 
@@ -307,7 +314,10 @@ class LaserRange:
 
     def __post_init__(self) -> None:
         if self.distance_m is not None:
-            _set(self, "distance_m", _finite(self, "distance_m", self.distance_m, minimum=0.0))
+            distance = _finite(
+                self, "distance_m", self.distance_m, minimum=0.0, maximum=MAX_POSITION_M
+            )
+            _set(self, "distance_m", distance)
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,7 +329,10 @@ class GimbalLaserRange:
 
     def __post_init__(self) -> None:
         if self.distance_m is not None:
-            _set(self, "distance_m", _finite(self, "distance_m", self.distance_m, minimum=0.0))
+            distance = _finite(
+                self, "distance_m", self.distance_m, minimum=0.0, maximum=MAX_POSITION_M
+            )
+            _set(self, "distance_m", distance)
 
 
 class PointFrame(Enum):
@@ -342,8 +355,10 @@ class LidarPoints:
         points = np.asarray(self.points_m, dtype=np.float64)
         if points.ndim != 2 or points.shape[1] != 3:
             raise _fail(self, "points_m", "an N×3 array", getattr(points, "shape", None))
-        if not np.isfinite(points).all():
-            raise _fail(self, "points_m", "finite coordinates", "non-finite values")
+        if not (np.isfinite(points).all() and (np.abs(points) <= MAX_POSITION_M).all()):
+            raise _fail(
+                self, "points_m", f"finite coordinates within ±{MAX_POSITION_M:g} m", "others"
+            )
         _set(self, "points_m", points)
 
 

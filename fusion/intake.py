@@ -145,6 +145,8 @@ class Intake:
                 "poses_locking",
                 "pose_outliers",
                 "device_resets",
+                "gimbal_focal_implausible",
+                "gimbal_laser_junk",
             ),
             0,
         )
@@ -325,11 +327,19 @@ class Intake:
         self._witness(imu.host_ns)
 
     def _on_gimbal_sample(self, sample: GimbalSample) -> None:
+        if not self._camera.plausible_focal(sample.fx_px, sample.fy_px):
+            self._counts["gimbal_focal_implausible"] += 1  # the configured intrinsics apply
+            sample = GimbalSample(sample.host_ns, sample.camera_rpy_deg)
         self._sources.seen("gimbal", sample.host_ns)
         self._placer.gimbal.add(sample)
         self._witness(sample.host_ns)
 
     def _on_range(self, reading: LaserRange | GimbalLaserRange | LidarPoints) -> None:
+        if type(reading) is GimbalLaserRange and (
+            (reading.distance_m or 0.0) > self._config.gimbal_laser_max_range_m
+        ):
+            self._counts["gimbal_laser_junk"] += 1  # no laser reaches it (red team rt16)
+            return
         self._sources.seen(_RANGE_SOURCE_NAMES[type(reading)], reading.host_ns)
         self._placer.ranger.add(reading)
         self._witness(reading.host_ns)

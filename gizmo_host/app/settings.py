@@ -239,6 +239,8 @@ WORLD_SETTINGS: tuple[Setting, ...] = (
        0, 45, "deg", open_low=True),
     _w("gimbal_laser_beam_half_angle_deg", "the same for the gimbal's laser", 0, 45, "deg",
        open_low=True),
+    _w("gimbal_laser_max_range_m", "a gimbal laser range beyond it is junk (counted)", 0,
+       1e7, "m", open_low=True),
     _w("range_max_age_ms", "a laser reading this far from the capture still applies"),
     _w("lidar_cone_half_angle_deg", "LiDAR points this close to a target's ray range it", 0, 45,
        "deg", open_low=True),

@@ -10,10 +10,11 @@ feeds the world model exactly as ``gizmo-host run`` does. As :mod:`fusion.inputs
   restart;
 - ``LinkEvent`` -> ``LinkStatus``.
 
-A result the model cannot take (a field off the protocol's scale: ``results.invalid_field``;
-the model's own checks too) is counted, never raised, and so is one of a source whose sequence
-went back without a reset lately (``tracker.SequenceConflicts``): either becomes a frame of its
-source that saw nothing, which ends the source's earlier measurements as the link's store does.
+A result the model cannot take (a field off the protocol's scale, or a ``result_sequence``
+that is not the frame's: ``store.invalid``; the model's own checks too) is counted, never
+raised, and so is one of a source whose sequence went back without a reset lately
+(``tracker.SequenceConflicts``): either becomes a frame of its source that saw nothing, which
+ends the source's earlier measurements as the link's store does.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from fusion import Input, InvalidInput, LinkStatus, VisionObservation, vision_ob
 from gizmo_core import LinkState
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
+from gizmo_host.stream.store import invalid
 from gizmo_host.stream.tracker import SequenceConflicts, SequenceEvent
 from gizmo_host.wire.protocol import ResultFlags
-from gizmo_host.wire.results import interpret, invalid_field, is_target
+from gizmo_host.wire.results import interpret, is_target
 
 _LOCKED, _CONVERGING = ClockStatus.LOCKED, ClockStatus.CONVERGING
 _RESET = SequenceEvent.RESET
@@ -104,10 +106,7 @@ class GizmoAdapter:
                 self.counts["unsettled"] += 1
                 return None  # one sign alone: that frame only, what it follows stands
             held = "unsettled"
-        elif (
-            invalid_field(result_type, ident, confidence, flags, x, y, w, h) is not None
-            and flags & _TRACKED_OR_LOST == _TRACKED
-        ):
+        elif invalid(r) is not None and flags & _TRACKED_OR_LOST == _TRACKED:
             held = "dropped_invalid"
         else:
             held = ""

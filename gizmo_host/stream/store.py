@@ -46,10 +46,15 @@ def reports_nothing(result: VisionResult) -> bool:
 
 
 def invalid(result: VisionResult) -> str | None:
-    """``results.invalid_field`` of a result: the field off the protocol's scale, if any.
-    (Unpacked, not read by name: compiled, a NamedTuple's fields by name are Python lookups,
-    and this runs for every frame.)"""
-    _, _, _, _, _, _, result_type, _, _, confidence, flags, _, x, y, w, h, ident, _ = result
+    """The field of a result that cannot be trusted, if any: ``result_sequence`` when it is
+    not the header's ``sequence`` (v1 says they are equal: a frame that disagrees with itself
+    was not made by the board's encoder), else ``results.invalid_field``'s field off the
+    protocol's scale. (Unpacked, not read by name: compiled, a NamedTuple's fields by name are
+    Python lookups, and this runs for every frame.)"""
+    (_, _, _, sequence, _, _, result_type, result_sequence, _, confidence, flags, _,
+     x, y, w, h, ident, _) = result  # fmt: skip
+    if result_sequence != sequence:
+        return "result_sequence"
     return invalid_field(result_type, ident, confidence, flags, x, y, w, h)
 
 

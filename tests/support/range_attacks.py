@@ -6,10 +6,15 @@ against (no fusion code in it).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
 import math
-from collections.abc import Awaitable, Callable
+import tempfile
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,6 +57,7 @@ class Scene(Truth):
     ground at ``gimbal_pitch_deg(t)`` (-90: straight below)."""
 
     climb_m_s: float = 0.0
+    box_x: int = 0  # the board's box centre (x; off centre only with the camera straight down)
     pitches: list[tuple[int, float]] = field(default_factory=list)  # (host_ns, pitch) sent
     laser_ns: list[int] = field(default_factory=list)  # honest laser readings' true times
 
@@ -65,6 +71,9 @@ class Scene(Truth):
 
     def target(self, capture_ns: int) -> tuple[float, float, float]:
         north, east, down = self.position(capture_ns)
+        if self.box_x:  # straight down, nose north: the image's right is east; 640 px, fx 320
+            assert self.pitch_deg(capture_ns) == -90.0
+            return (north, east - down * ((self.box_x + 1000) * 639 / 2000 - 319.5) / 320, 0.0)
         below = math.radians(-self.pitch_deg(capture_ns))
         return (north - down / math.tan(below), east, 0.0)
 
@@ -137,7 +146,28 @@ def gimbal_port_free() -> bool:
     return port_is_free(ports.RFLYSIM3D_OUT_PORT)
 
 
+@contextlib.contextmanager
+def gimbal_port_turn() -> Iterator[None]:
+    """The gimbal status's fixed port (RflySim3D's 20006) for one test at a time among the
+    suite's workers (a lock file), so that none finds it taken by another and skips."""
+    path = Path(tempfile.gettempdir()) / "gizmo-host-tests-port-20006.lock"
+    with path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 async def scenario(
+    link_path, tmp_path, body: Callable[[Rig], Awaitable[None]], **options: Any
+) -> tuple[list[dict], Scene]:
+    """``_scenario``'s, with the gimbal's port to itself when it has a gimbal."""
+    with gimbal_port_turn() if options.get("gimbal") is not None else contextlib.nullcontext():
+        return await _scenario(link_path, tmp_path, body, **options)
+
+
+async def _scenario(
     link_path,
     tmp_path,
     body: Callable[[Rig], Awaitable[None]],
@@ -146,7 +176,10 @@ async def scenario(
     gimbal: MakeFor | None = None,
     world: str = "",
     climb_m_s: float = 0.0,
+    box_x: int = 0,
 ) -> tuple[list[dict], Scene]:
+    """The run, the board, the poses, the laser and (``gimbal``) the gimbal status, for
+    ``body`` to drive; the lines published and the truth."""
     copter = free_copter_id()
     laser_port = free_ports()[0]
     sensors = [sensor_entry(LASER_SEQ, 5, copter, laser_port)]
@@ -166,7 +199,7 @@ async def scenario(
         )
     text = json.dumps({"VisionSensors": sensors})
     laser_sensor = next(s for s in parse_config(text, source="test").sensors if s.seq_id == 2)
-    scene = Scene(climb_m_s=climb_m_s)
+    scene = Scene(climb_m_s=climb_m_s, box_x=box_x)
     camera = CAMERA_ON_GIMBAL if gimbal is not None else CAMERA_DOWN
     toml = camera + "[world]\nrate_hz = 50\n" + world
     velocity = (SPEED_M_S, 0.0, -climb_m_s)
@@ -185,7 +218,9 @@ async def scenario(
         done = asyncio.Event()
         tasks = [asyncio.create_task(s.run(done, scene)) for s in senders]
         try:
-            rig = Rig(run, Board(pty, scene), scene, senders[0], senders[1], None, laser_sensor)
+            board = Board(pty, scene)
+            board.box["x"] = box_x
+            rig = Rig(run, board, scene, senders[0], senders[1], None, laser_sensor)
             rig.gimbal = senders[2] if gimbal is not None else None
             await body(rig)
         finally:

@@ -160,10 +160,11 @@ class Board:
         self.pty = pty
         self.truth = truth
         self.model = BoardModel(live_clock=True)
+        self.box = {"x": 0, "y": 0, "w": 100, "h": 100}  # the watched target's, every frame
 
     def send(self, **fields: int) -> None:
         now = time.monotonic_ns()
-        result = self.model.next_result(now_ns=now, x=0, y=0, w=100, h=100, **fields)
+        result = self.model.next_result(now_ns=now, **{**self.box, **fields})
         watched = result.result_type == self.model.result_type and result.id == 11
         if watched and result.flags & 1 and not result.flags & 2:
             self.truth.captures_ns.append(now - self.model.latency_ms * 1_000_000)

@@ -25,8 +25,13 @@ from fusion.config import WorldConfig
 from fusion.inputs import PointFrame
 from fusion.ranging import Ranger, ground_plane_range
 from tests.support.range_attacks import (
+    GIMBAL_SEQ,
+    Make,
+    MakeFor,
     Rig,
+    Scene,
     gimbal,
+    gimbal_status,
     honest_laser,
     hostile_laser,
     judge,
@@ -236,3 +241,65 @@ def test_ground_plane_refuses_grazing_rays_past_max_ground_range(below_deg, expe
     assert ground_plane_range((0.0, 0.0, -20.0), (1.0, 0.0, 0.0), 0.0, 500.0) is None
     assert ground_plane_range((0.0, 0.0, -20.0), (0.6, 0.0, -0.8), 0.0, 500.0) is None
     assert ground_plane_range((0.0, 0.0, 1.0), (0.0, 0.0, 1.0), 0.0, 500.0) is None
+
+
+def junk_gimbal(lasers: tuple[float, ...] = (), focals: tuple[float, ...] = ()) -> MakeFor:
+    """The gimbal straight down at 100 Hz, its laser range cycling through ``lasers`` (none:
+    the true slant range) and its focal lengths through ``focals`` (none: the true 320 px)."""
+
+    def make_for(copter: int, scene: Scene, sensor) -> Make:
+        def make(i: int, sim_time_s: float, position) -> list[bytes]:
+            scene.pitches.append((scene.t0_ns + round((sim_time_s - 1000.0) * 1e9), -90.0))
+            laser = lasers[i % len(lasers)] if lasers else -position[2]
+            fx = focals[i % len(focals)] if focals else 320.0
+            return [gimbal_status(copter, GIMBAL_SEQ, -90.0, fx, laser)]
+
+        return make
+
+    return make_for
+
+
+@pytest.mark.subprocess
+@pytest.mark.realtime
+@pytest.mark.parametrize(
+    ("lasers", "focals", "box_x", "counted"),
+    [
+        # 1e30 m is beyond any position (1e7 m): the adapter's InvalidInput, counted there
+        ((1e4, 1e7, 1e30), (), 0, {"model": "gimbal_laser_junk", "rflysim": "dropped_invalid"}),
+        # 5e-324 is 0 in the status's float32: no focal length, the configured one applies
+        ((), (1e9, 1.0, 5e-324), 500, {"model": "gimbal_focal_implausible"}),
+    ],
+    ids=["laser", "focal"],
+)
+def test_a_range_no_laser_reaches_or_a_focal_length_no_lens_has_never_places_a_target(
+    link_path, tmp_path, lasers, focals, box_x, counted
+):
+    """Red team rt16: the gimbal status's laser range had no upper bound (1e4 m: every PROCEED
+    9,980 m off; 1e30 m: the tracker divided by zero on every frame), and its focal lengths
+    replaced the camera's whatever their size (fx = 1e9, the box off centre: every PROCEED
+    9.98 m off; fx = 1: a bearing 63° off). The camera is on the gimbal, straight down, 20 m
+    over flat ground; the truth puts the target on the ground where the box's pixel looks
+    with the camera's own focal length (320 px). Now such a range is junk and such focal
+    lengths are no zoom (counted): the ground plane places every PROCEED, true to 0.3 m."""
+
+    async def body(rig: Rig) -> None:
+        await until_proceed(rig, 0.5)
+
+    messages, scene = asyncio.run(
+        scenario(
+            link_path,
+            tmp_path,
+            body,
+            laser=silent_laser,
+            gimbal=junk_gimbal(lasers, focals),
+            box_x=box_x,
+        )
+    )
+    placed = proceeds(messages)
+    assert len(placed) >= 5
+    assert all(selected(w)["position_ned_m"] is not None for w in placed)
+    assert judge(messages, scene) == []
+    assert sources(messages) == {"ground_plane"}
+    stats = [s for s in messages if s["type"] == "stats" and "world" in s][-1]["world"]
+    for part, count in counted.items():
+        assert stats[part][count] > 10, (part, count)

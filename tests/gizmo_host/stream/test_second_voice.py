@@ -8,7 +8,8 @@
   with a rule that counted three frames in order, a second voice sending three in a row won
   28 verdicts in 30 (rt15).
 - A tracked result with a field off the protocol's scale (a box centre beyond +-1000, a size
-  beyond 0..2000, a confidence over 100, an unknown flag bit) locates nothing: HOLD
+  beyond 0..2000, a confidence over 100, an unknown flag bit), or whose ``result_sequence`` is
+  not its header's ``sequence`` (v1 says they are equal), locates nothing: HOLD
   ``invalid_result``, counted by field, and it ends its source's earlier results at once.
   Before: PROCEED on each of them, and the world kept the earlier position 143 ms.
 
@@ -173,6 +174,7 @@ def test_a_second_voice_sending_bursts_in_order_never_wins() -> None:
         ({"h": 2001}, "h"),
         ({"confidence": 255}, "confidence"),
         ({"flags": 0xF1}, "flags"),
+        ({"result_sequence": 65535}, "result_sequence"),  # v1: equal to the header's
     ],
 )
 def test_a_result_off_the_protocols_scale_holds_at_once_and_is_counted(
