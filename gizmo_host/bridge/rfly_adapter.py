@@ -53,6 +53,7 @@ from fusion import (
 from fusion.geometry import (
     quat_to_matrix,
 )
+from fusion.inputs import MAX_POSITION_M
 from gizmo_core.clock import ClockStatus
 from gizmo_host.bridge.rfly_mounts import (
     attitude,
@@ -431,8 +432,11 @@ class RflyAdapter:
         fx, fy = value.fx_px, value.fy_px
         focal = math.isfinite(fx) and math.isfinite(fy) and fx > 0 and fy > 0
         laser = value.laser_range_m
+        if laser > MAX_POSITION_M:  # no laser's: counted, and the attitude still serves
+            self.counts["dropped_invalid"] += 1
         self.counts["gimbal"] += 1
+        hit = math.isfinite(laser) and 0 < laser <= MAX_POSITION_M
         return [
             GimbalSample(rx_ns, rpy, fx if focal else None, fy if focal else None),
-            GimbalLaserRange(rx_ns, laser if math.isfinite(laser) and laser > 0 else None),
+            GimbalLaserRange(rx_ns, laser if hit else None),
         ]
