@@ -36,8 +36,9 @@ _MOUNT_LIMITS = {
 }
 
 
-# A gimbal's zoom: from a long zoom lens's narrowest field of view to a fisheye's widest
-FOCAL_FOV_DEG = (0.5, 175.0)
+# A gimbal's zoom: from a long zoom lens's narrowest field of view to the widest a pinhole
+# model serves (a slot holding a field of view in degrees or a zoom factor is no focal length)
+FOCAL_FOV_DEG = (0.5, 140.0)
 MAX_PIXEL_ASPECT = 2.0
 
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gizmo_core import LinkState
+from gizmo_core import HoldReason, LinkState
 from gizmo_core.clock import ClockStatus
 
 from .errors import InvalidInput
@@ -127,6 +127,10 @@ class VisionObservation:
     # The mapping is converging on the link's first epoch: its capture times are close (a
     # tracker may use them), though not yet within the accuracy a PROCEED needs.
     clock_converging: bool = False
+    # Why the link withheld this frame's result (``invalid_result``: a field off the protocol's
+    # scale; ``sequence_conflict``: a second voice on the line), sent as a frame that saw
+    # nothing: the reason its source's targets HOLD for, instead of ``lost``.
+    withheld: HoldReason | None = None
     # ``"source:type:id"``, the target's name in world snapshots: worked out once, as every
     # stage of the world model looks it up.
     key: str = field(init=False, repr=False, compare=False)
@@ -195,6 +199,7 @@ def vision_observation(
     clock_locked: bool,
     clock_converging: bool,
     key: str | None = None,
+    withheld: HoldReason | None = None,
 ) -> VisionObservation:
     """``VisionObservation(...)`` with every field given, equal to it and checked as it is
     (the same ``InvalidInput``), for the adapter's one a frame: the frozen dataclass's
@@ -202,7 +207,9 @@ def vision_observation(
     class's own slots, in half the time. ``key``: the ``key`` those fields give, when the
     caller keeps it (``"source:type:id"``; one string per target, not one per frame)."""
     obs: VisionObservation = object.__new__(VisionObservation)
-    (s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15, s16, s_key) = _SETTERS
+    (s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15, s16, s17, s_key) = (
+        _SETTERS
+    )
     s0(obs, source_id)
     s1(obs, result_type)
     s2(obs, ident)
@@ -220,6 +227,7 @@ def vision_observation(
     s14(obs, epoch)
     s15(obs, clock_locked)
     s16(obs, clock_converging)
+    s17(obs, withheld)
     if (has_box and tracked) and not (
         -_BOX_CENTRE <= center_x <= _BOX_CENTRE
         and -_BOX_CENTRE <= center_y <= _BOX_CENTRE

@@ -44,6 +44,7 @@ from .timeline import Added
 from .tracking import Tracker, TrackingConfig
 
 _NEVER = -(2**63)
+_LOST = HoldReason.LOST
 _RANGE_SOURCE_NAMES: Mapping[type, str] = MappingProxyType(
     {LaserRange: "laser", GimbalLaserRange: "gimbal_laser", LidarPoints: "lidar"}
 )
@@ -191,6 +192,7 @@ class Intake:
         out = dict(self._counts)
         out["extrapolated"] = self._placer.extrapolated
         out["rejected_extrapolation"] = self._placer.rejected_extrapolation
+        out["range_below_ground"] = self._placer.ranger.below_ground
         out["pending"] = len(self._pending)
         out["targets"] = len(self._targets)
         out["targets_evicted"] = self._targets.evicted
@@ -222,7 +224,7 @@ class Intake:
             self._vision_epoch = obs.epoch
         self._down_since_vision = False
         if not obs.tracked or obs.lost or obs.result_type == 0:  # ``reports_nothing``
-            self._targets.saw_nothing(obs.source_id, arrival)
+            self._targets.saw_nothing(obs.source_id, arrival, obs.withheld or _LOST)
             if self._tracker is not None:
                 self._tracker.saw_nothing(obs.source_id, obs.host_capture_ns)
             if obs.has_box:

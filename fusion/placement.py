@@ -42,7 +42,9 @@ class Placer:
             min_span_ms=max(config.max_extrapolation_ms, 1.0),
         )
         self.gimbal = GimbalTrack(
-            max_age_ms=config.gimbal_max_age_ms, max_rate_deg_s=config.gimbal_max_rate_deg_s
+            max_age_ms=config.gimbal_max_age_ms,
+            max_rate_deg_s=config.gimbal_max_rate_deg_s,
+            fx_px=camera.fx_px,
         )
         self.ranger = Ranger(config)
         self.imu: ImuSample | None = None

@@ -48,6 +48,10 @@ class RangeFix(NamedTuple):
     source: RangeSource
 
 
+# A sensor's range may exceed the ground plane's along the same ray by this share plus this
+# much: the plane is a model of the ground (a valley or a slope lies below it; the sensor is
+# right there), and the pose and the beam are not exact
+_BELOW_GROUND = (0.5, 5.0)
 _GROUND_PLANE = RangeSource.GROUND_PLANE  # a module constant: an enum lookup costs 60 ns
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
@@ -136,6 +140,7 @@ class Ranger:
         self._gimbal_lasers: deque[GimbalLaserRange] = deque(maxlen=max_readings)
         self._lidar: LidarPoints | None = None
         self.changes = 0  # readings added: a placement's cache key
+        self.below_ground = 0  # sensor ranges refused: beyond the ground plane
 
     @property
     def lasers(self) -> tuple[LaserRange, ...]:
@@ -169,27 +174,45 @@ class Ranger:
         camera_at: CameraLookup,
         camera_position_frd_m: Vec3,
     ) -> RangeFix | None:
-        """The best range for a ray from the camera at ``capture_ns``, or ``None``."""
+        """The best range for a ray from the camera at ``capture_ns``, or ``None``.
+
+        With the ground plane on, a sensor's range beyond where the ray meets it (by more than
+        ``_BELOW_GROUND``) cannot be the target's: the beam would have met the ground first.
+        It is refused and counted (``below_ground``; red team rt18: a gimbal laser range of
+        2999 m placed every PROCEED 2979 m under the ground)."""
+        c = self._config
+        floor = None  # where the ray meets the ground plane, however far
+        if c.ground_plane and (self._lasers or self._gimbal_lasers or self._lidar is not None):
+            floor = ground_plane_range(origin_ned, ray_ned, c.ground_z_ned_m, math.inf)
         if self._lasers:
             laser = self._laser(capture_ns, origin_ned, ray_ned, pose_at)
-            if laser is not None:
+            if laser is not None and self._above_ground(laser, floor):
                 return RangeFix(laser, RangeSource.LASER)
         if self._gimbal_lasers:
             gimbal = self._gimbal_laser(
                 capture_ns, origin_ned, ray_ned, pose_at, camera_at, camera_position_frd_m
             )
-            if gimbal is not None:
+            if gimbal is not None and self._above_ground(gimbal, floor):
                 return RangeFix(gimbal, RangeSource.GIMBAL_LASER)
         if self._lidar is not None:
             lidar = self._lidar_range(capture_ns, origin_ned, ray_ned, pose_at)
-            if lidar is not None:
+            if lidar is not None and self._above_ground(lidar, floor):
                 return RangeFix(lidar, RangeSource.LIDAR)
-        c = self._config
         if c.ground_plane:  # most placements (every one without a ranging sensor)
             ground = ground_plane_range(origin_ned, ray_ned, c.ground_z_ned_m, c.max_ground_range_m)
             if ground is not None:
                 return _new_tuple(RangeFix, (ground, _GROUND_PLANE))
         return None
+
+    def _above_ground(self, range_m: float, floor_m: float | None) -> bool:
+        """Whether a sensor's range along a ray that meets the ground plane at ``floor_m``
+        (``None``: it does not, or the plane is off) can be a target's; counts one that
+        cannot."""
+        share, margin_m = _BELOW_GROUND
+        if floor_m is None or range_m <= floor_m * (1.0 + share) + margin_m:
+            return True
+        self.below_ground += 1
+        return False
 
     def _nearest(
         self, readings: Reversible[LaserRange | GimbalLaserRange], t_ns: int

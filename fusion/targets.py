@@ -68,7 +68,9 @@ class TargetTable:
         # Every placement held, least recently updated first (a live view): for a caller
         # to whom the order is nothing, cheaper than ``iter``.
         self.held: ValuesView[Placement] = self._by_key.values()
-        self._negative: dict[int, int] = {}  # source_id -> arrival of its newest "nothing"
+        # source_id -> its newest "nothing": its arrival, and what it says (``lost``, or why
+        # the link withheld that frame's result)
+        self._negative: dict[int, tuple[int, HoldReason]] = {}
         # Counts the changes to ``_negative``: ``superseded`` answers as before while it holds.
         self.nothing_version = 0
         self._oldest_ns = _NONE_HELD  # at most the oldest capture held: ``forget``'s shortcut
@@ -105,15 +107,23 @@ class TargetTable:
             self._oldest_ns = obs.host_capture_ns
         return True
 
-    def saw_nothing(self, source_id: int, arrival: int) -> None:
-        """A frame of ``source_id`` arriving as ``arrival`` reported nothing tracked."""
-        if arrival > self._negative.get(source_id, -1):
-            self._negative[source_id] = arrival
+    def saw_nothing(
+        self, source_id: int, arrival: int, reason: HoldReason = HoldReason.LOST
+    ) -> None:
+        """A frame of ``source_id`` arriving as ``arrival`` reported nothing tracked
+        (``reason``: what its source's earlier targets HOLD for)."""
+        newest = self._negative.get(source_id)
+        if newest is None or arrival > newest[0]:
+            self._negative[source_id] = (arrival, reason)
             self.nothing_version += 1
 
-    def superseded(self, placement: Placement) -> bool:
-        """Whether a later frame of the same source reported nothing tracked."""
-        return placement.arrival < self._negative.get(placement.obs.source_id, -1)
+    def superseded(self, placement: Placement) -> HoldReason | None:
+        """Why a later frame of the same source ends ``placement`` (it reported nothing
+        tracked, or the link withheld it); ``None``: none came."""
+        newest = self._negative.get(placement.obs.source_id)
+        if newest is None or placement.arrival >= newest[0]:
+            return None
+        return newest[1]
 
     def forget(self, before_capture_ns: int) -> None:
         """Drop targets whose newest capture is older than ``before_capture_ns``."""

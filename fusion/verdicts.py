@@ -87,7 +87,7 @@ def target_reasons(
     c: Conditions,
     common: frozenset[HoldReason] | set[HoldReason],
     positive: bool,
-    superseded: bool,
+    superseded: HoldReason | None,
     age_ns: int,
     ttl_ns: int,
     clock_locked: bool,
@@ -98,13 +98,16 @@ def target_reasons(
     orders them once, ``ordered``); empty means PROCEED.
 
     ``common``: ``global_reasons(c)``, worked out once for the many targets judged at one
-    time. ``superseded``: a later frame of its source reported nothing tracked.
+    time. ``superseded``: why a later frame of its source ends it (it reported nothing
+    tracked: ``lost``; or the link withheld it), ``None`` when none came.
     ``pose_reason``: why its measurement has no pose at capture time (``None`` when it has
     one).
     """
     reasons = set(common)
-    if not positive or superseded:
+    if not positive:
         reasons.add(HoldReason.LOST)
+    if superseded is not None:
+        reasons.add(superseded)
     if age_ns > ttl_ns:
         reasons.add(HoldReason.STALE)
     if arrival <= c.down_barrier:

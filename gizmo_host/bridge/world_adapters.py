@@ -20,7 +20,7 @@ ends the source's earlier measurements as the link's store does.
 from __future__ import annotations
 
 from fusion import Input, InvalidInput, LinkStatus, VisionObservation, vision_observation
-from gizmo_core import LinkState
+from gizmo_core import HoldReason, LinkState
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.store import invalid
@@ -29,6 +29,7 @@ from gizmo_host.wire.protocol import ResultFlags
 from gizmo_host.wire.results import interpret, is_target
 
 _LOCKED, _CONVERGING = ClockStatus.LOCKED, ClockStatus.CONVERGING
+_SEQUENCE_CONFLICT, _INVALID_RESULT = HoldReason.SEQUENCE_CONFLICT, HoldReason.INVALID_RESULT
 _RESET = SequenceEvent.RESET
 _TRACKED = int(ResultFlags.TRACKED)
 _LOST = int(ResultFlags.LOST)
@@ -101,17 +102,17 @@ class GizmoAdapter:
             if len(self._classes) < _MAX_LABELS:
                 self._classes[source_id, result_type, ident] = named
         confidence, x, y, w, h = r.confidence, r.x, r.y, r.w, r.h
+        withheld = None
         if self._conflicts.observe(source_id, event, rx_ns):
             if not self._conflicts.active(source_id, rx_ns):
                 self.counts["unsettled"] += 1
                 return None  # one sign alone: that frame only, what it follows stands
-            held = "unsettled"
+            self.counts["unsettled"] += 1
+            withheld = _SEQUENCE_CONFLICT
         elif invalid(r) is not None and flags & _TRACKED_OR_LOST == _TRACKED:
-            held = "dropped_invalid"
-        else:
-            held = ""
-        if held:  # a frame of its source that saw nothing: what it held is not current
-            self.counts[held] += 1
+            self.counts["dropped_invalid"] += 1
+            withheld = _INVALID_RESULT
+        if withheld is not None:  # a frame of its source that saw nothing, and why
             flags, confidence, x, y, w, h = 0, 0, 0, 0, 0, 0
         try:
             observation = vision_observation(
@@ -122,7 +123,7 @@ class GizmoAdapter:
                 confidence,
                 flags & _TRACKED != 0,
                 flags & _LOST != 0,
-                named[1] and not held,
+                named[1] and withheld is None,
                 x,
                 y,
                 w,
@@ -133,6 +134,7 @@ class GizmoAdapter:
                 status is _LOCKED,
                 status is _CONVERGING,
                 named[2],
+                withheld,
             )
         except InvalidInput:
             self.counts["dropped_invalid"] += 1  # the model's own checks

@@ -26,10 +26,29 @@ def test_gimbal_track_slerps_between_samples_and_bounds_the_nearest():
     track = GimbalTrack(max_age_ms=50.0)
     assert track.at(0) is None
     track.add(GimbalSample(0, (0.0, -30.0, 0.0), fx_px=300.0))
-    track.add(GimbalSample(20 * MS, (0.0, -31.0, 0.0), fx_px=400.0))  # 50°/s
+    track.add(GimbalSample(20 * MS, (0.0, -31.0, 0.0), fx_px=310.0))  # 50°/s, zooming 1.6/s
     mid = track.at(10 * MS)
     assert math.degrees(g.quat_to_euler_zyx(mid.quaternion_wxyz)[1]) == pytest.approx(-30.5)
-    assert track.at(4 * MS).fx_px == 300.0 and track.at(16 * MS).fx_px == 400.0
+    assert track.at(4 * MS).fx_px == 300.0 and track.at(16 * MS).fx_px == 310.0
     assert track.at(70 * MS) is not None  # 50 ms from the newest
     assert track.at(70 * MS + 1) is None
     assert track.at(-50 * MS - 1) is None
+
+
+def test_a_gimbal_zooming_faster_than_a_lens_does_is_unknown_between_and_after():
+    """Red team rt18: focal lengths alternating 320 and 640 px at 100 Hz put a third of the
+    PROCEEDs 5 m off. A sample without focal lengths has the camera's own (``fx_px``)."""
+    track = GimbalTrack(max_age_ms=50.0, fx_px=320.0)
+    track.add(GimbalSample(0, (0.0, -90.0, 0.0), fx_px=320.0))
+    track.add(GimbalSample(10 * MS, (0.0, -90.0, 0.0), fx_px=640.0))  # 2x in 10 ms
+    assert track.at(5 * MS) is None and track.at(20 * MS) is None
+    track.add(GimbalSample(20 * MS, (0.0, -90.0, 0.0)))  # the camera's own again: 2x back
+    assert track.at(25 * MS) is None
+    track.add(GimbalSample(40 * MS, (0.0, -90.0, 0.0)))  # steady
+    assert track.at(45 * MS).fx_px is None
+    # an optical zoom: 1.5 a second (ln), under the bound of 2
+    for k in range(1, 6):
+        track.add(
+            GimbalSample((40 + 20 * k) * MS, (0.0, -90.0, 0.0), fx_px=320 * math.exp(0.03 * k))
+        )
+    assert track.at(140 * MS).fx_px == pytest.approx(320 * math.exp(0.15))

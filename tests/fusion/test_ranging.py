@@ -117,6 +117,36 @@ def test_laser_on_the_target_wins_over_the_ground_plane():
     assert g.norm(g.sub(t.position_ned_m, TARGET)) < 0.05
 
 
+@pytest.mark.parametrize("kind", ["laser", "gimbal_laser", "lidar"])
+def test_a_range_beyond_where_the_ray_meets_the_ground_is_refused_and_counted(kind):
+    """Red team rt18: a gimbal laser range of 2999 m (under its 3000 m limit) placed every
+    PROCEED 2979 m under the ground, 500 m 480 m under it. With the ground plane on, a range
+    beyond it (by half and 5 m: the plane is a model) cannot be the target's: the ground
+    plane places it."""
+    on_ground = math.dist(CAMERA_ORIGIN, TARGET)  # 14.1 m: the ray meets the ground there
+    for distance, used in ((on_ground, True), (on_ground * 1.5 + 4.9, True), (500.0, False)):
+        w = hovering()
+        mount = laser_mount()
+        if kind == "laser":
+            w.apply(LaserRange(895 * MS, distance, mount))
+        elif kind == "gimbal_laser":
+            w.apply(GimbalSample(890 * MS, (0.0, -45.0, 0.0)))
+            w.apply(GimbalSample(900 * MS, (0.0, -45.0, 0.0)))
+            w.apply(GimbalLaserRange(895 * MS, distance))
+        else:
+            ray = g.normalize(g.sub(TARGET, CAMERA_ORIGIN))
+            point = g.add(CAMERA_ORIGIN, tuple(distance * c for c in ray))
+            w.apply(LidarPoints(895 * MS, np.array([point] * 3), PointFrame.WORLD_NED))
+        t = seen(w)
+        if kind == "gimbal_laser" and t.range_source is RangeSource.GROUND_PLANE and used:
+            pytest.skip("the gimbal laser's axis is not this target's ray in this rig")
+        assert (t.range_source.value == kind) is used, (distance, t.range_source)
+        assert (w.stats()["range_below_ground"] == 0) is used
+        if not used:
+            assert t.range_source is RangeSource.GROUND_PLANE
+            assert g.norm(g.sub(t.position_ned_m, TARGET)) < 0.05
+
+
 def test_laser_pointing_elsewhere_or_too_old_is_not_used():
     w = hovering(laser_beam_half_angle_deg=1.0, range_max_age_ms=100.0)
     aside = SensorMount(position_frd_m=(0.1, 0.0, 0.05), rpy_deg=(0.0, -45.0, 10.0))

@@ -24,6 +24,7 @@ from fusion import (
     VisionObservation,
 )
 from fusion import geometry as g
+from gizmo_core import HoldReason
 from gizmo_host.bridge.rfly_adapter import MAX_LIDAR_POINTS, RflyAdapter, RflyPoseStream
 from gizmo_host.bridge.rfly_sources import RflySimSetup
 from gizmo_host.bridge.world_adapters import GizmoAdapter, result_label
@@ -337,7 +338,7 @@ def test_a_results_observation_is_the_one_its_fields_give_whatever_the_adapter_k
         label = result_label(result_type, ident)
         # Tracked and not lost, but a type or id v1 does not define (the reserved tag 3, types
         # beyond 5, a colour 0 or beyond 5, a detector id not 1-3 or 10-14): a frame of its
-        # source that saw nothing (rt15).
+        # source that saw nothing (rt15), and says why.
         undefined = (
             result_type == 3
             or result_type > 5
@@ -347,7 +348,7 @@ def test_a_results_observation_is_the_one_its_fields_give_whatever_the_adapter_k
         if flags & 3 == 1 and undefined:
             truth = VisionObservation(
                 source_id, result_type, ident, label, 0, False, False,
-                False, 0, 0, 0, 0, 5 * MS, 6 * MS, 0, True, False,
+                False, 0, 0, 0, 0, 5 * MS, 6 * MS, 0, True, False, HoldReason.INVALID_RESULT,
             )  # fmt: skip
         else:
             truth = VisionObservation(

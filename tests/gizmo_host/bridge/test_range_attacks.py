@@ -264,12 +264,15 @@ def junk_gimbal(lasers: tuple[float, ...] = (), focals: tuple[float, ...] = ()) 
 @pytest.mark.parametrize(
     ("lasers", "focals", "box_x", "counted"),
     [
-        # 1e30 m is beyond any position (1e7 m): the adapter's InvalidInput, counted there
+        # 1e30 m is beyond any position (1e7 m): dropped by the adapter, counted there
         ((1e4, 1e7, 1e30), (), 0, {"model": "gimbal_laser_junk", "rflysim": "dropped_invalid"}),
-        # 5e-324 is 0 in the status's float32: no focal length, the configured one applies
-        ((), (1e9, 1.0, 5e-324), 500, {"model": "gimbal_focal_implausible"}),
+        # under the limit, beyond the ground the ray meets at 20 m (rt18: 2979 m and 480 m off)
+        ((2999.0, 500.0, 35.5), (), 0, {"model": "range_below_ground"}),
+        # 5e-324 is 0 in the status's float32: no focal length, the configured one applies;
+        # 20 px on a 640 px image is a 172° field of view (rt18: 150 m off)
+        ((), (1e9, 1.0, 5e-324, 20.0), 500, {"model": "gimbal_focal_implausible"}),
     ],
-    ids=["laser", "focal"],
+    ids=["junk laser", "laser under the ground", "focal"],
 )
 def test_a_range_no_laser_reaches_or_a_focal_length_no_lens_has_never_places_a_target(
     link_path, tmp_path, lasers, focals, box_x, counted
@@ -277,7 +280,8 @@ def test_a_range_no_laser_reaches_or_a_focal_length_no_lens_has_never_places_a_t
     """Red team rt16: the gimbal status's laser range had no upper bound (1e4 m: every PROCEED
     9,980 m off; 1e30 m: the tracker divided by zero on every frame), and its focal lengths
     replaced the camera's whatever their size (fx = 1e9, the box off centre: every PROCEED
-    9.98 m off; fx = 1: a bearing 63° off). The camera is on the gimbal, straight down, 20 m
+    9.98 m off; fx = 1: a bearing 63° off); rt18 then went under the new limits. The camera
+    is on the gimbal, straight down, 20 m
     over flat ground; the truth puts the target on the ground where the box's pixel looks
     with the camera's own focal length (320 px). Now such a range is junk and such focal
     lengths are no zoom (counted): the ground plane places every PROCEED, true to 0.3 m."""
@@ -303,3 +307,28 @@ def test_a_range_no_laser_reaches_or_a_focal_length_no_lens_has_never_places_a_t
     stats = [s for s in messages if s["type"] == "stats" and "world" in s][-1]["world"]
     for part, count in counted.items():
         assert stats[part][count] > 10, (part, count)
+
+
+@pytest.mark.subprocess
+@pytest.mark.realtime
+def test_a_gimbal_whose_zoom_jumps_between_statuses_places_nothing(link_path, tmp_path):
+    """Red team rt18: focal lengths alternating 320 and 640 px at 100 Hz (each plausible, one
+    the lens's) put a third of the PROCEEDs 5 m off. A zoom that fast is no zoom a camera
+    makes: the camera's intrinsics at a capture are unknown, and the world HOLDs."""
+
+    async def body(rig: Rig) -> None:
+        await rig.board.stream(1.5)
+
+    messages, scene = asyncio.run(
+        scenario(
+            link_path,
+            tmp_path,
+            body,
+            laser=silent_laser,
+            gimbal=junk_gimbal(focals=(320.0, 640.0)),
+            box_x=500,
+        )
+    )
+    assert len(scene.captures_ns) >= 30 and len(run_world(messages)) >= 10
+    assert judge(messages, scene) == []
+    assert proceeds(messages) == []

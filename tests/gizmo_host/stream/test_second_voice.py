@@ -106,8 +106,11 @@ def test_a_second_voice_with_the_boards_source_id_holds_until_it_stops(
     assert during and not _proceeds(during)
     # the first sign ends what came before and is not acted on; the second makes the conflict
     assert all(HoldReason.SEQUENCE_CONFLICT in v.reasons for _, v in during[2:])  # type: ignore[attr-defined]
-    # one sign alone drops its frame and what it follows stands: the world HOLDs from the second
+    # one sign alone drops its frame and what it follows stands: the world HOLDs from the
+    # second, and says why (it said ``lost``)
     assert all(key[0] is Decision.HOLD for key in rig.worlds[-117:])
+    assert all(HoldReason.SEQUENCE_CONFLICT in key[1] for key in rig.worlds[-117:])
+    assert not any(HoldReason.LOST in key[1] for key in rig.worlds[-117:])
     stats = rig.pipeline.stats()
     assert stats["store"]["unsettled"] >= 119 and stats["sources"]["1"]["discontinuities"] >= 60
     assert rig.adapter.counts["unsettled"] >= 119
@@ -189,7 +192,8 @@ def test_a_result_off_the_protocols_scale_holds_at_once_and_is_counted(
         verdict = rig.verdicts[-1][1]
         assert verdict.decision is Decision.HOLD  # type: ignore[attr-defined]
         assert HoldReason.INVALID_RESULT in verdict.reasons  # type: ignore[attr-defined]
-        assert rig.worlds[-1][0] is Decision.HOLD  # the earlier position no longer stands
+        # the earlier position no longer stands, and the world says why (it said ``lost``)
+        assert rig.worlds[-1][:2] == (Decision.HOLD, (HoldReason.INVALID_RESULT,))
     assert rig.pipeline.stats()["store"]["invalid"] == {name: 3}
     for k in range(63, 66):  # good again: PROCEED at once
         frame, rx = rig.genuine(k)
