@@ -3,13 +3,9 @@
 ATTITUDE_QUATERNION and LOCAL_POSITION_NED are paired by their boot times (their
 ``time_boot_ms`` as the session unwrapped it: ``AutopilotSession.boot_ns``), the attitude
 slerped to the position's time when two bracket it, else the nearest within ``max_pair_ms``.
-ODOMETRY is a pose by itself. One source places poses at a time, never both (the two may be
-stamped by different filters): ODOMETRY while it streams often enough to serve the world (its
-arrivals ``ODOMETRY_MAX_INTERVAL_MS`` apart or closer, smoothed) or while the pairs are quiet
-(no attitude or no position within ``ODOMETRY_FRESH_MS``); otherwise the pairs, and each message
-of the other is a counted ``mixed``. Red team rt14: one ODOMETRY held the world for good on an
-autopilot that streams the pairs; rt17: ODOMETRY at 3-12 Hz beside pairs at 50 Hz held it (poses
-too far apart) as long as it came. An ODOMETRY whose ``quality`` says it failed (-1), or whose
+ODOMETRY is a pose by itself. The two streams never mix: one places poses, the other's are
+counted ``mixed`` (:mod:`.pose_choice` chooses: the one that serves more distinct, timely
+poses). An ODOMETRY whose ``quality`` says it failed (-1), or whose
 position variance is beyond ``MAX_POSITION_VARIANCE_M2``, locates nothing: a counted ``failed``
 (rt14: a failed estimate drifting 8 m was PROCEEDed on). A position that no attitude ever
 paired, or that a full buffer pushed out, is a counted ``unpaired``. Each pose is placed at its
@@ -45,19 +41,15 @@ from fusion.timeline import JumpBounds, PoseHistory
 from gizmo_core.clock import ClockStatus
 
 from . import codec as mc
+from .pose_choice import PoseStream, StreamChoice
 from .session import AutopilotSession
 
 PoseCallback = Callable[[PoseSample], None]
 _BUFFER = 8  # messages of each kind kept for pairing
-# ODOMETRY beside the pairs is the pose source while its arrivals are this close (smoothed):
-# 20 Hz, so that the world's poses stay within its gap bound (``max_pose_gap_ms``, 100)
-ODOMETRY_MAX_INTERVAL_MS = 50.0
-ODOMETRY_FRESH_MS = 150.0  # a stream heard within this is streaming
-_SMOOTHING = 0.25  # the weight of a new interval in ODOMETRY's smoothed interval
 MAX_POSITION_VARIANCE_M2 = 25.0  # an ODOMETRY position less certain than 5 m σ locates nothing
 _ODOMETRY_FAILED = -1  # ODOMETRY.quality: "odometry has failed"
 _POSITION_VARIANCES = (0, 6, 11)  # x, y, z in the upper triangle of pose_covariance
-_PAIRED = frozenset({mc.MSG_ATTITUDE_QUATERNION, mc.MSG_LOCAL_POSITION_NED})
+_ODOMETRY, _PAIRS = PoseStream.ODOMETRY, PoseStream.PAIRS
 
 
 class MavlinkPoseSource:
@@ -80,13 +72,7 @@ class MavlinkPoseSource:
         self._positions: deque[tuple[int, Vec3, Vec3 | None]] = deque(maxlen=_BUFFER)
         self._last_ns: int | None = None  # the newest boot time emitted
         self._rx_ns = 0  # the host receive time of the message being handled
-        self._odometry_rx_ns: int | None = None  # the newest valid ODOMETRY's arrival
-        self._odometry_interval_ns: float | None = None  # between its arrivals, smoothed
-        # the newest ATTITUDE_QUATERNION's and LOCAL_POSITION_NED's arrivals: the pairs
-        # stream while both kinds do
-        self._pair_rx_ns: dict[int, int] = {}
-        self._fresh_ns = round(ODOMETRY_FRESH_MS * 1e6)
-        self._max_interval_ns = ODOMETRY_MAX_INTERVAL_MS * 1e6
+        self._choice = StreamChoice()
         self._epoch = session.estimator.epoch
         self.history = PoseHistory(max_samples=history_samples, bounds=JumpBounds())
         self.counts: dict[str, int] = dict.fromkeys(
@@ -104,12 +90,7 @@ class MavlinkPoseSource:
         if msg_id == mc.MSG_ODOMETRY:
             self._odometry(msg)
             return
-        if msg_id not in _PAIRED:
-            return
-        self._pair_rx_ns[msg_id] = host_ns
-        if self._odometry_streams(host_ns):
-            self.counts["mixed"] += 1  # ODOMETRY is the pose source
-        elif msg_id == mc.MSG_ATTITUDE_QUATERNION:
+        if msg_id == mc.MSG_ATTITUDE_QUATERNION:
             q = _quat((msg.q1, msg.q2, msg.q3, msg.q4))
             if q is None:
                 self.counts["invalid"] += 1
@@ -148,7 +129,7 @@ class MavlinkPoseSource:
                     positions.remove(item)
                 continue
             positions.remove(item)
-            self._emit(boot_ns, position, q, velocity)
+            self._offer(_PAIRS, boot_ns, position, q, velocity)
 
     def _odometry(self, msg: Any) -> None:
         boot_ns = self._boot_ns()
@@ -166,30 +147,18 @@ class MavlinkPoseSource:
             v = quat_rotate(q, v)
         elif msg.child_frame_id != mc.FRAME_LOCAL_NED:
             v = None
-        rx_ns, last_ns, interval = self._rx_ns, self._odometry_rx_ns, self._odometry_interval_ns
-        if last_ns is not None:
-            gap = rx_ns - last_ns
-            interval = gap if interval is None else interval + _SMOOTHING * (gap - interval)
-            self._odometry_interval_ns = interval
-        self._odometry_rx_ns = rx_ns
-        if not self._odometry_streams(rx_ns):
-            self.counts["mixed"] += 1  # the pairs stream, and more often: their poses serve
-            return
-        self.counts["mixed"] += len(self._positions)  # another filter's, never paired now
-        self._attitudes.clear()
-        self._positions.clear()
-        self._emit(boot_ns, p, q, v)
+        self._offer(_ODOMETRY, boot_ns, p, q, v)
 
-    def _odometry_streams(self, now_ns: int) -> bool:
-        """Whether ODOMETRY is the pose source at ``now_ns`` (the module's docstring)."""
-        last = self._odometry_rx_ns
-        if last is None or now_ns - last > self._fresh_ns:
-            return False
-        heard = self._pair_rx_ns
-        if len(heard) < 2 or now_ns - min(heard.values()) > self._fresh_ns:
-            return True  # the pairs are quiet: one kind or both
-        interval = self._odometry_interval_ns
-        return interval is not None and interval <= self._max_interval_ns
+    def _offer(
+        self, stream: PoseStream, boot_ns: int, position: Vec3, q: Quat, velocity: Vec3 | None
+    ) -> None:
+        """A pose of ``stream``: placed when its stream is the chosen one, else counted."""
+        host_ns = self._session.estimator.to_host_ns(boot_ns)
+        latency = None if host_ns is None else self._rx_ns - host_ns
+        if self._choice.offer(stream, boot_ns, self._rx_ns, latency):
+            self._emit(boot_ns, position, q, velocity)
+        else:
+            self.counts["mixed"] += 1  # the other stream's serve the world
 
     def _emit(self, boot_ns: int, position: Vec3, q: Quat, velocity: Vec3 | None) -> None:
         estimator = self._session.estimator
@@ -222,8 +191,7 @@ class MavlinkPoseSource:
     def reset(self) -> None:
         """Forget the boot times seen (the autopilot rebooted: its clock starts again)."""
         self._last_ns = None
-        self._odometry_rx_ns = self._odometry_interval_ns = None
-        self._pair_rx_ns.clear()
+        self._choice.reset()
         self._attitudes.clear()
         self._positions.clear()
 
@@ -233,8 +201,8 @@ class MavlinkPoseSource:
         return None if at is None else at.quaternion_wxyz
 
     def stats(self) -> dict[str, Any]:
-        streams = self._odometry_streams(self._rx_ns)
-        return {**self.counts, "source": "odometry" if streams else "pair"}
+        chosen = self._choice.chosen
+        return {**self.counts, "source": "none" if chosen is None else chosen.value}
 
 
 def _attitude_at(
