@@ -264,15 +264,23 @@ def junk_gimbal(lasers: tuple[float, ...] = (), focals: tuple[float, ...] = ()) 
 @pytest.mark.parametrize(
     ("lasers", "focals", "box_x", "counted"),
     [
-        # 1e30 m is beyond any position (1e7 m): dropped by the adapter, counted there
-        ((1e4, 1e7, 1e30), (), 0, {"model": "gimbal_laser_junk", "rflysim": "dropped_invalid"}),
-        # under the limit, beyond the ground the ray meets at 20 m (rt18: 2979 m and 480 m off)
-        ((2999.0, 500.0, 35.5), (), 0, {"model": "range_below_ground"}),
+        # 1e30 m is beyond any position (1e7 m): dropped by the adapter, counted there; 2999 m
+        # and under: under the limit, beyond the ground the ray meets at 20 m (rt18: 2979 m
+        # and 480 m off)
+        (
+            (1e4, 1e7, 1e30, 2999.0, 500.0, 35.5),
+            (),
+            0,
+            {
+                "model": ("gimbal_laser_junk", "range_below_ground"),
+                "rflysim": ("dropped_invalid",),
+            },
+        ),
         # 5e-324 is 0 in the status's float32: no focal length, the configured one applies;
         # 20 px on a 640 px image is a 172° field of view (rt18: 150 m off)
-        ((), (1e9, 1.0, 5e-324, 20.0), 500, {"model": "gimbal_focal_implausible"}),
+        ((), (1e9, 1.0, 5e-324, 20.0), 500, {"model": ("gimbal_focal_implausible",)}),
     ],
-    ids=["junk laser", "laser under the ground", "focal"],
+    ids=["laser", "focal"],
 )
 def test_a_range_no_laser_reaches_or_a_focal_length_no_lens_has_never_places_a_target(
     link_path, tmp_path, lasers, focals, box_x, counted
@@ -305,8 +313,9 @@ def test_a_range_no_laser_reaches_or_a_focal_length_no_lens_has_never_places_a_t
     assert judge(messages, scene) == []
     assert sources(messages) == {"ground_plane"}
     stats = [s for s in messages if s["type"] == "stats" and "world" in s][-1]["world"]
-    for part, count in counted.items():
-        assert stats[part][count] > 10, (part, count)
+    for part, counts in counted.items():
+        for count in counts:
+            assert stats[part][count] > 5, (part, count)
 
 
 @pytest.mark.subprocess
