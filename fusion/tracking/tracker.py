@@ -51,6 +51,14 @@ from .tracks import Lifecycle, Track
 _INF = float("inf")
 _NEAR_SPREAD2 = 0.01**2  # (σ / range)² below which a fix's noise is evaluated at the fix
 _MAX_FRAMES = 4096  # per key, whatever the window: a bound on memory at absurd frame rates
+# A late measurement replays the frames after it: at most this many (a board at 30 Hz has 15
+# in the window; red team rt19 made a board at 921600 baud replay 1,250 for each, 0.1 s of
+# CPU): one older than that is counted ``late_dropped``
+_MAX_REPLAY = 64
+# One key's detections in one image: a merge replays the image with all of them, so their
+# cost grows faster than their number (rt19: 80 boxes of one key cost 1.5 s an image, 16 cost
+# 10 ms); more are counted ``crowded``
+_MAX_DETECTIONS = 16
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
@@ -90,7 +98,7 @@ class Tracker:
         self._blind: OrderedDict[str, deque[int]] = OrderedDict()
         self.counts: dict[str, int] = dict.fromkeys(
             ("tracks_started", "tracks_continued", "late_fused", "late_dropped",
-             "replayed_frames", "duplicates", "gated_out", "tracks_evicted"),
+             "replayed_frames", "duplicates", "gated_out", "tracks_evicted", "crowded"),
             0,
         )  # fmt: skip
         self._associator = Associator(c, self._lifecycle, self.counts)
@@ -269,8 +277,10 @@ class Tracker:
         """A frame too late for the key's window (counted): at or before a forgotten frame, or
         older than the window before its newest."""
         times, floor = history.times, history.floor_ns
-        if (floor is not None and capture_ns <= floor) or (
-            times and capture_ns < times[-1] - self._window_ns
+        if (
+            (floor is not None and capture_ns <= floor)
+            or (times and capture_ns < times[-1] - self._window_ns)
+            or (len(times) > _MAX_REPLAY and capture_ns < times[-_MAX_REPLAY])
         ):
             self.counts["late_dropped"] += 1
             return True
@@ -281,10 +291,14 @@ class Tracker:
         frame where every track misses) and run the frames from there on; the caller has
         dropped a late one (``_dropped``) and counted a repeated image (``repeated``)."""
         frames, times = history.frames, history.times
-        self._version += 1
         i = bisect_left(times, capture_ns)
-        if placement is None and i < len(times) and times[i] == capture_ns:
-            return  # a second "nothing" for a frame already held
+        if i < len(times) and times[i] == capture_ns:
+            if placement is None:
+                return  # a second "nothing" for a frame already held
+            if len(frames[i].detections) >= _MAX_DETECTIONS:
+                self.counts["crowded"] += 1
+                return
+        self._version += 1
         self._listed = None  # the frames and tracks change: ``tracks`` lists afresh
         added = () if placement is None else (self._detection(placement),)
         before = history.before

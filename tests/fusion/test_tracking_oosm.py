@@ -149,3 +149,29 @@ def test_a_frame_that_saw_nothing_older_than_the_window_is_counted_and_dropped()
     assert tracker.counts["late_dropped"] == 2
     assert tracker.counts["late_fused"] == 1
     assert [MISS in t.window for t in tracker] == [True]
+
+
+def test_a_late_measurement_replays_at_most_64_frames_of_its_key() -> None:
+    """Red team rt19: a board at 921600 baud fills a key's 500 ms window with 1,250 frames, and
+    each measurement at the window's old edge replayed all of them (0.1 s of CPU each). One
+    more than 64 frames older than the newest is counted and dropped; 64 are replayed."""
+    frame_ns = 2_400_000  # images 2.4 ms apart: 200 in 480 ms
+    items = [placed(1_000 * MS + k * frame_ns, k + 1, (k * 0.01, 0.0, 0.0)) for k in range(200)]
+    tracker = _run(items[1:136] + items[137:])  # all but two, in order
+    replayed = tracker.counts["replayed_frames"]
+    tracker.add(items[136])  # 64 frames before the newest: fused
+    assert tracker.counts["late_fused"] == 1 and tracker.counts["late_dropped"] == 0
+    assert tracker.counts["replayed_frames"] - replayed == 64
+    tracker.add(items[0])  # 199 frames before it, 478 ms: within the window, beyond the bound
+    assert tracker.counts["late_dropped"] == 1 and tracker.counts["late_fused"] == 1
+
+
+def test_one_keys_detections_in_one_image_are_bounded_and_the_rest_counted() -> None:
+    """rt19: 80 boxes of one key in one image cost 1.5 s of CPU (each merges into the image
+    and replays it, and the assignment grows as their cube); 16 are taken, the rest counted."""
+    tracker = Tracker(CAMERA, TrackingConfig())
+    capture = 1_000 * MS
+    for i in range(20):
+        tracker.add(placed(capture, i + 1, (3.0 * (i % 5), 3.0 * (i // 5), 0.0)))
+    assert tracker.counts["crowded"] == 4
+    assert tracker.counts["tracks_started"] == 16
