@@ -53,8 +53,10 @@ _NEAR_SPREAD2 = 0.01**2  # (σ / range)² below which a fix's noise is evaluated
 _MAX_FRAMES = 4096  # per key, whatever the window: a bound on memory at absurd frame rates
 # A late measurement replays the frames after it: at most this many (a board at 30 Hz has 15
 # in the window; red team rt19 made a board at 921600 baud replay 1,250 for each, 0.1 s of
-# CPU): one older than that is counted ``late_dropped``
+# CPU), and at most this many detections in them (rt20: 16 boxes an image, each up to 63
+# frames late, cost 0.5-1.1 s of CPU an image): one older than that is counted ``late_dropped``
 _MAX_REPLAY = 64
+_MAX_REPLAY_DETECTIONS = 128
 # One key's detections in one image: a merge replays the image with all of them, so their
 # cost grows faster than their number (rt19: 80 boxes of one key cost 1.5 s an image, 16 cost
 # 10 ms); more are counted ``crowded``
@@ -281,9 +283,22 @@ class Tracker:
             (floor is not None and capture_ns <= floor)
             or (times and capture_ns < times[-1] - self._window_ns)
             or (len(times) > _MAX_REPLAY and capture_ns < times[-_MAX_REPLAY])
+            or (times and capture_ns < times[-1] and self._replay_too_dear(history, capture_ns))
         ):
             self.counts["late_dropped"] += 1
             return True
+        return False
+
+    @staticmethod
+    def _replay_too_dear(history: History, capture_ns: int) -> bool:
+        """Whether the frames a late measurement would replay hold more than
+        ``_MAX_REPLAY_DETECTIONS`` detections."""
+        start = bisect_left(history.times, capture_ns)
+        detections = 0
+        for frame in history.frames[start:]:
+            detections += len(frame.detections)
+            if detections > _MAX_REPLAY_DETECTIONS:
+                return True
         return False
 
     def _insert(self, history: History, capture_ns: int, placement: Placement | None) -> None:

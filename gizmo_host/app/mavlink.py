@@ -81,7 +81,7 @@ class MavlinkLink:
         )
         self._world = world if pose_to_world and config.pose else None
         on_pose = None if self._world is None else self._world.apply
-        self.poses = MavlinkPoseSource(self.session, on_pose)
+        self.poses = MavlinkPoseSource(self.session, on_pose, on_conflict=self._on_conflict)
         self.sender: LandingTargetSender | None = None
         if config.landing_target != "off":
             self.sender = LandingTargetSender(

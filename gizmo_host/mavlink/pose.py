@@ -5,7 +5,8 @@ ATTITUDE_QUATERNION and LOCAL_POSITION_NED are paired by their boot times (their
 slerped to the position's time when two bracket it, else the nearest within ``max_pair_ms``.
 ODOMETRY is a pose by itself. The two streams never mix: one places poses, the other's are
 counted ``mixed`` (:mod:`.pose_choice` chooses: the one that serves more distinct, timely
-poses). An ODOMETRY whose ``quality`` says it failed (-1), or whose
+poses); where both place the vehicle at one time they must agree, or it is a conflict
+(``on_conflict``; counted ``disagree``). An ODOMETRY whose ``quality`` says it failed (-1), or whose
 position variance is beyond ``MAX_POSITION_VARIANCE_M2``, locates nothing: a counted ``failed``
 (rt14: a failed estimate drifting 8 m was PROCEEDed on). A position that no attitude ever
 paired, or that a full buffer pushed out, is a counted ``unpaired``. Each pose is placed at its
@@ -41,8 +42,8 @@ from fusion.timeline import JumpBounds, PoseHistory
 from gizmo_core.clock import ClockStatus
 
 from . import codec as mc
-from .pose_choice import PoseStream, StreamChoice
-from .session import AutopilotSession
+from .pose_choice import MAX_DISAGREEMENT_M, PoseStream, StreamChoice
+from .session import AutopilotSession, ConflictCallback
 
 PoseCallback = Callable[[PoseSample], None]
 _BUFFER = 8  # messages of each kind kept for pairing
@@ -50,6 +51,7 @@ MAX_POSITION_VARIANCE_M2 = 25.0  # an ODOMETRY position less certain than 5 m σ
 _ODOMETRY_FAILED = -1  # ODOMETRY.quality: "odometry has failed"
 _POSITION_VARIANCES = (0, 6, 11)  # x, y, z in the upper triangle of pose_covariance
 _ODOMETRY, _PAIRS = PoseStream.ODOMETRY, PoseStream.PAIRS
+_CONFLICT_TELL_NS = 200_000_000
 
 
 class MavlinkPoseSource:
@@ -63,9 +65,13 @@ class MavlinkPoseSource:
         copter_id: int = 1,
         max_pair_ms: float = 15.0,
         history_samples: int = 256,
+        on_conflict: ConflictCallback | None = None,
     ) -> None:
+        """``on_conflict(host_ns, detail)``: the two pose streams disagree (rate-capped)."""
         self._session = session
         self._on_pose = on_pose
+        self._on_conflict = on_conflict
+        self._conflict_told_ns: int | None = None
         self._copter_id = copter_id
         self._max_pair_ns = round(max_pair_ms * 1e6)
         self._attitudes: deque[tuple[int, Quat]] = deque(maxlen=_BUFFER)
@@ -76,7 +82,8 @@ class MavlinkPoseSource:
         self._epoch = session.estimator.epoch
         self.history = PoseHistory(max_samples=history_samples, bounds=JumpBounds())
         self.counts: dict[str, int] = dict.fromkeys(
-            ("poses", "unmapped", "invalid", "failed", "unpaired", "mixed", "older"), 0
+            ("poses", "unmapped", "invalid", "failed", "unpaired", "mixed", "older", "disagree"),
+            0,
         )
         session.add_listener(self._message)
 
@@ -155,10 +162,23 @@ class MavlinkPoseSource:
         """A pose of ``stream``: placed when its stream is the chosen one, else counted."""
         host_ns = self._session.estimator.to_host_ns(boot_ns)
         latency = None if host_ns is None else self._rx_ns - host_ns
+        apart_m = self._choice.disagreement_m(stream, boot_ns, position, velocity)
+        if apart_m is not None and apart_m > MAX_DISAGREEMENT_M:
+            self.counts["disagree"] += 1
+            self._tell_conflict(f"ODOMETRY and LOCAL_POSITION_NED {apart_m:.1f} m apart")
         if self._choice.offer(stream, boot_ns, self._rx_ns, latency):
             self._emit(boot_ns, position, q, velocity)
         else:
             self.counts["mixed"] += 1  # the other stream's serve the world
+
+    def _tell_conflict(self, detail: str) -> None:
+        """Tell ``on_conflict``, at most once each ``_CONFLICT_TELL_NS`` (the world holds for
+        longer after each)."""
+        told, now = self._conflict_told_ns, self._rx_ns
+        if self._on_conflict is None or (told is not None and now - told < _CONFLICT_TELL_NS):
+            return
+        self._conflict_told_ns = now
+        self._on_conflict(now, detail)
 
     def _emit(self, boot_ns: int, position: Vec3, q: Quat, velocity: Vec3 | None) -> None:
         estimator = self._session.estimator

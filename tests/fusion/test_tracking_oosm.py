@@ -175,3 +175,22 @@ def test_one_keys_detections_in_one_image_are_bounded_and_the_rest_counted() -> 
         tracker.add(placed(capture, i + 1, (3.0 * (i % 5), 3.0 * (i // 5), 0.0)))
     assert tracker.counts["crowded"] == 4
     assert tracker.counts["tracks_started"] == 16
+
+
+def test_a_late_measurement_replays_at_most_128_detections() -> None:
+    """Red team rt20: with 16 boxes of one key an image (the bound), each up to 63 frames
+    late, a late box replayed up to 1,008 detections: 0.5-1.1 s of CPU an image. A late one
+    whose replay holds more than 128 is counted and dropped."""
+    tracker = Tracker(CAMERA, TrackingConfig())
+    arrival = 0
+    for k in range(10):
+        for i in range(16):
+            arrival += 1
+            point = (3.0 * (i % 4) + 0.1 * k, 3.0 * (i // 4), 0.0)
+            tracker.add(placed(1_000 * MS + k * FRAME_NS, arrival, point))
+    assert tracker.counts["crowded"] == 0
+    far = (20.0, 20.0, 0.0)  # no box of the images around it
+    tracker.add(placed(1_000 * MS + FRAME_NS + MS, arrival + 1, far))  # 8 x 16 after it
+    assert tracker.counts["late_fused"] == 1 and tracker.counts["late_dropped"] == 0
+    tracker.add(placed(1_000 * MS + MS, arrival + 2, far))  # 9 x 16 after it
+    assert tracker.counts["late_dropped"] == 1 and tracker.counts["late_fused"] == 1

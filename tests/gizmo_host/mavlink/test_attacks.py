@@ -44,6 +44,7 @@ def world_on(wire: Wire) -> WorldModel:
         world.apply(SourceConflict(ns, "pose", detail))
 
     wire.source._on_pose = pose
+    wire.source._on_conflict = conflict
     wire.session._on_conflict = conflict
     wire.link_listeners.append(lambda up, ns, why: world.apply(PoseLinkStatus(ns, up, why)))
     return world

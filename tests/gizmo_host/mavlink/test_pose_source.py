@@ -4,6 +4,7 @@ position stream whose attitudes stopped. The truth is the stand-in's vehicle (``
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -11,7 +12,7 @@ import pytest
 from pymavlink.dialects.v20 import common as mavlink
 
 from fusion import LinkStatus
-from gizmo_core import Decision, LinkState
+from gizmo_core import Decision, HoldReason, LinkState
 from gizmo_core.clock import ClockStatus
 from gizmo_host.mavlink import codec as mc
 from tests.gizmo_host.mavlink.test_attacks import world_on
@@ -76,7 +77,8 @@ def test_odometry_slower_than_the_pairs_never_starves_the_world(odometry_hz):
     """Red team rt17: ODOMETRY at a few Hz beside the pairs at 50 Hz was the only pose source
     while it came, so the world's poses were 80-330 ms apart (its gap bound: 100 ms) and it
     held pose_stale/pose_gap 14-100 % of the time, for as long as the autopilot sent it. The
-    pairs serve the world now, and the ODOMETRY (8 m off here, to tell) places nothing."""
+    pairs serve the world now, and the ODOMETRY (0.5 m off here, to tell; within what the two
+    streams may disagree by) places nothing."""
     wire = Wire(streams=PAIR)
     world = world_on(wire)
     world.apply(LinkStatus(0, LinkState.UP))
@@ -86,7 +88,7 @@ def test_odometry_slower_than_the_pairs_never_starves_the_world(odometry_hz):
     period_s = 1.0 / odometry_hz
     for k in range(round(3.0 / 0.033)):
         if k % max(1, round(period_s / 0.033)) == 0:
-            wire.inject(odometry(wire, off_m=8.0))
+            wire.inject(odometry(wire, off_m=0.5))
         wire.run(0.033)
         now = wire.clock.now_ns()
         world.apply(observation(now - 30 * MS, rx_ns=now))
@@ -144,6 +146,7 @@ def _jittery(k: int) -> bool:
         (50, None, 20, {"late_ms": 60.0, "off_m": 0.3}, "pair"),
         (50, None, None, {"off_m": 0.3}, "pair"),  # 20 Hz, each interval 10-90 ms
         (5, None, 66, {}, "odometry"),  # the pairs at 5 Hz: ODOMETRY at 15 Hz serves better
+        (9, None, 67, {}, "odometry"),  # 9 Hz: too far apart for the world (rt20)
         (50, _zero_attitudes, 66, {}, "odometry"),  # pairs that never make a pose
     ],
     ids=[
@@ -154,6 +157,7 @@ def _jittery(k: int) -> bool:
         "60 ms late",
         "jittery",
         "pairs at 5 Hz",
+        "pairs at 9 Hz",
         "pairs invalid",
     ],
 )
@@ -264,3 +268,80 @@ def test_poses_stop_being_locked_once_no_timesync_answer_refreshed_the_clock_for
     wire.run(3.0)
     assert wire.poses[-1].clock_status is ClockStatus.LOCKED
     assert wire.mapping_error_ms() == pytest.approx(0.0, abs=1.5)
+
+
+def _burst(wire: Wire, k: int) -> list[bytes]:
+    """Every 160 ms, 14 true ODOMETRY stamped over the last 40 ms (rt20)."""
+    if k % 160:
+        return []
+    return [odometry(wire, late_ms=40.0 - 40.0 * i / 13) for i in range(14)]
+
+
+def _near_copies(wire: Wire, k: int, *, off_m: float, every_ms: int, copies: int) -> list[bytes]:
+    """Every ``every_ms``, one ODOMETRY sent ``copies`` times, stamps a microsecond apart."""
+    if k % every_ms:
+        return []
+    stamp_us = wire.autopilot.boot_ns(wire.clock.now_ns()) // 1000
+    return [odometry(wire, boot_us=stamp_us + i, off_m=off_m) for i in range(copies)]
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [_burst, functools.partial(_near_copies, off_m=0.0, every_ms=125, copies=12)],
+    ids=["bursts", "near copies"],
+)
+def test_odometry_in_bursts_or_near_copies_never_outnumbers_the_pairs(schedule):
+    """Red team rt20: counting messages, ODOMETRY in bursts (14 every 160 ms) or each sent 12
+    times with stamps a microsecond apart outnumbered the pairs at 50 Hz, took over, and left
+    the world's poses 120 ms apart (PROCEED 124 and 4 of 273). Stamps closer than 5 ms count
+    once, and a stream with gaps beyond the world's bound never takes over."""
+    wire = Wire(streams=PAIR)
+    world = world_on(wire)
+    world.apply(LinkStatus(0, LinkState.UP))
+    wire.run(3.0)
+    decisions = []
+    for k in range(4000):
+        for data in schedule(wire, k):
+            wire.inject(data)
+        wire.run(0.001)
+        if k % 33 == 0:
+            now = wire.clock.now_ns()
+            world.apply(observation(now - 30 * MS, rx_ns=now))
+            decisions.append(world.verdict(now).key[0])
+    assert wire.source.stats()["source"] == "pair"
+    assert decisions.count(Decision.PROCEED) >= len(decisions) - 2, decisions
+
+
+def test_odometry_that_disagrees_with_the_pairs_is_a_conflict_never_a_vote():
+    """Red team rt20: ODOMETRY 8 m off the truth at 20 Hz, each sent 4 times with stamps a
+    microsecond apart, counted 80 poses a second against the pairs' 50, took over, and the
+    world PROCEEDed on poses 8 m off (138 of 151). Stamps closer than 5 ms count once now; and
+    where both streams place the vehicle at one time, 8 m apart, one of them is a second
+    voice: the world HOLDs pose_conflict while it lasts, and PROCEEDs on true poses again
+    once it stops."""
+    wire = Wire(streams=PAIR)
+    world = world_on(wire)
+    world.apply(LinkStatus(0, LinkState.UP))
+    wire.run(3.0)
+    during, after = [], []
+    for k in range(5000):
+        if k < 3000:
+            for data in _near_copies(wire, k, off_m=8.0, every_ms=50, copies=4):
+                wire.inject(data)
+        wire.run(0.001)
+        if k % 33 == 0:
+            now = wire.clock.now_ns()
+            world.apply(observation(now - 30 * MS, rx_ns=now))
+            key = world.verdict(now).key
+            if 100 <= k < 3000:
+                during.append(key)
+            elif k >= 4200:
+                after.append(key)
+    assert wire.source.stats()["source"] == "pair"
+    assert wire.source.counts["disagree"] >= 50 and wire.conflicts
+    assert during and all(key[0] is Decision.HOLD for key in during)
+    assert all(HoldReason.POSE_CONFLICT in key[1] for key in during)
+    assert after and all(key[0] is Decision.PROCEED for key in after)
+    for pose in wire.poses:
+        if pose.clock_status is ClockStatus.LOCKED:
+            assert abs(pose.position_ned_m[0] - circling(pose.host_ns).position_ned_m[0]) < 0.05
