@@ -162,7 +162,7 @@ class MavlinkPoseSource:
         """A pose of ``stream``: placed when its stream is the chosen one, else counted."""
         host_ns = self._session.estimator.to_host_ns(boot_ns)
         latency = None if host_ns is None else self._rx_ns - host_ns
-        apart_m = self._choice.disagreement_m(stream, boot_ns, position, velocity)
+        apart_m = self._choice.disagreement_m(stream, boot_ns, position, velocity, self._rx_ns)
         if apart_m is not None and apart_m > MAX_DISAGREEMENT_M:
             self.counts["disagree"] += 1
             self._tell_conflict(f"ODOMETRY and LOCAL_POSITION_NED {apart_m:.1f} m apart")

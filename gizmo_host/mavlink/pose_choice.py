@@ -9,9 +9,12 @@ repeated message, or a stamp that repeats, freezes or steps by a microsecond, ad
 only those that arrived within ``MAX_LATENCY_MS`` of the time they are for (where the clock
 maps it; when neither stream has such poses, every distinct one counts). A stream *serves*
 while its counted poses came no more than ``SERVING_GAP_MS`` apart (the world's pose gap
-bound) up to now. The other stream takes over when it serves and the chosen one does not, when
-it counts clearly more (half again as many, and 3 more), or when the chosen one has fallen
-silent (``QUIET_MS``, and twice its own interval) and it has spoken since: a switch is rare.
+bound) up to now. The first stream to count a pose is chosen. The other takes over only when
+the chosen one fails: when it has fallen silent (``QUIET_MS``, and twice its own interval)
+and the other has spoken since, or when it no longer serves and the other does *and* the two
+were seen to agree in the last ``WINDOW_MS``. Never because the other sends more: that would
+be a vote, and a second voice at the autopilot's address could win it (red team rt21: 1.9 m
+off at 200 poses a second, just inside the cross-check, took over good pairs at 50 Hz).
 
 Both streams speak for the one autopilot bound at its address: where both place the vehicle
 at one time (the other's poses around it, or its nearest carried by its velocity), they must
@@ -26,7 +29,9 @@ ODOMETRY delivered twice, refused ODOMETRY at 15 Hz beside pairs at 5 Hz, lost t
 were all invalid, preferred ODOMETRY stamped 0 or 300 ms late, and switched 40 times in 6 s on
 a jittery 20 Hz (rt18); counting without spacing or a cross-check let ODOMETRY 8 m off, sent 4
 times with stamps a microsecond apart, take over, and kept pairs at 9 Hz (each gap too long
-for the world) against ODOMETRY at 15 Hz (rt20).
+for the world) against ODOMETRY at 15 Hz (rt20); a switch for sending more let a second voice
+1.9 m off take over, and one sent only where no pose of the other stream was near enough to
+compare took over pairs at 10 Hz, 8 m off (rt21).
 """
 
 from __future__ import annotations
@@ -44,7 +49,6 @@ SERVING_GAP_MS = 100.0  # a stream whose poses come further apart serves the wor
 MAX_LATENCY_MS = 50.0  # a pose arriving later than this after its time serves less
 MAX_DISAGREEMENT_M = 2.0  # the two streams' positions for one time, at most this far apart
 QUIET_MS = 150.0  # a chosen stream silent this long (and twice its interval) gives way
-_SWITCH_SHARE, _SWITCH_MORE = 1.5, 3  # the other stream must count this many times more, and more
 _BRACKET_NS = 100_000_000  # the other stream's poses around a time, at most this far apart
 _NEAR_NS = 60_000_000  # else its nearest, carried by its velocity, at most this far off
 _KEPT = 16  # each stream's newest positions kept for the cross-check
@@ -72,6 +76,7 @@ class StreamChoice:
         self._positions: dict[PoseStream, deque[tuple[int, Vec3, Vec3 | None]]] = {
             s: deque(maxlen=_KEPT) for s in PoseStream
         }
+        self._agreed_ns: int | None = None  # the newest cross-check within the bound: its arrival
         self.chosen: PoseStream | None = None
 
     def offer(self, stream: PoseStream, boot_ns: int, rx_ns: int, latency_ns: int | None) -> bool:
@@ -87,7 +92,12 @@ class StreamChoice:
         return self.chosen is stream
 
     def disagreement_m(
-        self, stream: PoseStream, boot_ns: int, position: Vec3, velocity: Vec3 | None
+        self,
+        stream: PoseStream,
+        boot_ns: int,
+        position: Vec3,
+        velocity: Vec3 | None,
+        rx_ns: int,
     ) -> float | None:
         """How far ``position`` (``stream``'s, for ``boot_ns``) lies from the other stream's
         position for that time: interpolated between its poses around it, or carried from its
@@ -106,7 +116,7 @@ class StreamChoice:
             span = after[0] - before[0]
             f = 0.0 if span == 0 else (boot_ns - before[0]) / span
             there = [a + f * (b - a) for a, b in zip(before[1], after[1], strict=True)]
-            return math.dist(there, position)
+            return self._apart(math.dist(there, position), rx_ns)
         near = [kept for kept in (before, after) if kept is not None]
         if not near:
             return None
@@ -120,7 +130,12 @@ class StreamChoice:
                 there_at[1] + speed[1] * dt_s,
                 there_at[2] + speed[2] * dt_s,
             )
-        return math.dist(there_at, position)
+        return self._apart(math.dist(there_at, position), rx_ns)
+
+    def _apart(self, distance_m: float, rx_ns: int) -> float:
+        if distance_m <= MAX_DISAGREEMENT_M:
+            self._agreed_ns = rx_ns
+        return distance_m
 
     def _serves(self, arrivals: deque[int], now_ns: int) -> bool:
         if len(arrivals) < 2 or now_ns - arrivals[-1] > self._gap_ns:
@@ -147,10 +162,13 @@ class StreamChoice:
         if self._quiet(ours, now_ns) and (not ours or theirs[-1] > ours[-1]):
             self.chosen = other  # the chosen one fell silent: whatever still speaks
             return
-        if not self._serves(theirs, now_ns):
-            return
-        more = len(theirs) >= _SWITCH_SHARE * len(ours) + _SWITCH_MORE
-        if more or not self._serves(ours, now_ns):
+        agreed = self._agreed_ns
+        if (
+            agreed is not None
+            and now_ns - agreed <= self._window_ns
+            and self._serves(theirs, now_ns)
+            and not self._serves(ours, now_ns)
+        ):
             self.chosen = other
 
     def _quiet(self, arrivals: deque[int], now_ns: int) -> bool:
@@ -170,4 +188,5 @@ class StreamChoice:
         for positions in self._positions.values():
             positions.clear()
         self._counted.clear()
+        self._agreed_ns = None
         self.chosen = None

@@ -345,3 +345,62 @@ def test_odometry_that_disagrees_with_the_pairs_is_a_conflict_never_a_vote():
     for pose in wire.poses:
         if pose.clock_status is ClockStatus.LOCKED:
             assert abs(pose.position_ned_m[0] - circling(pose.host_ns).position_ned_m[0]) < 0.05
+
+
+def _blind_spoof(wire: Wire, k: int, state: dict[str, float]) -> list[bytes]:
+    """ODOMETRY 8 m off, velocity unknown, sent only where no pose of the pairs (at 10 Hz) is
+    near enough to compare it with: 61 to 79 ms after the newest pair's boot time (rt21)."""
+    newest = state.get("pair_ms")
+    if newest is None:
+        return []
+    boot_ms = wire.autopilot.boot_ns(wire.clock.now_ns()) / MS
+    if not 61 <= boot_ms - newest < 79 or boot_ms - state.get("sent_ms", -1e9) < 5:
+        return []
+    state["sent_ms"] = boot_ms
+    mav = mavlink.MAVLink(None, srcSystem=1, srcComponent=1)
+    truth = circling(wire.clock.now_ns())
+    n, e, d = truth.position_ned_m
+    return [
+        mav.odometry_encode(
+            round(boot_ms * 1000), mc.FRAME_LOCAL_NED, mc.FRAME_LOCAL_NED,
+            n + 8.0, e, d, list(truth.quaternion_wxyz), NAN, NAN, NAN, 0.0, 0.0, 0.0,
+            [NAN] * 21, [NAN] * 21, 0, 0, 0,
+        ).pack(mav)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(("pair_hz", "attack"), [(50, "1.9 m off"), (10, "blind")])
+def test_a_second_voice_never_takes_over_by_numbers_or_by_dodging_the_cross_check(pair_hz, attack):
+    """Red team rt21, from the autopilot's own address: ODOMETRY 1.9 m off (just inside the
+    2 m cross-check) every 5 ms outnumbered good pairs at 50 Hz and took over (PROCEED 151 of
+    151 on poses 1.9 m off); ODOMETRY 8 m off sent only where no pair was near enough to
+    compare it with took over pairs at 10 Hz (PROCEED 183 of 212 on poses 8 m off, no
+    conflict). A stream takes over now only when the chosen one fails, never for sending
+    more, and only after the two were seen to agree: the pairs place every pose."""
+    wire = Wire(streams=PAIR, session_kw={"stream_hz": pair_hz})
+    sniff = mavlink.MAVLink(None)
+    state: dict[str, float] = {}
+
+    def listen(data: bytes) -> bytes:  # the attacker hears the pairs' boot times
+        for msg in sniff.parse_buffer(data) or []:
+            if msg.get_type() == "LOCAL_POSITION_NED":
+                state["pair_ms"] = msg.time_boot_ms
+        return data
+
+    wire.tamper = listen
+    wire.run(3.0)
+    start = len(wire.poses)
+    for k in range(4000):
+        if attack == "blind":
+            sent = _blind_spoof(wire, k, state)
+        else:
+            sent = [odometry(wire, off_m=1.9)] if k % 5 == 0 else []
+        for data in sent:
+            wire.inject(data)
+        wire.run(0.001)
+    assert wire.source.stats()["source"] == "pair"
+    assert wire.source.counts["mixed"] >= 100  # the second voice's, counted
+    placed = [p for p in wire.poses[start:] if p.clock_status is ClockStatus.LOCKED]
+    assert len(placed) >= pair_hz * 3
+    for pose in placed:
+        assert abs(pose.position_ned_m[0] - circling(pose.host_ns).position_ned_m[0]) < 0.05
