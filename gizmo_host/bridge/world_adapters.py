@@ -104,10 +104,9 @@ class GizmoAdapter:
         confidence, x, y, w, h = r.confidence, r.x, r.y, r.w, r.h
         withheld = None
         if self._conflicts.observe(source_id, event, rx_ns):
-            if not self._conflicts.active(source_id, rx_ns):
-                self.counts["unsettled"] += 1
-                return None  # one sign alone: that frame only, what it follows stands
             self.counts["unsettled"] += 1
+            if not self._conflicts.active(source_id, rx_ns):
+                return None  # one sign alone: that frame only, what it follows stands
             withheld = _SEQUENCE_CONFLICT
         elif invalid(r) is not None and flags & _TRACKED_OR_LOST == _TRACKED:
             self.counts["dropped_invalid"] += 1

@@ -4,17 +4,17 @@ ATTITUDE_QUATERNION and LOCAL_POSITION_NED are paired by their boot times (their
 ``time_boot_ms`` as the session unwrapped it: ``AutopilotSession.boot_ns``), the attitude
 slerped to the position's time when two bracket it, else the nearest within ``max_pair_ms``.
 ODOMETRY is a pose by itself. The two streams never mix: one places poses, the other's are
-counted ``mixed`` (:mod:`.pose_choice` chooses: the one that serves more distinct, timely
-poses); where both place the vehicle at one time they must agree, or it is a conflict
-(``on_conflict``; counted ``disagree``). An ODOMETRY whose ``quality`` says it failed (-1), or whose
-position variance is beyond ``MAX_POSITION_VARIANCE_M2``, locates nothing: a counted ``failed``
-(rt14: a failed estimate drifting 8 m was PROCEEDed on). A position that no attitude ever
-paired, or that a full buffer pushed out, is a counted ``unpaired``. Each pose is placed at its
-boot time mapped to the host clock by the session's estimator, with the estimator's epoch and
-status (LOCKING until locked: the world holds ``clock_not_locked``), and carries its velocity in
-NED, which the world's jump rule uses. A pose that arrives before the clock has any mapping is
-still told to the world, as LOCKING at its arrival time (never placed, never kept): the
-autopilot is heard and its clock is what is missing, not its pose. Every number is checked
+counted ``mixed`` (:mod:`.pose_choice` chooses: the first to deliver, replaced only when it
+fails the world); where both place the vehicle at one time they must agree, or it is a conflict
+(``on_conflict``; counted ``disagree``). An ODOMETRY whose ``quality`` says it failed (-1), or
+whose position variance is beyond ``MAX_POSITION_VARIANCE_M2``, locates nothing: a counted
+``failed`` (rt14: a failed estimate drifting 8 m was PROCEEDed on). A position that no attitude
+ever paired, or that a full buffer pushed out, is a counted ``unpaired``. Each pose is placed at
+its boot time mapped to the host clock by the session's estimator, with the estimator's epoch
+and status (LOCKING until locked: the world holds ``clock_not_locked``), and carries its
+velocity in NED, which the world's jump rule uses. A pose that arrives before the clock has any
+mapping is still told to the world, as LOCKING at its arrival time (never placed, never kept):
+the autopilot is heard and its clock is what is missing, not its pose. Every number is checked
 before use: a non-finite or out-of-range position, velocity or quaternion is a counted
 ``invalid``.
 
@@ -43,7 +43,7 @@ from gizmo_core.clock import ClockStatus
 
 from . import codec as mc
 from .pose_choice import MAX_DISAGREEMENT_M, PoseStream, StreamChoice
-from .session import AutopilotSession, ConflictCallback
+from .session import CONFLICT_TELL_NS, AutopilotSession, ConflictCallback
 
 PoseCallback = Callable[[PoseSample], None]
 _BUFFER = 8  # messages of each kind kept for pairing
@@ -51,7 +51,6 @@ MAX_POSITION_VARIANCE_M2 = 25.0  # an ODOMETRY position less certain than 5 m σ
 _ODOMETRY_FAILED = -1  # ODOMETRY.quality: "odometry has failed"
 _POSITION_VARIANCES = (0, 6, 11)  # x, y, z in the upper triangle of pose_covariance
 _ODOMETRY, _PAIRS = PoseStream.ODOMETRY, PoseStream.PAIRS
-_CONFLICT_TELL_NS = 200_000_000
 
 
 class MavlinkPoseSource:
@@ -172,10 +171,10 @@ class MavlinkPoseSource:
             self.counts["mixed"] += 1  # the other stream's serve the world
 
     def _tell_conflict(self, detail: str) -> None:
-        """Tell ``on_conflict``, at most once each ``_CONFLICT_TELL_NS`` (the world holds for
+        """Tell ``on_conflict``, at most once each ``CONFLICT_TELL_NS`` (the world holds for
         longer after each)."""
         told, now = self._conflict_told_ns, self._rx_ns
-        if self._on_conflict is None or (told is not None and now - told < _CONFLICT_TELL_NS):
+        if self._on_conflict is None or (told is not None and now - told < CONFLICT_TELL_NS):
             return
         self._conflict_told_ns = now
         self._on_conflict(now, detail)

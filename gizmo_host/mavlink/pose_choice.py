@@ -2,8 +2,8 @@
 paired with LOCAL_POSITION_NED; and whether the two agree.
 
 An autopilot may send both, from one estimator or two: one stream places poses and the
-other's are counted ``mixed``, never both (their poses interleaved look like jumps). The
-stream that serves the world better places them. Each stream's poses of the last
+other's are counted ``mixed``, never both (their poses interleaved look like jumps). Each
+stream's poses of the last
 ``WINDOW_MS`` are counted once by their boot times, at most one each ``MIN_SPACING_MS`` (a
 repeated message, or a stamp that repeats, freezes or steps by a microsecond, adds none), and
 only those that arrived within ``MAX_LATENCY_MS`` of the time they are for (where the clock
@@ -16,11 +16,10 @@ were seen to agree in the last ``WINDOW_MS``. Never because the other sends more
 be a vote, and a second voice at the autopilot's address could win it (red team rt21: 1.9 m
 off at 200 poses a second, just inside the cross-check, took over good pairs at 50 Hz).
 
-Both streams speak for the one autopilot bound at its address: where both place the vehicle
-at one time (the other's poses around it, or its nearest carried by its velocity), they must
-agree within
-``MAX_DISAGREEMENT_M``. Otherwise one of them is a second voice (or a broken estimator): a
-conflict, which the world HOLDs for (``pose_conflict``), never a vote.
+Both streams speak for the one autopilot bound at its address: where both place the vehicle at
+one time (the other's poses around it, or its nearest carried by its velocity), they must agree
+within ``MAX_DISAGREEMENT_M``. Otherwise one of them is a second voice (or a broken estimator):
+a conflict, which the world HOLDs for (``pose_conflict``), never a vote.
 
 Red teams found each simpler rule wanting: "ODOMETRY once heard" held the world for good on
 an autopilot streaming the pairs (rt14); "ODOMETRY while heard" held it while ODOMETRY came at

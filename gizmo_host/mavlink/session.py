@@ -61,7 +61,7 @@ ConflictCallback = Callable[[int, str], None]
 DEFAULT_STREAMS = (mc.MSG_ATTITUDE_QUATERNION, mc.MSG_LOCAL_POSITION_NED, mc.MSG_ODOMETRY)
 _RATE_WINDOW_NS = 1_000_000_000
 _REREQUEST_NS = 5_000_000_000
-_CONFLICT_TELL_NS = 200_000_000  # on_conflict at most this often while in conflict
+CONFLICT_TELL_NS = 200_000_000  # on_conflict at most this often while in conflict
 _INT64_MAX = 2**63 - 1
 
 
@@ -334,7 +334,7 @@ class AutopilotSession:
         if not conflict or self._on_conflict is None:
             return
         told = self._conflict_told_ns
-        if told is None or host_ns - told >= _CONFLICT_TELL_NS or host_ns < told:
+        if told is None or host_ns - told >= CONFLICT_TELL_NS or host_ns < told:
             self._conflict_told_ns = host_ns
             self._on_conflict(host_ns, binding.last_conflict or "a second voice")
 
