@@ -158,14 +158,14 @@ def _cache_bytecode() -> None:
 def pytest_in_phases(rest: list[str], *, fast: bool = False) -> int:
     """The suite in three phases that never overlap: the tests that compute, one worker per
     core (pytest-xdist); the realtime and subprocess tests, which mostly wait on the wall clock
-    (a 21 s liveness run uses 1 s of CPU), one worker per core plus one (two per core halved
-    their time again, but on a machine shared with other work a refusal that takes 1 s took 4,
-    and availability bounds were missed); then the HIL chains and the certify matrix, two at
-    a time (they time whole emulated boards, hosts and simulators, and take 0.1-0.4 of a core
-    each; a module's chains are one fixture, in one worker). ``--fast``: the first phase only.
-    A test paced on the wall clock so never shares the CPU with the hypothesis tests.
-    Arguments that choose the markers or the workers (``-m``, ``-n``, ``-p no:xdist``) run
-    one pytest instead, as given (after ``--fast``'s marker)."""
+    (a 21 s liveness run uses 1 s of CPU; the phase, ~310 s of waiting, uses under one core),
+    two workers per core (91 s here against 111 s with one per core plus one, and it passed
+    with two CPU hogs running beside it); then the HIL chains, the certify matrix and the
+    junk flood, one module at a time (they time whole emulated boards, hosts and simulators
+    and judge HOLD latencies; a module's chains are one fixture, in one worker).
+    ``--fast``: the first phase only. A test paced on the wall clock so never shares the CPU
+    with the hypothesis tests. Arguments that choose the markers or the workers (``-m``,
+    ``-n``, ``-p no:xdist``) run one pytest instead, as given (after ``--fast``'s marker)."""
     pytest = [_python(), "-m", "pytest"]
     _cache_bytecode()
     if any(a in ("-m", "no:xdist") or a.startswith(("-n", "--numprocesses")) for a in rest):
@@ -182,7 +182,7 @@ def pytest_in_phases(rest: list[str], *, fast: bool = False) -> int:
         # The HIL phase one file at a time: its chains and certify each bind a set of free
         # UDP ports and judge HOLD latencies; two files at once lost certify's lean matrix in
         # one CI run (its process ended without a summary), for 12 s saved.
-        phases += [(WAITING, cores + 1, load), ("hil", 1, by_file)]
+        phases += [(WAITING, 2 * cores, load), ("hil", 1, by_file)]
     codes = []
     for markers, workers, dist in phases:
         parallel = ["-n", str(min(workers, 8)), *dist] if workers > 1 else []

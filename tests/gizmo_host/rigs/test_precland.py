@@ -138,7 +138,7 @@ LOOP = PrecLandConfig(
 
 
 @pytest.mark.realtime
-@pytest.mark.hil
+@pytest.mark.long
 def test_the_closed_loop_lands_within_bound_with_and_without_faults(tmp_path: Path) -> None:
     """The host's LANDING_TARGETs alone bring the stand-in's vehicle down onto the pad; the
     board's silence and hang-up mid-descent stop the descent (no target: no descent)."""
@@ -210,7 +210,6 @@ def test_a_moving_pad_is_followed_at_its_velocity_and_no_target_stops_the_descen
 
 
 @pytest.mark.realtime
-@pytest.mark.hil
 @pytest.mark.long
 def test_the_closed_loop_lands_on_a_pad_driving_at_2_m_s(tmp_path: Path) -> None:
     """Through the host (tracking its estimate): the vehicle, steered by LANDING_TARGET alone,
