@@ -49,7 +49,7 @@ STAGES: list[tuple[type, str]] = [
     (WorldModel, "_on_vision"),
     (Placer, "place"),
     (Tracker, "add"),
-    (Tracker, "_process"),
+    (Tracker, "_insert"),
     (WorldService, "_on_check"),
     (WorldService, "_on_tick"),
     (WorldService, "_on_deadline"),

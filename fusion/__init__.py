@@ -30,8 +30,8 @@ from .inputs import (
     SensorMount,
     SourceConflict,
     VisionObservation,
-    vision_observation,
 )
+from .observation_build import vision_observation
 from .ranging import RangeSource
 from .simclock import SimClockEstimator
 from .snapshot import SourceState, TargetState, WorldSnapshot, world_schema

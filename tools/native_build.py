@@ -48,6 +48,7 @@ MODULES = (
     "fusion/gimbal.py",
     "fusion/intake.py",
     "fusion/jump_rule.py",
+    "fusion/observation_build.py",
     "fusion/placement.py",
     "fusion/ranging.py",
     "fusion/simclock.py",
