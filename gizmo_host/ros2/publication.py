@@ -1,7 +1,7 @@
 """A vehicle's ROS 2 topics on Zenoh: each snapshot as ``(key, payload, attachment)`` samples.
 
 ``Ros2Publication(style, vehicle, domain, session_id)`` holds the three topics' keys, their
-gids and sequence numbers; ``samples(snapshot, now_wall_ns)`` builds what to put. The caller
+gids and sequence numbers; ``samples(snapshot, source_wall_ns)`` builds what to put. The caller
 (``gizmo_host.zenoh.sink``) does the putting on its own thread.
 """
 
@@ -51,22 +51,22 @@ class Ros2Publication:
     def keys(self) -> list[str]:
         return [t.key for t in self.topics.values()]
 
-    def samples(self, snapshot: WorldSnapshot, now_wall_ns: int) -> list[Sample]:
+    def samples(self, snapshot: WorldSnapshot, source_wall_ns: int) -> list[Sample]:
         """The detections (always, possibly empty), the pose (when there is a vehicle) and an
         Odometry per PROCEED track."""
         messages = self.builder.build(snapshot)
         if messages.detections is None:
             self.skipped += 1
             return []
-        out = [self._sample("detections", messages.detections, now_wall_ns)]
+        out = [self._sample("detections", messages.detections, source_wall_ns)]
         if messages.pose is not None:
-            out.append(self._sample("pose", messages.pose, now_wall_ns))
-        out.extend(self._sample("tracks", track, now_wall_ns) for track in messages.tracks)
+            out.append(self._sample("pose", messages.pose, source_wall_ns))
+        out.extend(self._sample("tracks", track, source_wall_ns) for track in messages.tracks)
         return out
 
-    def _sample(self, name: str, payload: bytes, now_wall_ns: int) -> Sample:
+    def _sample(self, name: str, payload: bytes, source_wall_ns: int) -> Sample:
         topic = self.topics[name]
         topic.seq += 1
         if self.style != "rmw_zenoh":
             return Sample(topic.key, payload, None)
-        return Sample(topic.key, payload, keys.attachment(topic.seq, now_wall_ns, topic.gid))
+        return Sample(topic.key, payload, keys.attachment(topic.seq, source_wall_ns, topic.gid))

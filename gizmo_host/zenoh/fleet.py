@@ -330,7 +330,7 @@ class FleetView:
         age_ns = max(0, now_ns - entry.rx_ns)
         fresh = age_ns <= self.ttl_ns
         conflict = self._conflict(entry, now_ns)
-        verdict, reason, valid_ms = HOLD, conflict, None
+        verdict, reason, valid_ns = HOLD, conflict, None
         if conflict is not None:
             verdict = CONFLICT
         elif line.verdict == PROCEED:
@@ -340,12 +340,14 @@ class FleetView:
                 reason = "expired"
             else:
                 verdict = PROCEED
-                valid_ms = (min(line.validity_ns, self.ttl_ns) - age_ns) / 1e6
+                valid_ns = min(line.validity_ns, self.ttl_ns) - age_ns
         since = now_ns - self.conflict_ns
         publishers = sum(1 for heard in entry.others.values() if heard >= since)
         publishers += entry.heard_ns >= since
         return FleetRow(
-            vehicle, FRESH if fresh else STALE, verdict, reason, age_ns / 1e6, valid_ms, line,
+            vehicle, FRESH if fresh else STALE, verdict, reason, age_ns / 1e6,
+            None if valid_ns is None else valid_ns / 1e6, now_ns,
+            None if valid_ns is None else now_ns + valid_ns, line,
             entry.link, entry.lost, None if entry.delay_ns is None else entry.delay_ns / 1e6,
             entry.publisher, publishers, entry.handovers, dict(entry.drops), entry.cache,
         )  # fmt: skip

@@ -53,6 +53,11 @@ class FleetRow(NamedTuple):
     reason: str | None  # why not the line's PROCEED: stale, expired; CONFLICT: publishers, replay
     age_ms: float  # since the newest accepted line arrived here
     valid_ms: float | None  # PROCEED: how much longer it holds with no new line
+    # The row's own time: the view's CLOCK_MONOTONIC when it was made, and PROCEED's end on
+    # it, so that a consumer that reads the row late can tell (red team rt23: rows waited in
+    # a pipe 6 s and read as fresh PROCEEDs).
+    host_ns: int
+    valid_until_ns: int | None
     line: WorldLine
     link: str | None  # the newest link line's state, if any came
     lost: int  # world lines missing from the publisher's seq numbers
@@ -72,6 +77,8 @@ class FleetRow(NamedTuple):
             "reason": self.reason,
             "age_ms": _ms(self.age_ms),
             "valid_ms": _ms(self.valid_ms),
+            "host_ns": self.host_ns,
+            "valid_until_ns": self.valid_until_ns,
             **_line_fields(self.line),
             "link": self.link,
             "lost": self.lost,
@@ -91,7 +98,9 @@ class FleetRow(NamedTuple):
             _ROW_LINE
             % (
                 _string(self.vehicle), self.state, self.verdict, _string(self.reason),
-                _number(self.age_ms), _number(self.valid_ms), self.cache.of(self.line),
+                _number(self.age_ms), _number(self.valid_ms), self.host_ns,
+                "null" if self.valid_until_ns is None else self.valid_until_ns,
+                self.cache.of(self.line),
                 _string(self.link), self.lost, _number(self.delay_ms), _string(self.publisher),
                 self.publishers, self.handovers,
                 d["replayed"], d["foreign"], d["invalid"], d["oversized"], d["skipped"],
@@ -101,7 +110,7 @@ class FleetRow(NamedTuple):
 
 _ROW_LINE = (
     '{"type":"fleet_vehicle","vehicle":%s,"state":"%s","verdict":"%s","reason":%s,'
-    '"age_ms":%s,"valid_ms":%s,%s,"link":%s,"lost":%d,"delay_ms":%s,"publisher":%s,'
+    '"age_ms":%s,"valid_ms":%s,"host_ns":%d,"valid_until_ns":%s,%s,"link":%s,"lost":%d,"delay_ms":%s,"publisher":%s,'
     '"publishers":%d,"handovers":%d,"dropped":{"replayed":%d,"foreign":%d,"invalid":%d,'
     '"oversized":%d,"skipped":%d}}\n'
 )

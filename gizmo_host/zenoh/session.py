@@ -25,6 +25,11 @@ _TLS_FILES = tuple(
 )
 
 
+def error_detail(exc: Exception) -> str:
+    """A Zenoh error's message on one line, without where in Zenoh's sources it arose."""
+    return _RUST_SOURCE.sub("", " ".join(str(exc).split()))
+
+
 def load_file(path: str) -> zenoh.Config:
     """A Zenoh configuration file (json5, json or yaml by its suffix), or a one-line
     ``ConfigError`` naming ``zenoh.config``: a file that is missing, does not parse, has a
@@ -34,7 +39,7 @@ def load_file(path: str) -> zenoh.Config:
     try:
         config: zenoh.Config = zenoh.Config.from_file(path)  # Any in zenoh's stubs on 3.10
     except zenoh.ZError as exc:
-        detail = _RUST_SOURCE.sub("", " ".join(str(exc).split()))
+        detail = error_detail(exc)
         raise ConfigError(f"zenoh.config: cannot use {path!r}: {detail}", "zenoh.config") from None
     for key in _TLS_FILES:
         named = json.loads(config.get_json(key))

@@ -6,6 +6,14 @@ backoff until its router answers), a slow peer or an outage never slows the seri
 thread puts each line with congestion control DROP (Zenoh drops rather than blocks when a link
 is congested) and a Zenoh timestamp from the session's clock (HLC, wall-clock based).
 
+A line is not put (counted ``expired``) when, by its turn, its own ``valid_until_ns`` has run
+out while it waited, or it waited longer than ``MAX_WAIT_NS``: a subscriber on another machine
+ages a line from its arrival (it cannot read the host's monotonic clock), so a line that waited
+in the queue while the session was not open would read as just made (red team rt23: a PROCEED
+4 s old, its validity long gone, shown fresh when the router came up). A ROS 2 snapshot
+likewise, and its messages carry the snapshot's own wall-clock time as their source timestamp,
+not the time of the put.
+
 It answers ``gizmo/<vehicle>/world/latest`` with the newest world line (an error reply before
 the first one), and with ``[zenoh] ros2`` it also publishes each world snapshot as ROS 2
 messages (``gizmo_host.ros2``), built on the thread too.
@@ -17,8 +25,10 @@ import asyncio
 import collections
 import json
 import logging
+import re
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import zenoh
@@ -26,13 +36,18 @@ import zenoh
 from fusion import WorldSnapshot
 from gizmo_host.timing import Backoff
 from gizmo_host.zenoh.config import MESSAGE_TYPES, ZenohConfig, key, latest_key
-from gizmo_host.zenoh.session import load_file, open_session
+from gizmo_host.zenoh.session import error_detail, load_file, open_session
 
 LOGGER = logging.getLogger(__name__)
 _TYPE_PREFIX = b'{"type":"'
 OPEN_BACKOFF = Backoff(0.2, 5.0)  # a client whose router does not answer yet
 CLOSE_TIMEOUT_S = 2.0
 _ROS2 = "ros2"  # the queue's kind for a snapshot to publish as ROS 2 messages
+# Every host line that has a validity says it at the top level before any nested object.
+# The longest a line may wait for its turn and still be put: the world line's default PROCEED
+# validity. (Live, a line waits microseconds; only a session not yet open makes it wait.)
+MAX_WAIT_NS = 200_000_000
+_VALID_UNTIL = re.compile(rb'"valid_until_ns":(-?[0-9]+)')
 
 
 def line_type(line: bytes) -> str | None:
@@ -49,24 +64,39 @@ def line_type(line: bytes) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def valid_until_ns(line: bytes) -> int | None:
+    """A host line's ``valid_until_ns`` (its first: the top level's), None when it has none."""
+    found = _VALID_UNTIL.search(line)
+    return None if found is None else int(found.group(1))
+
+
 class ZenohOutput:
     """An ``Output`` (``Host.add_output``) and, with ROS 2 on, a sink (``Host.add_sink``)."""
 
     name = "zenoh"
 
-    def __init__(self, config: ZenohConfig, session: zenoh.Session | None = None) -> None:
+    def __init__(
+        self,
+        config: ZenohConfig,
+        session: zenoh.Session | None = None,
+        clock_ns: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
         """``session``: one to use (and not close); default, one opened for ``config``
         (whose Zenoh configuration file, if any, is read now: a ``ConfigError`` at start
-        rather than on the thread)."""
+        rather than on the thread). ``clock_ns``: the host's clock, which the lines'
+        ``valid_until_ns`` are on."""
         if config.config is not None and session is None:
             load_file(config.config)
         self.config = config
         self.vehicle = config.vehicle_name
         self._given = session
-        self._queue: collections.deque[tuple[str, Any]] = collections.deque()
+        # (kind, the line or snapshot, the host's clock when it was handed)
+        self._queue: collections.deque[tuple[str, Any, int]] = collections.deque()
         self._max = config.queue_lines
         self._wake = threading.Event()
+        self._closed = threading.Event()  # ends a retry's wait (a line does not: rt23)
         self._closing = False
+        self._clock_ns = clock_ns
         self._thread: threading.Thread | None = None
         self._latest_world: bytes | None = None
         self.wants_snapshots = config.ros2 != "off"
@@ -78,7 +108,7 @@ class ZenohOutput:
             self._ros2_class = None
         self.handed = self.dropped = self.sent = self.errors = self.untyped = 0
         self.queries = self.open_failures = self.ros2_samples = self.ros2_skipped = 0
-        self.oversized = 0
+        self.oversized = self.expired = 0
         self.connected = False
 
     # -- the host's side (its loop) --------------------------------------------------------
@@ -94,14 +124,14 @@ class ZenohOutput:
         if message_type == "world":
             self._latest_world = line  # one reference: the queryable reads it on its thread
         self.handed += 1
-        self._put((message_type, line))
+        self._put(message_type, line)
 
     def on_message(self, message: object) -> None:
         """A host sink: world snapshots to publish as ROS 2 messages."""
         if isinstance(message, WorldSnapshot):
-            self._put((_ROS2, message))
+            self._put(_ROS2, message)
 
-    def _put(self, item: tuple[str, Any]) -> None:
+    def _put(self, kind: str, item: Any) -> None:
         queue = self._queue
         if len(queue) >= self._max:
             try:
@@ -109,7 +139,7 @@ class ZenohOutput:
                 self.dropped += 1
             except IndexError:  # the thread emptied it meanwhile
                 pass
-        queue.append(item)
+        queue.append((kind, item, self._clock_ns()))
         self._wake.set()
 
     async def start(self) -> None:
@@ -120,6 +150,7 @@ class ZenohOutput:
     async def close(self) -> None:
         """Publish what is queued (the host's last lines), then close, within a bound."""
         self._closing = True
+        self._closed.set()
         self._wake.set()
         thread = self._thread
         if thread is not None:
@@ -142,6 +173,7 @@ class ZenohOutput:
             "errors": self.errors,
             "untyped": self.untyped,
             "oversized": self.oversized,
+            "expired": self.expired,
             "queries": self.queries,
             "open_failures": self.open_failures,
             "ros2_samples": self.ros2_samples,
@@ -162,9 +194,10 @@ class ZenohOutput:
                 self.open_failures += 1
                 failures += 1
                 delay = OPEN_BACKOFF.delay_s(failures)
-                LOGGER.warning("zenoh: cannot open the session (%s); again in %.1f s", exc, delay)
-                self._wake.wait(delay)
-                self._wake.clear()
+                LOGGER.warning(
+                    "zenoh: cannot open the session (%s); again in %.1f s", error_detail(exc), delay
+                )
+                self._closed.wait(delay)  # the lines queue meanwhile, bounded
         return None
 
     def _run(self) -> None:
@@ -210,10 +243,16 @@ class ZenohOutput:
                 self._wake.wait()
                 self._wake.clear()
                 while queue:
-                    kind, item = queue.popleft()
-                    if kind == _ROS2:
-                        if ros2 is not None:
-                            self._put_ros2(publishers, ros2, item)
+                    kind, item, handed_ns = queue.popleft()
+                    ros = kind == _ROS2
+                    if ros and ros2 is None:
+                        continue
+                    until = item.valid_until_ns if ros else valid_until_ns(item)
+                    if self._expired(handed_ns, until):
+                        self.expired += 1
+                        continue
+                    if ros:
+                        self._put_ros2(publishers, ros2, item)
                         continue
                     try:
                         publishers[kind].put(item, timestamp=session.new_timestamp())
@@ -226,6 +265,14 @@ class ZenohOutput:
             queryable.undeclare()  # type: ignore[no-untyped-call]
             for publisher in publishers.values():
                 publisher.undeclare()  # type: ignore[no-untyped-call]
+
+    def _expired(self, handed_ns: int, until_ns: int | None) -> bool:
+        """Whether a line handed at ``handed_ns`` (valid until ``until_ns``, if it says) is
+        past its turn: its validity ran out since it was handed, or it waited too long."""
+        now = self._clock_ns()
+        return now - handed_ns > MAX_WAIT_NS or (
+            until_ns is not None and handed_ns <= until_ns < now
+        )
 
     def _on_query(self, query: zenoh.Query) -> None:
         """On Zenoh's thread: the newest world line, as it was published."""
@@ -240,7 +287,9 @@ class ZenohOutput:
         self, publishers: dict[str, zenoh.Publisher], ros2: Any, snapshot: WorldSnapshot
     ) -> None:
         try:
-            samples = ros2.samples(snapshot, time.time_ns())
+            # The snapshot's own time (a replay's capture may have none: then the put's).
+            made_ns = time.time_ns() if snapshot.wall_ns is None else snapshot.wall_ns
+            samples = ros2.samples(snapshot, made_ns)
         except Exception:  # a message that cannot be built is counted, never raised
             self.errors += 1
             LOGGER.exception("zenoh: a ROS 2 message could not be built")

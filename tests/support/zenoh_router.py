@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -57,3 +58,23 @@ def wait_until(predicate: Callable[[], Any], timeout_s: float = DEADLINE_S) -> A
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         time.sleep(0.01)
+
+
+def collect(viewer: zenoh.Session) -> tuple[list[tuple[str, bytes, bytes | None]], Any]:
+    """Every sample ``viewer`` hears, as (key, payload, attachment), appended by Zenoh's
+    thread; and the subscriber, to undeclare."""
+    got: list[tuple[str, bytes, bytes | None]] = []
+    lock = threading.Lock()
+
+    def keep(sample: zenoh.Sample) -> None:
+        attachment = sample.attachment
+        with lock:
+            got.append(
+                (
+                    str(sample.key_expr),
+                    sample.payload.to_bytes(),
+                    None if attachment is None else attachment.to_bytes(),
+                )
+            )
+
+    return got, viewer.declare_subscriber("**", keep)

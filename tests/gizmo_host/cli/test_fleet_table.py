@@ -15,7 +15,23 @@ from gizmo_host.zenoh.fleet_row import FleetRow
 def row(vehicle: str, verdict: str, selected: str, state: str = "fresh") -> FleetRow:
     line = WorldLine(7, 1, None, 250_000_000, verdict, (), selected, (1.0, 2.0, -3.0), None)
     return FleetRow(
-        vehicle, state, verdict, None, 12.0, None, line, "UP", 0, None, "peer", 1, 0, {}, None
+        vehicle,
+        state,
+        verdict,
+        None,
+        12.0,
+        None,
+        0,
+        None,
+        line,
+        "UP",
+        0,
+        None,
+        "peer",
+        1,
+        0,
+        {},
+        None,
     )  # type: ignore[arg-type]
 
 

@@ -130,15 +130,19 @@ def test_three_hosts_and_a_fleet_view_through_a_router(tmp_path: Path) -> None:
         for out in (*outs.values(), fleet):
             out.join()
 
-    # Every world line each host printed came through, in order, byte for byte; every line
-    # (the stats with publish.zenoh among them) is valid.
+    # Every world line each host printed came through, in order, byte for byte, but those
+    # that waited for the session past their turn (at the start, counted: ``expired``); every
+    # line (the stats with publish.zenoh among them) is valid.
     for vehicle in VEHICLES:
         for message in map(json.loads, outs[vehicle].lines):
             validate_message(message)
-        assert outs[vehicle].messages("stats")[-1]["publish"]["zenoh"]["dropped"] == 0
+        zenoh_stats = outs[vehicle].messages("stats")[-1]["publish"]["zenoh"]
+        assert zenoh_stats["dropped"] == 0
         printed = _world_lines(outs[vehicle])
         assert len(printed) >= 20
-        assert seen[vehicle] == printed, vehicle
+        skipped = len(printed) - len(seen[vehicle])
+        assert 0 <= skipped <= zenoh_stats["expired"]
+        assert seen[vehicle] == printed[skipped:], vehicle
     # Each fleet row is one of the host's own lines, compact: its seq, verdict, reasons and
     # position are that line's; and the one publisher is the host's session.
     for line in fleet.lines:

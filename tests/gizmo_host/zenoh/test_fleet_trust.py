@@ -337,7 +337,23 @@ def _numbers(value: Any) -> list[float]:
 def _row(line: Any) -> FleetRow:
     drops = dict.fromkeys(("replayed", "foreign", "invalid", "oversized", "skipped"), 0)
     return FleetRow(
-        "v", "fresh", "HOLD", None, 0.0, None, line, None, 0, None, HOST, 1, 0, drops, LineJson()
+        "v",
+        "fresh",
+        "HOLD",
+        None,
+        0.0,
+        None,
+        0,
+        None,
+        line,
+        None,
+        0,
+        None,
+        HOST,
+        1,
+        0,
+        drops,
+        LineJson(),
     )
 
 
@@ -466,3 +482,18 @@ def test_what_waits_for_the_loop_is_bounded_in_bytes_too() -> None:
     assert watch._pending_bytes <= 32 * 1024 * 1024 and watch.dropped == 1000 - 559
     watch.drain()
     assert watch.view.drops()["invalid"] == 559 and watch._pending_bytes == 0
+
+
+def test_a_row_says_when_it_was_made_and_until_when_its_proceed_holds() -> None:
+    """A consumer that reads a row late (from a pipe, after a pause) must be able to tell: the
+    row carries the view's clock at its making and its PROCEED's end on that clock (red team
+    rt23: rows that waited 6 s read as fresh PROCEEDs, with nothing in them to say so)."""
+    view = FleetView(TTL, conflict_ns=W)
+    view.on_world("uav1", HOST, world(1), rx_ns=1_000 * MS)  # valid 200 ms from its arrival
+    row = view.row("uav1", 1_050 * MS)
+    assert row.verdict == "PROCEED"
+    assert (row.host_ns, row.valid_until_ns) == (1_050 * MS, 1_200 * MS)
+    assert row.to_dict()["valid_until_ns"] == 1_200 * MS
+    assert json.loads(row.to_json_line())["host_ns"] == 1_050 * MS
+    held = view.row("uav1", 1_300 * MS)  # expired: HOLD, no end to say
+    assert held.verdict == "HOLD" and held.valid_until_ns is None and held.host_ns == 1_300 * MS

@@ -22,7 +22,7 @@ from gizmo_host.zenoh.config import ZenohConfig, vehicle_of
 from gizmo_host.zenoh.sink import ZenohOutput, line_type
 from tests.support.ros2_snapshot import snapshot, vision_store
 from tests.support.schemas import validate_schema
-from tests.support.zenoh_router import router, session, wait_until
+from tests.support.zenoh_router import collect, router, session, wait_until
 
 DETECTIONS_HASH = "RIHS01_793f5eab9595ac1c0da07873cc859db42eae51f0ee76056db8562515d830e018"
 
@@ -85,7 +85,7 @@ def test_the_queue_is_bounded_and_drops_the_oldest_counted() -> None:
     stats = output.stats()
     assert (stats["waiting"], stats["queued"], stats["dropped"], stats["untyped"]) == (3, 10, 7, 1)
     validate_schema({"zenoh": stats}, load_schema("stats")["properties"]["publish"])
-    assert [json.loads(line)["seq"] for _, line in output._queue] == [7, 8, 9]
+    assert [json.loads(line)["seq"] for _, line, _ in output._queue] == [7, 8, 9]
     assert vehicle_of("gizmo/v/world") == "v" and vehicle_of("other/v/world") is None
 
 
@@ -93,21 +93,7 @@ def test_the_queue_is_bounded_and_drops_the_oldest_counted() -> None:
 def test_lines_reach_their_keys_the_queryable_answers_and_ros2_decodes_from_the_wire() -> None:
     async def main(endpoint: str) -> None:
         viewer = session("client", connect=endpoint)
-        got: list[tuple[str, bytes, bytes | None]] = []
-        lock = threading.Lock()
-
-        def keep(sample: zenoh.Sample) -> None:
-            attachment = sample.attachment
-            with lock:
-                got.append(
-                    (
-                        str(sample.key_expr),
-                        sample.payload.to_bytes(),
-                        None if attachment is None else attachment.to_bytes(),
-                    )
-                )
-
-        subscriber = viewer.declare_subscriber("**", keep)
+        got, subscriber = collect(viewer)
         config = ZenohConfig(
             enabled=True, mode="client", connect=(endpoint,), vehicle="uav1", ros2="rmw_zenoh"
         )
