@@ -19,8 +19,12 @@ settings (docs/world-safety.md):
   threshold for ``jump_confirm_ms`` of simulation time: ``JUMPED`` (the world HOLDs
   ``clock_jump``) until on time again for as long; a persistent rise keeps holding (one-way
   stamps cannot tell it from a simulation that paused without sending). One case is told
-  apart: a pause during which datagrams kept coming with the simulation time standing still.
-  Those were fresh, so the resumed stream starts a new epoch at its new level.
+  apart: a pause during which datagrams kept coming with the simulation time standing still
+  for longer than the threshold (one repeat will do: a 30 Hz stream repeats once in a 40 ms
+  stall). Those were fresh, so the resumed stream starts a new epoch at its new level, if it
+  is late by no more than the standstill lasted plus the threshold: the pause vouches for that
+  much and no more (red team rt22: a 50 ms standstill followed by a path 300 ms slower was
+  followed, and poses 300 ms old PROCEEDed as current).
 - **Restarts and reordering** are the adapter's: simulation time falling back by at most
   ``reorder_window_ms`` is a reordered datagram (mapped with the current offset, learning
   nothing; one carrying the discontinuity bit is an outlier: it marks a break already
@@ -46,6 +50,8 @@ _CONFIRM_SAMPLES = 5  # early samples in a row that confirm a step ahead (with t
 # ``clock_jump`` (docs/world-safety.md).
 SIM_MAX_SKEW_PPM = 200.0
 _OUTLIER = ClockStatus.OUTLIER
+# The longest spacing of a stream's datagrams taken as its period (10 Hz): a gap is not one.
+_MAX_PERIOD_NS = 100_000_000
 
 
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
@@ -107,9 +113,11 @@ class SimClockEstimator:
         self._started = False
         self._last_sim_ns = 0
         self._last_host_ns = 0
-        self._frozen_since_host_ns = 0  # arrival of the first sample at the current sim time
-        self._frozen_samples = 0  # repeats of the current sim time
+        self._period_ns = 0.0  # the stream's spacing of arrivals (smoothed)
         self._paused = False  # sim time stood still while datagrams kept arriving
+        self._paused_ns = 0.0  # the lateness the pauses seen vouch for, added up
+        self._frozen_ns = 0  # the current sim time's repeats at the stream's cadence: their span
+        self._vouched_ns = 0.0  # what the current standstill added to ``_paused_ns``
         self._resets = self._discontinuities = self._samples = 0
         self._reordered = self._outliers = 0
 
@@ -162,8 +170,7 @@ class SimClockEstimator:
             self._resets += 1
             reason = f"sim clock reset ({-back_ns / 1e6:.1f} ms)"
             core.new_epoch()
-            self._paused = False
-            self._frozen_samples = 0
+            self._paused, self._paused_ns = False, 0.0
         elif self._started and sim_time_ns == self._last_sim_ns:
             # A repeat (a duplicate, or a paused simulation): nothing to learn.
             self._watch_pause(host_rx_ns)
@@ -171,15 +178,21 @@ class SimClockEstimator:
             mapped = core.to_host_ns(sim_time_ns)
             host = host_rx_ns if mapped is None else min(mapped, host_rx_ns)
             return SimClockSample(host, core.epoch, core.status, None)
-        self._frozen_samples = 0
+        if self._vouched_ns:  # a pause ends: what came late since it began, it explains
+            core.explain_late()
+        if self._started and not self._frozen_ns:  # a step at the stream's own pace
+            spacing = min(host_rx_ns - self._last_host_ns, _MAX_PERIOD_NS)  # a gap: no period
+            self._period_ns += (spacing - self._period_ns) / 8
+        self._frozen_ns, self._vouched_ns = 0, 0.0
         self._started = True
-        reading = core.observe(sim_time_ns, host_rx_ns, follow=self._paused)
+        follow_ns = self._paused_ns + self._threshold_ns if self._paused else 0.0
+        reading = core.observe(sim_time_ns, host_rx_ns, follow_ns=follow_ns)
         if reading.status is _OUTLIER:
             return SimClockSample(host_rx_ns, reading.epoch, _OUTLIER, None)
         if reason is None and reading.event is not None:  # the usual sample has neither
             reason = self._reason(reading.event, reading.jump_ns)
         if not core.late_pending:
-            self._paused = False  # running on time again: a later rise is no pause
+            self._paused, self._paused_ns = False, 0.0  # on time again: a later rise is no pause
         if discontinuity and reason is None:
             core.new_epoch(keep_mapping=True)
             reason = "discontinuity"
@@ -194,7 +207,7 @@ class SimClockEstimator:
         if event is ClockEvent.NEW_EPOCH:
             if jump_ns < 0:
                 return f"sim clock ahead {-jump_ns / 1e6:.1f} ms"
-            self._paused = False
+            self._paused, self._paused_ns = False, 0.0
             return f"sim clock resumed after a pause, jumped +{jump_ns / 1e6:.1f} ms"
         if event is ClockEvent.CLOCK_JUMP:
             return f"sim clock late +{jump_ns / 1e6:.1f} ms: held until on time again"
@@ -203,12 +216,17 @@ class SimClockEstimator:
         return None
 
     def _watch_pause(self, host_rx_ns: int) -> None:
-        """A sim time repeated over more than the jump threshold of arrivals is a pause."""
-        if self._frozen_samples == 0:
-            self._frozen_since_host_ns = self._last_host_ns
-        self._frozen_samples += 1
-        if (
-            self._frozen_samples >= 2
-            and host_rx_ns - self._frozen_since_host_ns > self._threshold_ns
-        ):
+        """Repeats of a sim time at the stream's cadence over more than the jump threshold are
+        a pause. It may have lasted until the next datagram was due: it vouches for their
+        span plus one period. A repeat after a gap is no evidence (a duplicate delayed by an
+        outage says nothing of the simulation), nor is the time before it."""
+        spacing = host_rx_ns - self._last_host_ns
+        if spacing > 1.5 * self._period_ns + self._threshold_ns:
+            self._frozen_ns = 0
+            return
+        self._frozen_ns += spacing
+        if self._frozen_ns > self._threshold_ns:
+            vouched = self._frozen_ns + self._period_ns
             self._paused = True
+            self._paused_ns += vouched - self._vouched_ns  # this standstill's growth
+            self._vouched_ns = vouched

@@ -156,6 +156,13 @@ class EpochClock(PublishedLine):
 
     # -- inputs ----------------------------------------------------------------------------
 
+    def explain_late(self) -> None:
+        """The late samples so far are explained (the adapter saw a pause end): a late run,
+        and the level an epoch it opens would take, starts again from the next sample. While
+        LOCKED only: a JUMPED clock's run is its own."""
+        if self._status is _LOCKED:
+            self._late = None
+
     def new_epoch(self, *, keep_mapping: bool = False) -> None:
         """The adapter's epoch: a restart or a reconnect (the next sample maps anywhere), or
         with ``keep_mapping`` a break in the remote's data whose clock stays good."""
@@ -170,11 +177,12 @@ class EpochClock(PublishedLine):
             self._early = self._late = self._consistent = None
 
     def observe(
-        self, remote_ns: int, host_ns: int, *, step: bool = False, follow: bool = False
+        self, remote_ns: int, host_ns: int, *, step: bool = False, follow_ns: float = 0.0
     ) -> ClockReading:
         """Add one sample. ``step``: the remote clock went back on a sample that must be
-        later than the last (the adapter saw it in the stamps). ``follow``: a late run
-        confirmed now opens an epoch at its level whatever the policy (a resumed pause)."""
+        later than the last (the adapter saw it in the stamps). ``follow_ns``: a late run
+        confirmed now, late by no more than this, opens an epoch at its level whatever the
+        policy (a resumed pause of that length: it vouches for that much and no more)."""
         self.samples += 1
         event = None
         status = self._status
@@ -209,7 +217,7 @@ class EpochClock(PublishedLine):
         if self._early is not None:
             self._drop_early()
         if residual > self.late_tolerance_ns:
-            return self._late_sample(remote_ns, x, host_ns, offset, residual, follow)
+            return self._late_sample(remote_ns, x, host_ns, offset, residual, follow_ns)
         # On time: the usual case (``_publish`` inlined: the mapping is finite here, or the
         # sample would have been early).
         self._late = self._consistent = None
@@ -308,7 +316,7 @@ class EpochClock(PublishedLine):
         host_ns: int,
         offset: float,
         residual: float,
-        follow: bool,
+        follow_ns: float,
     ) -> ClockReading:
         env = self._env
         phase = offset - env.skew * x
@@ -330,16 +338,15 @@ class EpochClock(PublishedLine):
         if self._status is _LOCKED:
             if x - late.since_x < self._late_after_ns:
                 return self._reading(remote_ns, host_ns, _LOCKED, None, 0.0)
-            if follow or self._policy is LatePolicy.FOLLOW:
+            jump = late.low - published_phase
+            if jump <= follow_ns or self._policy is LatePolicy.FOLLOW:
                 if not late.confirmed(self._confirm_samples, host_ns, self._confirm_ns):
                     return self._reading(remote_ns, host_ns, _LOCKED, None, 0.0)
                 self._jump_epoch(remote_ns, host_ns, late, keep=False)
-                jump = late.low - published_phase
                 return self._reading(remote_ns, host_ns, self._status, _NEW_EPOCH, jump)
             self._status = _JUMPED
             self.jumps += 1
             self._consistent = Run(x, host_ns, phase)  # ACCEPT: the run after the jump
-            jump = late.low - published_phase
             return self._reading(remote_ns, host_ns, _JUMPED, _CLOCK_JUMP, jump)
         # JUMPED: the late run since (a step, or ACCEPT) may open an epoch at its lowest level.
         run = self._consistent

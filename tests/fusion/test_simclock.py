@@ -157,6 +157,56 @@ def test_a_pause_with_sim_time_standing_still_resumes_in_a_new_epoch():
     assert after[jump + 30][2].status is LOCKED  # 300 ms later
 
 
+def _paused(period_ms: float, stall_ms: float, extra_ms: float, seconds: float = 3.0):
+    """A stream at ``period_ms``, 1 ms late, locked; its simulation stands still for
+    ``stall_ms`` while its datagrams keep coming (the sim time repeated), then runs on, every
+    datagram ``extra_ms`` later than before (a slower path). Each sample after the stall with
+    its true host time, from the test's own arithmetic."""
+    clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0, lock_ms=250.0)
+    period = round(period_ms * MS)
+    sim = host = 0
+    for _ in range(round(1000 / period_ms)):
+        sim, host = sim + period, host + period
+        clock.observe(sim, OFFSET + host + MS)
+    assert clock.status is LOCKED
+    for _ in range(round(stall_ms / period_ms)):  # the stall: the same sim time, fresh
+        host += period
+        clock.observe(sim, OFFSET + host + MS)
+    after = []
+    for _ in range(round(seconds * 1000 / period_ms)):
+        sim, host = sim + period, host + period
+        true_host = OFFSET + host  # the data's own time: a paused sim is behind, not late
+        after.append((true_host, clock.observe(sim, round(true_host + MS + extra_ms * MS))))
+    return after
+
+
+@pytest.mark.parametrize("stall_ms", [50, 100])
+@pytest.mark.parametrize("extra_ms", [100, 300, 1000])
+def test_a_pause_vouches_only_for_its_own_length_of_lateness(stall_ms, extra_ms):
+    """A standstill of ``stall_ms`` then a path ``extra_ms`` slower: the pause explains only
+    ``stall_ms`` of the lateness. Before the fix the resumed stream opened an epoch at any
+    level: LOCKED, its data 100 ms to 1 s old mapped as just made (red team rt22: PROCEEDs
+    1.2 m and 4 m off)."""
+    after = _paused(10, stall_ms, extra_ms)
+    assert {s.status for _, s in after[-100:]} == {JUMPED}  # holds clock_jump
+    # Never fresher than the truth by more than the 1 ms delay the mapping learned:
+    assert all(s.host_ns <= true_host + 2 * MS for true_host, s in after)
+
+
+@pytest.mark.parametrize(("period_ms", "stall_ms"), [(33.3, 40), (33.3, 65), (50, 55), (50, 90)])
+def test_a_stall_that_a_slow_stream_repeats_once_resumes_in_a_new_epoch(period_ms, stall_ms):
+    """At 20-30 Hz a short standstill holds one repeat. Before the fix two were needed, and
+    the stream, late by the stall, held clock_jump for good (red team rt22)."""
+    after = _paused(period_ms, stall_ms, 0)
+    assert all(s.host_ns <= t + 2 * MS for t, s in after)  # never fresher than the truth
+    resumed = next(i for i, (_, s) in enumerate(after) if s.reason)
+    assert "resumed after a pause" in after[resumed][1].reason
+    locked = next(i for i, (_, s) in enumerate(after) if i > resumed and s.status is LOCKED)
+    assert locked * period_ms <= 500  # LOCKED again within 0.5 s, and on the truth
+    assert all(s.status is LOCKED for _, s in after[locked:])
+    assert all(abs(s.host_ns - (t + MS)) <= MS for t, s in after[locked:])
+
+
 def test_a_single_late_burst_shorter_than_the_confirmation_is_not_a_jump():
     clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0)
     samples = feed(clock, [1.0] * 50 + [40.0] * 5 + [1.0] * 50)
