@@ -71,7 +71,7 @@ def world_setup_from(record: Mapping[str, str], where: str) -> WorldSetup:
             values[key] = json.loads(record[key])
         except KeyError:
             raise CaptureError(f"{where}: {key}: expected a value, got none") from None
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # nested beyond the parser: damage
             raise CaptureError(f"{where}: {key}: expected JSON: {exc}") from None
     key = "camera"
     try:
@@ -92,7 +92,7 @@ def world_setup_from(record: Mapping[str, str], where: str) -> WorldSetup:
         pose_source = "mavlink"
     try:  # as the live run's [tracking] resolved, or as a run without the table
         tracking = tracking_from_table(json.loads(record.get("tracking", "{}")), pose_source)
-    except (ConfigError, TypeError, ValueError, AttributeError) as exc:
+    except (ConfigError, TypeError, ValueError, AttributeError, RecursionError) as exc:
         raise CaptureError(f"{where}: tracking: {exc}") from None
     return WorldSetup(camera, world, selector, rflysim, pose_source, tracking)
 

@@ -28,6 +28,7 @@ from gizmo_host.app.host import Host
 from gizmo_host.app.host_config import HostConfig, config_from_mapping
 from gizmo_host.app.world_build import build_world
 from gizmo_host.capture.carried_settings import HostSettings
+from gizmo_host.capture.channels import MAX_GAP_NS
 from gizmo_host.capture.reader import CaptureInfo, CaptureMessage, Datagram, HostLine, UartChunk
 from gizmo_host.errors import CaptureError, IllegalTransition
 from gizmo_host.stream.linkstate import REASON_OPENED, LinkInput
@@ -121,11 +122,9 @@ class _Lines:
         return {}  # not reported: an offline replay has no outputs of its own
 
 
-# The longest gap between two recorded inputs that replay runs through. A recording's times
-# are one host's monotonic clock, read as each input came; a day without a single input (the
-# recorder keeps the port's events and the RflySim datagrams too) is a damaged time, and
-# running the periodic timers across years of it would never end.
-MAX_GAP_NS = 24 * 3_600_000_000_000
+# And the gaps of over a second, added up: many gaps each under a day would run the timers as
+# long (red team rt24: a 2.3 KB file of 23.9 h gaps printed 24 MB a gap, 30 bytes each).
+QUIET_NS = 1_000_000_000
 
 
 class OfflineReplay:
@@ -141,13 +140,16 @@ class OfflineReplay:
         world = router = None
         if info.world is not None:
             setup = world_setup_from(info.world, f"{where}: gizmo-host.world")
-            world, router = build_world(
-                setup,
-                self.world_scheduler,
-                receivers=False,
-                requests=False,
-                wall_clock=recorded_wall_clock(info.capture),
-            )
+            try:
+                world, router = build_world(
+                    setup,
+                    self.world_scheduler,
+                    receivers=False,
+                    requests=False,
+                    wall_clock=recorded_wall_clock(info.capture),
+                )
+            except ValueError as exc:  # a value the record's own checks let by (copter_id 0)
+                raise CaptureError(f"{where}: gizmo-host.world: {exc}") from None
         try:
             config = host_config(info.settings)
         except ConfigError as exc:
@@ -158,6 +160,7 @@ class OfflineReplay:
         self.host.add_stats(self._stats)
         self.link = self.host.service.link
         self._started = self._port_open = False
+        self._quiet_ns = 0  # the gaps of over ``QUIET_NS`` so far, added up
         # What replay saw besides the serial port, and inputs it could not apply (counted).
         self.datagrams = self.host_lines = 0
         self.port_events_ignored = self.implied_opens = self.time_reversals = 0
@@ -175,7 +178,7 @@ class OfflineReplay:
             if type(message) is UartChunk and self._port_open:  # the port open: started too
                 t_ns = message[0]
                 now_ns = host._now_ns
-                if now_ns <= t_ns and t_ns - now_ns <= MAX_GAP_NS:
+                if now_ns <= t_ns and t_ns - now_ns <= QUIET_NS:
                     advance_together(world, host, t_ns)
                     replay_chunk(message[1])
                     lines = out.lines
@@ -228,9 +231,18 @@ class OfflineReplay:
         if t_ns < now_ns:
             self.time_reversals += 1  # file order is time order: applied at the latest time
             return
-        if t_ns - now_ns > MAX_GAP_NS:
+        gap_ns = t_ns - now_ns
+        if gap_ns > QUIET_NS:
+            self._quiet_ns += gap_ns
+        if gap_ns > MAX_GAP_NS or self._quiet_ns > MAX_GAP_NS:
             # Replay would run every periodic timer across the gap (a stats line a second,
             # the world's ticks): for a damaged time, years of them.
+            if gap_ns <= MAX_GAP_NS:
+                raise CaptureError(
+                    f"{self._where}: damaged: gaps of over a second between inputs add up to "
+                    f"{self._quiet_ns / 3.6e12:.3g} h by {t_ns} ns (at most "
+                    f"{MAX_GAP_NS // 3_600_000_000_000} h)"
+                )
             raise CaptureError(
                 f"{self._where}: damaged: an input at {t_ns} ns, "
                 f"{(t_ns - now_ns) / 3.6e12:.3g} h after the one before it "

@@ -72,11 +72,11 @@ class HostSettings:
                 continue
             try:
                 values[f.name] = _parse(f.name, json.loads(data[f.name]))
-            except (ValueError, TypeError, KeyError) as exc:
+            except (ValueError, TypeError, KeyError, OverflowError, RecursionError) as exc:
                 raise CaptureError(f"{where}: setting {f.name}: {exc}") from None
         try:
             return cls(**values)
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:  # OverflowError: an integer of 400 digits
             raise CaptureError(f"{where}: setting {exc}") from None
 
 

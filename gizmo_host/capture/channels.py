@@ -37,6 +37,12 @@ from gizmo_host.stream.linkstate import REASON_STOPPED, LinkInput
 from gizmo_host.stream.store import LinkVerdict
 
 CAPTURE_FORMAT_VERSION = 1
+# The longest gap between two recorded inputs that a replay, offline or paced, goes through. A
+# recording's times are one host's monotonic clock, read as each input came; a day without a
+# single input (the recorder keeps the port's events and the RflySim datagrams too) is a
+# damaged time: offline, running the periodic timers across years of it would never end, and
+# paced, the player would sleep through it.
+MAX_GAP_NS = 24 * 3_600_000_000_000
 PROFILE = ""  # no MCAP profile: the channels below say what they hold
 CAPTURE_METADATA = "gizmo-host.capture"  # format_version, package_version, clocks at start
 SETTINGS_METADATA = "gizmo-host.settings"  # the host settings in force (``HostSettings``)

@@ -20,13 +20,15 @@ from mcap.data_stream import ReadDataStream
 from mcap.exceptions import EndOfFile
 from mcap.opcode import Opcode
 from mcap.records import Channel, Chunk, DataEnd, Footer, Message, Metadata
-from mcap.stream_reader import StreamReader, get_chunk_data_stream
+from mcap.stream_reader import StreamReader
 
 from gizmo_host.capture import channels as ch
 from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.errors import CaptureError
 from gizmo_host.stream.linkstate import LinkInput
 
+_INPUT_PREFIXES = (ch.UART_TOPIC, ch.UDP_TOPIC_PREFIX.rstrip("/"))  # and what looks like them
+_OUR_METADATA = frozenset((ch.CAPTURE_METADATA, ch.SETTINGS_METADATA, ch.WORLD_METADATA))
 MAX_RECORD_BYTES = 64 * 1024 * 1024  # a damaged length field must not allocate gigabytes
 # A record's opcode and length, and a Message record's fixed fields (channel id, sequence,
 # log time, publish time): the MCAP specification's layouts, read inside a chunk.
@@ -89,15 +91,23 @@ class CaptureReader:
     def __init__(self, path: str) -> None:
         self.path = path
         self.skipped = 0  # messages on channels that are not ours
+        # Of those, messages on topics like our inputs' (one character off, say): what the
+        # replay computes would have changed had they been read. Their topics: the first 16.
+        self.lookalikes = 0
+        self.lookalike_topics: set[str] = set()
+        self._lookalike_ids: set[int] = set()
+        self.late_metadata = 0  # records of our metadata after the data: not read
         self.info = self._read_info()
 
     def messages(self) -> Iterator[CaptureMessage]:
         """Every message of ours, in file order; ``CaptureError`` where the file is damaged."""
         decoders: dict[int, _Decoder | None] = {}
         uart, new = ch.ChannelKind.UART, tuple.__new__
+        data_seen = False
         with self._open() as stream:
             for record in self._records(stream, emit_chunks=True):
                 if isinstance(record, Chunk):
+                    data_seen = True
                     for item in self._chunk_messages(record, stream):
                         if isinstance(item, Channel):
                             decoders[item.id] = self._decoder(item, stream)
@@ -108,13 +118,18 @@ class CaptureReader:
                         decoder = decoders[channel_id]
                         if decoder is None:
                             self.skipped += 1
+                            self.lookalikes += channel_id in self._lookalike_ids
                         elif decoder.kind is uart:  # most messages: ``_decode``'s, inline
                             yield new(UartChunk, (log_time, data))
                         else:
                             yield self._decode(decoder, log_time, data, stream)
                 elif isinstance(record, Channel):
                     decoders[record.id] = self._decoder(record, stream)
+                elif isinstance(record, Metadata):
+                    # ``info`` was read from before the data: ours after it went unread
+                    self.late_metadata += data_seen and record.name in _OUR_METADATA
                 elif isinstance(record, Message):
+                    data_seen = True
                     if record.channel_id not in decoders:
                         raise self._error(
                             stream, f"message on undeclared channel {record.channel_id}"
@@ -122,6 +137,7 @@ class CaptureReader:
                     decoder = decoders[record.channel_id]
                     if decoder is None:
                         self.skipped += 1
+                        self.lookalikes += record.channel_id in self._lookalike_ids
                         continue
                     yield self._decode(decoder, record.log_time, bytes(record.data), stream)
 
@@ -137,8 +153,7 @@ class CaptureReader:
         or leaves a record that does not parse after it, is damage, where the library read it
         loosely and handed on the next record's bytes as a message's data."""
         try:
-            data_stream, size = get_chunk_data_stream(chunk)
-            data = data_stream.read(size) if size else b""
+            data = _chunk_data(chunk)
         except Exception as exc:  # decompression fails in many ways on a damaged chunk
             raise self._error(stream, _describe(exc)) from None
         out: list[tuple[int, int, bytes] | Channel] = []
@@ -211,6 +226,10 @@ class CaptureReader:
     def _decoder(self, channel: Channel, stream: IO[bytes]) -> _Decoder | None:
         kind = ch.kind_of(channel.topic)
         if kind is None:
+            if channel.topic.strip().startswith(_INPUT_PREFIXES):
+                self._lookalike_ids.add(channel.id)
+                if len(self.lookalike_topics) < 16:
+                    self.lookalike_topics.add(channel.topic)
             return None
         if kind is ch.ChannelKind.HOST:
             message_type = channel.topic.removeprefix(ch.HOST_TOPIC_PREFIX)
@@ -243,7 +262,7 @@ class CaptureReader:
             reason = value["reason"]
             if not isinstance(reason, str):
                 raise TypeError
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             raise self._error(
                 stream,
                 f"{ch.PORT_TOPIC} message: expected {{'event': one of "
@@ -304,3 +323,36 @@ def _port_number(text: str, *, allow_zero: bool = False) -> int:
         return -1
     port = int(text)
     return port if (0 if allow_zero else 1) <= port < 65536 else -1
+
+
+def _chunk_data(chunk: Chunk) -> bytes:
+    """A chunk's records, decompressed to no more than its declared size, itself at most
+    ``MAX_RECORD_BYTES``: the MCAP library trusts a zstd frame's own size (red team rt24: a
+    132 KB file whose one chunk declared 16 bytes and held 4 GiB of zeros took 8 GB)."""
+    declared = chunk.uncompressed_size
+    if declared > MAX_RECORD_BYTES:
+        raise ValueError(f"a chunk of {declared} bytes uncompressed, over {MAX_RECORD_BYTES}")
+    compression = chunk.compression
+    if compression == "":
+        data = bytes(chunk.data)
+    elif compression == "zstd":
+        import zstandard  # noqa: PLC0415 - the MCAP library's own optional codec
+
+        reader = zstandard.ZstdDecompressor().stream_reader(chunk.data, read_across_frames=True)
+        parts, size = [], 0
+        while size <= declared:
+            part = reader.read(declared + 1 - size)
+            if not part:
+                break
+            parts.append(part)
+            size += len(part)
+        data = b"".join(parts)
+    elif compression == "lz4":
+        import lz4.frame  # noqa: PLC0415 - likewise
+
+        data = lz4.frame.LZ4FrameDecompressor().decompress(chunk.data, max_length=declared + 1)
+    else:
+        raise ValueError(f"chunk compression {compression!r}: expected zstd, lz4 or none")
+    if len(data) != declared:
+        raise ValueError(f"a chunk declared {declared} bytes uncompressed, held {len(data)}+")
+    return data

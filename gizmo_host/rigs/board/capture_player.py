@@ -15,6 +15,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gizmo_host.capture.channels import MAX_GAP_NS
+from gizmo_host.errors import CaptureError
 from gizmo_host.jsonl import json_text
 from gizmo_host.rigs.board import PtyBoard
 from gizmo_host.stream.linkstate import LinkInput
@@ -56,8 +58,16 @@ class LivePlayer:
         try:
             self._plug()
             await self._wait_open()
+            last_ns: int | None = None
             for message in self.reader.messages():
-                await pacer.wait(message[0])  # the first message's time is now
+                t_ns = message[0]
+                if last_ns is not None and t_ns - last_ns > MAX_GAP_NS:  # offline's rule
+                    raise CaptureError(
+                        f"{self.reader.path}: damaged: an input {(t_ns - last_ns) / 3.6e12:.3g} h "
+                        f"after the one before it (at most {MAX_GAP_NS // 3_600_000_000_000} h)"
+                    )
+                last_ns = t_ns if last_ns is None else max(last_ns, t_ns)
+                await pacer.wait(t_ns)  # the first message's time is now
                 if isinstance(message, UartChunk):
                     self._write(message.data)
                 elif isinstance(message, Datagram):

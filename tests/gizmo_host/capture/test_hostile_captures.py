@@ -1,0 +1,156 @@
+"""A capture is untrusted input (red team rt24): a chunk never decompresses beyond what it
+declares, what the replay skips that would have changed its lines is said, a value nested or
+sized beyond reason is one line naming it, gaps that add up past a day are damage, and the
+paced player's flags are checked. Each file is made here, its truth the bytes written."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import lz4.frame
+import pytest
+import zstandard
+from mcap.reader import make_reader
+from mcap.records import Chunk
+from mcap.writer import CompressionType, Writer
+
+from gizmo_host.app.offline_replay import QUIET_NS, OfflineReplay
+from gizmo_host.capture.carried_settings import HostSettings
+from gizmo_host.capture.channels import MAX_GAP_NS
+from gizmo_host.capture.reader import MAX_RECORD_BYTES, CaptureInfo, UartChunk, _chunk_data
+from gizmo_host.cli.main import main
+from gizmo_host.errors import CaptureError
+from gizmo_host.rigs.board import BoardModel
+
+CAPTURES = Path(__file__).resolve().parents[2] / "captures"
+MS = 1_000_000
+
+
+def _zeros_zstd(size: int) -> bytes:
+    """``size`` zero bytes as one zstd frame that says its size, made without holding them."""
+    out = io.BytesIO()
+    with zstandard.ZstdCompressor().stream_writer(out, size=size, closefd=False) as writer:
+        block = bytes(1 << 20)
+        for _ in range(size >> 20):
+            writer.write(block)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("compression", ["zstd", "lz4"])
+def test_a_chunk_never_decompresses_beyond_its_declared_size(compression: str) -> None:
+    """Before: a 132 KB file whose chunk declared 16 bytes and held 4 GiB took 8 GB."""
+    size = 256 << 20  # 256 MiB of zeros, a few hundred KB compressed
+    data = _zeros_zstd(size) if compression == "zstd" else lz4.frame.compress(bytes(size))
+    chunk = Chunk(compression, data, 0, 0, 0, 16)
+    with pytest.raises(ValueError, match="declared 16 bytes uncompressed, held 17"):
+        _chunk_data(chunk)
+    over = Chunk(compression, data, 0, 0, 0, size)  # declared, but beyond the record bound
+    with pytest.raises(ValueError, match=f"over {MAX_RECORD_BYTES}"):
+        _chunk_data(over)
+    small = zstandard.compress(b"abc") if compression == "zstd" else lz4.frame.compress(b"abc")
+    assert _chunk_data(Chunk(compression, small, 0, 0, 0, 3)) == b"abc"
+
+
+def _rewrite(source: Path, target: Path, *, topic: dict[str, str], metadata_last: bool) -> None:
+    """``source`` copied record by record, channels renamed by ``topic``, the metadata before
+    the data or (``metadata_last``) after it."""
+    with source.open("rb") as f:
+        reader = make_reader(f)
+        metadata = list(reader.iter_metadata())
+        messages = list(reader.iter_messages())
+    with target.open("wb") as f:  # unchunked: a record is written where it is added
+        writer = Writer(f, compression=CompressionType.NONE, use_chunking=False)
+        writer.start(profile="", library="test")
+        if not metadata_last:
+            for record in metadata:
+                writer.add_metadata(record.name, record.metadata)
+        ids: dict[int, int] = {}
+        for schema, channel, message in messages:
+            if channel.id not in ids:
+                schema_id = 0
+                if schema is not None:
+                    schema_id = writer.register_schema(schema.name, schema.encoding, schema.data)
+                ids[channel.id] = writer.register_channel(
+                    topic.get(channel.topic, channel.topic),
+                    channel.message_encoding,
+                    schema_id,
+                    dict(channel.metadata),
+                )
+            writer.add_message(ids[channel.id], message.log_time, message.data, message.log_time)
+        if metadata_last:
+            for record in metadata:
+                writer.add_metadata(record.name, record.metadata)
+        writer.finish()
+
+
+def test_what_the_replay_skips_that_would_change_its_lines_is_said(tmp_path, capsys) -> None:
+    """The port's events moved to a topic one space off: the link never went DOWN and five
+    HOLDs turned PROCEED, with exit 0 and not a word. Now a warning names them; and settings
+    written after the data (a replay without them) are said too."""
+    lookalike = tmp_path / "lookalike.mcap"
+    _rewrite(CAPTURES / "unplug.mcap", lookalike, topic={"/gizmo/uart/port": "/gizmo/uart/port "},
+             metadata_last=False)  # fmt: skip
+    assert main(["replay", str(lookalike), "--offline"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "messages on topics like the inputs" in err[0]
+    assert "'/gizmo/uart/port '" in err[0]
+    late = tmp_path / "late.mcap"
+    _rewrite(CAPTURES / "reset.mcap", late, topic={}, metadata_last=True)
+    assert main(["replay", str(late), "--offline"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "settings records after the data were not read" in err[0]
+    assert main(["replay", str(CAPTURES / "live_clean.mcap"), "--offline"]) == 0
+    assert capsys.readouterr().err == ""  # its view and output topics are only counted
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"gizmo-host.settings": {"ttl_ms": "1" + "0" * 400}},
+        {"gizmo-host.settings": {"baudrate": "1" + "0" * 400}},
+        {"gizmo-host.settings": {"ttl_ms": "[" * 200_000 + "]" * 200_000}},
+        {"gizmo-host.world": {"camera": "[" * 200_000 + "]" * 200_000}},
+    ],
+)
+def test_a_value_beyond_reason_is_one_line_naming_it(tmp_path, capsys, metadata) -> None:
+    path = tmp_path / "bad.mcap"
+    with path.open("wb") as f:
+        writer = Writer(f, compression=CompressionType.NONE)
+        writer.start(profile="", library="test")
+        writer.add_metadata("gizmo-host.capture", {"format_version": "1"})
+        for name, values in metadata.items():
+            writer.add_metadata(name, values)
+        channel = writer.register_channel("/gizmo/uart", "application/octet-stream", 0)
+        writer.add_message(channel, 10**9, BoardModel().next_frame(), 10**9)
+        writer.finish()
+    assert main(["replay", str(path), "--offline"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "gizmo-host." in err
+
+
+def test_gaps_that_add_up_past_a_day_are_damage() -> None:
+    """Before: each gap was bounded, not their sum: a 2.3 KB file of 23.9 h gaps printed 24 MB
+    a gap. Gaps of over a second count, up to a day in all."""
+    board = BoardModel()
+    gap = MAX_GAP_NS // 2 + 1
+    messages = [UartChunk(10**9 + k * gap, board.next_frame()) for k in range(3)]
+    replay = OfflineReplay(CaptureInfo(HostSettings(stats_interval_s=0)))
+    with pytest.raises(CaptureError, match="gaps of over a second between inputs add up to"):
+        for _ in replay.replay(messages):
+            pass
+    near = [UartChunk(10**9 + k * (QUIET_NS - MS), board.next_frame()) for k in range(50)]
+    replay = OfflineReplay(CaptureInfo(HostSettings(stats_interval_s=0)))
+    lines = [json.loads(line) for line in replay.replay(near)]  # under a second: no sum
+    assert sum(line["type"] == "result" for line in lines) == 50
+
+
+@pytest.mark.parametrize(
+    "flags", [["--speed", "inf"], ["--speed", "1e-300"], ["--wait-s", "inf"],
+              ["--linger-s", "nan"], ["--linger-s", "1e300"]],
+)  # fmt: skip
+def test_the_paced_players_flags_are_one_line_and_status_2(capsys, flags) -> None:
+    assert main(["replay", str(CAPTURES / "clean.mcap"), *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--speed must be from" in err
