@@ -113,11 +113,12 @@ class SimClockEstimator:
         self._started = False
         self._last_sim_ns = 0
         self._last_host_ns = 0
-        self._period_ns = 0.0  # the stream's spacing of arrivals (smoothed)
+        self._period_ns = 0.0  # the stream's spacing of arrivals of new sim times (smoothed)
+        self._step_host_ns = 0  # the arrival of the newest sim time
         self._paused = False  # sim time stood still while datagrams kept arriving
-        self._paused_ns = 0.0  # the lateness the pauses seen vouch for, added up
+        self._paused_ns = 0.0  # the lateness the newest pause vouches for
         self._frozen_ns = 0  # the current sim time's repeats at the stream's cadence: their span
-        self._vouched_ns = 0.0  # what the current standstill added to ``_paused_ns``
+        self._vouched_ns = 0.0  # the current standstill's vouch (nonzero: it is a pause)
         self._resets = self._discontinuities = self._samples = 0
         self._reordered = self._outliers = 0
 
@@ -179,10 +180,11 @@ class SimClockEstimator:
             host = host_rx_ns if mapped is None else min(mapped, host_rx_ns)
             return SimClockSample(host, core.epoch, core.status, None)
         if self._vouched_ns:  # a pause ends: what came late since it began, it explains
-            core.explain_late()
-        if self._started and not self._frozen_ns:  # a step at the stream's own pace
-            spacing = min(host_rx_ns - self._last_host_ns, _MAX_PERIOD_NS)  # a gap: no period
+            core.explain_late(self._last_sim_ns)
+        elif self._started:  # a step at the stream's own pace (copies of datagrams included)
+            spacing = min(host_rx_ns - self._step_host_ns, _MAX_PERIOD_NS)  # a gap: no period
             self._period_ns += (spacing - self._period_ns) / 8
+        self._step_host_ns = host_rx_ns
         self._frozen_ns, self._vouched_ns = 0, 0.0
         self._started = True
         follow_ns = self._paused_ns + self._threshold_ns if self._paused else 0.0
@@ -216,17 +218,21 @@ class SimClockEstimator:
         return None
 
     def _watch_pause(self, host_rx_ns: int) -> None:
-        """Repeats of a sim time at the stream's cadence over more than the jump threshold are
-        a pause. It may have lasted until the next datagram was due: it vouches for their
-        span plus one period. A repeat after a gap is no evidence (a duplicate delayed by an
-        outage says nothing of the simulation), nor is the time before it."""
+        """Repeats of a sim time at the stream's cadence (each about a period after the one
+        before) over more than half the jump threshold are a pause. It may have begun just
+        after the datagram before the first of that time and lasted until the next was due:
+        it vouches for their span plus two periods, and no more than the newest pause does
+        (pauses are not added: copies of datagrams that look like many small pauses never
+        excuse a delay, red team rt25). A repeat after a gap is no evidence (a duplicate
+        delayed by an outage says nothing of the simulation), nor is the time before it; a
+        copy that comes much sooner than a period is none either way."""
         spacing = host_rx_ns - self._last_host_ns
         if spacing > 1.5 * self._period_ns + self._threshold_ns:
             self._frozen_ns = 0
             return
+        if spacing < 0.5 * self._period_ns:
+            return  # a copy of a datagram, not the stream's next: no evidence either way
         self._frozen_ns += spacing
-        if self._frozen_ns > self._threshold_ns:
-            vouched = self._frozen_ns + self._period_ns
+        if self._frozen_ns > 0.5 * self._threshold_ns:  # one repeat at 50 Hz spans 20 ms
             self._paused = True
-            self._paused_ns += vouched - self._vouched_ns  # this standstill's growth
-            self._vouched_ns = vouched
+            self._paused_ns = self._vouched_ns = self._frozen_ns + 2 * self._period_ns

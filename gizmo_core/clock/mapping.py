@@ -156,11 +156,18 @@ class EpochClock(PublishedLine):
 
     # -- inputs ----------------------------------------------------------------------------
 
-    def explain_late(self) -> None:
-        """The late samples so far are explained (the adapter saw a pause end): a late run,
-        and the level an epoch it opens would take, starts again from the next sample. While
-        LOCKED only: a JUMPED clock's run is its own."""
-        if self._status is _LOCKED:
+    def explain_late(self, since_remote_ns: int) -> None:
+        """The late samples from remote time ``since_remote_ns`` on are explained (the adapter
+        saw a pause that began there end): a late run that began no earlier, and the level an
+        epoch it opens would take, starts again from the next sample. One that began before
+        stands (red team rt25: a stream late throughout, its late run erased by each pause a
+        copied datagram seemed to show, was followed). While LOCKED only."""
+        late = self._late
+        if (
+            self._status is _LOCKED
+            and late is not None
+            and late.since_x >= since_remote_ns - self._origin_remote
+        ):
             self._late = None
 
     def new_epoch(self, *, keep_mapping: bool = False) -> None:
