@@ -19,12 +19,12 @@ settings (docs/world-safety.md):
   threshold for ``jump_confirm_ms`` of simulation time: ``JUMPED`` (the world HOLDs
   ``clock_jump``) until on time again for as long; a persistent rise keeps holding (one-way
   stamps cannot tell it from a simulation that paused without sending). One case is told
-  apart: a pause during which datagrams kept coming with the simulation time standing still
-  for longer than the threshold (one repeat will do: a 30 Hz stream repeats once in a 40 ms
+  apart: a pause during which datagrams kept coming, about a period apart, with the
+  simulation time standing still (one repeat will do: a 30 Hz stream repeats once in a 40 ms
   stall). Those were fresh, so the resumed stream starts a new epoch at its new level, if it
-  is late by no more than the standstill lasted plus the threshold: the pause vouches for that
-  much and no more (red team rt22: a 50 ms standstill followed by a path 300 ms slower was
-  followed, and poses 300 ms old PROCEEDed as current).
+  is late by no more than the repeats' span plus two periods plus the threshold: the pause
+  vouches for that much and no more (``_watch_pause``; red team rt22: a 50 ms standstill
+  followed by a path 300 ms slower was followed, and poses 300 ms old PROCEEDed as current).
 - **Restarts and reordering** are the adapter's: simulation time falling back by at most
   ``reorder_window_ms`` is a reordered datagram (mapped with the current offset, learning
   nothing; one carrying the discontinuity bit is an outlier: it marks a break already
@@ -115,8 +115,9 @@ class SimClockEstimator:
         self._last_host_ns = 0
         self._period_ns = 0.0  # the stream's spacing of arrivals of new sim times (smoothed)
         self._step_host_ns = 0  # the arrival of the newest sim time
-        self._paused = False  # sim time stood still while datagrams kept arriving
-        self._paused_ns = 0.0  # the lateness the newest pause vouches for
+        # The lateness the newest pause (sim time standing still while datagrams kept
+        # arriving) vouches for; 0: none since the stream was last on time.
+        self._paused_ns = 0.0
         self._frozen_ns = 0  # the current sim time's repeats at the stream's cadence: their span
         self._vouched_ns = 0.0  # the current standstill's vouch (nonzero: it is a pause)
         self._resets = self._discontinuities = self._samples = 0
@@ -171,7 +172,7 @@ class SimClockEstimator:
             self._resets += 1
             reason = f"sim clock reset ({-back_ns / 1e6:.1f} ms)"
             core.new_epoch()
-            self._paused, self._paused_ns = False, 0.0
+            self._paused_ns = 0.0
         elif self._started and sim_time_ns == self._last_sim_ns:
             # A repeat (a duplicate, or a paused simulation): nothing to learn.
             self._watch_pause(host_rx_ns)
@@ -187,14 +188,14 @@ class SimClockEstimator:
         self._step_host_ns = host_rx_ns
         self._frozen_ns, self._vouched_ns = 0, 0.0
         self._started = True
-        follow_ns = self._paused_ns + self._threshold_ns if self._paused else 0.0
+        follow_ns = self._paused_ns + self._threshold_ns if self._paused_ns else 0.0
         reading = core.observe(sim_time_ns, host_rx_ns, follow_ns=follow_ns)
         if reading.status is _OUTLIER:
             return SimClockSample(host_rx_ns, reading.epoch, _OUTLIER, None)
         if reason is None and reading.event is not None:  # the usual sample has neither
             reason = self._reason(reading.event, reading.jump_ns)
         if not core.late_pending:
-            self._paused, self._paused_ns = False, 0.0  # on time again: a later rise is no pause
+            self._paused_ns = 0.0  # on time again: a later rise is no pause
         if discontinuity and reason is None:
             core.new_epoch(keep_mapping=True)
             reason = "discontinuity"
@@ -209,7 +210,7 @@ class SimClockEstimator:
         if event is ClockEvent.NEW_EPOCH:
             if jump_ns < 0:
                 return f"sim clock ahead {-jump_ns / 1e6:.1f} ms"
-            self._paused, self._paused_ns = False, 0.0
+            self._paused_ns = 0.0
             return f"sim clock resumed after a pause, jumped +{jump_ns / 1e6:.1f} ms"
         if event is ClockEvent.CLOCK_JUMP:
             return f"sim clock late +{jump_ns / 1e6:.1f} ms: held until on time again"
@@ -234,5 +235,4 @@ class SimClockEstimator:
             return  # a copy of a datagram, not the stream's next: no evidence either way
         self._frozen_ns += spacing
         if self._frozen_ns > 0.5 * self._threshold_ns:  # one repeat at 50 Hz spans 20 ms
-            self._paused = True
             self._paused_ns = self._vouched_ns = self._frozen_ns + 2 * self._period_ns
