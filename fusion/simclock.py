@@ -22,9 +22,11 @@ settings (docs/world-safety.md):
   apart: a pause during which datagrams kept coming, about a period apart, with the
   simulation time standing still (one repeat will do: a 30 Hz stream repeats once in a 40 ms
   stall). Those were fresh, so the resumed stream starts a new epoch at its new level, if it
-  is late by no more than the repeats' span plus two periods plus the threshold: the pause
-  vouches for that much and no more (``_watch_pause``; red team rt22: a 50 ms standstill
-  followed by a path 300 ms slower was followed, and poses 300 ms old PROCEEDed as current).
+  is late by no more than a learned period per repeat plus two periods plus the threshold:
+  the pause vouches for that much and no more, however late its repeats came
+  (``_watch_pause``; red team rt22: a 50 ms standstill followed by a path 300 ms slower was
+  followed, and poses 300 ms old PROCEEDed as current). The period is learned from 1 Hz to
+  the fastest stream.
 - **Restarts and reordering** are the adapter's: simulation time falling back by at most
   ``reorder_window_ms`` is a reordered datagram (mapped with the current offset, learning
   nothing; one carrying the discontinuity bit is an outlier: it marks a break already
@@ -37,6 +39,7 @@ into each input. It never reads a clock: the shell passes host times in.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import NamedTuple
 
 from gizmo_core.clock import ClockEvent, ClockStatus, EpochClock, LatePolicy
@@ -50,8 +53,10 @@ _CONFIRM_SAMPLES = 5  # early samples in a row that confirm a step ahead (with t
 # ``clock_jump`` (docs/world-safety.md).
 SIM_MAX_SKEW_PPM = 200.0
 _OUTLIER = ClockStatus.OUTLIER
-# The longest spacing of a stream's datagrams taken as its period (10 Hz): a gap is not one.
-_MAX_PERIOD_NS = 100_000_000
+# The stream's period is the median spacing of its last few new sim times (one gap in a
+# stream is not its period), at most 1 s (1 Hz: the slowest odometry rate the settings take).
+_MAX_PERIOD_NS = 1_000_000_000
+_PERIOD_SAMPLES = 9
 
 
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
@@ -113,12 +118,13 @@ class SimClockEstimator:
         self._started = False
         self._last_sim_ns = 0
         self._last_host_ns = 0
-        self._period_ns = 0.0  # the stream's spacing of arrivals of new sim times (smoothed)
+        self._period_ns = 0  # the stream's spacing of arrivals of new sim times (a median)
+        self._spacings: deque[int] = deque(maxlen=_PERIOD_SAMPLES)
         self._step_host_ns = 0  # the arrival of the newest sim time
         # The lateness the newest pause (sim time standing still while datagrams kept
         # arriving) vouches for; 0: none since the stream was last on time.
         self._paused_ns = 0.0
-        self._frozen_ns = 0  # the current sim time's repeats at the stream's cadence: their span
+        self._repeats = 0  # the current sim time's repeats at the stream's cadence
         self._vouched_ns = 0.0  # the current standstill's vouch (nonzero: it is a pause)
         self._resets = self._discontinuities = self._samples = 0
         self._reordered = self._outliers = 0
@@ -183,10 +189,11 @@ class SimClockEstimator:
         if self._vouched_ns:  # a pause ends: what came late since it began, it explains
             core.explain_late(self._last_sim_ns)
         elif self._started:  # a step at the stream's own pace (copies of datagrams included)
-            spacing = min(host_rx_ns - self._step_host_ns, _MAX_PERIOD_NS)  # a gap: no period
-            self._period_ns += (spacing - self._period_ns) / 8
+            spacings = self._spacings
+            spacings.append(min(host_rx_ns - self._step_host_ns, _MAX_PERIOD_NS))
+            self._period_ns = sorted(spacings)[len(spacings) // 2]
         self._step_host_ns = host_rx_ns
-        self._frozen_ns, self._vouched_ns = 0, 0.0
+        self._repeats, self._vouched_ns = 0, 0.0
         self._started = True
         follow_ns = self._paused_ns + self._threshold_ns if self._paused_ns else 0.0
         reading = core.observe(sim_time_ns, host_rx_ns, follow_ns=follow_ns)
@@ -220,19 +227,26 @@ class SimClockEstimator:
 
     def _watch_pause(self, host_rx_ns: int) -> None:
         """Repeats of a sim time at the stream's cadence (each about a period after the one
-        before) over more than half the jump threshold are a pause. It may have begun just
+        before) spanning more than half the jump threshold are a pause. It may have begun just
         after the datagram before the first of that time and lasted until the next was due:
-        it vouches for their span plus two periods, and no more than the newest pause does
-        (pauses are not added: copies of datagrams that look like many small pauses never
-        excuse a delay, red team rt25). A repeat after a gap is no evidence (a duplicate
+        it vouches for a period per repeat plus two, and no more than the newest pause does.
+
+        Each repeat counts one learned period, not the spacing it came with: a path that
+        holds each repeat a little longer than the one before (up to the half period plus the
+        threshold a repeat may be late by) would otherwise have the pause vouch for the delay
+        it added (red team rt26: 288 ms added over a 500 ms pause, PROCEEDs 1.1 m off).
+        Pauses are not added: copies of datagrams that look like many small pauses never
+        excuse a delay (red team rt25). A repeat after a gap is no evidence (a duplicate
         delayed by an outage says nothing of the simulation), nor is the time before it; a
         copy that comes much sooner than a period is none either way."""
         spacing = host_rx_ns - self._last_host_ns
-        if spacing > 1.5 * self._period_ns + self._threshold_ns:
-            self._frozen_ns = 0
+        period = self._period_ns
+        if spacing > 1.5 * period + self._threshold_ns:
+            self._repeats = 0
             return
-        if spacing < 0.5 * self._period_ns:
+        if spacing < 0.5 * period:
             return  # a copy of a datagram, not the stream's next: no evidence either way
-        self._frozen_ns += spacing
-        if self._frozen_ns > 0.5 * self._threshold_ns:  # one repeat at 50 Hz spans 20 ms
-            self._paused_ns = self._vouched_ns = self._frozen_ns + 2 * self._period_ns
+        self._repeats += 1
+        span = self._repeats * period
+        if span > 0.5 * self._threshold_ns:  # one repeat at 50 Hz spans 20 ms
+            self._paused_ns = self._vouched_ns = span + 2 * period

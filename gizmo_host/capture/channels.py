@@ -24,6 +24,7 @@ The view (with the ``foxglove`` extra; replay recomputes it too): the Foxglove t
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
@@ -155,6 +156,36 @@ def kind_of(topic: str) -> ChannelKind | None:
     if topic.startswith(HOST_TOPIC_PREFIX):
         return ChannelKind.HOST
     return None
+
+
+# An input topic's letters and digits: a topic whose own start within two edits of one of
+# these (case, separators, invisible or foreign characters aside) looks like that input.
+_INPUT_SKELETONS = ("gizmouart", "rflysimudp")
+
+
+def _skeleton(topic: str) -> str:
+    """``topic``'s ASCII letters and digits, compatibility-decomposed and case-folded."""
+    folded = unicodedata.normalize("NFKD", topic).casefold()
+    return "".join(c for c in folded if c.isascii() and c.isalnum())
+
+
+def _prefix_distance(word: str, text: str) -> int:
+    """The fewest edits that turn ``word`` into some prefix of ``text`` (Levenshtein)."""
+    row = list(range(len(text) + 1))  # ``word``'s empty prefix against each prefix of text
+    for i, letter in enumerate(word, 1):
+        diagonal, row[0] = row[0], i
+        for j, other in enumerate(text, 1):
+            diagonal, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, diagonal + (letter != other))
+    return min(row)
+
+
+def looks_like_input(topic: str) -> bool:
+    """Whether a topic that is not ours reads like one of the inputs a replay reads (red team
+    rt24 and rt26: port events on ``/gizmo/uart/port `` with a trailing space, without the
+    leading slash, behind a zero-width space, with a capital or a Cyrillic letter, changed a
+    replay's HOLDs to PROCEEDs with no word)."""
+    skeleton = _skeleton(topic)[:16]
+    return any(_prefix_distance(word, skeleton) <= 2 for word in _INPUT_SKELETONS)
 
 
 def port_event_json(event: LinkInput, reason: str) -> bytes:

@@ -27,7 +27,6 @@ from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.errors import CaptureError
 from gizmo_host.stream.linkstate import LinkInput
 
-_INPUT_PREFIXES = (ch.UART_TOPIC, ch.UDP_TOPIC_PREFIX.rstrip("/"))  # and what looks like them
 _OUR_METADATA = frozenset((ch.CAPTURE_METADATA, ch.SETTINGS_METADATA, ch.WORLD_METADATA))
 MAX_RECORD_BYTES = 64 * 1024 * 1024  # a damaged length field must not allocate gigabytes
 # A record's opcode and length, and a Message record's fixed fields (channel id, sequence,
@@ -206,6 +205,11 @@ class CaptureReader:
         with self._open() as stream:
             for record in self._records(stream, emit_chunks=True):
                 if isinstance(record, Metadata):
+                    if record.name in _OUR_METADATA and record.name in metadata:
+                        raise CaptureError(
+                            f"{self.path}: {record.name}: two records before the data (a "
+                            "recorder writes one): which one held is not known"
+                        )  # red team rt26: a forged first one was read, with no word
                     metadata.setdefault(record.name, dict(record.metadata))
                 elif isinstance(record, (Chunk, Message, DataEnd, Footer)):
                     break
@@ -226,7 +230,7 @@ class CaptureReader:
     def _decoder(self, channel: Channel, stream: IO[bytes]) -> _Decoder | None:
         kind = ch.kind_of(channel.topic)
         if kind is None:
-            if channel.topic.strip().startswith(_INPUT_PREFIXES):
+            if ch.looks_like_input(channel.topic):
                 self._lookalike_ids.add(channel.id)
                 if len(self.lookalike_topics) < 16:
                     self.lookalike_topics.add(channel.topic)

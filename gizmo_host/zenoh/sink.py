@@ -7,7 +7,8 @@ thread puts each line with congestion control DROP (Zenoh drops rather than bloc
 is congested) and a Zenoh timestamp from the session's clock (HLC, wall-clock based).
 
 A line is not put (counted ``expired``) when, by its turn, its own ``valid_until_ns`` has run
-out while it waited, or it waited longer than ``MAX_WAIT_NS``: a subscriber on another machine
+out (while it waited, or before it was handed, but for a HOLD valid for no time), or it waited
+longer than ``MAX_WAIT_NS``: a subscriber on another machine
 ages a line from its arrival (it cannot read the host's monotonic clock), so a line that waited
 in the queue while the session was not open would read as just made (red team rt23: a PROCEED
 4 s old, its validity long gone, shown fresh when the router came up). A ROS 2 snapshot
@@ -25,7 +26,6 @@ import asyncio
 import collections
 import json
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +34,7 @@ from typing import Any
 import zenoh
 
 from fusion import WorldSnapshot
+from gizmo_host.publish.sinks import valid_until_ns
 from gizmo_host.timing import Backoff
 from gizmo_host.zenoh.config import MESSAGE_TYPES, ZenohConfig, key, latest_key
 from gizmo_host.zenoh.session import error_detail, load_file, open_session
@@ -47,7 +48,6 @@ _ROS2 = "ros2"  # the queue's kind for a snapshot to publish as ROS 2 messages
 # The longest a line may wait for its turn and still be put: the world line's default PROCEED
 # validity. (Live, a line waits microseconds; only a session not yet open makes it wait.)
 MAX_WAIT_NS = 200_000_000
-_VALID_UNTIL = re.compile(rb'"valid_until_ns":(-?[0-9]+)')
 
 
 def line_type(line: bytes) -> str | None:
@@ -64,10 +64,15 @@ def line_type(line: bytes) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def valid_until_ns(line: bytes) -> int | None:
-    """A host line's ``valid_until_ns`` (its first: the top level's), None when it has none."""
-    found = _VALID_UNTIL.search(line)
-    return None if found is None else int(found.group(1))
+def says_hold(line: bytes) -> bool:
+    """Whether a ``verdict`` or ``world`` line's own verdict is HOLD (a world line's is its
+    first ``"verdict":``: the top level's come before its targets')."""
+    if line.startswith(b'{"type":"verdict",'):
+        return line.startswith(b'"decision":"HOLD"', 18)
+    if line.startswith(b'{"type":"world",'):
+        at = line.find(b'"verdict":"')
+        return at >= 0 and line.startswith(b'HOLD"', at + 11)
+    return False
 
 
 class ZenohOutput:
@@ -248,7 +253,8 @@ class ZenohOutput:
                     if ros and ros2 is None:
                         continue
                     until = item.valid_until_ns if ros else valid_until_ns(item)
-                    if self._expired(handed_ns, until):
+                    hold = not item.proceed if ros else says_hold(item)
+                    if self._expired(handed_ns, until, hold=hold):
                         self.expired += 1
                         continue
                     if ros:
@@ -266,12 +272,14 @@ class ZenohOutput:
             for publisher in publishers.values():
                 publisher.undeclare()  # type: ignore[no-untyped-call]
 
-    def _expired(self, handed_ns: int, until_ns: int | None) -> bool:
+    def _expired(self, handed_ns: int, until_ns: int | None, *, hold: bool) -> bool:
         """Whether a line handed at ``handed_ns`` (valid until ``until_ns``, if it says) is
-        past its turn: its validity ran out since it was handed, or it waited too long."""
+        past its turn: it waited too long, or its validity has run out: while it waited, or
+        before it was handed (a late frame's result line, red team rt26), but for a HOLD's
+        (one valid for no time: the host re-evaluates at once; a HOLD is safe)."""
         now = self._clock_ns()
         return now - handed_ns > MAX_WAIT_NS or (
-            until_ns is not None and handed_ns <= until_ns < now
+            until_ns is not None and until_ns < now and (handed_ns <= until_ns or not hold)
         )
 
     def _on_query(self, query: zenoh.Query) -> None:

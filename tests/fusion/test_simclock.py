@@ -256,6 +256,80 @@ def test_a_pause_at_the_streams_pace_always_recovers(period_ms, pause_ms, phase,
         assert all(s.status is JUMPED for _, s in tail)
 
 
+@pytest.mark.parametrize(
+    ("period_ms", "pause_ms"), [(33.3, 200), (33.3, 500), (50, 300), (20, 1000)]
+)
+def test_repeats_held_back_by_the_path_never_lengthen_what_a_pause_vouches_for(period_ms, pause_ms):
+    """Red team rt26: a genuine pause, each of its repeats held a little longer than the one
+    before (each spacing 1.5 periods + 19 ms, inside what a repeat may be late by), the
+    resumed stream late by the pause plus all that was added. The pause vouched for its
+    repeats' span, the added delay included: 500 ms at 30 Hz was followed 499 ms fresher
+    than the truth (PROCEEDs 1.1 m off through ``gizmo-host run``)."""
+    clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0, lock_ms=250.0)
+    period, pause = round(period_ms * MS), round(pause_ms * MS)
+    freeze_at = 1_000 * MS + period // 2
+    added, last_sim, out = 0, None, []
+    for k in range(1, round(4_000 * MS / period)):
+        sent = k * period
+        sim = sent if sent < freeze_at else max(freeze_at, sent - pause)
+        if sim == last_sim:
+            added += period // 2 + 19 * MS  # the path holds this repeat longer
+        last_sim = sim
+        true_host = OFFSET + sent  # when this sim time was current: fresh when sent
+        out.append((true_host, clock.observe(sim, true_host + MS + added)))
+    assert added > 2 * period + 20 * MS  # more than the pause's margin was added
+    assert all(s.host_ns <= t + 2 * MS for t, s in out)  # never fresher than the truth
+    assert {s.status for _, s in out[-30:]} == {JUMPED}  # the lateness left holds
+
+
+@pytest.mark.parametrize("rate_hz", [5.0, 6.0, 8.0])
+@pytest.mark.parametrize("pause_ms", [300, 600, 1000])
+def test_a_slow_stream_that_pauses_recovers(rate_hz, pause_ms):
+    """Red team rt26: below 10 Hz a repeat a period apart was taken for one after a gap (the
+    period learned was capped at 100 ms), so a genuine pause never ended its hold. Every
+    datagram is fresh; the stream locks on the truth again."""
+    clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0, lock_ms=250.0)
+    period = round(1e9 / rate_hz)
+    freeze_at, pause = 2_000 * MS + period // 2, pause_ms * MS
+    out = []
+    for k in range(1, round(8e9 / period)):
+        sent = k * period
+        sim = sent if sent < freeze_at else max(freeze_at, sent - pause)
+        out.append((sent, clock.observe(sim, OFFSET + sent + MS)))
+    assert all(s.host_ns <= OFFSET + h + 2 * MS for h, s in out)  # never fresher
+    tail = [s for h, s in out if h > freeze_at + pause + 2_000 * MS]
+    assert tail and all(s.status is LOCKED for s in tail)
+    assert all(abs(s.host_ns - (OFFSET + h + MS)) <= 2 * MS for h, s in out[-5:])
+
+
+def test_one_gap_is_not_learned_as_the_streams_period():
+    """A 30 Hz stream that loses a second of datagrams, then pauses: the pause vouches for
+    about its own length, not for repeats of the gap's size (a period learned from the gap
+    would excuse a stream late by far more than its pause)."""
+    clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0, lock_ms=250.0)
+    period = 33_333_333
+    sent = 0
+    for _ in range(60):
+        sent += period
+        clock.observe(sent, OFFSET + sent + MS)
+    sent += 1_000 * MS  # a second lost on the way
+    for _ in range(3):
+        sent += period
+        clock.observe(sent, OFFSET + sent + MS)
+    frozen = sent
+    for _ in range(4):  # a 133 ms pause, then a path 300 ms slower
+        sent += period
+        clock.observe(frozen, OFFSET + sent + MS)
+    out = []
+    for _ in range(60):
+        sent += period
+        out.append(
+            (OFFSET + sent - 4 * period, clock.observe(sent - 4 * period, OFFSET + sent + 301 * MS))
+        )
+    assert all(s.host_ns <= t + 2 * MS for t, s in out)
+    assert {s.status for _, s in out[-20:]} == {JUMPED}
+
+
 def test_a_single_late_burst_shorter_than_the_confirmation_is_not_a_jump():
     clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0)
     samples = feed(clock, [1.0] * 50 + [40.0] * 5 + [1.0] * 50)

@@ -106,6 +106,43 @@ def test_what_the_replay_skips_that_would_change_its_lines_is_said(tmp_path, cap
 
 
 @pytest.mark.parametrize(
+    "topic",
+    ["gizmo/uart/port", "\u200b/gizmo/uart/port", "//gizmo/uart/port", "/Gizmo/uart/port",
+     "/gizmo/u\u0430rt/port"],
+)  # fmt: skip
+def test_a_topic_that_reads_like_an_input_is_said(tmp_path, capsys, topic) -> None:
+    """Red team rt26: the port's events on topics a person reads as ``/gizmo/uart/port`` but
+    that do not start with its bytes (no leading slash, a zero-width space, a doubled slash, a
+    capital, a Cyrillic letter) slipped past the warning: the link DOWN lines went from 5 to 0
+    and PROCEEDs from 22 to 23, exit 0 and not a word."""
+    path = tmp_path / "lookalike.mcap"
+    _rewrite(CAPTURES / "unplug.mcap", path, topic={"/gizmo/uart/port": topic},
+             metadata_last=False)  # fmt: skip
+    assert main(["replay", str(path), "--offline"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "messages on topics like the inputs" in err[0]
+    assert repr(topic) in err[0]
+
+
+def test_two_settings_records_are_one_line_not_a_guess(tmp_path, capsys) -> None:
+    """Red team rt26: a forged settings record (a TTL of 5 s) before the recorded one was
+    read, with no word: PROCEEDs then claimed 4985 ms of validity instead of 237 ms."""
+    path = tmp_path / "two.mcap"
+    with path.open("wb") as f:
+        writer = Writer(f, compression=CompressionType.NONE)
+        writer.start(profile="", library="test")
+        writer.add_metadata("gizmo-host.capture", {"format_version": "1"})
+        writer.add_metadata("gizmo-host.settings", {"ttl_ms": "5000"})
+        writer.add_metadata("gizmo-host.settings", {"ttl_ms": "250"})
+        channel = writer.register_channel("/gizmo/uart", "application/octet-stream", 0)
+        writer.add_message(channel, 10**9, BoardModel().next_frame(), 10**9)
+        writer.finish()
+    assert main(["replay", str(path), "--offline"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "gizmo-host.settings: two records" in err
+
+
+@pytest.mark.parametrize(
     "metadata",
     [
         {"gizmo-host.settings": {"ttl_ms": "1" + "0" * 400}},

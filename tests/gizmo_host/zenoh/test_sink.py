@@ -20,7 +20,7 @@ from gizmo_host.rigs.free_ports import free_ports
 from gizmo_host.schemas import load_schema
 from gizmo_host.zenoh.config import ZenohConfig, vehicle_of
 from gizmo_host.zenoh.sink import ZenohOutput, line_type
-from tests.support.ros2_snapshot import snapshot, vision_store
+from tests.support.ros2_snapshot import HOST_NS, snapshot, vision_store
 from tests.support.schemas import validate_schema
 from tests.support.zenoh_router import collect, router, session, wait_until
 
@@ -97,7 +97,7 @@ def test_lines_reach_their_keys_the_queryable_answers_and_ros2_decodes_from_the_
         config = ZenohConfig(
             enabled=True, mode="client", connect=(endpoint,), vehicle="uav1", ros2="rmw_zenoh"
         )
-        output = ZenohOutput(config)
+        output = ZenohOutput(config, clock_ns=lambda: HOST_NS)  # the snapshot's time
         await output.start()
         try:
             wait_until(lambda: output.connected)

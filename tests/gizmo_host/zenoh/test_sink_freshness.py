@@ -17,7 +17,7 @@ import zenoh.ext
 from gizmo_host.publish.lines import encode_line
 from gizmo_host.rigs.free_ports import free_ports
 from gizmo_host.zenoh.config import ZenohConfig
-from gizmo_host.zenoh.sink import ZenohOutput, valid_until_ns
+from gizmo_host.zenoh.sink import ZenohOutput, says_hold, valid_until_ns
 from tests.support.ros2_snapshot import HOST_NS, WALL_NS, snapshot
 from tests.support.zenoh_router import collect, router, session, wait_until
 
@@ -40,16 +40,26 @@ def world(seq: int, valid_until: int, verdict: str = "PROCEED") -> bytes:
     )
 
 
-def test_the_validity_read_is_the_top_levels() -> None:
+def test_the_validity_and_the_hold_read_are_the_top_levels() -> None:
     assert valid_until_ns(world(1, 123)) == 123
     assert valid_until_ns(b'{"type":"link","state":"UP","host_ns":5}\n') is None
+    proceed = world(1, 123)
+    assert not says_hold(proceed)
+    assert says_hold(world(1, 123, "HOLD"))
+    target_holds = proceed.replace(b'"key":"0:5:11"', b'"key":"0:5:11","verdict":"HOLD"')
+    assert not says_hold(target_holds)
+    assert says_hold(b'{"type":"verdict","decision":"HOLD","reasons":[]}\n')
+    assert not says_hold(b'{"type":"verdict","decision":"PROCEED","reasons":[]}\n')
+    assert not says_hold(b'{"type":"result","verdict":"HOLD"}\n')
 
 
 def test_lines_and_snapshots_past_their_turn_are_not_put_and_are_counted() -> None:
     """Lines queued while the session was not open (handed before it starts, the router up
     all along): those whose validity ran out while they waited, and those that waited longer
-    than ``MAX_WAIT_NS``, are not put; the others are, in order; a ROS 2 snapshot likewise,
-    and the one put carries its own wall time as its source timestamp."""
+    than ``MAX_WAIT_NS``, are not put; nor is one whose validity had run out before it was
+    handed (red team rt26: a result line of a frame 5 s old read as just made), but for a HOLD
+    valid for no time; the others are, in order; a ROS 2 snapshot likewise, and the one put
+    carries its own wall time as its source timestamp."""
     t0 = HOST_NS + 100 * MS
     now = [t0]  # the host's clock
 
@@ -71,20 +81,22 @@ def test_lines_and_snapshots_past_their_turn_are_not_put_and_are_counted() -> No
         await output.start()
         try:
             wait_until(lambda: output.connected)
+            output.send(world(6, now[0] - 5_000 * MS))  # expired before it was handed (rt26)
+            output.send(world(7, now[0] - 1, "HOLD"))  # a HOLD valid for no time: put
             output.send(world(5, now[0] + 200 * MS))
             output.on_message(dataclasses.replace(snapshot(), valid_until_ns=now[0] + 200 * MS))
-            wait_until(lambda: sum(k.endswith("/world") for k, _, _ in got) >= 2)
+            wait_until(lambda: sum(k.endswith("/world") for k, _, _ in got) >= 3)
             wait_until(lambda: output.stats()["ros2_samples"] >= 2)
-            wait_until(lambda: len(got) >= 5)
+            wait_until(lambda: len(got) >= 6)
         finally:
             await output.close()
             subscriber.undeclare()
             viewer.close()
         seqs = [json.loads(p)["seq"] for k, p, _ in got if k == "gizmo/uav1/world"]
-        assert seqs == [4, 5]
+        assert seqs == [4, 7, 5]
         assert any(k == "gizmo/uav1/link" for k, _, _ in got)
         stats = output.stats()
-        assert stats["expired"] == 4 and stats["sent"] == 3 and stats["ros2_samples"] == 2
+        assert stats["expired"] == 5 and stats["sent"] == 4 and stats["ros2_samples"] == 2
         detections = [a for k, _, a in got if "/detections/" in k]
         assert len(detections) == 1  # the expired snapshot's array never went out
         ext = zenoh.ext
