@@ -19,14 +19,15 @@ settings (docs/world-safety.md):
   threshold for ``jump_confirm_ms`` of simulation time: ``JUMPED`` (the world HOLDs
   ``clock_jump``) until on time again for as long; a persistent rise keeps holding (one-way
   stamps cannot tell it from a simulation that paused without sending). One case is told
-  apart: a pause during which datagrams kept coming, about a period apart, with the
-  simulation time standing still (one repeat will do: a 30 Hz stream repeats once in a 40 ms
-  stall). Those were fresh, so the resumed stream starts a new epoch at its new level, if it
-  is late by no more than a learned period per repeat plus two periods plus the threshold:
-  the pause vouches for that much and no more, however late its repeats came
-  (``_watch_pause``; red team rt22: a 50 ms standstill followed by a path 300 ms slower was
-  followed, and poses 300 ms old PROCEEDed as current). The period is learned from 1 Hz to
-  the fastest stream.
+  apart: a pause during which datagrams kept coming with the simulation time standing still
+  (one repeat will do: a 30 Hz stream repeats once in a 40 ms stall). Those were fresh, so the
+  resumed stream starts a new epoch at its new level, if it is late by no more than the pause
+  shows (its repeats' number times the sender's period, or their span if less) plus two
+  periods plus the threshold (``_watch_pause``; red team rt22: a 50 ms standstill followed by
+  a path 300 ms slower was followed, and poses 300 ms old PROCEEDed as current). The period
+  is learned from the steps of sim time (``_learn_period``), from 1 Hz to the fastest stream.
+  A path that copies datagrams and delays the stream can show a pause that never was: the
+  rule's limit (docs/world-safety.md).
 - **Restarts and reordering** are the adapter's: simulation time falling back by at most
   ``reorder_window_ms`` is a reordered datagram (mapped with the current offset, learning
   nothing; one carrying the discontinuity bit is an outlier: it marks a break already
@@ -53,10 +54,10 @@ _CONFIRM_SAMPLES = 5  # early samples in a row that confirm a step ahead (with t
 # ``clock_jump`` (docs/world-safety.md).
 SIM_MAX_SKEW_PPM = 200.0
 _OUTLIER = ClockStatus.OUTLIER
-# The stream's period is the median spacing of its last few new sim times (one gap in a
-# stream is not its period), at most 1 s (1 Hz: the slowest odometry rate the settings take).
+# The stream's period (``_learn_period``), from its last new sim times: at most 1 s (1 Hz,
+# the slowest odometry rate the settings take).
 _MAX_PERIOD_NS = 1_000_000_000
-_PERIOD_SAMPLES = 9
+_PERIOD_SAMPLES = 32
 
 
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
@@ -118,13 +119,14 @@ class SimClockEstimator:
         self._started = False
         self._last_sim_ns = 0
         self._last_host_ns = 0
-        self._period_ns = 0  # the stream's spacing of arrivals of new sim times (a median)
-        self._spacings: deque[int] = deque(maxlen=_PERIOD_SAMPLES)
-        self._step_host_ns = 0  # the arrival of the newest sim time
+        self._period_ns = 0.0  # the sender's period (``_learn_period``)
+        self._steps: deque[int] = deque(maxlen=_PERIOD_SAMPLES)  # sim time from one to the next
+        self._arrivals: deque[int] = deque(maxlen=_PERIOD_SAMPLES + 1)  # their host arrivals
         # The lateness the newest pause (sim time standing still while datagrams kept
         # arriving) vouches for; 0: none since the stream was last on time.
         self._paused_ns = 0.0
-        self._repeats = 0  # the current sim time's repeats at the stream's cadence
+        self._repeats = 0  # the current sim time's repeats since it came (or since a gap)
+        self._frozen_from_ns = 0  # when they began: its arrival, or the repeat after a gap
         self._vouched_ns = 0.0  # the current standstill's vouch (nonzero: it is a pause)
         self._resets = self._discontinuities = self._samples = 0
         self._reordered = self._outliers = 0
@@ -188,12 +190,10 @@ class SimClockEstimator:
             return SimClockSample(host, core.epoch, core.status, None)
         if self._vouched_ns:  # a pause ends: what came late since it began, it explains
             core.explain_late(self._last_sim_ns)
-        elif self._started:  # a step at the stream's own pace (copies of datagrams included)
-            spacings = self._spacings
-            spacings.append(min(host_rx_ns - self._step_host_ns, _MAX_PERIOD_NS))
-            self._period_ns = sorted(spacings)[len(spacings) // 2]
-        self._step_host_ns = host_rx_ns
+        elif self._started and reason is None:  # a step at the stream's own pace
+            self._learn_period(sim_time_ns - self._last_sim_ns, host_rx_ns)
         self._repeats, self._vouched_ns = 0, 0.0
+        self._frozen_from_ns = host_rx_ns
         self._started = True
         follow_ns = self._paused_ns + self._threshold_ns if self._paused_ns else 0.0
         reading = core.observe(sim_time_ns, host_rx_ns, follow_ns=follow_ns)
@@ -225,28 +225,42 @@ class SimClockEstimator:
             return "sim clock on time again"
         return None
 
-    def _watch_pause(self, host_rx_ns: int) -> None:
-        """Repeats of a sim time at the stream's cadence (each about a period after the one
-        before) spanning more than half the jump threshold are a pause. It may have begun just
-        after the datagram before the first of that time and lasted until the next was due:
-        it vouches for a period per repeat plus two, and no more than the newest pause does.
+    def _learn_period(self, step_ns: int, host_rx_ns: int) -> None:
+        """The sender's period: the lower quartile of its last 32 steps of sim time, or the
+        mean spacing of their arrivals if that is less. The path can shape arrivals (hold
+        every other datagram and they come in pairs, twice the period apart; red team rt27)
+        but not the steps of sim time, and a gap is one step of many; a simulation running
+        faster than the host has longer steps than its arrivals. Only a path that drops most
+        datagrams for seconds lengthens both, and the stream it leaves has that period."""
+        steps, arrivals = self._steps, self._arrivals
+        steps.append(min(step_ns, _MAX_PERIOD_NS))
+        arrivals.append(host_rx_ns)
+        period = float(sorted(steps)[len(steps) // 4])
+        if len(arrivals) > 1:
+            mean = (host_rx_ns - arrivals[0]) / (len(arrivals) - 1)
+            period = min(period, mean)
+        self._period_ns = period
 
-        Each repeat counts one learned period, not the spacing it came with: a path that
-        holds each repeat a little longer than the one before (up to the half period plus the
-        threshold a repeat may be late by) would otherwise have the pause vouch for the delay
-        it added (red team rt26: 288 ms added over a 500 ms pause, PROCEEDs 1.1 m off).
-        Pauses are not added: copies of datagrams that look like many small pauses never
-        excuse a delay (red team rt25). A repeat after a gap is no evidence (a duplicate
-        delayed by an outage says nothing of the simulation), nor is the time before it; a
-        copy that comes much sooner than a period is none either way."""
-        spacing = host_rx_ns - self._last_host_ns
+    def _watch_pause(self, host_rx_ns: int) -> None:
+        """Repeats of a sim time are a pause once what they show exceeds half the jump
+        threshold: the lesser of their number times the sender's period and the host time
+        they span. It may have begun just after the datagram before the first of that time
+        and lasted until the next was due: it vouches for that plus two periods, and no more
+        than the newest pause does.
+
+        Each bound answers a path (red teams rt26, rt27): one that holds each repeat a little
+        longer than the one before stretches the span, not the number; one that copies
+        datagrams adds to the number, not the span; a stream delivered in bursts (its repeats
+        too) keeps both. Pauses are not added: copies of datagrams that look like many small
+        pauses never excuse a delay (rt25). A repeat after a gap (over one and a half periods
+        plus the threshold) is no evidence, nor is the time before it: a duplicate delayed by
+        an outage says nothing of the simulation."""
         period = self._period_ns
-        if spacing > 1.5 * period + self._threshold_ns:
+        if host_rx_ns - self._last_host_ns > 1.5 * period + self._threshold_ns:
             self._repeats = 0
+            self._frozen_from_ns = host_rx_ns
             return
-        if spacing < 0.5 * period:
-            return  # a copy of a datagram, not the stream's next: no evidence either way
         self._repeats += 1
-        span = self._repeats * period
-        if span > 0.5 * self._threshold_ns:  # one repeat at 50 Hz spans 20 ms
-            self._paused_ns = self._vouched_ns = span + 2 * period
+        shown = min(self._repeats * period, host_rx_ns - self._frozen_from_ns)
+        if shown > 0.5 * self._threshold_ns:  # one repeat at 50 Hz shows 20 ms
+            self._paused_ns = self._vouched_ns = shown + 2 * period

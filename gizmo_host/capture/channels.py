@@ -158,20 +158,24 @@ def kind_of(topic: str) -> ChannelKind | None:
     return None
 
 
-# An input topic's letters and digits: a topic whose own start within two edits of one of
-# these (case, separators, invisible or foreign characters aside) looks like that input.
+# An input topic's letters and digits: a topic holding something within two edits of one of
+# these (case, separators, invisible characters and letters that look Latin aside) reads
+# like that input.
 _INPUT_SKELETONS = ("gizmouart", "rflysimudp")
+# Cyrillic and Greek letters drawn like Latin ones, after case folding.
+_LOOKALIKE_LETTERS = str.maketrans("аеорсухіјѕԁɡһԛԝгптмкαεοιρυνκτ", "aeopcyxijsdghqwrntmkaeoipuvkt")
 
 
 def _skeleton(topic: str) -> str:
-    """``topic``'s ASCII letters and digits, compatibility-decomposed and case-folded."""
-    folded = unicodedata.normalize("NFKD", topic).casefold()
+    """``topic``'s ASCII letters and digits, compatibility-decomposed, case-folded, with
+    letters drawn like Latin ones read as those."""
+    folded = unicodedata.normalize("NFKD", topic).casefold().translate(_LOOKALIKE_LETTERS)
     return "".join(c for c in folded if c.isascii() and c.isalnum())
 
 
-def _prefix_distance(word: str, text: str) -> int:
-    """The fewest edits that turn ``word`` into some prefix of ``text`` (Levenshtein)."""
-    row = list(range(len(text) + 1))  # ``word``'s empty prefix against each prefix of text
+def _substring_distance(word: str, text: str) -> int:
+    """The fewest edits that turn ``word`` into some substring of ``text`` (Sellers)."""
+    row = [0] * (len(text) + 1)  # the empty word matches before any character, for free
     for i, letter in enumerate(word, 1):
         diagonal, row[0] = row[0], i
         for j, other in enumerate(text, 1):
@@ -180,12 +184,12 @@ def _prefix_distance(word: str, text: str) -> int:
 
 
 def looks_like_input(topic: str) -> bool:
-    """Whether a topic that is not ours reads like one of the inputs a replay reads (red team
-    rt24 and rt26: port events on ``/gizmo/uart/port `` with a trailing space, without the
-    leading slash, behind a zero-width space, with a capital or a Cyrillic letter, changed a
-    replay's HOLDs to PROCEEDs with no word)."""
-    skeleton = _skeleton(topic)[:16]
-    return any(_prefix_distance(word, skeleton) <= 2 for word in _INPUT_SKELETONS)
+    """Whether a topic that is not ours reads like one of the inputs a replay reads (red teams
+    rt24, rt26, rt27: port events on ``/gizmo/uart/port `` with a trailing space, without the
+    leading slash, behind a zero-width space, with a capital, Cyrillic letters or a namespace
+    in front changed a replay's HOLDs to PROCEEDs with no word)."""
+    skeleton = _skeleton(topic[:256])
+    return any(_substring_distance(word, skeleton) <= 2 for word in _INPUT_SKELETONS)
 
 
 def port_event_json(event: LinkInput, reason: str) -> bytes:

@@ -102,6 +102,7 @@ class CaptureReader:
         """Every message of ours, in file order; ``CaptureError`` where the file is damaged."""
         decoders: dict[int, _Decoder | None] = {}
         uart, new = ch.ChannelKind.UART, tuple.__new__
+        declared: dict[int, tuple[object, ...]] = {}  # each channel's fields, as first declared
         data_seen = False
         with self._open() as stream:
             for record in self._records(stream, emit_chunks=True):
@@ -109,7 +110,7 @@ class CaptureReader:
                     data_seen = True
                     for item in self._chunk_messages(record, stream):
                         if isinstance(item, Channel):
-                            decoders[item.id] = self._decoder(item, stream)
+                            self._declare(decoders, declared, item, stream)
                             continue
                         channel_id, log_time, data = item
                         if channel_id not in decoders:
@@ -123,7 +124,7 @@ class CaptureReader:
                         else:
                             yield self._decode(decoder, log_time, data, stream)
                 elif isinstance(record, Channel):
-                    decoders[record.id] = self._decoder(record, stream)
+                    self._declare(decoders, declared, record, stream)
                 elif isinstance(record, Metadata):
                     # ``info`` was read from before the data: ours after it went unread
                     self.late_metadata += data_seen and record.name in _OUR_METADATA
@@ -139,6 +140,26 @@ class CaptureReader:
                         self.lookalikes += record.channel_id in self._lookalike_ids
                         continue
                     yield self._decode(decoder, record.log_time, bytes(record.data), stream)
+
+    def _declare(
+        self,
+        decoders: dict[int, _Decoder | None],
+        declared: dict[int, tuple[object, ...]],
+        channel: Channel,
+        stream: IO[bytes],
+    ) -> None:
+        """A channel's declaration: again, it must be the same (the MCAP specification's rule;
+        red team rt27: the port's channel declared again mid-file as another topic skipped
+        its last events, while the summary that tools show still named it the port's)."""
+        fields = (channel.topic, channel.message_encoding, channel.schema_id, channel.metadata)
+        first = declared.setdefault(channel.id, fields)
+        if first != fields:
+            raise self._error(
+                stream,
+                f"channel {channel.id} declared again as {channel.topic!r}, first as {first[0]!r}",
+            )
+        if channel.id not in decoders:
+            decoders[channel.id] = self._decoder(channel, stream)
 
     def _chunk_messages(
         self, chunk: Chunk, stream: IO[bytes]

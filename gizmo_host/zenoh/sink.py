@@ -7,8 +7,8 @@ thread puts each line with congestion control DROP (Zenoh drops rather than bloc
 is congested) and a Zenoh timestamp from the session's clock (HLC, wall-clock based).
 
 A line is not put (counted ``expired``) when, by its turn, its own ``valid_until_ns`` has run
-out (while it waited, or before it was handed, but for a HOLD valid for no time), or it waited
-longer than ``MAX_WAIT_NS``: a subscriber on another machine
+out (while it waited, or before it was handed; a HOLD is put whatever its validity), or it
+waited longer than ``MAX_WAIT_NS``: a subscriber on another machine
 ages a line from its arrival (it cannot read the host's monotonic clock), so a line that waited
 in the queue while the session was not open would read as just made (red team rt23: a PROCEED
 4 s old, its validity long gone, shown fresh when the router came up). A ROS 2 snapshot
@@ -274,12 +274,14 @@ class ZenohOutput:
 
     def _expired(self, handed_ns: int, until_ns: int | None, *, hold: bool) -> bool:
         """Whether a line handed at ``handed_ns`` (valid until ``until_ns``, if it says) is
-        past its turn: it waited too long, or its validity has run out: while it waited, or
-        before it was handed (a late frame's result line, red team rt26), but for a HOLD's
-        (one valid for no time: the host re-evaluates at once; a HOLD is safe)."""
+        past its turn: it waited too long, or its validity has run out, while it waited or
+        before it was handed (a late frame's result line, red team rt26). A HOLD is put
+        whatever its validity: a HOLD is safe, and the one after a PROCEED revokes it (rt27:
+        dropped for its short validity, it left an older PROCEED the subscriber's last word);
+        the PROCEED, older, waited longer: it is not put without the HOLD."""
         now = self._clock_ns()
         return now - handed_ns > MAX_WAIT_NS or (
-            until_ns is not None and until_ns < now and (handed_ns <= until_ns or not hold)
+            not hold and until_ns is not None and until_ns < now
         )
 
     def _on_query(self, query: zenoh.Query) -> None:

@@ -302,6 +302,84 @@ def test_a_slow_stream_that_pauses_recovers(rate_hz, pause_ms):
     assert all(abs(s.host_ns - (OFFSET + h + MS)) <= 2 * MS for h, s in out[-5:])
 
 
+def _shaped_pause(period_ms, pause_ms, extra_ms, shape):
+    """A stream at ``period_ms`` whose simulation freezes for ``pause_ms`` (its datagrams going
+    on, fresh) and comes back ``extra_ms`` later on the path; ``shape(k, sent, frozen)`` gives
+    each datagram's added delay before the resume, or None to drop it. The samples after the
+    resume, with the host time their sim time was current (the test's own arithmetic)."""
+    clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0, lock_ms=250.0)
+    period, pause = round(period_ms * MS), round(pause_ms * MS)
+    freeze_at = 3_000 * MS + period // 2
+    deliveries = []
+    for k in range(1, round(7_000 * MS / period)):
+        sent = k * period
+        sim = sent if sent < freeze_at else max(freeze_at, sent - pause)
+        resumed = sent - pause > freeze_at
+        added = round(extra_ms * MS) if resumed else shape(k, sent, sim == freeze_at)
+        if added is not None:
+            deliveries.append((OFFSET + sent + MS + added, k, sim, OFFSET + sent, resumed))
+    out = []
+    for rx, _, sim, true_host, resumed in sorted(deliveries):
+        sample = clock.observe(sim, rx)
+        if resumed:
+            out.append((true_host, sample))
+    return out
+
+
+@pytest.mark.parametrize("period_ms", [20.0, 33.3])
+@pytest.mark.parametrize("pause_ms", [200, 1000])
+def test_a_path_that_pairs_datagrams_never_lengthens_a_pause(period_ms, pause_ms):
+    """Red team rt27: holding every other datagram one period (less 1 ms) made them come in
+    pairs, the period learned from arrivals doubled, and each repeat vouched for two: a 1 s
+    pause at 50 Hz, then a path 1 s slower, was followed 1 s fresher than the truth."""
+
+    def pairs(k, sent, frozen):
+        return round(period_ms * MS) - MS if k % 2 else 0
+
+    for extra_ms in (300, pause_ms):
+        out = _shaped_pause(period_ms, pause_ms, extra_ms, pairs)
+        assert all(s.host_ns <= t + 2 * MS for t, s in out)
+        assert {s.status for _, s in out[-30:]} == {JUMPED}
+
+
+@pytest.mark.parametrize("keep", [3, 6])
+def test_a_path_that_drops_before_a_pause_gains_at_most_two_of_its_periods(keep):
+    """Red team rt27: kept one datagram in ``keep`` before a pause and let every other repeat
+    through: the pause vouched for twice its length (end to end, PROCEEDs 1.56 m off). Now
+    the stream it leaves (every ``keep``-th) is one of that period, and a pause of such a
+    stream may vouch for two of its periods (it may have begun just after one datagram and
+    ended just before another); no more."""
+    period_ms = 33.3
+
+    def drops(k, sent, frozen):
+        if frozen:
+            return 0 if k % ((keep + 1) // 2) == 0 else None
+        return 0 if k % keep == 0 else None
+
+    for extra_ms in (2 * keep * period_ms + 60, 1000):
+        out = _shaped_pause(period_ms, 500, extra_ms, drops)
+        assert all(s.host_ns <= t + 2 * MS for t, s in out)
+        assert {s.status for _, s in out[-30:]} == {JUMPED}
+
+
+@pytest.mark.parametrize(
+    ("period_ms", "burst_ms"), [(10.0, 20.0), (10.0, 30.0), (5.0, 15.625), (20.0, 40.0)]
+)
+@pytest.mark.parametrize("pause_ms", [100, 300, 1000])
+def test_a_stream_delivered_in_bursts_recovers_from_a_pause(period_ms, burst_ms, pause_ms):
+    """Red team rt27: a stream whose datagrams (its repeats too) come in bursts (a sender on
+    a 15.6 ms timer, a driver that batches) learned a period of 0 from its arrivals and never
+    saw a pause: held clock_jump for good. Every datagram is fresh when its burst leaves."""
+    burst = round(burst_ms * MS)
+
+    def bursts(k, sent, frozen):
+        return -(-sent // burst) * burst - sent  # waits for its burst
+
+    out = _shaped_pause(period_ms, pause_ms, 0, bursts)
+    assert all(s.host_ns <= t + burst + 2 * MS for t, s in out)  # fresh when sent, not later
+    assert {s.status for _, s in out[-50:]} == {LOCKED}
+
+
 def test_one_gap_is_not_learned_as_the_streams_period():
     """A 30 Hz stream that loses a second of datagrams, then pauses: the pause vouches for
     about its own length, not for repeats of the gap's size (a period learned from the gap

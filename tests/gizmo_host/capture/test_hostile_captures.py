@@ -13,7 +13,7 @@ import lz4.frame
 import pytest
 import zstandard
 from mcap.reader import make_reader
-from mcap.records import Chunk
+from mcap.records import Channel, Chunk
 from mcap.writer import CompressionType, Writer
 
 from gizmo_host.app.offline_replay import QUIET_NS, OfflineReplay
@@ -108,7 +108,7 @@ def test_what_the_replay_skips_that_would_change_its_lines_is_said(tmp_path, cap
 @pytest.mark.parametrize(
     "topic",
     ["gizmo/uart/port", "\u200b/gizmo/uart/port", "//gizmo/uart/port", "/Gizmo/uart/port",
-     "/gizmo/u\u0430rt/port"],
+     "/gizmo/u\u0430rt/port", "/g\u0456zm\u043e/u\u0430rt/port", "/uav1/gizmo/uart/port"],
 )  # fmt: skip
 def test_a_topic_that_reads_like_an_input_is_said(tmp_path, capsys, topic) -> None:
     """Red team rt26: the port's events on topics a person reads as ``/gizmo/uart/port`` but
@@ -122,6 +122,34 @@ def test_a_topic_that_reads_like_an_input_is_said(tmp_path, capsys, topic) -> No
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and "messages on topics like the inputs" in err[0]
     assert repr(topic) in err[0]
+
+
+def test_a_channel_declared_again_as_another_topic_is_damage(tmp_path, capsys) -> None:
+    """Red team rt27: the serial channel's id declared again mid-file as another topic: the
+    reader took the new declaration and skipped what followed, exit 0, while the summary that
+    tools show still named the channel the port's. The MCAP specification wants repeated
+    declarations identical; one that differs is one error line."""
+    path = tmp_path / "redeclared.mcap"
+    frame = BoardModel().next_frame()
+    with path.open("wb") as f:
+        writer = Writer(f, compression=CompressionType.NONE, use_chunking=False)
+        writer.start(profile="", library="test")
+        writer.add_metadata("gizmo-host.capture", {"format_version": "1"})
+        channel = writer.register_channel("/gizmo/uart", "application/octet-stream", 0)
+        writer.add_message(channel, 10**9, frame, 10**9)
+        again = Channel(
+            id=channel,
+            topic="/other",
+            message_encoding="application/octet-stream",
+            schema_id=0,
+            metadata={},
+        )
+        again.write(writer._Writer__record_builder)
+        writer.add_message(channel, 2 * 10**9, frame, 2 * 10**9)
+        writer.finish()
+    assert main(["replay", str(path), "--offline"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "declared again as '/other'" in err
 
 
 def test_two_settings_records_are_one_line_not_a_guess(tmp_path, capsys) -> None:

@@ -57,8 +57,9 @@ def test_lines_and_snapshots_past_their_turn_are_not_put_and_are_counted() -> No
     """Lines queued while the session was not open (handed before it starts, the router up
     all along): those whose validity ran out while they waited, and those that waited longer
     than ``MAX_WAIT_NS``, are not put; nor is one whose validity had run out before it was
-    handed (red team rt26: a result line of a frame 5 s old read as just made), but for a HOLD
-    valid for no time; the others are, in order; a ROS 2 snapshot likewise, and the one put
+    handed (red team rt26: a result line of a frame 5 s old read as just made); a HOLD is put
+    whatever its validity (rt27: one dropped left an older PROCEED the last word); the others
+    are, in order; a ROS 2 snapshot likewise, and the one put
     carries its own wall time as its source timestamp."""
     t0 = HOST_NS + 100 * MS
     now = [t0]  # the host's clock
@@ -77,6 +78,7 @@ def test_lines_and_snapshots_past_their_turn_are_not_put_and_are_counted() -> No
         now[0] = t0 + 150 * MS
         output.send(b'{"type":"link","state":"UP","host_ns":1}\n')  # no validity: put
         output.send(world(4, t0 + 450 * MS))
+        output.send(world(8, t0 + 165 * MS, "HOLD"))  # runs out while it waits: still put
         now[0] = t0 + 250 * MS
         await output.start()
         try:
@@ -85,18 +87,18 @@ def test_lines_and_snapshots_past_their_turn_are_not_put_and_are_counted() -> No
             output.send(world(7, now[0] - 1, "HOLD"))  # a HOLD valid for no time: put
             output.send(world(5, now[0] + 200 * MS))
             output.on_message(dataclasses.replace(snapshot(), valid_until_ns=now[0] + 200 * MS))
-            wait_until(lambda: sum(k.endswith("/world") for k, _, _ in got) >= 3)
+            wait_until(lambda: sum(k.endswith("/world") for k, _, _ in got) >= 4)
             wait_until(lambda: output.stats()["ros2_samples"] >= 2)
-            wait_until(lambda: len(got) >= 6)
+            wait_until(lambda: len(got) >= 7)
         finally:
             await output.close()
             subscriber.undeclare()
             viewer.close()
         seqs = [json.loads(p)["seq"] for k, p, _ in got if k == "gizmo/uav1/world"]
-        assert seqs == [4, 7, 5]
+        assert seqs == [4, 8, 7, 5]  # the HOLD after the PROCEED revokes it
         assert any(k == "gizmo/uav1/link" for k, _, _ in got)
         stats = output.stats()
-        assert stats["expired"] == 5 and stats["sent"] == 4 and stats["ros2_samples"] == 2
+        assert stats["expired"] == 5 and stats["sent"] == 5 and stats["ros2_samples"] == 2
         detections = [a for k, _, a in got if "/detections/" in k]
         assert len(detections) == 1  # the expired snapshot's array never went out
         ext = zenoh.ext
