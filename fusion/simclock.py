@@ -22,10 +22,10 @@ settings (docs/world-safety.md):
   apart: a pause during which datagrams kept coming with the simulation time standing still
   (one repeat will do: a 30 Hz stream repeats once in a 40 ms stall). Those were fresh, so the
   resumed stream starts a new epoch at its new level, if it is late by no more than the pause
-  shows (its repeats' number times the sender's period, or their span if less) plus two
-  periods plus the threshold (``_watch_pause``; red team rt22: a 50 ms standstill followed by
-  a path 300 ms slower was followed, and poses 300 ms old PROCEEDed as current). The period
-  is learned from the steps of sim time (``_learn_period``), from 1 Hz to the fastest stream.
+  shows beyond the stream's usual standstill (``_watch_pause``) plus two sendings plus the
+  threshold (red team rt22: a 50 ms standstill followed by a path 300 ms slower was
+  followed, and poses 300 ms old PROCEEDed as current). The period is learned from the steps
+  of sim time (``_learn_period``), from 1 Hz to the fastest stream.
   A path that copies datagrams and delays the stream can show a pause that never was: the
   rule's limit (docs/world-safety.md).
 - **Restarts and reordering** are the adapter's: simulation time falling back by at most
@@ -58,6 +58,7 @@ _OUTLIER = ClockStatus.OUTLIER
 # the slowest odometry rate the settings take).
 _MAX_PERIOD_NS = 1_000_000_000
 _PERIOD_SAMPLES = 32
+_STANDSTILL_SAMPLES = 9
 
 
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
@@ -121,12 +122,18 @@ class SimClockEstimator:
         self._last_host_ns = 0
         self._period_ns = 0.0  # the sender's period (``_learn_period``)
         self._steps: deque[int] = deque(maxlen=_PERIOD_SAMPLES)  # sim time from one to the next
-        self._arrivals: deque[int] = deque(maxlen=_PERIOD_SAMPLES + 1)  # their host arrivals
+        self._arrivals: deque[int] = deque(maxlen=_PERIOD_SAMPLES + 1)  # their arrivals
+        self._send_ns = 0.0  # how often the sender sends (``_end_standstill``)
         # The lateness the newest pause (sim time standing still while datagrams kept
         # arriving) vouches for; 0: none since the stream was last on time.
         self._paused_ns = 0.0
-        self._repeats = 0  # the current sim time's repeats since it came (or since a gap)
-        self._frozen_from_ns = 0  # when they began: its arrival, or the repeat after a gap
+        self._repeats = 0  # the current sim time's repeats since it came
+        self._frozen_from_ns = 0  # its arrival
+        # What the stream's last standstills showed (``_shown``): a simulation whose time
+        # moves in ticks coarser than its sending repeats each one; only more is a pause.
+        self._standstills: deque[float] = deque(maxlen=_STANDSTILL_SAMPLES)
+        self._repeat_counts: deque[int] = deque(maxlen=_STANDSTILL_SAMPLES)  # and their repeats
+        self._usual_ns = 0.0  # their upper quartile
         self._vouched_ns = 0.0  # the current standstill's vouch (nonzero: it is a pause)
         self._resets = self._discontinuities = self._samples = 0
         self._reordered = self._outliers = 0
@@ -192,6 +199,8 @@ class SimClockEstimator:
             core.explain_late(self._last_sim_ns)
         elif self._started and reason is None:  # a step at the stream's own pace
             self._learn_period(sim_time_ns - self._last_sim_ns, host_rx_ns)
+        if self._started and reason is None:
+            self._end_standstill()
         self._repeats, self._vouched_ns = 0, 0.0
         self._frozen_from_ns = host_rx_ns
         self._started = True
@@ -237,30 +246,52 @@ class SimClockEstimator:
         arrivals.append(host_rx_ns)
         period = float(sorted(steps)[len(steps) // 4])
         if len(arrivals) > 1:
-            mean = (host_rx_ns - arrivals[0]) / (len(arrivals) - 1)
-            period = min(period, mean)
+            period = min(period, (host_rx_ns - arrivals[0]) / (len(arrivals) - 1))
         self._period_ns = period
 
+    def _end_standstill(self) -> None:
+        """A sim time's datagrams are over (a new one came): what its repeats showed, and how
+        many they were, join the stream's usual. A simulation whose time moves in ticks
+        coarser than it sends repeats each time as often (red team rt28): it sends that many
+        times more often than its period."""
+        standstills, counts = self._standstills, self._repeat_counts
+        standstills.append(self._shown(self._last_host_ns))
+        counts.append(self._repeats)
+        # the upper quartile: a tick holding one sending more than most is usual too
+        self._usual_ns = sorted(standstills)[3 * len(standstills) // 4]
+        self._send_ns = self._period_ns / (sorted(counts)[len(counts) // 2] + 1)
+
+    def _shown(self, last_ns: int) -> float:
+        """What the current sim time's repeats show, the last of them at ``last_ns``: the lesser
+        of their number times the sender's period and the host time they span."""
+        if not self._repeats:
+            return 0.0
+        return min(self._repeats * self._send_ns, last_ns - self._frozen_from_ns)
+
     def _watch_pause(self, host_rx_ns: int) -> None:
-        """Repeats of a sim time are a pause once what they show exceeds half the jump
-        threshold: the lesser of their number times the sender's period and the host time
-        they span. It may have begun just after the datagram before the first of that time
-        and lasted until the next was due: it vouches for that plus two periods, and no more
-        than the newest pause does.
+        """Repeats of a sim time are a pause once what they show (``_shown``) exceeds what the
+        stream's standstills usually show by half the jump threshold. It may have begun just
+        after the datagram before the first of that time and lasted until the next was due:
+        it vouches for that excess plus two periods, and no more than the newest pause does.
 
         Each bound answers a path (red teams rt26, rt27): one that holds each repeat a little
         longer than the one before stretches the span, not the number; one that copies
-        datagrams adds to the number, not the span; a stream delivered in bursts (its repeats
-        too) keeps both. Pauses are not added: copies of datagrams that look like many small
-        pauses never excuse a delay (rt25). A repeat after a gap (over one and a half periods
-        plus the threshold) is no evidence, nor is the time before it: a duplicate delayed by
-        an outage says nothing of the simulation."""
-        period = self._period_ns
-        if host_rx_ns - self._last_host_ns > 1.5 * period + self._threshold_ns:
-            self._repeats = 0
-            self._frozen_from_ns = host_rx_ns
-            return
+        datagrams adds to the number, not the span; a stream delivered in bursts, or stalled
+        on the way and delivered at once, keeps both (rt28: a stall that restarted the count
+        held a genuine pause for good). A simulation whose time moves in ticks coarser than it
+        sends shows a standstill every tick: only one longer than usual is a pause (rt28: a
+        path that held back one tick had the ticks after it vouch for the delay, PROCEEDs
+        0.8 m off). Pauses are not added: copies of datagrams that look like many small
+        pauses never excuse a delay (rt25)."""
         self._repeats += 1
-        shown = min(self._repeats * period, host_rx_ns - self._frozen_from_ns)
-        if shown > 0.5 * self._threshold_ns:  # one repeat at 50 Hz shows 20 ms
-            self._paused_ns = self._vouched_ns = shown + 2 * period
+        usual, send, period = self._usual_ns, self._send_ns, self._period_ns
+        need = 0.5 * self._threshold_ns  # one repeat at 50 Hz shows 20 ms
+        if usual > need:  # coarse ticks: one may hold a sending more than most (a period
+            usual = max(usual, period - send)  # that is no multiple of the sendings')
+            need += send
+        shown = self._shown(host_rx_ns) - usual
+        if shown > need:
+            # Where in a step it began and ended: a step less what repeats usually cover
+            # (a coarse tick's repeats cover all of it but one sending)
+            step = max(send, period - usual)
+            self._paused_ns = self._vouched_ns = shown + 2 * step

@@ -380,6 +380,75 @@ def test_a_stream_delivered_in_bursts_recovers_from_a_pause(period_ms, burst_ms,
     assert {s.status for _, s in out[-50:]} == {LOCKED}
 
 
+def _fed(deliveries, after_ns=0):
+    """Each (arrival, sim time, the host time that sim time was current) in arrival order:
+    the worst lead of a LOCKED sample arriving after ``after_ns`` over its truth, and the
+    statuses of the last second."""
+    clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0, lock_ms=250.0)
+    out = [(rx, truth, clock.observe(sim, rx)) for rx, sim, truth in sorted(deliveries)]
+    locked = [s.host_ns - t for rx, t, s in out if s.status is LOCKED and rx > after_ns]
+    lead = max(locked, default=0)
+    last_ns = out[-1][0]
+    return lead, {s.status for rx, _, s in out if rx > last_ns - 1_000 * MS}
+
+
+@pytest.mark.parametrize(("tick_ms", "send_ms"), [(80, 10), (100, 33), (200, 10), (1000, 50)])
+@pytest.mark.parametrize("variant", ["bunch", "holdtick"])
+def test_coarse_ticks_never_vouch_for_a_path_delay(tick_ms, send_ms, variant):
+    """Red team rt28: a simulation whose time moves in ticks coarser than it sends repeats
+    each time until the next tick: every tick looked like a pause. A path that held back one
+    tick (its repeats, or the whole of it) and delayed all after it by 300 ms had the next
+    ticks vouch for the delay: LOCKED 300 ms fresher (end to end, PROCEEDs 0.84 m off)."""
+    tick, send, delay = tick_ms * MS, send_ms * MS, 300 * MS
+    rise = 3_000 * MS // tick  # the tick from which the path is slower
+    deliveries = []
+    for i in range(1, round(8_000 * MS / send)):
+        sent = i * send
+        n = sent // tick
+        rx = OFFSET + sent + MS
+        if n >= rise:
+            rx += delay
+            if n == rise and variant == "holdtick":  # the whole tick, released at once
+                rx = OFFSET + (n + 1) * tick - send + delay + MS + i
+            elif n == rise and sent - n * tick >= send:  # its repeats, released at once
+                rx = OFFSET + (n + 1) * tick + delay + i
+        deliveries.append((rx, n * tick, OFFSET + n * tick + MS))
+    # A tick's first sending may come up to a sending after the tick: the mapping's lock
+    # learns its least delay from the ticks they share, hence the first second's lead.
+    lead, tail = _fed(deliveries, after_ns=OFFSET + 3_000 * MS)
+    assert lead <= 5 * MS and tail == {JUMPED}  # (the delay: 300 ms)
+    honest = [
+        (OFFSET + i * send + MS, i * send // tick * tick, OFFSET + i * send // tick * tick + MS)
+        for i in range(1, 8_000 * MS // send)
+    ]  # the same stream on time: never fresher than the truth by more than its jitter
+    assert _fed(honest, after_ns=OFFSET + 3_000 * MS)[0] <= 5 * MS  # (up to a sending)
+
+
+@pytest.mark.parametrize(("period_ms", "pause_ms"), [(10.0, 1000), (33.3, 300), (5.0, 300)])
+@pytest.mark.parametrize(("stall_ms", "before_ms"), [(40, 100), (60, 100), (80, 200)])
+def test_a_stall_in_delivery_during_a_pause_does_not_discard_it(
+    period_ms, pause_ms, stall_ms, before_ms
+):
+    """Red team rt28: the host stalled for 40-80 ms in a long pause (the datagrams queued,
+    then read at once): a repeat after a gap restarted the pause's evidence, and the stream,
+    late by the whole pause, held clock_jump for good."""
+    period, pause = round(period_ms * MS), pause_ms * MS
+    freeze = 3_000 * MS + period // 3
+    resume = freeze + pause
+    stall_from = resume - before_ms * MS
+    deliveries = []
+    for k in range(1, round(8e9 / period)):
+        sent = k * period
+        sim = sent if sent < freeze else max(freeze, sent - pause)
+        rx = sent + MS
+        if stall_from <= rx < stall_from + stall_ms * MS:
+            rx = stall_from + stall_ms * MS + MS + k  # read at once after the stall
+        current = sim if sent < freeze else (freeze if sent < resume else sent)
+        deliveries.append((OFFSET + rx, sim, OFFSET + current + MS))
+    lead, tail = _fed(deliveries)
+    assert lead <= 2 * MS and tail == {LOCKED}
+
+
 def test_one_gap_is_not_learned_as_the_streams_period():
     """A 30 Hz stream that loses a second of datagrams, then pauses: the pause vouches for
     about its own length, not for repeats of the gap's size (a period learned from the gap
