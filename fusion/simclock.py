@@ -131,8 +131,8 @@ class SimClockEstimator:
         self._frozen_from_ns = 0  # its arrival
         # What the stream's last standstills showed (``_shown``): a simulation whose time
         # moves in ticks coarser than its sending repeats each one; only more is a pause.
-        self._standstills: deque[float] = deque(maxlen=_STANDSTILL_SAMPLES)
-        self._repeat_counts: deque[int] = deque(maxlen=_STANDSTILL_SAMPLES)  # and their repeats
+        # [sim time, first arrival, last arrival, repeats] of the last sim times before this one
+        self._closed: deque[list[int]] = deque(maxlen=_STANDSTILL_SAMPLES)
         self._usual_ns = 0.0  # their upper quartile
         self._vouched_ns = 0.0  # the current standstill's vouch (nonzero: it is a pause)
         self._resets = self._discontinuities = self._samples = 0
@@ -181,6 +181,7 @@ class SimClockEstimator:
                     self._outliers += 1
                     return SimClockSample(host_rx_ns, core.epoch, _OUTLIER, None)
                 self._reordered += 1
+                self._late_repeat(sim_time_ns, host_rx_ns)
                 mapped = core.to_host_ns(sim_time_ns)
                 host = host_rx_ns if mapped is None else min(mapped, host_rx_ns)
                 return SimClockSample(host, core.epoch, core.status, None)
@@ -250,16 +251,35 @@ class SimClockEstimator:
         self._period_ns = period
 
     def _end_standstill(self) -> None:
-        """A sim time's datagrams are over (a new one came): what its repeats showed, and how
-        many they were, join the stream's usual. A simulation whose time moves in ticks
-        coarser than it sends repeats each time as often (red team rt28): it sends that many
-        times more often than its period."""
-        standstills, counts = self._standstills, self._repeat_counts
-        standstills.append(self._shown(self._last_host_ns))
-        counts.append(self._repeats)
-        # the upper quartile: a tick holding one sending more than most is usual too
-        self._usual_ns = sorted(standstills)[3 * len(standstills) // 4]
-        self._send_ns = self._period_ns / (sorted(counts)[len(counts) // 2] + 1)
+        """A sim time's datagrams are over (a new one came): how many repeats it had and what
+        they showed join the stream's usual. A simulation whose time moves in ticks coarser
+        than it sends repeats each time as often (red team rt28): it sends that many times
+        more often than its period."""
+        self._closed.append(
+            [self._last_sim_ns, self._frozen_from_ns, self._last_host_ns, self._repeats]
+        )
+        self._usual()
+
+    def _late_repeat(self, sim_time_ns: int, host_rx_ns: int) -> None:
+        """A repeat of an earlier sim time that came after a later one is still one of its
+        repeats (red team rt29: a path that held each tick's repeats past the next tick hid
+        them all, and the sender seemed to send once a tick: a delay passed for a pause)."""
+        for closed in self._closed:
+            if closed[0] == sim_time_ns:
+                closed[2] = max(closed[2], host_rx_ns)
+                closed[3] += 1
+                self._usual()
+                return
+
+    def _usual(self) -> None:
+        """The sending rate (the period over the median number of sendings of a sim time) and
+        the usual standstill: the upper quartile of what the last sim times' repeats showed
+        (a tick holding one sending more than most is usual too)."""
+        closed = self._closed
+        counts = sorted([c[3] for c in closed])
+        send = self._send_ns = self._period_ns / (counts[len(counts) // 2] + 1)
+        shown = sorted([min(c[3] * send, c[2] - c[1]) if c[3] else 0.0 for c in closed])
+        self._usual_ns = shown[3 * len(shown) // 4]
 
     def _shown(self, last_ns: int) -> float:
         """What the current sim time's repeats show, the last of them at ``last_ns``: the lesser

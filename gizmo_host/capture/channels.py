@@ -24,7 +24,6 @@ The view (with the ``foxglove`` extra; replay recomputes it too): the Foxglove t
 from __future__ import annotations
 
 import json
-import unicodedata
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
@@ -158,19 +157,15 @@ def kind_of(topic: str) -> ChannelKind | None:
     return None
 
 
-# An input topic's letters and digits: a topic holding something within two edits of one of
-# these (case, separators, invisible characters and letters that look Latin aside) reads
-# like that input.
+# Our names' letters and digits: a name of ASCII holding something within two edits of one of
+# these (case and separators aside) reads like ours.
 _INPUT_SKELETONS = ("gizmouart", "rflysimudp")
-# Cyrillic and Greek letters drawn like Latin ones, after case folding.
-_LOOKALIKE_LETTERS = str.maketrans("аеорсухіјѕԁɡһԛԝгптмкαεοιρυνκτ", "aeopcyxijsdghqwrntmkaeoipuvkt")
+_METADATA_SKELETONS = ("gizmohost",)
 
 
-def _skeleton(topic: str) -> str:
-    """``topic``'s ASCII letters and digits, compatibility-decomposed, case-folded, with
-    letters drawn like Latin ones read as those."""
-    folded = unicodedata.normalize("NFKD", topic).casefold().translate(_LOOKALIKE_LETTERS)
-    return "".join(c for c in folded if c.isascii() and c.isalnum())
+def _skeleton(name: str) -> str:
+    """``name``'s letters and digits, in lower case."""
+    return "".join(c for c in name.lower() if c.isalnum())
 
 
 def _substring_distance(word: str, text: str) -> int:
@@ -183,13 +178,28 @@ def _substring_distance(word: str, text: str) -> int:
     return min(row)
 
 
+def _looks_like(name: str, skeletons: tuple[str, ...]) -> bool:
+    """Whether ``name`` holds something within two edits of one of ``skeletons``, or has any
+    character outside ASCII (ours have none: a letter drawn like a Latin one, or an invisible
+    one, is not worth telling from a mistake)."""
+    if not name.isascii():
+        return True
+    skeleton = _skeleton(name)[:256]
+    return any(_substring_distance(word, skeleton) <= 2 for word in skeletons)
+
+
 def looks_like_input(topic: str) -> bool:
     """Whether a topic that is not ours reads like one of the inputs a replay reads (red teams
-    rt24, rt26, rt27: port events on ``/gizmo/uart/port `` with a trailing space, without the
-    leading slash, behind a zero-width space, with a capital, Cyrillic letters or a namespace
-    in front changed a replay's HOLDs to PROCEEDs with no word)."""
-    skeleton = _skeleton(topic[:256])
-    return any(_substring_distance(word, skeleton) <= 2 for word in _INPUT_SKELETONS)
+    rt24, rt26, rt27, rt29: port events on ``/gizmo/uart/port `` with a trailing space,
+    without the leading slash, behind zero-width spaces, with a capital, Cyrillic or Armenian
+    letters or a namespace in front changed a replay's HOLDs to PROCEEDs with no word)."""
+    return _looks_like(topic, _INPUT_SKELETONS)
+
+
+def looks_like_our_metadata(name: str) -> bool:
+    """Whether a metadata record that is not ours reads like one of ours (rt29: the settings
+    renamed with one Cyrillic letter replayed on the defaults, with no word)."""
+    return _looks_like(name, _METADATA_SKELETONS)
 
 
 def port_event_json(event: LinkInput, reason: str) -> bytes:

@@ -165,14 +165,28 @@ def replay_offline(reader: CaptureReader, out: IO[bytes]) -> int:
 
 def warn_skipped(reader: CaptureReader) -> None:
     """Say on stderr what the capture held that the replay did not read and that would have
-    changed its lines: messages on topics like its inputs' (one character off, say), and
-    settings records after the data (red team rt24: port events moved to a look-alike topic
-    kept the link UP, exit 0). Another tool's channels, and the view's, are only counted."""
+    changed its lines: messages on topics like its inputs' (one character off, say), metadata
+    records named like its own, no settings record at all, and settings records after the
+    data (red team rt24: port events moved to a look-alike topic kept the link UP, exit 0).
+    Another tool's channels, and the view's, are only counted."""
     if reader.lookalikes:
         topics = ", ".join(repr(t) for t in sorted(reader.lookalike_topics)[:5])
         print(
             f"gizmo-host replay: warning: {reader.lookalikes} messages on topics like the "
             f"inputs it reads, but not theirs, were skipped ({topics})",
+            file=sys.stderr,
+        )
+    if reader.lookalike_metadata:
+        names = ", ".join(repr(n) for n in reader.lookalike_metadata[:5])
+        print(
+            f"gizmo-host replay: warning: metadata records named like the capture's own, but "
+            f"not theirs, were not read ({names})",
+            file=sys.stderr,
+        )
+    if reader.settings_missing and not reader.late_metadata:  # (said below, if late)
+        print(
+            "gizmo-host replay: warning: the capture has no gizmo-host.settings record: the "
+            "replay ran on the default settings",
             file=sys.stderr,
         )
     if reader.late_metadata:

@@ -424,6 +424,33 @@ def test_coarse_ticks_never_vouch_for_a_path_delay(tick_ms, send_ms, variant):
     assert _fed(honest, after_ns=OFFSET + 3_000 * MS)[0] <= 5 * MS  # (up to a sending)
 
 
+@pytest.mark.parametrize(("tick_ms", "send_ms"), [(80, 10), (150, 10), (200, 20)])
+@pytest.mark.parametrize("delay_ms", [300, 1000])
+def test_repeats_held_past_the_next_tick_still_count(tick_ms, send_ms, delay_ms):
+    """Red team rt29: a path that held every tick's repeats past the next tick's first
+    sending made them reordered datagrams, which taught nothing: the sender seemed to send
+    once a tick, and a delay from one tick on, its repeats stretched, passed for a pause
+    (end to end, PROCEEDs 1.2 m and 4 m off)."""
+    tick, send, delay = tick_ms * MS, send_ms * MS, delay_ms * MS
+    rise = 3_000 * MS // tick
+    repeats = tick // send - 1
+    deliveries = []
+    for i in range(1, round(8_000 * MS / send)):
+        sent = i * send
+        n = sent // tick
+        j = (sent - n * tick) // send  # 0: the tick's first sending
+        rx = OFFSET + sent + MS + i
+        if n > rise:
+            rx += delay
+        if n == rise and j:
+            rx += delay * j // (repeats + 1)  # held a little longer each
+        elif j:
+            rx += tick + 5 * MS  # past the next tick's first
+        deliveries.append((rx, n * tick, OFFSET + n * tick + MS))
+    lead, tail = _fed(deliveries, after_ns=OFFSET + 3_000 * MS)
+    assert lead <= 5 * MS and tail == {JUMPED}
+
+
 @pytest.mark.parametrize(("period_ms", "pause_ms"), [(10.0, 1000), (33.3, 300), (5.0, 300)])
 @pytest.mark.parametrize(("stall_ms", "before_ms"), [(40, 100), (60, 100), (80, 200)])
 def test_a_stall_in_delivery_during_a_pause_does_not_discard_it(

@@ -108,7 +108,8 @@ def test_what_the_replay_skips_that_would_change_its_lines_is_said(tmp_path, cap
 @pytest.mark.parametrize(
     "topic",
     ["gizmo/uart/port", "\u200b/gizmo/uart/port", "//gizmo/uart/port", "/Gizmo/uart/port",
-     "/gizmo/u\u0430rt/port", "/g\u0456zm\u043e/u\u0430rt/port", "/uav1/gizmo/uart/port"],
+     "/gizmo/u\u0430rt/port", "/g\u0456zm\u043e/u\u0430rt/port", "/uav1/gizmo/uart/port",
+     "\u200b" * 256 + "/gizmo/uart/port", "/g\u0131zm\u0585/\u057d\u0251rt/port"],
 )  # fmt: skip
 def test_a_topic_that_reads_like_an_input_is_said(tmp_path, capsys, topic) -> None:
     """Red team rt26: the port's events on topics a person reads as ``/gizmo/uart/port`` but
@@ -150,6 +151,38 @@ def test_a_channel_declared_again_as_another_topic_is_damage(tmp_path, capsys) -
     assert main(["replay", str(path), "--offline"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "declared again as '/other'" in err
+
+
+@pytest.mark.parametrize(("record", "renamed"), [
+    ("gizmo-host.settings", "gizmo-host.sett\u0456ngs"),
+    ("gizmo-host.settings", "gizmo_host.settings"),
+])  # fmt: skip
+def test_a_metadata_record_named_like_ours_is_said(tmp_path, capsys, record, renamed) -> None:
+    """Red team rt29: the settings record renamed with one Cyrillic letter: the replay ran on
+    the default settings (103 of 140 lines differed), exit 0 and not a word."""
+    path = tmp_path / "renamed.mcap"
+    with (CAPTURES / "unplug.mcap").open("rb") as f:
+        reader = make_reader(f)
+        metadata = list(reader.iter_metadata())
+        messages = list(reader.iter_messages())
+    with path.open("wb") as f:
+        writer = Writer(f, compression=CompressionType.NONE)
+        writer.start(profile="", library="test")
+        for item in metadata:
+            writer.add_metadata(renamed if item.name == record else item.name, item.metadata)
+        ids: dict[int, int] = {}
+        for _, channel, message in messages:
+            if channel.id not in ids:
+                ids[channel.id] = writer.register_channel(
+                    channel.topic, channel.message_encoding, 0, dict(channel.metadata)
+                )
+            writer.add_message(ids[channel.id], message.log_time, message.data, message.log_time)
+        writer.finish()
+    assert main(["replay", str(path), "--offline"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert any("metadata records named like the capture's own" in e and repr(renamed) in e
+               for e in err)  # fmt: skip
+    assert any("no gizmo-host.settings record" in e for e in err)
 
 
 def test_two_settings_records_are_one_line_not_a_guess(tmp_path, capsys) -> None:
