@@ -424,6 +424,29 @@ def test_coarse_ticks_never_vouch_for_a_path_delay(tick_ms, send_ms, variant):
     assert _fed(honest, after_ns=OFFSET + 3_000 * MS)[0] <= 5 * MS  # (up to a sending)
 
 
+@pytest.mark.parametrize(("rate_hz", "jitter_ms"), [(100, 1.0), (100, 3.0), (200, 2.0), (50, 3.0)])
+@pytest.mark.parametrize("pause_ms", [300, 1000, 3000])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_sender_stamping_jittered_times_recovers_from_a_pause(rate_hz, jitter_ms, pause_ms, seed):
+    """Red team rt30: a sender that stamps each datagram with the sim time of its sending,
+    which jitters (its loop's timing): the period learned as the steps' lower quartile came
+    out short (9.3 ms at 100 Hz), a pause's repeats were worth less than its length, and a
+    genuine 1 s pause held for good (end to end too, with no jitter added). Every datagram is
+    fresh when sent."""
+    rng = random.Random(seed)
+    period, pause = round(1e9 / rate_hz), pause_ms * MS
+    jitter = round(jitter_ms * MS)
+    freeze = 3_000 * MS + period // 3
+    deliveries = []
+    for k in range(1, round(9e9 / period)):
+        sent = k * period + rng.randint(-jitter, jitter)  # the sender's loop
+        sim = sent if sent < freeze else max(freeze, sent - pause)
+        current = sim if sent < freeze else (freeze if sent < freeze + pause else sent)
+        deliveries.append((OFFSET + sent + MS, sim, OFFSET + current + MS))
+    lead, tail = _fed(deliveries)
+    assert lead <= 2 * MS and tail == {LOCKED}
+
+
 @pytest.mark.parametrize(("tick_ms", "send_ms"), [(80, 10), (150, 10), (200, 20)])
 @pytest.mark.parametrize("delay_ms", [300, 1000])
 def test_repeats_held_past_the_next_tick_still_count(tick_ms, send_ms, delay_ms):
