@@ -130,11 +130,11 @@ class SimClockEstimator:
         self._paused_ns = 0.0
         self._repeats = 0  # the current sim time's repeats since it came
         self._frozen_from_ns = 0  # its arrival
-        # What the stream's last standstills showed (``_shown``): a simulation whose time
-        # moves in ticks coarser than its sending repeats each one; only more is a pause.
-        # [sim time, first arrival, last arrival, repeats] of the last sim times before this one
+        # The last sim times before this one, [sim time, first arrival, last arrival,
+        # repeats]: a simulation whose time moves in ticks coarser than its sending repeats
+        # every tick, and only a standstill longer than usual is a pause (``_usual``).
         self._closed: deque[list[int]] = deque(maxlen=_STANDSTILL_SAMPLES)
-        self._usual_ns = 0.0  # their upper quartile
+        self._usual_ns = 0.0  # what their repeats showed: the upper quartile
         self._vouched_ns = 0.0  # the current standstill's vouch (nonzero: it is a pause)
         self._resets = self._discontinuities = self._samples = 0
         self._reordered = self._outliers = 0
@@ -240,10 +240,10 @@ class SimClockEstimator:
         """The sender's period: the median of its last 32 steps of sim time, or the mean
         spacing of their arrivals if that is less (a sender that stamps its sending time
         jitters both ways: a lower quartile learned 9.3 ms at 100 Hz, and a genuine pause
-        held for good, red team rt30). The path can shape arrivals (hold
-        every other datagram and they come in pairs, twice the period apart; red team rt27)
-        but not the steps of sim time, and a gap is one step of many; a simulation running
-        faster than the host has longer steps than its arrivals. Only a path that drops most
+        held for good, red team rt30). The path can shape arrivals (hold every other datagram
+        and they come in pairs, twice the period apart; rt27) but not the steps of sim time,
+        and a gap is one step of many; a simulation running faster than the host has longer
+        steps than its arrivals. Only a path that drops most
         datagrams for seconds lengthens both, and the stream it leaves has that period."""
         steps, arrivals = self._steps, self._arrivals
         steps.append(min(step_ns, _MAX_PERIOD_NS))
@@ -281,14 +281,15 @@ class SimClockEstimator:
         quartile of what their repeats showed (a tick holding one sending more than most is
         usual too)."""
         closed = self._closed
-        counts = sorted([c[3] for c in closed])  # the upper quartile: a path dropping
-        send = self._send_ns = self._period_ns / (counts[3 * len(counts) // 4] + 1)  # a few
+        counts = sorted([c[3] for c in closed])
+        send = self._send_ns = self._period_ns / (counts[3 * len(counts) // 4] + 1)
         shown = sorted([min(c[3] * send, c[2] - c[1]) if c[3] else 0.0 for c in closed])
         self._usual_ns = shown[3 * len(shown) // 4]
 
     def _shown(self, last_ns: int) -> float:
         """What the current sim time's repeats show, the last of them at ``last_ns``: the lesser
-        of their number times the sender's period and the host time they span."""
+        of their number times the sending rate (with ``_COUNT_SLACK``) and the host time they
+        span."""
         if not self._repeats:
             return 0.0
         # The count bound's slack: a sending rate learned from jittered stamps errs by a few
@@ -301,7 +302,8 @@ class SimClockEstimator:
         """Repeats of a sim time are a pause once what they show (``_shown``) exceeds what the
         stream's standstills usually show by half the jump threshold. It may have begun just
         after the datagram before the first of that time and lasted until the next was due:
-        it vouches for that excess plus two periods, and no more than the newest pause does.
+        it vouches for that excess plus two steps (a sending, or what of a coarse tick its
+        repeats do not usually cover), and no more than the newest pause does.
 
         Each bound answers a path (red teams rt26, rt27): one that holds each repeat a little
         longer than the one before stretches the span, not the number; one that copies
