@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Final
 
 from gizmo_core import ConfigError
 
 from .config import MOUNT_POSITION_LIMITS_M, MOUNT_RPY_LIMITS_DEG, integer, number, triple
 from .geometry import Quat, Vec3, quat_from_euler_zyx_deg, quat_rotate
 
-_MOUNT_LIMITS = {
+_MOUNT_LIMITS: Final = {
     "mount_rpy_deg": MOUNT_RPY_LIMITS_DEG,
     "mount_position_frd_m": MOUNT_POSITION_LIMITS_M,
 }
@@ -39,7 +40,7 @@ _MOUNT_LIMITS = {
 # A gimbal's zoom: from a long zoom lens's narrowest field of view to the widest a pinhole
 # model serves (a slot holding a field of view in degrees or a zoom factor is no focal length)
 FOCAL_FOV_DEG = (0.5, 140.0)
-MAX_PIXEL_ASPECT = 2.0
+MAX_PIXEL_ASPECT: Final = 2.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,14 +18,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final
 
 from gizmo_core import ConfigError
 
 from .geometry import Vec3
 from .timeline import JumpBounds
 
-SOURCE_STALE_MS: Mapping[str, float] = MappingProxyType(
+SOURCE_STALE_MS: Final[Mapping[str, float]] = MappingProxyType(
     {
         "vision": 250.0,
         "pose": 100.0,

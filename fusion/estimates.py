@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from gizmo_core import Decision, HoldReason
 
@@ -24,13 +24,13 @@ from .tracking import Track, Tracker, TrackStatus
 from .tracking.history import SAME_IMAGE_NS
 from .verdicts import Conditions, ordered, target_reasons
 
-_TRACK_REASONS = {
+_TRACK_REASONS: Final = {
     TrackStatus.TENTATIVE: HoldReason.TENTATIVE,
     TrackStatus.COASTING: HoldReason.COASTING,
 }
-_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
-_NONE_FUSED: Mapping[str, int] = MappingProxyType({})  # ``unfused`` without tracking
-_NONE_NEWER: Mapping[str, Placement] = MappingProxyType({})  # ``listed`` with none alone
+_new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+_NONE_FUSED: Final[Mapping[str, int]] = MappingProxyType({})  # ``unfused`` without tracking
+_NONE_NEWER: Final[Mapping[str, Placement]] = MappingProxyType({})  # ``listed`` with none alone
 
 
 class Entry(NamedTuple):

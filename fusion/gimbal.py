@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from .geometry import Quat, quat_angle_rad, slerp
 from .inputs import GimbalSample
@@ -26,7 +26,7 @@ class CameraAttitude(NamedTuple):
 
 # A gimbal's zoom changes its focal length by at most this factor's logarithm a second (an
 # optical zoom's 1x to 30x takes seconds: ln 30 / 3 s is 1.1)
-MAX_ZOOM_RATE = 2.0
+MAX_ZOOM_RATE: Final = 2.0
 
 
 class GimbalTrack:

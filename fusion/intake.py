@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from gizmo_core import HoldReason, LinkState, Selector
 from gizmo_core.clock import ClockStatus
@@ -43,17 +43,19 @@ from .targets import Placement, TargetTable
 from .timeline import Added
 from .tracking import Tracker, TrackingConfig
 
-_NEVER = -(2**63)
-_LOST = HoldReason.LOST
-_RANGE_SOURCE_NAMES: Mapping[type, str] = MappingProxyType(
+_NEVER: Final = -(2**63)
+_LOST: Final = HoldReason.LOST
+_RANGE_SOURCE_NAMES: Final[Mapping[type, str]] = MappingProxyType(
     {LaserRange: "laser", GimbalLaserRange: "gimbal_laser", LidarPoints: "lidar"}
 )
-_DOWN_STATES = frozenset({LinkState.DOWN, LinkState.CONNECTING, LinkState.SYNCING})
+_DOWN_STATES: Final = frozenset({LinkState.DOWN, LinkState.CONNECTING, LinkState.SYNCING})
 
 
 # Inputs that change no verdict by themselves (they change later placements; a measurement
 # they let be placed counts through ``_place``): a verdict check after them may reuse the last.
-_QUIET_INPUTS = frozenset({ImuSample, GimbalSample, LaserRange, GimbalLaserRange, LidarPoints})
+_QUIET_INPUTS: Final = frozenset(
+    {ImuSample, GimbalSample, LaserRange, GimbalLaserRange, LidarPoints}
+)
 
 
 class _Ttls(dict[int, int]):

@@ -8,12 +8,12 @@ blended with the poses before it nor extrapolated from.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from .geometry import Vec3, quat_angle_rad
 from .inputs import PoseSample
 
-_NS = 1e-9
+_NS: Final = 1e-9
 
 
 class JumpBounds(NamedTuple):

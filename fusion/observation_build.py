@@ -7,7 +7,7 @@ build was 1.3 us of a frame's offline replay.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from gizmo_core import HoldReason
 
@@ -28,7 +28,7 @@ def _slot_setters() -> tuple[Any, ...]:
 
 
 # The observation's slot descriptors' setters, in field order: ``vision_observation`` sets them
-_SETTERS = _slot_setters()
+_SETTERS: Final = _slot_setters()
 
 
 def vision_observation(

@@ -10,6 +10,7 @@ a velocity and rate the poses vouch for (``PoseHistory.extrapolate``): else ``po
 from __future__ import annotations
 
 import math
+from typing import Final
 
 from gizmo_core import HoldReason
 
@@ -22,9 +23,9 @@ from .ranging import Ranger
 from .targets import Geometry, Placement, RayFrame
 from .timeline import PoseAt, PoseHistory, PoseMotion, Where
 
-_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
-_INSIDE = Where.INSIDE  # a module constant: an enum member's lookup costs 60 ns a time
-_AT_ORIGIN: Vec3 = (0.0, 0.0, 0.0)
+_new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+_INSIDE: Final = Where.INSIDE  # a module constant: an enum member's lookup costs 60 ns a time
+_AT_ORIGIN: Final[Vec3] = (0.0, 0.0, 0.0)
 
 
 class Placer:

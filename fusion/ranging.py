@@ -22,7 +22,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Reversible
 from enum import Enum
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -32,8 +32,8 @@ from .geometry import Quat, Vec3, angle_between_rad, quat_multiply, quat_rotate
 from .inputs import GimbalLaserRange, LaserRange, LidarPoints, PointFrame
 from .timeline import PoseAt
 
-_X_AXIS: Vec3 = (1.0, 0.0, 0.0)
-_MIN_DOWN = 1e-6  # a ray's NED z component must exceed this to meet the ground ahead
+_X_AXIS: Final[Vec3] = (1.0, 0.0, 0.0)
+_MIN_DOWN: Final = 1e-6  # a ray's NED z component must exceed this to meet the ground ahead
 
 
 class RangeSource(Enum):
@@ -52,8 +52,8 @@ class RangeFix(NamedTuple):
 # much: the plane is a model of the ground (a valley or a slope lies below it; the sensor is
 # right there), and the pose and the beam are not exact
 _BELOW_GROUND = (0.5, 5.0)
-_GROUND_PLANE = RangeSource.GROUND_PLANE  # a module constant: an enum lookup costs 60 ns
-_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+_GROUND_PLANE: Final = RangeSource.GROUND_PLANE  # a module constant: an enum lookup costs 60 ns
+_new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 PoseLookup = Callable[[int], PoseAt | None]
 CameraLookup = Callable[[int], Quat | None]  # camera attitude in body FRD at a time

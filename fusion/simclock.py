@@ -41,28 +41,28 @@ into each input. It never reads a clock: the shell passes host times in.
 from __future__ import annotations
 
 from collections import deque
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from gizmo_core.clock import ClockEvent, ClockStatus, EpochClock, LatePolicy
 
-_CONFIRM_SAMPLES = 5  # early samples in a row that confirm a step ahead (with the time span)
+_CONFIRM_SAMPLES: Final = 5  # early samples in a row that confirm a step ahead (with the time span)
 # A simulation time may run this much slower than the host's and be followed. It is also how
 # fast a latency that creeps up by less than ``jump_threshold_ms`` at a time is followed, and
 # one-way stamps cannot tell the two apart: a host falling behind its receive queue by 2 ms a
 # second would, at 5000 ppm, have its poses look 120 ms fresher than they are after a minute
 # (a placement 1.2 m off at 10 m/s). A lockstep simulator running 0.1 % slow therefore holds
 # ``clock_jump`` (docs/world-safety.md).
-SIM_MAX_SKEW_PPM = 200.0
-_OUTLIER = ClockStatus.OUTLIER
+SIM_MAX_SKEW_PPM: Final = 200.0
+_OUTLIER: Final = ClockStatus.OUTLIER
 # The stream's period (``_learn_period``), from its last new sim times: at most 1 s (1 Hz,
 # the slowest odometry rate the settings take).
-_MAX_PERIOD_NS = 1_000_000_000
-_PERIOD_SAMPLES = 32
-_STANDSTILL_SAMPLES = 9
-_COUNT_SLACK = 1.1
+_MAX_PERIOD_NS: Final = 1_000_000_000
+_PERIOD_SAMPLES: Final = 32
+_STANDSTILL_SAMPLES: Final = 9
+_COUNT_SLACK: Final = 1.1
 
 
-_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+_new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
 class SimClockSample(NamedTuple):

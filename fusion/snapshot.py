@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from importlib import resources
-from typing import Any
+from typing import Any, Final
 
 from gizmo_core import Decision, HoldReason
 
@@ -24,7 +24,7 @@ from .geometry import Quat, Vec3
 from .ranging import RangeSource
 from .tracking.tracks import TrackStatus
 
-FORMAT_VERSION = 1
+FORMAT_VERSION: Final = 1
 
 # What a verdict change means: the overall verdict, its reasons and target, and each target's
 # key, verdict and reasons (``WorldSnapshot.verdict_key``, ``WorldModel.verdict``).

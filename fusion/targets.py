@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator, ValuesView
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from gizmo_core import HoldReason
 
@@ -47,7 +47,7 @@ class Geometry(NamedTuple):
     frame: RayFrame | None = None  # the camera's origin and attitude when it has a pose
 
 
-_NONE_HELD = 2**63  # ``TargetTable._oldest_ns`` with no target held
+_NONE_HELD: Final = 2**63  # ``TargetTable._oldest_ns`` with no target held
 
 
 class Placement(NamedTuple):

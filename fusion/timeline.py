@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from enum import Enum
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from .geometry import (
     Quat,
@@ -42,8 +42,8 @@ from .jump_rule import JumpBounds
 
 __all__ = ["Added", "JumpBounds", "PoseAt", "PoseHistory", "Where"]
 
-_NS = 1e-9
-_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+_NS: Final = 1e-9
+_new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
 class Where(Enum):
@@ -56,7 +56,7 @@ class Where(Enum):
     EMPTY = "empty"  # no pose in this epoch
 
 
-_INSIDE = Where.INSIDE  # a module constant: an enum member's lookup costs 60 ns a time
+_INSIDE: Final = Where.INSIDE  # a module constant: an enum member's lookup costs 60 ns a time
 
 
 class Added(Enum):

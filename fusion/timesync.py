@@ -47,15 +47,17 @@ clock, so its offset to us stays zero) only once locked.
 from __future__ import annotations
 
 from collections import deque
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from gizmo_core.clock import ClockStatus, EpochClock, LatePolicy
 
-_HONEST_SLACK_NS = 500_000  # rounding and the skew within one sample period
-BOOT_MS_PERIOD_NS = 2**32 * 1_000_000  # ``time_boot_ms`` (uint32 ms) wraps after 49.7 days
-_UNWRAP_AHEAD_NS = 1_000_000_000  # a stamp this far ahead of the clock is still this period's
-_MAX_STREAMS = 64  # stamp streams followed for reboots (message ids: a dialect's few)
-TIMESYNC_STREAM = -1  # the TIMESYNC answers' clock, as a stream of stamps
+_HONEST_SLACK_NS: Final = 500_000  # rounding and the skew within one sample period
+BOOT_MS_PERIOD_NS: Final = 2**32 * 1_000_000  # ``time_boot_ms`` (uint32 ms) wraps after 49.7 days
+_UNWRAP_AHEAD_NS: Final = (
+    1_000_000_000  # a stamp this far ahead of the clock is still this period's
+)
+_MAX_STREAMS: Final = 64  # stamp streams followed for reboots (message ids: a dialect's few)
+TIMESYNC_STREAM: Final = -1  # the TIMESYNC answers' clock, as a stream of stamps
 
 
 class TimesyncStats(NamedTuple):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from operator import is_
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from gizmo_core import Decision, HoldReason, LinkState
 from gizmo_core.clock import ClockStatus
@@ -28,15 +28,15 @@ from .targets import Placement
 from .tracking import Track
 from .verdicts import LINK_REASONS, Conditions, global_reasons, ordered
 
-_UNWORKED = -(2**63)  # ``_Memo.valid_before_ns`` not worked out yet
-_DECISIONS = (Decision.HOLD, Decision.PROCEED)
-_NO_TRACKS: Mapping[str, int] = MappingProxyType({})  # ``_Memo.fused`` without tracking
+_UNWORKED: Final = -(2**63)  # ``_Memo.valid_before_ns`` not worked out yet
+_DECISIONS: Final = (Decision.HOLD, Decision.PROCEED)
+_NO_TRACKS: Final[Mapping[str, int]] = MappingProxyType({})  # ``_Memo.fused`` without tracking
 _CONVERGING, _RESYNC, _JUMPED = ClockStatus.CONVERGING, ClockStatus.RESYNC, ClockStatus.JUMPED
-_UP = LinkState.UP
-_link_reason = dict(LINK_REASONS).get  # a dict's own lookup: faster than a mapping proxy's
+_UP: Final = LinkState.UP
+_link_reason: Final = dict(LINK_REASONS).get  # a dict's own lookup: faster than a mapping proxy's
 
 
-_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+_new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
 class Verdict(NamedTuple):

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from gizmo_core import HoldReason, LinkState
 
 # A reason's place in the order of :class:`HoldReason` (a dict's own lookup, reached by none
 # else: faster as a sort key than a mapping proxy's)
-_RANK: Callable[[HoldReason], int] = {
+_RANK: Final[Callable[[HoldReason], int]] = {
     reason: index for index, reason in enumerate(HoldReason)
 }.__getitem__
 
-LINK_REASONS: Mapping[LinkState, HoldReason] = MappingProxyType(
+LINK_REASONS: Final[Mapping[LinkState, HoldReason]] = MappingProxyType(
     {
         LinkState.DOWN: HoldReason.LINK_DOWN,
         LinkState.CONNECTING: HoldReason.LINK_DOWN,

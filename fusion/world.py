@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Final
 
 from gizmo_core import Decision, HoldReason, LinkState
 
@@ -24,7 +25,7 @@ from .verdicts import Conditions, ordered
 
 __all__ = ["Verdict", "WorldModel"]
 
-_LINK_SOURCE_STATES: Mapping[LinkState, SourceState] = MappingProxyType(
+_LINK_SOURCE_STATES: Final[Mapping[LinkState, SourceState]] = MappingProxyType(
     {LinkState.UP: SourceState.OK, LinkState.SILENT: SourceState.STALE}
 )
 

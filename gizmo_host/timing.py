@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
-import itertools
 import time
 from collections.abc import Callable
 from typing import Protocol
 
+from gizmo_host.manual_clock import ManualClock, advance_together
 from rfly_link.backoff import Backoff
 
 __all__ = [
@@ -177,38 +176,13 @@ async def poll(
     return True
 
 
-class _ManualTimer:
-    __slots__ = ("callback", "cancelled", "when_ns")
-
-    def __init__(self, when_ns: int, callback: Callable[[], None]) -> None:
-        self.when_ns = when_ns
-        self.callback = callback
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-
-class ManualScheduler:
+class ManualScheduler(ManualClock):
     """A manual clock: ``advance(ns)`` runs every timer due, in time order, at its own time.
     Offline replay moves it to each recorded time; tests move it by hand.
 
     Sleeps are timers that resolve a future, so a coroutine sleeping on this clock wakes when
     the test advances past its deadline (after the loop gets a turn: ``await settle()``).
     """
-
-    def __init__(self, start_ns: int = 1_000_000_000) -> None:
-        self._now_ns = start_ns
-        self._timers: list[tuple[int, int, _ManualTimer]] = []
-        self._order = itertools.count()
-
-    def now_ns(self) -> int:
-        return self._now_ns
-
-    def call_at_ns(self, when_ns: int, callback: Callable[[], None]) -> Timer:
-        timer = _ManualTimer(when_ns, callback)
-        heapq.heappush(self._timers, (when_ns, next(self._order), timer))
-        return timer
 
     async def sleep(self, seconds: float) -> None:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -242,61 +216,6 @@ class ManualScheduler:
             future.cancel()
             if woken is not None:
                 woken.cancel()
-
-    def pending(self) -> list[int]:
-        """Due times of the timers not yet run or cancelled, earliest first."""
-        return sorted(when for when, _, t in self._timers if not t.cancelled)
-
-    def next_due_ns(self) -> int | None:
-        """The due time of the earliest timer not yet run or cancelled (``pending()[0]``
-        without sorting them all: offline replay asks before every input)."""
-        timers = self._timers
-        while timers and timers[0][2].cancelled:
-            heapq.heappop(timers)
-        return timers[0][0] if timers else None
-
-    def advance(self, ns: int) -> None:
-        """Move time forward by ``ns``, running each due timer at its own due time."""
-        self.advance_to(self._now_ns + ns)
-
-    def advance_to(self, end_ns: int) -> None:
-        """``advance`` to the time ``end_ns`` (offline replay's recorded times)."""
-        timers = self._timers
-        while timers and timers[0][0] <= end_ns:
-            when_ns, _, timer = heapq.heappop(timers)
-            if timer.cancelled:
-                continue
-            self._now_ns = max(self._now_ns, when_ns)
-            timer.callback()
-        self._now_ns = end_ns
-
-
-def advance_together(first: ManualScheduler, second: ManualScheduler, end_ns: int) -> None:
-    """Two manual clocks moved to ``end_ns`` together: for each time a timer of either is due
-    by then, earliest first, ``first`` then ``second`` advance to it (``first``'s timers run
-    first at equal times, and a timer of one that arms the other's by then runs in its turn);
-    then both to ``end_ns``. What that sequence of ``advance_to`` does, with the heads read
-    directly: offline replay moves its two clocks before every input."""
-    a, b = first._timers, second._timers
-    pop = heapq.heappop
-    while True:
-        while a and a[0][2].cancelled:
-            pop(a)
-        while b and b[0][2].cancelled:
-            pop(b)
-        if a:
-            due = a[0][0]
-            if b and b[0][0] < due:
-                due = b[0][0]
-        elif b:
-            due = b[0][0]
-        else:
-            break
-        if due > end_ns:
-            break
-        first.advance_to(due)
-        second.advance_to(due)
-    first._now_ns = second._now_ns = end_ns  # nothing is due by then: the clocks move
 
 
 async def settle(turns: int = 5) -> None:

@@ -16,17 +16,18 @@ against ``scipy.spatial.transform``, which is a test-only oracle (its ``Slerp`` 
 from __future__ import annotations
 
 import math
+from typing import Final
 
 Vec3 = tuple[float, float, float]
 Quat = tuple[float, float, float, float]  # (w, x, y, z)
 Mat3 = tuple[Vec3, Vec3, Vec3]  # rows
 
-IDENTITY: Quat = (1.0, 0.0, 0.0, 0.0)
-_LERP_DOT = 1.0 - 1e-12  # closer than this, slerp's sin ratio is 0/0: normalised lerp
+IDENTITY: Final[Quat] = (1.0, 0.0, 0.0, 0.0)
+_LERP_DOT: Final = 1.0 - 1e-12  # closer than this, slerp's sin ratio is 0/0: normalised lerp
 
-_sqrt = math.sqrt
-_sin = math.sin
-_cos = math.cos
+_sqrt: Final = math.sqrt
+_sin: Final = math.sin
+_cos: Final = math.cos
 
 
 # -- vectors -------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import struct
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
+from typing import Final
 
 from rfly_link import messages as m
 from rfly_link.errors import AmbiguousDatagram, UnknownChecksum, WrongLength, WrongPort
@@ -29,7 +30,7 @@ def _by_length() -> dict[int, tuple[type[m.WireMessage], ...]]:
     return {size: tuple(classes) for size, classes in table.items()}
 
 
-_BY_LENGTH: Mapping[int, tuple[type[m.WireMessage], ...]] = MappingProxyType(_by_length())
+_BY_LENGTH: Final[Mapping[int, tuple[type[m.WireMessage], ...]]] = MappingProxyType(_by_length())
 
 
 def candidates(

@@ -13,8 +13,10 @@ Modules are chosen for their cost per frame and for being plain typed Python: no
 code elsewhere builds with ``object.__new__`` (``fusion.inputs``), and no coroutine of the live
 path: compiled, a coroutine that returns from a ``try`` whose ``finally`` awaits returned
 ``None`` (``SerialLink._serve``), and with the scheduler and the services compiled a service's
-stop once outlasted its 5 s bound in CI, so they stay interpreted (offline replay and the
-world adapters, which await nothing, are compiled).
+stop once outlasted its 5 s bound in CI, so they stay interpreted (offline replay, its manual
+clock's timers and the world adapters, which await nothing, are compiled). Module constants are
+``Final``, so compiled code reads them without a dictionary lookup, except tuples of floats:
+mypyc 1.x reads such a constant from another module as unset (``NameError``).
 """
 
 from __future__ import annotations
@@ -79,9 +81,15 @@ MODULES = (
     "gizmo_host/stream/store.py",
     "gizmo_host/stream/tracker.py",
     "gizmo_host/wire/parser.py",
+    "gizmo_host/wire/result_checks.py",
     "gizmo_host/publish/lines.py",
     "gizmo_host/bridge/world_adapters.py",
+    "gizmo_host/bridge/rfly_adapter.py",
+    "gizmo_host/bridge/rfly_mounts.py",
+    "gizmo_host/app/world_build.py",
+    "rfly_link/dispatch.py",
     "gizmo_host/app/offline_replay.py",
+    "gizmo_host/manual_clock.py",
 )
 OPT_OUT = "GIZMO_HOST_INTERPRETED"
 # mypyc's runtime, shared by the compiled modules: inside a package, where the installed

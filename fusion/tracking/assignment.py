@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Final
 
-_INF = math.inf
+_INF: Final = math.inf
 
 
 class Infeasible(ValueError):

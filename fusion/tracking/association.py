@@ -15,6 +15,7 @@ of the frame gives it the same number.
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Final
 
 import numpy as np
 
@@ -24,8 +25,8 @@ from .config import TrackingConfig, chi2_quantile
 from .history import Detection, Frame
 from .tracks import MISS, Lifecycle, Track
 
-_INF = float("inf")
-_MAX_BORN = 4096  # the numbers of the tracks recently started, by their first measurement
+_INF: Final = float("inf")
+_MAX_BORN: Final = 4096  # the numbers of the tracks recently started, by their first measurement
 
 
 class Associator:

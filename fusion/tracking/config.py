@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from typing import Final
 
 from gizmo_core import ConfigError
 
 from .motion import MotionParams
 from .noise import NoiseParams
 
-_SQRT_2_PI = math.sqrt(2.0 / math.pi)
+_SQRT_2_PI: Final = math.sqrt(2.0 / math.pi)
 
 
 def chi2_quantile(probability: float, dof: int) -> float:

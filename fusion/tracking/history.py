@@ -11,15 +11,15 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from ..inputs import VisionObservation
 from ..targets import Placement
 from .noise import Array
 from .tracks import Track
 
-SAME_IMAGE_NS = 2_000_000  # one image's reports: captures this close, the same box
-MAX_HEARD = 64  # frames without a detection remembered per source or key, and keys so
+SAME_IMAGE_NS: Final = 2_000_000  # one image's reports: captures this close, the same box
+MAX_HEARD: Final = 64  # frames without a detection remembered per source or key, and keys so
 
 
 class Detection(NamedTuple):

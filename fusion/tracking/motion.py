@@ -41,41 +41,41 @@ every matrix, one mode at a time) is the tests' oracle: this one agrees with it 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 Array = npt.NDArray[np.float64]
 
-STATE = 7  # n, e, d, vn, ve, vd, omega
-MODES = 2  # CV, CT
-_OMEGA = 6
-_SMALL_TURN = 1e-4  # rad/s: below it the turn's sin/cos ratios are taken by their series
-_LOG_2PI = math.log(2.0 * math.pi)
-_MIN_PROBABILITY = 1e-9  # a mode never dies out completely: it must be able to come back
+STATE: Final = 7  # n, e, d, vn, ve, vd, omega
+MODES: Final = 2  # CV, CT
+_OMEGA: Final = 6
+_SMALL_TURN: Final = 1e-4  # rad/s: below it the turn's sin/cos ratios are taken by their series
+_LOG_2PI: Final = math.log(2.0 * math.pi)
+_MIN_PROBABILITY: Final = 1e-9  # a mode never dies out completely: it must be able to come back
 
 # The entries of the two modes' transition matrices F that differ from the identity, in the
 # order _entries() lists their values: CV's three dt, then the coordinated turn's Jacobian.
-_F_INDEX = (
+_F_INDEX: Final = (
     np.array([0, 0, 0] + [1] * 13),
     np.array([0, 1, 2, 0, 0, 1, 1, 2, 3, 3, 4, 4, 0, 1, 3, 4]),
     np.array([3, 4, 5, 3, 4, 3, 4, 5, 3, 4, 3, 4, 6, 6, 6, 6]),
 )
-_F_FLAT = np.ravel_multi_index(_F_INDEX, (MODES, STATE, STATE))  # the same, into F's ravel
+_F_FLAT: Final = np.ravel_multi_index(_F_INDEX, (MODES, STATE, STATE))  # the same, into F's ravel
 # F for both covariances of both modes (p's, then a's), filled by one ``put``
-_F_FLAT2 = np.concatenate((_F_FLAT, _F_FLAT + MODES * STATE * STATE))
-_EYES = np.broadcast_to(np.eye(STATE), (MODES, STATE, STATE))
-_EYES2 = np.broadcast_to(np.eye(STATE), (2 * MODES, STATE, STATE))
+_F_FLAT2: Final = np.concatenate((_F_FLAT, _F_FLAT + MODES * STATE * STATE))
+_EYES: Final = np.broadcast_to(np.eye(STATE), (MODES, STATE, STATE))
+_EYES2: Final = np.broadcast_to(np.eye(STATE), (2 * MODES, STATE, STATE))
 # The turn mode's change of speed: its noise fills the horizontal position and velocity block
 # (n, e, vn, ve) of the turn mode's p and a (the second and fourth of the four), row-major.
-_ALONG = (0, 1, 3, 4)
-_ALONG_FLAT = np.array(
+_ALONG: Final = (0, 1, 3, 4)
+_ALONG_FLAT: Final = np.array(
     [(m * STATE + i) * STATE + j for m in (1, 3) for i in _ALONG for j in _ALONG]
 )
-_SLOW_M_S = 1.0  # below about this speed a change of speed has no known direction
-_MAX_STEPS = 64  # the per-dt constants kept: a fixed frame rate repeats a few dt
-_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+_SLOW_M_S: Final = 1.0  # below about this speed a change of speed has no known direction
+_MAX_STEPS: Final = 64  # the per-dt constants kept: a fixed frame rate repeats a few dt
+_new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
 class MotionParams(NamedTuple):

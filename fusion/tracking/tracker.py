@@ -26,7 +26,7 @@ from bisect import bisect_left
 from collections import OrderedDict, deque
 from collections.abc import Iterator
 from functools import partial
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 import numpy as np
 
@@ -48,20 +48,20 @@ from .history import (
 from .noise import PixelScale, covariance_toward, position_covariance
 from .tracks import Lifecycle, Track
 
-_INF = float("inf")
-_NEAR_SPREAD2 = 0.01**2  # (σ / range)² below which a fix's noise is evaluated at the fix
-_MAX_FRAMES = 4096  # per key, whatever the window: a bound on memory at absurd frame rates
+_INF: Final = float("inf")
+_NEAR_SPREAD2: Final = 0.01**2  # (σ / range)² below which a fix's noise is evaluated at the fix
+_MAX_FRAMES: Final = 4096  # per key, whatever the window: a bound on memory at absurd frame rates
 # A late measurement replays the frames after it: at most this many (a board at 30 Hz has 15
 # in the window; red team rt19 made a board at 921600 baud replay 1,250 for each, 0.1 s of
 # CPU), and at most this many detections in them (rt20: 16 boxes an image, each up to 63
 # frames late, cost 0.5-1.1 s of CPU an image): one older than that is counted ``late_dropped``
-_MAX_REPLAY = 64
-_MAX_REPLAY_DETECTIONS = 128
+_MAX_REPLAY: Final = 64
+_MAX_REPLAY_DETECTIONS: Final = 128
 # One key's detections in one image: a merge replays the image with all of them, so their
 # cost grows faster than their number (rt19: 80 boxes of one key cost 1.5 s an image, 16 cost
 # 10 ms); more are counted ``crowded``
-_MAX_DETECTIONS = 16
-_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+_MAX_DETECTIONS: Final = 16
+_new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
 class Estimate(NamedTuple):

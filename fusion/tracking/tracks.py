@@ -21,13 +21,13 @@ is a checkpoint the tracker can replay from.
 from __future__ import annotations
 
 from enum import Enum
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from ..targets import Placement
 from .motion import ImmState
 
-MISS = -1  # a window entry for a frame without a hit (a hit holds its arrival count)
-_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+MISS: Final = -1  # a window entry for a frame without a hit (a hit holds its arrival count)
+_new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
 class TrackStatus(Enum):

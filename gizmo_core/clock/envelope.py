@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from typing import Final
 
-_REFIT_ALWAYS_BELOW = 16  # segments in the window: below this, refit the slope on every one
-_REFIT_EVERY = 4  # segments between refits of a longer window
-_FIT_DISCARD_NS = 1_000_000.0  # a segment minimum this far above the fit is not on the envelope
-_FIT_SPAN_SEGMENTS = 4  # the groups' spans, summed, must reach this many segments for a fit
-_BEYOND_MARGIN = 50e-6  # ``beyond``: the fit above the bound by this plus 3 standard errors
+_REFIT_ALWAYS_BELOW: Final = 16  # segments in the window: below this, refit the slope on every one
+_REFIT_EVERY: Final = 4  # segments between refits of a longer window
+_FIT_DISCARD_NS: Final = (
+    1_000_000.0  # a segment minimum this far above the fit is not on the envelope
+)
+_FIT_SPAN_SEGMENTS: Final = 4  # the groups' spans, summed, must reach this many segments for a fit
+_BEYOND_MARGIN: Final = 50e-6  # ``beyond``: the fit above the bound by this plus 3 standard errors
 
 
 class _Segment:

@@ -13,10 +13,11 @@ Pure: every time is an argument. Remote times are ns; ``x`` is remote time since
 from __future__ import annotations
 
 import math
+from typing import Final
 
 from gizmo_core.clock.envelope import Envelope
 
-_INF = math.inf
+_INF: Final = math.inf
 
 
 class PublishedLine:

@@ -42,13 +42,14 @@ Pure: every time is an argument. Remote times are ns in the current epoch's own 
 from __future__ import annotations
 
 import math
+from typing import Final
 
 from gizmo_core.clock.line import PublishedLine
 from gizmo_core.clock.runs import Run
 from gizmo_core.clock.status import ClockCounts, ClockEvent, ClockReading, ClockStatus, LatePolicy
 
-_INF = math.inf
-_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+_INF: Final = math.inf
+_new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 _CONVERGING, _RESYNC, _LOCKED, _JUMPED, _OUTLIER = (
     ClockStatus.CONVERGING,
     ClockStatus.RESYNC,
@@ -56,7 +57,7 @@ _CONVERGING, _RESYNC, _LOCKED, _JUMPED, _OUTLIER = (
     ClockStatus.JUMPED,
     ClockStatus.OUTLIER,
 )
-_HOLD = LatePolicy.HOLD
+_HOLD: Final = LatePolicy.HOLD
 _PHASE_ERROR, _CLOCK_JUMP, _NEW_EPOCH, _ON_TIME = (
     ClockEvent.PHASE_ERROR,
     ClockEvent.CLOCK_JUMP,

@@ -20,7 +20,7 @@ on time, and the periodic ones count from the first recorded input.
 from __future__ import annotations
 
 from collections.abc import Coroutine, Iterable, Iterator
-from typing import Any
+from typing import Any, Final
 
 from gizmo_core import ConfigError, LinkState, Selector
 from gizmo_host.app.capture_world import world_setup_from
@@ -40,7 +40,7 @@ from gizmo_host.timing import (
     no_wall_clock,
 )
 
-REASON_IMPLIED_OPEN = "capture: bytes before any recorded open"
+REASON_IMPLIED_OPEN: Final = "capture: bytes before any recorded open"
 
 
 def host_config(settings: HostSettings) -> HostConfig:
@@ -124,7 +124,7 @@ class _Lines:
 
 # And the gaps of over a second, added up: many gaps each under a day would run the timers as
 # long (red team rt24: a 2.3 KB file of 23.9 h gaps printed 24 MB a gap, 30 bytes each).
-QUIET_NS = 1_000_000_000
+QUIET_NS: Final = 1_000_000_000
 
 
 class OfflineReplay:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from enum import Enum
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -71,13 +71,13 @@ from rfly_link.sensors import PointCloud
 
 # A LiDAR scan is searched once per target and frame: larger clouds are thinned evenly (and
 # counted) so one placement stays in the per-input budget (10^6 points cost ~190 ms here).
-MAX_LIDAR_POINTS = 20_000
+MAX_LIDAR_POINTS: Final = 20_000
 
-_LIDAR_FRAMES = {
+_LIDAR_FRAMES: Final = {
     int(m.TypeId.LIDAR_BODY): PointFrame.BODY_FRD,
     int(m.TypeId.LIDAR_WORLD): PointFrame.WORLD_NED,
 }
-_UNUSABLE = {
+_UNUSABLE: Final = {
     ClockStatus.CONVERGING: "clock_locking",
     ClockStatus.RESYNC: "clock_locking",
     ClockStatus.JUMPED: "clock_jumped",

@@ -4,6 +4,7 @@ conversions the RflySim adapter needs, pure."""
 from __future__ import annotations
 
 import math
+from typing import Final
 
 from fusion import SensorMount
 from fusion.geometry import (
@@ -16,8 +17,8 @@ from fusion.geometry import (
 )
 from rfly_link.config_json import VisionSensorConfig
 
-_UNIT_TOLERANCE = 1e-3  # as fusion.PoseSample checks
-_QUATERNION_MODE = 0.5  # Config.json / gimbal EularOrQuat above this: the quaternion applies
+_UNIT_TOLERANCE: Final = 1e-3  # as fusion.PoseSample checks
+_QUATERNION_MODE: Final = 0.5  # Config.json / gimbal EularOrQuat above this: the quaternion applies
 
 
 def finite(values: tuple[float, ...]) -> bool:
@@ -57,7 +58,7 @@ def sensor_rpy_deg(
     return vec3(euler)
 
 
-DEFAULT_DISTANCE_RANGE_M = 100.0  # a distance sensor's otherParams[0] of 0 means this
+DEFAULT_DISTANCE_RANGE_M: Final = 100.0  # a distance sensor's otherParams[0] of 0 means this
 
 
 def distance_range_m(sensor: VisionSensorConfig) -> float:

@@ -19,6 +19,8 @@ ends the source's earlier measurements as the link's store does.
 
 from __future__ import annotations
 
+from typing import Final
+
 from fusion import Input, InvalidInput, LinkStatus, VisionObservation, vision_observation
 from gizmo_core import HoldReason, LinkState
 from gizmo_host.stream.clock import ClockStatus
@@ -26,15 +28,16 @@ from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.store import invalid
 from gizmo_host.stream.tracker import SequenceConflicts, SequenceEvent
 from gizmo_host.wire.protocol import ResultFlags
-from gizmo_host.wire.results import interpret, is_target
+from gizmo_host.wire.result_checks import is_target
+from gizmo_host.wire.results import interpret
 
 _LOCKED, _CONVERGING = ClockStatus.LOCKED, ClockStatus.CONVERGING
 _SEQUENCE_CONFLICT, _INVALID_RESULT = HoldReason.SEQUENCE_CONFLICT, HoldReason.INVALID_RESULT
-_RESET = SequenceEvent.RESET
-_TRACKED = int(ResultFlags.TRACKED)
-_LOST = int(ResultFlags.LOST)
+_RESET: Final = SequenceEvent.RESET
+_TRACKED: Final = int(ResultFlags.TRACKED)
+_LOST: Final = int(ResultFlags.LOST)
 _TRACKED_OR_LOST = _TRACKED | _LOST
-_MAX_LABELS = 1024  # label cache entries: (source_id, result_type, id) seen
+_MAX_LABELS: Final = 1024  # label cache entries: (source_id, result_type, id) seen
 
 
 def result_label(result_type: int, ident: int) -> str:

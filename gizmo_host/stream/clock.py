@@ -30,7 +30,7 @@ It never reads a clock itself: the shell passes host times in.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from gizmo_core.clock import ClockEvent, ClockStatus, EpochClock, LatePolicy
 from gizmo_host.stream.tracker import (
@@ -41,17 +41,17 @@ from gizmo_host.stream.tracker import (
     device_clock_advance_ms,
 )
 
-UART_BITS_PER_BYTE = 10  # 8N1: start + 8 data + stop
-FRAME_BYTES = 35
-DEFAULT_PHASE_ERROR_THRESHOLD_MS = 5.0
+UART_BITS_PER_BYTE: Final = 10  # 8N1: start + 8 data + stop
+FRAME_BYTES: Final = 35
+DEFAULT_PHASE_ERROR_THRESHOLD_MS: Final = 5.0
 # The first epoch's mapping is trusted (LOCKED) after this long and 10 frames; later epochs
 # (the skew known) after RELOCK_FRAMES frames over RELOCK_MS.
-DEFAULT_LOCK_AFTER_MS = 500.0
-RELOCK_FRAMES = 3
-RELOCK_MS = 66.0
-CONFIRM_FRAMES = 3  # frames in a row that confirm a step (with CONFIRM_MS of host time)
-CONFIRM_MS = 66.0  # (three frames at 30 Hz span 66.7 ms)
-LATE_AFTER_MS = 500.0  # late frames for this long (device time): JUMPED (a loaded host's
+DEFAULT_LOCK_AFTER_MS: Final = 500.0
+RELOCK_FRAMES: Final = 3
+RELOCK_MS: Final = 66.0
+CONFIRM_FRAMES: Final = 3  # frames in a row that confirm a step (with CONFIRM_MS of host time)
+CONFIRM_MS: Final = 66.0  # (three frames at 30 Hz span 66.7 ms)
+LATE_AFTER_MS: Final = 500.0  # late frames for this long (device time): JUMPED (a loaded host's
 # jitter makes every frame late for a few hundred milliseconds now and then)
 
 __all__ = [
@@ -71,8 +71,8 @@ def frame_transmit_ns(baudrate: int, frame_bytes: int = FRAME_BYTES) -> int:
     return frame_bytes * UART_BITS_PER_BYTE * 1_000_000_000 // baudrate
 
 
-_DEVICE_RESET = ClockEvent.DEVICE_RESET
-_OUTLIER = ClockStatus.OUTLIER
+_DEVICE_RESET: Final = ClockEvent.DEVICE_RESET
+_OUTLIER: Final = ClockStatus.OUTLIER
 
 
 class ClockSample(NamedTuple):

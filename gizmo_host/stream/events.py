@@ -8,7 +8,7 @@ each has a schema in ``gizmo_host/schemas/``. Host times are ``time.monotonic_ns
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from gizmo_core import LinkState
 from gizmo_host.stream.clock import ClockStatus
@@ -28,7 +28,7 @@ __all__ = [
     "version_message",
 ]
 
-JSONL_FORMAT_VERSION = 1
+JSONL_FORMAT_VERSION: Final = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,13 +161,13 @@ def version_message(package_version: str, path: str) -> dict[str, Any]:
     }
 
 
-_RESULT_LINE_HEAD = (
+_RESULT_LINE_HEAD: Final = (
     '{"type":"result","host_rx_ns":%d,"host_capture_ns":%s,"host_published_ns":%d,'
     '"valid_until_ns":%d,"age_ms":%s%d.%03d,"device_ms":%d,"epoch":%d,"clock":"%s","sequence_event":"%s","result":{'
     + "".join(f'"{name}":%d,' for name in VisionResult._fields)
     + '%s"interpretation":'
 )
-_RESULT_LINE = _RESULT_LINE_HEAD + "%s}}\n"
+_RESULT_LINE: Final = _RESULT_LINE_HEAD + "%s}}\n"
 
 
 def _box_line(interpretation: str, *, mapped: bool) -> bytes:
@@ -179,7 +179,7 @@ def _box_line(interpretation: str, *, mapped: bool) -> bytes:
 
 
 # Per box kind: the line for a mapped capture time, then the line for none.
-_BOX_RESULT_LINES = {
+_BOX_RESULT_LINES: Final = {
     key: (_box_line(interpretation, mapped=True), _box_line(interpretation, mapped=False))
     for key, interpretation in BOX_INTERPRETATION_JSON.items()
 }
@@ -189,18 +189,18 @@ _TRACKED, _LOST, _RELATIVE = (
     int(ResultFlags.LOST),
     int(ResultFlags.RELATIVE),
 )
-_FLAG_BITS = _TRACKED | _LOST | _RELATIVE
-_JSON_BOOL = ("false", "true")
+_FLAG_BITS: Final = _TRACKED | _LOST | _RELATIVE
+_JSON_BOOL: Final = ("false", "true")
 # The three decoded flags for each combination of the bits, as one piece of the line.
-_FLAGS_JSON = tuple(
+_FLAGS_JSON: Final = tuple(
     f'"tracked":{_JSON_BOOL[bool(bits & _TRACKED)]},"lost":{_JSON_BOOL[bool(bits & _LOST)]},'
     f'"relative":{_JSON_BOOL[bool(bits & _RELATIVE)]},'
     for bits in range(_FLAG_BITS + 1)
 )
-_FLAGS_BYTES = tuple(piece.encode() for piece in _FLAGS_JSON)  # a box line's
+_FLAGS_BYTES: Final = tuple(piece.encode() for piece in _FLAGS_JSON)  # a box line's
 # The enum values a line carries (clock and sequence event), as bytes, by value: a str's
 # hash is cached where an enum member's runs in Python.
-_ASCII = {
+_ASCII: Final = {
     member.value: member.value.encode() for enum in (ClockStatus, SequenceEvent) for member in enum
 }
 # The fields ``_result_line`` reads from a result, by place (its values are untyped there).

@@ -13,7 +13,7 @@ is evaluated only once every result read so far has been applied (``evaluation_d
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from gizmo_core import Decision, LinkState, Selector
 from gizmo_host.stream.clock import (
@@ -37,9 +37,9 @@ from gizmo_host.wire.protocol import VisionResult
 _IN_ORDER, _GAP, _LATE = SequenceEvent.IN_ORDER, SequenceEvent.GAP, SequenceEvent.LATE
 _DUPLICATE, _RESET, _LOCKED = SequenceEvent.DUPLICATE, SequenceEvent.RESET, ClockStatus.LOCKED
 _CLOCK_RESET, _CLOCK_EPOCH = ClockEvent.DEVICE_RESET, ClockEvent.NEW_EPOCH
-_PROCEED = Decision.PROCEED
+_PROCEED: Final = Decision.PROCEED
 _UP, _DOWN = LinkState.UP, LinkState.DOWN
-_new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+_new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
 class FramePipeline:

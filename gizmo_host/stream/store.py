@@ -11,27 +11,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from gizmo_core import Decision, HoldReason, LinkState, Selector
 from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import ReceivedResult, ResultKey
 from gizmo_host.stream.tracker import SequenceConflicts, SequenceEvent
 from gizmo_host.wire.protocol import ResultFlags, VisionResult
-from gizmo_host.wire.results import ResultType, invalid_field, is_target
+from gizmo_host.wire.result_checks import invalid_field, is_target
+from gizmo_host.wire.results import ResultType
 
-DEFAULT_TTL_MS = 250.0
-DEFAULT_RESET_HOLD_MS = 0.0  # see the [store] reset_hold_ms row: a camera's warm-up
-DEFAULT_MAX_ENTRIES = 1024
-_LOCKED = ClockStatus.LOCKED
+DEFAULT_TTL_MS: Final = 250.0
+DEFAULT_RESET_HOLD_MS: Final = 0.0  # see the [store] reset_hold_ms row: a camera's warm-up
+DEFAULT_MAX_ENTRIES: Final = 1024
+_LOCKED: Final = ClockStatus.LOCKED
 _TRACKED, _TRACKED_OR_LOST = (
     ResultFlags.TRACKED.value,
     (ResultFlags.TRACKED | ResultFlags.LOST).value,
 )
-_TYPE_NONE = int(ResultType.NONE)
+_TYPE_NONE: Final = int(ResultType.NONE)
 
 
-_LINK_REASONS = {
+_LINK_REASONS: Final = {
     LinkState.DOWN: HoldReason.LINK_DOWN,
     LinkState.CONNECTING: HoldReason.LINK_DOWN,
     LinkState.SYNCING: HoldReason.LINK_DOWN,
@@ -48,7 +49,7 @@ def reports_nothing(result: VisionResult) -> bool:
 def invalid(result: VisionResult) -> str | None:
     """The field of a result that cannot be trusted, if any: ``result_sequence`` when it is
     not the header's ``sequence`` (v1 says they are equal: a frame that disagrees with itself
-    was not made by the board's encoder), else ``results.invalid_field``'s field off the
+    was not made by the board's encoder), else ``result_checks.invalid_field``'s field off the
     protocol's scale. (Unpacked, not read by name: compiled, a NamedTuple's fields by name are
     Python lookups, and this runs for every frame.)"""
     (_, _, _, sequence, _, _, result_type, result_sequence, _, confidence, flags, _,
@@ -60,7 +61,7 @@ def invalid(result: VisionResult) -> str | None:
 
 def selects(selector: Selector, key: ResultKey) -> bool:
     """Whether ``selector`` picks the result ``key``. With ``result_type=None`` only results
-    that locate a target match (``results.is_target``: colour blobs, QR codes, motion, bright
+    that locate a target match (``result_checks.is_target``: colour blobs, QR codes, motion, bright
     spots, detections): the default selector means "any detection", never brightness
     statistics, a line, a reserved tag or an unknown value (the world model only ever holds
     such targets, so there the field match alone is the same rule)."""
@@ -169,14 +170,14 @@ class LinkVerdict:
         }
 
 
-_VERDICT_LINE = (
+_VERDICT_LINE: Final = (
     '{"type":"verdict","decision":"%s","reasons":[%s],'
     '"selector":{"source_id":%s,"result_type":%s,"id":%s},'
     '"host_ns":%d,"valid_until_ns":%d,"target":%s}\n'
 )
 # ``%r`` of a float is its ``repr``: what the JSON encoder writes for it.
-_TARGET_JSON = '{"source_id":%d,"result_type":%d,"id":%d,"age_ms":%r,"sequence":%d}'
-_QUOTED_REASONS = {reason: f'"{reason.value}"' for reason in HoldReason}
+_TARGET_JSON: Final = '{"source_id":%d,"result_type":%d,"id":%d,"age_ms":%r,"sequence":%d}'
+_QUOTED_REASONS: Final = {reason: f'"{reason.value}"' for reason in HoldReason}
 
 
 def _json_int(value: int | None) -> str:

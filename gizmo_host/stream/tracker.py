@@ -28,28 +28,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
-SEQUENCE_MODULUS = 1 << 16
-TIMESTAMP_MODULUS = 1 << 32
-DEFAULT_REORDER_WINDOW = 16
-DEFAULT_MAX_SKEW_PPM = 200.0  # the largest device clock drift believed
-_MASK = (1 << 64) - 1
-_WINDOW_SLOTS = 64  # >= the largest reorder window
+SEQUENCE_MODULUS: Final = 1 << 16
+TIMESTAMP_MODULUS: Final = 1 << 32
+DEFAULT_REORDER_WINDOW: Final = 16
+DEFAULT_MAX_SKEW_PPM: Final = 200.0  # the largest device clock drift believed
+_MASK: Final = (1 << 64) - 1
+_WINDOW_SLOTS: Final = 64  # >= the largest reorder window
 # A copy of a frame comes at once (a link that sends it twice); the same frame this much later
 # is a board that restarted and repeats its first life, stamps and scene alike (red team: its
 # reset went unseen and the mapping was left 300 ms late, HOLD stale for good).
-DUPLICATE_WITHIN_NS = 100_000_000
-_SLOT_MASK = _WINDOW_SLOTS - 1
-ADVANCE_TOLERANCE_MS = 1000.0  # a device clock step this small is an advance, whatever the host
-STEP_WINDOW = 64  # a forward sequence step this small is no restart (0.1% of resets land here)
-STEP_MAX_MS = 60_000  # ... unless the device clock moved further than this
+DUPLICATE_WITHIN_NS: Final = 100_000_000
+_SLOT_MASK: Final = _WINDOW_SLOTS - 1
+ADVANCE_TOLERANCE_MS: Final = (
+    1000.0  # a device clock step this small is an advance, whatever the host
+)
+STEP_WINDOW: Final = (
+    64  # a forward sequence step this small is no restart (0.1% of resets land here)
+)
+STEP_MAX_MS: Final = 60_000  # ... unless the device clock moved further than this
 # A board loses at most this many frames at once plus this many a millisecond of its own
 # clock (a 921600 line carries 2.6 frames a ms; one image's results share a stamp). A forward
 # step beyond it is no loss but another voice's sequence: a discontinuity (red team rt13: a
 # second sender 17 ahead of the board, its clock copied, had its first frame PROCEED).
-MAX_BURST_LOST = 2
-MAX_LOST_PER_MS = 3
+MAX_BURST_LOST: Final = 2
+MAX_LOST_PER_MS: Final = 3
 
 
 class SequenceEvent(Enum):
@@ -65,7 +69,7 @@ class SequenceEvent(Enum):
 
 
 _IN_ORDER, _GAP = SequenceEvent.IN_ORDER, SequenceEvent.GAP
-_HALF_SEQUENCE = SEQUENCE_MODULUS // 2
+_HALF_SEQUENCE: Final = SEQUENCE_MODULUS // 2
 
 
 class SourceStats(NamedTuple):
@@ -320,7 +324,7 @@ class SequenceTracker:
         self._sources.clear()
 
 
-SEQUENCE_CONFLICT_HOLD_NS = 500_000_000  # two signs this close: a conflict, this long after
+SEQUENCE_CONFLICT_HOLD_NS: Final = 500_000_000  # two signs this close: a conflict, this long after
 
 
 class SequenceConflicts:

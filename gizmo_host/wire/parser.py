@@ -25,7 +25,7 @@ from array import array
 from collections.abc import Iterable
 from itertools import compress, count, islice, repeat
 from operator import ne
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from gizmo_host.wire.protocol import (
     BODY,
@@ -41,15 +41,15 @@ from gizmo_host.wire.protocol import (
     VisionResult,
 )
 
-_SYNC_FIRST = SYNC[0]
+_SYNC_FIRST: Final = SYNC[0]
 # Positions inside the values unpacked from BODY (which starts at byte CRC_START).
 _VERSION_AT, _TYPE_AT, _LEN_AT = 0, 1, 4
 # A whole frame's values, sync and CRC skipped: what ``iter_unpack`` gives for a run of frames.
-_FRAME_VALUES = struct.Struct("<2x" + BODY.format.lstrip("<") + "2x")
+_FRAME_VALUES: Final = struct.Struct("<2x" + BODY.format.lstrip("<") + "2x")
 assert _FRAME_VALUES.size == FRAME_LEN
-_OFFSET = {f.name: f.offset for f in FIELDS}
+_OFFSET: Final = {f.name: f.offset for f in FIELDS}
 # The bytes every valid frame has at a fixed offset: sync, version, message type, payload length.
-_FIXED_BYTES: tuple[tuple[int, bytes], ...] = (
+_FIXED_BYTES: Final[tuple[tuple[int, bytes], ...]] = (
     (_OFFSET["sync"], SYNC[:1]),
     (_OFFSET["sync"] + 1, SYNC[1:]),
     (_OFFSET["version"], bytes((VERSION,))),
@@ -59,11 +59,13 @@ _FIXED_BYTES: tuple[tuple[int, bytes], ...] = (
         for i, b in enumerate(PAYLOAD_LEN.to_bytes(2, "little"))
     ),
 )
-_MIN_RUN = 8  # frames: below this the per-run set-up costs more than it saves
+_MIN_RUN: Final = 8  # frames: below this the per-run set-up costs more than it saves
 # Where each frame's CRC input lies in a run of frames from 0 (a 4 KiB read holds 117 frames;
 # a longer run gets its own).
-_CRC_SLICES = tuple(slice(CRC_START + n * FRAME_LEN, CRC_END + n * FRAME_LEN) for n in range(256))
-_BIG_ENDIAN = sys.byteorder == "big"  # the stored CRC is little-endian; array("H") native
+_CRC_SLICES: Final = tuple(
+    slice(CRC_START + n * FRAME_LEN, CRC_END + n * FRAME_LEN) for n in range(256)
+)
+_BIG_ENDIAN: Final = sys.byteorder == "big"  # the stored CRC is little-endian; array("H") native
 
 
 class ParserStats(NamedTuple):

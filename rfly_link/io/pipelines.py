@@ -10,7 +10,7 @@ peer sends escapes as an exception: every rejection is a drop counted by cause.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 from rfly_link import dispatch
 from rfly_link.config_json import VisionSensorConfig
@@ -19,7 +19,7 @@ from rfly_link.pool import ArrayPool
 from rfly_link.reassembly import Reassembler, SensorFrame
 from rfly_link.sensors import decode_sensor
 
-DEFAULT_IN_FLIGHT = 64 * 1024 * 1024  # Reassembler's default max_bytes_in_flight
+DEFAULT_IN_FLIGHT: Final = 64 * 1024 * 1024  # Reassembler's default max_bytes_in_flight
 
 
 class Event(NamedTuple):

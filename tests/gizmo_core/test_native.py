@@ -78,4 +78,10 @@ def test_the_build_is_all_or_nothing():
 @pytest.mark.parametrize("module", MODULES)
 def test_every_listed_module_is_a_source_of_the_product(module):
     assert (ROOT / module).is_file()
-    assert module.split("/")[0] in {"fusion", "gizmo_core", "gizmo_host", "hil_geometry"}
+    assert module.split("/")[0] in {
+        "fusion",
+        "gizmo_core",
+        "gizmo_host",
+        "hil_geometry",
+        "rfly_link",
+    }

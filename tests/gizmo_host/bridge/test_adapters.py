@@ -34,7 +34,7 @@ from gizmo_host.stream.clock import ClockStatus
 from gizmo_host.stream.events import ReceivedResult
 from gizmo_host.stream.tracker import SequenceEvent
 from gizmo_host.wire.protocol import VisionResult
-from gizmo_host.wire.results import is_target
+from gizmo_host.wire.result_checks import is_target
 from rfly_link import messages as m
 from rfly_link.sensors import PointCloud, decode_sensor
 

@@ -129,7 +129,7 @@ def test_degenerate_image_size_is_rejected_with_the_size():
 
 
 def test_is_target_agrees_with_the_interpretation_having_a_box():
-    from gizmo_host.wire.results import is_target
+    from gizmo_host.wire.result_checks import is_target
 
     for result_type in range(8):
         for ident in [*range(-2, 20), 300, -300]:

@@ -48,16 +48,19 @@ def test_a_thousand_vehicles_are_each_printed_every_second_and_none_is_dropped()
         publisher.start()
         try:
             wait_until(lambda: len({r["vehicle"] for _, r in list(fleet.rows)}) == VEHICLES, 20)
-            start = time.monotonic()
-            wait_until(lambda: time.monotonic() >= start + OBSERVED_S, OBSERVED_S + 1)
-            end = time.monotonic()
+            start = time.monotonic_ns()
+            wait_until(lambda: time.monotonic_ns() >= start + OBSERVED_S * 1e9, OBSERVED_S + 1)
+            end = time.monotonic_ns()
         finally:
             stop.set()
             publisher.join(10)
             peer.close()
             rc, err = fleet.stop()
     assert rc == 0, err.decode(errors="replace")
-    observed = [(t, r) for t, r in fleet.rows if start <= t < end]
+    # The window on the view's own clock (its rows' ``host_ns``, CLOCK_MONOTONIC like ours):
+    # this process reads a few thousand rows a second beside its publisher, and on a loaded
+    # machine a row read late would fall out of a window on the read times (CI, once: 2 < 3).
+    observed = [(t, r) for t, r in fleet.rows if start <= r["host_ns"] < end]
     counts: dict[str, int] = {}
     for _, row in observed:
         counts[row["vehicle"]] = counts.get(row["vehicle"], 0) + 1
