@@ -9,6 +9,8 @@ import contextlib
 import os
 import pathlib
 import socket
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given
@@ -374,3 +376,28 @@ def test_advancing_two_clocks_together_runs_what_advancing_each_in_turn_runs(tim
         return log
 
     assert run(together=True) == run(together=False)
+
+
+@pytest.mark.subprocess
+def test_the_manual_clock_runs_where_mypy_is_not_installed():
+    """An installed gizmo-host need not have mypy: without ``mypy_extensions`` the manual
+    clock's mypyc attribute falls back to a no-op, and its timers still run in time order."""
+    code = (
+        "import sys; sys.modules['mypy_extensions'] = None\n"
+        "from gizmo_host.timing import ManualScheduler\n"
+        "s = ManualScheduler(0); ran = []\n"
+        "s.call_at_ns(7, lambda: ran.append(('b', s.now_ns())))\n"
+        "s.call_at_ns(3, lambda: ran.append(('a', s.now_ns())))\n"
+        "s.advance(10); print(ran, s.now_ns())\n"
+    )
+    root = pathlib.Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[('a', 3), ('b', 7)] 10"
