@@ -280,6 +280,9 @@ _INTERPRETERS: dict[int, Callable[[_Fields], Interpretation]] = {
 }
 
 
+# The checks every frame runs (``is_target``, ``invalid_field``) are in ``result_checks``.
+
+
 def interpret(result: _Fields) -> Interpretation:
     """The typed meaning of one result's payload fields."""
     interpreter = _INTERPRETERS.get(result.result_type)
