@@ -1,7 +1,9 @@
 """Which modules run compiled, and whether each is still its source.
 
 ``python3 dev.py`` compiles the per-frame modules with mypyc where a C compiler is at hand
-(``tools/native_build.py``; docs/install.md): the same source, about a third less CPU a frame.
+(``tools/native_build.py``; docs/install.md): the same source, about a third less CPU a frame;
+and the tracker's filter steps with Cython (``fusion/tracking/imm_kernel.pyx``, in place of
+their numpy forms).
 A compiled module is imported in place of its ``.py``, so one built from an older source would
 run old code silently. The build records each source's SHA-256 in a manifest; ``stale_modules``
 compares, and the commands and the tests refuse to run on a stale build.
@@ -45,12 +47,20 @@ def stale_modules(root: Path = ROOT) -> list[str]:
     recorded = compiled_sources(root)
     stale = []
     for extension in _extensions(root):
-        source = extension.with_name(extension.name.removesuffix(EXTENSION) + ".py")
+        source = _source(extension)
         relative = source.relative_to(root).as_posix()
         want = recorded.get(relative)
         if want is None or not source.exists() or source_digest(source) != want:
             stale.append(relative)
     return stale
+
+
+def _source(extension: Path) -> Path:
+    """The source an extension was built from: its ``.py`` (mypyc's), else its ``.pyx``
+    (Cython's: the tracker's filter steps)."""
+    stem = extension.name.removesuffix(EXTENSION)
+    source = extension.with_name(stem + ".py")
+    return source if source.exists() else extension.with_name(stem + ".pyx")
 
 
 def _extensions(root: Path) -> list[Path]:
@@ -65,8 +75,12 @@ def _extensions(root: Path) -> list[Path]:
 
 def build_kind(root: Path = ROOT) -> str:
     """How the tree at ``root`` runs, for a benchmark's header."""
-    count = len(_extensions(root))
-    return f"compiled with mypyc ({count} modules)" if count else "interpreted"
+    extensions = _extensions(root)
+    cython = sum(_source(e).suffix == ".pyx" for e in extensions)
+    mypyc = len(extensions) - cython
+    if not extensions:
+        return "interpreted"
+    return f"compiled with mypyc ({mypyc} modules)" + (f" and Cython ({cython})" if cython else "")
 
 
 def is_compiled(module: ModuleType) -> bool:

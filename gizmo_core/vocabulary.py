@@ -13,10 +13,17 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+# These members are hashed on every verdict check (a verdict's key holds them in a frozenset):
+# Enum hashes a member by its name in Python, a call that cost 0.3 us; the members are
+# singletons, so their identity is their hash (``object``'s, in C). A set of them has no
+# order to keep: a name's hash was never the same from one process to the next either.
+
 
 class Decision(Enum):
     PROCEED = "PROCEED"
     HOLD = "HOLD"
+
+    __hash__ = object.__hash__
 
 
 class HoldReason(Enum):
@@ -43,6 +50,8 @@ class HoldReason(Enum):
     SEQUENCE_CONFLICT = "sequence_conflict"  # its source's sequence fell back without a reset
     # (a second voice on the board's link, or a broken board): until 3 frames in order
 
+    __hash__ = object.__hash__
+
 
 class LinkState(Enum):
     """The live link's state (the host's serial link uses this very enum)."""
@@ -52,6 +61,8 @@ class LinkState(Enum):
     SYNCING = "SYNCING"
     UP = "UP"
     SILENT = "SILENT"
+
+    __hash__ = object.__hash__
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,6 +91,9 @@ MODULES = (
     "gizmo_host/app/offline_replay.py",
     "gizmo_host/manual_clock.py",
 )
+# Compiled with Cython, where it is installed (the test extra): C forms of what a module does
+# with numpy, which that module uses when they are built (``motion.built_kernel``).
+CYTHON_MODULES = ("fusion/tracking/imm_kernel.pyx",)
 OPT_OUT = "GIZMO_HOST_INTERPRETED"
 # mypyc's runtime, shared by the compiled modules: inside a package, where the installed
 # project's import path finds it from any directory (a top-level module would need the root).
@@ -99,7 +102,12 @@ _SETUP = """from setuptools import setup
 from mypyc.build import mypycify
 
 modules = {modules!r}
-setup(name="gizmo-host-native", ext_modules=mypycify(modules, opt_level="3", group_name={group!r}))
+extensions = mypycify(modules, opt_level="3", group_name={group!r})
+if {cython!r}:
+    from Cython.Build import cythonize
+
+    extensions += cythonize({cython!r}, build_dir="build/cython", quiet=True)
+setup(name="gizmo-host-native", ext_modules=extensions)
 """
 
 
@@ -109,17 +117,27 @@ def _compiler() -> str | None:
     return shutil.which(command[0]) if command else None
 
 
-def _wanted(mypy_version: str) -> dict[str, object]:
+def _cython_version() -> str | None:
+    try:
+        from Cython import __version__  # noqa: PLC0415 - the test extra's
+    except ImportError:
+        return None
+    return str(__version__)
+
+
+def _wanted(mypy_version: str, cython_version: str | None) -> dict[str, object]:
+    cython = CYTHON_MODULES if cython_version else ()
     return {
         "python": sys.version,
         "mypy": mypy_version,
-        "sources": {m: source_digest(ROOT / m) for m in MODULES},
+        "cython": cython_version,
+        "sources": {m: source_digest(ROOT / m) for m in (*MODULES, *cython)},
     }
 
 
 def clean() -> None:
     """Remove this interpreter's compiled modules and the manifest."""
-    for package in {m.split("/")[0] for m in MODULES}:
+    for package in {m.split("/")[0] for m in (*MODULES, *CYTHON_MODULES)}:
         for extension in (ROOT / package).rglob(f"*{EXTENSION}"):
             extension.unlink()
     for shared in ROOT.glob(f"*__mypyc{EXTENSION}"):  # an older build's, at the root
@@ -146,24 +164,30 @@ def build() -> int:
         clean()
         print("native: mypy (its mypyc) is not installed: running interpreted")
         return 0
-    want = _wanted(mypy_version)
+    cython_version = _cython_version()
+    cython = CYTHON_MODULES if cython_version else ()
+    want = _wanted(mypy_version, cython_version)
     manifest = manifest_path()
     log = manifest.with_suffix(".log")
     try:
         have = json.loads(manifest.read_text())
     except (OSError, ValueError):
         have = None
-    built = all((ROOT / m).with_suffix(EXTENSION).exists() for m in MODULES)
+    built = all((ROOT / m).with_suffix(EXTENSION).exists() for m in (*MODULES, *cython))
     if have == want and built and not stale_modules():
         return 0
     if have == {**want, "failed": True}:  # not tried again until something changes
         print(f"native: the last build of these sources failed ({log}): running interpreted")
         return 0
     clean()
-    print(f"native: compiling {len(MODULES)} modules with mypyc (about a minute)", flush=True)
+    with_cython = f" and {len(cython)} with Cython" if cython else " (no Cython: numpy's IMM)"
+    print(
+        f"native: compiling {len(MODULES)} modules with mypyc{with_cython} (about two minutes)",
+        flush=True,
+    )
     log.parent.mkdir(exist_ok=True)
     setup = log.with_name("native_setup.py")
-    setup.write_text(_SETUP.format(modules=list(MODULES), group=SHARED))
+    setup.write_text(_SETUP.format(modules=list(MODULES), group=SHARED, cython=list(cython)))
     with log.open("w") as out:
         done = subprocess.run(
             [sys.executable, setup, "build_ext", "--inplace"],
@@ -179,7 +203,7 @@ def build() -> int:
         print(f"native: the build failed ({log}): running interpreted", *tail, sep="\n  ")
         return 0
     manifest.write_text(json.dumps(want, indent=1, sort_keys=True))
-    print(f"native: {len(MODULES)} modules compiled", flush=True)
+    print(f"native: {len(MODULES) + len(cython)} modules compiled", flush=True)
     return 0
 
 

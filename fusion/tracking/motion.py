@@ -41,6 +41,7 @@ every matrix, one mode at a time) is the tests' oracle: this one agrees with it 
 from __future__ import annotations
 
 import math
+from types import ModuleType
 from typing import Final, NamedTuple
 
 import numpy as np
@@ -121,6 +122,15 @@ class Prediction(NamedTuple):
     pa: Array  # (4, 7, 7): p then a, the array they are views of
 
 
+def built_kernel() -> ModuleType | None:
+    """The two steps' C forms (``imm_kernel.pyx``), when built; ``None``: numpy's."""
+    try:
+        from fusion.tracking import imm_kernel  # noqa: PLC0415 - built, or not
+    except ImportError:  # not built (no compiler, or interpreted): numpy's forms
+        return None
+    return imm_kernel
+
+
 def stationary_mu(params: MotionParams) -> Array:
     """The long-run share of each mode: a new track's prior."""
     to_ct, to_cv = 1.0 / params.cv_dwell_s, 1.0 / params.ct_dwell_s
@@ -144,12 +154,14 @@ def _noise_basis(params: MotionParams) -> Array:
 
 
 class Imm:
-    """The filter of one tuning, its constants computed once."""
+    """The filter of one tuning, its constants computed once. ``native``: the steps' C forms
+    when built (the default), else numpy's; the two agree to 1e-9."""
 
-    __slots__ = ("_noise", "_per_dt", "_prior", "_speed_density", "_switch", "params")
+    __slots__ = ("_kernel", "_noise", "_per_dt", "_prior", "_speed_density", "_switch", "params")
 
-    def __init__(self, params: MotionParams) -> None:
+    def __init__(self, params: MotionParams, *, native: bool = True) -> None:
         self.params = params
+        self._kernel = built_kernel() if native else None
         a, b = 1.0 / params.cv_dwell_s, 1.0 / params.ct_dwell_s
         self._switch = (a + b, a / (a + b), b / (a + b))
         self._noise = _noise_basis(params)
@@ -192,16 +204,33 @@ class Imm:
 
     def predict(self, state: ImmState, dt_s: float) -> Prediction:
         """Mix the modes (the IMM's interaction step), then predict each ``dt_s`` ahead."""
-        constants = self._per_dt.get(dt_s)
-        if constants is None:
-            constants = self._constants(dt_s)
-        leave_cv, leave_ct, noise = constants
+        kernel = self._kernel
+        if kernel is not None:  # the C form makes Q(dt) from its basis: nothing kept per dt
+            leave_cv, leave_ct = self.transition(dt_s)
+        else:
+            constants = self._per_dt.get(dt_s)
+            if constants is None:
+                constants = self._constants(dt_s)
+            leave_cv, leave_ct, noise = constants
         t00, t01, t10, t11 = 1.0 - leave_cv, leave_cv, leave_ct, 1.0 - leave_ct
         mu0, mu1 = state.mu.tolist()
         m0, m1 = t00 * mu0 + t10 * mu1, t01 * mu0 + t11 * mu1
         # w[i][j]: the share of mode j's mixed prior that comes from mode i
         w00, w10, w01, w11 = t00 * mu0 / m0, t10 * mu1 / m0, t01 * mu0 / m1, t11 * mu1 / m1
         x, p = state.x, state.p
+        pa = state.pa
+        if pa is None:
+            pa = np.concatenate((p, state.a))
+        if kernel is not None:
+            x_next, both, positions, blocks = kernel.predict(
+                x, pa, w00, w10, w01, w11, self._noise, dt_s, self._speed_density, _SMALL_TURN,
+                _SLOW_M_S,
+            )  # fmt: skip
+            return _new_tuple(
+                Prediction,
+                (x_next, both[:MODES], np.array([m0, m1]), both[MODES:], (m0, m1), positions,
+                 blocks, both),
+            )  # fmt: skip
         # The mixed means (rows 0 and 1) and x_0 - x_1 (row 2) in one product.
         weights = np.array(((w00, w10), (w01, w11), (1.0, -1.0)))
         mixed = weights @ x
@@ -210,9 +239,6 @@ class Imm:
         spread = np.array((w00 * w10, w01 * w11))[:, None, None] * (d[:, None] * d)
         # both covariances mixed alike, each mode's by one product: p's (0, j), then a's (1, j)
         square = STATE * STATE
-        pa = state.pa
-        if pa is None:
-            pa = np.concatenate((p, state.a))
         p0 = weights[:2] @ pa.reshape(2, MODES, square)
         p0 = (p0 + spread.reshape(MODES, square)).reshape(2 * MODES, STATE, STATE)
         cv, ct, _ = mixed.tolist()
@@ -246,6 +272,15 @@ class Imm:
         """Each mode's Kalman update by a position measurement ``z`` with covariance ``r``
         (plain floats; ``r_array``: the same as an array), and the modes reweighed by their
         likelihoods (a mode no likelier than 1e-9 keeps that much)."""
+        kernel = self._kernel
+        if kernel is not None:
+            x_new, new, like0, like1 = kernel.update(
+                prediction.x, prediction.pa, z[0], z[1], z[2], r_array, _LOG_2PI
+            )
+            return _new_tuple(
+                ImmState,
+                (x_new, new[:MODES], _weighed(prediction.mu_f, like0, like1), new[MODES:], new),
+            )
         inverses: list[list[list[float]]] = []
         steps: list[list[float]] = []  # S⁻¹·ν: the gain K = P·Hᵀ·S⁻¹ applied to ν is P·Hᵀ·this
         log_like: list[float] = []
@@ -279,14 +314,20 @@ class Imm:
         both = prediction.pa
         new = ikh @ both @ ikh.transpose(0, 2, 1) + gain @ r_array @ gain.transpose(0, 2, 1)
         new = 0.5 * (new + new.transpose(0, 2, 1))
-        top = max(log_like)
-        mu0, mu1 = prediction.mu_f
-        w0, w1 = mu0 * math.exp(log_like[0] - top), mu1 * math.exp(log_like[1] - top)
-        total = w0 + w1
-        w0, w1 = max(w0 / total, _MIN_PROBABILITY), max(w1 / total, _MIN_PROBABILITY)
-        total = w0 + w1
-        mu = np.array([w0 / total, w1 / total])
+        mu = _weighed(prediction.mu_f, log_like[0], log_like[1])
         return _new_tuple(ImmState, (x_new, new[:MODES], mu, new[MODES:], new))
+
+
+def _weighed(mu_f: tuple[float, float], like0: float, like1: float) -> Array:
+    """The mode probabilities ``mu_f`` reweighed by the modes' log-likelihoods, each kept at
+    least ``_MIN_PROBABILITY``."""
+    top = max(like0, like1)
+    mu0, mu1 = mu_f
+    w0, w1 = mu0 * math.exp(like0 - top), mu1 * math.exp(like1 - top)
+    total = w0 + w1
+    w0, w1 = max(w0 / total, _MIN_PROBABILITY), max(w1 / total, _MIN_PROBABILITY)
+    total = w0 + w1
+    return np.array([w0 / total, w1 / total])
 
 
 def _steps(

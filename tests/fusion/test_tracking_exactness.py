@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,8 +27,21 @@ from tests.support import tracking_reference as ref
 
 # not the gains' (0.03), nor 0; and the turn mode's change of speed
 PARAMS = MotionParams(cv_true_accel_m_s2=0.012, ct_speed_accel_m_s2=1.3)
-IMM = Imm(PARAMS)
 TOLERANCE = 1e-9
+# Both forms of the filter's steps: numpy's, and the C one (imm_kernel.pyx) where it is built
+# (tests/gizmo_core/test_native.py: a compiled build always has it).
+NUMPY_IMM, NATIVE_IMM = Imm(PARAMS, native=False), Imm(PARAMS)
+FORMS = pytest.mark.parametrize(
+    "imm",
+    [
+        pytest.param(NUMPY_IMM, id="numpy"),
+        pytest.param(
+            NATIVE_IMM,
+            id="native",
+            marks=pytest.mark.skipif(NATIVE_IMM._kernel is None, reason="imm_kernel not built"),
+        ),
+    ],
+)
 
 
 def _close(new: np.ndarray, old: np.ndarray) -> bool:
@@ -60,19 +74,20 @@ def _measurement(seed: int, near: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return near[:3] + rng.normal(size=3) * 0.1, r
 
 
+@FORMS
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.floats(1e-4, 0.6), st.booleans())
-def test_one_step_is_the_textbook_ones(seed: int, dt_s: float, slow_turn: bool) -> None:
+def test_one_step_is_the_textbook_ones(imm: Imm, seed: int, dt_s: float, slow_turn: bool) -> None:
     state = _state(seed)
     if slow_turn:  # ω below _SMALL_TURN: the turn's series
         state.x[1, 6] = 3e-5
-    new, old = IMM.predict(state, dt_s), ref.predict(state, dt_s, PARAMS)
+    new, old = imm.predict(state, dt_s), ref.predict(state, dt_s, PARAMS)
     assert _close(new.x, old.x) and _close(new.p, old.p) and _close(new.mu, old.mu)
     assert _close(new.a, old.a)
     z, r = _measurement(seed, old.x[0])
     d2 = mahalanobis2(new, z.tolist(), r.tolist())
     assert math.isclose(d2, ref.mahalanobis2(old, z, r), rel_tol=TOLERANCE)
-    after, after_ref = IMM.update(new, z.tolist(), r.tolist(), r), ref.update(old, z, r)
+    after, after_ref = imm.update(new, z.tolist(), r.tolist(), r), ref.update(old, z, r)
     assert _close(after.x, after_ref.x) and _close(after.p, after_ref.p)
     assert _close(after.mu, after_ref.mu) and _close(after.a, after_ref.a)
     mean, cov = estimate(after)
@@ -80,13 +95,14 @@ def test_one_step_is_the_textbook_ones(seed: int, dt_s: float, slow_turn: bool) 
     assert _close(mean, mean_ref) and _close(cov, cov_ref)
 
 
-def test_a_whole_run_stays_with_the_textbook_one() -> None:
+@FORMS
+def test_a_whole_run_stays_with_the_textbook_one(imm: Imm) -> None:
     """Thirty seconds of a turning target at 30 frames/s: the differences of rounding do not
     grow through the filter."""
     rng = np.random.default_rng(7)
     r = np.diag([0.04**2, 0.04**2, 0.02**2])
     z0 = np.array([0.0, 0.0, 0.0])
-    new = IMM.initial_state(z0, r)
+    new = imm.initial_state(z0, r)
     old = ref.initial_state(z0, r, PARAMS)
     heading, speed, position = 0.3, 5.0, np.zeros(3)
     for k in range(1, 900):
@@ -95,23 +111,24 @@ def test_a_whole_run_stays_with_the_textbook_one() -> None:
         heading += turn * dt
         position = position + dt * speed * np.array([math.cos(heading), math.sin(heading), 0])
         z = position + rng.normal(size=3) * (0.04, 0.04, 0.02)
-        new = IMM.update(IMM.predict(new, dt), z.tolist(), r.tolist(), r)
+        new = imm.update(imm.predict(new, dt), z.tolist(), r.tolist(), r)
         old = ref.update(ref.predict(old, dt, PARAMS), z, r)
     assert _close(new.x, old.x) and _close(new.p, old.p) and _close(new.mu, old.mu)
     assert _close(new.a, old.a)
 
 
+@FORMS
 @settings(max_examples=100, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.lists(st.floats(1e-4, 0.6), min_size=1, max_size=6))
 def test_an_updated_state_predicts_as_the_same_state_with_its_covariances_apart(
-    seed: int, steps: list[float]
+    imm: Imm, seed: int, steps: list[float]
 ) -> None:
     """An update's state carries ``p`` and ``a`` as one array (``pa``), which the next
     prediction mixes without joining them: bit for bit what the two apart give (``pa``
     None, as a new track's or a test's state), step after step."""
     state = _state(seed)
     for k, dt_s in enumerate(steps):
-        joined, apart = IMM.predict(state, dt_s), IMM.predict(state._replace(pa=None), dt_s)
+        joined, apart = imm.predict(state, dt_s), imm.predict(state._replace(pa=None), dt_s)
         for a, b in zip(joined, apart, strict=True):
             assert type(a) is type(b)
             if isinstance(a, np.ndarray):
@@ -119,29 +136,30 @@ def test_an_updated_state_predicts_as_the_same_state_with_its_covariances_apart(
             else:
                 assert a == b
         z, r = _measurement(seed + k, joined.x[0])
-        state = IMM.update(joined, z.tolist(), r.tolist(), r)
+        state = imm.update(joined, z.tolist(), r.tolist(), r)
         assert state.pa is not None
         assert state.pa[:2].tobytes() == state.p.tobytes()  # p, then a: the order matters
         assert state.pa[2:].tobytes() == state.a.tobytes()
         assert not np.array_equal(state.p, state.a)
 
 
-def test_a_step_is_the_same_whatever_steps_came_before() -> None:
+@pytest.mark.parametrize("native", [False, True], ids=["numpy", "native"])
+def test_a_step_is_the_same_whatever_steps_came_before(native: bool) -> None:
     """The per-dt constants are kept: a step of a dt seen before (however many others came
     between, past the bound) is bit for bit a fresh filter's, and a dt 1 ps away is its own."""
     state, dt = _state(3), 1 / 30
-    imm = Imm(PARAMS)
+    imm = Imm(PARAMS, native=native)
     first = imm.predict(state, dt)
     for k in range(300):
         imm.predict(state, 0.001 + k * 1e-4)
     assert len(imm._per_dt) <= _MAX_STEPS  # bounded
-    again, fresh = imm.predict(state, dt), Imm(PARAMS).predict(state, dt)
+    again, fresh = imm.predict(state, dt), Imm(PARAMS, native=native).predict(state, dt)
     for a, b in ((first, fresh), (again, fresh)):
         assert np.array_equal(a.x, b.x) and np.array_equal(a.p, b.p)
         assert np.array_equal(a.mu, b.mu)
     near = imm.predict(state, dt + 1e-12)
     assert not np.array_equal(near.p, fresh.p)
-    assert np.array_equal(near.p, Imm(PARAMS).predict(state, dt + 1e-12).p)
+    assert np.array_equal(near.p, Imm(PARAMS, native=native).predict(state, dt + 1e-12).p)
 
 
 @settings(max_examples=300, deadline=None)
@@ -171,14 +189,17 @@ def test_the_noise_model_is_the_textbook_one(
     assert np.array_equal(new, new.T)
 
 
-def test_the_reported_covariance_is_the_gains_own_when_the_straight_run_has_their_noise() -> None:
+@pytest.mark.parametrize("native", [False, True], ids=["numpy", "native"])
+def test_the_reported_covariance_is_the_gains_own_when_the_straight_run_has_their_noise(
+    native: bool,
+) -> None:
     """The reported covariance (``a``) follows the gains' (``p``) through mixing, prediction
     and update; only the straight mode's noise tells them apart. With that noise the gains'
     own, the two are the same bit for bit; with less, the reported one is smaller."""
     rng = np.random.default_rng(11)
     r = np.diag([0.04**2, 0.04**2, 0.02**2])
-    same = Imm(MotionParams(cv_true_accel_m_s2=PARAMS.cv_accel_m_s2))
-    less = Imm(MotionParams(cv_true_accel_m_s2=0.0))
+    same = Imm(MotionParams(cv_true_accel_m_s2=PARAMS.cv_accel_m_s2), native=native)
+    less = Imm(MotionParams(cv_true_accel_m_s2=0.0), native=native)
     states = [imm.initial_state(np.zeros(3), r) for imm in (same, less)]
     for k in range(1, 120):
         z = np.array([0.1 * k, 0.0, 0.0]) + rng.normal(size=3) * (0.04, 0.04, 0.02)
@@ -191,3 +212,36 @@ def test_the_reported_covariance_is_the_gains_own_when_the_straight_run_has_thei
     assert np.array_equal(smaller.p, kept.p) and np.array_equal(smaller.x, kept.x)
     horizontal = estimate(kept)[1][:2, :2] - estimate(smaller)[1][:2, :2]
     assert np.all(np.linalg.eigvalsh(horizontal) > 0)  # strictly less: a real difference
+
+
+@FORMS
+@pytest.mark.parametrize(
+    ("scale", "error"),
+    [(-1.0, ZeroDivisionError), (-2.0, ValueError)],
+    ids=["singular", "negative"],
+)
+def test_an_impossible_innovation_raises_as_the_textbook_arithmetic_does(
+    imm: Imm, scale: float, error: type[Exception]
+) -> None:
+    """A position block of ``scale``·R: the innovation covariance is singular (its inverse
+    divides by zero) or negative definite (the log of its determinant is undefined). Both
+    forms raise what plain arithmetic raises, never a state made of it."""
+    prediction = imm.predict(_state(5), 1 / 30)
+    r = np.diag([0.04, 0.04, 0.02])
+    pa = prediction.pa.copy()
+    pa[0, :3, :3] = scale * r
+    bad = prediction._replace(pa=pa, p=pa[:2], blocks=pa[:2, :3, :3].tolist())
+    with pytest.raises(error):
+        imm.update(bad, [1.0, 2.0, 3.0], r.tolist(), r)
+
+
+@FORMS
+def test_a_measurement_that_is_not_a_number_gives_nan_in_both_forms(imm: Imm) -> None:
+    """NaN spreads through either form alike (the tracker's inputs are checked before this:
+    here the forms must merely agree, and not raise)."""
+    prediction = imm.predict(_state(9), 1 / 30)
+    r = np.diag([0.04, 0.04, 0.02])
+    state = imm.update(prediction, [math.nan, 0.0, 0.0], r.tolist(), r)
+    assert np.isnan(state.x).all() and np.isnan(state.mu).all()
+    reference = NUMPY_IMM.update(prediction, [math.nan, 0.0, 0.0], r.tolist(), r)
+    assert np.array_equal(np.isnan(state.p), np.isnan(reference.p))

@@ -21,7 +21,7 @@ from gizmo_core.native import (
 from gizmo_host.cli import main as cli_main
 
 sys.path.insert(0, str(ROOT / "tools"))
-from native_build import MODULES
+from native_build import CYTHON_MODULES, MODULES
 
 
 def _tree(tmp_path: Path, sources: dict[str, str], built: dict[str, str]) -> Path:
@@ -69,13 +69,26 @@ def test_a_command_refuses_to_run_on_a_stale_build(monkeypatch, capsys):
 
 
 def test_the_build_is_all_or_nothing():
-    """Every listed module compiled, or none: a half-made build is cleaned away."""
+    """Every listed module compiled, or none: a half-made build is cleaned away. The tests
+    install Cython, so a compiled build here has the Cython modules too (whose tests would
+    otherwise skip their C forms unseen)."""
     names = [m.removesuffix(".py").replace("/", ".") for m in MODULES]
     compiled = {name: is_compiled(importlib.import_module(name)) for name in names}
     assert len(set(compiled.values())) == 1, compiled
+    for module in CYTHON_MODULES:
+        built = (ROOT / module).with_suffix(EXTENSION).exists()
+        assert built is next(iter(compiled.values())), module
 
 
-@pytest.mark.parametrize("module", MODULES)
+def test_an_extension_built_from_a_changed_pyx_is_stale(tmp_path):
+    """A Cython module's source is its ``.pyx``: a build of an older one is refused too."""
+    root = _tree(tmp_path, {"fusion/k.pyx": "def f(): pass\n"}, {"fusion/k.pyx": "old\n"})
+    assert stale_modules(root) == ["fusion/k.pyx"]
+    fresh = _tree(tmp_path / "b", {"fusion/k.pyx": "x\n"}, {"fusion/k.pyx": "x\n"})
+    assert stale_modules(fresh) == []
+
+
+@pytest.mark.parametrize("module", MODULES + CYTHON_MODULES)
 def test_every_listed_module_is_a_source_of_the_product(module):
     assert (ROOT / module).is_file()
     assert module.split("/")[0] in {
