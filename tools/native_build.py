@@ -90,6 +90,8 @@ MODULES = (
     "rfly_link/dispatch.py",
     "gizmo_host/app/offline_replay.py",
     "gizmo_host/manual_clock.py",
+    "gizmo_host/live/service.py",
+    "gizmo_host/bridge/world_service.py",
 )
 # Compiled with Cython, where it is installed (the test extra): C forms of what a module does
 # with numpy, which that module uses when they are built (``motion.built_kernel``).

@@ -10,7 +10,10 @@ stay in ``motion``, so their errors and edge cases are the same either way. Both
 with the textbook oracle to 1e-9 (tests/fusion/test_tracking_exactness.py runs both).
 
 Arrays: ``x`` (2, 7) the modes' means; ``pa`` (4, 7, 7) the covariances ``p`` of both modes,
-then ``a`` of both (the mode of matrix ``k`` is ``k % 2``); every output array is new.
+then ``a`` of both (the mode of matrix ``k`` is ``k % 2``), read in any layout (a state's
+arrays are numpy's to make: a view, a transposed copy); every output array is new and C
+ordered. An array of another shape is a ``ValueError`` naming it, never a read outside it
+(the loops do not check their indices).
 """
 
 from libc.math cimport cos, fabs, log, sin
@@ -22,7 +25,17 @@ cdef enum:
     OMEGA = 6
 
 
-cdef void _sandwich(double f[7][7], const double[:, :, ::1] src, int k, double out[7][7]):
+cdef int _check_shapes(const double[:, :] x, const double[:, :, :] pa) except -1:
+    if x.shape[0] != 2 or x.shape[1] != STATE:
+        raise ValueError(f"x: expected shape (2, 7), got ({x.shape[0]}, {x.shape[1]})")
+    if pa.shape[0] != 4 or pa.shape[1] != STATE or pa.shape[2] != STATE:
+        raise ValueError(
+            f"pa: expected shape (4, 7, 7), got ({pa.shape[0]}, {pa.shape[1]}, {pa.shape[2]})"
+        )
+    return 0
+
+
+cdef void _sandwich(double f[7][7], const double[:, :, :] src, int k, double out[7][7]) noexcept:
     """out = f · src[k] · fᵀ"""
     cdef double g[7][7]
     cdef double acc
@@ -41,7 +54,7 @@ cdef void _sandwich(double f[7][7], const double[:, :, ::1] src, int k, double o
             out[i][j] = acc
 
 
-def predict(const double[:, ::1] x, const double[:, :, ::1] pa,
+def predict(const double[:, :] x, const double[:, :, :] pa,
             double w00, double w10, double w01, double w11,
             const double[:, ::1] basis, double dt, double speed_density,
             double small_turn, double slow_m_s):
@@ -56,6 +69,9 @@ def predict(const double[:, ::1] x, const double[:, :, ::1] pa,
     cdef double spread_w[2]
     cdef double wt[2][2]
     cdef int i, j, k, b, mode, entry
+    _check_shapes(x, pa)
+    if basis.shape[0] != 3 or basis.shape[1] != 4 * STATE * STATE:
+        raise ValueError(f"basis: expected shape (3, 196), got ({basis.shape[0]}, {basis.shape[1]})")
     wt[0][0] = w00
     wt[1][0] = w10
     wt[0][1] = w01
@@ -180,7 +196,7 @@ cdef void _inverse3(double s[3][3], double inv[3][3], double *det) except *:
     inv[2][0], inv[2][1], inv[2][2] = c02 * k, (b * g - a * h) * k, (a * e - b * d) * k
 
 
-def update(const double[:, ::1] x, const double[:, :, ::1] pa,
+def update(const double[:, :] x, const double[:, :, :] pa,
            double z0, double z1, double z2, const double[:, :] r, double log_2pi):
     """``motion.Imm.update``'s arrays: each mode's Kalman update by the position measurement
     ``z`` with covariance ``r`` (3×3), the four covariances by the Joseph form with the gains
@@ -195,6 +211,9 @@ def update(const double[:, ::1] x, const double[:, :, ::1] pa,
     cdef double like[2]
     cdef double det, d2, acc
     cdef int mode, i, j, k
+    _check_shapes(x, pa)
+    if r.shape[0] != 3 or r.shape[1] != 3:
+        raise ValueError(f"r: expected shape (3, 3), got ({r.shape[0]}, {r.shape[1]})")
     z[0], z[1], z[2] = z0, z1, z2
     x_array = np.empty((2, STATE))
     cdef double[:, ::1] x_new = x_array

@@ -31,6 +31,7 @@ from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.capture.channels import MAX_GAP_NS
 from gizmo_host.capture.reader import CaptureInfo, CaptureMessage, Datagram, HostLine, UartChunk
 from gizmo_host.errors import CaptureError, IllegalTransition
+from gizmo_host.live import lifecycle
 from gizmo_host.stream.linkstate import REASON_OPENED, LinkInput
 from gizmo_host.timing import (
     ManualScheduler,
@@ -112,11 +113,11 @@ class _Lines:
     def send_lines(self, lines: list[bytes]) -> None:
         self.lines += lines
 
-    async def start(self) -> None:
-        return None
+    def start(self) -> Coroutine[Any, Any, None]:  # compiled: no ``async def`` (lifecycle)
+        return lifecycle.nothing()
 
-    async def close(self) -> None:
-        return None
+    def close(self) -> Coroutine[Any, Any, None]:
+        return lifecycle.nothing()
 
     def stats(self) -> dict[str, int]:
         return {}  # not reported: an offline replay has no outputs of its own

@@ -26,7 +26,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from fusion import (
@@ -43,6 +43,7 @@ from fusion.snapshot import VerdictKey
 from gizmo_host.bridge.rfly_adapter import RflyAdapter
 from gizmo_host.bridge.rfly_sources import RflySimSetup, SensorRequester, rfly_receivers
 from gizmo_host.bridge.world_adapters import GizmoAdapter
+from gizmo_host.live import lifecycle
 from gizmo_host.live.subscription import FailureCounter, FailureLatch, Subscription
 from gizmo_host.stream.events import LinkEvent, ReceivedResult
 from gizmo_host.stream.store import LinkVerdict
@@ -128,18 +129,24 @@ class WorldService:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def __aenter__(self) -> WorldService:
-        await self.start()
-        return self
+    # No ``async def`` here (the module is compiled): the waits are ``lifecycle``'s.
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.stop()
+    def __aenter__(self) -> Coroutine[Any, Any, WorldService]:
+        return lifecycle.entered(self, self.start)
 
-    async def start(self) -> None:
+    def __aexit__(self, *exc_info: object) -> Coroutine[Any, Any, None]:
+        return self.stop()
+
+    def start(self) -> Coroutine[Any, Any, None]:
         """Bind every receiver (an ``OSError`` names the port), then start publishing."""
+        # all or none: an OSError names the port
+        return lifecycle.started(self._refuse_running, self._group.start, end=self._publishing)
+
+    def _refuse_running(self) -> None:
         if self._tasks or self._tick is not None:
             raise RuntimeError("WorldService is already running")
-        await self._group.start()  # all or none: an OSError names the port
+
+    def _publishing(self) -> None:
         if self.requester is not None and self.rfly is not None:
             self._spawn(self.requester.run(self._scheduler, self.rfly), "world requests")
         self._arm_tick(self._scheduler.now_ns() + self._period_ns)
@@ -149,14 +156,18 @@ class WorldService:
         task.add_done_callback(self._failures.task_done)
         self._tasks.append(task)
 
-    async def stop(self) -> None:
+    def stop(self) -> Coroutine[Any, Any, None]:
         """Stop receiving and publishing; end every iterator."""
+        return lifecycle.stopped(self._cancel_tasks, self._group.close, end=self._stopped)
+
+    def _cancel_tasks(self) -> list[asyncio.Task[None]]:
         tasks, self._tasks = self._tasks, []
         self._cancel_timers()
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await self._group.close()
+        return tasks
+
+    def _stopped(self) -> None:
         if self.requester is not None:
             self.requester.close()
         self._cancel_timers()
@@ -174,9 +185,9 @@ class WorldService:
         """The exception that broke the service's own work (a task or a timer), if any."""
         return self._failures.failure
 
-    async def wait_failed(self) -> BaseException:
+    def wait_failed(self) -> Coroutine[Any, Any, BaseException]:
         """Return once the service's own work has failed: its owner should exit non-zero."""
-        return await self._failures.wait()
+        return self._failures.wait()
 
     # -- inputs ----------------------------------------------------------------------------
 

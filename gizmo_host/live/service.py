@@ -28,10 +28,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from gizmo_core import LinkState, Selector
+from gizmo_host.live import lifecycle
 from gizmo_host.live.link import BytesCallback, SerialLink
 from gizmo_host.live.link_config import LinkConfig, PipelineConfig
 from gizmo_host.live.serial_port import OpenFunction
@@ -108,12 +109,13 @@ class GizmoService:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def __aenter__(self) -> GizmoService:
-        self.start()
-        return self
+    # No ``async def`` here (the module is compiled): the waits are ``lifecycle``'s.
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.stop()
+    def __aenter__(self) -> Coroutine[Any, Any, GizmoService]:
+        return lifecycle.entered(self, self.start)
+
+    def __aexit__(self, *exc_info: object) -> Coroutine[Any, Any, None]:
+        return self.stop()
 
     def start(self, *, run_link: bool = True) -> None:
         """Start the link's task and the verdict timer; ``run_link=False``: the timer only,
@@ -132,20 +134,24 @@ class GizmoService:
         """The exception that broke the service's own work (a task or a timer), if any."""
         return self._failures.failure
 
-    async def wait_failed(self) -> BaseException:
+    def wait_failed(self) -> Coroutine[Any, Any, BaseException]:
         """Return once the service's own work has failed (a task died, a timer raised): it is
         no longer trustworthy and its owner should exit non-zero (under systemd,
         ``Restart=on-failure`` then applies)."""
-        return await self._failures.wait()
+        return self._failures.wait()
 
-    async def stop(self) -> None:
+    def stop(self) -> Coroutine[Any, Any, None]:
         """Stop the link (closing the port), end every iterator."""
+        return lifecycle.stopped(self._cancel_tasks, end=self._stopped)
+
+    def _cancel_tasks(self) -> list[asyncio.Task[None]]:
         tasks, self._tasks = self._tasks, []
         self._cancel_timers()
         for task in tasks:
             task.cancel()
-        # A task that died has been reported through ``failure``; stopping must still finish.
-        await asyncio.gather(*tasks, return_exceptions=True)
+        return tasks
+
+    def _stopped(self) -> None:
         self._cancel_timers()  # a last read or link event while the link closed may arm one
         for sub in self._all_subs():
             sub.close()

@@ -19,6 +19,7 @@ from fusion.tracking.motion import (
     Imm,
     ImmState,
     MotionParams,
+    built_kernel,
     estimate,
     mahalanobis2,
 )
@@ -245,3 +246,57 @@ def test_a_measurement_that_is_not_a_number_gives_nan_in_both_forms(imm: Imm) ->
     assert np.isnan(state.x).all() and np.isnan(state.mu).all()
     reference = NUMPY_IMM.update(prediction, [math.nan, 0.0, 0.0], r.tolist(), r)
     assert np.array_equal(np.isnan(state.p), np.isnan(reference.p))
+
+
+KERNEL = built_kernel()
+needs_kernel = pytest.mark.skipif(KERNEL is None, reason="imm_kernel not built")
+
+
+@needs_kernel
+def test_the_c_form_reads_a_state_in_any_layout() -> None:
+    """A state's arrays in Fortran order or as strided views (numpy makes either from an
+    innocent slice or transpose) give exactly what C-ordered ones give."""
+    state = _state(21)
+    joined = np.concatenate((state.p, state.a))
+    plain = NATIVE_IMM.predict(state._replace(pa=joined), 1 / 30)
+    wide = np.zeros((4, 7, 14))
+    wide[:, :, ::2] = joined  # every other column: a view with strides of its own
+    odd = state._replace(x=np.asfortranarray(state.x), pa=wide[:, :, ::2])
+    for a, b in zip(plain, NATIVE_IMM.predict(odd, 1 / 30), strict=True):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+    r = np.diag([0.04, 0.04, 0.02])
+    z = plain.x[0, :3].tolist()
+    after = NATIVE_IMM.update(plain, z, r.tolist(), r)
+    odd_prediction = plain._replace(x=np.asfortranarray(plain.x), pa=np.asfortranarray(plain.pa))
+    again = NATIVE_IMM.update(odd_prediction, z, r.tolist(), np.asfortranarray(r))
+    assert np.array_equal(after.pa, again.pa) and np.array_equal(after.x, again.x)
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    ("name", "x", "pa"),
+    [
+        ("x", np.zeros((2, 3)), np.zeros((4, 7, 7))),
+        ("x", np.zeros((1, 7)), np.zeros((4, 7, 7))),
+        ("pa", np.zeros((2, 7)), np.zeros((2, 7, 7))),
+        ("pa", np.zeros((2, 7)), np.zeros((4, 7, 3))),
+    ],
+)
+def test_the_c_form_refuses_arrays_of_another_shape(
+    name: str, x: np.ndarray, pa: np.ndarray
+) -> None:
+    """Its loops do not check their indices: a wrong shape is refused at the door, by name,
+    rather than read past its end."""
+    assert KERNEL is not None
+    basis = NATIVE_IMM._noise
+    with pytest.raises(ValueError, match=rf"^{name}: expected shape"):
+        KERNEL.predict(x, pa, 0.5, 0.5, 0.5, 0.5, basis, 0.03, 1.0, 1e-4, 1.0)
+    with pytest.raises(ValueError, match=rf"^{name}: expected shape"):
+        KERNEL.update(x, pa, 0.0, 0.0, 0.0, np.eye(3), 1.8)
+    good_x, good_pa = np.zeros((2, 7)), np.zeros((4, 7, 7))
+    with pytest.raises(ValueError, match=r"^basis: expected shape"):
+        KERNEL.predict(
+            good_x, good_pa, 0.5, 0.5, 0.5, 0.5, np.zeros((3, 100)), 0.03, 1.0, 1e-4, 1.0
+        )
+    with pytest.raises(ValueError, match=r"^r: expected shape"):
+        KERNEL.update(good_x, good_pa, 0.0, 0.0, 0.0, np.eye(2), 1.8)

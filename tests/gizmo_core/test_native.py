@@ -3,6 +3,7 @@ refused, and the build is all or nothing."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib
 import json
@@ -86,6 +87,15 @@ def test_an_extension_built_from_a_changed_pyx_is_stale(tmp_path):
     assert stale_modules(root) == ["fusion/k.pyx"]
     fresh = _tree(tmp_path / "b", {"fusion/k.pyx": "x\n"}, {"fusion/k.pyx": "x\n"})
     assert stale_modules(fresh) == []
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_no_compiled_module_defines_a_coroutine(module):
+    """mypyc miscompiled a coroutine once, and a compiled stop once hung CI: the compiled
+    services return ``gizmo_host.live.lifecycle``'s interpreted coroutines instead."""
+    tree = ast.parse((ROOT / module).read_text(encoding="utf-8"))
+    found = [node.name for node in ast.walk(tree) if isinstance(node, ast.AsyncFunctionDef)]
+    assert found == [], f"{module}: async def {', '.join(found)}"
 
 
 @pytest.mark.parametrize("module", MODULES + CYTHON_MODULES)
