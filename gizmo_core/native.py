@@ -1,7 +1,7 @@
 """Which modules run compiled, and whether each is still its source.
 
 ``python3 dev.py`` compiles the per-frame modules with mypyc where a C compiler is at hand
-(``tools/native_build.py``; docs/install.md): the same source, about a third less CPU a frame;
+(``tools/native_build.py``; docs/development.md): the same source, about a third less CPU a frame;
 and the tracker's filter steps with Cython (``fusion/tracking/imm_kernel.pyx``, in place of
 their numpy forms).
 A compiled module is imported in place of its ``.py``, so one built from an older source would

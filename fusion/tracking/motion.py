@@ -35,7 +35,9 @@ mode likelihoods) is done on plain floats; the process noise is one product of p
 bases with (dt³/3, dt²/2, dt), kept per dt with the modes' switching probabilities (a fixed
 frame rate repeats a few dt: the same values, not recomputed). The textbook form (numpy on
 every matrix, one mode at a time) is the tests' oracle: this one agrees with it to 1e-9
-(tests/fusion/test_tracking_exactness.py).
+(tests/fusion/test_tracking_exactness.py). Where it is built, ``imm_kernel.pyx`` does both
+steps' array work in C, the same formulas in plain loops (about a sixth of the time; the
+scalars around it stay here), and ``Imm`` uses it; it agrees with the oracle alike.
 """
 
 from __future__ import annotations
