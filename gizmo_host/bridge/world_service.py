@@ -138,8 +138,8 @@ class WorldService:
         return self.stop()
 
     def start(self) -> Coroutine[Any, Any, None]:
-        """Bind every receiver (an ``OSError`` names the port), then start publishing."""
-        # all or none: an OSError names the port
+        """Bind every receiver (all or none: an ``OSError`` names the port), then start
+        publishing."""
         return lifecycle.started(self._refuse_running, self._group.start, end=self._publishing)
 
     def _refuse_running(self) -> None:

@@ -5,8 +5,9 @@ the host's CPU beside the pipeline's), and none of their coroutines: compiled, a
 that returned from a ``try`` whose ``finally`` awaited returned ``None``, and with the
 scheduler and the services compiled a service's stop once outlasted its 5 s bound in CI
 (docs/bench.md). So a service's ``start``, ``stop``, ``__aenter__`` and ``__aexit__`` are plain
-methods that return one of these coroutines, made of the service's own synchronous steps:
-nothing runs before the coroutine is awaited, as with an ``async def``.
+methods that return one of these coroutines, made of the service's own synchronous steps
+(``wait_failed`` returns its latch's): nothing runs before the coroutine is awaited, as with an
+``async def``.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ async def stopped(
     end()
 
 
-async def started(begin: Callable[[], None], *then: Callable[[], Awaitable[None]],
-                  end: Callable[[], None]) -> None:  # fmt: skip
+async def started(
+    begin: Callable[[], None], *then: Callable[[], Awaitable[None]], end: Callable[[], None]
+) -> None:
     """A start: ``begin()`` (refusing a service already running), each of ``then`` awaited
     in order, then ``end()``."""
     begin()
