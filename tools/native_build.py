@@ -94,8 +94,9 @@ MODULES = (
     "gizmo_host/bridge/world_service.py",
 )
 # Compiled with Cython, where it is installed (the test extra): C forms of what a module does
-# with numpy, which that module uses when they are built (``motion.built_kernel``).
-CYTHON_MODULES = ("fusion/tracking/imm_kernel.pyx",)
+# with numpy or with ``%``, which it uses when they are built (``motion.built_kernel``,
+# ``events.line_template``).
+CYTHON_MODULES = ("fusion/tracking/imm_kernel.pyx", "gizmo_host/stream/line_template.pyx")
 OPT_OUT = "GIZMO_HOST_INTERPRETED"
 # mypyc's runtime, shared by the compiled modules: inside a package, where the installed
 # project's import path finds it from any directory (a top-level module would need the root).

@@ -1,0 +1,6 @@
+"""The types of the Cython module ``line_template.pyx`` (built by tools/native_build.py)."""
+
+class Template:
+    template: bytes
+    def __init__(self, template: bytes) -> None: ...
+    def format(self, *parts: tuple[object, ...]) -> bytes: ...
