@@ -43,7 +43,7 @@ def _state() -> ImmState:
     return state
 
 
-def _best_us(run: Callable[[], object]) -> float:
+def _mean_us(run: Callable[[], object]) -> float:
     gc.collect()
     gc.disable()
     try:
@@ -78,7 +78,7 @@ def main() -> int:
         best = dict.fromkeys(forms, float("inf"))
         for _ in range(ROUNDS):
             for form, run in forms.items():
-                best[form] = min(best[form], _best_us(run))
+                best[form] = min(best[form], _mean_us(run))
         print(
             f"  {name:8s} numpy {best['numpy']:6.2f} us   C {best['native']:6.2f} us   "
             f"{best['numpy'] / best['native']:5.1f}x"
