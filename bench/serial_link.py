@@ -25,8 +25,10 @@ by default (uvloop when installed; BENCH_EVENT_LOOP=asyncio for the standard loo
 BENCH_OUTPUT=socket reads its Unix socket instead of stdout (``--no-stdout``); a busy line is
 written every millisecond (BENCH_CHUNK_MS: every 10 ms delivers 26 frames a write at 921600,
 as a USB adapter's latency timer or a stalled writer would); BENCH_HOST_ROOT runs another
-checkout's ``gizmo-host`` (a before figure). Runs in about 2 min (BENCH_WINDOW_S,
-BENCH_REPEATS change that).
+checkout's ``gizmo-host`` (a before figure); BENCH_HOST_ARGS adds flags to its command line
+(``--wakeup-slice-us 0``: the kernel's own slice); BENCH_SPIN=N runs N processes spinning on
+the CPU throughout (a busy machine). Runs in about 2 min (BENCH_WINDOW_S, BENCH_REPEATS change
+that).
 
 ``--compare REF`` measures a change instead: this tree and git ``REF`` (checked out into a
 temporary worktree) run side by side, each in its own process with its own pty, writer and
@@ -40,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -66,6 +69,8 @@ WARMUP_S = 1.0
 DRAIN_S = 2.0  # after the last write, how long a reader has to deliver its last lines
 EVENT_LOOP = os.environ.get("BENCH_EVENT_LOOP", "auto")  # auto: uvloop when installed
 OUTPUT = os.environ.get("BENCH_OUTPUT", "stdout")  # or "socket"
+HOST_ARGS = shlex.split(os.environ.get("BENCH_HOST_ARGS", ""))
+SPIN = int(os.environ.get("BENCH_SPIN", "0"))
 CHUNK_S = float(os.environ.get("BENCH_CHUNK_MS", "1")) / 1000  # a busy line's write period
 HOST_ROOT = Path(os.environ.get("BENCH_HOST_ROOT", ROOT))  # the tree whose gizmo-host runs
 TARGETS = {"30Hz": 2.0, "line-115200": 1.5, "line-921600": 1.5}  # CPU ratio, issue 31
@@ -268,7 +273,7 @@ def _host_command(link: str, baud: int, sock_path: str | None) -> list[str]:
     command = [sys.executable, "-m", "gizmo_host.cli", "run", "--serial", link, "--baud", str(baud)]
     if sock_path is not None:
         command += ["--socket", sock_path, "--no-stdout"]
-    return [*command, "--event-loop", EVENT_LOOP]
+    return [*command, "--event-loop", EVENT_LOOP, *HOST_ARGS]
 
 
 def measure(
@@ -370,8 +375,19 @@ def main() -> int:
         f"gizmo-host run (output: {OUTPUT}, event loop {resolve_event_loop(EVENT_LOOP)}) "
         f"against a minimal reader, alternating on the same pty stream ({WINDOW_S:g} s per run, "
         f"{REPEATS} pairs, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
-        f"{build_kind()})"
+        f"{build_kind()}{f'; {SPIN} spinning' if SPIN else ''}"
+        f"{f'; host flags {shlex.join(HOST_ARGS)}' if HOST_ARGS else ''})"
     )
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(SPIN)]
+    try:
+        return _measure_all()
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
+def _measure_all() -> int:
     print(
         f"{'stream':<13}{'frames':>7}  {'host CPU %':>10}{'min CPU %':>10}"
         f"  {'ratio (runs)':<30}{'median':>7}{'target':>7}"

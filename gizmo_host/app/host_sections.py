@@ -75,6 +75,7 @@ class PublishConfig:
 @dataclass(frozen=True, slots=True)
 class RuntimeConfig:
     event_loop: str = default("runtime.event_loop")
+    wakeup_slice_us: int = default("runtime.wakeup_slice_us")
 
 
 @dataclass(frozen=True, slots=True)

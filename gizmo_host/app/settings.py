@@ -24,7 +24,7 @@ from fusion.config import MOUNT_POSITION_LIMITS_M, MOUNT_RPY_LIMITS_DEG
 from fusion.simclock import SIM_MAX_SKEW_PPM
 from fusion.tracking import TrackingConfig
 from gizmo_host import setting
-from gizmo_host.live import event_loop
+from gizmo_host.live import event_loop, wakeup_slice
 from gizmo_host.live.link_config import LinkConfig, PipelineConfig
 from gizmo_host.publish import unix_socket
 from gizmo_host.setting import (
@@ -156,6 +156,11 @@ HOST_SETTINGS: tuple[Setting, ...] = (
     Setting("runtime", "event_loop", "str", "auto",
             "auto (uvloop when installed), asyncio or uvloop", flag="--event-loop",
             choices=event_loop.EVENT_LOOPS, commands=RUN),
+    Setting("runtime", "wakeup_slice_us", "int", wakeup_slice.DEFAULT_SLICE_US,
+            "ask Linux 6.12 or later for scheduler slices this short, so a frame arriving on "
+            "a busy machine wakes the reader sooner; 0 asks nothing (docs/run.md)",
+            wakeup_slice.MIN_SLICE_US, wakeup_slice.MAX_SLICE_US, "us", off=True,
+            flag="--wakeup-slice-us", metavar="US", commands=RUN, what="a slice in microseconds"),
     Setting("rflysim", "copter_id", "int", None, "the vehicle's CopterID", 1, 450,
             optional=True, flag="--rflysim-copter-id", metavar="N", what="a CopterID"),
     Setting("rflysim", "config", "str", None, "RflySim Config.json (sensors, camera)",

@@ -30,7 +30,7 @@ from gizmo_host.app.idle import log_idle_settings
 from gizmo_host.cli.common import EXIT_USAGE, add_log_level, file_to_write, setup_logging
 from gizmo_host.deploy.sd_notify import SdNotifier, watchdog_loop
 from gizmo_host.errors import ServiceFailed
-from gizmo_host.live import event_loop
+from gizmo_host.live import event_loop, wakeup_slice
 from gizmo_host.live.stop_signals import add_stop_handlers
 
 LOGGER = logging.getLogger("gizmo_host.run")
@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     log_idle_settings(config)  # settings that would do nothing, one warning line each
     loop = event_loop.resolve(config.runtime.event_loop)
     LOGGER.info("event loop: %s", loop)
+    _request_slice(config.runtime.wakeup_slice_us)
     try:
         event_loop.run(serve(config), loop)
     except ConfigError as exc:  # Config.json changed since the check
@@ -67,6 +68,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"gizmo-host run: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _request_slice(slice_us: int) -> None:
+    """Ask for the reader's short slice before any thread starts (threads inherit it); one
+    log line says what the kernel granted, a warning if it granted none."""
+    outcome = wakeup_slice.request_slice(slice_us)
+    if outcome.granted_ns is not None or slice_us == 0:
+        LOGGER.info("wake-up: %s", outcome.note)
+    else:
+        LOGGER.warning("wake-up: %s", outcome.note)
 
 
 def _notifier() -> SdNotifier | None:
