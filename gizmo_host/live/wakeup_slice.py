@@ -43,6 +43,13 @@ MAX_SLICE_US: Final = 100_000
 # priority, runtime, deadline, period, util_min, util_max
 _SCHED_ATTR: Final = struct.Struct("<IIQiIQQQII")
 _SCHED_OTHER: Final = 0
+_POLICIES: Final = {
+    1: "SCHED_FIFO",
+    2: "SCHED_RR",
+    3: "SCHED_BATCH",
+    5: "SCHED_IDLE",
+    6: "SCHED_DEADLINE",
+}
 # (sched_setattr, sched_getattr) by ``platform.machine()``: x86-64's own table, the generic
 # one (arm64, riscv64) and 32-bit ARM's (Raspberry Pi OS 32-bit)
 _SYSCALLS: Final = {
@@ -83,22 +90,24 @@ def request_slice(slice_us: int, machine: str | None = None) -> SliceRequest:
         return SliceRequest(slice_us, None, f"no scheduler slice request on {where}")
     policy = os.sched_getscheduler(0)
     if policy != _SCHED_OTHER:  # systemd's CPUSchedulingPolicy, chrt: the operator's choice
-        return SliceRequest(
-            slice_us, None, f"the thread runs under scheduling policy {policy}: left as it is"
-        )
+        name = _POLICIES.get(policy, f"policy {policy}")
+        return SliceRequest(slice_us, None, f"the thread runs under {name}: left as it is")
     set_nr, get_nr = numbers
     libc = ctypes.CDLL(None, use_errno=True)
     nice = os.getpriority(os.PRIO_PROCESS, 0)  # kept: lowering it would need a privilege
     attr = ctypes.create_string_buffer(
         _SCHED_ATTR.pack(_SCHED_ATTR.size, _SCHED_OTHER, 0, nice, 0, slice_us * 1000, 0, 0, 0, 0)
     )
-    if libc.syscall(set_nr, 0, attr, 0) != 0:
+    # syscall(2) takes longs: ctypes would pass a Python int as a C int
+    this_thread, no_flags = ctypes.c_long(0), ctypes.c_long(0)
+    if libc.syscall(ctypes.c_long(set_nr), this_thread, attr, no_flags) != 0:
         code = ctypes.get_errno()
         return SliceRequest(
             slice_us, None, f"sched_setattr refused: {errno.errorcode.get(code, code)}"
         )
     held = ctypes.create_string_buffer(_SCHED_ATTR.size)
-    if libc.syscall(get_nr, 0, held, _SCHED_ATTR.size, 0) != 0:
+    size = ctypes.c_long(_SCHED_ATTR.size)
+    if libc.syscall(ctypes.c_long(get_nr), this_thread, held, size, no_flags) != 0:
         code = ctypes.get_errno()
         return SliceRequest(
             slice_us, None, f"sched_getattr refused: {errno.errorcode.get(code, code)}"
