@@ -113,7 +113,7 @@ class ZenohOutput:
             self._ros2_class = None
         self.handed = self.dropped = self.sent = self.errors = self.untyped = 0
         self.queries = self.open_failures = self.ros2_samples = self.ros2_skipped = 0
-        self.oversized = self.expired = 0
+        self.oversized = self.expired = self.restarts = 0
         self.connected = False
 
     # -- the host's side (its loop) --------------------------------------------------------
@@ -181,6 +181,7 @@ class ZenohOutput:
             "expired": self.expired,
             "queries": self.queries,
             "open_failures": self.open_failures,
+            "restarts": self.restarts,
             "ros2_samples": self.ros2_samples,
             "ros2_skipped": self.ros2_skipped,
         }
@@ -206,18 +207,33 @@ class ZenohOutput:
         return None
 
     def _run(self) -> None:
-        session = self._open()
-        if session is None:
-            return
-        try:
-            self._serve(session)
-        except Exception:  # a bug here must not pass silently, nor reach the host's loop
-            self.errors += 1
-            LOGGER.exception("zenoh: the publishing thread failed")
-        finally:
-            self.connected = False
-            if session is not self._given:
-                session.close()  # type: ignore[no-untyped-call]
+        """Open, serve; a failure of the serving (a bug, or Zenoh refusing a declaration) is
+        counted, logged and served again after a backoff, on a new session, rather than
+        leaving the vehicle silent on Zenoh for the rest of the run (red team rt26). The
+        backoff starts over once a line has been put since the last failure."""
+        failures = 0
+        while True:
+            session = self._open()
+            if session is None:
+                return
+            sent_before = self.sent
+            try:
+                self._serve(session)
+                return  # closing: the queue was put
+            except Exception:  # a bug here must not pass silently, nor reach the host's loop
+                self.errors += 1
+                self.restarts += 1
+                failures = 1 if self.sent > sent_before else failures + 1
+                delay = OPEN_BACKOFF.delay_s(failures)
+                LOGGER.exception(
+                    "zenoh: the publishing thread failed; it starts again in %.1f s", delay
+                )
+            finally:
+                self.connected = False
+                if session is not self._given:
+                    session.close()  # type: ignore[no-untyped-call]
+            if self._closed.wait(delay):
+                return
 
     def _serve(self, session: zenoh.Session) -> None:
         publishers = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 
 import pytest
 import zenoh
@@ -187,3 +188,73 @@ def test_a_publishing_thread_that_outlives_the_close_bound_is_logged(monkeypatch
     with caplog.at_level("WARNING", logger="gizmo_host.zenoh.sink"):
         asyncio.run(output.close())  # a finished thread: nothing to say
     assert "has not finished" not in caplog.text
+
+
+class _FailingFirst(ZenohOutput):
+    """A publishing thread whose serving raises ``failures`` times before it serves (a bug,
+    or a declaration Zenoh refuses): the fault is injected; router, sessions and subscriber
+    are real."""
+
+    def __init__(self, config: ZenohConfig, failures: int) -> None:
+        super().__init__(config)
+        self.failures_left = failures
+        self.serves = 0
+
+    def _serve(self, session: zenoh.Session) -> None:
+        self.serves += 1
+        if self.failures_left > 0:
+            self.failures_left -= 1
+            raise RuntimeError("injected: the serving failed")
+        super()._serve(session)
+
+
+def test_a_publishing_thread_that_fails_serves_again_and_the_lines_arrive(caplog) -> None:
+    """rt26: a failure of the serving used to leave the vehicle silent on Zenoh for the rest
+    of the run. It is counted, logged, and served again on a new session after the backoff;
+    the lines handed meanwhile (still fresh) and after arrive."""
+
+    async def main(endpoint: str) -> None:
+        viewer = session("client", connect=endpoint)
+        got, subscriber = collect(viewer)
+        config = ZenohConfig(enabled=True, mode="client", connect=(endpoint,), vehicle="uav1")
+        output = _FailingFirst(config, failures=1)
+        with caplog.at_level("ERROR", logger="gizmo_host.zenoh.sink"):
+            await output.start()
+            try:
+                wait_until(lambda: output.connected)
+                assert output.serves == 2  # the first serving failed before it connected
+                for n in range(3):
+                    output.send(encode_line({"type": "stats", "n": n}))
+                wait_until(lambda: len(got) >= 3)
+            finally:
+                await output.close()
+                subscriber.undeclare()
+                viewer.close()
+        assert [json.loads(payload)["n"] for _key, payload, _att in got] == [0, 1, 2]
+        stats = output.stats()
+        assert (stats["restarts"], stats["errors"], stats["sent"]) == (1, 1, 3)
+        assert "the publishing thread failed; it starts again in 0.2 s" in caplog.text
+
+    with router() as endpoint:
+        asyncio.run(main(endpoint))
+
+
+def test_a_serving_that_always_fails_backs_off_and_close_ends_the_wait() -> None:
+    """A fault that comes back at every serving is retried with the open's backoff (0.2 s
+    doubling), not in a loop; closing ends the wait at once."""
+
+    async def main(endpoint: str) -> None:
+        config = ZenohConfig(enabled=True, mode="client", connect=(endpoint,), vehicle="uav1")
+        output = _FailingFirst(config, failures=10**9)
+        started_s = time.monotonic()
+        await output.start()
+        wait_until(lambda: output.restarts >= 3)
+        assert time.monotonic() - started_s >= 0.6  # the 0.2 and 0.4 s waits (a lower bound)
+        started = output.serves
+        await asyncio.wait_for(output.close(), 1.5)  # in the 0.8 s wait, or the 1.6 s one
+        assert output._thread is not None and not output._thread.is_alive()
+        assert started <= output.serves <= started + 1 and output.connected is False
+        assert output.stats()["restarts"] == output.serves
+
+    with router() as endpoint:
+        asyncio.run(main(endpoint))
