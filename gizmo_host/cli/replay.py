@@ -34,7 +34,6 @@ from gizmo_host.app.foxglove_view import add_foxglove_flag, check_listen
 from gizmo_host.app.settings import default
 from gizmo_host.cli.common import EXIT_USAGE, file_to_read, file_to_write, require_extra
 from gizmo_host.errors import CaptureError, ServiceFailed
-from gizmo_host.rigs.board.capture_player import LivePlayer, PlayerOptions
 
 if TYPE_CHECKING:
     from gizmo_host.capture.reader import CaptureReader
@@ -119,6 +118,11 @@ def run(args: argparse.Namespace) -> int:
             return replay_offline(reader, sys.stdout.buffer)
         if foxglove is not None:
             return asyncio.run(serve_capture(reader, foxglove, args.speed, args.linger_s))
+        from gizmo_host.rigs.board.capture_player import (  # noqa: PLC0415 - live only
+            LivePlayer,
+            PlayerOptions,
+        )
+
         options = PlayerOptions(args.link, args.speed, args.udp_host, args.wait_s, args.linger_s)
         return asyncio.run(LivePlayer(reader, options).play())
     except ConfigError as exc:  # the foxglove extra is missing
