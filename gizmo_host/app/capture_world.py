@@ -27,7 +27,7 @@ from gizmo_host.app.world_config import (
 from gizmo_host.bridge.rfly_sources import RflySimSetup
 from gizmo_host.errors import CaptureError
 from gizmo_host.jsonl import json_text
-from rfly_link.config_json import VisionSensorConfig
+from rfly_link.sensor_record import sensors_from_record
 
 _KEYS = ("camera", "world", "selector", "rflysim")
 # [rflysim] keys newer than the record, written only when they differ from their default
@@ -100,7 +100,7 @@ def world_setup_from(record: Mapping[str, str], where: str) -> WorldSetup:
 def _rflysim(raw: dict[str, Any]) -> RflySimSetup:
     if "range_sensors" not in raw and "distance_sensors" in raw:  # captures before LiDAR
         raw["range_sensors"] = raw.pop("distance_sensors")
-    sensors = tuple(_sensor(entry) for entry in raw.pop("range_sensors"))
+    sensors = sensors_from_record(raw.pop("range_sensors"), "range_sensors")
     return RflySimSetup(**_plain(RflySimSetup, raw), range_sensors=sensors)
 
 
@@ -121,8 +121,3 @@ def _plain(cls: type, raw: object) -> dict[str, Any]:
         if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
             raise ValueError(f"{name}: expected {wanted}, got {value!r}")
     return raw
-
-
-def _sensor(entry: dict[str, Any]) -> VisionSensorConfig:
-    tuples = {k: tuple(v) for k, v in entry.items() if isinstance(v, list)}
-    return VisionSensorConfig(**{**entry, **tuples})

@@ -48,6 +48,8 @@ _ROS2 = "ros2"  # the queue's kind for a snapshot to publish as ROS 2 messages
 # The longest a line may wait for its turn and still be put: the world line's default PROCEED
 # validity. (Live, a line waits microseconds; only a session not yet open makes it wait.)
 MAX_WAIT_NS = 200_000_000
+# A serving that lasted this long worked: a failure after it backs off from the start again.
+STEADY_NS = 60_000_000_000
 
 
 def line_type(line: bytes) -> str | None:
@@ -210,20 +212,23 @@ class ZenohOutput:
         """Open, serve; a failure of the serving (a bug, or Zenoh refusing a declaration) is
         counted, logged and served again after a backoff, on a new session, rather than
         leaving the vehicle silent on Zenoh for the rest of the run (red team rt26). The
-        backoff starts over once a line has been put since the last failure."""
+        backoff grows while the failures recur, and starts over after a serving that lasted
+        ``STEADY_NS`` (rt31: reset by any line put, a fault on every world line restarted
+        the session five times a second)."""
         failures = 0
         while True:
             session = self._open()
             if session is None:
                 return
-            sent_before = self.sent
+            started_ns = self._clock_ns()
             try:
                 self._serve(session)
                 return  # closing: the queue was put
             except Exception:  # a bug here must not pass silently, nor reach the host's loop
                 self.errors += 1
                 self.restarts += 1
-                failures = 1 if self.sent > sent_before else failures + 1
+                steady = self._clock_ns() - started_ns >= STEADY_NS
+                failures = 1 if steady else failures + 1
                 delay = OPEN_BACKOFF.delay_s(failures)
                 LOGGER.exception(
                     "zenoh: the publishing thread failed; it starts again in %.1f s", delay
@@ -236,15 +241,35 @@ class ZenohOutput:
                 return
 
     def _serve(self, session: zenoh.Session) -> None:
-        publishers = {
-            t: session.declare_publisher(
-                key(self.vehicle, t),
+        """Declare, then put the queued lines until closing; what was declared is undeclared
+        whatever fails, even between two declarations (rt31: a session passed in kept the
+        publishers of every failed serving)."""
+        declared: list[Any] = []
+        try:
+            publishers, ros2 = self._declare(session, declared)
+            self.connected = True
+            self._put_queued(session, publishers, ros2)
+        finally:
+            for entity in reversed(declared):
+                try:
+                    entity.undeclare()
+                except zenoh.ZError:
+                    self.errors += 1
+
+    def _declare(
+        self, session: zenoh.Session, declared: list[Any]
+    ) -> tuple[dict[str, zenoh.Publisher], Any]:
+        """The publishers by key and the ROS 2 publication (None: off), each appended to
+        ``declared`` as it is made."""
+        publishers: dict[str, zenoh.Publisher] = {}
+        for message_type in MESSAGE_TYPES:
+            publishers[message_type] = session.declare_publisher(
+                key(self.vehicle, message_type),
                 encoding=zenoh.Encoding.APPLICATION_JSON,
                 congestion_control=zenoh.CongestionControl.DROP,
             )
-            for t in MESSAGE_TYPES
-        }
-        queryable = session.declare_queryable(latest_key(self.vehicle), self._on_query)
+            declared.append(publishers[message_type])
+        declared.append(session.declare_queryable(latest_key(self.vehicle), self._on_query))
         ros2 = None
         if self._ros2_class is not None:
             config = self.config
@@ -257,36 +282,36 @@ class ZenohOutput:
                     encoding=zenoh.Encoding.APPLICATION_CDR,
                     congestion_control=zenoh.CongestionControl.DROP,
                 )
-        self.connected = True
+                declared.append(publishers[ros2_key])
+        return publishers, ros2
+
+    def _put_queued(
+        self, session: zenoh.Session, publishers: dict[str, zenoh.Publisher], ros2: Any
+    ) -> None:
         queue = self._queue
-        try:
-            while True:
-                self._wake.wait()
-                self._wake.clear()
-                while queue:
-                    kind, item, handed_ns = queue.popleft()
-                    ros = kind == _ROS2
-                    if ros and ros2 is None:
-                        continue
-                    until = item.valid_until_ns if ros else valid_until_ns(item)
-                    hold = not item.proceed if ros else says_hold(item)
-                    if self._expired(handed_ns, until, hold=hold):
-                        self.expired += 1
-                        continue
-                    if ros:
-                        self._put_ros2(publishers, ros2, item)
-                        continue
-                    try:
-                        publishers[kind].put(item, timestamp=session.new_timestamp())
-                        self.sent += 1
-                    except zenoh.ZError:
-                        self.errors += 1
-                if self._closing:
-                    return
-        finally:
-            queryable.undeclare()  # type: ignore[no-untyped-call]
-            for publisher in publishers.values():
-                publisher.undeclare()  # type: ignore[no-untyped-call]
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            while queue:
+                kind, item, handed_ns = queue.popleft()
+                ros = kind == _ROS2
+                if ros and ros2 is None:
+                    continue
+                until = item.valid_until_ns if ros else valid_until_ns(item)
+                hold = not item.proceed if ros else says_hold(item)
+                if self._expired(handed_ns, until, hold=hold):
+                    self.expired += 1
+                    continue
+                if ros:
+                    self._put_ros2(publishers, ros2, item)
+                    continue
+                try:
+                    publishers[kind].put(item, timestamp=session.new_timestamp())
+                    self.sent += 1
+                except zenoh.ZError:
+                    self.errors += 1
+            if self._closing:
+                return
 
     def _expired(self, handed_ns: int, until_ns: int | None, *, hold: bool) -> bool:
         """Whether a line handed at ``handed_ns`` (valid until ``until_ns``, if it says) is

@@ -135,6 +135,54 @@ def test_a_bad_world_record_is_one_capture_error_naming_the_key(
         world_setup_from(missing, "f.mcap")
 
 
+# A range sensor's field, what a damaged or hostile capture puts there, and the field the
+# error must name (red team rt31: these replayed, counted as drops interpreted and as model
+# errors compiled, or, ``other_params: []``, ended the replay with a traceback).
+_BAD_SENSOR_FIELDS = [
+    ("sensor_pos_xyz_m", [[0.1], 0, 0.05], r"sensor_pos_xyz_m\[0\]: expected a finite number"),
+    ("sensor_pos_xyz_m", ["0.1", 0, 0.05], r"sensor_pos_xyz_m\[0\]: expected a finite number"),
+    ("sensor_pos_xyz_m", [0.1, 0], r"sensor_pos_xyz_m: expected an array of 3"),
+    ("sensor_pos_xyz_m", [0.1, None, 0.0], r"sensor_pos_xyz_m\[1\]: expected a finite number"),
+    ("sensor_ang_eular", [0, 1e309, 0], r"sensor_ang_eular\[1\]: expected a finite number"),
+    ("eular_or_quat", "0", "eular_or_quat: expected a finite number"),
+    ("eular_or_quat", None, "eular_or_quat: expected a finite number"),
+    ("other_params", [], "other_params: expected an array of 16"),
+    ("send_protocol", [1, 127, 0, 0, 1, 70000, 0, 0], r"send_protocol\[5\]: expected an integer"),
+    ("type_id", True, "type_id: expected an integer"),
+    ("data_width", 2.5, "data_width: expected an integer"),
+    ("has_eular_or_quat", "true", "has_eular_or_quat: expected true or false"),
+]
+
+
+@pytest.mark.parametrize(("field", "value", "expected"), _BAD_SENSOR_FIELDS)
+def test_a_bad_range_sensor_in_the_record_is_one_capture_error_naming_its_field(
+    setup, field: str, value: object, expected: str
+) -> None:
+    record_ = world_metadata(setup)
+    rflysim = json.loads(record_["rflysim"])
+    assert rflysim["range_sensors"][0][field] != value  # a change to a sensor that replays
+    rflysim["range_sensors"][0][field] = value
+    with pytest.raises(CaptureError, match=f"rflysim: range_sensors\\[0\\]\\.{expected}"):
+        world_setup_from({**record_, "rflysim": json.dumps(rflysim)}, "f.mcap")
+
+
+def test_a_range_sensor_with_a_field_missing_or_added_is_refused(setup) -> None:
+    record_ = world_metadata(setup)
+    for change in ({"extra": 1}, None):
+        rflysim = json.loads(record_["rflysim"])
+        sensor = rflysim["range_sensors"][0]
+        if change is None:
+            del sensor["other_params"]
+        else:
+            sensor.update(change)
+        with pytest.raises(CaptureError, match=r"range_sensors\[0\]: expected the fields"):
+            world_setup_from({**record_, "rflysim": json.dumps(rflysim)}, "f.mcap")
+    rflysim = json.loads(record_["rflysim"])
+    rflysim["range_sensors"] = {"0": rflysim["range_sensors"][0]}
+    with pytest.raises(CaptureError, match="range_sensors: expected an array"):
+        world_setup_from({**record_, "rflysim": json.dumps(rflysim)}, "f.mcap")
+
+
 def test_the_router_hears_the_ports_run_would_and_counts_the_rest(setup) -> None:
     router = DatagramRouter(setup.rflysim)
     state_port = ports.coptersim_state_port(1)
@@ -164,6 +212,25 @@ def test_replay_reports_a_bad_world_record_in_one_line(setup, tmp_path: Path, ca
     assert replay.run(parser.parse_args([str(path), "--offline"])) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "gizmo-host.world: camera: " in err[0], err
+
+
+def test_replay_reports_a_bad_range_sensor_in_one_line(setup, tmp_path: Path, capsys) -> None:
+    """rt31: ``other_params: []`` ended ``replay --offline`` with an IndexError traceback."""
+    record_ = world_metadata(setup)
+    rflysim = json.loads(record_["rflysim"])
+    rflysim["range_sensors"][0]["other_params"] = []
+    path = tmp_path / "bad.mcap"
+    with path.open("wb") as stream:
+        bad = {**record_, "rflysim": json.dumps(rflysim)}
+        writer = CaptureWriter(stream, str(path), HostSettings(), metadata={WORLD_METADATA: bad})
+        writer.uart(b"\xa5", 1)
+        writer.finish()
+    parser = argparse.ArgumentParser()
+    replay.add_arguments(parser)
+    assert replay.run(parser.parse_args([str(path), "--offline"])) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "rflysim: range_sensors[0].other_params: expected an array of 16" in err[0]
 
 
 def test_the_writer_refuses_to_overwrite_its_own_records() -> None:

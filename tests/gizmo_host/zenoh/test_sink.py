@@ -19,7 +19,7 @@ from gizmo_host.app.host_config import config_from_mapping
 from gizmo_host.publish.lines import encode_line
 from gizmo_host.rigs.free_ports import free_ports
 from gizmo_host.schemas import load_schema
-from gizmo_host.zenoh.config import ZenohConfig, vehicle_of
+from gizmo_host.zenoh.config import MESSAGE_TYPES, ZenohConfig, vehicle_of
 from gizmo_host.zenoh.sink import ZenohOutput, line_type
 from tests.support.ros2_snapshot import HOST_NS, snapshot, vision_store
 from tests.support.schemas import validate_schema
@@ -255,6 +255,106 @@ def test_a_serving_that_always_fails_backs_off_and_close_ends_the_wait() -> None
         assert output._thread is not None and not output._thread.is_alive()
         assert started <= output.serves <= started + 1 and output.connected is False
         assert output.stats()["restarts"] == output.serves
+
+    with router() as endpoint:
+        asyncio.run(main(endpoint))
+
+
+class _WorldPutFails(ZenohOutput):
+    """Every ``world`` line's put raises (a bug that recurs on one kind of line); the other
+    lines go out through the real publishers."""
+
+    def _declare(self, session, declared):
+        publishers, ros2 = super()._declare(session, declared)
+        publishers["world"] = _RaisingPublisher()
+        return publishers, ros2
+
+
+class _RaisingPublisher:
+    def put(self, *_args, **_kwargs) -> None:
+        raise RuntimeError("injected: a world line cannot be put")
+
+
+def test_a_fault_that_recurs_after_a_line_is_put_still_backs_off() -> None:
+    """rt31: the backoff started over whenever a line had been put since the last failure,
+    so a fault on every world line, after a stats line each time, restarted the session five
+    times a second. It grows while the failures recur: four restarts take 0.2 + 0.4 + 0.8 s
+    of waiting at least."""
+
+    async def main(endpoint: str) -> None:
+        config = ZenohConfig(enabled=True, mode="client", connect=(endpoint,), vehicle="uav1")
+        output = _WorldPutFails(config)
+        started_s = time.monotonic()
+        await output.start()
+        try:
+            while output.restarts < 4:
+                output.send(encode_line({"type": "stats", "n": 1}))
+                output.send(encode_line({"type": "world", "seq": 1, "verdict": "HOLD"}))
+                await asyncio.sleep(0.02)
+                assert time.monotonic() - started_s < 10, output.stats()
+            assert time.monotonic() - started_s >= 1.4, output.stats()
+            assert output.sent >= 4  # a stats line was put in each serving
+        finally:
+            await output.close()
+
+    with router() as endpoint:
+        asyncio.run(main(endpoint))
+
+
+class _CountingSession:
+    """A real session, passed in, whose declarations and undeclarations are counted."""
+
+    def __init__(self, real: zenoh.Session) -> None:
+        self.real, self.declared, self.undeclared = real, 0, 0
+
+    def _counted(self, entity):
+        self.declared += 1
+        session = self
+
+        class Counted:
+            def __getattr__(self, name):
+                return getattr(entity, name)
+
+            def undeclare(self) -> None:
+                session.undeclared += 1
+                entity.undeclare()
+
+        return Counted()
+
+    def declare_publisher(self, *args, **kwargs):
+        return self._counted(self.real.declare_publisher(*args, **kwargs))
+
+    def declare_queryable(self, *args, **kwargs):
+        return self._counted(self.real.declare_queryable(*args, **kwargs))
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+class _Ros2Fails:
+    def __init__(self, *_args) -> None:
+        raise RuntimeError("injected: the ROS 2 publication cannot be made")
+
+
+def test_a_serving_that_fails_between_declarations_undeclares_what_it_declared() -> None:
+    """rt31: the publishers declared before a later declaration failed (here the ROS 2
+    publication's) were never undeclared, and a session passed in is never closed: each
+    failed serving leaked six."""
+
+    async def main(endpoint: str) -> None:
+        real = session("client", connect=endpoint)
+        counting = _CountingSession(real)
+        config = ZenohConfig(enabled=True, mode="client", connect=(endpoint,), vehicle="uav1")
+        output = ZenohOutput(config, session=counting)  # type: ignore[arg-type]
+        output._ros2_class = _Ros2Fails  # type: ignore[assignment]
+        await output.start()
+        try:
+            wait_until(lambda: output.restarts >= 2)
+        finally:
+            await output.close()
+            real.close()
+        assert counting.declared >= 2 * (len(MESSAGE_TYPES) + 1)  # publishers and queryable
+        assert counting.undeclared == counting.declared
 
     with router() as endpoint:
         asyncio.run(main(endpoint))

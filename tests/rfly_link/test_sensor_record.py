@@ -1,0 +1,97 @@
+"""A range sensor back from a capture's record: every valid sensor round-trips, and any JSON
+value put in one field either reads back as that field's kind or is refused naming it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rfly_link.config_json import VisionSensorConfig
+from rfly_link.sensor_record import sensor_from_record, sensors_from_record
+
+u16 = st.integers(0, 65535)
+finite = st.floats(allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def sensors(draw: st.DrawFn) -> VisionSensorConfig:
+    """What the Config.json reader accepts (its ranges, written out here)."""
+    protocol = (
+        draw(st.integers(0, 3)),
+        *draw(st.tuples(*[st.integers(0, 255)] * 4)),
+        draw(st.integers(1, 65535)),
+        draw(u16),
+        draw(u16),
+    )
+    other = draw(st.tuples(*[finite] * 16))
+    type_id = draw(u16)
+    return VisionSensorConfig(
+        index=draw(u16),
+        seq_id=draw(u16),
+        type_id=type_id,
+        target_copter=draw(u16),
+        target_mount_type=draw(u16),
+        data_width=draw(u16),
+        data_height=draw(u16),
+        data_check_freq=draw(u16),
+        camera_fov_deg=draw(finite),
+        send_protocol=protocol,
+        sensor_pos_xyz_m=draw(st.tuples(finite, finite, finite)),
+        has_eular_or_quat=draw(st.booleans()),
+        eular_or_quat=draw(finite),
+        sensor_ang_eular=draw(st.tuples(finite, finite, finite)),
+        sensor_ang_quat=draw(st.tuples(finite, finite, finite, finite)),
+        other_params=(abs(other[0]) + 1.0, *other[1:]),  # a point cloud's range is > 0
+    )
+
+
+def record(sensor: VisionSensorConfig) -> dict:
+    """As a capture holds it: ``dataclasses.asdict`` through JSON."""
+    return json.loads(json.dumps(dataclasses.asdict(sensor)))
+
+
+@given(sensors())
+def test_every_valid_sensor_reads_back_equal(sensor: VisionSensorConfig) -> None:
+    assert sensor_from_record(record(sensor), "s") == sensor
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=17) | st.dictionaries(st.text(max_size=2), inner),
+    max_leaves=20,
+)
+
+
+@given(
+    sensors(),
+    st.sampled_from([f.name for f in dataclasses.fields(VisionSensorConfig)]),
+    json_values,
+)
+def test_any_value_in_one_field_reads_as_its_kind_or_is_refused_naming_it(
+    sensor: VisionSensorConfig, field: str, value: object
+) -> None:
+    entry = record(sensor)
+    entry[field] = value
+    try:
+        back = sensor_from_record(entry, "s")
+    except ValueError as exc:
+        assert str(exc).startswith((f"s.{field}:", f"s.{field}[")), (str(exc), field)
+        return
+    got = getattr(back, field)
+    assert got == getattr(sensor, field) or got == (
+        tuple(value) if isinstance(value, list) else value
+    )
+    for name in ("sensor_pos_xyz_m", "sensor_ang_eular", "sensor_ang_quat", "other_params"):
+        assert all(type(v) is float and math.isfinite(v) for v in getattr(back, name))
+    assert all(type(v) is int for v in back.send_protocol)
+
+
+@pytest.mark.parametrize("entries", [{}, "[]", None, [[]]])
+def test_a_sensor_list_that_is_not_an_array_of_objects_is_refused(entries: object) -> None:
+    with pytest.raises(ValueError, match=r"^range_sensors"):
+        sensors_from_record(entries, "range_sensors")
