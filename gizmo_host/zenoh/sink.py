@@ -288,10 +288,10 @@ class ZenohOutput:
     def _put_queued(
         self, session: zenoh.Session, publishers: dict[str, zenoh.Publisher], ros2: Any
     ) -> None:
+        """Put what is queued, then wait for more, until closing: first what queued before
+        this serving (the session opening, or the backoff after a failed serving)."""
         queue = self._queue
         while True:
-            self._wake.wait()
-            self._wake.clear()
             while queue:
                 kind, item, handed_ns = queue.popleft()
                 ros = kind == _ROS2
@@ -312,6 +312,8 @@ class ZenohOutput:
                     self.errors += 1
             if self._closing:
                 return
+            self._wake.wait()
+            self._wake.clear()
 
     def _expired(self, handed_ns: int, until_ns: int | None, *, hold: bool) -> bool:
         """Whether a line handed at ``handed_ns`` (valid until ``until_ns``, if it says) is
