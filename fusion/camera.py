@@ -36,6 +36,10 @@ _MOUNT_LIMITS: Final = {
     "mount_position_frd_m": MOUNT_POSITION_LIMITS_M,
 }
 
+# The narrowest field of view taken: half of a far smaller one in radians can round to 0
+# (5e-324°), and its tangent is divided by (red team rt32: a traceback at start).
+MIN_FOV_DEG: Final = 0.01
+
 
 # A gimbal's zoom: from a long zoom lens's narrowest field of view to the widest a pinhole
 # model serves (a slot holding a field of view in degrees or a zoom factor is no focal length)
@@ -76,7 +80,7 @@ class CameraConfig:
         for key in ("hfov_deg", "vfov_deg"):
             value = getattr(self, key)
             if value is not None:
-                number(s, key, value, low=0, high=180, open_low=True, open_high=True)
+                number(s, key, value, low=MIN_FOV_DEG, high=180, open_high=True)
         for key in ("fx_px", "fy_px"):
             value = getattr(self, key)
             if value is not None:

@@ -374,8 +374,17 @@ def _check_int(index: int, item: str, value: Any, low: int, high: int) -> None:
 
 
 def _check_finite(index: int, item: str, value: Any) -> None:
-    if isinstance(value, bool) or not _is_number(value) or not math.isfinite(value):
+    if isinstance(value, bool) or not _is_number(value) or not is_finite_number(value):
         raise _fail(index, item, "a finite number", value)
+
+
+def is_finite_number(value: float) -> bool:
+    """``math.isfinite`` for a JSON number, whose integer may be beyond a float's range (its
+    ``OverflowError`` was a traceback where one error line is due: red team rt32)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _check_values(
@@ -410,6 +419,8 @@ def _check_values(
     ):
         for i, value in enumerate(values):
             _check_finite(index, f"{key}[{i}]", value)
+    if not math.isfinite(sum(float(q) * float(q) for q in quat)):
+        raise _fail(index, "SensorAngQuat", "a quaternion whose norm is finite", quat)
     if ints["TypeID"] in POINT_CLOUD_TYPES and not other[0] > 0:
         # int16 points are scaled by otherParams[0] / 32767: 0 would put every point at 0 m.
         raise _fail(index, "otherParams[0]", "the point-cloud range in metres, > 0", other[0])

@@ -14,7 +14,7 @@ import dataclasses
 import math
 from typing import Any, Final
 
-from rfly_link.config_json import VisionSensorConfig
+from rfly_link.config_json import VisionSensorConfig, is_finite_number
 from rfly_link.sensors import POINT_CLOUD_TYPES
 
 _U16: Final = (0, 65535)
@@ -67,6 +67,8 @@ def sensor_from_record(entry: object, where: str) -> VisionSensorConfig:
         _integer(v, low, high, f"{where}.send_protocol[{i}]")
         for i, (v, (low, high)) in enumerate(zip(protocol, _PROTOCOL, strict=True))
     )
+    if not math.isfinite(sum(q * q for q in values["sensor_ang_quat"])):
+        raise ValueError(f"{where}.sensor_ang_quat: expected a quaternion whose norm is finite")
     if not isinstance(entry["has_eular_or_quat"], bool):
         raise ValueError(f"{where}.has_eular_or_quat: expected true or false")
     values["has_eular_or_quat"] = entry["has_eular_or_quat"]
@@ -88,6 +90,6 @@ def _integer(value: object, low: int, high: int, where: str) -> int:
 
 
 def _finite(value: object, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not is_finite_number(value):
         raise ValueError(f"{where}: expected a finite number, got {value!r}")
     return float(value)

@@ -15,6 +15,10 @@ from .noise import NoiseParams
 
 _SQRT_2_PI: Final = math.sqrt(2.0 / math.pi)
 
+# The shortest mean dwell of a mode: its switching rate is 1/dwell (red team rt32: 5e-324
+# made it inf, the mode probabilities NaN, and no track was ever confirmed).
+MIN_DWELL_S: Final = 0.001
+
 
 def chi2_quantile(probability: float, dof: int) -> float:
     """The χ² quantile for 2 or 3 degrees of freedom (closed-form CDFs, bisected for 3)."""
@@ -75,9 +79,14 @@ class TrackingConfig:
                 raise ConfigError(f"tracking.{f.name}: expected a number, got {value!r}")
             if not (math.isfinite(value) and value >= 0):
                 raise ConfigError(f"tracking.{f.name}: expected a number >= 0, got {value!r}")
-        for name in ("box_sigma_px", "cv_dwell_s", "ct_dwell_s", "initial_speed_m_s"):
+        for name in ("box_sigma_px", "initial_speed_m_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"tracking.{name}: expected > 0, got {getattr(self, name)!r}")
+        for name in ("cv_dwell_s", "ct_dwell_s"):
+            if getattr(self, name) < MIN_DWELL_S:
+                raise ConfigError(
+                    f"tracking.{name}: expected >= {MIN_DWELL_S:g}, got {getattr(self, name)!r}"
+                )
         if not 0.5 <= self.gate_probability < 1:
             raise ConfigError(
                 f"tracking.gate_probability: expected [0.5, 1), got {self.gate_probability!r}"

@@ -20,9 +20,11 @@ from types import MappingProxyType
 from typing import Any
 
 from fusion import CameraConfig, WorldConfig
+from fusion.camera import MIN_FOV_DEG
 from fusion.config import MOUNT_POSITION_LIMITS_M, MOUNT_RPY_LIMITS_DEG
 from fusion.simclock import SIM_MAX_SKEW_PPM
 from fusion.tracking import TrackingConfig
+from fusion.tracking.config import MIN_DWELL_S
 from gizmo_host import setting
 from gizmo_host.live import event_loop, wakeup_slice
 from gizmo_host.live.link_config import LinkConfig, PipelineConfig
@@ -303,9 +305,10 @@ TRACKING_SETTINGS: tuple[Setting, ...] = (
        "(speeding up, braking), σ; every way below 1 m/s", 0, 100, "m/s2"),
     _t("turn_accel_rad_s2", "turn-rate change, σ", 0, 100, "rad/s2"),
     _t("vertical_accel_m_s2", "vertical random acceleration, σ", 0, 100, "m/s2"),
-    _t("cv_dwell_s", "mean time a straight run lasts", 0, 3600, "s", open_low=True),
-    _t("ct_dwell_s", "mean time a turn (or a change of speed) lasts", 0, 3600, "s",
-       open_low=True),
+    # from 1 ms: the mode switching's rate is 1/dwell (rt32: 5e-324 made it inf, NaN after,
+    # and no track was ever confirmed: HOLD for good)
+    _t("cv_dwell_s", "mean time a straight run lasts", MIN_DWELL_S, 3600, "s"),
+    _t("ct_dwell_s", "mean time a turn (or a change of speed) lasts", MIN_DWELL_S, 3600, "s"),
     _t("initial_speed_m_s", "a new track's velocity, σ per axis", 0, 1000, "m/s",
        open_low=True),
     _t("initial_turn_rate_deg_s", "a new track's turn rate, σ", 0, 3600, "deg/s"),
@@ -328,10 +331,11 @@ CAMERA_SETTINGS: tuple[Setting, ...] = (
        "px"),
     _c("height_px", "int", "image height (required, or from camera.rflysim_sensor)", 2, 100_000,
        "px"),
-    _c("hfov_deg", "float", "horizontal field of view, edge to edge (or fx_px)", 0, 180, "deg",
-       open_low=True, open_high=True),
-    _c("vfov_deg", "float", "vertical field of view (default: square pixels)", 0, 180, "deg",
-       open_low=True, open_high=True),
+    # from 0.01°: half of 5e-324° in radians is 0, and its tangent divided by (rt32)
+    _c("hfov_deg", "float", "horizontal field of view, edge to edge (or fx_px)", MIN_FOV_DEG,
+       180, "deg", open_high=True),
+    _c("vfov_deg", "float", "vertical field of view (default: square pixels)", MIN_FOV_DEG, 180,
+       "deg", open_high=True),
     _c("fx_px", "float", "focal length in pixels (instead of hfov_deg)", 0, 1e6, "px",
        open_low=True),
     _c("fy_px", "float", "vertical focal length in pixels (default fx_px)", 0, 1e6, "px",

@@ -34,6 +34,7 @@ from typing import Any
 import zenoh
 
 from fusion import WorldSnapshot
+from gizmo_core import ConfigError
 from gizmo_host.publish.sinks import valid_until_ns
 from gizmo_host.timing import Backoff
 from gizmo_host.zenoh.config import MESSAGE_TYPES, ZenohConfig, key, latest_key
@@ -198,7 +199,9 @@ class ZenohOutput:
         while not self._closing:
             try:
                 return open_session(self.config)
-            except zenoh.ZError as exc:
+            except (zenoh.ZError, ConfigError) as exc:  # ConfigError: the file, read again
+                # (a certificate renewed meanwhile), is gone or broken for now (red team rt32:
+                # it ended the thread, and Zenoh stayed silent for the run)
                 self.open_failures += 1
                 failures += 1
                 delay = OPEN_BACKOFF.delay_s(failures)
@@ -253,7 +256,7 @@ class ZenohOutput:
             for entity in reversed(declared):
                 try:
                     entity.undeclare()
-                except zenoh.ZError:
+                except Exception:  # counted; the others are undeclared all the same
                     self.errors += 1
 
     def _declare(

@@ -136,6 +136,11 @@ def _with(path: tuple, value: object, sensor: int = 1) -> str:
         (("SensorAngQuat", 0), [1], r"SensorAngQuat\[0\]: expected a finite number"),
         (("SensorAngEular", 1), True, r"SensorAngEular\[1\]: expected a finite number"),
         (("CameraFOV",), float("inf"), r"CameraFOV: expected a finite number"),
+        # A JSON integer beyond a float's range (rt32: an OverflowError traceback)
+        (("CameraFOV",), 10**400, r"CameraFOV: expected a finite number"),
+        (("SensorPosXYZ", 0), -10**400, r"SensorPosXYZ\[0\]: expected a finite number"),
+        # Finite parts whose squared norm is not (rt32: every reading failed to normalise)
+        (("SensorAngQuat", 0), 1e200, r"SensorAngQuat: expected a quaternion whose norm"),
         (("EularOrQuat",), "q", r"EularOrQuat: expected a finite number"),
     ],
 )  # fmt: skip

@@ -45,9 +45,29 @@ def sensors(draw: st.DrawFn) -> VisionSensorConfig:
         has_eular_or_quat=draw(st.booleans()),
         eular_or_quat=draw(finite),
         sensor_ang_eular=draw(st.tuples(finite, finite, finite)),
-        sensor_ang_quat=draw(st.tuples(finite, finite, finite, finite)),
+        sensor_ang_quat=draw(st.tuples(*[st.floats(-1e150, 1e150)] * 4)),  # |q|² finite
         other_params=(abs(other[0]) + 1.0, *other[1:]),  # a point cloud's range is > 0
     )
+
+
+VALID = VisionSensorConfig(
+    index=0,
+    seq_id=2,
+    type_id=5,
+    target_copter=1,
+    target_mount_type=0,
+    data_width=1,
+    data_height=1,
+    data_check_freq=30,
+    camera_fov_deg=90.0,
+    send_protocol=(1, 127, 0, 0, 1, 10001, 0, 0),
+    sensor_pos_xyz_m=(0.1, 0.0, 0.05),
+    has_eular_or_quat=False,
+    eular_or_quat=0.0,
+    sensor_ang_eular=(0.0, 0.0, 0.0),
+    sensor_ang_quat=(0.0, 0.0, 0.0, 0.0),
+    other_params=(60.0,) + (0.0,) * 15,
+)
 
 
 def record(sensor: VisionSensorConfig) -> dict:
@@ -95,3 +115,20 @@ def test_any_value_in_one_field_reads_as_its_kind_or_is_refused_naming_it(
 def test_a_sensor_list_that_is_not_an_array_of_objects_is_refused(entries: object) -> None:
     with pytest.raises(ValueError, match=r"^range_sensors"):
         sensors_from_record(entries, "range_sensors")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("camera_fov_deg", 10**400, "camera_fov_deg: expected a finite number"),
+        ("sensor_pos_xyz_m", [0, -(10**400), 0], r"sensor_pos_xyz_m\[1\]: expected a finite"),
+        ("sensor_ang_quat", [1e200, 1e200, 0, 0], "sensor_ang_quat: expected a quaternion whose"),
+    ],
+)
+def test_numbers_past_a_float_are_refused_naming_the_field(field, value, message) -> None:
+    """rt32: a JSON integer beyond a float's range was an OverflowError traceback; a
+    quaternion of finite parts whose squared norm is not failed on every reading."""
+    entry = record(VALID)
+    entry[field] = value
+    with pytest.raises(ValueError, match=f"^s\\.{message}"):
+        sensor_from_record(entry, "s")

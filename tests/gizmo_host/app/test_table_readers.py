@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gizmo_core import ConfigError
-from gizmo_host.app.world_config import camera_from_table, world_from_table
+from gizmo_host.app.world_config import camera_from_table, tracking_from_table, world_from_table
 
 MS = 1_000_000
 VGA = {"width_px": 640, "height_px": 480}
@@ -36,6 +36,9 @@ def test_a_camera_from_the_issues_example_and_from_a_sensors_defaults():
         (VGA, "^camera: expected exactly one of hfov_deg or fx_px, got neither"),
         ({**VGA, "hfov_deg": 90, "fx_px": 300}, "got both"),
         ({**VGA, "hfov_deg": 180}, r"^camera.hfov_deg: expected .* to less than 180, got 180"),
+        # rt32: 5e-324 passed, and tan(radians(x) / 2) = 0 was divided by at start
+        ({**VGA, "hfov_deg": 5e-324}, r"^camera.hfov_deg: expected an angle in degrees from 0.01 to"),
+        ({**VGA, "hfov_deg": 90, "vfov_deg": 0.005}, r"^camera.vfov_deg: expected .* 0.01"),
         ({"width_px": 1, "height_px": 480, "hfov_deg": 90}, "^camera.width_px: expected"),
         ({**VGA, "fx_px": -3}, "^camera.fx_px: expected"),
         ({**VGA, "hfov_deg": 90, "fy_px": 300}, "^camera.fy_px: expected only with fx_px"),
@@ -93,3 +96,13 @@ def test_world_config_from_a_toml_table():
 def test_world_errors_name_the_key(table, message):
     with pytest.raises(ConfigError, match=message):
         world_from_table(table)
+
+
+@pytest.mark.parametrize("key", ["cv_dwell_s", "ct_dwell_s"])
+@pytest.mark.parametrize("value", [5e-324, 1e-309, 0.0009])
+def test_a_mode_dwell_under_a_millisecond_is_refused(key: str, value: float) -> None:
+    """rt32: a dwell of 5e-324 s passed; 1/dwell was inf, the mode probabilities NaN, and no
+    track was ever confirmed (every world line HOLD ``tentative``, for good)."""
+    with pytest.raises(ConfigError, match=f"^tracking.{key}: expected a number of seconds from 0.001 "):
+        tracking_from_table({key: value}, None)
+    assert tracking_from_table({key: 0.001}, None) is not None

@@ -358,3 +358,51 @@ def test_a_serving_that_fails_between_declarations_undeclares_what_it_declared()
 
     with router() as endpoint:
         asyncio.run(main(endpoint))
+
+
+@pytest.mark.realtime
+def test_a_config_file_gone_at_a_retry_is_retried_not_the_end_of_zenoh(tmp_path) -> None:
+    """rt32: the Zenoh configuration file is read again at each open (a renewed certificate
+    is then used); missing at one retry, its ``ConfigError`` ended the thread, and the host
+    published nothing on Zenoh for the rest of the run. It is an open failure like the
+    router's absence: counted, retried, and the lines flow once both are back."""
+    from gizmo_host.zenoh.session import open_router
+
+    async def main() -> None:
+        config_file = tmp_path / "zenoh.json5"
+        config_file.write_text("{}")
+        endpoint = f"tcp/127.0.0.1:{free_ports(1, 'tcp')[0]}"  # no router yet
+        config = ZenohConfig(
+            enabled=True,
+            mode="client",
+            connect=(endpoint,),
+            vehicle="uav1",
+            config=str(config_file),
+        )
+        output = ZenohOutput(config)
+        await output.start()
+        try:
+            wait_until(lambda: output.open_failures >= 1)
+            config_file.unlink()
+            seen = output.open_failures
+            wait_until(lambda: output.open_failures > seen)  # a retry found no file
+            assert output._thread is not None and output._thread.is_alive()
+            config_file.write_text("{}")
+            routing = open_router(endpoint)
+            viewer = session("client", connect=endpoint)
+            got, subscriber = collect(viewer)
+            try:
+                while not got:
+                    output.send(encode_line({"type": "stats", "n": 1}))
+                    await asyncio.sleep(0.05)
+                    assert output._thread.is_alive(), output.stats()
+            finally:
+                subscriber.undeclare()
+                viewer.close()
+                await output.close()
+                routing.close()
+        finally:
+            await output.close()
+        assert output.connected is False and output.sent >= 1
+
+    asyncio.run(main())
