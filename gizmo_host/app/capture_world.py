@@ -24,7 +24,7 @@ from gizmo_host.app.world_config import (
     tracking_from_table,
     world_from_table,
 )
-from gizmo_host.bridge.rfly_sources import RflySimSetup
+from gizmo_host.bridge.rfly_sources import RflySimSetup, rfly_receivers
 from gizmo_host.errors import CaptureError
 from gizmo_host.jsonl import json_text
 from rfly_link.sensor_record import sensors_from_record
@@ -101,7 +101,15 @@ def _rflysim(raw: dict[str, Any]) -> RflySimSetup:
     if "range_sensors" not in raw and "distance_sensors" in raw:  # captures before LiDAR
         raw["range_sensors"] = raw.pop("distance_sensors")
     sensors = sensors_from_record(raw.pop("range_sensors"), "range_sensors")
-    return RflySimSetup(**_plain(RflySimSetup, raw), range_sensors=sensors)
+    setup = RflySimSetup(**_plain(RflySimSetup, raw), range_sensors=sensors)
+    # Two receivers on one port cannot be live (the second bind fails); replayed, the later
+    # took the port from the earlier (red team rt32: a sensor on the state port dropped
+    # every pose)
+    heard = [receiver.port for receiver in rfly_receivers(setup)]
+    shared = sorted({port for port in heard if heard.count(port) > 1})
+    if shared:
+        raise ValueError(f"range_sensors: port {shared[0]} is another receiver's too")
+    return setup
 
 
 def _plain(cls: type, raw: object) -> dict[str, Any]:

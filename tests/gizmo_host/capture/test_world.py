@@ -183,6 +183,22 @@ def test_a_range_sensor_with_a_field_missing_or_added_is_refused(setup) -> None:
         world_setup_from({**record_, "rflysim": json.dumps(rflysim)}, "f.mcap")
 
 
+@pytest.mark.parametrize("port", ["state", "another sensor's"])
+def test_a_range_sensor_on_another_receivers_port_is_refused(setup, port: str) -> None:
+    """rt32: replayed, the later receiver took the port: a sensor on the state port dropped
+    every pose, and the world held for the whole replay. Live, the second bind fails."""
+    record_ = world_metadata(setup)
+    rflysim = json.loads(record_["rflysim"])
+    sensors = rflysim["range_sensors"]
+    taken = ports.coptersim_state_port(rflysim["copter_id"])
+    if port != "state":
+        sensors.append({**sensors[0], "index": 7, "seq_id": 9})
+        taken = sensors[0]["send_protocol"][5]
+    sensors[-1]["send_protocol"][5] = taken
+    with pytest.raises(CaptureError, match=f"range_sensors: port {taken} is another receiver's"):
+        world_setup_from({**record_, "rflysim": json.dumps(rflysim)}, "f.mcap")
+
+
 def test_the_router_hears_the_ports_run_would_and_counts_the_rest(setup) -> None:
     router = DatagramRouter(setup.rflysim)
     state_port = ports.coptersim_state_port(1)
