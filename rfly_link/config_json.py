@@ -13,11 +13,12 @@ import json
 import math
 import os
 import stat
+import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from gizmo_core import ConfigError
 from rfly_link import ports
@@ -378,6 +379,19 @@ def _check_finite(index: int, item: str, value: Any) -> None:
         raise _fail(index, item, "a finite number", value)
 
 
+# A sensor's quaternion is normalised by the root of its squared norm: that square must be
+# finite (rt32: [1e200, 1e200, 0, 0] failed on every reading) and, unless the quaternion is
+# all zeros (unset: the Euler angles apply), a normal float (rt33: parts near 1e-162 squared
+# into subnormals, and a 90 degree roll was mounted as 84).
+QUATERNION_NORM: Final = (
+    "a quaternion of zeros, or one whose squared norm is from 1e-300 to a float's largest"
+)
+
+
+def quaternion_norm_usable(squared_norm: float) -> bool:
+    return squared_norm == 0 or 1e-300 <= squared_norm <= sys.float_info.max
+
+
 def is_finite_number(value: float) -> bool:
     """``math.isfinite`` for a JSON number, whose integer may be beyond a float's range (its
     ``OverflowError`` was a traceback where one error line is due: red team rt32)."""
@@ -419,8 +433,8 @@ def _check_values(
     ):
         for i, value in enumerate(values):
             _check_finite(index, f"{key}[{i}]", value)
-    if not math.isfinite(sum(float(q) * float(q) for q in quat)):
-        raise _fail(index, "SensorAngQuat", "a quaternion whose norm is finite", quat)
+    if not quaternion_norm_usable(sum(float(q) * float(q) for q in quat)):
+        raise _fail(index, "SensorAngQuat", QUATERNION_NORM, quat)
     if ints["TypeID"] in POINT_CLOUD_TYPES and not other[0] > 0:
         # int16 points are scaled by otherParams[0] / 32767: 0 would put every point at 0 m.
         raise _fail(index, "otherParams[0]", "the point-cloud range in metres, > 0", other[0])

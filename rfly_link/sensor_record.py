@@ -11,13 +11,20 @@ interpreted and a model error compiled; ``other_params: []`` an uncaught ``Index
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, Final
 
-from rfly_link.config_json import VisionSensorConfig, is_finite_number
+from rfly_link.config_json import (
+    QUATERNION_NORM,
+    VisionSensorConfig,
+    is_finite_number,
+    quaternion_norm_usable,
+)
 from rfly_link.sensors import POINT_CLOUD_TYPES
 
 _U16: Final = (0, 65535)
+# ``index`` is the entry's place in Config.json's list, which may hold skipped entries: a
+# 1 MiB file can hold some 500,000 (rt33: 70,000 recorded live, refused at replay)
+_INDEX: Final = (0, 2**31 - 1)
 _INTS: Final = (
     "index",
     "seq_id",
@@ -55,7 +62,8 @@ def sensor_from_record(entry: object, where: str) -> VisionSensorConfig:
         odd = sorted(set(entry) ^ _FIELDS)
         raise ValueError(f"{where}: expected the fields {sorted(_FIELDS)}, not {odd}")
     values: dict[str, Any] = {
-        name: _integer(entry[name], *_U16, f"{where}.{name}") for name in _INTS
+        name: _integer(entry[name], *(_INDEX if name == "index" else _U16), f"{where}.{name}")
+        for name in _INTS
     }
     for name in _FLOATS:
         values[name] = _finite(entry[name], f"{where}.{name}")
@@ -67,8 +75,8 @@ def sensor_from_record(entry: object, where: str) -> VisionSensorConfig:
         _integer(v, low, high, f"{where}.send_protocol[{i}]")
         for i, (v, (low, high)) in enumerate(zip(protocol, _PROTOCOL, strict=True))
     )
-    if not math.isfinite(sum(q * q for q in values["sensor_ang_quat"])):
-        raise ValueError(f"{where}.sensor_ang_quat: expected a quaternion whose norm is finite")
+    if not quaternion_norm_usable(sum(q * q for q in values["sensor_ang_quat"])):
+        raise ValueError(f"{where}.sensor_ang_quat: expected {QUATERNION_NORM}")
     if not isinstance(entry["has_eular_or_quat"], bool):
         raise ValueError(f"{where}.has_eular_or_quat: expected true or false")
     values["has_eular_or_quat"] = entry["has_eular_or_quat"]

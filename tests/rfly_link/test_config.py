@@ -140,7 +140,9 @@ def _with(path: tuple, value: object, sensor: int = 1) -> str:
         (("CameraFOV",), 10**400, r"CameraFOV: expected a finite number"),
         (("SensorPosXYZ", 0), -10**400, r"SensorPosXYZ\[0\]: expected a finite number"),
         # Finite parts whose squared norm is not (rt32: every reading failed to normalise)
-        (("SensorAngQuat", 0), 1e200, r"SensorAngQuat: expected a quaternion whose norm"),
+        (("SensorAngQuat", 0), 1e200, r"SensorAngQuat: expected a quaternion of zeros, or one"),
+        # ... or whose square is subnormal (rt33: a 90 degree roll was mounted as 84)
+        (("SensorAngQuat", 0), 3e-162, r"SensorAngQuat: expected a quaternion of zeros, or one"),
         (("EularOrQuat",), "q", r"EularOrQuat: expected a finite number"),
     ],
 )  # fmt: skip

@@ -16,6 +16,7 @@ from rfly_link.sensor_record import sensor_from_record, sensors_from_record
 
 u16 = st.integers(0, 65535)
 finite = st.floats(allow_nan=False, allow_infinity=False)
+quaternion_part = st.just(0.0) | st.floats(1e-100, 1e150) | st.floats(-1e150, -1e-100)
 
 
 @st.composite
@@ -31,7 +32,7 @@ def sensors(draw: st.DrawFn) -> VisionSensorConfig:
     other = draw(st.tuples(*[finite] * 16))
     type_id = draw(u16)
     return VisionSensorConfig(
-        index=draw(u16),
+        index=draw(st.integers(0, 2**31 - 1)),  # a place in a list with skipped entries
         seq_id=draw(u16),
         type_id=type_id,
         target_copter=draw(u16),
@@ -45,7 +46,7 @@ def sensors(draw: st.DrawFn) -> VisionSensorConfig:
         has_eular_or_quat=draw(st.booleans()),
         eular_or_quat=draw(finite),
         sensor_ang_eular=draw(st.tuples(finite, finite, finite)),
-        sensor_ang_quat=draw(st.tuples(*[st.floats(-1e150, 1e150)] * 4)),  # |q|² finite
+        sensor_ang_quat=draw(st.tuples(*[quaternion_part] * 4)),  # |q|² 0 or normal
         other_params=(abs(other[0]) + 1.0, *other[1:]),  # a point cloud's range is > 0
     )
 
@@ -122,7 +123,9 @@ def test_a_sensor_list_that_is_not_an_array_of_objects_is_refused(entries: objec
     [
         ("camera_fov_deg", 10**400, "camera_fov_deg: expected a finite number"),
         ("sensor_pos_xyz_m", [0, -(10**400), 0], r"sensor_pos_xyz_m\[1\]: expected a finite"),
-        ("sensor_ang_quat", [1e200, 1e200, 0, 0], "sensor_ang_quat: expected a quaternion whose"),
+        ("sensor_ang_quat", [1e200, 1e200, 0, 0], "sensor_ang_quat: expected a quaternion of"),
+        ("sensor_ang_quat", [3e-162, 3e-162, 0, 0], "sensor_ang_quat: expected a quaternion of"),
+        ("index", 2**31, "index: expected an integer 0..2147483647"),
     ],
 )
 def test_numbers_past_a_float_are_refused_naming_the_field(field, value, message) -> None:
@@ -132,3 +135,11 @@ def test_numbers_past_a_float_are_refused_naming_the_field(field, value, message
     entry[field] = value
     with pytest.raises(ValueError, match=f"^s\\.{message}"):
         sensor_from_record(entry, "s")
+
+
+def test_a_sensor_placed_past_65535_in_its_list_replays_as_it_ran() -> None:
+    """rt33: Config.json's reader counts the entries it skips, so a sensor's ``index`` can
+    pass 65535 live; the record check refused that capture."""
+    entry = record(VALID)
+    entry["index"] = 70000
+    assert sensor_from_record(entry, "s").index == 70000
