@@ -40,7 +40,7 @@ class TypeId(IntEnum):
 
 
 @wire_message(w.DISTANCE_SENSOR)
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class DistanceSensor(WireMessage):
     """TypeID 5 laser range finder (56 B)."""
 
@@ -53,7 +53,7 @@ class DistanceSensor(WireMessage):
 
 
 @wire_message(w.OPTICAL_FLOW)
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class OpticalFlow(WireMessage):
     """TypeID 10 optical flow (34 B, packed; flow_x/flow_y raw int16)."""
 
@@ -70,7 +70,7 @@ class OpticalFlow(WireMessage):
 
 
 @wire_message(w.BOX_TARGET)
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class BoxTarget(WireMessage):
     """One TypeID 30 detection box (image coordinates as sent)."""
 
@@ -83,7 +83,7 @@ class BoxTarget(WireMessage):
 
 
 @wire_message(w.RADAR_TARGET)
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class RadarTarget(WireMessage):
     """One TypeID 31 target position relative to the sensor."""
 
@@ -97,7 +97,7 @@ class RadarTarget(WireMessage):
 
 
 @wire_message(w.VISION_SENSOR_REQ, cs.SENSOR_REQUEST)
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class VisionSensorReq(WireMessage):
     """Sensor creation request, new 144 B layout, sent to ``20010 + window``."""
 
@@ -119,7 +119,7 @@ class VisionSensorReq(WireMessage):
 
 
 @wire_message(w.VISION_SENSOR_REQ_LEGACY, cs.SENSOR_REQUEST)
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class VisionSensorReqLegacy(WireMessage):
     """Sensor creation request, legacy 92 B layout (files without ``EularOrQuat``)."""
 
@@ -161,7 +161,7 @@ class GimbalImageSource(IntEnum):
 
 
 @wire_message(w.VISION_SENSOR_REQ_NEW, cs.SENSOR_REQUEST)
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class VisionSensorReqNew(WireMessage):
     """Gimbal control request (148 B, checksum 12345), sent to ``20010 + window``.
 
@@ -248,7 +248,7 @@ class VisionSensorReqNew(WireMessage):
 
 
 @wire_message(w.VISION_SENSOR_REQ_NEW, cs.GIMBAL_STATUS)
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class GimbalStatus(WireMessage):
     """Gimbal status (148 B, checksum 12346) received on port 20006.
 
