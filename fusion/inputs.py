@@ -282,11 +282,16 @@ class LidarPoints:
     """A LiDAR or depth point cloud (TypeID 7, 20-23) at ``host_ns``: ``points_m`` is N×3.
 
     The adapter applies the sensor's mount or ``axis_type`` and names the frame it produced.
+    ``max_range_m`` is the sensor's range (its Config.json ``otherParams[0]``) and
+    ``sensor_position_frd_m`` where it sits on the body: no return is farther from it, and the
+    ranging refuses a point that is (:class:`fusion.ranging.Ranger`).
     """
 
     host_ns: int
     points_m: npt.NDArray[np.float64]
     frame: PointFrame
+    max_range_m: float
+    sensor_position_frd_m: Vec3 = (0.0, 0.0, 0.0)
 
     def __post_init__(self) -> None:
         points = np.asarray(self.points_m, dtype=np.float64)
@@ -297,6 +302,11 @@ class LidarPoints:
                 self, "points_m", f"finite coordinates within ±{MAX_POSITION_M:g} m", "others"
             )
         _set(self, "points_m", points)
+        _set(self, "max_range_m", _finite(self, "max_range_m", self.max_range_m, minimum=0.0))
+        if self.max_range_m == 0.0:
+            raise _fail(self, "max_range_m", "a range > 0", self.max_range_m)
+        position = _vec3(self, "sensor_position_frd_m", self.sensor_position_frd_m, MAX_POSITION_M)
+        _set(self, "sensor_position_frd_m", position)
 
 
 @dataclass(frozen=True, slots=True)

@@ -195,6 +195,7 @@ class Intake:
         out["extrapolated"] = self._placer.extrapolated
         out["rejected_extrapolation"] = self._placer.rejected_extrapolation
         out["range_below_ground"] = self._placer.ranger.below_ground
+        out["lidar_beyond_range"] = self._placer.ranger.lidar_beyond_range
         out["pending"] = len(self._pending)
         out["targets"] = len(self._targets)
         out["targets_evicted"] = self._targets.evicted

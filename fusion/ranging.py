@@ -6,7 +6,8 @@ Sources, in order of preference (``range_source``):
   lies within the beam's half-angle of the sensor's axis;
 - ``gimbal_laser``: the gimbal status laser range, along the gimbal camera's optical axis,
   with the same beam test;
-- ``lidar``: the median distance of the points within a small cone around the ray;
+- ``lidar``: the median distance of the points within a small cone around the ray, of those
+  within the sensor's range of it (no return comes from farther);
 - ``ground_plane``: where the ray meets ``z = ground_z_ned_m``, for rays pointing down only.
 
 A laser reading is used only when it is the nearest before or after the capture and within
@@ -52,6 +53,9 @@ class RangeFix(NamedTuple):
 # much: the plane is a model of the ground (a valley or a slope lies below it; the sensor is
 # right there), and the pose and the beam are not exact
 _BELOW_GROUND = (0.5, 5.0)
+# A LiDAR point within its sensor's range, measured: int16 coordinates are quantised to
+# range / 32767 on each axis (a norm up to sqrt(3) steps over), float32 ones to 6e-8.
+_RANGE_QUANTUM: Final = 1.0 + 1e-4
 _GROUND_PLANE: Final = RangeSource.GROUND_PLANE  # a module constant: an enum lookup costs 60 ns
 _new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
@@ -139,8 +143,12 @@ class Ranger:
         self._laser_epochs: dict[int, int] = {}  # sensor -> its clock epoch
         self._gimbal_lasers: deque[GimbalLaserRange] = deque(maxlen=max_readings)
         self._lidar: LidarPoints | None = None
+        # ``_lidar``'s points within the sensor's range of it: worked out at its first use
+        # (a world-frame scan needs the vehicle's pose at its time to place the sensor).
+        self._lidar_in_range: npt.NDArray[np.float64] | None = None
         self.changes = 0  # readings added: a placement's cache key
         self.below_ground = 0  # sensor ranges refused: beyond the ground plane
+        self.lidar_beyond_range = 0  # LiDAR points refused: farther than the sensor's range
 
     @property
     def lasers(self) -> tuple[LaserRange, ...]:
@@ -163,7 +171,7 @@ class Ranger:
             if reading.distance_m is not None:
                 self._gimbal_lasers.append(reading)
         elif self._lidar is None or reading.host_ns >= self._lidar.host_ns:
-            self._lidar = reading
+            self._lidar, self._lidar_in_range = reading, None
 
     def fix(
         self,
@@ -285,6 +293,7 @@ class Ranger:
         scan = self._lidar
         if scan is None or abs(scan.host_ns - capture_ns) > self._lidar_max_age_ns:
             return None
+        points = self._lidar_in_range
         if scan.frame is PointFrame.BODY_FRD:
             pose = pose_at(scan.host_ns)
             if pose is None:
@@ -294,9 +303,33 @@ class Ranger:
             p = pose.position_ned_m
             origin = quat_rotate(inverse, (origin[0] - p[0], origin[1] - p[1], origin[2] - p[2]))
             ray = quat_rotate(inverse, ray)
+            if points is None:  # the sensor sits at its mount in body FRD
+                points = self._within_range(scan, scan.sensor_position_frd_m)
+        elif points is None:
+            pose = pose_at(scan.host_ns)
+            if pose is None:  # the sensor cannot be placed: its range cannot be checked
+                return None
+            mount = quat_rotate(pose.quaternion_wxyz, scan.sensor_position_frd_m)
+            points = self._within_range(scan, _offset(pose.position_ned_m, mount))
         return cone_median_range(
-            origin, ray, scan.points_m, self._cone_half, self._config.lidar_min_points
+            origin, ray, points, self._cone_half, self._config.lidar_min_points
         )
+
+    def _within_range(self, scan: LidarPoints, sensor_at: Vec3) -> npt.NDArray[np.float64]:
+        """``scan``'s points no farther from the sensor (at ``sensor_at``, in the points'
+        frame) than its range, kept for the scan's next use; the others are counted. No
+        return comes from beyond a sensor's range: red team rt34 placed LiDAR points 300 m to
+        5,000 km along a target's ray, with a 60 m sensor, and the targets PROCEEDed there."""
+        points = scan.points_m
+        offsets = points - np.asarray(sensor_at)
+        limit = scan.max_range_m * _RANGE_QUANTUM
+        inside = np.einsum("ij,ij->i", offsets, offsets) <= limit * limit
+        beyond = points.shape[0] - int(np.count_nonzero(inside))
+        if beyond:
+            self.lidar_beyond_range += beyond
+            points = points[inside]
+        self._lidar_in_range = points
+        return points
 
 
 def _offset(a: Vec3, b: Vec3) -> Vec3:

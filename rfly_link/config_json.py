@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from gizmo_core import ConfigError
 from rfly_link import ports
-from rfly_link.messages import VisionSensorReq, VisionSensorReqLegacy
+from rfly_link.messages import TypeId, VisionSensorReq, VisionSensorReqLegacy
 from rfly_link.sensors import IMAGE_TYPES, POINT_CLOUD_TYPES, SensorParams, raw_image_bytes
 from rfly_link.wire import checksums as cs
 
@@ -392,6 +392,29 @@ def quaternion_norm_usable(squared_norm: float) -> bool:
     return squared_norm == 0 or 1e-300 <= squared_norm <= sys.float_info.max
 
 
+# A range sensor's ``otherParams[0]`` is its range in metres, which bounds what its readings
+# may claim. A point cloud scales its int16 coordinates by range / 32767: from 1 cm the step
+# stays a normal float32 (red team rt34: 5e-324 put every point at 0 m, 1e308 made every one
+# inf). No drone's rangefinder or LiDAR reaches 10 km: a larger range only lifted the bound,
+# and a LiDAR return 5,000 km off made PROCEEDs (rt34).
+MAX_SENSOR_RANGE_M: Final = 10_000.0
+MIN_POINT_CLOUD_RANGE_M: Final = 0.01
+
+
+def sensor_range_needed(type_id: int, range_m: float) -> str | None:
+    """What a range sensor's ``otherParams[0]`` of ``range_m`` must be, when it is not that
+    (``None``: it is usable; a type that is no range sensor's is not checked)."""
+    if type_id in POINT_CLOUD_TYPES:
+        if not MIN_POINT_CLOUD_RANGE_M <= range_m <= MAX_SENSOR_RANGE_M:
+            return (
+                f"the point-cloud range in metres, {MIN_POINT_CLOUD_RANGE_M:g} to "
+                f"{MAX_SENSOR_RANGE_M:,.0f}"
+            )
+    elif type_id == TypeId.DISTANCE and range_m > MAX_SENSOR_RANGE_M:
+        return f"the distance sensor's range in metres, at most {MAX_SENSOR_RANGE_M:,.0f} (0: 100)"
+    return None
+
+
 def is_finite_number(value: float) -> bool:
     """``math.isfinite`` for a JSON number, whose integer may be beyond a float's range (its
     ``OverflowError`` was a traceback where one error line is due: red team rt32)."""
@@ -435,9 +458,9 @@ def _check_values(
             _check_finite(index, f"{key}[{i}]", value)
     if not quaternion_norm_usable(sum(float(q) * float(q) for q in quat)):
         raise _fail(index, "SensorAngQuat", QUATERNION_NORM, quat)
-    if ints["TypeID"] in POINT_CLOUD_TYPES and not other[0] > 0:
-        # int16 points are scaled by otherParams[0] / 32767: 0 would put every point at 0 m.
-        raise _fail(index, "otherParams[0]", "the point-cloud range in metres, > 0", other[0])
+    needed = sensor_range_needed(ints["TypeID"], float(other[0]))
+    if needed is not None:
+        raise _fail(index, "otherParams[0]", needed, other[0])
 
 
 def _check_unique_ports(sensors: list[VisionSensorConfig]) -> None:

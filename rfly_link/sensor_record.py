@@ -18,8 +18,8 @@ from rfly_link.config_json import (
     VisionSensorConfig,
     is_finite_number,
     quaternion_norm_usable,
+    sensor_range_needed,
 )
-from rfly_link.sensors import POINT_CLOUD_TYPES
 
 _U16: Final = (0, 65535)
 # ``index`` is the entry's place in Config.json's list, which may hold skipped entries: a
@@ -80,8 +80,9 @@ def sensor_from_record(entry: object, where: str) -> VisionSensorConfig:
     if not isinstance(entry["has_eular_or_quat"], bool):
         raise ValueError(f"{where}.has_eular_or_quat: expected true or false")
     values["has_eular_or_quat"] = entry["has_eular_or_quat"]
-    if values["type_id"] in POINT_CLOUD_TYPES and not values["other_params"][0] > 0:
-        raise ValueError(f"{where}.other_params[0]: expected the point-cloud range, > 0")
+    needed = sensor_range_needed(values["type_id"], values["other_params"][0])
+    if needed is not None:
+        raise ValueError(f"{where}.other_params[0]: expected {needed}")
     return VisionSensorConfig(**values)
 
 

@@ -121,6 +121,7 @@ class RflyAdapter:
                 "laser",
                 "lidar",
                 "lidar_thinned",
+                "lidar_points_invalid",
                 "gimbal",
                 "not_pose_source",
                 "other_copter",
@@ -400,20 +401,28 @@ class RflyAdapter:
         if timed is None:
             return []
         points = np.asarray(value.xyz_m, dtype=np.float64)
+        # A point that is not a number is no return: dropped and counted before the thinning,
+        # which would otherwise keep them in place of real ones (red team rt34).
+        finite = np.isfinite(points).all(axis=1)
+        invalid = points.shape[0] - int(np.count_nonzero(finite))
+        if invalid:
+            points = points[finite]
+            self.counts["lidar_points_invalid"] += invalid
         if points.shape[0] > MAX_LIDAR_POINTS:
             step = -(-points.shape[0] // MAX_LIDAR_POINTS)  # ceil: at most the cap
             points = points[::step]
             self.counts["lidar_thinned"] += 1
-        points = points[np.isfinite(points).all(axis=1)]
         frame = _LIDAR_FRAMES[value.type_id]
+        mount = self._mounts.get(sensor.seq_id)
+        if mount is None:
+            mount = self._mounts[sensor.seq_id] = sensor_mount(sensor)
         if frame is PointFrame.BODY_FRD:
-            mount = self._mounts.get(sensor.seq_id)
-            if mount is None:
-                mount = self._mounts[sensor.seq_id] = sensor_mount(sensor)
             rotation = np.asarray(quat_to_matrix(mount.quaternion_wxyz), dtype=np.float64)
             points = points @ rotation.T + np.asarray(mount.position_frd_m, dtype=np.float64)
         self.counts["lidar"] += 1
-        return [LidarPoints(timed[0], points, frame)]
+        # The sensor's range (its Config.json otherParams[0], checked when it was read) bounds
+        # how far a return may be from the sensor: the ranging refuses a farther point.
+        return [LidarPoints(timed[0], points, frame, sensor.other_params[0], mount.position_frd_m)]
 
     def _gimbal(
         self, value: m.GimbalStatus, rx_ns: int, _frame_time_s: float | None, _sensor: object

@@ -136,7 +136,7 @@ def test_a_range_beyond_where_the_ray_meets_the_ground_is_refused_and_counted(ki
         else:
             ray = g.normalize(g.sub(TARGET, CAMERA_ORIGIN))
             point = g.add(CAMERA_ORIGIN, tuple(distance * c for c in ray))
-            w.apply(LidarPoints(895 * MS, np.array([point] * 3), PointFrame.WORLD_NED))
+            w.apply(LidarPoints(895 * MS, np.array([point] * 3), PointFrame.WORLD_NED, 10_000.0))
         t = seen(w)
         if kind == "gimbal_laser" and t.range_source is RangeSource.GROUND_PLANE and used:
             pytest.skip("the gimbal laser's axis is not this target's ray in this rig")
@@ -184,7 +184,7 @@ def test_lidar_points_in_body_or_world_frame():
         (PointFrame.BODY_FRD, around - np.asarray(HOVER)),
     ):
         w = hovering(ground_z_ned_m=-3.0)
-        w.apply(LidarPoints(890 * MS, points, frame))
+        w.apply(LidarPoints(890 * MS, points, frame, 60.0))
         t = seen(w)
         assert t.range_source is RangeSource.LIDAR, frame
         assert g.norm(g.sub(t.position_ned_m, TARGET)) < 0.1

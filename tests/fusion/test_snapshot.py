@@ -93,7 +93,7 @@ def busy_world():
     w.apply(GimbalSample(995 * MS, (0.0, -45.0, 0.0)))
     mount = SensorMount((0.1, 0.0, 0.05), (0.0, -45.0, 0.0))
     w.apply(LaserRange(995 * MS, 14.0, mount))
-    w.apply(LidarPoints(990 * MS, np.zeros((4, 3)), PointFrame.WORLD_NED))
+    w.apply(LidarPoints(990 * MS, np.zeros((4, 3)), PointFrame.WORLD_NED, 60.0))
     w.apply(observation(900 * MS, ident=1))
     w.apply(observation(950 * MS, source_id=2, ident=2, lost=True))
     w.apply(observation(960 * MS, source_id=3, ident=7, center=(-400, 300)))
@@ -196,7 +196,7 @@ def test_inputs_are_checked_when_built():
     with pytest.raises(InvalidInput, match=r"LaserRange.distance_m"):
         LaserRange(0, -1.0, SensorMount())
     with pytest.raises(InvalidInput, match=r"LidarPoints.points_m: expected an N×3 array"):
-        LidarPoints(0, np.zeros((3, 4)), PointFrame.BODY_FRD)
+        LidarPoints(0, np.zeros((3, 4)), PointFrame.BODY_FRD, 60.0)
     with pytest.raises(InvalidInput, match=r"GimbalSample.fx_px"):
         GimbalSample(0, (0, 0, 0), fx_px=0.0)
     # A lost frame's box is not checked: it locates nothing.

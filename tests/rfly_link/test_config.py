@@ -129,7 +129,8 @@ def _with(path: tuple, value: object, sensor: int = 1) -> str:
         (("DataWidth",), 70000, r"VisionSensors\[1\]\.DataWidth: expected an integer 0\.\.65535"),
         (("otherParams", 0), "60", r"VisionSensors\[1\]\.otherParams\[0\]: expected a finite "
          r"number, got '60'"),
-        (("otherParams", 0), 0, r"otherParams\[0\]: expected the point-cloud range in metres, > 0"),
+        (("otherParams", 0), 0, r"otherParams\[0\]: expected the point-cloud range in metres, "
+         r"0\.01 to 10,000, got 0"),
         (("otherParams", 0), -5, r"otherParams\[0\]: expected the point-cloud range"),
         (("otherParams", 3), None, r"otherParams\[3\]: expected a finite number, got None"),
         (("SensorPosXYZ", 2), "x", r"SensorPosXYZ\[2\]: expected a finite number"),
@@ -149,6 +150,42 @@ def _with(path: tuple, value: object, sensor: int = 1) -> str:
 def test_bad_values_fail_at_load_naming_the_item(path: tuple, value: object, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         config.parse_config(_with(path, value))
+
+
+CLOUD_RANGE = r"otherParams\[0\]: expected the point-cloud range in metres, 0\.01 to 10,000"
+DISTANCE_RANGE = r"otherParams\[0\]: expected the distance sensor's range in metres, at most"
+RANGES = [
+    (0.01, None),
+    (10_000, None),
+    (5e-324, CLOUD_RANGE),
+    (1e-40, CLOUD_RANGE),
+    (0.0099, CLOUD_RANGE),
+    (10_000.5, CLOUD_RANGE),
+    (1e39, CLOUD_RANGE),
+    (1e308, CLOUD_RANGE),
+]
+
+
+@pytest.mark.parametrize(
+    ("type_id", "range_m", "refused"),
+    [(t, r, refused) for t in (7, 20, 21, 22, 23) for r, refused in RANGES]
+    + [(5, 0, None), (5, 10_000, None), (5, 10_001, DISTANCE_RANGE), (5, 1e300, DISTANCE_RANGE)],
+)  # fmt: skip
+def test_a_range_sensors_range_is_one_a_sensor_has(
+    type_id: int, range_m: float, refused: str | None
+) -> None:
+    """Red team rt34: a point cloud's range of 5e-324 scaled every int16 point to 0 m, 1e308
+    made each one inf (dropped, uncounted), and one of 10^7 let LiDAR returns 5,000 km off
+    place targets; a distance sensor's of 1e300 lifted the only bound on its readings. A
+    distance sensor's 0 still means 100 m."""
+    doc = copy.deepcopy(EXAMPLE)
+    doc["VisionSensors"][1]["TypeID"] = type_id
+    doc["VisionSensors"][1]["otherParams"][0] = range_m
+    if refused is None:
+        assert config.parse_config(json.dumps(doc)).sensors[1].other_params[0] == range_m
+    else:
+        with pytest.raises(ConfigError, match=refused):
+            config.parse_config(json.dumps(doc))
 
 
 @pytest.mark.parametrize("type_id", [7, 20, 21, 22, 23])

@@ -47,7 +47,8 @@ def sensors(draw: st.DrawFn) -> VisionSensorConfig:
         eular_or_quat=draw(finite),
         sensor_ang_eular=draw(st.tuples(finite, finite, finite)),
         sensor_ang_quat=draw(st.tuples(*[quaternion_part] * 4)),  # |q|² 0 or normal
-        other_params=(abs(other[0]) + 1.0, *other[1:]),  # a point cloud's range is > 0
+        # a point cloud's range is 0.01 m to 10 km, a distance sensor's at most 10 km
+        other_params=(draw(st.floats(0.01, 10_000.0)), *other[1:]),
     )
 
 
@@ -134,6 +135,25 @@ def test_numbers_past_a_float_are_refused_naming_the_field(field, value, message
     entry = record(VALID)
     entry[field] = value
     with pytest.raises(ValueError, match=f"^s\\.{message}"):
+        sensor_from_record(entry, "s")
+
+
+@pytest.mark.parametrize(
+    ("type_id", "range_m", "message"),
+    [
+        (5, 1e300, "the distance sensor's range in metres, at most 10,000"),
+        (21, 5e-324, "the point-cloud range in metres, 0.01 to 10,000"),
+        (20, 1e308, "the point-cloud range in metres, 0.01 to 10,000"),
+    ],
+)
+def test_a_range_no_sensor_has_is_refused_as_config_json_refuses_it(
+    type_id: int, range_m: float, message: str
+) -> None:
+    """rt34: the record held what Config.json's reader now refuses (a range of 1e300 lifted
+    the bound on a distance sensor's readings; 5e-324 put a LiDAR's every point at 0 m)."""
+    entry = record(VALID)
+    entry["type_id"], entry["other_params"] = type_id, [range_m] + [0.0] * 15
+    with pytest.raises(ValueError, match=f"^s\\.other_params\\[0\\]: expected {message}"):
         sensor_from_record(entry, "s")
 
 

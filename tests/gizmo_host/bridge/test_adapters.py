@@ -195,6 +195,24 @@ def test_a_huge_lidar_scan_is_thinned_to_the_cap() -> None:
     assert len(points.points_m) <= MAX_LIDAR_POINTS and adapter.counts["lidar_thinned"] == 1
 
 
+def test_points_that_are_not_numbers_go_before_the_thinning_and_are_counted() -> None:
+    """Red team rt34: the thinning kept every tenth row before the non-finite ones went, so a
+    cloud padded with NaNs thinned its real points away. 100 real points behind 200,000 NaN
+    rows are all kept; the NaN rows are counted, and nothing is thinned."""
+    lidar = next(s for s in SENSORS if s.type_id == m.TypeId.LIDAR_BODY)
+    lidar = dataclasses.replace(lidar, type_id=int(m.TypeId.LIDAR_WORLD))
+    real = np.column_stack([np.arange(100.0), np.zeros(100), np.full(100, -5.0)])
+    xyz = np.vstack([np.full((200_000, 3), np.nan), real]).astype(np.float32)
+    cloud = PointCloud(lidar.type_id, None, 1, 1, (0.0,) * 3, (0.0,) * 3, None, xyz, xyz[:, 0])  # type: ignore[arg-type]
+    adapter = locked_adapter(1)
+    (points,) = adapter.message(cloud, 9 * MS, frame_time_s=4.0, sensor=lidar)
+    assert np.array_equal(points.points_m, real)
+    assert adapter.counts["lidar_points_invalid"] == 200_000
+    assert adapter.counts["lidar_thinned"] == 0
+    assert points.max_range_m == lidar.other_params[0]
+    assert points.sensor_position_frd_m == lidar.sensor_pos_xyz_m
+
+
 SIM = ("127.0.0.1", 40001)
 SPOOF = ("127.0.0.1", 40002)
 

@@ -194,14 +194,14 @@ def test_lidar_non_finite_points_are_a_typed_error_and_only_the_newest_scan_coun
     is refused naming the field; a scan arriving after a newer one does not replace it; a scan
     older than ``lidar_max_age_ms`` gives no range, so the ground plane does."""
     with pytest.raises(InvalidInput, match="points_m"):
-        LidarPoints(0, np.array([[1.0, 0.0, math.nan]]), PointFrame.WORLD_NED)
+        LidarPoints(0, np.array([[1.0, 0.0, math.nan]]), PointFrame.WORLD_NED, 60.0)
     with pytest.raises(InvalidInput, match="points_m"):
-        LidarPoints(0, np.zeros((4, 2)), PointFrame.WORLD_NED)
+        LidarPoints(0, np.zeros((4, 2)), PointFrame.WORLD_NED, 60.0)
     ranger = Ranger(WorldConfig())
     down = (0.0, 0.0, 1.0)
     origin = (0.0, 0.0, -20.0)
-    newer = LidarPoints(1_000_000_000, np.array([[0.0, 0.0, -8.0]] * 3), PointFrame.WORLD_NED)
-    older = LidarPoints(900_000_000, np.array([[0.0, 0.0, -15.0]] * 3), PointFrame.WORLD_NED)
+    newer = LidarPoints(1_000_000_000, np.array([[0.0, 0.0, -8.0]] * 3), PointFrame.WORLD_NED, 60.0)
+    older = LidarPoints(900_000_000, np.array([[0.0, 0.0, -15.0]] * 3), PointFrame.WORLD_NED, 60.0)
     ranger.add(newer)
     ranger.add(older)
     fix = ranger.fix(1_000_000_000, origin, down, level_pose, lambda t: None, (0.0, 0.0, 0.0))
@@ -209,6 +209,34 @@ def test_lidar_non_finite_points_are_a_typed_error_and_only_the_newest_scan_coun
     late = 1_000_000_000 + 201_000_000  # past lidar_max_age_ms (200)
     fix = ranger.fix(late, origin, down, level_pose, lambda t: None, (0.0, 0.0, 0.0))
     assert fix is not None and fix.source.value == "ground_plane" and fix.range_m == 20.0
+
+
+@pytest.mark.parametrize("frame", [PointFrame.WORLD_NED, PointFrame.BODY_FRD])
+@pytest.mark.parametrize(("below_m", "used"), [(29.9, True), (30.0, False), (5e6, False)])
+def test_lidar_points_beyond_the_sensors_range_of_it_are_refused(frame, below_m, used):
+    """Red team rt34: returns farther than the sensor reaches placed targets there. The vehicle
+    level at NED (0, 0, -20) (``level_pose``), the LiDAR 1 m ahead of the body origin with a
+    30 m range, the camera's ray straight down from the origin: points on the ray ``below_m``
+    down are sqrt(1 + below_m^2) from the sensor, within its range at 29.9 m (29.92) and not at
+    30 m (30.017). Refused points are counted; nothing else ranges the ray (no ground plane)."""
+    ranger = Ranger(WorldConfig(ground_plane=False))
+    points = np.array([[0.0, 0.0, below_m]] * 3)  # body FRD of a level vehicle at the origin
+    if frame is PointFrame.WORLD_NED:
+        points += (0.0, 0.0, -20.0)
+    ranger.add(LidarPoints(0, points, frame, 30.0, (1.0, 0.0, 0.0)))
+    down, origin, camera = (0.0, 0.0, 1.0), (0.0, 0.0, -20.0), (0.0, 0.0, 0.0)
+    fix = ranger.fix(0, origin, down, level_pose, lambda t: None, camera)
+    if used:
+        assert fix is not None and fix.source.value == "lidar"
+        assert fix.range_m == pytest.approx(below_m)
+        assert ranger.lidar_beyond_range == 0
+    else:
+        assert fix is None and ranger.lidar_beyond_range == 3
+    # The sensor of a world-frame scan is placed by the pose at the scan's time: without one,
+    # its range cannot be checked and the scan ranges nothing.
+    ranger = Ranger(WorldConfig(ground_plane=False))
+    ranger.add(LidarPoints(0, np.array([[0.0, 0.0, 9.9]] * 3), PointFrame.WORLD_NED, 30.0))
+    assert ranger.fix(0, origin, down, lambda t: None, lambda t: None, camera) is None
 
 
 def test_lidar_cloud_of_a_million_points_ranges_the_ray():
@@ -220,7 +248,7 @@ def test_lidar_cloud_of_a_million_points_ranges_the_ray():
     points[:, 2] = -20.0 - np.abs(points[:, 2])  # clutter above the vehicle, off the ray
     points[:50] = (0.0, 0.0, 0.0)
     ranger = Ranger(WorldConfig())
-    ranger.add(LidarPoints(0, points, PointFrame.WORLD_NED))
+    ranger.add(LidarPoints(0, points, PointFrame.WORLD_NED, 200.0))
     fix = ranger.fix(0, (0.0, 0.0, -20.0), (0.0, 0.0, 1.0), level_pose, lambda t: None, (0, 0, 0))
     assert fix is not None and fix.source.value == "lidar"
     assert fix.range_m == pytest.approx(20.0, abs=0.5)

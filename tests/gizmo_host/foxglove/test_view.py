@@ -360,8 +360,8 @@ def test_the_lidar_points_are_the_ones_the_model_took_in_their_frame() -> None:
     sink = Collect()
     renderer = FoxgloveRenderer(sink)
     points = np.array([[1.0, 2.0, 3.0], [-4.5, 0.25, 10.0]])
-    renderer.fusion_input(LidarPoints(42, points, PointFrame.BODY_FRD))
-    renderer.fusion_input(LidarPoints(43, points, PointFrame.WORLD_NED))
+    renderer.fusion_input(LidarPoints(42, points, PointFrame.BODY_FRD, 60.0))
+    renderer.fusion_input(LidarPoints(43, points, PointFrame.WORLD_NED, 60.0))
     renderer.fusion_input(up(44))  # not a cloud: nothing
     frames = []
     for topic, message, log_ns in sink.out:
