@@ -196,6 +196,7 @@ class Intake:
         out["rejected_extrapolation"] = self._placer.rejected_extrapolation
         out["range_below_ground"] = self._placer.ranger.below_ground
         out["lidar_beyond_range"] = self._placer.ranger.lidar_beyond_range
+        out["lidar_unplaced"] = self._placer.ranger.lidar_unplaced
         out["pending"] = len(self._pending)
         out["targets"] = len(self._targets)
         out["targets_evicted"] = self._targets.evicted

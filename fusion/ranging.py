@@ -143,12 +143,15 @@ class Ranger:
         self._laser_epochs: dict[int, int] = {}  # sensor -> its clock epoch
         self._gimbal_lasers: deque[GimbalLaserRange] = deque(maxlen=max_readings)
         self._lidar: LidarPoints | None = None
-        # ``_lidar``'s points within the sensor's range of it: worked out at its first use
-        # (a world-frame scan needs the vehicle's pose at its time to place the sensor).
-        self._lidar_in_range: npt.NDArray[np.float64] | None = None
+        # ``_lidar``'s points within the sensor's range of it, and where the sensor was then
+        # (in the points' frame): a world-frame scan's sensor is placed by the vehicle's pose
+        # at the scan's time, looked up at each use, as a new pose epoch may move it.
+        self._lidar_in_range: tuple[Vec3, npt.NDArray[np.float64]] | None = None
+        self._lidar_unplaced: LidarPoints | None = None  # the last scan counted unplaced
         self.changes = 0  # readings added: a placement's cache key
         self.below_ground = 0  # sensor ranges refused: beyond the ground plane
         self.lidar_beyond_range = 0  # LiDAR points refused: farther than the sensor's range
+        self.lidar_unplaced = 0  # world-frame scans with no pose at their time: unused
 
     @property
     def lasers(self) -> tuple[LaserRange, ...]:
@@ -293,42 +296,47 @@ class Ranger:
         scan = self._lidar
         if scan is None or abs(scan.host_ns - capture_ns) > self._lidar_max_age_ns:
             return None
-        points = self._lidar_in_range
+        pose = pose_at(scan.host_ns)
+        if pose is None:  # the sensor cannot be placed: its range cannot be checked
+            if self._lidar_unplaced is not scan:
+                self._lidar_unplaced = scan
+                self.lidar_unplaced += 1
+            return None
         if scan.frame is PointFrame.BODY_FRD:
-            pose = pose_at(scan.host_ns)
-            if pose is None:
-                return None
             q = pose.quaternion_wxyz
             inverse = (q[0], -q[1], -q[2], -q[3])
             p = pose.position_ned_m
             origin = quat_rotate(inverse, (origin[0] - p[0], origin[1] - p[1], origin[2] - p[2]))
             ray = quat_rotate(inverse, ray)
-            if points is None:  # the sensor sits at its mount in body FRD
-                points = self._within_range(scan, scan.sensor_position_frd_m)
-        elif points is None:
-            pose = pose_at(scan.host_ns)
-            if pose is None:  # the sensor cannot be placed: its range cannot be checked
-                return None
+            sensor_at = scan.sensor_position_frd_m  # at its mount, in body FRD
+        else:
             mount = quat_rotate(pose.quaternion_wxyz, scan.sensor_position_frd_m)
-            points = self._within_range(scan, _offset(pose.position_ned_m, mount))
+            sensor_at = _offset(pose.position_ned_m, mount)
+        points = self._within_range(scan, sensor_at)
         return cone_median_range(
             origin, ray, points, self._cone_half, self._config.lidar_min_points
         )
 
     def _within_range(self, scan: LidarPoints, sensor_at: Vec3) -> npt.NDArray[np.float64]:
         """``scan``'s points no farther from the sensor (at ``sensor_at``, in the points'
-        frame) than its range, kept for the scan's next use; the others are counted. No
-        return comes from beyond a sensor's range: red team rt34 placed LiDAR points 300 m to
-        5,000 km along a target's ray, with a 60 m sensor, and the targets PROCEEDed there."""
+        frame) than its range; the others are counted, once a scan. Kept for the scan's next
+        use from the same place (red team rt35: a filter kept across a new pose epoch let a
+        return 90 m from a 60 m sensor range). No return comes from beyond a sensor's range:
+        red team rt34 placed LiDAR points 300 m to 5,000 km along a target's ray, with a 60 m
+        sensor, and the targets PROCEEDed there."""
+        held = self._lidar_in_range
+        if held is not None and held[0] == sensor_at:
+            return held[1]
         points = scan.points_m
         offsets = points - np.asarray(sensor_at)
         limit = scan.max_range_m * _RANGE_QUANTUM
         inside = np.einsum("ij,ij->i", offsets, offsets) <= limit * limit
         beyond = points.shape[0] - int(np.count_nonzero(inside))
         if beyond:
-            self.lidar_beyond_range += beyond
+            if held is None:  # the scan's first filter
+                self.lidar_beyond_range += beyond
             points = points[inside]
-        self._lidar_in_range = points
+        self._lidar_in_range = (sensor_at, points)
         return points
 
 

@@ -2,7 +2,8 @@
 
 docs/protocol-decisions.md, point clouds: ``len == prefix + point_count * bytes_per_point`` is
 checked for every known layout before ``point_count`` is used for anything. int16 coordinates are
-scaled to metres by ``otherParams[0] / 32767``; float32 ones are metres already.
+scaled to metres by ``otherParams[0] / 32767``, one at the int16 limit (clipped) is not a number;
+float32 ones are metres already.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ POINT_CLOUD_TYPES = frozenset(
     }
 )
 INT16_FULL_SCALE = 32767.0
+_INT16_MAX = 32767  # and -32767, -32768: a clipped coordinate
 
 
 _PREFIX_36 = wire.POINT_CLOUD_PREFIX_36  # copter_id, axis_type, pose, point_count (VSP 2.3)
@@ -203,6 +205,13 @@ def decode_point_cloud(
             np.copyto(block, points, casting="unsafe")
         block *= np.float32(scale_m / INT16_FULL_SCALE)
         xyz = block[:, :3]
+        # A coordinate at the int16 limit was clipped by the sender: a world-frame point past
+        # +-range on an axis, however near the sensor (red team rt35: the stand-in's own scan
+        # of a wall 45 m ahead, the vehicle 30 m from the origin, ranged 31 m). Its value is
+        # unknown: it decodes as not a number.
+        clipped = (points[:, :3] >= _INT16_MAX) | (points[:, :3] <= -_INT16_MAX)
+        if clipped.any():
+            xyz[clipped] = np.nan
     else:
         xyz = points[:, :3]  # already metres: a read-only view, no copy
     # The stencil is a class value as sent (never scaled): a zero-copy view when present.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import struct
 
 import numpy as np
@@ -443,7 +444,7 @@ def test_point_cloud_prefix36_int16_four_channels() -> None:
     put(buf, 8, "3f", 1.0, 2.0, -3.0)
     put(buf, 20, "3f", 0.0, 0.1, 1.5)
     put(buf, 32, "i", 2)
-    put(buf, 36, "4h", 32767, -32767, 0, 7)
+    put(buf, 36, "4h", 32766, -32766, 0, 7)
     put(buf, 44, "4h", 16384, 0, -16384, 255)
     cloud = rfly_link.decode_sensor(20, bytes(buf), scale_m=60.0)
     assert isinstance(cloud, sensors.PointCloud)
@@ -451,9 +452,25 @@ def test_point_cloud_prefix36_int16_four_channels() -> None:
     assert cloud.copter_id == 3 and cloud.axis_type == 1
     assert cloud.position_m == (1.0, 2.0, -3.0)
     assert cloud.xyz_m.dtype == np.float32 and cloud.xyz_m.shape == (2, 3)
-    np.testing.assert_allclose(cloud.xyz_m[0], [60.0, -60.0, 0.0], rtol=1e-6)
+    np.testing.assert_allclose(cloud.xyz_m[0], [32766 * 60 / 32767, -32766 * 60 / 32767, 0.0])
     np.testing.assert_allclose(cloud.xyz_m[1], [16384 * 60 / 32767, 0, -16384 * 60 / 32767])
     assert cloud.stencil.tolist() == [7.0, 255.0]  # class values are not scaled
+
+
+def test_an_int16_coordinate_at_its_limit_was_clipped_and_is_not_a_number() -> None:
+    """A sender saturates an int16 coordinate past +-range (red team rt35: a world-frame
+    point past N = 60 m came back at 60 m): its value is unknown. The others scale."""
+    buf = bytearray(36 + 3 * 8)
+    put(buf, 32, "i", 3)
+    put(buf, 36, "4h", 32767, 1, 2, 0)
+    put(buf, 44, "4h", 3, -32767, 4, 0)
+    put(buf, 52, "4h", 5, 6, -32768, 9)
+    cloud = rfly_link.decode_sensor(21, bytes(buf), scale_m=32767.0)  # 1 m a step
+    got = cloud.xyz_m.tolist()
+    assert math.isnan(got[0][0]) and got[0][1:] == [1.0, 2.0]
+    assert got[1][0] == 3.0 and math.isnan(got[1][1]) and got[1][2] == 4.0
+    assert got[2][:2] == [5.0, 6.0] and math.isnan(got[2][2])
+    assert cloud.stencil.tolist() == [0.0, 0.0, 9.0]
 
 
 def test_point_cloud_three_channels_and_old_prefix() -> None:

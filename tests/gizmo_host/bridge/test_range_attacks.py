@@ -14,6 +14,7 @@ attacks and the grazing ground-plane rays go to ``fusion`` directly.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import time
 
@@ -24,6 +25,14 @@ from fusion import InvalidInput, LidarPoints
 from fusion.config import WorldConfig
 from fusion.inputs import PointFrame
 from fusion.ranging import Ranger, ground_plane_range
+from fusion.simclock import SimClockEstimator
+from fusion.timeline import PoseAt
+from gizmo_host.bridge.rfly_adapter import RflyAdapter
+from gizmo_host.rigs.rflysim.bodies import Body, Placed
+from gizmo_host.rigs.rflysim.builders import lidar_payload
+from gizmo_host.rigs.rflysim.kinematics import SimVehicleState
+from rfly_link.config_json import parse_config
+from rfly_link.sensors import decode_sensor
 from tests.support.range_attacks import (
     GIMBAL_SEQ,
     Make,
@@ -47,6 +56,8 @@ from tests.support.world_attacks import (
     run_world,
     selected,
 )
+
+MS = 1_000_000
 
 
 @pytest.mark.subprocess
@@ -237,6 +248,74 @@ def test_lidar_points_beyond_the_sensors_range_of_it_are_refused(frame, below_m,
     ranger = Ranger(WorldConfig(ground_plane=False))
     ranger.add(LidarPoints(0, np.array([[0.0, 0.0, 9.9]] * 3), PointFrame.WORLD_NED, 30.0))
     assert ranger.fix(0, origin, down, lambda t: None, lambda t: None, camera) is None
+
+
+def test_a_world_scans_filter_follows_the_pose_at_its_time():
+    """Red team rt35: the in-range filter of a world-frame scan was kept from its first use;
+    a pose epoch that then moved the vehicle 50 m (a respawn) left returns 90 m from a 60 m
+    sensor in use. The vehicle level at NED (0, 0, -20), looking north along the ray; the
+    scan holds returns 20 m north of (0, 0, -20) and 70 m north of it. Placed at (0, 0, -20)
+    only the 20 m ones are in range; placed at (-50, 0, -20) (the new epoch's pose at the
+    scan's time) only the 70 m ones are, 120 m ahead of it: beyond, refused."""
+    near = [(20.0, dy, -20.0) for dy in (-0.1, 0.0, 0.1)]
+    far = [(70.0, dy, -20.0) for dy in (-0.1, 0.0, 0.1)]
+    ranger = Ranger(WorldConfig(ground_plane=False))
+    ranger.add(LidarPoints(0, np.array(near + far), PointFrame.WORLD_NED, 60.0))
+    north, camera = (1.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+    fix = ranger.fix(0, (0.0, 0.0, -20.0), north, level_pose, lambda t: None, camera)
+    assert fix is not None and fix.range_m == pytest.approx(20.0, abs=0.01)
+    assert ranger.lidar_beyond_range == 3  # the 70 m ones, counted once
+
+    def moved(t_ns: int) -> PoseAt:
+        return PoseAt(t_ns, (-50.0, 0.0, -20.0), (1.0, 0.0, 0.0, 0.0), None, 1)
+
+    fix = ranger.fix(0, (-50.0, 0.0, -20.0), north, moved, lambda t: None, camera)
+    assert fix is None  # the near ones are 70 m from the sensor now, the far ones 120 m
+    # A world scan with no pose at its time ranges nothing, and says so once a scan.
+    for _ in range(3):
+        assert (
+            ranger.fix(0, (0.0, 0.0, -20.0), north, lambda t: None, lambda t: None, camera) is None
+        )
+    assert ranger.lidar_unplaced == 1
+
+
+def test_the_stand_ins_clipped_world_scan_never_ranges_short():
+    """Red team rt35: a world-frame int16 scan saturates each coordinate at +-range (the
+    stand-in's own sender clips there, as RflySim's int16 must). The vehicle at N = 30 m, 10 m
+    up, a 60 m LiDAR, a wall 45 m ahead: returns past N = 60 came back at N = 60 and ranged a
+    ray 14.5 deg down at 31 m, where it meets the ground at 39.9 m (truth here: 10 m up over
+    sin 14.5 deg). Clipped coordinates are no returns now: the ray gets the ground's range."""
+    entry = {
+        "SeqID": 5, "TypeID": 21, "TargetCopter": 1, "TargetMountType": 0, "DataWidth": 361,
+        "DataHeight": 4, "DataCheckFreq": 10, "SendProtocol": [1, 127, 0, 0, 1, 10004, 0, 1],
+        "CameraFOV": 90.0, "SensorPosXYZ": [0, 0, 0], "EularOrQuat": 0,
+        "SensorAngEular": [0, 0, 0], "SensorAngQuat": [0, 0, 0, 0],
+        "otherParams": [60.0] + [0] * 15,
+    }  # fmt: skip
+    sensor = parse_config(json.dumps({"VisionSensors": [entry]})).sensors[0]
+    ego_n = 30.0
+    ego = SimVehicleState(
+        (ego_n, 0.0, -10.0), (0.0,) * 3, (0.0,) * 3, (1.0, 0.0, 0.0, 0.0), (0.0,) * 3,
+        (0.0,) * 3, (0.0, 0.0, -9.81),
+    )  # fmt: skip
+    wall = Placed(Body(7, (2.0, 40.0, 40.0)), (ego_n + 45.0, 0.0, -10.0), (1.0, 0.0, 0.0, 0.0))
+    cloud = decode_sensor(21, lidar_payload(sensor, ego, [wall], 0.0), sensor.decode_params())
+    assert np.isnan(cloud.xyz_m).any()  # the scan holds clipped returns
+    adapter = RflyAdapter(1, estimator=lambda: SimClockEstimator(lock_ms=0.0))
+    (points,) = adapter.message(cloud, 9 * MS, frame_time_s=4.0, sensor=sensor)
+    assert adapter.counts["lidar_points_invalid"] > 0
+    down = math.radians(14.5)
+    ray = (math.cos(down), 0.0, math.sin(down))
+    truth_m = 10.0 / math.sin(down)
+    assert ego_n + ray[0] * truth_m < ego_n + 44.0  # the ray meets the ground before the wall
+    ranger = Ranger(WorldConfig(ground_plane=True))
+    ranger.add(points)
+
+    def pose(t_ns: int) -> PoseAt:
+        return PoseAt(t_ns, (ego_n, 0.0, -10.0), (1.0, 0.0, 0.0, 0.0), None, 0)
+
+    fix = ranger.fix(points.host_ns, (ego_n, 0.0, -10.0), ray, pose, lambda t: None, (0, 0, 0))
+    assert fix is not None and fix.range_m == pytest.approx(truth_m, abs=2.0), fix
 
 
 def test_lidar_cloud_of_a_million_points_ranges_the_ray():
