@@ -11,14 +11,15 @@ from typing import Any, Final
 
 from gizmo_core import HoldReason
 
-from .inputs import (
-    _BOX_CENTRE,
-    _BOX_SIZE,
-    MAX_CAPTURE_AFTER_RX_NS,
-    VisionObservation,
-    _capture_after_rx,
-    _check_box,
-)
+from . import inputs
+from .inputs import VisionObservation, _capture_after_rx, _check_box
+
+# The bounds as this module's finals: compiled, a final is a C static, where an imported name
+# is a dictionary lookup at each use (seven of them a frame).
+_BOX_CENTRE: Final = inputs._BOX_CENTRE
+_BOX_SIZE: Final = inputs._BOX_SIZE
+MAX_CAPTURE_AFTER_RX_NS: Final = inputs.MAX_CAPTURE_AFTER_RX_NS
+_VISION_OBSERVATION: Final = VisionObservation
 
 
 def _slot_setters() -> tuple[Any, ...]:
@@ -59,7 +60,7 @@ def vision_observation(
     caller keeps it (``"source:type:id"``; one string per target, not one per frame). The
     box's fields may be floats (a NaN among them): compiled, an ``int`` parameter would refuse
     them with a ``TypeError`` where the constructor gives its own ``InvalidInput``."""
-    obs: VisionObservation = object.__new__(VisionObservation)
+    obs: VisionObservation = object.__new__(_VISION_OBSERVATION)
     (s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15, s16, s17, s_key) = (
         _SETTERS
     )

@@ -24,6 +24,11 @@ from .targets import Geometry, Placement, RayFrame
 from .timeline import PoseAt, PoseHistory, PoseMotion, Where
 
 _new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+# The classes it builds each frame, as finals: compiled, a final is a C static, where a
+# module-level name is a dictionary lookup at each use.
+_PLACEMENT: Final = Placement
+_RAY_FRAME: Final = RayFrame
+_GEOMETRY: Final = Geometry
 _INSIDE: Final = Where.INSIDE  # a module constant: an enum member's lookup costs 60 ns a time
 _AT_ORIGIN: Final[Vec3] = (0.0, 0.0, 0.0)
 
@@ -112,7 +117,7 @@ class Placer:
                     self.extrapolated += 1
                 else:
                     self.rejected_extrapolation += 1
-            return _new_tuple(Placement, (obs, arrival, geometry, reason))
+            return _new_tuple(_PLACEMENT, (obs, arrival, geometry, reason))
         extrapolated, rejected = self.extrapolated, self.rejected_extrapolation
         placement = self._place(obs, arrival, waited=waited, required=required, empty=empty)
         if placement is not None:
@@ -164,7 +169,7 @@ class Placer:
             reason = HoldReason.POSE_GAP
         motion = history.motion(t, imu_rate) if pose is not None and self._rates else None
         geometry, camera_reason = self.geometry(obs, pose, motion)
-        return _new_tuple(Placement, (obs, arrival, geometry, reason or camera_reason))
+        return _new_tuple(_PLACEMENT, (obs, arrival, geometry, reason or camera_reason))
 
     def geometry(
         self, obs: VisionObservation, pose: PoseAt | None, motion: PoseMotion | None = None
@@ -217,10 +222,10 @@ class Placer:
                 velocity = (v[0] + lever[0], v[1] + lever[1], v[2] + lever[2])
         # Built without the NamedTuples' Python-level __new__: once per capture time.
         frame = _new_tuple(
-            RayFrame, (origin, camera_ned, fx or camera.fx_px, fy or camera.fy_px, velocity, rate)
+            _RAY_FRAME, (origin, camera_ned, fx or camera.fx_px, fy or camera.fy_px, velocity, rate)
         )
         geometry = _new_tuple(
-            Geometry, (bearing, size, ray, azimuth, elevation, position, r, fix.source, frame)
+            _GEOMETRY, (bearing, size, ray, azimuth, elevation, position, r, fix.source, frame)
         )
         return geometry, None
 

@@ -87,6 +87,11 @@ class PoseAt(NamedTuple):
     extrapolated_ns: int  # how far past the newest pose (0 when interpolated)
 
 
+# PoseAt as a final: compiled, a final is a C static, where a module-level name is a
+# dictionary lookup at each use (one a pose lookup).
+_POSE_AT: Final = PoseAt
+
+
 class PoseMotion(NamedTuple):
     """How fast the pose changes about a time: what an error in that time costs."""
 
@@ -251,7 +256,7 @@ class PoseHistory:
         f = (t_ns - t0) / (t1 - t0)
         v0, v1 = p0.velocity_ned_m_s, p1.velocity_ned_m_s
         return _new_tuple(
-            PoseAt,
+            _POSE_AT,
             (
                 t_ns,
                 lerp(p0.position_ned_m, p1.position_ned_m, f),

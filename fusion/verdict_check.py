@@ -14,7 +14,6 @@ is the base of :class:`fusion.WorldModel`: the check's calls stay plain method c
 from __future__ import annotations
 
 from collections.abc import Mapping
-from operator import is_
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
@@ -31,7 +30,9 @@ from .verdicts import LINK_REASONS, Conditions, global_reasons, ordered
 _UNWORKED: Final = -(2**63)  # ``_Memo.valid_before_ns`` not worked out yet
 _DECISIONS: Final = (Decision.HOLD, Decision.PROCEED)
 _NO_TRACKS: Final[Mapping[str, int]] = MappingProxyType({})  # ``_Memo.fused`` without tracking
-_CONVERGING, _RESYNC, _JUMPED = ClockStatus.CONVERGING, ClockStatus.RESYNC, ClockStatus.JUMPED
+_CONVERGING: Final = ClockStatus.CONVERGING
+_RESYNC: Final = ClockStatus.RESYNC
+_JUMPED: Final = ClockStatus.JUMPED
 _UP: Final = LinkState.UP
 _link_reason: Final = dict(LINK_REASONS).get  # a dict's own lookup: faster than a mapping proxy's
 
@@ -66,6 +67,9 @@ class _Memo(NamedTuple):
     deadline_ns: int | None  # the next deadline but the pose's
 
 
+_MEMO: Final = _Memo  # compiled, a final is a C static: no dictionary lookup at each use
+
+
 def _first_after(times: list[int], after_ns: int) -> int | None:
     """The earliest of ``times`` later than ``after_ns`` (``None``: none is); a loop, as
     the lists are short (a comprehension and ``min`` cost four times as much)."""
@@ -77,10 +81,12 @@ def _first_after(times: list[int], after_ns: int) -> int | None:
 
 
 def _same_items(now: list[Any] | None, then: list[Any] | None) -> bool:
-    """The very same values, item for item (``is``: a track's filter state has no ``==``)."""
+    """The very same values, item for item (``is``: a track's filter state has no ``==``).
+    Compiled, ``all`` of a generator is a loop; ``all(map(is_, ...))`` was 2 % of a saturated
+    line's world replay (the builtins looked up by name, ``is_`` called through Python)."""
     if now is None or then is None:
         return now is then
-    return len(now) == len(then) and all(map(is_, now, then))
+    return len(now) == len(then) and all(now[i] is then[i] for i in range(len(now)))
 
 
 class VerdictCheck(Intake):
@@ -201,7 +207,7 @@ class VerdictCheck(Intake):
         times = self._deadline_times(now_ns, tracks)
         deadline = _first_after(times, clock)
         memo = self._memo = _new_tuple(
-            _Memo,
+            _MEMO,
             (
                 self._changes, now_ns, conditions, nothing_version, tracks, fused, alone,
                 entries, judged_until, times, _UNWORKED, key, until_ns, deadline,

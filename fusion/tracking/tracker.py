@@ -62,6 +62,9 @@ _MAX_REPLAY_DETECTIONS: Final = 128
 # 10 ms); more are counted ``crowded``
 _MAX_DETECTIONS: Final = 16
 _new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+# The classes it builds each frame, as finals: compiled, a final is a C static, where a
+# module-level name is a dictionary lookup at each use.
+_DETECTION: Final = Detection
 
 
 class Estimate(NamedTuple):
@@ -193,7 +196,7 @@ class Tracker:
         toward = None
         if spread2 > _NEAR_SPREAD2 * g.range_m * g.range_m:
             toward = partial(covariance_toward, g.frame, ground, self._scale, self._noise)
-        return _new_tuple(Detection, (placement, np.array(z), r, gate, z, r_f, box, toward))
+        return _new_tuple(_DETECTION, (placement, np.array(z), r, gate, z, r_f, box, toward))
 
     # -- inputs ----------------------------------------------------------------------------
 

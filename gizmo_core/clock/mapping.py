@@ -50,20 +50,19 @@ from gizmo_core.clock.status import ClockCounts, ClockEvent, ClockReading, Clock
 
 _INF: Final = math.inf
 _new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
-_CONVERGING, _RESYNC, _LOCKED, _JUMPED, _OUTLIER = (
-    ClockStatus.CONVERGING,
-    ClockStatus.RESYNC,
-    ClockStatus.LOCKED,
-    ClockStatus.JUMPED,
-    ClockStatus.OUTLIER,
-)
+# The classes it builds each frame, as finals: compiled, a final is a C static, where a
+# module-level name is a dictionary lookup at each use.
+_CLOCK_READING: Final = ClockReading
+_CONVERGING: Final = ClockStatus.CONVERGING
+_RESYNC: Final = ClockStatus.RESYNC
+_LOCKED: Final = ClockStatus.LOCKED
+_JUMPED: Final = ClockStatus.JUMPED
+_OUTLIER: Final = ClockStatus.OUTLIER
 _HOLD: Final = LatePolicy.HOLD
-_PHASE_ERROR, _CLOCK_JUMP, _NEW_EPOCH, _ON_TIME = (
-    ClockEvent.PHASE_ERROR,
-    ClockEvent.CLOCK_JUMP,
-    ClockEvent.NEW_EPOCH,
-    ClockEvent.ON_TIME,
-)
+_PHASE_ERROR: Final = ClockEvent.PHASE_ERROR
+_CLOCK_JUMP: Final = ClockEvent.CLOCK_JUMP
+_NEW_EPOCH: Final = ClockEvent.NEW_EPOCH
+_ON_TIME: Final = ClockEvent.ON_TIME
 
 
 class EpochClock(PublishedLine):
@@ -252,7 +251,7 @@ class EpochClock(PublishedLine):
         own = float(host_ns - remote_ns)
         line = map_offset + skew * (x - map_x) + origin_host - origin_remote
         return _new_tuple(
-            ClockReading, (line if line < own else own, self.epoch, status, event, 0.0)
+            _CLOCK_READING, (line if line < own else own, self.epoch, status, event, 0.0)
         )
 
     # -- the cases -------------------------------------------------------------------------
@@ -443,4 +442,4 @@ class EpochClock(PublishedLine):
                 - self._origin_remote
             )
             own = min(own, published)
-        return _new_tuple(ClockReading, (own, self.epoch, status, event, jump_ns))
+        return _new_tuple(_CLOCK_READING, (own, self.epoch, status, event, jump_ns))

@@ -31,12 +31,14 @@ from gizmo_host.wire.protocol import ResultFlags
 from gizmo_host.wire.result_checks import is_target
 from gizmo_host.wire.results import interpret
 
-_LOCKED, _CONVERGING = ClockStatus.LOCKED, ClockStatus.CONVERGING
-_SEQUENCE_CONFLICT, _INVALID_RESULT = HoldReason.SEQUENCE_CONFLICT, HoldReason.INVALID_RESULT
+_LOCKED: Final = ClockStatus.LOCKED
+_CONVERGING: Final = ClockStatus.CONVERGING
+_SEQUENCE_CONFLICT: Final = HoldReason.SEQUENCE_CONFLICT
+_INVALID_RESULT: Final = HoldReason.INVALID_RESULT
 _RESET: Final = SequenceEvent.RESET
 _TRACKED: Final = int(ResultFlags.TRACKED)
 _LOST: Final = int(ResultFlags.LOST)
-_TRACKED_OR_LOST = _TRACKED | _LOST
+_TRACKED_OR_LOST: Final = _TRACKED | _LOST
 _MAX_LABELS: Final = 1024  # label cache entries: (source_id, result_type, id) seen
 
 

@@ -27,7 +27,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, Final
 
 from fusion import (
     Input,
@@ -53,8 +53,8 @@ from rfly_link.io import Event, ReceiverGroup, UdpReceiver
 
 LOGGER = logging.getLogger(__name__)
 SnapshotListener = Callable[[WorldSnapshot], None]
-_RESET = SequenceEvent.RESET
-_VERDICT_INPUTS = frozenset(
+_RESET: Final = SequenceEvent.RESET
+_VERDICT_INPUTS: Final = frozenset(
     {VisionObservation, LinkStatus, PoseSample, SourceConflict, PoseLinkStatus}
 )
 

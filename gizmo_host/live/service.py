@@ -29,7 +29,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from gizmo_core import LinkState, Selector
 from gizmo_host.live import lifecycle
@@ -50,8 +50,8 @@ Message = ReceivedResult | LinkEvent | LinkVerdict
 Listener = Callable[[Message], None]
 BatchListener = Callable[[list[Message]], None]  # a chunk's messages, in order
 _CLOSED: Any = object()
-_STALE_MARGIN_NS = 1_000_000
-_UP = LinkState.UP
+_STALE_MARGIN_NS: Final = 1_000_000
+_UP: Final = LinkState.UP
 
 
 class GizmoService:

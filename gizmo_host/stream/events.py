@@ -213,11 +213,9 @@ _BOX_RESULT_LINES: Final = {
     for key, interpretation in BOX_INTERPRETATION_JSON.items()
 }
 # The flag bits as plain ints (an IntFlag operation costs a call on the per-frame path).
-_TRACKED, _LOST, _RELATIVE = (
-    int(ResultFlags.TRACKED),
-    int(ResultFlags.LOST),
-    int(ResultFlags.RELATIVE),
-)
+_TRACKED: Final = int(ResultFlags.TRACKED)
+_LOST: Final = int(ResultFlags.LOST)
+_RELATIVE: Final = int(ResultFlags.RELATIVE)
 _FLAG_BITS: Final = _TRACKED | _LOST | _RELATIVE
 _JSON_BOOL: Final = ("false", "true")
 # The three decoded flags for each combination of the bits, as one piece of the line.
@@ -233,6 +231,10 @@ _ASCII: Final = {
     member.value: member.value.encode() for enum in (ClockStatus, SequenceEvent) for member in enum
 }
 # The fields ``_result_line`` reads from a result, by place (its values are untyped there).
-_TYPE, _ID, _FLAGS, _X, _Y, _W, _H = (
-    VisionResult._fields.index(name) for name in ("result_type", "id", "flags", "x", "y", "w", "h")
-)
+_TYPE: Final = VisionResult._fields.index("result_type")
+_ID: Final = VisionResult._fields.index("id")
+_FLAGS: Final = VisionResult._fields.index("flags")
+_X: Final = VisionResult._fields.index("x")
+_Y: Final = VisionResult._fields.index("y")
+_W: Final = VisionResult._fields.index("w")
+_H: Final = VisionResult._fields.index("h")

@@ -34,11 +34,18 @@ from gizmo_host.stream.store import (
 from gizmo_host.stream.tracker import DEFAULT_MAX_SKEW_PPM, SequenceEvent, SequenceTracker
 from gizmo_host.wire.protocol import VisionResult
 
-_IN_ORDER, _GAP, _LATE = SequenceEvent.IN_ORDER, SequenceEvent.GAP, SequenceEvent.LATE
-_DUPLICATE, _RESET, _LOCKED = SequenceEvent.DUPLICATE, SequenceEvent.RESET, ClockStatus.LOCKED
-_CLOCK_RESET, _CLOCK_EPOCH = ClockEvent.DEVICE_RESET, ClockEvent.NEW_EPOCH
+_IN_ORDER: Final = SequenceEvent.IN_ORDER
+_GAP: Final = SequenceEvent.GAP
+_LATE: Final = SequenceEvent.LATE
+_DUPLICATE: Final = SequenceEvent.DUPLICATE
+_RESET: Final = SequenceEvent.RESET
+_LOCKED: Final = ClockStatus.LOCKED
+_CLOCK_RESET: Final = ClockEvent.DEVICE_RESET
+_CLOCK_EPOCH: Final = ClockEvent.NEW_EPOCH
+_RECEIVED_RESULT: Final = ReceivedResult
 _PROCEED: Final = Decision.PROCEED
-_UP, _DOWN = LinkState.UP, LinkState.DOWN
+_UP: Final = LinkState.UP
+_DOWN: Final = LinkState.DOWN
 _new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
 
 
@@ -116,7 +123,7 @@ class FramePipeline:
                 result_type, ttl_default_ns
             )
             received = _new_tuple(
-                ReceivedResult,
+                _RECEIVED_RESULT,
                 (
                     result,
                     rx_ns,

@@ -25,10 +25,8 @@ DEFAULT_TTL_MS: Final = 250.0
 DEFAULT_RESET_HOLD_MS: Final = 0.0  # see the [store] reset_hold_ms row: a camera's warm-up
 DEFAULT_MAX_ENTRIES: Final = 1024
 _LOCKED: Final = ClockStatus.LOCKED
-_TRACKED, _TRACKED_OR_LOST = (
-    ResultFlags.TRACKED.value,
-    (ResultFlags.TRACKED | ResultFlags.LOST).value,
-)
+_TRACKED: Final = ResultFlags.TRACKED.value
+_TRACKED_OR_LOST: Final = (ResultFlags.TRACKED | ResultFlags.LOST).value
 _TYPE_NONE: Final = int(ResultType.NONE)
 
 

@@ -68,7 +68,8 @@ class SequenceEvent(Enum):
     DISCONTINUITY = "discontinuity"  # sequence fell back, the device clock did not
 
 
-_IN_ORDER, _GAP = SequenceEvent.IN_ORDER, SequenceEvent.GAP
+_IN_ORDER: Final = SequenceEvent.IN_ORDER
+_GAP: Final = SequenceEvent.GAP
 _HALF_SEQUENCE: Final = SEQUENCE_MODULUS // 2
 
 

@@ -27,23 +27,27 @@ from itertools import compress, count, islice, repeat
 from operator import ne
 from typing import Final, NamedTuple
 
-from gizmo_host.wire.protocol import (
-    BODY,
-    CRC_END,
-    CRC_INIT,
-    CRC_START,
-    FIELDS,
-    FRAME_LEN,
-    MSG_TYPE_VISION_RESULT,
-    PAYLOAD_LEN,
-    SYNC,
-    VERSION,
-    VisionResult,
-)
+from gizmo_host.wire import protocol
+from gizmo_host.wire.protocol import FIELDS, VisionResult
+
+# Finals here: compiled, a C static each, where an imported name is a dictionary lookup.
+BODY: Final = protocol.BODY
+CRC_END: Final = protocol.CRC_END
+CRC_INIT: Final = protocol.CRC_INIT
+CRC_START: Final = protocol.CRC_START
+FRAME_LEN: Final = protocol.FRAME_LEN
+MSG_TYPE_VISION_RESULT: Final = protocol.MSG_TYPE_VISION_RESULT
+PAYLOAD_LEN: Final = protocol.PAYLOAD_LEN
+SYNC: Final = protocol.SYNC
+VERSION: Final = protocol.VERSION
+_VISION_RESULT: Final = VisionResult
+_crc_hqx: Final = binascii.crc_hqx
 
 _SYNC_FIRST: Final = SYNC[0]
 # Positions inside the values unpacked from BODY (which starts at byte CRC_START).
-_VERSION_AT, _TYPE_AT, _LEN_AT = 0, 1, 4
+_VERSION_AT: Final = 0
+_TYPE_AT: Final = 1
+_LEN_AT: Final = 4
 # A whole frame's values, sync and CRC skipped: what ``iter_unpack`` gives for a run of frames.
 _FRAME_VALUES: Final = struct.Struct("<2x" + BODY.format.lstrip("<") + "2x")
 assert _FRAME_VALUES.size == FRAME_LEN
@@ -128,16 +132,16 @@ class StreamParser:
                 values[_VERSION_AT] == VERSION
                 and values[_TYPE_AT] == MSG_TYPE_VISION_RESULT
                 and values[_LEN_AT] == PAYLOAD_LEN
-                and binascii.crc_hqx(buf[CRC_START:CRC_END], CRC_INIT)
+                and _crc_hqx(buf[CRC_START:CRC_END], CRC_INIT)
                 == buf[CRC_END] | buf[CRC_END + 1] << 8
             ):
                 self._pending = b""
                 self.buffered = 0
                 self._frames_ok += 1
-                return [tuple.__new__(VisionResult, values)]
+                return [tuple.__new__(_VISION_RESULT, values)]
         last_start = end - FRAME_LEN
-        find, unpack, crc = buf.find, BODY.unpack_from, binascii.crc_hqx
-        new, result_type = tuple.__new__, VisionResult
+        find, unpack, crc = buf.find, BODY.unpack_from, _crc_hqx
+        new, result_type = tuple.__new__, _VISION_RESULT
         out: list[VisionResult] = []
         append = out.append
         pos = discarded = header_errors = crc_errors = 0
