@@ -19,18 +19,6 @@ from gizmo_host.live.link_config import LinkConfig, PipelineConfig
 from gizmo_host.stream.store import parse_selector
 from gizmo_host.zenoh.config import ZenohConfig
 
-__all__ = [
-    "ClockConfig",
-    "FoxgloveConfig",
-    "HostConfig",
-    "MavlinkConfig",
-    "PublishConfig",
-    "RuntimeConfig",
-    "SerialConfig",
-    "StoreConfig",
-    "VerdictConfig",
-]
-
 
 @dataclass(frozen=True, slots=True)
 class SerialConfig:

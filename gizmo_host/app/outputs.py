@@ -29,13 +29,10 @@ class Output(Protocol):
     def stats(self) -> dict[str, int]: ...
 
 
-class StdoutOutput:
-    """stdout through its own bounded queue: a reader that stops never blocks the loop."""
+class _QueuedOutput:
+    """An output through a bounded queue of its own (``QueuedSink``), once started."""
 
-    name = "stdout"
-
-    def __init__(self) -> None:
-        self.sink: QueuedSink | None = None
+    sink: QueuedSink | None = None
 
     def send(self, line: bytes) -> None:
         if self.sink is not None:
@@ -44,9 +41,6 @@ class StdoutOutput:
     def send_lines(self, lines: list[bytes]) -> None:
         if self.sink is not None:
             self.sink.send_lines(lines)
-
-    async def start(self) -> None:
-        self.sink = stdout_sink()
 
     async def close(self) -> None:
         if self.sink is not None:  # a stalled reader gets CLOSE_FLUSH_S, then lines drop
@@ -58,6 +52,15 @@ class StdoutOutput:
             if self.sink is None
             else self.sink.stats()
         )
+
+
+class StdoutOutput(_QueuedOutput):
+    """stdout through its own bounded queue: a reader that stops never blocks the loop."""
+
+    name = "stdout"
+
+    async def start(self) -> None:
+        self.sink = stdout_sink()
 
 
 class UnixSocketOutput:
@@ -87,7 +90,7 @@ class UnixSocketOutput:
         return self.server.stats()
 
 
-class UdpOutput:
+class UdpOutput(_QueuedOutput):
     """One datagram per line through its own bounded queue (the oldest dropped, counted)."""
 
     name = "udp"
@@ -95,15 +98,6 @@ class UdpOutput:
     def __init__(self, address: str) -> None:
         self.address = address
         self._host_port = parse_host_port(address)
-        self.sink: QueuedSink | None = None
-
-    def send(self, line: bytes) -> None:
-        if self.sink is not None:
-            self.sink.send(line)
-
-    def send_lines(self, lines: list[bytes]) -> None:
-        if self.sink is not None:
-            self.sink.send_lines(lines)
 
     async def start(self) -> None:
         try:
@@ -112,17 +106,6 @@ class UdpOutput:
             raise ServiceFailed(
                 f"publish.udp {self.address}: cannot send: {exc.strerror or exc}"
             ) from None
-
-    async def close(self) -> None:
-        if self.sink is not None:
-            await self.sink.close()
-
-    def stats(self) -> dict[str, int]:
-        return (
-            {"queued": 0, "dropped": 0, "disconnected": 0}
-            if self.sink is None
-            else self.sink.stats()
-        )
 
 
 def outputs_for(publish: PublishConfig, version_line: bytes) -> list[Output]:
