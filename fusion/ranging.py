@@ -151,7 +151,7 @@ class Ranger:
         self.changes = 0  # readings added: a placement's cache key
         self.below_ground = 0  # sensor ranges refused: beyond the ground plane
         self.lidar_beyond_range = 0  # LiDAR points refused: farther than the sensor's range
-        self.lidar_unplaced = 0  # world-frame scans with no pose at their time: unused
+        self.lidar_unplaced = 0  # scans found with no pose at their time (once a scan)
 
     @property
     def lasers(self) -> tuple[LaserRange, ...]:
@@ -297,7 +297,7 @@ class Ranger:
         if scan is None or abs(scan.host_ns - capture_ns) > self._lidar_max_age_ns:
             return None
         pose = pose_at(scan.host_ns)
-        if pose is None:  # the sensor cannot be placed: its range cannot be checked
+        if pose is None:  # the sensor cannot be placed: unused until a pose there is known
             if self._lidar_unplaced is not scan:
                 self._lidar_unplaced = scan
                 self.lidar_unplaced += 1
@@ -319,7 +319,7 @@ class Ranger:
 
     def _within_range(self, scan: LidarPoints, sensor_at: Vec3) -> npt.NDArray[np.float64]:
         """``scan``'s points no farther from the sensor (at ``sensor_at``, in the points'
-        frame) than its range; the others are counted, once a scan. Kept for the scan's next
+        frame) than its range; the others are counted. Kept for the scan's next
         use from the same place (red team rt35: a filter kept across a new pose epoch let a
         return 90 m from a 60 m sensor range). No return comes from beyond a sensor's range:
         red team rt34 placed LiDAR points 300 m to 5,000 km along a target's ray, with a 60 m
@@ -333,8 +333,7 @@ class Ranger:
         inside = np.einsum("ij,ij->i", offsets, offsets) <= limit * limit
         beyond = points.shape[0] - int(np.count_nonzero(inside))
         if beyond:
-            if held is None:  # the scan's first filter
-                self.lidar_beyond_range += beyond
+            self.lidar_beyond_range += beyond
             points = points[inside]
         self._lidar_in_range = (sensor_at, points)
         return points

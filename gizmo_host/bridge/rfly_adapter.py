@@ -419,10 +419,11 @@ class RflyAdapter:
         if frame is PointFrame.BODY_FRD:
             rotation = np.asarray(quat_to_matrix(mount.quaternion_wxyz), dtype=np.float64)
             points = points @ rotation.T + np.asarray(mount.position_frd_m, dtype=np.float64)
-        self.counts["lidar"] += 1
         # The sensor's range (its Config.json otherParams[0], checked when it was read) bounds
         # how far a return may be from the sensor: the ranging refuses a farther point.
-        return [LidarPoints(timed[0], points, frame, sensor.other_params[0], mount.position_frd_m)]
+        scan = LidarPoints(timed[0], points, frame, sensor.other_params[0], mount.position_frd_m)
+        self.counts["lidar"] += 1  # a scan refused above is ``dropped_invalid`` alone
+        return [scan]
 
     def _gimbal(
         self, value: m.GimbalStatus, rx_ns: int, _frame_time_s: float | None, _sensor: object

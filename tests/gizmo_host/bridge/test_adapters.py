@@ -213,6 +213,20 @@ def test_points_that_are_not_numbers_go_before_the_thinning_and_are_counted() ->
     assert points.sensor_position_frd_m == lidar.sensor_pos_xyz_m
 
 
+def test_a_scan_whose_sensor_sits_beyond_any_vehicle_is_one_invalid_input() -> None:
+    """A Config.json position 20,000 km from the body origin (finite: read) leaves every scan
+    of that sensor unusable: each is one ``dropped_invalid``, not a ``lidar`` scan as well."""
+    lidar = next(s for s in SENSORS if s.type_id == m.TypeId.LIDAR_BODY)
+    lidar = dataclasses.replace(
+        lidar, type_id=int(m.TypeId.LIDAR_WORLD), sensor_pos_xyz_m=(2e7, 0.0, 0.0)
+    )
+    xyz = np.zeros((4, 3), dtype=np.float32)
+    cloud = PointCloud(lidar.type_id, None, 1, 1, (0.0,) * 3, (0.0,) * 3, None, xyz, xyz[:, 0])  # type: ignore[arg-type]
+    adapter = locked_adapter(1)
+    assert adapter.message(cloud, 9 * MS, frame_time_s=4.0, sensor=lidar) == []
+    assert (adapter.counts["dropped_invalid"], adapter.counts["lidar"]) == (1, 0)
+
+
 SIM = ("127.0.0.1", 40001)
 SPOOF = ("127.0.0.1", 40002)
 

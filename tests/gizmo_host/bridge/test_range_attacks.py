@@ -264,13 +264,14 @@ def test_a_world_scans_filter_follows_the_pose_at_its_time():
     north, camera = (1.0, 0.0, 0.0), (0.0, 0.0, 0.0)
     fix = ranger.fix(0, (0.0, 0.0, -20.0), north, level_pose, lambda t: None, camera)
     assert fix is not None and fix.range_m == pytest.approx(20.0, abs=0.01)
-    assert ranger.lidar_beyond_range == 3  # the 70 m ones, counted once
+    assert ranger.lidar_beyond_range == 3  # the 70 m ones
 
     def moved(t_ns: int) -> PoseAt:
         return PoseAt(t_ns, (-50.0, 0.0, -20.0), (1.0, 0.0, 0.0, 0.0), None, 1)
 
     fix = ranger.fix(0, (-50.0, 0.0, -20.0), north, moved, lambda t: None, camera)
     assert fix is None  # the near ones are 70 m from the sensor now, the far ones 120 m
+    assert ranger.lidar_beyond_range == 3 + 6  # each filter counts what it refuses
     # A world scan with no pose at its time ranges nothing, and says so once a scan.
     for _ in range(3):
         assert (
