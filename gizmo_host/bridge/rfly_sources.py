@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from fusion.config import MOUNT_POSITION_LIMITS_M
 from fusion.simclock import SIM_MAX_SKEW_PPM, SimClockEstimator
+from gizmo_core import ConfigError
 from gizmo_host.bridge.rfly_adapter import RflyAdapter, RflyPoseStream
 from gizmo_host.timing import Scheduler
 from rfly_link import io as rio
@@ -36,6 +38,7 @@ from rfly_link.messages import TypeId
 LOGGER = logging.getLogger(__name__)
 REQUEST_REFRESH_S = 1.0
 MAX_SIM_SKEW_PPM = 10_000.0  # [rflysim] max_skew_ppm's top: 1 %
+_BODY_MOUNTS = (0, 1)  # TargetMountType: rigidly on the vehicle (centre, bottom centre)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +65,22 @@ class RflySimSetup:
             raise ValueError(
                 f"max_skew_ppm: expected 0 to {MAX_SIM_SKEW_PPM:g}, got {self.max_skew_ppm!r}"
             )
+        for sensor in self.range_sensors:
+            # A ranging sensor is placed by its mount on the body: one on the ground, on
+            # another sensor or with its attitude in the ground frame (TargetMountType 2-4),
+            # or more than 100 m from the vehicle's centre, would range along another line.
+            position = sensor.sensor_pos_xyz_m
+            if sensor.target_mount_type not in _BODY_MOUNTS or not all(
+                low <= p <= high
+                for p, (low, high) in zip(position, MOUNT_POSITION_LIMITS_M, strict=True)
+            ):
+                raise ConfigError(
+                    f"rflysim.config: VisionSensors[{sensor.index}] (SeqID {sensor.seq_id}): "
+                    "expected a ranging sensor rigidly on the vehicle (TargetMountType 0 or 1) "
+                    f"within 100 m of its centre, got TargetMountType "
+                    f"{sensor.target_mount_type}, SensorPosXYZ {list(position)}",
+                    "rflysim.config",
+                )
 
     @property
     def pose_source(self) -> RflyPoseStream:

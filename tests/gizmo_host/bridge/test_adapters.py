@@ -24,7 +24,7 @@ from fusion import (
     VisionObservation,
 )
 from fusion import geometry as g
-from gizmo_core import HoldReason
+from gizmo_core import ConfigError, HoldReason
 from gizmo_host.bridge.rfly_adapter import MAX_LIDAR_POINTS, RflyAdapter, RflyPoseStream
 from gizmo_host.bridge.rfly_sources import RflySimSetup
 from gizmo_host.bridge.world_adapters import GizmoAdapter, result_label
@@ -395,3 +395,13 @@ def _received(result: VisionResult) -> ReceivedResult:
     return ReceivedResult(
         result, 6 * MS, 5 * MS, 0, 0, ClockStatus.LOCKED, SequenceEvent.IN_ORDER, 7 * MS
     )
+
+
+def test_a_config_json_ranging_sensor_off_the_vehicle_is_one_config_error() -> None:
+    """Live, the same rule as a capture's (``RflySimSetup``): a ConfigError naming
+    ``rflysim.config`` and the sensor, which the command prints as one line (exit 2)."""
+    ground = dataclasses.replace(DISTANCE, target_mount_type=2)
+    with pytest.raises(ConfigError, match=r"VisionSensors\[\d+\] \(SeqID \d+\)") as raised:
+        RflySimSetup(1, range_sensors=(ground,))
+    assert raised.value.key == "rflysim.config"
+    assert RflySimSetup(1, range_sensors=(DISTANCE,)).range_sensors == (DISTANCE,)

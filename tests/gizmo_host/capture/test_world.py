@@ -281,3 +281,22 @@ def test_the_offline_world_stats_name_the_receivers_as_run_does() -> None:
     world = json.loads(last)["world"]
     assert set(world["rflysim"]["receivers"]) == {"rfly-state-30101"}
     assert world["rflysim"]["other_ports"] == 0
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("target_mount_type", 2), ("target_mount_type", 3), ("target_mount_type", 4),
+     ("sensor_pos_xyz_m", [0.0, 100.5, 0.0]), ("sensor_pos_xyz_m", [-9e6, 0.0, 0.0])],
+)  # fmt: skip
+def test_a_ranging_sensor_not_rigidly_on_the_vehicle_is_refused(setup, field, value) -> None:
+    """A ranging sensor is placed by its mount on the body: one on the ground (2), with its
+    attitude in the ground frame (3), on another sensor (4), or more than 100 m from the
+    vehicle's centre (rt35: 9e6 m was read, and shifted every point by that much) would range
+    along another line. A capture holding one is refused, as Config.json is live."""
+    record_ = world_metadata(setup)
+    rflysim = json.loads(record_["rflysim"])
+    rflysim["range_sensors"][0][field] = value
+    with pytest.raises(CaptureError, match=r"expected a ranging sensor rigidly on the vehicle"):
+        world_setup_from({**record_, "rflysim": json.dumps(rflysim)}, "f.mcap")
+    rflysim["range_sensors"][0][field] = 1 if field == "target_mount_type" else [0.0, 100.0, 0.0]
+    assert world_setup_from({**record_, "rflysim": json.dumps(rflysim)}, "f.mcap") is not None
