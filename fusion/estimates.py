@@ -19,7 +19,7 @@ from typing import Final, NamedTuple
 from gizmo_core import Decision, HoldReason
 
 from .snapshot import TargetState
-from .targets import Placement, TargetTable
+from .targets import Placement, TargetTable, cut_off
 from .tracking import Track, Tracker, TrackStatus
 from .tracking.history import SAME_IMAGE_NS
 from .verdicts import Conditions, ordered, target_reasons
@@ -29,6 +29,7 @@ _TRACK_REASONS: Final = {
     TrackStatus.COASTING: HoldReason.COASTING,
 }
 _new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
+_TRUNCATED: Final = HoldReason.TRUNCATED
 _NONE_FUSED: Final[Mapping[str, int]] = MappingProxyType({})  # ``unfused`` without tracking
 _NONE_NEWER: Final[Mapping[str, Placement]] = MappingProxyType({})  # ``listed`` with none alone
 
@@ -192,8 +193,11 @@ def target_state(judged: Judged, now_ns: int, tracker: Tracker | None) -> Target
 
 def _reasons(placement: Placement, context: Context) -> set[HoldReason]:
     obs, c = placement.obs, context.c
-    return target_reasons(
+    reasons = target_reasons(
         c, context.common, obs.positive, context.targets.superseded(placement),
         c.now_ns - obs.host_capture_ns, context.ttl_ns(obs.result_type), obs.clock_locked,
         placement.arrival, placement.pose_reason,
     )  # fmt: skip
+    if cut_off(obs):  # a track's newer measurement too: the target is cut off now
+        reasons.add(_TRUNCATED)
+    return reasons

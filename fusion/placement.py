@@ -20,7 +20,7 @@ from .geometry import Quat, Vec3, azimuth_elevation_deg, cross, quat_multiply, q
 from .gimbal import GimbalTrack
 from .inputs import ImuSample, VisionObservation
 from .ranging import Ranger
-from .targets import Geometry, Placement, RayFrame
+from .targets import Geometry, Placement, RayFrame, cut_off
 from .timeline import PoseAt, PoseHistory, PoseMotion, Where
 
 _new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
@@ -206,6 +206,8 @@ class Placer:
         p = pose.position_ned_m
         origin = (p[0] + offset[0], p[1] + offset[1], p[2] + offset[2])
         azimuth, elevation = azimuth_elevation_deg(ray)
+        if cut_off(obs):  # its centre is not the target's: nothing to place (``truncated``)
+            return Geometry(bearing, size, ray, azimuth, elevation, None, None, None), None
         fix = self.ranger.fix(
             t, origin, ray, self._pose_for_range, self._camera_for_range, self._mount_position
         )

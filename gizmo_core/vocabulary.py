@@ -49,6 +49,8 @@ class HoldReason(Enum):
     # protocol's scale (a box off the image, a confidence over 100, unknown flag bits)
     SEQUENCE_CONFLICT = "sequence_conflict"  # its source's sequence fell back without a reset
     # (a second voice on the board's link, or a broken board): until 3 frames in order
+    TRUNCATED = "truncated"  # the world's: its box reaches the image's edge, so the target is
+    # cut off there and the box's centre is not the target's (no position is placed)
 
     __hash__ = object.__hash__
 

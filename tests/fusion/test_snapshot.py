@@ -23,7 +23,7 @@ from fusion import (
     world_schema,
 )
 from fusion.snapshot import FORMAT_VERSION
-from gizmo_core import LinkState
+from gizmo_core import HoldReason, LinkState
 from gizmo_core.clock import ClockStatus
 from tests.support.fusion_inputs import MS, not_detected, observation, pose, up, world
 from tests.support.schemas import validate_schema
@@ -254,3 +254,9 @@ def test_a_holds_valid_until_is_the_models_next_deadline_or_now():
     assert held["verdict"] == "HOLD" and "device_reset" in held["reasons"]
     # the earliest moment anything can change: the target goes stale before the hold ends
     assert held["valid_until_ns"] == w.next_deadline_ns() == (30 + 250) * MS + 1
+
+
+def test_the_schema_names_every_hold_reason():
+    """The world's schema lists the one vocabulary's reasons, every one of them."""
+    listed = SCHEMA["$defs"]["reasons"]["items"]["enum"]
+    assert listed == [reason.value for reason in HoldReason]

@@ -8,10 +8,11 @@ and each source's newest "nothing", kept the obvious way.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fusion.targets import Placement, TargetTable
+from fusion.targets import EDGE_MARGIN, Placement, TargetTable, cut_off
 from gizmo_core import HoldReason
 from tests.support.fusion_inputs import MS, observation
 
@@ -69,3 +70,27 @@ def test_the_table_is_its_plain_model(ops):
             assert table.superseded(p) is (HoldReason.LOST if superseded else None)
         if table.nothing_version == version:  # what the verdict check's reuse trusts
             assert [table.superseded(p) for p in probes] == before
+
+
+@pytest.mark.parametrize(
+    ("center", "size", "has_box", "is_cut"),
+    [
+        ((0, 0), (100, 80), True, False),  # in the middle
+        ((0, 0), (2000, 80), True, True),  # as wide as the image
+        ((946, 0), (100, 80), True, True),  # right side at 996: 4 units from the edge
+        ((945, 0), (100, 80), True, False),  # at 995: 5 units in
+        ((-946, 0), (100, 80), True, True),  # left side at -996
+        ((0, 956), (100, 80), True, True),  # bottom at 996
+        ((0, -955), (100, 80), True, False),  # top at -995
+        ((0, -956), (100, 80), True, True),  # top at -996
+        ((995, 0), (1, 0), True, False),  # a point 5 units in: its right side at 995.5
+        ((997, 0), (0, 0), True, True),  # a point on the margin
+        ((1000, 1000), (500, 500), False, False),  # a result without a box is never cut off
+    ],
+)
+def test_a_box_reaching_the_images_edge_is_cut_off(center, size, has_box, is_cut):
+    """Within ``EDGE_MARGIN`` (4) units of an edge (of 1000 from the centre) a box is cut
+    off: the target goes on beyond it (a detector clips a box to the last pixel)."""
+    assert EDGE_MARGIN == 4
+    obs = observation(0, center=center, size=size, has_box=has_box)
+    assert cut_off(obs) is is_cut
