@@ -20,9 +20,10 @@ import argparse
 import io
 import json
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gizmo_host.app.capture_world import world_metadata
 from gizmo_host.app.host_config import StoreConfig
@@ -333,6 +334,21 @@ def golden(path: Path) -> bytes:
     """What ``gizmo-host replay PATH --offline`` prints."""
     reader = CaptureReader(str(path))
     return b"".join(OfflineReplay(reader.info, reader.path).replay(reader.messages()))
+
+
+def replayed(recording: Recording, setup: WorldSetup) -> list[dict[str, Any]]:
+    """The lines ``gizmo-host replay --offline`` prints for ``recording`` with ``setup``'s
+    world (the generator's settings), parsed: what a test made of the world case judges."""
+    settings = HostSettings(
+        serial_path=SERIAL_PATH, stats_interval_s=1.0, selector=parse_selector(SELECT)
+    )
+    out = io.BytesIO()
+    metadata = {WORLD_METADATA: world_metadata(setup)}
+    recording.write(CaptureWriter(out, "test.mcap", settings, info={}, metadata=metadata))
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "test.mcap"
+        path.write_bytes(out.getvalue())
+        return [json.loads(line) for line in golden(path).decode().splitlines()]
 
 
 def captures() -> Iterator[Path]:

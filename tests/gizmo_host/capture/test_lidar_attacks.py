@@ -11,7 +11,6 @@ PROCEEDs that far off). The truth is the car's centre from the scenario; every P
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import tempfile
@@ -22,12 +21,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gizmo_host.app.capture_world import world_metadata
 from gizmo_host.app.host_config import StoreConfig
 from gizmo_host.app.world_config import RflySimConfig, resolve_world
-from gizmo_host.capture.carried_settings import HostSettings
-from gizmo_host.capture.channels import WORLD_METADATA
-from gizmo_host.capture.writer import CaptureWriter
 from gizmo_host.rigs.rflysim import build_scenario
 from gizmo_host.rigs.rflysim.builders import sensor_datagrams
 from gizmo_host.stream.store import parse_selector
@@ -107,19 +102,7 @@ def replay(
         )  # fmt: skip
         for datagram in sensor_datagrams(sensor, payload, i, truth.sim_time_s):
             recording.datagram(generate.START_NS + t_ns + generate.NET_NS, LIDAR_PORT, datagram)
-    settings = HostSettings(
-        serial_path=generate.SERIAL_PATH,
-        stats_interval_s=1.0,
-        selector=parse_selector(generate.SELECT),
-    )
-    out = io.BytesIO()
-    metadata = {WORLD_METADATA: world_metadata(setup)}
-    recording.write(CaptureWriter(out, "lidar.mcap", settings, info={}, metadata=metadata))
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "lidar.mcap"
-        path.write_bytes(out.getvalue())
-        lines = generate.golden(path).decode().splitlines()
-    return [json.loads(line) for line in lines], car
+    return generate.replayed(recording, setup), car
 
 
 def judged(scan: Scan, **options: Any) -> tuple[list[tuple[int, str, float]], dict[str, Any]]:

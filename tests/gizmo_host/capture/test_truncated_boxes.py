@@ -11,24 +11,15 @@ centre, from the scenario.
 
 from __future__ import annotations
 
-import io
-import json
 import math
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from gizmo_host.app.capture_world import world_metadata
-from gizmo_host.capture.carried_settings import HostSettings
-from gizmo_host.capture.channels import WORLD_METADATA
-from gizmo_host.capture.writer import CaptureWriter
 from gizmo_host.rigs.board.detections import TargetInView
 from gizmo_host.rigs.rflysim import build_scenario
-from gizmo_host.stream.store import parse_selector
 from gizmo_host.wire.results import NormBox
 from tests.captures import generate
 
@@ -76,19 +67,7 @@ def replay(edge: str, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     recording = generate.Recording()
     generate.board_run(case, recording)
     generate.sim_run(case, recording, setup)
-    settings = HostSettings(
-        serial_path=generate.SERIAL_PATH,
-        stats_interval_s=1.0,
-        selector=parse_selector(generate.SELECT),
-    )
-    out = io.BytesIO()
-    metadata = {WORLD_METADATA: world_metadata(setup)}
-    recording.write(CaptureWriter(out, "cut.mcap", settings, info={}, metadata=metadata))
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "cut.mcap"
-        path.write_bytes(out.getvalue())
-        lines = generate.golden(path).decode().splitlines()
-    return [json.loads(line) for line in lines]
+    return generate.replayed(recording, setup)
 
 
 def at_s(ns: int) -> float:
