@@ -8,7 +8,8 @@ settings (docs/world-safety.md):
 - **Lock period.** A stream, or a new epoch of it, is settling until its envelope has held
   within ``jump_threshold_ms`` for ``lock_ms`` of host time (a sensor that starts with queued
   frames would otherwise set the mapping from its oldest one). Samples mapped meanwhile are not
-  used by the world model.
+  used by the world model. Held both ways: late ones for ``jump_confirm_ms`` settle again at
+  their level (a pause while the stream settled held ``clock_jump`` for good, rt36).
 - **Outliers.** On a locked stream a sample more than ``jump_threshold_ms`` early is an
   ``OUTLIER`` (mapped to its arrival, dropped by the consumer, never the newest time) until
   five like it over ``jump_confirm_ms`` of host time confirm a step ahead: a new epoch there.

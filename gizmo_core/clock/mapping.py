@@ -11,6 +11,8 @@ of a round trip); its offset is ``host - remote``. The rules, each with the faul
   by more than the tolerance (a first burst of queued samples would otherwise set the mapping
   from its oldest sample and have it look current). The first epoch may ask for more
   (``first_lock_*``): the skew is not known yet; later epochs keep it (the same oscillator).
+  Under HOLD a level must hold the other way too: late samples do not count, and a late run
+  as long as ``late_after_ns`` opens an epoch at its level (a pause while settling).
 - **Early samples.** On a trusted mapping, a sample more than ``tolerance_ns`` below it (it
   arrived before it was sent, by the mapping) is an OUTLIER, mapped no later than its own
   arrival, until ``confirm_samples`` like it in a row over ``confirm_ns`` of host time confirm
@@ -18,12 +20,13 @@ of a round trip); its offset is ``host - remote``. The rules, each with the faul
   therefore never moves the mapping, and a burst read at once confirms nothing.
 - **Late runs.** When every sample for ``late_after_ns`` of remote time sits more than
   ``late_tolerance_ns`` above the mapping, the :class:`LatePolicy` decides: HOLD (JUMPED until
-  on-time samples span that long, with no late run of half of it between them), ACCEPT
-  (JUMPED, then ``confirm_samples`` more late ones over ``confirm_ns`` open an epoch that
-  keeps the mapping: a latency the link now has, which later samples count less of) or
-  FOLLOW (the run opens an epoch at its lowest level: a two-way sample measures the offset).
-  While HOLD keeps a stream JUMPED, its late samples no longer move the mapping: a latency rise
-  that stays is held for good, never followed at the skew bound.
+  on-time samples span that long, with no late run of half of it between them), ACCEPT (JUMPED,
+  then ``confirm_samples`` more late ones over ``confirm_ns`` open an epoch that keeps the
+  mapping: a latency the link now has, which later samples count less of; or on-time samples
+  over ``confirm_ns`` end it, the mapping unmoved) or FOLLOW (the run opens an epoch at its
+  lowest level: a two-way sample measures the offset). While HOLD keeps a stream JUMPED, its
+  late samples no longer move the mapping: a latency rise that stays is held for good, never
+  followed at the skew bound.
 - **A drift beyond the bound.** The skew is fitted across the epochs ACCEPT opens (the
   envelope's groups): a clock drifting steadily is learned even when its late runs come too
   often for one epoch to show it. When the fit says the remote clock runs slower than the
@@ -213,8 +216,8 @@ class EpochClock(PublishedLine):
                 self._excess = min(self._excess, max(0.0, offset - published))
             offset -= self._excess
         if settling:
-            event = self._settle(x, host_ns, offset) or event
-            return self._reading(remote_ns, host_ns, self._status, event, 0.0)
+            settled, jump = self._settle(remote_ns, x, host_ns, offset)
+            return self._reading(remote_ns, host_ns, self._status, settled or event, jump)
         map_x, map_offset = self._map_x, self._map_offset
         residual = offset - (map_offset + env.skew * (x - map_x))
         if step and not self._stepped:
@@ -241,7 +244,7 @@ class EpochClock(PublishedLine):
                 self._on_time_x = None
             elif self._on_time_x is None:
                 self._on_time_x = x
-            elif x - self._on_time_x >= self._late_after_ns:
+            elif x - self._on_time_x >= self._recover_after_ns():
                 self._status = status = _LOCKED
                 self._on_time_x = None
                 self._stepped = False
@@ -256,17 +259,55 @@ class EpochClock(PublishedLine):
 
     # -- the cases -------------------------------------------------------------------------
 
-    def _settle(self, x: float, host_ns: int, offset: float) -> ClockEvent | None:
-        """Count towards the lock. A sample more than the tolerance below the envelope (it
-        arrived before the mapping says it was sent: a phase error) starts the envelope and
-        the count again from it: what came before was late, or from before a step."""
+    def _recover_after_ns(self) -> float:
+        """How long (remote time) a JUMPED stream must be on time again for the hold to end:
+        as long as it was late (HOLD); under ACCEPT, what confirms a step. A stream late for
+        the whole ``late_after_ns`` that turned on time just as the run was confirmed never
+        showed the late samples that would have opened its epoch, and held for as long again
+        (red team rt36: 0.55 s of on-time frames). Its mapping never moved: on-time samples
+        agree with it."""
+        if self._policy is LatePolicy.ACCEPT and not self._stepped:
+            return self._confirm_ns
+        return self._late_after_ns
+
+    def _settle(
+        self, remote_ns: int, x: float, host_ns: int, offset: float
+    ) -> tuple[ClockEvent | None, float]:
+        """Count towards the lock; the event, and an epoch's jump. A sample more than the
+        tolerance below the envelope (it arrived before the mapping says it was sent: a phase
+        error) starts the envelope and the count again from it: what came before was late,
+        or from before a step.
+
+        Under HOLD, a sample more than the tolerance above where the count began counts for
+        neither: the level has not held. Late ones all along for ``late_after_ns`` (remote
+        time) and ``confirm_samples`` open an epoch at theirs, settling again (red team rt36:
+        a simulation that paused while its stream settled locked at the level before the
+        pause, every sample after it late, and HOLD kept it so for good). Nothing maps for
+        use while a stream settles, and a level it then shows for a whole lock is as good as
+        a first one. ACCEPT and FOLLOW leave a locked stream's late run for good themselves."""
         env = self._env
         event = None
+        run = self._lock_run
+        phase = offset - env.skew * x
         if env.phase != _INF and offset - env.level(x) < -self.tolerance_ns:
             self.phase_errors += 1
             event = _PHASE_ERROR
             env.clear()
-            self._lock_run = None
+            self._lock_run = self._late = None
+        elif run is not None and phase > run.ref + self.late_tolerance_ns and self._policy is _HOLD:
+            late = self._late
+            if late is None:
+                late = self._late = Run(x, host_ns, phase)
+            else:
+                late.add(x, host_ns, phase, _INF)
+            if x - late.since_x >= self._late_after_ns and late.count >= self._confirm_samples:
+                jump = late.low - run.ref
+                self._jump_epoch(remote_ns, host_ns, late, keep=False)
+                return _NEW_EPOCH, jump
+            self._publish(x)  # the line moves on at the envelope's level, as ever
+            return None, 0.0
+        else:
+            self._late = None
         env.add(x, offset)
         self._publish(x)
         run = self._lock_run
@@ -275,7 +316,7 @@ class EpochClock(PublishedLine):
         else:
             run.add(x, host_ns, env.phase, self.tolerance_ns)
         self._settle_check(host_ns)
-        return event
+        return event, 0.0
 
     def _settle_check(self, host_ns: int) -> None:
         run = self._lock_run

@@ -649,3 +649,40 @@ def test_a_simulation_slower_than_the_bound_holds_and_its_late_samples_never_mov
     ]
     assert max(offsets[jumped:]) - offsets[jumped] <= 1  # frozen while held
     assert all(s.host_ns <= t + 2 * MS + 1 for t, s in out)
+
+
+@pytest.mark.parametrize(
+    ("pause_at_ms", "pause_ms"), [(0, 200), (0, 500), (0, 2000), (100, 300), (200, 500)]
+)
+def test_a_pause_while_the_stream_settles_locks_again_on_the_truth(pause_at_ms, pause_ms):
+    """CopterSim paused when the host starts (its frozen state repeated from the first
+    datagram on), or pausing before the stream's first lock (250 ms): after the pause every
+    sample is late, by the pause, against the level before it. The stream settles again at
+    its own level and is LOCKED on the truth within 0.5 s of the pause's end; it held
+    clock_jump for good (red team rt36). Never fresher than the data's own time."""
+    clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0, lock_ms=250.0)
+    pause_at, pause = pause_at_ms * MS, pause_ms * MS
+    out = []
+    for k in range(round((pause_at + pause + 1_500 * MS) / (10 * MS))):
+        host = k * 10 * MS  # when the datagram was sent: the data's own time
+        sim = host if host < pause_at else max(pause_at, host - pause)
+        out.append((host, clock.observe(sim, OFFSET + host + MS)))
+    assert all(s.host_ns <= OFFSET + h + MS for h, s in out)  # never after its arrival
+    tail = [(h, s) for h, s in out if h >= pause_at + pause + 500 * MS]
+    assert tail and all(s.status is LOCKED for _, s in tail)
+    assert all(OFFSET + h <= s.host_ns <= OFFSET + h + MS for h, s in tail)
+
+
+def test_a_pause_right_after_a_restart_locks_again():
+    """The simulation restarted (its time back to 0) and paused 100 ms later, while the new
+    epoch settled: LOCKED on the truth again within 0.5 s of the pause's end (rt36)."""
+    clock = locked_clock()
+    restart, pause_at, pause = 1_000 * MS, 1_100 * MS, 300 * MS
+    out = []
+    for k in range(100, 300):
+        host = k * 10 * MS
+        sim = (host if host < pause_at else max(pause_at, host - pause)) - restart
+        out.append((host, clock.observe(sim, OFFSET + host + MS)))
+    tail = [(h, s) for h, s in out if h >= pause_at + pause + 500 * MS]
+    assert tail and all(s.status is LOCKED for _, s in tail)
+    assert all(OFFSET + h <= s.host_ns <= OFFSET + h + MS for h, s in tail)

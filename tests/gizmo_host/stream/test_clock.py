@@ -407,3 +407,26 @@ def test_a_link_that_delivers_frames_in_pairs_recovers_after_a_stall():
     assert max(errors_ms) <= 2.0
     after = [s for t, s in statuses if t >= stall[1] + NS]  # 1 s after the stall on
     assert after and set(after) == {ClockStatus.LOCKED}
+
+
+@pytest.mark.parametrize("late_frames", [16, 17, 18])
+def test_a_late_run_that_ends_as_it_is_confirmed_holds_only_a_few_frames_after(late_frames):
+    """Frames 200 ms late for about 0.5 s, then on time again: the late run is confirmed
+    (``jumped``) about when it ends, so the three late frames that would open an epoch never
+    come. The mapping never moved, and on-time frames agree with it: three of them over 66 ms
+    end the hold, where it took 0.5 s of them (red team rt36: 0.55 s of on-time frames)."""
+    frames = simulate(3, 0.0, duration_s=8.0, reset_at_s=1000.0, outlier_rate=0.0)
+    clock = DeviceClockEstimator(
+        phase_error_threshold_ms=5.0, transport_delay_ns=frame_transmit_ns(BAUD)
+    )
+    at, statuses, errors_ms = 90, [], []
+    for i, frame in enumerate(frames):
+        late_ns = 200_000_000 if at <= i < at + late_frames else 0
+        sample = clock.observe(frame.timestamp_ms, frame.host_rx_ns + late_ns)
+        statuses.append(sample.status)
+        mapped = clock.tick_to_host_ns(sample.device_ms - frame.age_ms)
+        errors_ms.append((mapped - frame.capture_true_ns) / 1e6)
+    back = at + late_frames  # the first frame on time again
+    assert ClockStatus.JUMPED in statuses[at : back + 1]  # the run was confirmed
+    assert all(s is ClockStatus.LOCKED for s in statuses[back + CONFIRM_FRAMES + 1 :])
+    assert max(errors_ms[at:]) <= 2.0  # never later than the truth beyond the accuracy
