@@ -7,7 +7,8 @@ lifecycle follows from the last ``confirm_window`` frames:
 - ``tentative``: never had ``confirm_hits`` hits among them; deleted as soon as it no longer
   can (more than ``confirm_window - confirm_hits`` misses);
 - ``confirmed``: its key's latest frame was a hit, and ``confirm_hits`` of the last
-  ``confirm_window`` frames were hits;
+  ``confirm_window`` frames were hits (all of them, for a track of a key that has a
+  confirmed track already: a glitch or a ghost is not a second target on 3 frames of 5);
 - ``coasting``: once confirmed, but not now: the prediction goes on, its covariance grows
   with the time since the last hit, and ``confirm_hits`` new hits confirm it again. After the
   link goes down or the board resets, the hits that arrived before count no more (the world
@@ -104,3 +105,8 @@ class Lifecycle(NamedTuple):
 
     def _enough(self, window: tuple[int, ...]) -> bool:
         return len(window) - window.count(MISS) >= self.confirm_hits
+
+    def unbroken(self, window: tuple[int, ...]) -> bool:
+        """Every one of the last ``confirm_window`` frames a hit: what confirms a second
+        track of a key that has a confirmed one (``Associator.process``)."""
+        return len(window) >= self.confirm_window and MISS not in window

@@ -57,3 +57,48 @@ def test_two_tracks_confirmed_by_one_frame_where_the_first_succeeds_a_coasting_o
     assert renamed.window == (3, 5) and renamed.confirmed  # 2's hits, under 1's number
     assert next(t for t in out if t.track_id == 3).window == (4, 6)
     assert counts == {"gated_out": 2, "tracks_started": 0, "tracks_continued": 1}
+
+
+def _frames_with(second: list[bool]) -> list[Track]:
+    """A target at the origin in every frame (0.1 s apart), its track (99) confirmed from the
+    start; a second detection of its key 30 m away in the frames ``second`` marks. The
+    tracks after the last frame."""
+    life = Lifecycle(3, 5, round(CONFIG.delete_after_ms * 1e6))
+    config = TrackingConfig(confirm_hits=3, confirm_window=5)
+    held = Track(99, "1:5:11", _still((0.0, 0.0, 0.0), 0.01), T0, placed(T0, 1, (0.0, 0.0, 0.0)),
+                 (1, 1, 1), True, 1)  # fmt: skip
+    associator = Associator(config, life, {"gated_out": 0, "tracks_started": 0,
+                                           "tracks_continued": 0})  # fmt: skip
+    tracks: tuple[Track, ...] = (held,)
+    arrival = 10
+    for k, seen in enumerate(second, start=1):
+        t = T0 + k * 100 * MS
+        detections = [_detection_at(t, arrival, (0.0, 0.0, 0.0))]
+        if seen:
+            detections.append(_detection_at(t, arrival + 1, (30.0, 0.0, 0.0)))
+        arrival += 2
+        tracks = associator.process(tracks, Frame(t, tuple(detections)), counted=True)
+    return list(tracks)
+
+
+def _detection_at(t: int, arrival: int, point: tuple[float, float, float]) -> Detection:
+    p = placed(t, arrival, point)
+    r = np.eye(3) * R
+    o = p.obs
+    return Detection(p, np.array(point), r, GATE, list(point), r.tolist(),
+                     (o.center_x, o.center_y, o.width, o.height))  # fmt: skip
+
+
+def test_a_second_target_of_a_key_is_confirmed_by_an_unbroken_window():
+    """Beside a confirmed track of its key, a new one is confirmed only when every frame of
+    its window hit it (red team rt37: a ghost in every other frame, or three glitched frames,
+    reached 3 of 5 and PROCEEDed 3 m off as a second target); a real one, seen in every
+    frame, is confirmed in 5."""
+    far = [t for t in _frames_with([True] * 5) if t.track_id != 99]
+    assert len(far) == 1 and far[0].confirmed
+    far = [t for t in _frames_with([True] * 4) if t.track_id != 99]
+    assert len(far) == 1 and not far[0].confirmed  # 4 hits: 3 of 5 would have confirmed it
+    ghost = [True, False] * 6 + [True]  # in every other frame
+    far = [t for t in _frames_with(ghost) if t.track_id != 99]
+    assert len(far) == 1 and not far[0].confirmed
+    assert [t.confirmed for t in _frames_with(ghost) if t.track_id == 99] == [True]
