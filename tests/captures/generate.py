@@ -44,6 +44,7 @@ from gizmo_host.rigs.board.projection import camera_pose, project_box
 from gizmo_host.rigs.rflysim import Rates, SimTime, StandIn, build_scenario
 from gizmo_host.stream.linkstate import REASON_OPENED, REASON_STOPPED, LinkInput
 from gizmo_host.stream.store import parse_selector
+from gizmo_host.wire.results import NormBox
 from rfly_link import messages as m
 from rfly_link import ports
 
@@ -201,8 +202,11 @@ class SerialSide:
             self.recording.port(t + 300_000, LinkInput.OPEN_FAILED, reason)
 
 
-def board_run(case: Case, recording: Recording) -> Emulation:
-    """The board's cycles for the case, its bytes read by the host."""
+def board_run(
+    case: Case, recording: Recording, boxes: Callable[[int, NormBox], NormBox] | None = None
+) -> Emulation:
+    """The board's cycles for the case, its bytes read by the host; ``boxes`` (capture
+    time, box -> box): what a faulty detector makes of each box."""
     serial = SerialSide(recording)
     emulation = Emulation(
         board=BoardModel(
@@ -214,6 +218,9 @@ def board_run(case: Case, recording: Recording) -> Emulation:
         start_ns=serial.open_at_ns + 1_000_000,  # the emulator starts when a reader opens
     )
     detections = _detections(case)
+    if boxes is not None:
+        seen, faulty = detections, boxes
+        detections = lambda t: [v._replace(box=faulty(t, v.box)) for v in seen(t)]  # noqa: E731
     pacer = LinePacer(115200)
     end_ns = START_NS + round(case.duration_s * 1e9)
     hung_up = False
@@ -334,6 +341,19 @@ def golden(path: Path) -> bytes:
     """What ``gizmo-host replay PATH --offline`` prints."""
     reader = CaptureReader(str(path))
     return b"".join(OfflineReplay(reader.info, reader.path).replay(reader.messages()))
+
+
+def world_case_lines(
+    description: str, duration_s: float, boxes: Callable[[int, NormBox], NormBox]
+) -> list[dict[str, Any]]:
+    """The world case ``duration_s`` long with a faulty detector's ``boxes`` (``board_run``),
+    replayed: its lines, parsed."""
+    case = Case(description, duration_s, world=True)
+    setup = world_setup(case)
+    recording = Recording()
+    board_run(case, recording, boxes)
+    sim_run(case, recording, setup)
+    return replayed(recording, setup)
 
 
 def replayed(recording: Recording, setup: WorldSetup) -> list[dict[str, Any]]:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 
-from gizmo_host.rigs.board.detections import TargetInView
 from gizmo_host.rigs.rflysim import build_scenario
 from gizmo_host.wire.results import NormBox
 from tests.captures import generate
@@ -39,45 +39,27 @@ def moved(box: NormBox) -> NormBox:
     return NormBox(box.center_x + 250, box.center_y, box.width, box.height)
 
 
-def replay(glitched: Glitched, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
-    honest = generate._detections
+def replay(glitched: Glitched) -> list[dict[str, Any]]:
+    def boxes(capture_ns: int, box: NormBox) -> NormBox:
+        frame = round((capture_ns - generate.START_NS) / 1e9 / FRAME_S)
+        return moved(box) if glitched(frame) else box
 
-    def detections(case: generate.Case) -> Callable[[int], list[TargetInView]]:
-        seen = honest(case)
-
-        def with_glitches(capture_ns: int) -> list[TargetInView]:
-            frame = round((capture_ns - generate.START_NS) / 1e9 / FRAME_S)
-            out = seen(capture_ns)
-            if not glitched(frame):
-                return out
-            return [v._replace(box=moved(v.box)) for v in out]
-
-        return with_glitches
-
-    monkeypatch.setattr(generate, "_detections", detections)
-    case = generate.Case("glitches", 3.5, world=True)
-    setup = generate.world_setup(case)
-    recording = generate.Recording()
-    generate.board_run(case, recording)
-    generate.sim_run(case, recording, setup)
-    return generate.replayed(recording, setup)
+    return generate.world_case_lines("glitches", 3.5, boxes)
 
 
 @pytest.mark.parametrize("glitched", [three_in_a_row, every_other])
-def test_a_box_that_jumps_for_a_few_frames_never_proceeds_there(
-    glitched: Glitched, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    lines = replay(glitched, monkeypatch)
+def test_a_box_that_jumps_for_a_few_frames_never_proceeds_there(glitched: Glitched) -> None:
+    lines = replay(glitched)
     scenario = build_scenario("orbit", time=generate.CASES["clean"].sim_time)
     car = np.array(scenario.truth(0.0).target(CAR).state.position_ned_m)
     placed = [
-        math.dist(t["position_ned_m"], car)  # type: ignore[index, arg-type]
+        math.dist(t["position_ned_m"], car)
         for w in lines
         if w["type"] == "world" and w["verdict"] == "PROCEED"
-        for t in w["targets"]  # type: ignore[attr-defined]
+        for t in w["targets"]
         if t["verdict"] == "PROCEED"
     ]
     assert len(placed) >= 10, "the rig's control: the car is placed"
     assert max(placed) < TOLERANCE_M
     stats = [line for line in lines if line["type"] == "stats" and "world" in line][-1]
-    assert stats["world"]["model"]["tracks_started"] >= 2  # type: ignore[index]
+    assert stats["world"]["model"]["tracks_started"] >= 2

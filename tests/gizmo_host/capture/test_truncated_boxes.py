@@ -12,13 +12,11 @@ centre, from the scenario.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
-from gizmo_host.rigs.board.detections import TargetInView
 from gizmo_host.rigs.rflysim import build_scenario
 from gizmo_host.wire.results import NormBox
 from tests.captures import generate
@@ -46,28 +44,15 @@ def cut(box: NormBox, edge: str) -> NormBox:
     return NormBox(*centre, round(right - left), round(bottom - top))
 
 
-def replay(edge: str, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+def replay(edge: str) -> list[dict[str, Any]]:
     """The replay's lines for the world case with the car's box cut by ``edge`` from
     ``CUT_FROM_S`` to ``CUT_UNTIL_S``."""
-    honest = generate._detections
 
-    def detections(case: generate.Case) -> Callable[[int], list[TargetInView]]:
-        seen = honest(case)
+    def boxes(capture_ns: int, box: NormBox) -> NormBox:
+        t_s = (capture_ns - generate.START_NS) / 1e9
+        return cut(box, edge) if CUT_FROM_S <= t_s < CUT_UNTIL_S else box
 
-        def cut_by_edge(capture_ns: int) -> list[TargetInView]:
-            t_s = (capture_ns - generate.START_NS) / 1e9
-            inside = CUT_FROM_S <= t_s < CUT_UNTIL_S
-            return [v._replace(box=cut(v.box, edge)) if inside else v for v in seen(capture_ns)]
-
-        return cut_by_edge
-
-    monkeypatch.setattr(generate, "_detections", detections)
-    case = generate.Case("truncated boxes", DURATION_S, world=True)
-    setup = generate.world_setup(case)
-    recording = generate.Recording()
-    generate.board_run(case, recording)
-    generate.sim_run(case, recording, setup)
-    return generate.replayed(recording, setup)
+    return generate.world_case_lines("truncated boxes", DURATION_S, boxes)
 
 
 def at_s(ns: int) -> float:
@@ -75,10 +60,8 @@ def at_s(ns: int) -> float:
 
 
 @pytest.mark.parametrize("edge", ["right", "top"])
-def test_a_box_cut_by_the_edge_never_proceeds_and_the_hold_ends_after_it(
-    edge: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    lines = replay(edge, monkeypatch)
+def test_a_box_cut_by_the_edge_never_proceeds_and_the_hold_ends_after_it(edge: str) -> None:
+    lines = replay(edge)
     scenario = build_scenario("orbit", time=generate.CASES["clean"].sim_time)
     car = np.array(scenario.truth(0.0).target(CAR).state.position_ned_m)
     world = [w for w in lines if w["type"] == "world"]
