@@ -203,10 +203,15 @@ class SerialSide:
 
 
 def board_run(
-    case: Case, recording: Recording, boxes: Callable[[int, NormBox], NormBox] | None = None
+    case: Case,
+    recording: Recording,
+    boxes: Callable[[int, NormBox], NormBox] | None = None,
+    scene_s: Callable[[float], float] | None = None,
 ) -> Emulation:
     """The board's cycles for the case, its bytes read by the host; ``boxes`` (capture
-    time, box -> box): what a faulty detector makes of each box."""
+    time, box -> box): what a faulty detector makes of each box; ``scene_s`` (seconds from
+    the start -> the scenario's time the camera sees then: a paused simulation's scene stands
+    still)."""
     serial = SerialSide(recording)
     emulation = Emulation(
         board=BoardModel(
@@ -217,7 +222,7 @@ def board_run(
         timeline=FaultTimeline(case.faults, case.seed),
         start_ns=serial.open_at_ns + 1_000_000,  # the emulator starts when a reader opens
     )
-    detections = _detections(case)
+    detections = _detections(case, scene_s)
     if boxes is not None:
         seen, faulty = detections, boxes
         detections = lambda t: [v._replace(box=faulty(t, v.box)) for v in seen(t)]  # noqa: E731
@@ -248,7 +253,9 @@ def _no_clock() -> int:
     raise AssertionError("the emulation read the host clock")
 
 
-def _detections(case: Case) -> Callable[[int], list[TargetInView]]:
+def _detections(
+    case: Case, scene_s: Callable[[float], float] | None = None
+) -> Callable[[int], list[TargetInView]]:
     """What the board sees at a capture: the stand-in's vehicles through ``CAMERA`` (world
     cases), else the emulator's built-in scenario."""
     if not case.world:
@@ -259,7 +266,8 @@ def _detections(case: Case) -> Callable[[int], list[TargetInView]]:
     extents = {v.copter_id: tuple(x / 2 for x in v.size_m) for v in scenario.others}
 
     def detections(capture_ns: int) -> list[TargetInView]:
-        truth = scenario.truth((capture_ns - START_NS) / 1e9)
+        t_s = (capture_ns - START_NS) / 1e9
+        truth = scenario.truth(t_s if scene_s is None else scene_s(t_s))
         ego = truth.ego.state
         pose = camera_pose(camera, ego.position_ned_m, ego.quaternion_wxyz)
         out = []
