@@ -19,7 +19,7 @@ from typing import Final, NamedTuple
 from gizmo_core import Decision, HoldReason
 
 from .snapshot import TargetState
-from .targets import Placement, TargetTable, cut_off
+from .targets import ImageEdges, Placement, TargetTable, cut_off
 from .tracking import Track, Tracker, TrackStatus
 from .tracking.history import SAME_IMAGE_NS
 from .verdicts import Conditions, ordered, target_reasons
@@ -51,6 +51,7 @@ class Context(NamedTuple):
     targets: TargetTable
     ttl_ns: Callable[[int], int]  # a result type's TTL
     tracker: Tracker | None
+    edges: ImageEdges  # where a box is cut off by the image's edge (``truncated``)
 
 
 def entries(targets: TargetTable, tracks: list[Track] | None) -> list[Entry]:
@@ -198,6 +199,6 @@ def _reasons(placement: Placement, context: Context) -> set[HoldReason]:
         c.now_ns - obs.host_capture_ns, context.ttl_ns(obs.result_type), obs.clock_locked,
         placement.arrival, placement.pose_reason,
     )  # fmt: skip
-    if cut_off(obs):  # a track's newer measurement too: the target is cut off now
+    if cut_off(obs, context.edges):  # a track's newer measurement too: cut off now
         reasons.add(_TRUNCATED)
     return reasons

@@ -20,7 +20,7 @@ from .geometry import Quat, Vec3, azimuth_elevation_deg, cross, quat_multiply, q
 from .gimbal import GimbalTrack
 from .inputs import ImuSample, VisionObservation
 from .ranging import Ranger
-from .targets import Geometry, Placement, RayFrame, cut_off
+from .targets import Geometry, Placement, RayFrame, cut_off, image_edges
 from .timeline import PoseAt, PoseHistory, PoseMotion, Where
 
 _new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
@@ -40,6 +40,7 @@ class Placer:
         """``rates``: also note how fast the camera moved and turned at each capture (the
         tracker's noise model needs them; the per-frame path does not)."""
         self.camera = camera
+        self.edges = image_edges(camera.config.width_px, camera.config.height_px)
         self._rates = rates
         self.history = PoseHistory(
             max_samples=config.pose_history,
@@ -206,7 +207,7 @@ class Placer:
         p = pose.position_ned_m
         origin = (p[0] + offset[0], p[1] + offset[1], p[2] + offset[2])
         azimuth, elevation = azimuth_elevation_deg(ray)
-        if cut_off(obs):  # its centre is not the target's: nothing to place (``truncated``)
+        if cut_off(obs, self.edges):  # its centre is not the target's: nothing to place
             return Geometry(bearing, size, ray, azimuth, elevation, None, None, None), None
         fix = self.ranger.fix(
             t, origin, ray, self._pose_for_range, self._camera_for_range, self._mount_position

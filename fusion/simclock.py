@@ -8,8 +8,9 @@ settings (docs/world-safety.md):
 - **Lock period.** A stream, or a new epoch of it, is settling until its envelope has held
   within ``jump_threshold_ms`` for ``lock_ms`` of host time (a sensor that starts with queued
   frames would otherwise set the mapping from its oldest one). Samples mapped meanwhile are not
-  used by the world model. Held both ways: late ones for ``jump_confirm_ms`` settle again at
-  their level (a pause while the stream settled held ``clock_jump`` for good, rt36).
+  used by the world model. Held both ways: late samples do not count, and late ones that a
+  resumed pause vouches for settle again at their level (a pause while the stream settled
+  held ``clock_jump`` for good, rt36).
 - **Outliers.** On a locked stream a sample more than ``jump_threshold_ms`` early is an
   ``OUTLIER`` (mapped to its arrival, dropped by the consumer, never the newest time) until
   five like it over ``jump_confirm_ms`` of host time confirm a step ahead: a new epoch there.
@@ -293,11 +294,19 @@ class SimClockEstimator:
         span."""
         if not self._repeats:
             return 0.0
+        span = last_ns - self._frozen_from_ns
+        if not self._closed:
+            # The stream's first sim time, no sending rate known (CopterSim paused when the
+            # host started, red team rt36): their span alone, as a stream delayed from its
+            # first datagram on cannot be told from one that is not, either. (Every sim time
+            # after it is bounded by its count: a span alone let coarse ticks vouch for a
+            # path's delay for good, the period never learned.)
+            return span
         # The count bound's slack: a sending rate learned from jittered stamps errs by a few
         # per cent, which a long pause multiplies (rt30: 1-3 s pauses at 100 Hz, stamps
         # jittered by 3 ms, held for good); a stretching path gains at most that share.
         bound = _COUNT_SLACK * self._repeats * self._send_ns
-        return min(bound, last_ns - self._frozen_from_ns)
+        return min(bound, span)
 
     def _watch_pause(self, host_rx_ns: int) -> None:
         """Repeats of a sim time are a pause once what they show (``_shown``) exceeds what the

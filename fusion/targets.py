@@ -48,25 +48,38 @@ class Geometry(NamedTuple):
 
 
 _NONE_HELD: Final = 2**63  # ``TargetTable._oldest_ns`` with no target held
-# How near the image's edge (board units, of 1000 from the centre to an edge) a box's side
-# reaches it: a detector clips a box to the image's last pixel (1.6 units at 1280 px, 2.8 at
-# 720), and the board rounds the centre and size to whole units.
-EDGE_MARGIN: Final = 4
-_EDGE: Final = 1000 - EDGE_MARGIN
 
 
-def cut_off(obs: VisionObservation) -> bool:
-    """Whether ``obs``'s box reaches the image's edge (``EDGE_MARGIN``): the target goes on
-    beyond it, and the box's centre is not the target's. A ray through that centre placed a
-    target 2.4 m off with a covariance of 5 cm (red team rt37), so such a measurement is not
-    placed, and HOLDs ``truncated``. A result without a box is never cut off."""
+class ImageEdges(NamedTuple):
+    """Where a box's side reaches the image's edge: its distance from the centre, in the
+    board's units (1000 at the edge), across (``x``) and down (``y``)."""
+
+    x: float
+    y: float
+
+
+EDGE_PIXELS: Final = 2.0  # a side this near the image's edge reaches it, in pixels
+
+
+def image_edges(width_px: int, height_px: int) -> ImageEdges:
+    """The edges of a ``width_px`` x ``height_px`` image: ``EDGE_PIXELS`` in from each,
+    less half a unit (the board rounds to whole units). A detector clips a box to the last
+    pixel, 2000/``height_px`` units in (4.2 at 480 rows: a fixed 4 units missed half of
+    such boxes, red team rt38)."""
+    return ImageEdges(
+        1000 - EDGE_PIXELS * 2000 / width_px - 0.5, 1000 - EDGE_PIXELS * 2000 / height_px - 0.5
+    )
+
+
+def cut_off(obs: VisionObservation, edges: ImageEdges) -> bool:
+    """Whether ``obs``'s box reaches the image's ``edges``: the target goes on beyond them,
+    and the box's centre is not the target's. A ray through that centre placed a target
+    2.4 m off with a covariance of 5 cm (red team rt37), so such a measurement is not placed,
+    and HOLDs ``truncated``. A result without a box is never cut off."""
     if not obs.has_box:
         return False
-    half_w, half_h = obs.width / 2, obs.height / 2
-    x, y = obs.center_x, obs.center_y
-    return (
-        x - half_w <= -_EDGE or x + half_w >= _EDGE or y - half_h <= -_EDGE or y + half_h >= _EDGE
-    )
+    x, y, half_w, half_h = obs.center_x, obs.center_y, obs.width / 2, obs.height / 2
+    return abs(x) + half_w >= edges.x or abs(y) + half_h >= edges.y
 
 
 class Placement(NamedTuple):

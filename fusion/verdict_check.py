@@ -290,7 +290,8 @@ class VerdictCheck(Intake):
         if common is None or common[0] != holding:  # the same conditions: the same reasons
             common = self._common = (holding, frozenset(global_reasons(c)))
         context = _new_tuple(
-            estimates.Context, (c, common[1], self._targets, self._ttl_ns, self._tracker)
+            estimates.Context,
+            (c, common[1], self._targets, self._ttl_ns, self._tracker, self._placer.edges),
         )
         judged: list[estimates.Judged] = []
         selected: int | None = None

@@ -12,7 +12,7 @@ of a round trip); its offset is ``host - remote``. The rules, each with the faul
   from its oldest sample and have it look current). The first epoch may ask for more
   (``first_lock_*``): the skew is not known yet; later epochs keep it (the same oscillator).
   Under HOLD a level must hold the other way too: late samples do not count, and a late run
-  as long as ``late_after_ns`` opens an epoch at its level (a pause while settling).
+  that a resumed pause vouches for (``follow_ns``) opens an epoch at its level.
 - **Early samples.** On a trusted mapping, a sample more than ``tolerance_ns`` below it (it
   arrived before it was sent, by the mapping) is an OUTLIER, mapped no later than its own
   arrival, until ``confirm_samples`` like it in a row over ``confirm_ns`` of host time confirm
@@ -216,7 +216,7 @@ class EpochClock(PublishedLine):
                 self._excess = min(self._excess, max(0.0, offset - published))
             offset -= self._excess
         if settling:
-            settled, jump = self._settle(remote_ns, x, host_ns, offset)
+            settled, jump = self._settle(remote_ns, x, host_ns, offset, follow_ns)
             return self._reading(remote_ns, host_ns, self._status, settled or event, jump)
         map_x, map_offset = self._map_x, self._map_offset
         residual = offset - (map_offset + env.skew * (x - map_x))
@@ -271,7 +271,7 @@ class EpochClock(PublishedLine):
         return self._late_after_ns
 
     def _settle(
-        self, remote_ns: int, x: float, host_ns: int, offset: float
+        self, remote_ns: int, x: float, host_ns: int, offset: float, follow_ns: float
     ) -> tuple[ClockEvent | None, float]:
         """Count towards the lock; the event, and an epoch's jump. A sample more than the
         tolerance below the envelope (it arrived before the mapping says it was sent: a phase
@@ -279,12 +279,16 @@ class EpochClock(PublishedLine):
         or from before a step.
 
         Under HOLD, a sample more than the tolerance above where the count began counts for
-        neither: the level has not held. Late ones all along for ``late_after_ns`` (remote
-        time) and ``confirm_samples`` open an epoch at theirs, settling again (red team rt36:
-        a simulation that paused while its stream settled locked at the level before the
-        pause, every sample after it late, and HOLD kept it so for good). Nothing maps for
-        use while a stream settles, and a level it then shows for a whole lock is as good as
-        a first one. ACCEPT and FOLLOW leave a locked stream's late run for good themselves."""
+        neither: the level has not held, and the count goes on after it (a stream whose
+        latency spikes now and then locks as before). Late ones all along for
+        ``late_after_ns`` over ``confirm_samples`` and ``confirm_ns``, late by no more than
+        ``follow_ns`` (what a resumed pause vouches for, as when locked), open an epoch at
+        their level, settling again (red team rt36: a simulation that paused while its stream
+        settled locked at the level before the pause, every sample after it late by the
+        pause, and HOLD kept it so for good). A late run no pause vouches for is never
+        followed (rt38: adopted after a lock's span, a link late 300 ms of every 350 mapped
+        its data 30 ms fresher than they were). ACCEPT and FOLLOW leave a locked stream's
+        late run themselves."""
         env = self._env
         event = None
         run = self._lock_run
@@ -300,8 +304,12 @@ class EpochClock(PublishedLine):
                 late = self._late = Run(x, host_ns, phase)
             else:
                 late.add(x, host_ns, phase, _INF)
-            if x - late.since_x >= self._late_after_ns and late.count >= self._confirm_samples:
-                jump = late.low - run.ref
+            jump = late.low - run.ref
+            if (
+                jump <= follow_ns
+                and x - late.since_x >= self._late_after_ns
+                and late.confirmed(self._confirm_samples, host_ns, self._confirm_ns)
+            ):
                 self._jump_epoch(remote_ns, host_ns, late, keep=False)
                 return _NEW_EPOCH, jump
             self._publish(x)  # the line moves on at the envelope's level, as ever

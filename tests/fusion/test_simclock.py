@@ -686,3 +686,22 @@ def test_a_pause_right_after_a_restart_locks_again():
     tail = [(h, s) for h, s in out if h >= pause_at + pause + 500 * MS]
     assert tail and all(s.status is LOCKED for _, s in tail)
     assert all(OFFSET + h <= s.host_ns <= OFFSET + h + MS for h, s in tail)
+
+
+@pytest.mark.parametrize(("late_ms", "spike_ms"), [(110, 350), (300, 350), (200, 350)])
+def test_latency_spikes_while_settling_are_never_followed(late_ms, spike_ms):
+    """A link 30 ms late for ``late_ms`` of every ``spike_ms``, on time when it starts: no
+    pause vouches for it, so the late level is never taken: the stream locks on its on-time
+    samples when they last long enough (a late run did not keep it settling for good), and
+    no sample is ever mapped fresher than it is (red team rt38: a late level adopted after a
+    lock's span mapped a link late 300 ms of every 350 30 ms fresher)."""
+    clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0, lock_ms=250.0)
+    out = []
+    for k in range(900):
+        host = k * 10 * MS
+        late = (host % (spike_ms * MS)) >= (spike_ms - late_ms) * MS  # on time first
+        out.append((host, clock.observe(host, OFFSET + host + MS + (30 * MS if late else 0))))
+    assert all(s.host_ns <= OFFSET + host + 2 * MS for host, s in out if s.status is LOCKED)
+    locked = sum(s.status is LOCKED for _, s in out)
+    if late_ms <= 110:  # on time for 240 ms of every 350: as before the late-run rule
+        assert locked > 500

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fusion.targets import EDGE_MARGIN, Placement, TargetTable, cut_off
+from fusion.targets import Placement, TargetTable, cut_off, image_edges
 from gizmo_core import HoldReason
 from tests.support.fusion_inputs import MS, observation
 
@@ -72,25 +72,41 @@ def test_the_table_is_its_plain_model(ops):
             assert [table.superseded(p) for p in probes] == before
 
 
+EDGES_640_480 = image_edges(640, 480)  # 3.125 units a pixel across, 4.17 down
+
+
+def _side_at(pixel: float, pixels: int) -> float:
+    """A box side at ``pixel`` (``pixels`` from the left or top edge: the last pixel
+    ``pixels - 1`` is one pixel in from the far edge) in board units (-1000..1000)."""
+    return 1000 * (pixel / (pixels / 2) - 1)
+
+
 @pytest.mark.parametrize(
-    ("center", "size", "has_box", "is_cut"),
+    ("right_px", "bottom_px", "is_cut"),
     [
-        ((0, 0), (100, 80), True, False),  # in the middle
-        ((0, 0), (2000, 80), True, True),  # as wide as the image
-        ((946, 0), (100, 80), True, True),  # right side at 996: 4 units from the edge
-        ((945, 0), (100, 80), True, False),  # at 995: 5 units in
-        ((-946, 0), (100, 80), True, True),  # left side at -996
-        ((0, 956), (100, 80), True, True),  # bottom at 996
-        ((0, -955), (100, 80), True, False),  # top at -995
-        ((0, -956), (100, 80), True, True),  # top at -996
-        ((995, 0), (1, 0), True, False),  # a point 5 units in: its right side at 995.5
-        ((997, 0), (0, 0), True, True),  # a point on the margin
-        ((1000, 1000), (500, 500), False, False),  # a result without a box is never cut off
+        (400, 300, False),  # well inside
+        (639, 300, True),  # clipped to the last column, a pixel in from the edge
+        (638, 300, True),  # 2 pixels in
+        (637.85, 300, True),  # and the board's rounding, half a unit in
+        (637.5, 300, False),  # 2.5 pixels in
+        (400, 479, True),  # clipped to the last row (995.8: red team rt38's 995 and 995.5)
+        (400, 478, True),  # 2 rows in
+        (400, 477.5, False),  # 2.5 rows in
     ],
 )
-def test_a_box_reaching_the_images_edge_is_cut_off(center, size, has_box, is_cut):
-    """Within ``EDGE_MARGIN`` (4) units of an edge (of 1000 from the centre) a box is cut
-    off: the target goes on beyond it (a detector clips a box to the last pixel)."""
-    assert EDGE_MARGIN == 4
-    obs = observation(0, center=center, size=size, has_box=has_box)
-    assert cut_off(obs) is is_cut
+def test_a_box_reaching_the_images_edge_is_cut_off(right_px, bottom_px, is_cut):
+    """A box side within 2 pixels of an edge of the 640 x 480 image (less half a unit: the
+    board rounds) is cut off: the target goes on beyond it (a detector clips a box to the
+    last pixel). The box's other sides are well inside."""
+    left, top = _side_at(200, 640), _side_at(100, 480)
+    right, bottom = _side_at(right_px, 640), _side_at(bottom_px, 480)
+    centre = ((left + right) / 2, (top + bottom) / 2)
+    obs = observation(0, center=centre, size=(right - left, bottom - top))
+    assert cut_off(obs, EDGES_640_480) is is_cut
+    mirrored = observation(0, center=(-centre[0], -centre[1]), size=(right - left, bottom - top))
+    assert cut_off(mirrored, EDGES_640_480) is is_cut  # the left and top edges alike
+
+
+def test_a_result_without_a_box_is_never_cut_off():
+    obs = observation(0, center=(1000, 1000), size=(500, 500), has_box=False)
+    assert not cut_off(obs, EDGES_640_480)
