@@ -87,7 +87,6 @@ def _side_at(pixel: float, pixels: int) -> float:
         (400, 300, False),  # well inside
         (639, 300, True),  # clipped to the last column, a pixel in from the edge
         (638, 300, True),  # 2 pixels in
-        (637.85, 300, True),  # and the board's rounding, half a unit in
         (637.5, 300, False),  # 2.5 pixels in
         (400, 479, True),  # clipped to the last row (995.8: red team rt38's 995 and 995.5)
         (400, 478, True),  # 2 rows in
@@ -100,10 +99,12 @@ def test_a_box_reaching_the_images_edge_is_cut_off(right_px, bottom_px, is_cut):
     last pixel). The box's other sides are well inside."""
     left, top = _side_at(200, 640), _side_at(100, 480)
     right, bottom = _side_at(right_px, 640), _side_at(bottom_px, 480)
-    centre = ((left + right) / 2, (top + bottom) / 2)
-    obs = observation(0, center=centre, size=(right - left, bottom - top))
+    # The board's whole units, as it rounds them
+    centre = (round((left + right) / 2), round((top + bottom) / 2))
+    size = (round(right - left), round(bottom - top))
+    obs = observation(0, center=centre, size=size)
     assert cut_off(obs, EDGES_640_480) is is_cut
-    mirrored = observation(0, center=(-centre[0], -centre[1]), size=(right - left, bottom - top))
+    mirrored = observation(0, center=(-centre[0], -centre[1]), size=size)
     assert cut_off(mirrored, EDGES_640_480) is is_cut  # the left and top edges alike
 
 
