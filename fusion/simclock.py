@@ -335,4 +335,6 @@ class SimClockEstimator:
             # Where in a step it began and ended: a step less what repeats usually cover
             # (a coarse tick's repeats cover all of it but one sending)
             step = max(send, period - usual)
+            if not self._closed:  # the first sim time: its repeats' own spacing (no period)
+                step = max(step, (host_rx_ns - self._frozen_from_ns) / self._repeats)
             self._paused_ns = self._vouched_ns = shown + 2 * step

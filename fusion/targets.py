@@ -59,16 +59,20 @@ class ImageEdges(NamedTuple):
 
 
 EDGE_PIXELS: Final = 2.0  # a side this near the image's edge reaches it, in pixels
+_ROUNDING: Final = 0.75  # the board rounds a box's centre and size each to whole units
+_MAX_MARGIN: Final = 100.0  # units: an image of a few pixels is not all edge
 
 
 def image_edges(width_px: int, height_px: int) -> ImageEdges:
     """The edges of a ``width_px`` x ``height_px`` image: ``EDGE_PIXELS`` in from each,
-    less half a unit (the board rounds to whole units). A detector clips a box to the last
-    pixel, 2000/``height_px`` units in (4.2 at 480 rows: a fixed 4 units missed half of
-    such boxes, red team rt38)."""
-    return ImageEdges(
-        1000 - EDGE_PIXELS * 2000 / width_px - 0.5, 1000 - EDGE_PIXELS * 2000 / height_px - 0.5
-    )
+    and what the board's rounding moves a side (at most a tenth of the way to the centre).
+    A detector clips a box to the last pixel, 2000/``height_px`` units in (4.2 at 480 rows:
+    a fixed 4 units missed half of such boxes, red team rt38)."""
+
+    def edge(pixels: int) -> float:
+        return 1000 - min(EDGE_PIXELS * 2000 / pixels + _ROUNDING, _MAX_MARGIN)
+
+    return ImageEdges(edge(width_px), edge(height_px))
 
 
 def cut_off(obs: VisionObservation, edges: ImageEdges) -> bool:

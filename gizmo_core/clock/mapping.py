@@ -164,10 +164,12 @@ class EpochClock(PublishedLine):
         saw a pause that began there end): a late run that began no earlier, and the level an
         epoch it opens would take, starts again from the next sample. One that began before
         stands (red team rt25: a stream late throughout, its late run erased by each pause a
-        copied datagram seemed to show, was followed). While LOCKED only."""
+        copied datagram seemed to show, was followed). While LOCKED or settling: a pause
+        that began between two datagrams of a slow stream settling had its first frozen one
+        start the late run, its level then the epoch's, and held for good (rt38's review)."""
         late = self._late
         if (
-            self._status is _LOCKED
+            self._status is not _JUMPED
             and late is not None
             and late.since_x >= since_remote_ns - self._origin_remote
         ):

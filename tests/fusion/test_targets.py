@@ -111,3 +111,12 @@ def test_a_box_reaching_the_images_edge_is_cut_off(right_px, bottom_px, is_cut):
 def test_a_result_without_a_box_is_never_cut_off():
     obs = observation(0, center=(1000, 1000), size=(500, 500), has_box=False)
     assert not cut_off(obs, EDGES_640_480)
+
+
+def test_a_tiny_image_is_not_all_edge():
+    """A few pixels' image (the camera settings take 2): its edge margin is at most a tenth of
+    the way in, so a box in its middle is not cut off (a HOLD ``truncated`` for good)."""
+    edges = image_edges(2, 4)
+    assert edges == (900.0, 900.0)
+    assert not cut_off(observation(0, center=(0, 0), size=(100, 100)), edges)
+    assert cut_off(observation(0, center=(0, 0), size=(1800, 100)), edges)
