@@ -112,7 +112,9 @@ def judge(
     result = RunResult(plan.scenario, plan.seed)
     obs = recorder.observations
     t_s = [(o.host_ns - start_ns) / 1e9 for o in obs]
-    visible = [truth.view(target_class, o.host_ns) is not None for o in obs]
+    # In view: wholly in the image. A box the image's edge cuts holds ``truncated`` by design.
+    views = [truth.view(target_class, o.host_ns) for o in obs]
+    visible = [v is not None and not v.cut_off for v in views]
     errors: list[tuple[float, float, float]] = []
     seen: set[int] = set()
     for o, t in zip(obs, t_s, strict=True):

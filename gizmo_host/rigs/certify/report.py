@@ -247,13 +247,14 @@ def markdown(summary: dict[str, Any], plots: Sequence[str]) -> str:
     lines += [
         "",
         "Bearing: the angle to the line of sight to the vehicle's centre, the box-centre bias "
-        "of a box detector included (large where the box is clipped at the image's edge); "
+        "of a box detector included; "
         "beyond the box bias: the host's own part (negative: closer than the box's ray). "
         "Capture time: the host's mapped capture time against "
         "the board's own (emit time less `age_ms`); between a device clock step and the new "
         "epoch it confirms, the host maps the stepped frames conservatively (older) on "
-        "purpose. Availability: the share of the time the vehicle was truly in the image "
-        "that the verdict was PROCEED, faults included.",
+        "purpose. Availability: the share of the time the vehicle was truly in the image, "
+        "wholly (a box the image's edge cuts holds `truncated`), that the verdict was "
+        'PROCEED, faults included; the same for "in view" in the checks above.',
         "",
         "## The longest HOLD of each run while the vehicle was in view",
         "",

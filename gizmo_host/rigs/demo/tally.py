@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from fusion import WorldSnapshot
 from gizmo_core import Decision
@@ -64,6 +64,9 @@ class ErrorHistogram:
         }
 
 
+EDGE_PX: Final = 2.5  # a box side this near the image's edge is cut off (the host's 2 px, rounded)
+
+
 class TruthView(NamedTuple):
     """What the camera sees of one target: the line of sight to its centre, the range to it,
     and how far the ray through the centre of its image box (what a detector reports) is off
@@ -75,6 +78,8 @@ class TruthView(NamedTuple):
     elevation_deg: float
     range_m: float
     box_bias_deg: float
+    # Its box reaches the image's edge (within EDGE_PX): the host holds ``truncated`` there
+    cut_off: bool = False
 
 
 class GroundTruth:
@@ -109,8 +114,12 @@ class GroundTruth:
             return None
         view = target_view(self.camera, truth.ego.state, copter, placed.position_ned_m)
         bias = angle_deg(box_centre_ray_ned(self.camera, pose, box), view.bearing_ned)
+        right, bottom = self.camera.width_px - 0.5 - EDGE_PX, self.camera.height_px - 0.5 - EDGE_PX
+        cut = (
+            min(box.min_x, box.min_y) <= EDGE_PX - 0.5 or box.max_x >= right or box.max_y >= bottom
+        )
         return TruthView(
-            copter, view.bearing_ned, view.azimuth_deg, view.elevation_deg, view.range_m, bias
+            copter, view.bearing_ned, view.azimuth_deg, view.elevation_deg, view.range_m, bias, cut
         )
 
 
