@@ -201,7 +201,10 @@ class SimClockEstimator:
             return SimClockSample(host, core.epoch, core.status, None)
         if self._vouched_ns:  # a pause ends: what came late since it began, it explains
             core.explain_late(self._last_sim_ns)
-        elif self._started and reason is None:  # a step at the stream's own pace
+        if self._started and reason is None and (not self._vouched_ns or self._unsure()):
+            # A step at the stream's own pace; or one after a pause while the period is
+            # not known (its steps are, once two came: rt39, coarse ticks whose first tick
+            # passed for a pause never learned it)
             self._learn_period(sim_time_ns - self._last_sim_ns, host_rx_ns)
         if self._started and reason is None:
             self._end_standstill()
@@ -295,18 +298,23 @@ class SimClockEstimator:
         if not self._repeats:
             return 0.0
         span = last_ns - self._frozen_from_ns
-        if not self._closed:
-            # The stream's first sim time, no sending rate known (CopterSim paused when the
-            # host started, red team rt36): their span alone, as a stream delayed from its
-            # first datagram on cannot be told from one that is not, either. (Every sim time
-            # after it is bounded by its count: a span alone let coarse ticks vouch for a
-            # path's delay for good, the period never learned.)
+        if self._unsure():
+            # No sending rate yet (CopterSim paused when the host started, or before its
+            # second step: red teams rt36, rt39): their span alone, as a stream delayed from
+            # its first datagram on cannot be told from one that is not, either. (Once the
+            # rate is known, the count bounds it: a span alone let coarse ticks vouch for a
+            # path's delay, rt28.)
             return span
         # The count bound's slack: a sending rate learned from jittered stamps errs by a few
         # per cent, which a long pause multiplies (rt30: 1-3 s pauses at 100 Hz, stamps
         # jittered by 3 ms, held for good); a stretching path gains at most that share.
         bound = _COUNT_SLACK * self._repeats * self._send_ns
         return min(bound, span)
+
+    def _unsure(self) -> bool:
+        """Fewer than two steps of sim time seen: no sending rate to bound a pause by (one
+        step may be a part of a period: a pause that began between two datagrams)."""
+        return len(self._steps) < 2
 
     def _watch_pause(self, host_rx_ns: int) -> None:
         """Repeats of a sim time are a pause once what they show (``_shown``) exceeds what the
@@ -335,6 +343,6 @@ class SimClockEstimator:
             # Where in a step it began and ended: a step less what repeats usually cover
             # (a coarse tick's repeats cover all of it but one sending)
             step = max(send, period - usual)
-            if not self._closed:  # the first sim time: its repeats' own spacing (no period)
+            if self._unsure():  # no period yet: the repeats' own spacing
                 step = max(step, (host_rx_ns - self._frozen_from_ns) / self._repeats)
             self._paused_ns = self._vouched_ns = shown + 2 * step

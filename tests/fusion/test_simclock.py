@@ -656,7 +656,17 @@ def test_a_simulation_slower_than_the_bound_holds_and_its_late_samples_never_mov
     [
         (period, at, pause)
         for period in (10, 33, 100)
-        for at, pause in [(0, 250), (0, 500), (0, 2000), (105, 300), (150, 500), (240, 100)]
+        for at, pause in [
+            (0, 250),
+            (0, 500),
+            (0, 2000),
+            (105, 300),
+            (150, 500),
+            (240, 100),
+            (5, 600),
+            (20, 600),
+            (50, 600),  # before the second datagram: a part of a step
+        ]
         if pause > period  # one no longer than a period may show no repeat (the docs' limit)
     ],
 )
@@ -713,3 +723,26 @@ def test_latency_spikes_while_settling_are_never_followed(late_ms, spike_ms):
     locked = sum(s.status is LOCKED for _, s in out)
     if late_ms <= 110:  # on time for 240 ms of every 350: as before the late-run rule
         assert locked > 500
+
+
+@pytest.mark.parametrize(("tick_ms", "send_ms"), [(50, 10), (100, 10), (40, 20)])
+@pytest.mark.parametrize("tick", [0, 1, 2])
+def test_a_coarse_tick_stream_pausing_early_locks_again(tick_ms, send_ms, tick):
+    """A simulation whose time moves in ticks coarser than it sends (the rt28 model), paused
+    for 1 s during its first, second or third tick, while it settles: LOCKED on the truth
+    within a second of the pause's end (red team rt39: the first tick's repeats passed for a
+    pause, its period was never learned, and a pause in the second tick settled for good)."""
+    clock = SimClockEstimator(jump_threshold_ms=20.0, jump_confirm_ms=100.0, lock_ms=250.0)
+    period, tick_ns, pause = send_ms * MS, tick_ms * MS, 1_000 * MS
+    pause_at = tick * tick_ns + 3 * MS
+    out = []
+    for k in range(round((pause_at + pause + 3_000 * MS) / period)):
+        host = k * period
+        scene = host if host < pause_at else max(pause_at, host - pause)
+        sim = scene // tick_ns * tick_ns
+        out.append((host, sim, clock.observe(sim, OFFSET + host + MS)))
+    tail = [(h, sim, s) for h, sim, s in out if h >= pause_at + pause + 1_000 * MS]
+    assert tail and all(s.status is LOCKED for _, _, s in tail)
+    # a tick's sim time is current from its tick on (host time: the tick plus the pause):
+    # mapped no later than that (no fresher), give or take a sending
+    assert all(s.host_ns <= OFFSET + sim + pause + MS + period for _, sim, s in tail)
