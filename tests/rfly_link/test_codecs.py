@@ -8,7 +8,7 @@ import struct
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import rfly_link
@@ -267,6 +267,9 @@ point_layouts = st.sampled_from(list(sensors.PointLayout))
     copter_id=st.integers(-(2**31), 2**31 - 1),
     scale=st.floats(0.1, 500.0),
 )
+@example(  # a coordinate at the int16 limit: not a number (found by the search, once)
+    layout=sensors.PointLayout.PREFIX36_INT16_XYZS, n=45, seed=7859, copter_id=0, scale=1.0
+)
 def test_point_cloud_round_trip(
     layout: sensors.PointLayout, n: int, seed: int, copter_id: int, scale: float
 ) -> None:
@@ -285,6 +288,8 @@ def test_point_cloud_round_trip(
     assert cloud.point_count == n
     factor = np.float32(scale / 32767) if layout.scaled else np.float32(1)
     expected = np.multiply(raw[:, :3], factor, dtype=np.float32)
+    if layout.scaled:  # a coordinate at the int16 limit was clipped by the sender: unknown
+        expected[np.abs(raw[:, :3].astype(np.int32)) >= 32767] = np.nan
     np.testing.assert_array_equal(cloud.xyz_m, expected)
     if layout.channels == 4:
         np.testing.assert_array_equal(cloud.stencil, raw[:, 3].astype(np.float32))
