@@ -62,6 +62,7 @@ _LOCKED: Final = ClockStatus.LOCKED
 _JUMPED: Final = ClockStatus.JUMPED
 _OUTLIER: Final = ClockStatus.OUTLIER
 _HOLD: Final = LatePolicy.HOLD
+_ACCEPT: Final = LatePolicy.ACCEPT
 _PHASE_ERROR: Final = ClockEvent.PHASE_ERROR
 _CLOCK_JUMP: Final = ClockEvent.CLOCK_JUMP
 _NEW_EPOCH: Final = ClockEvent.NEW_EPOCH
@@ -268,7 +269,7 @@ class EpochClock(PublishedLine):
         showed the late samples that would have opened its epoch, and held for as long again
         (red team rt36: 0.55 s of on-time frames). Its mapping never moved: on-time samples
         agree with it."""
-        if self._policy is LatePolicy.ACCEPT and not self._stepped:
+        if self._policy is _ACCEPT and not self._stepped:
             return self._confirm_ns
         return self._late_after_ns
 
@@ -301,11 +302,7 @@ class EpochClock(PublishedLine):
             env.clear()
             self._lock_run = self._late = None
         elif run is not None and phase > run.ref + self.late_tolerance_ns and self._policy is _HOLD:
-            late = self._late
-            if late is None:
-                late = self._late = Run(x, host_ns, phase)
-            else:
-                late.add(x, host_ns, phase, _INF)
+            late = self._late_run(x, host_ns, phase)
             # From the lower of where the count began and the envelope: the level the epoch
             # is judged by (from the count's start alone, 18 ms more passed, rt39)
             jump = late.low - min(run.ref, env.phase)
@@ -385,11 +382,7 @@ class EpochClock(PublishedLine):
             # (HOLD: a JUMPED stream's late samples never move the mapping up.)
             env.add(x, offset)
             self._publish(x)
-        late = self._late  # every late sample since they began (a backlog flush counts)
-        if late is None:
-            late = self._late = Run(x, host_ns, phase)
-        else:
-            late.add(x, host_ns, phase, _INF)
+        late = self._late_run(x, host_ns, phase)
         if x - late.since_x >= 0.5 * self._late_after_ns:
             # Late for half the span: the on-time stretch that ends a JUMPED starts again.
             # One late sample between on-time ones does not: a link that delivers frames in
@@ -414,7 +407,7 @@ class EpochClock(PublishedLine):
             run = self._consistent = Run(x, host_ns, phase)
         else:
             run.add(x, host_ns, phase, _INF)
-        accept = self._policy is LatePolicy.ACCEPT and not self._stepped
+        accept = self._policy is _ACCEPT and not self._stepped
         if (self._stepped or accept) and run.confirmed(
             self._confirm_samples, host_ns, self._confirm_ns
         ):
@@ -422,6 +415,16 @@ class EpochClock(PublishedLine):
             jump = run.low - published_phase
             return self._reading(remote_ns, host_ns, self._status, _NEW_EPOCH, jump)
         return self._reading(remote_ns, host_ns, _JUMPED, None, 0.0)
+
+    def _late_run(self, x: float, host_ns: int, phase: float) -> Run:
+        """The late run this late sample extends or starts: every late sample since they
+        began (a backlog flush counts)."""
+        late = self._late
+        if late is None:
+            late = self._late = Run(x, host_ns, phase)
+        else:
+            late.add(x, host_ns, phase, _INF)
+        return late
 
     def _drop_early(self) -> None:
         """A pending step ahead that the next sample contradicts was glitches: outliers."""
