@@ -8,12 +8,11 @@ control port ``30100 + 2(N - 1)`` carries SILIntFloat, the sensor request and th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import IntEnum, IntFlag
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from rfly_link.messages.base import WireMessage, izeros, wire_message, zeros
+from rfly_link.messages.base import WireMessage, izeros, message_dataclass, wire_message, zeros
 from rfly_link.wire import checksums as cs
 from rfly_link.wire import coptersim as w
 
@@ -26,7 +25,7 @@ class CopterSimSensor(IntEnum):
 
 
 @wire_message(w.SENSOR_REQ_COPTERSIM, cs.SENSOR_REQUEST)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class SensorReqCopterSim(WireMessage):
     """Ask CopterSim to stream IMU or odometry replies to ``ip:port`` at ``update_freq_hz``."""
 
@@ -54,7 +53,7 @@ class SensorReqCopterSim(WireMessage):
 
 
 @wire_message(w.IMU_REPLY, cs.IMU_REPLY)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class ImuReply(WireMessage):
     """Raw CopterSim IMU sample, body FRD (VSP 3.2)."""
 
@@ -78,7 +77,7 @@ class OdomFrameType(IntEnum):
 
 
 @wire_message(w.ODOM_REPLY, cs.ODOM_REPLY)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class OdomReply(WireMessage):
     """CopterSim odometry: world NED, body FRD when ``frame_type == 1`` (VSP 3.3)."""
 
@@ -110,7 +109,7 @@ class OdomReply(WireMessage):
 
 
 @wire_message(w.SOUT2SIMULATOR, cs.STATE_168)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class SOut2Simulator(WireMessage):
     """CopterSim vehicle state (168 B) received on ``30100 + 2N - 1``."""
 
@@ -129,7 +128,7 @@ class SOut2Simulator(WireMessage):
     position_gps: tuple[float, ...] = zeros(3)
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class SimpleTimeFields(WireMessage):
     """The fields of the 112 B ``SOUT2SIMULATOR_SIMPLE_TIME`` table, declared once: CopterSim's
     state (:class:`SOut2SimulatorSimpleTime`) and RflySim3D's ``sendUE4PosNew``
@@ -155,7 +154,7 @@ class SimpleTimeFields(WireMessage):
 
 
 @wire_message(w.SOUT2SIMULATOR_SIMPLE_TIME, cs.STATE_112)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class SOut2SimulatorSimpleTime(SimpleTimeFields):
     """CopterSim's 112 B state (GPS as scaled ints) on ``30100 + 2N - 1``."""
 
@@ -202,7 +201,7 @@ SIL_POS, SIL_VEL, SIL_ACC, SIL_ATT, SIL_ATT_RATE, SIL_THRUST = 0, 3, 6, 9, 12, 1
 
 
 @wire_message(w.SIL_INT_FLOAT, cs.SIL_INT_FLOAT)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class SILIntFloat(WireMessage):
     """Inputs to the CopterSim DLL model (120 B), sent to ``30100 + 2(N - 1)``.
 
@@ -291,7 +290,7 @@ class SILIntFloat(WireMessage):
 
 
 @wire_message(w.UE4_CMD_GPS, cs.UE4_CMD_GPS)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class UE4CmdGPS(WireMessage):
     """The GPS origin of RflySim3D's map (32 B), on ``30100 + 2N - 1``."""
 
@@ -304,7 +303,7 @@ NET_DATA_SHORT_PAYLOAD = 152  # SOut2SimulatorOld with native padding
 
 
 @wire_message(w.NET_DATA_SHORT)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class NetDataShort(WireMessage):
     """CopterSim's legacy 200 B state on ``30100 + 2N - 1``, identified by its port alone.
 

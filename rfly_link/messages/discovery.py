@@ -6,16 +6,15 @@ No spec describes these; formats and values come from the public SDK (``ReqCopte
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import IntEnum
 
-from rfly_link.messages.base import WireMessage, izeros, wire_message, zeros
+from rfly_link.messages.base import WireMessage, izeros, message_dataclass, wire_message, zeros
 from rfly_link.wire import checksums as cs
 from rfly_link.wire import coptersim as w
 
 
 @wire_message(w.RFLY_TIME_STMP, cs.TIME_STAMP)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class RflyTimeStmp(WireMessage):
     """CopterSim's heartbeat to port 20005 (32 B): start time, current time, a counter.
 
@@ -36,7 +35,7 @@ class RflyTimeStmp(WireMessage):
 
 
 @wire_message(w.RE_COPTERSIM_MSG, cs.RE_COPTERSIM)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class ReCopterSimMsg(WireMessage):
     """``ReqCopterSim.sendReCopterSim`` (48 B): reconfigure a CopterSim from afar.
 
@@ -64,7 +63,7 @@ class CptSimTarget(IntEnum):
 
 
 @wire_message(w.CPTSIM_CMD, cs.CPTSIM_CMD)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class CptSimCmd(WireMessage):
     """``ReqCopterSim.sendReDllMap`` (64 B): switch a CopterSim's DLL model or map.
 
@@ -93,7 +92,7 @@ class HeartbeatReach(IntEnum):
 
 
 @wire_message(w.UE4_REQ, cs.HEARTBEAT_REQUEST)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class HeartbeatRequest(WireMessage):
     """Ask CopterSim to send its :class:`RflyTimeStmp` to this PC (8 B, ``30100 + 2(N - 1)``)."""
 
@@ -102,7 +101,7 @@ class HeartbeatRequest(WireMessage):
 
 
 @wire_message(w.START_SIGNAL, cs.START_SIGNAL)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class StartSignal(WireMessage):
     """``sendStartMsg`` (12 B to 224.0.0.10:20007): release scripts waiting to start.
 

@@ -8,10 +8,9 @@ never the sender's intent, picks the class.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
-from rfly_link.messages.base import WireMessage, izeros, wire_message, zeros
+from rfly_link.messages.base import WireMessage, izeros, message_dataclass, wire_message, zeros
 from rfly_link.wire import checksums as cs
 from rfly_link.wire import coptersim as wc
 from rfly_link.wire import dll as w
@@ -36,7 +35,7 @@ def _params(params: Mapping[int, float], count: int, what: str) -> tuple[int, tu
 
 
 @wire_message(w.DLL_IN_DOUB_CTRLS, cs.DLL_IN_DOUB_CTRLS)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class DllInDoubCtrls(WireMessage):
     """``sendInDoubCtrls`` / ``sendSILIntDouble`` (232 B): the model's inDoubCtrls[28]."""
 
@@ -58,7 +57,7 @@ class DllInDoubCtrls(WireMessage):
 
 
 @wire_message(w.DLL_IN_DOUB_CTRLS, *cs.IN_CTRL_EXT_DOUBLE)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class DllInCtrlExtDoub(WireMessage):
     """``sendInCtrlExtDoub`` (232 B): 28 doubles for inCtrlExt1..5.
 
@@ -89,7 +88,7 @@ class DllInCtrlExtDoub(WireMessage):
 
 
 @wire_message(wc.SIL_INT_FLOAT, *cs.IN_CTRL_EXT)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class DllInCtrlExt(WireMessage):
     """``sendInCtrlExt`` (120 B, SILIntFloat's layout): inCtrlExt1..5 as 8 ints + 20 floats."""
 
@@ -104,7 +103,7 @@ class DllInCtrlExt(WireMessage):
 
 
 @wire_message(w.PX4_MODEL_IN_PARAMS, cs.MODEL_IN_PARAMS)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class PX4ModelInParams(WireMessage):
     """``sendModelInParams`` (264 B): FaultParamAPI.FaultInParams; bit k validates param k."""
 
@@ -119,7 +118,7 @@ class PX4ModelInParams(WireMessage):
 
 
 @wire_message(w.PX4_MODEL_IN_PARAMS, cs.INIT_IN_PARAMS)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class PX4InitInParams(WireMessage):
     """``sendInitInParams`` (264 B): FaultParamAPI.InitInParams; bit k validates param k."""
 
@@ -134,7 +133,7 @@ class PX4InitInParams(WireMessage):
 
 
 @wire_message(w.DYN_MODI_PARAMS, cs.DYN_MODI_PARAMS)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class PX4DynModiParams(WireMessage):
     """``sendDynModiParams`` (528 B): FaultParamAPI.DynModiParams; bit k validates param k."""
 
@@ -150,7 +149,7 @@ class PX4DynModiParams(WireMessage):
 
 
 @wire_message(w.VECTOR_32D, cs.UE_TO_COPTERSIM)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class UEToCopterData(WireMessage):
     """``sendUE2Coptersim`` (264 B): 32 doubles for the model's inFromUE input."""
 
@@ -160,7 +159,7 @@ class UEToCopterData(WireMessage):
 
 
 @wire_message(w.VECTOR_32D, cs.OUT_COPTER)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class OutCopterData(WireMessage):
     """The model's 32 outCopterData doubles (264 B on ``30100 + 2N - 1``; ``SendOutCopter``)."""
 
@@ -170,7 +169,7 @@ class OutCopterData(WireMessage):
 
 
 @wire_message(w.RAY_TRACE_DRONE, cs.RAY_TRACE_DRONE)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class RayTraceDrone(WireMessage):
     """``sendFloatsColl`` (60 B): size, velocity, six ray distances and position for collisions."""
 
@@ -183,7 +182,7 @@ class RayTraceDrone(WireMessage):
 
 
 @wire_message(w.VECTOR_20F, cs.COLLISION_20D)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Collision20d(WireMessage):
     """``sendColl20d`` (88 B): the model's inCollision20d input."""
 
@@ -193,7 +192,7 @@ class Collision20d(WireMessage):
 
 
 @wire_message(w.VECTOR_20F, cs.TERRAIN_15D)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class TerrainIn15d(WireMessage):
     """``sendTerrIn15d`` (88 B, Ue4Coll20d's layout): the model's TerrainIn15d, first 15 used."""
 
@@ -203,7 +202,7 @@ class TerrainIn15d(WireMessage):
 
 
 @wire_message(w.CUSTOM_DATA, cs.CUSTOM_DATA)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class CustomData(WireMessage):
     """``sendCustomData`` (136 B, port 50000 by default): 16 doubles for Simulink or others.
 

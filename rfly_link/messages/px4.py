@@ -9,18 +9,17 @@ and is not decoded here: a MAVLink datagram of a length listed below fails its c
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import IntEnum
 from types import MappingProxyType
 from typing import ClassVar
 
-from rfly_link.messages.base import WireMessage, izeros, wire_message, zeros
+from rfly_link.messages.base import WireMessage, izeros, message_dataclass, wire_message, zeros
 from rfly_link.wire import checksums as cs
 from rfly_link.wire import px4 as w
 
 
 @wire_message(w.PX4_EXT_MSG, cs.PX4_EXT)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class PX4ExtMsg(WireMessage):
     """PX4's eight actuator outputs with the simulation time (48 B on ``40100 + 2N - 1``)."""
 
@@ -31,7 +30,7 @@ class PX4ExtMsg(WireMessage):
 
 
 @wire_message(w.UORB_RFLY_CTRL, cs.UORB_RFLY_CTRL)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class PX4UorbRflyCtrl(WireMessage):
     """``sendPX4UorbRflyCtrl`` (80 B to ``30100 + 2(N - 1)``): the rfly_ctrl uORB topic."""
 
@@ -55,7 +54,7 @@ class OffboardMode(IntEnum):
 
 
 @wire_message(w.OFFBOARD_SHORT, cs.OFFBOARD_SHORT)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class OffboardShortData(WireMessage):
     """``sendUDPSimpData`` (24 B to ``20100 + 2(N - 1)``): UDP_Simple mode offboard set point.
 
@@ -68,7 +67,7 @@ class OffboardShortData(WireMessage):
 
 
 @wire_message(w.REBOOT_PIX, cs.REBOOT)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class RebootPix(WireMessage):
     """``sendRebootPix`` (8 B, broadcast to ``20100 + 2(N - 1)``): restart the simulation."""
 
@@ -77,7 +76,7 @@ class RebootPix(WireMessage):
 
 
 @wire_message(w.HIL_STATE_SHORT, cs.HIL_STATE_SHORT, cs.HIL_EKF_3D_FIXED, cs.HIL_CRASH)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class HILStateShort(WireMessage):
     """PX4's estimate in UDP_Simple mode (52 B on ``20100 + 2N - 1``), also ``SendHILData``.
 
@@ -116,7 +115,7 @@ HIL_CMD_TARGET = 3  # the SDK's TargetType for offboard commands
 
 
 @wire_message(w.HIL_STATE_DATA)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class HILStateData(WireMessage):
     """PX4's estimate in UDP_Full mode (120 B on ``20100 + 2N - 1``), identified by its port.
 
@@ -147,7 +146,7 @@ class HILStateData(WireMessage):
 
 
 @wire_message(w.HIL_CMD_DATA)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class HILCmdData(WireMessage):
     """Offboard set point in UDP_Full mode (120 B to ``20100 + 2(N - 1)``), identified by port.
 

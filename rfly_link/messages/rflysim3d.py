@@ -7,9 +7,7 @@ the 80 B ``2i1d16f`` in its comment never reaches RflySim3D.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from rfly_link.messages.base import WireMessage, izeros, wire_message, zeros
+from rfly_link.messages.base import WireMessage, izeros, message_dataclass, wire_message, zeros
 from rfly_link.messages.coptersim import SimpleTimeFields
 from rfly_link.wire import checksums as cs
 from rfly_link.wire import coptersim as wc
@@ -19,7 +17,7 @@ from rfly_link.wire import rflysim3d as w
 
 
 @wire_message(w.CRASH, cs.CRASH)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class CopterSimCrash(WireMessage):
     """Collision report from RflySim3D (12 B)."""
 
@@ -29,7 +27,7 @@ class CopterSimCrash(WireMessage):
 
 
 @wire_message(w.REQ_VE_CRASH_DATA, cs.REQ_VE_CRASH_DATA)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class ReqVeCrashData(WireMessage):
     """Per-vehicle crash/ray data (160 B)."""
 
@@ -49,7 +47,7 @@ class ReqVeCrashData(WireMessage):
 
 
 @wire_message(w.CAMERA_DATA_56, cs.OBJECT_DATA)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class CameraData(WireMessage):
     """Camera pose report, 56 B (after a reqCam console request)."""
 
@@ -65,7 +63,7 @@ class CameraData(WireMessage):
 
 
 @wire_message(w.CAMERA_DATA_72, cs.OBJECT_DATA)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class CameraDataQuat(WireMessage):
     """Camera pose report with quaternion, 72 B."""
 
@@ -82,7 +80,7 @@ class CameraDataQuat(WireMessage):
 
 
 @wire_message(w.COPT_REQ_DATA_64, cs.OBJECT_DATA)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class CoptReqData(WireMessage):
     """Vehicle pose and bounding box, 64 B (after reqCopt)."""
 
@@ -96,7 +94,7 @@ class CoptReqData(WireMessage):
 
 
 @wire_message(w.COPT_REQ_DATA_80, cs.OBJECT_DATA)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class CoptReqDataQuat(WireMessage):
     """Vehicle pose, box and quaternion, 80 B."""
 
@@ -111,7 +109,7 @@ class CoptReqDataQuat(WireMessage):
 
 
 @wire_message(w.OBJ_REQ_DATA_96, cs.OBJECT_DATA)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class ObjReqData(WireMessage):
     """Scene object pose, box and name, 96 B (after reqObj)."""
 
@@ -126,7 +124,7 @@ class ObjReqData(WireMessage):
 
 
 @wire_message(w.OBJ_REQ_DATA_112, cs.OBJECT_DATA)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class ObjReqDataQuat(WireMessage):
     """Scene object pose, box, quaternion and name, 112 B."""
 
@@ -148,7 +146,7 @@ UE4_FIT_GROUND = cs.UE4_FIT_GROUND
 
 
 @wire_message(w.UE4_POS_SIMPLE, cs.UE4_NORMAL, cs.UE4_FIT_GROUND)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class UE4PosSimple(WireMessage):
     """``sendUE4Pos`` (checksum 1234567890) and ``sendUE4Pos2Ground`` (1234567891)."""
 
@@ -165,7 +163,7 @@ class UE4PosSimple(WireMessage):
 
 
 @wire_message(w.UE4_POS_SCALE, cs.UE4_NORMAL, cs.UE4_FIT_GROUND)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class UE4PosScale(WireMessage):
     """``sendUE4PosScale`` / ``sendUE4PosScale2Ground``."""
 
@@ -179,7 +177,7 @@ class UE4PosScale(WireMessage):
 
 
 @wire_message(w.UE4_POS_SIMPLE_TIME, cs.UE4_NORMAL)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class UE4PosSimpleTime(WireMessage):
     """``sendUE4PosSimple`` (88 B)."""
 
@@ -194,7 +192,7 @@ class UE4PosSimpleTime(WireMessage):
 
 
 @wire_message(w.MULTI_3D_DATA_100, cs.UE4_NORMAL, cs.UE4_FIT_GROUND)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class UE4PosScale100(WireMessage):
     """``sendUE4PosScale100``: 100 vehicles at once; copter_id 0 hides a slot."""
 
@@ -208,7 +206,7 @@ class UE4PosScale100(WireMessage):
 
 
 @wire_message(w.MULTI_3D_DATA_20, cs.UE4_NORMAL, cs.UE4_FIT_GROUND)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class UE4PosScalePwm20(WireMessage):
     """``sendUE4PosScalePwm20``: 20 vehicles with 8 PWMs each."""
 
@@ -222,7 +220,7 @@ class UE4PosScalePwm20(WireMessage):
 
 
 @wire_message(w.COPTER_MSG, cs.UE4_LABEL)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class UE4LabelMsg(WireMessage):
     """``sendUE4LabelMsg``: text shown above a vehicle (UTF-8, at most 119 bytes + NUL)."""
 
@@ -236,7 +234,7 @@ class UE4LabelMsg(WireMessage):
 
 
 @wire_message(w.VEHICLE_ATTACH_25, cs.UE4_ATTACH)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class UE4Attach(WireMessage):
     """``sendUE4Attatch``: attach up to 25 vehicles to others."""
 
@@ -247,7 +245,7 @@ class UE4Attach(WireMessage):
 
 
 @wire_message(w.UE4_EXT_MSG, cs.UE4_EXT_ACT)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class UE4ExtAct(WireMessage):
     """``sendUE4ExtAct``: 16 values for the vehicle's extended blueprint actions."""
 
@@ -258,7 +256,7 @@ class UE4ExtAct(WireMessage):
 
 
 @wire_message(w.UE4_CMD_SHORT, cs.UE4_COMMAND)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class UE4Command(WireMessage):
     """Console command, up to 51 bytes (``i52s``)."""
 
@@ -267,7 +265,7 @@ class UE4Command(WireMessage):
 
 
 @wire_message(w.UE4_CMD_LONG, cs.UE4_COMMAND)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class UE4CommandLong(WireMessage):
     """Console command, up to 249 bytes (``i252s``)."""
 
@@ -276,7 +274,7 @@ class UE4CommandLong(WireMessage):
 
 
 @wire_message(w.UE4_CMD_NET, cs.UE4_COMMAND_NET)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class UE4CommandNet(WireMessage):
     """LAN console command to 224.0.0.10:20009, up to 91 bytes (``i92s``)."""
 
@@ -317,7 +315,7 @@ def label_message(
 
 
 @wire_message(wc.SOUT2SIMULATOR, cs.STATE_168)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class UE4PosFull(WireMessage):
     """``sendUE4PosFull``: the SOut2Simulator layout sent to RflySim3D on ``20010 + window``."""
 
@@ -337,6 +335,6 @@ class UE4PosFull(WireMessage):
 
 
 @wire_message(wc.SOUT2SIMULATOR_SIMPLE_TIME, cs.STATE_112)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class UE4PosNew(SimpleTimeFields):
     """``sendUE4PosNew``: the 112 B vehicle update sent to RflySim3D on ``20010 + window``."""

@@ -5,11 +5,10 @@ Variable-size payloads (point clouds, images, target lists) are in :mod:`rfly_li
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import IntEnum, IntFlag
 from typing import Any
 
-from rfly_link.messages.base import WireMessage, izeros, wire_message, zeros
+from rfly_link.messages.base import WireMessage, izeros, message_dataclass, wire_message, zeros
 from rfly_link.wire import checksums as cs
 from rfly_link.wire import vision as w
 
@@ -40,7 +39,7 @@ class TypeId(IntEnum):
 
 
 @wire_message(w.DISTANCE_SENSOR)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class DistanceSensor(WireMessage):
     """TypeID 5 laser range finder (56 B)."""
 
@@ -53,7 +52,7 @@ class DistanceSensor(WireMessage):
 
 
 @wire_message(w.OPTICAL_FLOW)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class OpticalFlow(WireMessage):
     """TypeID 10 optical flow (34 B, packed; flow_x/flow_y raw int16)."""
 
@@ -70,7 +69,7 @@ class OpticalFlow(WireMessage):
 
 
 @wire_message(w.BOX_TARGET)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class BoxTarget(WireMessage):
     """One TypeID 30 detection box (image coordinates as sent)."""
 
@@ -83,7 +82,7 @@ class BoxTarget(WireMessage):
 
 
 @wire_message(w.RADAR_TARGET)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class RadarTarget(WireMessage):
     """One TypeID 31 target position relative to the sensor."""
 
@@ -97,7 +96,7 @@ class RadarTarget(WireMessage):
 
 
 @wire_message(w.VISION_SENSOR_REQ, cs.SENSOR_REQUEST)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class VisionSensorReq(WireMessage):
     """Sensor creation request, new 144 B layout, sent to ``20010 + window``."""
 
@@ -119,7 +118,7 @@ class VisionSensorReq(WireMessage):
 
 
 @wire_message(w.VISION_SENSOR_REQ_LEGACY, cs.SENSOR_REQUEST)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class VisionSensorReqLegacy(WireMessage):
     """Sensor creation request, legacy 92 B layout (files without ``EularOrQuat``)."""
 
@@ -161,7 +160,7 @@ class GimbalImageSource(IntEnum):
 
 
 @wire_message(w.VISION_SENSOR_REQ_NEW, cs.SENSOR_REQUEST)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class VisionSensorReqNew(WireMessage):
     """Gimbal control request (148 B, checksum 12345), sent to ``20010 + window``.
 
@@ -248,7 +247,7 @@ class VisionSensorReqNew(WireMessage):
 
 
 @wire_message(w.VISION_SENSOR_REQ_NEW, cs.GIMBAL_STATUS)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@message_dataclass(frozen=True, slots=True, eq=False, repr=False)
 class GimbalStatus(WireMessage):
     """Gimbal status (148 B, checksum 12346) received on port 20006.
 

@@ -36,9 +36,13 @@ def test_each_class_declares_exactly_its_table(cls: type[m.WireMessage]) -> None
     assert dataclasses.is_dataclass(cls)
     assert m.layout_mismatches(cls, cls.LAYOUT, cls.CHECKSUMS) == []
     assert tuple(f.name for f in dataclasses.fields(cls)) == cls.LAYOUT.names
-    params = cls.__dataclass_params__  # type: ignore[attr-defined]
-    assert params.frozen and hasattr(cls, "__slots__")
     default = cls()
+    assert hasattr(cls, "__slots__") and not hasattr(default, "__dict__")
+    first = cls.LAYOUT.names[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(default, first, getattr(default, first))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        delattr(default, first)
     assert len(default.encode()) == cls.LAYOUT.size
     for name in cls.FIXED:
         assert getattr(default, name) == cls.FIXED[name]
