@@ -155,7 +155,8 @@ def judge(entry: Entry, context: Context) -> Judged:
     status: TrackStatus | None = None
     g = placement.geometry
     if track is not None and tracker is not None:
-        status = tracker.lifecycle.status(track, max(c.down_barrier, c.reset_barrier))
+        barrier = max(c.down_barrier, c.silent_barrier, c.reset_barrier)
+        status = tracker.lifecycle.status(track, barrier)
         extra = _TRACK_REASONS.get(status)
         if extra is not None:
             reasons.add(extra)

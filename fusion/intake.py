@@ -114,7 +114,7 @@ class Intake:
         # check after the reset frame however late it runs (live: a moment after the read;
         # offline replay: at the read's time), until the board's next frame at the latest.
         self._reset_unjudged = False
-        self._down_barrier = self._reset_barrier = -1
+        self._down_barrier = self._silent_barrier = self._reset_barrier = -1
         self._arrivals = 0
         self._vision_epoch: int | None = None
         self._down_since_vision = False  # a link outage since the last vision observation
@@ -317,12 +317,13 @@ class Intake:
         self._sources.seen("link", status.host_ns)
         self._link_ns = status.host_ns
         self._link_state = status.state
-        if status.state in _DOWN_STATES or status.state is LinkState.SILENT:
-            # Nothing read before a DOWN or a silence counts again: the board may have
-            # rebooted, moved or lost its target meanwhile.
-            self._down_barrier = self._arrivals
+        # Nothing read before a DOWN or a silence counts again: the board may have rebooted,
+        # moved or lost its target meanwhile. Each kept apart, to be named as what it was.
         if status.state in _DOWN_STATES:
+            self._down_barrier = self._arrivals
             self._down_since_vision = True  # the host's next clock epoch is a reconnection
+        elif status.state is LinkState.SILENT:
+            self._silent_barrier = self._arrivals
         if status.device_reset:
             self._device_reset(status.host_ns, barrier=self._arrivals)
         self._witness(status.host_ns)

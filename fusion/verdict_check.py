@@ -125,6 +125,7 @@ class VerdictCheck(Intake):
             pose_now,
             not self._pose_link_up,
             self._down_barrier,
+            self._silent_barrier,
             self._reset_barrier,
             self._model_fault,
         )

@@ -53,7 +53,8 @@ class Conditions(NamedTuple):
     pose_required: bool
     pose_now: HoldReason | None  # NO_POSE (none in this epoch), POSE_STALE (too old) or None
     pose_link_down: bool  # the pose source's own link (the autopilot's) is down
-    down_barrier: int  # arrivals up to this count came before the latest link DOWN or SILENT
+    down_barrier: int  # arrivals up to this count came before the latest link DOWN
+    silent_barrier: int  # ... before the latest link SILENT (the port open, no frame)
     reset_barrier: int  # ... before the latest device reset
     model_fault: bool  # the model failed on an input, and took no board result since
 
@@ -112,6 +113,8 @@ def target_reasons(
         reasons.add(HoldReason.STALE)
     if arrival <= c.down_barrier:
         reasons.add(HoldReason.LINK_DOWN)
+    if arrival <= c.silent_barrier:
+        reasons.add(HoldReason.LINK_SILENT)
     if arrival <= c.reset_barrier:
         reasons.add(HoldReason.DEVICE_RESET)
     if not clock_locked:

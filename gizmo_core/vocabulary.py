@@ -31,8 +31,9 @@ class HoldReason(Enum):
     LOST = "lost"  # not tracked, flagged lost, or a later frame of its source saw nothing
     STALE = "stale"  # older than its TTL since capture
     LINK_DOWN = "link_down"  # a link (the board's, or the pose's: the autopilot's) is not up, or
-    # the result came before the board's link went down/silent
-    LINK_SILENT = "link_silent"  # the port is open but no valid frame arrives
+    # the result came before the board's link went down
+    LINK_SILENT = "link_silent"  # the port is open but no valid frame arrives, or the result
+    # came before such a silence
     CLOCK_NOT_LOCKED = "clock_not_locked"  # the device clock mapping is not locked
     CLOCK_JUMP = "clock_jump"  # the pose stream arrives later than its clock mapping allows
     DEVICE_RESET = "device_reset"  # a device reset is held, or the result predates it

@@ -119,14 +119,26 @@ def test_link_down_then_up_and_nothing_from_before_the_down_proceeds(state):
 def test_link_silent_then_up_needs_a_result_read_after_the_silence():
     """Found by an attack through gizmo-host run: the result from before a silence PROCEEDed
     again once the link was back UP (the stream-level verdict held). Like a DOWN, a silence
-    bars every result read before it."""
+    bars every result read before it, named as a silence (red team rt40: ``link_down``, for a
+    link that never went down)."""
     w = ready(ttl_ms=1000.0)
     w.apply(observation(500 * MS))
     w.apply(LinkStatus(520 * MS, LinkState.SILENT))
-    assert verdict(w, 530) == (Decision.HOLD, {H.LINK_SILENT, H.LINK_DOWN})
+    assert verdict(w, 530) == (Decision.HOLD, {H.LINK_SILENT})
     w.apply(LinkStatus(540 * MS, LinkState.UP))
-    assert verdict(w, 550) == (Decision.HOLD, {H.LINK_DOWN})
+    assert verdict(w, 550) == (Decision.HOLD, {H.LINK_SILENT})
     w.apply(observation(560 * MS, rx_ns=580 * MS))
+    assert verdict(w, 590) == (Decision.PROCEED, set())
+
+
+def test_a_result_from_before_a_silence_and_a_hang_up_names_both():
+    w = ready(ttl_ms=1000.0)
+    w.apply(observation(500 * MS))
+    w.apply(LinkStatus(520 * MS, LinkState.SILENT))
+    w.apply(LinkStatus(530 * MS, LinkState.DOWN))
+    w.apply(LinkStatus(560 * MS, LinkState.UP))
+    assert verdict(w, 570) == (Decision.HOLD, {H.LINK_SILENT, H.LINK_DOWN})
+    w.apply(observation(580 * MS))
     assert verdict(w, 590) == (Decision.PROCEED, set())
 
 
