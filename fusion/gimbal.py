@@ -27,6 +27,11 @@ class CameraAttitude(NamedTuple):
 # A gimbal's zoom changes its focal length by at most this factor's logarithm a second (an
 # optical zoom's 1x to 30x takes seconds: ln 30 / 3 s is 1.1)
 MAX_ZOOM_RATE: Final = 2.0
+# A status applies at a capture it does not bracket only if the gimbal, turning on at the rate
+# it was last heard turning, stays within this of it: about a box's noise (1.5 px at 430 px
+# focal length). Red team rt41: a gimbal turning at 55°/s, its status at 10 Hz, placed targets
+# 1.5 m off at a claimed σ of 0.08 m with the newest status's angles, up to 100 ms old.
+MAX_STALE_TURN_DEG: Final = 0.2
 
 
 class GimbalTrack:
@@ -39,7 +44,10 @@ class GimbalTrack:
     jitter times that rate would be the bearing's error. So is one zooming faster than
     ``MAX_ZOOM_RATE`` (its focal lengths' logarithm a second; a sample without them has the
     camera's own, ``fx_px``): red team rt18 alternated 320 and 640 px at 100 Hz, and a third
-    of the PROCEEDs were 5 m off.
+    of the PROCEEDs were 5 m off. The nearest sample alone applies only where the gimbal, at
+    the rate it was heard turning there (from its neighbour), stays within
+    ``MAX_STALE_TURN_DEG`` of it until the capture: a capture after the newest sample of a
+    turning gimbal waits for the next one (``must_wait``), else it is unknown.
     """
 
     def __init__(
@@ -55,6 +63,7 @@ class GimbalTrack:
         self._max = max_samples
         self._max_age_ns = round(max_age_ms * 1e6)
         self._max_rate_rad_ns = math.radians(max_rate_deg_s) / 1e9
+        self._stale_turn_rad = math.radians(MAX_STALE_TURN_DEG)
         self._times: list[int] = []
         self._samples: list[GimbalSample] = []
         self.changes = 0  # adds: a placement's cache key
@@ -94,17 +103,37 @@ class GimbalTrack:
                 return CameraAttitude(q, near.fx_px, near.fy_px)
         candidates = [s for s in (before, after) if s is not None]
         nearest = min(candidates, key=lambda s: abs(s.host_ns - t_ns))
-        if abs(nearest.host_ns - t_ns) > self._max_age_ns:
+        gap_ns = abs(nearest.host_ns - t_ns)
+        if gap_ns > self._max_age_ns:
             return None
-        j = bisect_left(times, nearest.host_ns)
-        previous = self._samples[j - 1] if j > 0 else None
-        if (
-            previous is not None
-            and nearest.host_ns - previous.host_ns <= 2 * self._max_age_ns
-            and self._turning(previous, nearest)
-        ):
-            return None  # last heard turning fast: where it points now is unknown
+        if gap_ns and not self._still_for(nearest, t_ns):
+            return None  # turning there: where it pointed at the capture is unknown
         return CameraAttitude(nearest.quaternion_wxyz, nearest.fx_px, nearest.fy_px)
+
+    def must_wait(self, t_ns: int) -> bool:
+        """Whether a capture at ``t_ns`` is after the newest sample, near enough for the next
+        one to bracket it, and its attitude unknown without that one."""
+        times = self._times
+        return bool(times) and 0 < t_ns - times[-1] <= self._max_age_ns and self.at(t_ns) is None
+
+    def _still_for(self, sample: GimbalSample, t_ns: int) -> bool:
+        """Whether the gimbal stays within ``MAX_STALE_TURN_DEG`` of ``sample`` until ``t_ns``
+        at the rate it turned between ``sample`` and its neighbour on ``t_ns``'s side (the
+        other side's at the ends: the newest sample's last-heard rate), a rate known only from
+        a neighbour near enough and not turning or zooming too fast."""
+        times = self._times
+        j = bisect_left(times, sample.host_ns)
+        toward = j + 1 if t_ns > sample.host_ns else j - 1
+        k = toward if 0 <= toward < len(times) else 2 * j - toward
+        if not 0 <= k < len(times):
+            return False  # one sample: how it turns is unknown
+        other = self._samples[k]
+        a, b = (other, sample) if k < j else (sample, other)
+        span = b.host_ns - a.host_ns
+        if span > 2 * self._max_age_ns or self._turning(a, b):
+            return False
+        angle = quat_angle_rad(a.quaternion_wxyz, b.quaternion_wxyz)
+        return angle * abs(t_ns - sample.host_ns) <= self._stale_turn_rad * span
 
     def _turning(self, a: GimbalSample, b: GimbalSample) -> bool:
         """Whether the gimbal turned or zoomed faster than its limit from ``a`` to ``b``."""

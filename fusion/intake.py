@@ -103,7 +103,11 @@ class Intake:
         self._sources = SourceBook(c, expected=["vision", "link"])
         if c.pose_required:
             self._sources.expect("pose")
-        self._max_wait_ns = round(c.max_wait_ms * 1e6)
+        # A measurement newer than the newest pose waits ``max_wait_ms`` for the next; on a
+        # turning gimbal, up to ``gimbal_max_age_ms`` for the status after its capture (rt41).
+        on_gimbal = self._camera.config.on_gimbal
+        wait_ms = max(c.max_wait_ms, c.gimbal_max_age_ms) if on_gimbal else c.max_wait_ms
+        self._max_wait_ns = round(wait_ms * 1e6)
         self._reset_hold_ns = round(c.reset_hold_ms * 1e6)
         self._pose_ttl_ns = round(c.pose_ttl_ms * 1e6)
         self._forget_ns = round(c.forget_after_ms * 1e6)
@@ -291,9 +295,7 @@ class Intake:
         if self._pending:
             newest = self._history.newest
             assert newest is not None
-            for p in [p for p in self._pending if p.obs.host_capture_ns <= newest.host_ns]:
-                self._pending.remove(p)
-                self._place(p.obs, p.arrival, False)
+            self._retry_pending(newest.host_ns)
         self._witness(pose.host_ns)
 
     def _on_conflict(self, conflict: SourceConflict) -> None:
@@ -339,7 +341,16 @@ class Intake:
             sample = GimbalSample(sample.host_ns, sample.camera_rpy_deg)
         self._sources.seen("gimbal", sample.host_ns)
         self._placer.gimbal.add(sample)
+        if self._pending:
+            self._retry_pending(sample.host_ns)
         self._witness(sample.host_ns)
+
+    def _retry_pending(self, ready_ns: int) -> None:
+        """Place the waiting measurements captured by ``ready_ns`` (the newest pose's or gimbal
+        status's time) that can be placed now; the others wait on: each needs both."""
+        for p in [p for p in self._pending if p.obs.host_capture_ns <= ready_ns]:
+            if self._place(p.obs, p.arrival, False):
+                self._pending.remove(p)
 
     def _on_range(self, reading: LaserRange | GimbalLaserRange | LidarPoints) -> None:
         if type(reading) is GimbalLaserRange and (

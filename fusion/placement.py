@@ -89,11 +89,12 @@ class Placer:
         required: bool,
         empty: HoldReason | None = None,
     ) -> Placement | None:
-        """Place a positive measurement; ``None`` when it must wait for its pose.
+        """Place a positive measurement; ``None`` when it must wait for its pose, or for the
+        gimbal's status after its capture (``GimbalTrack.must_wait``).
 
-        ``waited``: its wait for a newer pose is over. ``required``: a pose source exists,
-        so a missing pose is a HOLD reason; without one the measurement is placed in camera
-        axes only. ``empty``: why there is no pose at all, when it is not ``no_pose`` (poses
+        ``waited``: its wait for a newer pose (or status) is over. ``required``: a pose source
+        exists, so a missing pose is a HOLD reason; without one the measurement is placed in
+        camera axes only. ``empty``: why there is no pose at all, when it is not ``no_pose`` (poses
         heard while their clock locks).
         """
         last = self._last
@@ -145,6 +146,8 @@ class Placer:
             geometry, _ = self.geometry(obs, None)
             return Placement(obs, arrival, geometry, HoldReason.NO_POSE)
         t = obs.host_capture_ns
+        if self._on_gimbal and not waited and self.gimbal.must_wait(t):
+            return None  # the turning gimbal's next status will bracket its capture
         history = self.history
         where, pose = history.locate(t)  # interpolated when INSIDE
         reason: HoldReason | None = None

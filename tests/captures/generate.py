@@ -207,11 +207,13 @@ def board_run(
     recording: Recording,
     boxes: Callable[[int, NormBox], NormBox] | None = None,
     scene_s: Callable[[float], float] | None = None,
+    seen: Callable[[int], list[TargetInView]] | None = None,
 ) -> Emulation:
     """The board's cycles for the case, its bytes read by the host; ``boxes`` (capture
     time, box -> box): what a faulty detector makes of each box; ``scene_s`` (seconds from
     the start -> the scenario's time the camera sees then: a paused simulation's scene stands
-    still)."""
+    still); ``seen`` (capture time -> what the camera sees, instead of the case's scene: a
+    camera of the test's own, on a gimbal say)."""
     serial = SerialSide(recording)
     emulation = Emulation(
         board=BoardModel(
@@ -222,7 +224,7 @@ def board_run(
         timeline=FaultTimeline(case.faults, case.seed),
         start_ns=serial.open_at_ns + 1_000_000,  # the emulator starts when a reader opens
     )
-    detections = _detections(case, scene_s)
+    detections = _detections(case, scene_s) if seen is None else seen
     if boxes is not None:
         seen, faulty = detections, boxes
         detections = lambda t: [v._replace(box=faulty(t, v.box)) for v in seen(t)]  # noqa: E731
