@@ -119,15 +119,17 @@ def test_a_non_blocking_pipe_that_fills_gets_every_byte() -> None:
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
     got = bytearray()
+    out = Counted(write_fd, "wb")
 
     def drain() -> None:
+        out.filled.wait(60)  # the reader starts once the pipe is full: it fills every run
         with open(read_fd, "rb", buffering=0) as stream:
             while chunk := stream.read(4096):  # slower than the writer
                 got.extend(chunk)
 
     reader = threading.Thread(target=drain)
     reader.start()
-    with Counted(write_fd, "wb") as out:
+    with out:
         write_in_blocks(iter(LINES), out, BLOCK)
     reader.join(timeout=60)
     assert bytes(got) == b"".join(LINES)
@@ -138,12 +140,16 @@ def test_a_non_blocking_pipe_that_fills_gets_every_byte() -> None:
 class Counted(io.FileIO):
     """A file that counts its writes that took something and those that found it full."""
 
-    taken = full = 0
+    def __init__(self, fd: int, mode: str) -> None:
+        super().__init__(fd, mode)
+        self.taken = self.full = 0
+        self.filled = threading.Event()  # set when it first finds the pipe full
 
     def write(self, block: bytes | memoryview) -> int | None:  # type: ignore[override]
         written = super().write(block)
         if written is None:
             self.full += 1
+            self.filled.set()
         else:
             self.taken += 1
         return written
