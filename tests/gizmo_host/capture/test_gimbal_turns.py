@@ -67,8 +67,21 @@ def gimbal_setup() -> WorldSetup:
     return setup
 
 
+Statuses = list[tuple[float, tuple[float, float, float]]]  # (seconds, the angles it reports)
+
+
+def every(hz: float, attitude: Attitude, until_s: float = DURATION_S) -> Statuses:
+    return [(k / hz, attitude(k / hz)) for k in range(int(until_s * hz))]
+
+
 def replay(
     attitude: Attitude, status_hz: float, status_until_s: float = DURATION_S
+) -> tuple[list[dict[str, Any]], np.ndarray]:
+    return replay_statuses(attitude, every(status_hz, attitude, status_until_s))
+
+
+def replay_statuses(
+    attitude: Attitude, statuses: Statuses
 ) -> tuple[list[dict[str, Any]], np.ndarray]:
     case = generate.Case("gimbal turns", DURATION_S, world=True)
     setup = gimbal_setup()
@@ -96,11 +109,10 @@ def replay(
     recording = generate.Recording()
     generate.board_run(case, recording, seen=seen)
     generate.sim_run(case, recording, setup)
-    for k in range(int(status_until_s * status_hz)):
-        t_s = k / status_hz
+    for t_s, angles in statuses:
         status = m.GimbalStatus(
             seq_id=1, type_id=30, target_copter=1, data_width=640, data_height=480,
-            camera_fov_deg=90.0, sensor_ang_eular=attitude(t_s),
+            camera_fov_deg=90.0, sensor_ang_eular=angles,
         )  # fmt: skip
         t_ns = generate.START_NS + round(t_s * 1e9) + generate.NET_NS
         recording.add(t_ns, _datagram(status.encode(), t_ns))
@@ -150,3 +162,25 @@ def test_statuses_that_stop_mid_turn_hold_and_never_place_by_the_last() -> None:
         if w["type"] == "world" and (w["host_ns"] - generate.START_NS) / 1e9 > 2.2
     ]
     assert held and all("pose_gap" in r or "stale" in r for r in held), held[:3]
+
+
+def test_repeated_statuses_do_not_make_a_turning_gimbal_still() -> None:
+    """Red team rt42: each status sent twice 1 ms apart, or at 30 Hz with angles new at
+    10 Hz (a sender repeating stale angles): the rate between repeats was 0, and PROCEEDs were
+    2.23 m off again at a claimed σ of 0.084 m."""
+    twice = [(t + dt, angles) for t, angles in every(10.0, sweep) for dt in (0.0, 0.001)]
+    stale = [(k / 30, sweep(k // 3 / 10)) for k in range(int(DURATION_S * 30))]
+    for statuses in (twice, stale):
+        lines, car = replay_statuses(sweep, statuses)
+        proceeds = placed(lines, car)
+        assert proceeds  # it PROCEEDs at times (a sweep slows at its ends)
+        assert max(off for _, off in proceeds) < TOLERANCE_M, sorted(p[1] for p in proceeds)[-3:]
+
+
+def test_a_still_gimbal_heard_at_4_hz_proceeds() -> None:
+    """Red team rt42: with the first version a still gimbal whose status came every 250 ms
+    HOLDs `pose_gap` for good (before it: 25 PROCEEDs)."""
+    lines, car = replay(lambda _t: (0.0, -45.0, 0.0), 4.0)
+    proceeds = placed(lines, car)
+    assert len([t for t, _ in proceeds if t > 1.0]) > 10
+    assert max(off for _, off in proceeds) < TOLERANCE_M
