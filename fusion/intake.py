@@ -104,7 +104,7 @@ class Intake:
         if c.pose_required:
             self._sources.expect("pose")
         # A measurement newer than the newest pose waits ``max_wait_ms`` for the next; on a
-        # turning gimbal, up to ``gimbal_max_age_ms`` for the status after its capture (rt41).
+        # gimbal, up to ``gimbal_max_age_ms`` for the status after its capture (rt41).
         on_gimbal = self._camera.config.on_gimbal
         wait_ms = max(c.max_wait_ms, c.gimbal_max_age_ms) if on_gimbal else c.max_wait_ms
         self._max_wait_ns = round(wait_ms * 1e6)

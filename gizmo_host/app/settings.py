@@ -236,7 +236,7 @@ WORLD_SETTINGS: tuple[Setting, ...] = (
        None, "", kind="bool"),
     _w("imu_max_age_ms", "an IMU rate older than the newest pose by more is not used"),
     _w("gimbal_max_age_ms", "gimbal angles this far from the capture still apply (a still "
-       "gimbal's); a capture after a turning gimbal's newest status waits this long for the next"),
+       "gimbal's); a capture after the newest status waits this long for the next"),
     _w("gimbal_max_rate_deg_s", "gimbal statuses differing faster: the angle is unknown", 0,
        3600, "deg/s", open_low=True),
     _w("ground_plane", "place targets on the ground plane when nothing ranges them", None, None,

@@ -232,7 +232,7 @@ def test_a_gimbal_sweeping_too_fast_to_interpolate_holds_without_a_position():
 
 def test_gimbal_laser_along_the_optical_axis():
     w, camera = gimbal_world(ground_z_ned_m=-3.0)
-    for t in range(600, 881, 40):  # still for 280 ms
+    for t in range(600, 921, 40):  # still for 320 ms, on both sides of the capture
         w.apply(GimbalSample(t * MS, (0.0, -45.0, 0.0), fx_px=320.0, fy_px=320.0))
     origin = g.add(HOVER, (0.0, 0.0, 0.2))
     w.apply(GimbalLaserRange(890 * MS, g.norm(g.sub(TARGET, origin))))
@@ -250,8 +250,8 @@ def test_a_gimbal_camera_without_gimbal_angles_holds():
     s = w.snapshot(926 * MS)
     assert (s.verdict, s.reasons) == (Decision.HOLD, (HoldReason.NO_POSE,))
     w.apply(GimbalSample(500 * MS, (0.0, -45.0, 0.0)))
-    w.apply(observation(930 * MS, rx_ns=950 * MS))
-    s = w.snapshot(951 * MS)
+    w.apply(observation(930 * MS, rx_ns=950 * MS))  # waits for a status after it: none
+    s = w.snapshot(1051 * MS)
     assert (s.verdict, s.reasons) == (Decision.HOLD, (HoldReason.POSE_GAP,))  # angles too old
 
 
