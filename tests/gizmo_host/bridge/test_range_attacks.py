@@ -157,13 +157,19 @@ def test_laser_frame_with_an_untimeable_frame_time_is_not_used(link_path, tmp_pa
     assert judge(messages, scene) == []
 
 
+# Past the last status: its age bound, a capture's transit and wait, and its TTL
+LATE_NS = (100 + 15 + 100 + 250) * 1_000_000
+
+
 @pytest.mark.subprocess
 @pytest.mark.realtime
 def test_gimbal_that_stops_holds_and_foreign_statuses_never_count(link_path, tmp_path):
     """Camera on the gimbal (SeqID 4), laser silent: the gimbal laser ranges. Statuses of
     another gimbal and another vehicle (looking forward, 5 m) and garbage focal lengths never
-    move a position; when the statuses stop while vision continues, positions stop within
-    ``gimbal_max_age_ms`` (100) and the world HOLDs."""
+    move a position; when the statuses stop while vision continues, no capture more than
+    ``gimbal_max_age_ms`` (100) after the last status is placed (one within it is, once its
+    wait for a next status is over: it is published up to that wait later), and once such a
+    capture's TTL (250 ms) is past the world HOLDs."""
     marks: dict[str, int] = {}
 
     async def body(rig: Rig) -> None:
@@ -175,7 +181,7 @@ def test_gimbal_that_stops_holds_and_foreign_statuses_never_count(link_path, tmp
         # Vision goes on until the host has published lines well past the last status (a busy
         # machine delays them; the judge below needs some).
         for _ in range(100):
-            last_ns = rig.scene.pitches[-1][0] + 150e6
+            last_ns = rig.scene.pitches[-1][0] + LATE_NS
             if sum(w["host_ns"] > last_ns for w in run_world(rig.run.messages)) >= 5:
                 break
             await rig.board.stream(0.1)
@@ -192,7 +198,11 @@ def test_gimbal_that_stops_holds_and_foreign_statuses_never_count(link_path, tmp
     assert judge(messages, scene) == []
     assert "gimbal_laser" in sources(messages) <= {"gimbal_laser", "ground_plane", None}
     last_status = scene.pitches[-1][0]
-    late = [w for w in run_world(messages) if w["host_ns"] > last_status + 150e6]
+    after = [w for w in run_world(messages) if w["host_ns"] > last_status]
+    placed = [t for w in after for t in w["targets"] if t["position_ned_m"] is not None]
+    # the status arrives a little after it was sent: 20 ms of slack
+    assert all(t["capture_ns"] <= last_status + 120e6 for t in placed), placed[-1:]
+    late = [w for w in after if w["host_ns"] > last_status + LATE_NS]
     assert late and all(w["verdict"] == "HOLD" for w in late)
     for line in late:
         assert all(t["position_ned_m"] is None for t in line["targets"]), line
