@@ -147,7 +147,7 @@ class Placer:
             return Placement(obs, arrival, geometry, HoldReason.NO_POSE)
         t = obs.host_capture_ns
         if self._on_gimbal and not waited and self.gimbal.must_wait(t):
-            return None  # the turning gimbal's next status will bracket its capture
+            return None  # past the newest gimbal status: the next one will bracket it
         history = self.history
         where, pose = history.locate(t)  # interpolated when INSIDE
         reason: HoldReason | None = None
