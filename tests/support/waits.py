@@ -4,6 +4,11 @@ Every await of a test gets its own deadline and a name (``step``): a hang fails 
 says which step it was, instead of running into pytest-timeout's 120 s with no name."""
 
 import asyncio
+import contextlib
+import io
+import sys
+import threading
+import traceback
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -16,11 +21,36 @@ T = TypeVar("T")
 
 
 async def step(what: str, awaitable: Awaitable[T], timeout: float = TIMEOUT_S) -> T:
-    """Await ``awaitable`` within ``timeout`` s, or fail naming ``what`` was awaited."""
+    """Await ``awaitable`` within ``timeout`` s, or fail naming ``what`` was awaited and where
+    every task and thread was at the deadline (a rare hang in CI is then diagnosed from its
+    log, not guessed at)."""
+    task = asyncio.ensure_future(awaitable)
     try:
-        return await asyncio.wait_for(awaitable, timeout)
-    except asyncio.TimeoutError:
-        raise AssertionError(f"{what}: not within {timeout} s") from None
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if task in done:
+        return task.result()
+    where = _where_everything_is()
+    task.cancel()
+    with contextlib.suppress(BaseException):
+        await asyncio.wait({task}, timeout=timeout)  # its cancellation, itself bounded
+    raise AssertionError(f"{what}: not within {timeout} s\n{where}")
+
+
+def _where_everything_is() -> str:
+    """Every pending task's stack and every thread's, as text."""
+    out = io.StringIO()
+    for pending in asyncio.all_tasks():
+        if pending is not asyncio.current_task():
+            out.write(f"task {pending.get_name()}:\n")
+            pending.print_stack(limit=12, file=out)
+    names = {t.ident: t.name for t in threading.enumerate()}
+    for ident, frame in sys._current_frames().items():
+        out.write(f"thread {names.get(ident, ident)}:\n")
+        out.write("".join(traceback.format_stack(frame, limit=12)))
+    return out.getvalue()
 
 
 async def wait_link(events, state: LinkState, timeout: float = TIMEOUT_S) -> LinkEvent:

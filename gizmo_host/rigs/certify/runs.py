@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gizmo_host.rigs.certify.judge import Recorder, RunResult, judge
 from gizmo_host.rigs.certify.plan import RunPlan
-from gizmo_host.rigs.demo.scene_rig import CLASSES, EGO_ID, DemoRig, DemoSettings
+from gizmo_host.rigs.demo.scene_rig import CLASSES, EGO_ID, DemoRig, DemoSettings, start_rig
 from gizmo_host.rigs.rig import RigFailed
 
 # The ground vehicle the scenarios are about: the verdict is about it alone, as a mission
@@ -20,19 +20,27 @@ TARGET_CLASS = int(CLASSES[EGO_ID + 1])
 
 
 async def run_plan(plan: RunPlan, workdir: Path) -> RunResult:
-    recorder = Recorder()
-    settings = DemoSettings(
-        plan.scenario,
-        plan.timeline,
-        board_duration_s=plan.duration_s,
-        on_cycle=recorder.on_cycle,
-        select=f"id={TARGET_CLASS}",
-    )
-    rig = DemoRig(settings, workdir)
-    rig.world.add_listener(recorder.on_snapshot)
-    rig.host.add_sink(recorder.on_message)
+    recorders: list[Recorder] = []
+
+    def build() -> DemoRig:
+        """A rig recording into a recorder of its own (a rig built again starts afresh)."""
+        recorder = Recorder()
+        recorders.append(recorder)
+        settings = DemoSettings(
+            plan.scenario,
+            plan.timeline,
+            board_duration_s=plan.duration_s,
+            on_cycle=recorder.on_cycle,
+            select=f"id={TARGET_CLASS}",
+        )
+        rig = DemoRig(settings, workdir)
+        rig.world.add_listener(recorder.on_snapshot)
+        rig.host.add_sink(recorder.on_message)
+        return rig
+
+    rig = await start_rig(build)
+    recorder = recorders[-1]
     try:
-        await rig.start()
         await rig.wait(asyncio.Event())  # returns when the board's duration is over
         stats = rig.stats()
     finally:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gizmo_host.live.event_loop import first_done
-from gizmo_host.rigs.demo.scene_rig import DemoRig, DemoSettings
+from gizmo_host.rigs.demo.scene_rig import DemoRig, DemoSettings, start_rig
 from gizmo_host.rigs.free_ports import free_ports
 from gizmo_host.zenoh.config import ZenohConfig
 from gizmo_host.zenoh.fleet import FleetRow, FleetView
@@ -43,24 +43,29 @@ async def play_fleet(
     router = await loop.run_in_executor(None, open_router, endpoint)
     LOGGER.warning("demo fleet: router on %s (gizmo-host fleet --connect %s)", endpoint, endpoint)
     rigs: list[DemoRig] = []
-    outputs: list[ZenohOutput] = []
+    outputs: dict[str, ZenohOutput] = {}  # by vehicle: a rig built again replaces its own
     client = ZenohConfig(enabled=True, mode="client", connect=(endpoint,))
     viewer = await loop.run_in_executor(None, open_session, client)
     watch = FleetWatch(FleetView(round(ttl_ms * 1e6)), report)
     try:
+        watch.start(viewer)
         for index in range(1, count + 1):
             folder = workdir / f"uav{index}"
             folder.mkdir()
-            rig = DemoRig(settings, folder)
-            output = ZenohOutput(
-                ZenohConfig(enabled=True, mode="client", connect=(endpoint,), vehicle=folder.name)
-            )
-            rig.host.add_output(output)
-            rigs.append(rig)
-            outputs.append(output)
-        watch.start(viewer)
-        for rig in rigs:
-            await rig.start()
+
+            def build(folder: Path = folder) -> DemoRig:
+                """A rig publishing on a Zenoh output of its own (its stop closes it)."""
+                rig = DemoRig(settings, folder)
+                output = ZenohOutput(
+                    ZenohConfig(
+                        enabled=True, mode="client", connect=(endpoint,), vehicle=folder.name
+                    )
+                )
+                rig.host.add_output(output)
+                outputs[folder.name] = output
+                return rig
+
+            rigs.append(await start_rig(build))
         waits = [asyncio.create_task(rig.wait(stop), name=f"rig {i}") for i, rig in enumerate(rigs)]
         for task in await first_done(waits):
             error = None if task.cancelled() else task.exception()
@@ -76,6 +81,6 @@ async def play_fleet(
     return {
         "router": endpoint,
         "fleet": watch.stats(),
-        "vehicles": {o.vehicle: o.stats() for o in outputs},
+        "vehicles": {vehicle: o.stats() for vehicle, o in outputs.items()},
         "worlds_published": [r.world.published for r in rigs],
     }

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import math
 import time
@@ -17,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from gizmo_host.app.foxglove_view import announce
-from gizmo_host.errors import ServiceFailed
 from gizmo_host.live.stop_signals import add_stop_handlers
 from gizmo_host.publish.lines import JsonLinesPublisher
 from gizmo_host.publish.sinks import QueuedSink, stdout_sink
@@ -27,7 +25,7 @@ from gizmo_host.rigs.board.faults import (
     parse_fault,
     validate_for_port,
 )
-from gizmo_host.rigs.demo.scene_rig import DemoRig, DemoSettings
+from gizmo_host.rigs.demo.scene_rig import DemoRig, DemoSettings, start_rig
 from gizmo_host.rigs.demo.view import View, summary
 from gizmo_host.timing import call_after
 
@@ -74,32 +72,6 @@ def timeline_for(faults: str | None, duration_s: float | None, seed: int | None)
     return timeline
 
 
-_START_ATTEMPTS = 3
-
-
-async def _started(
-    settings: DemoSettings, workdir: Path, publisher: JsonLinesPublisher | None
-) -> DemoRig:
-    """The rig, started. Its ports are the kernel's picks, free when picked and released
-    before they are bound: one another program (a parallel test) took meanwhile is picked
-    again, up to ``_START_ATTEMPTS`` times."""
-    for attempt in range(1, _START_ATTEMPTS + 1):
-        rig = DemoRig(settings, workdir)
-        if publisher is not None:
-            rig.world.add_listener(publisher)
-        try:
-            await rig.start()
-        except (OSError, ServiceFailed) as exc:
-            await rig.stop()
-            taken = getattr(exc, "errno", None) == errno.EADDRINUSE or "in use" in str(exc)
-            if not taken or attempt == _START_ATTEMPTS:
-                raise
-            LOGGER.info("demo: a port was taken before it was bound (%s); picking again", exc)
-            continue
-        return rig
-    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
-
-
 async def play(
     settings: DemoSettings,
     workdir: Path,
@@ -126,7 +98,7 @@ async def play(
     rig: DemoRig | None = None
     try:
         with view or contextlib.nullcontext():
-            rig = await _started(settings, workdir, publisher)
+            rig = await start_rig(lambda: _built(settings, workdir, publisher))
             if duration_s is not None:
                 timer = call_after(rig.host.scheduler, duration_s, stop.set)
             if rig.foxglove is not None:
@@ -163,6 +135,13 @@ async def play(
             **({} if rig.foxglove is None else {"foxglove": rig.foxglove.stats()}),
         },
     )
+
+
+def _built(settings: DemoSettings, workdir: Path, publisher: JsonLinesPublisher | None) -> DemoRig:
+    rig = DemoRig(settings, workdir)
+    if publisher is not None:
+        rig.world.add_listener(publisher)
+    return rig
 
 
 async def _cancel(task: asyncio.Task[None] | None) -> None:

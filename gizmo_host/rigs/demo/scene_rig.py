@@ -20,7 +20,9 @@ fixed ports (states, heartbeats, gimbal status, LiDAR) are off: the pose comes f
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ from gizmo_host.app.host_config import FoxgloveConfig, HostConfig, config_from_m
 from gizmo_host.app.world_config import WorldSetup
 from gizmo_host.bridge.rfly_sources import RflySimSetup, SensorRequester
 from gizmo_host.bridge.world_service import WorldService
+from gizmo_host.errors import ServiceFailed
 from gizmo_host.rigs.board.compose import build_source
 from gizmo_host.rigs.board.emulate_settings import EmulateSettings, load_settings
 from gizmo_host.rigs.board.emulation import Cycle
@@ -55,7 +58,9 @@ from rfly_link.messages import TypeId
 if TYPE_CHECKING:
     from gizmo_host.foxglove.server import FoxgloveServer
 
+LOGGER = logging.getLogger("gizmo_host.rigs")
 HOST = "127.0.0.1"
+START_ATTEMPTS = 3  # a port taken between its pick and its bind is picked again, this often
 EGO_ID = 1
 CAMERA_SEQ_ID = 1  # the built-in Config.json's TypeID 30 boxes: 640x480, 90° HFOV, pitch -45°
 ODOMETRY_HZ = 100
@@ -260,6 +265,37 @@ class DemoRig:
             "board": self.board.stats(),
             "stand_in": {**sim.stand_in._asdict(), "send_failed": sim.send.failed},
         }
+
+
+async def start_rig(build: Callable[[], DemoRig]) -> DemoRig:
+    """A rig from ``build()``, started. Its ports are the kernel's picks, free when picked but
+    released before they are bound: when another socket took one meanwhile (a parallel test,
+    or any socket's automatic port), the rig is stopped and built again with new picks, up to
+    :data:`START_ATTEMPTS` times. Any other failure to start is raised at once."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        rig = build()
+        try:
+            await rig.start()
+        except (OSError, ServiceFailed) as exc:
+            await rig.stop()
+            if not _port_taken(exc) or attempt == START_ATTEMPTS:
+                raise
+            LOGGER.info("rig: a port was taken before it was bound (%s); picking again", exc)
+            continue
+        return rig
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+def _port_taken(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error it was raised from) is a bind to a port in use."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno == errno.EADDRINUSE:
+            return True
+        if "Address already in use" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _receivers(setup: RflySimSetup, reply_port: int) -> list[rio.UdpReceiver]:
