@@ -133,7 +133,7 @@ class WorldConfig:
     max_ground_range_m: float = 500.0  # grazing rays meet the ground too far to trust
     # A laser return counts for a target whose ray lies this close to the sensor's axis: keep it
     # inside the physical beam by the alignment and timing error, or ground returns near the
-    # target pass as target returns.
+    # target pass as target returns. The whole beam must lie within the target's box too.
     laser_beam_half_angle_deg: float = 1.0
     gimbal_laser_beam_half_angle_deg: float = 1.0
     # The gimbal status carries no laser's limit: a range beyond this is junk (counted)
@@ -142,8 +142,13 @@ class WorldConfig:
     lidar_cone_half_angle_deg: float = 1.0
     lidar_min_points: int = 3
     lidar_max_age_ms: float = 200.0
+    # A sensor's range at which the target's box would be narrower than this is not the
+    # target's: a return from the airframe, a window or dust (red team rt45)
+    range_min_target_m: float = 0.1
     max_targets: int = 64
-    max_pending: int = 64
+    # Measurements waiting for a pose or a gimbal status: a saturated 921600 line brings 263
+    # results in a gimbal's 100 ms wait. Past it the oldest is dropped, never placed early.
+    max_pending: int = 1024
     forget_after_ms: float = 10_000.0  # a target unseen for this long leaves the list
     source_stale_ms: Mapping[str, float] = field(default_factory=lambda: dict(SOURCE_STALE_MS))
     source_dead_ms: float = 2000.0

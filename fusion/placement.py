@@ -212,8 +212,15 @@ class Placer:
         azimuth, elevation = azimuth_elevation_deg(ray)
         if cut_off(obs, self.edges):  # its centre is not the target's: nothing to place
             return Geometry(bearing, size, ray, azimuth, elevation, None, None, None), None
+        box_half_rad = math.radians(min(size[0], size[1])) * 0.5  # the box's inscribed cone
         fix = self.ranger.fix(
-            t, origin, ray, self._pose_for_range, self._camera_for_range, self._mount_position
+            t,
+            origin,
+            ray,
+            box_half_rad,
+            self._pose_for_range,
+            self._camera_for_range,
+            self._mount_position,
         )
         if fix is None:
             return Geometry(bearing, size, ray, azimuth, elevation, None, None, None), None

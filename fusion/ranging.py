@@ -3,12 +3,21 @@
 Sources, in order of preference (``range_source``):
 
 - ``laser``: the distance sensor (TypeID 5), when the target's ray at the measured distance
-  lies within the beam's half-angle of the sensor's axis;
+  lies within the beam's half-angle of the sensor's axis, and the whole beam within the
+  target's box;
 - ``gimbal_laser``: the gimbal status laser range, along the gimbal camera's optical axis,
   with the same beam test;
-- ``lidar``: the median distance of the points within a small cone around the ray, of those
-  within the sensor's range of it (no return comes from farther);
+- ``lidar``: the median distance of the points within a small cone around the ray, never
+  wider than the target's box, of those within the sensor's range of it (no return comes from
+  farther);
 - ``ground_plane``: where the ray meets ``z = ground_z_ned_m``, for rays pointing down only.
+
+A beam wider than the target's box (its smaller half-size seen from the camera) may return
+from whatever lies beside or behind the target: such a range is not the target's (red team
+rt45: a 1° beam passing 0.6° above a 0.6 m object 52 m away hit the ground behind it, and every
+PROCEED was 5 m off at a claimed σ of 0.05 m), and is counted (``beam_wider``). Nor is a range
+at which the box would be smaller than ``range_min_target_m`` (``too_near``): a return from the
+airframe, a window or dust (rt45: 2 m for a target 100 m away placed it 98 m off).
 
 A laser reading is used only when it is the nearest before or after the capture and within
 ``range_max_age_ms`` of it (for LiDAR, the latest scan within ``lidar_max_age_ms``), and it is
@@ -150,6 +159,8 @@ class Ranger:
         self._lidar_unplaced: LidarPoints | None = None  # the last scan counted unplaced
         self.changes = 0  # readings added: a placement's cache key
         self.below_ground = 0  # sensor ranges refused: beyond the ground plane
+        self.beam_wider = 0  # laser ranges not tried: the beam is wider than the target's box
+        self.too_near = 0  # sensor ranges refused: the box would be smaller than the minimum
         self.lidar_beyond_range = 0  # LiDAR points refused: farther than the sensor's range
         self.lidar_unplaced = 0  # scans found with no pose at their time (once a scan)
 
@@ -181,11 +192,16 @@ class Ranger:
         capture_ns: int,
         origin_ned: Vec3,
         ray_ned: Vec3,
+        box_half_rad: float,
         pose_at: PoseLookup,
         camera_at: CameraLookup,
         camera_position_frd_m: Vec3,
     ) -> RangeFix | None:
         """The best range for a ray from the camera at ``capture_ns``, or ``None``.
+
+        ``box_half_rad``: half the box's smaller angular size, seen from the camera. A laser
+        counts only when its whole beam lies within it, LiDAR points only within it; a range
+        at which the box is smaller than ``range_min_target_m`` is not the target's.
 
         With the ground plane on, a sensor's range beyond where the ray meets it (by more than
         ``_BELOW_GROUND``) cannot be the target's: the beam would have met the ground first.
@@ -196,24 +212,42 @@ class Ranger:
         if c.ground_plane and (self._lasers or self._gimbal_lasers or self._lidar is not None):
             floor = ground_plane_range(origin_ned, ray_ned, c.ground_z_ned_m, math.inf)
         if self._lasers:
-            laser = self._laser(capture_ns, origin_ned, ray_ned, pose_at)
-            if laser is not None and self._above_ground(laser, floor):
-                return RangeFix(laser, RangeSource.LASER)
+            allowed = min(self._laser_half, box_half_rad - self._laser_half)
+            if allowed < 0.0:
+                self.beam_wider += 1
+            else:
+                laser = self._laser(capture_ns, origin_ned, ray_ned, pose_at, allowed)
+                if laser is not None and self._plausible(laser, floor, box_half_rad):
+                    return RangeFix(laser, RangeSource.LASER)
         if self._gimbal_lasers:
-            gimbal = self._gimbal_laser(
-                capture_ns, origin_ned, ray_ned, pose_at, camera_at, camera_position_frd_m
-            )
-            if gimbal is not None and self._above_ground(gimbal, floor):
-                return RangeFix(gimbal, RangeSource.GIMBAL_LASER)
+            allowed = min(self._gimbal_half, box_half_rad - self._gimbal_half)
+            if allowed < 0.0:
+                self.beam_wider += 1
+            else:
+                gimbal = self._gimbal_laser(
+                    capture_ns, origin_ned, ray_ned, pose_at, camera_at, camera_position_frd_m,
+                    allowed,
+                )  # fmt: skip
+                if gimbal is not None and self._plausible(gimbal, floor, box_half_rad):
+                    return RangeFix(gimbal, RangeSource.GIMBAL_LASER)
         if self._lidar is not None:
-            lidar = self._lidar_range(capture_ns, origin_ned, ray_ned, pose_at)
-            if lidar is not None and self._above_ground(lidar, floor):
+            cone = min(self._cone_half, box_half_rad)
+            lidar = self._lidar_range(capture_ns, origin_ned, ray_ned, pose_at, cone)
+            if lidar is not None and self._plausible(lidar, floor, box_half_rad):
                 return RangeFix(lidar, RangeSource.LIDAR)
         if c.ground_plane:  # most placements (every one without a ranging sensor)
             ground = ground_plane_range(origin_ned, ray_ned, c.ground_z_ned_m, c.max_ground_range_m)
             if ground is not None:
                 return _new_tuple(RangeFix, (ground, _GROUND_PLANE))
         return None
+
+    def _plausible(self, range_m: float, floor_m: float | None, box_half_rad: float) -> bool:
+        """Whether a sensor's range can be the target's: the box at least
+        ``range_min_target_m`` across there, and not beyond the ground plane (counted)."""
+        if 2.0 * range_m * math.tan(box_half_rad) < self._config.range_min_target_m:
+            self.too_near += 1
+            return False
+        return self._above_ground(range_m, floor_m)
 
     def _above_ground(self, range_m: float, floor_m: float | None) -> bool:
         """Whether a sensor's range along a ray that meets the ground plane at ``floor_m``
@@ -248,7 +282,11 @@ class Ranger:
             near.reverse()
         return near
 
-    def _laser(self, capture_ns: int, origin: Vec3, ray: Vec3, pose_at: PoseLookup) -> float | None:
+    def _laser(
+        self, capture_ns: int, origin: Vec3, ray: Vec3, pose_at: PoseLookup, allowed_rad: float
+    ) -> float | None:
+        """The nearest reading's range whose return lies within ``allowed_rad`` of the beam's
+        axis (the beam's half-angle, less what the box leaves)."""
         for reading in self._nearest(self._lasers, capture_ns):
             assert isinstance(reading, LaserRange) and reading.distance_m is not None
             pose = pose_at(reading.host_ns)
@@ -258,9 +296,7 @@ class Ranger:
             mount = reading.mount
             beam_origin = _offset(pose.position_ned_m, quat_rotate(q, mount.position_frd_m))
             direction = quat_rotate(quat_multiply(q, mount.quaternion_wxyz), _X_AXIS)
-            found = beam_range(
-                origin, ray, beam_origin, direction, reading.distance_m, self._laser_half
-            )
+            found = beam_range(origin, ray, beam_origin, direction, reading.distance_m, allowed_rad)
             if found is not None:
                 return found
         return None
@@ -273,6 +309,7 @@ class Ranger:
         pose_at: PoseLookup,
         camera_at: CameraLookup,
         camera_position_frd_m: Vec3,
+        allowed_rad: float,
     ) -> float | None:
         for reading in self._nearest(self._gimbal_lasers, capture_ns):
             assert reading.distance_m is not None
@@ -283,15 +320,13 @@ class Ranger:
             q = pose.quaternion_wxyz
             beam_origin = _offset(pose.position_ned_m, quat_rotate(q, camera_position_frd_m))
             direction = quat_rotate(quat_multiply(q, camera), _X_AXIS)
-            found = beam_range(
-                origin, ray, beam_origin, direction, reading.distance_m, self._gimbal_half
-            )
+            found = beam_range(origin, ray, beam_origin, direction, reading.distance_m, allowed_rad)
             if found is not None:
                 return found
         return None
 
     def _lidar_range(
-        self, capture_ns: int, origin: Vec3, ray: Vec3, pose_at: PoseLookup
+        self, capture_ns: int, origin: Vec3, ray: Vec3, pose_at: PoseLookup, cone_rad: float
     ) -> float | None:
         scan = self._lidar
         if scan is None or abs(scan.host_ns - capture_ns) > self._lidar_max_age_ns:
@@ -313,9 +348,7 @@ class Ranger:
             mount = quat_rotate(pose.quaternion_wxyz, scan.sensor_position_frd_m)
             sensor_at = _offset(pose.position_ned_m, mount)
         points = self._within_range(scan, sensor_at)
-        return cone_median_range(
-            origin, ray, points, self._cone_half, self._config.lidar_min_points
-        )
+        return cone_median_range(origin, ray, points, cone_rad, self._config.lidar_min_points)
 
     def _within_range(self, scan: LidarPoints, sensor_at: Vec3) -> npt.NDArray[np.float64]:
         """``scan``'s points no farther from the sensor (at ``sensor_at``, in the points'

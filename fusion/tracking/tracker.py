@@ -46,7 +46,7 @@ from .history import (
     repeated,
 )
 from .noise import PixelScale, covariance_toward, position_covariance
-from .tracks import Lifecycle, Track
+from .tracks import MISS, Lifecycle, Track
 
 _INF: Final = float("inf")
 _NEAR_SPREAD2: Final = 0.01**2  # (σ / range)² below which a fix's noise is evaluated at the fix
@@ -356,13 +356,25 @@ class Tracker:
             del history.before[:drop]
 
     def _bound(self) -> None:
-        """At most ``max_tracks``: the least recently hit go first (counted)."""
+        """At most ``max_tracks`` (counted). Tentative tracks go first: those with the fewest
+        hits, the newest among equals, so a newcomer never displaces a track as far along as
+        itself; then the confirmed ones least recently hit. With more keys in view than
+        ``max_tracks``, the tracks that came first confirm: evicting the least recently hit
+        evicted every track before its next hit (red team rt45: 96 keys, ``tentative`` for
+        good)."""
         excess = self._count - self._config.max_tracks
         if excess <= 0:
             return
         every = list(self)
-        doomed = {id(t) for t in sorted(every, key=lambda t: (t.confirmed, t.time_ns))[:excess]}
+        doomed = {id(t) for t in sorted(every, key=_eviction_order)[:excess]}
         for history in self._keys.values():
             history.tracks = tuple(t for t in history.tracks if id(t) not in doomed)
         self._count -= excess
         self.counts["tracks_evicted"] += excess
+
+
+def _eviction_order(track: Track) -> tuple[bool, int, int]:
+    """First evicted first (see ``Tracker._bound``)."""
+    if track.confirmed:
+        return (True, 0, track.time_ns)
+    return (False, sum(1 for frame in track.window if frame != MISS), -track.track_id)

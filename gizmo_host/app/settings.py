@@ -243,19 +243,22 @@ WORLD_SETTINGS: tuple[Setting, ...] = (
        "", kind="bool"),
     _w("ground_z_ned_m", "the ground's height (NED z)", -100_000, 100_000, "m"),
     _w("max_ground_range_m", "grazing rays meet the ground too far to trust", 0, 100_000, "m"),
-    _w("laser_beam_half_angle_deg", "a laser return counts for a target this close to its axis",
-       0, 45, "deg", open_low=True),
+    _w("laser_beam_half_angle_deg", "a laser return counts for a target this close to its axis, "
+       "its whole beam within the target's box", 0, 45, "deg", open_low=True),
     _w("gimbal_laser_beam_half_angle_deg", "the same for the gimbal's laser", 0, 45, "deg",
        open_low=True),
     _w("gimbal_laser_max_range_m", "a gimbal laser range beyond it is junk (counted)", 0,
        1e7, "m", open_low=True),
     _w("range_max_age_ms", "a laser reading this far from the capture still applies"),
-    _w("lidar_cone_half_angle_deg", "LiDAR points this close to a target's ray range it", 0, 45,
-       "deg", open_low=True),
+    _w("lidar_cone_half_angle_deg", "LiDAR points this close to a target's ray (and within its "
+       "box) range it", 0, 45, "deg", open_low=True),
     _w("lidar_min_points", "LiDAR points needed for a range", 1, 1_000_000, "", kind="int"),
     _w("lidar_max_age_ms", "a LiDAR scan this far from the capture still applies"),
+    _w("range_min_target_m", "a sensor range at which the target's box would be narrower is "
+       "not the target's (counted)", 0, 1000, "m"),
     _w("max_targets", "targets held", 1, 1_000_000, "", kind="int"),
-    _w("max_pending", "measurements waiting for a pose", 1, 1_000_000, "", kind="int"),
+    _w("max_pending", "measurements waiting for a pose or a gimbal status; past it the oldest "
+       "is dropped (counted)", 1, 1_000_000, "", kind="int"),
     _w("forget_after_ms", "a target unseen this long leaves the list"),
     _w("source_stale_ms", "per source (vision, pose, imu, ...): stale after this", 0, MAX_MS,
        kind="table", open_low=True),

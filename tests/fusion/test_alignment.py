@@ -168,7 +168,13 @@ def test_waiting_is_bounded():
     for i in range(3):
         w.apply(observation((992 + i) * MS, rx_ns=1000 * MS, ident=i))
     assert w.stats()["pending"] == 2 and w.stats()["pending_overflow"] == 1
-    assert w.snapshot(1000 * MS).target("1:1:0") is not None
+    # The oldest is dropped, never placed as if its wait were over (red team rt45: placed
+    # early, a capture took a turning gimbal's stale angles); the others wait on.
+    assert w.snapshot(1000 * MS).target("1:1:0") is None
+    rotating(w, 1000, 1000)  # the pose that brackets them
+    s = w.snapshot(1000 * MS)
+    assert s.target("1:1:0") is None
+    assert all(s.target(f"1:1:{i}").position_ned_m is not None for i in (1, 2))
 
 
 def test_a_pose_epoch_change_clears_the_history():

@@ -1,0 +1,78 @@
+"""A sensor's range is the target's only where the sensor could have seen the target (red team
+rt45): its whole beam within the target's box, and not so near that the box would be tiny.
+
+The vehicle hovers 20 m up; a small object stands on the ground 100 m ahead (its box 0.57°
+across). The gimbal's laser measures along the camera's true axis, cast here by numpy against
+the object and the ground (tests/support/gimbal_scenes.py): the truth never comes from fusion.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from fusion import RangeSource
+from tests.support.gimbal_scenes import Scene, Target, proceed_errors, run
+
+DEPRESSION_DEG = math.degrees(math.atan(20 / 100))  # from the camera down to the object
+
+
+def _object(radius_m: float = 0.3, box_radius_m: float = 0.5) -> Target:
+    return Target(11, lambda t: np.array([100.0, 0.0, 0.0]), radius_m, box_radius_m)
+
+
+def _aimed(offset_deg: float) -> tuple[float, float, float]:
+    """The gimbal's attitude: its axis ``offset_deg`` above the object."""
+    return (0.0, -(DEPRESSION_DEG - offset_deg), 0.0)
+
+
+def _proceeds(lines):
+    return [line for _, line in lines if line.verdict.value == "PROCEED"]
+
+
+@pytest.mark.parametrize("offset_deg", [0.5, 0.9])
+def test_a_beam_wider_than_the_box_does_not_range_the_target(offset_deg):
+    """rt45: the 1° beam passing 0.5-0.9° above the object meets the ground 4.7-8.7 m behind
+    it; taken as the object's range, every PROCEED was that far off at a claimed σ of 0.14 m."""
+    scene = Scene([_object()], gimbal_rpy=lambda t: _aimed(offset_deg))
+    assert scene.laser_range(1.0) > 104.0  # the truth: the beam misses the object (102 m)
+    model, lines = run(scene)
+    errors = proceed_errors(scene, lines)
+    assert len(errors) > 100
+    assert max(e for e, _ in errors) < 0.5, max(errors)
+    assert max(m for _, m in errors) < 4.0
+    assert {line.range_source for line in _proceeds(lines)} == {RangeSource.GROUND_PLANE}
+    assert model.stats()["range_beam_wider"] > 0
+
+
+def test_a_beam_within_the_box_ranges_the_target():
+    """A 20 m wide object (its box 11° across) on the axis: the laser is its range."""
+    scene = Scene([_object(radius_m=0.01, box_radius_m=10.0)], gimbal_rpy=lambda t: _aimed(0.0))
+    model, lines = run(scene)
+    errors = proceed_errors(scene, lines)
+    assert len(errors) > 100
+    assert max(e for e, _ in errors) < 0.05
+    assert {line.range_source for line in _proceeds(lines)} == {RangeSource.GIMBAL_LASER}
+    assert model.stats()["range_beam_wider"] == 0
+
+
+@pytest.mark.parametrize("reading_m", [0.01, 0.3, 2.0])
+def test_a_range_at_which_the_box_would_be_tiny_is_not_the_targets(reading_m):
+    """rt45: a return from the airframe, a window or dust (0.01-2 m) for an object 100 m
+    away placed every PROCEED 98-102 m off at σ 0.013-0.046 m. A beam narrow enough for the
+    box (0.1°), on the object: at that range its box would be 0.02-3.5 mm across."""
+    narrow = {"gimbal_laser_beam_half_angle_deg": 0.1}
+    scene = Scene([_object()], gimbal_rpy=lambda t: _aimed(0.0), laser_m=lambda t: reading_m)
+    scene.world = narrow
+    model, lines = run(scene)
+    errors = proceed_errors(scene, lines)
+    assert len(errors) > 100
+    assert max(e for e, _ in errors) < 0.5
+    assert {line.range_source for line in _proceeds(lines)} == {RangeSource.GROUND_PLANE}
+    assert model.stats()["range_too_near"] > 0
+    honest = Scene([_object(radius_m=0.01)], gimbal_rpy=lambda t: _aimed(0.0), world=narrow)
+    honest_model, honest_lines = run(honest)  # the same beam, its true range: taken
+    assert {line.range_source for line in _proceeds(honest_lines)} == {RangeSource.GIMBAL_LASER}
+    assert honest_model.stats()["range_too_near"] == 0
