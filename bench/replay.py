@@ -21,8 +21,10 @@ rate. The naive parser is measured two ways: fed the serial chunks from memory (
 baseline: replay reads the file, it does not), and reading them from the same file with the
 ``mcap`` library first (the simplest reader that does replay's whole job). ``process`` is the
 whole ``gizmo-host replay --offline FILE | wc -l`` command's rate (start-up, the collector
-and the writes included), wall time, best of three. The lines are checked byte-identical across
-replays elsewhere (the goldens test).
+and the writes included), wall time, best of three; ``naive proc`` is ``bench/naive_replay.py``,
+the simplest program doing the same job (the mcap library, the naive parser, a JSON line a
+frame), measured the same way and alternating with it, and ``/proc`` the ratio of the two. The
+lines are checked byte-identical across replays elsewhere (the goldens test).
 
 ``--compare REF [--rounds N]`` measures a change instead: the same captures replayed by this
 tree and by git ``REF`` (checked out into a temporary worktree), alternately, each in a process
@@ -68,6 +70,7 @@ from tests.captures import generate  # noqa: E402
 DURATION_S = float(os.environ.get("BENCH_DURATION_S", "60"))
 REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
 TARGET = 0.1
+NAIVE_REPLAY = ROOT / "bench" / "naive_replay.py"
 READ_NS = 150_000  # a chunk is read this long after its last byte arrives
 
 
@@ -204,16 +207,32 @@ def measure(path: str) -> tuple[int, float, float, float]:
     return frames, frames / naive_s, frames / naive_file_s, frames / replay_s
 
 
-def process_s(path: str) -> float:
-    """``gizmo-host replay --offline`` on ``path``, whole process (best of 3), its lines read
-    from a pipe as ``| wc -l`` would (the environment's ``PYTHONUNBUFFERED`` kept)."""
-    command = [sys.executable, "-m", "gizmo_host.cli", "replay", "--offline", path]
-    times = []
+def replay_command(path: str) -> list[str]:
+    """``gizmo-host replay --offline PATH``."""
+    return [sys.executable, "-m", "gizmo_host.cli", "replay", "--offline", path]
+
+
+def naive_command(path: str, frames: int) -> list[str]:
+    """``bench/naive_replay.py PATH``: the simplest program doing the replay's job (the mcap
+    library, the naive parser, a JSON line a frame); checked to print a line a frame."""
+    command = [sys.executable, str(NAIVE_REPLAY), path]
+    lines = subprocess.run(command, stdout=subprocess.PIPE, check=True).stdout.count(b"\n")
+    if lines != frames:
+        raise SystemExit(f"{path}: the naive process printed {lines} lines for {frames} frames")
+    return command
+
+
+def commands_s(*commands: list[str]) -> list[float]:
+    """Each command's wall time as a whole process, best of 3, the commands alternating; its
+    lines read from a pipe as ``| wc -l`` would (the environment's ``PYTHONUNBUFFERED``
+    kept)."""
+    times: list[list[float]] = [[] for _ in commands]
     for _ in range(3):
-        start = time.perf_counter()
-        subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, check=True)
-        times.append(time.perf_counter() - start)
-    return min(times)
+        for command, out in zip(commands, times, strict=True):
+            start = time.perf_counter()
+            subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, check=True)
+            out.append(time.perf_counter() - start)
+    return [min(out) for out in times]
 
 
 def main() -> int:
@@ -224,12 +243,13 @@ def main() -> int:
     )
     print(
         "frames/s: the naive parser fed from memory (naive) and reading the file (naive+file),"
-        " the replay in process and as a whole process; ratios: replay / naive, replay /"
-        " naive+file"
+        " the replay in process and as a whole process, bench/naive_replay.py as a whole"
+        " process (naive proc); ratios: replay / naive, replay / naive+file, process / naive"
+        " proc"
     )
     print(
         f"{'capture':<36}{'frames':>8}{'naive':>10}{'naive+file':>12}{'replay':>9}"
-        f"{'process':>9}{'/naive':>8}{'/+file':>8}{'target':>8}"
+        f"{'process':>9}{'naive proc':>11}{'/naive':>8}{'/+file':>8}{'/proc':>7}{'target':>8}"
     )
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
@@ -237,18 +257,21 @@ def main() -> int:
             path = os.path.join(tmp, f"{name.replace(' ', '_').replace('/', '')}.mcap")
             Path(path).write_bytes(make())
             frames, naive_rate, naive_file_rate, replay_rate = measure(path)
-            process_rate = frames / process_s(path)
+            process, naive_process = commands_s(replay_command(path), naive_command(path, frames))
             ratio = replay_rate / naive_rate
             ok &= ratio >= TARGET
             print(
                 f"{name:<36}{frames:>8}{naive_rate:>10,.0f}{naive_file_rate:>12,.0f}"
-                f"{replay_rate:>9,.0f}{process_rate:>9,.0f}{ratio:>8.3f}"
-                f"{replay_rate / naive_file_rate:>8.3f}{'>=' + str(TARGET):>8}"
+                f"{replay_rate:>9,.0f}{frames / process:>9,.0f}{frames / naive_process:>11,.0f}"
+                f"{ratio:>8.3f}{replay_rate / naive_file_rate:>8.3f}"
+                f"{naive_process / process:>7.3f}{'>=' + str(TARGET):>8}"
             )
         empty = os.path.join(tmp, "empty.mcap")
         Path(empty).write_bytes(_empty_capture())
+        startup, naive_startup = commands_s(replay_command(empty), naive_command(empty, 0))
         print(
-            f"(start-up: gizmo-host replay --offline on an empty capture: {process_s(empty):.2f} s)"
+            f"(start-up, on an empty capture: gizmo-host replay --offline {startup:.2f} s,"
+            f" bench/naive_replay.py {naive_startup:.2f} s)"
         )
     print("targets met (against the naive parser from memory)" if ok else "targets NOT met")
     return 0 if ok else 1

@@ -12,7 +12,6 @@ the shared machine falls on both.
 
 from __future__ import annotations
 
-import binascii
 import gc
 import random
 import sys
@@ -20,51 +19,24 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import naive_replay
 
 from gizmo_host import StreamParser, VisionResult, decode_capture
 from gizmo_host.wire.batch import to_results
-from gizmo_host.wire.protocol import BODY
 
 STREAM_BYTES = 10_000_000
 CHUNK = 4096
 STREAM_TARGET = 4.0  # x the naive baseline, same run (issue 31)
 
 
-class NaiveParser:
-    """Byte-at-a-time state machine: the usual first implementation, kept as the baseline."""
+class NaiveParser(naive_replay.NaiveParser):
+    """The baseline (``bench/naive_replay.py``'s byte-at-a-time state machine), making the
+    project's ``VisionResult`` so its frames compare with the parsers'."""
 
     def __init__(self) -> None:
-        self.state = 0
-        self.frame = bytearray()
-
-    def feed(self, data: bytes) -> list[VisionResult]:
-        out = []
-        for byte in data:
-            if self.state == 0:
-                if byte == 0xA5:
-                    self.frame = bytearray((byte,))
-                    self.state = 1
-            elif self.state == 1:
-                if byte == 0x47:
-                    self.frame.append(byte)
-                    self.state = 2
-                else:
-                    self.state = 1 if byte == 0xA5 else 0
-                    self.frame = bytearray((byte,))
-            else:
-                self.frame.append(byte)
-                if len(self.frame) == 35:
-                    self.state = 0
-                    frame = bytes(self.frame)
-                    if (
-                        frame[2] == 1
-                        and frame[3] == 0x60
-                        and frame[7] == 24
-                        and frame[8] == 0
-                        and binascii.crc_hqx(frame[2:33], 0xFFFF) == frame[33] | frame[34] << 8
-                    ):
-                        out.append(VisionResult._make(BODY.unpack_from(frame, 2)))
-        return out
+        super().__init__(VisionResult._make)
 
 
 def make_stream(corrupt_fraction: float, seed: int) -> bytes:
