@@ -29,7 +29,7 @@ from typing import Final
 from gizmo_core import ConfigError
 
 from .config import MOUNT_POSITION_LIMITS_M, MOUNT_RPY_LIMITS_DEG, integer, number, triple
-from .geometry import Quat, Vec3, quat_from_euler_zyx_deg, quat_rotate
+from .geometry import Quat, Vec3, angle_between_rad, quat_from_euler_zyx_deg, quat_rotate
 
 _MOUNT_LIMITS: Final = {
     "mount_rpy_deg": MOUNT_RPY_LIMITS_DEG,
@@ -193,6 +193,28 @@ class CameraModel:
             math.degrees(2 * math.atan(w_px / (2 * (fx_px or self.fx_px)))),
             math.degrees(2 * math.atan(h_px / (2 * (fy_px or self.fy_px)))),
         )
+
+    def box_cone_rad(
+        self,
+        center_x: float,
+        center_y: float,
+        width: float,
+        height: float,
+        fx_px: float | None = None,
+        fy_px: float | None = None,
+    ) -> tuple[float, float]:
+        """A box (the board's units) as angles from the camera, wherever it lies in the image:
+        the half-angle of the largest cone around its centre's ray within it, and its widest
+        angle across. From the rays to its edges: ``angular_size_deg`` is the size it would
+        have on the optical axis, 3x too large 55° off it (red team rt46)."""
+        centre = self.bearing_camera(center_x, center_y, fx_px, fy_px)
+        half_w, half_h = width / 2, height / 2
+        left = self.bearing_camera(center_x - half_w, center_y, fx_px, fy_px)
+        right = self.bearing_camera(center_x + half_w, center_y, fx_px, fy_px)
+        top = self.bearing_camera(center_x, center_y - half_h, fx_px, fy_px)
+        bottom = self.bearing_camera(center_x, center_y + half_h, fx_px, fy_px)
+        inscribed = min(angle_between_rad(centre, edge) for edge in (left, right, top, bottom))
+        return inscribed, max(angle_between_rad(left, right), angle_between_rad(top, bottom))
 
     def to_body(self, v_camera: Vec3, camera_in_body: Quat | None = None) -> Vec3:
         """A camera-axes vector in body FRD, by the mount or by gimbal angles when given."""

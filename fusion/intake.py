@@ -201,6 +201,7 @@ class Intake:
         out["range_below_ground"] = self._placer.ranger.below_ground
         out["range_beam_wider"] = self._placer.ranger.beam_wider
         out["range_too_near"] = self._placer.ranger.too_near
+        out["range_conflicts"] = self._placer.ranger.conflicts
         out["lidar_beyond_range"] = self._placer.ranger.lidar_beyond_range
         out["lidar_unplaced"] = self._placer.ranger.lidar_unplaced
         out["pending"] = len(self._pending)

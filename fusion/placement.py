@@ -74,7 +74,10 @@ class Placer:
         self._last: tuple[tuple[object, ...], Geometry | None, HoldReason | None, int] | None = None
         # The last box's bearing and angular size in camera axes, by the box and the focal
         # lengths: a repeated image has the same box at each new capture time.
-        self._box: tuple[tuple[object, ...], Vec3, tuple[float, float]] | None = None
+        # And its cone (``CameraModel.box_cone_rad``), for the ranges.
+        self._box: (
+            tuple[tuple[object, ...], Vec3, tuple[float, float], tuple[float, float]] | None
+        ) = None
 
     def add_imu(self, imu: ImuSample) -> None:
         if self.imu is None or imu.host_ns >= self.imu.host_ns:
@@ -195,11 +198,12 @@ class Placer:
         box = (obs.center_x, obs.center_y, obs.width, obs.height, fx, fy)
         kept = self._box
         if kept is not None and kept[0] == box:
-            bearing, size = kept[1], kept[2]
+            bearing, size, cone = kept[1], kept[2], kept[3]
         else:
             bearing = camera.bearing_camera(obs.center_x, obs.center_y, fx, fy)
             size = camera.angular_size_deg(obs.width, obs.height, fx, fy)
-            self._box = (box, bearing, size)
+            cone = camera.box_cone_rad(obs.center_x, obs.center_y, obs.width, obs.height, fx, fy)
+            self._box = (box, bearing, size, cone)
         if pose is None:
             return Geometry(bearing, size, None, None, None, None, None, None), None
         q = pose.quaternion_wxyz
@@ -212,12 +216,11 @@ class Placer:
         azimuth, elevation = azimuth_elevation_deg(ray)
         if cut_off(obs, self.edges):  # its centre is not the target's: nothing to place
             return Geometry(bearing, size, ray, azimuth, elevation, None, None, None), None
-        box_half_rad = math.radians(min(size[0], size[1])) * 0.5  # the box's inscribed cone
         fix = self.ranger.fix(
             t,
             origin,
             ray,
-            box_half_rad,
+            cone,
             self._pose_for_range,
             self._camera_for_range,
             self._mount_position,

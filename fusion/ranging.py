@@ -15,9 +15,12 @@ Sources, in order of preference (``range_source``):
 A beam wider than the target's box (its smaller half-size seen from the camera) may return
 from whatever lies beside or behind the target: such a range is not the target's (red team
 rt45: a 1° beam passing 0.6° above a 0.6 m object 52 m away hit the ground behind it, and every
-PROCEED was 5 m off at a claimed σ of 0.05 m), and is counted (``beam_wider``). Nor is a range
-at which the box would be smaller than ``range_min_target_m`` (``too_near``): a return from the
-airframe, a window or dust (rt45: 2 m for a target 100 m away placed it 98 m off).
+PROCEED was 5 m off at a claimed σ of 0.05 m), and is counted (``beam_wider``). The box is
+measured by the rays to its edges (off the optical axis it is narrower than its pixels on it).
+Nor is a range at which the box would be smaller than ``range_min_target_m`` (``too_near``): a
+return from the airframe, a window or dust (rt45: 2 m for a target 100 m away placed it 98 m
+off). With the ground plane on, a range much nearer than the plane along the ray is a conflict
+(``Ranger.fix``): no range at all.
 
 A laser reading is used only when it is the nearest before or after the capture and within
 ``range_max_age_ms`` of it (for LiDAR, the latest scan within ``lidar_max_age_ms``), and it is
@@ -62,6 +65,10 @@ class RangeFix(NamedTuple):
 # much: the plane is a model of the ground (a valley or a slope lies below it; the sensor is
 # right there), and the pose and the beam are not exact
 _BELOW_GROUND = (0.5, 5.0)
+# Near a target the ground may rise this far above the plane, and the pose's height be off
+# by as much: a sensor's range nearer than the plane by the target's size and this conflicts.
+_NEAR_GROUND_M: Final = 1.0
+_WIDEST_RAD: Final = math.radians(170.0)  # a box's widest angle counted (tan stays finite)
 # A LiDAR point within its sensor's range, measured: int16 coordinates are quantised to
 # range / 32767 on each axis (a norm up to sqrt(3) steps over), float32 ones to 6e-8.
 _RANGE_QUANTUM: Final = 1.0 + 1e-4
@@ -161,6 +168,7 @@ class Ranger:
         self.below_ground = 0  # sensor ranges refused: beyond the ground plane
         self.beam_wider = 0  # laser ranges not tried: the beam is wider than the target's box
         self.too_near = 0  # sensor ranges refused: the box would be smaller than the minimum
+        self.conflicts = 0  # sensor ranges much nearer than the ground plane: no range at all
         self.lidar_beyond_range = 0  # LiDAR points refused: farther than the sensor's range
         self.lidar_unplaced = 0  # scans found with no pose at their time (once a scan)
 
@@ -192,62 +200,85 @@ class Ranger:
         capture_ns: int,
         origin_ned: Vec3,
         ray_ned: Vec3,
-        box_half_rad: float,
+        box_cone_rad: tuple[float, float],
         pose_at: PoseLookup,
         camera_at: CameraLookup,
         camera_position_frd_m: Vec3,
     ) -> RangeFix | None:
         """The best range for a ray from the camera at ``capture_ns``, or ``None``.
 
-        ``box_half_rad``: half the box's smaller angular size, seen from the camera. A laser
-        counts only when its whole beam lies within it, LiDAR points only within it; a range
-        at which the box is smaller than ``range_min_target_m`` is not the target's.
+        ``box_cone_rad``: the box seen from the camera (``CameraModel.box_cone_rad``): the
+        half-angle of the cone within it, and its widest angle. A laser counts only when its
+        whole beam lies within the cone, LiDAR points only within it; a range at which the box
+        is narrower than ``range_min_target_m`` is not the target's.
+
+        With the ground plane on, a sensor's range much nearer than where the ray meets the
+        plane is a conflict: nearer than the target's own size (the box's widest at the plane,
+        twice: its height and its depth) and ``_NEAR_GROUND_M`` allow, seen along the ray. A
+        target on the ground cannot be there, and one above it (a roof, a bird) cannot be on
+        the plane: neither voice is believed, no range (counted ``conflicts``; red team rt46:
+        dust or a branch 1.5-8 m out, on a car 45 m away, placed it 37-43 m off at σ 0.01 m).
 
         With the ground plane on, a sensor's range beyond where the ray meets it (by more than
         ``_BELOW_GROUND``) cannot be the target's: the beam would have met the ground first.
         It is refused and counted (``below_ground``; red team rt18: a gimbal laser range of
         2999 m placed every PROCEED 2979 m under the ground)."""
         c = self._config
-        floor = None  # where the ray meets the ground plane, however far
+        box_half_rad, box_widest_rad = box_cone_rad
+        floor = nearest = None  # where the ray meets the ground plane; the nearest range then
         if c.ground_plane and (self._lasers or self._gimbal_lasers or self._lidar is not None):
             floor = ground_plane_range(origin_ned, ray_ned, c.ground_z_ned_m, math.inf)
+            if floor is not None:
+                extent_m = 2.0 * floor * math.tan(min(box_widest_rad, _WIDEST_RAD) / 2)
+                nearest = floor - (2.0 * extent_m + _NEAR_GROUND_M) / ray_ned[2]
+        found: float | None = None
+        source = _GROUND_PLANE
         if self._lasers:
             allowed = min(self._laser_half, box_half_rad - self._laser_half)
             if allowed < 0.0:
                 self.beam_wider += 1
             else:
-                laser = self._laser(capture_ns, origin_ned, ray_ned, pose_at, allowed)
-                if laser is not None and self._plausible(laser, floor, box_half_rad):
-                    return RangeFix(laser, RangeSource.LASER)
-        if self._gimbal_lasers:
+                found = self._laser(capture_ns, origin_ned, ray_ned, pose_at, allowed)
+                source = RangeSource.LASER
+                found = self._plausible(found, floor, box_half_rad)
+        if found is None and self._gimbal_lasers:
             allowed = min(self._gimbal_half, box_half_rad - self._gimbal_half)
             if allowed < 0.0:
                 self.beam_wider += 1
             else:
-                gimbal = self._gimbal_laser(
+                found = self._gimbal_laser(
                     capture_ns, origin_ned, ray_ned, pose_at, camera_at, camera_position_frd_m,
                     allowed,
                 )  # fmt: skip
-                if gimbal is not None and self._plausible(gimbal, floor, box_half_rad):
-                    return RangeFix(gimbal, RangeSource.GIMBAL_LASER)
-        if self._lidar is not None:
+                source = RangeSource.GIMBAL_LASER
+                found = self._plausible(found, floor, box_half_rad)
+        if found is None and self._lidar is not None:
             cone = min(self._cone_half, box_half_rad)
-            lidar = self._lidar_range(capture_ns, origin_ned, ray_ned, pose_at, cone)
-            if lidar is not None and self._plausible(lidar, floor, box_half_rad):
-                return RangeFix(lidar, RangeSource.LIDAR)
+            found = self._lidar_range(capture_ns, origin_ned, ray_ned, pose_at, cone)
+            source = RangeSource.LIDAR
+            found = self._plausible(found, floor, box_half_rad)
+        if found is not None:
+            if nearest is not None and found < nearest:
+                self.conflicts += 1
+                return None
+            return RangeFix(found, source)
         if c.ground_plane:  # most placements (every one without a ranging sensor)
             ground = ground_plane_range(origin_ned, ray_ned, c.ground_z_ned_m, c.max_ground_range_m)
             if ground is not None:
                 return _new_tuple(RangeFix, (ground, _GROUND_PLANE))
         return None
 
-    def _plausible(self, range_m: float, floor_m: float | None, box_half_rad: float) -> bool:
-        """Whether a sensor's range can be the target's: the box at least
+    def _plausible(
+        self, range_m: float | None, floor_m: float | None, box_half_rad: float
+    ) -> float | None:
+        """``range_m`` when a sensor's range can be the target's: the box at least
         ``range_min_target_m`` across there, and not beyond the ground plane (counted)."""
+        if range_m is None:
+            return None
         if 2.0 * range_m * math.tan(box_half_rad) < self._config.range_min_target_m:
             self.too_near += 1
-            return False
-        return self._above_ground(range_m, floor_m)
+            return None
+        return range_m if self._above_ground(range_m, floor_m) else None
 
     def _above_ground(self, range_m: float, floor_m: float | None) -> bool:
         """Whether a sensor's range along a ray that meets the ground plane at ``floor_m``

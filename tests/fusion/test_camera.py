@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
@@ -106,3 +107,52 @@ def test_a_programs_own_camera_config_keeps_its_invariants():
         CameraConfig(640, 480)
     with pytest.raises(ConfigError, match=r"camera.mount_rpy_deg\[1\]"):
         CameraConfig(640, 480, hfov_deg=90.0, mount_rpy_deg=(0.0, 91.0, 0.0))
+
+
+def _numpy_ray(u_px: float, v_px: float, fx: float, fy: float, cx: float, cy: float):
+    ray = np.array([1.0, (u_px - cx) / fx, (v_px - cy) / fy])
+    return ray / np.linalg.norm(ray)
+
+
+@given(
+    center_x=st.integers(-990, 990),
+    center_y=st.integers(-990, 990),
+    width=st.integers(1, 2000),
+    height=st.integers(1, 2000),
+    hfov_deg=st.floats(20.0, 150.0),
+)
+def test_a_boxs_cone_is_measured_by_the_rays_to_its_edges(
+    center_x: int, center_y: int, width: int, height: int, hfov_deg: float
+) -> None:
+    """Red team rt46: a box's size as if on the optical axis (``angular_size_deg``) is 3x
+    too large 55° off it, and a laser's beam passed the box test beside a person. The cone is
+    the smallest angle from the centre's ray to an edge's midpoint, the widest the larger of
+    the angles between opposite edges: here from numpy's own pinhole (a box unit ``c`` is the
+    pixel ``(c + 1000)·(extent - 1)/2000``)."""
+    camera = CameraModel(CameraConfig(width_px=640, height_px=480, hfov_deg=hfov_deg))
+    fx = fy = 320 / math.tan(math.radians(hfov_deg) / 2)
+
+    def ray(cx_units: float, cy_units: float):
+        u, v = (cx_units + 1000) * 639 / 2000, (cy_units + 1000) * 479 / 2000
+        return _numpy_ray(u, v, fx, fy, 319.5, 239.5)
+
+    def angle(a, b) -> float:
+        return float(np.arccos(np.clip(a @ b, -1.0, 1.0)))
+
+    centre = ray(center_x, center_y)
+    left, right = ray(center_x - width / 2, center_y), ray(center_x + width / 2, center_y)
+    top, bottom = ray(center_x, center_y - height / 2), ray(center_x, center_y + height / 2)
+    inscribed = min(angle(centre, e) for e in (left, right, top, bottom))
+    widest = max(angle(left, right), angle(top, bottom))
+    got = camera.box_cone_rad(center_x, center_y, width, height)
+    assert got == pytest.approx((inscribed, widest), abs=1e-6)
+
+
+def test_off_the_axis_a_box_is_narrower_than_on_it() -> None:
+    """The rt46 case: 55° off the axis of a 120° camera, the person's box (55 units wide) is a
+    cone of 0.88° half-angle, where its size on the axis would be 2.73°."""
+    camera = CameraModel(CameraConfig(width_px=640, height_px=480, hfov_deg=120.0))
+    inscribed, _ = camera.box_cone_rad(822, 39, 55, 154)
+    on_axis = min(camera.angular_size_deg(55, 154)) / 2
+    assert math.degrees(inscribed) == pytest.approx(0.88, abs=0.02)
+    assert on_axis == pytest.approx(2.73, abs=0.02)

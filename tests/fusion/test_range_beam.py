@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from fusion import RangeSource
-from tests.support.gimbal_scenes import Scene, Target, proceed_errors, run
+from tests.support.gimbal_scenes import T0, Scene, Target, proceed_errors, run
 
 DEPRESSION_DEG = math.degrees(math.atan(20 / 100))  # from the camera down to the object
 
@@ -76,3 +76,50 @@ def test_a_range_at_which_the_box_would_be_tiny_is_not_the_targets(reading_m):
     honest_model, honest_lines = run(honest)  # the same beam, its true range: taken
     assert {line.range_source for line in _proceeds(honest_lines)} == {RangeSource.GIMBAL_LASER}
     assert honest_model.stats()["range_too_near"] == 0
+
+
+def _car(ahead_m: float) -> Target:
+    """A car-sized object (its box 4 m across) on the ground ``ahead_m`` north; the laser's
+    cast meets its centre."""
+    return Target(7, lambda t: np.array([ahead_m, 0.0, 0.0]), radius_m=0.05, box_radius_m=2.0)
+
+
+@pytest.mark.parametrize("junk_m", [1.5, 3.0, 8.0])
+def test_a_return_far_nearer_than_the_ground_plane_is_a_conflict_not_a_position(junk_m):
+    """rt46: dust, rain or a branch 1.5-8 m out, on a car 45 m away (its box 5° across, so the
+    beam fits and the box is metres wide there): every PROCEED 37-43 m off at σ 0.01 m. With the
+    ground plane on, the car cannot be that far above the ground, and a target that far above
+    it cannot be on the plane: no position at all, counted."""
+    depression = math.degrees(math.atan(20 / 40))
+    scene = Scene(
+        [_car(40.0)], gimbal_rpy=lambda t: (0.0, -depression, 0.0), laser_m=lambda t: junk_m
+    )
+    model, lines = run(scene)
+    proceeds = _proceeds(lines)
+    assert len(proceeds) > 100  # on the bearing
+    assert all(line.position_ned_m is None for line in proceeds)
+    assert model.stats()["range_conflicts"] > 0
+    honest = Scene([_car(40.0)], gimbal_rpy=lambda t: (0.0, -depression, 0.0))
+    honest_model, honest_lines = run(honest)  # the same car, its true range: taken
+    errors = proceed_errors(honest, honest_lines)
+    assert len(errors) > 100 and max(e for e, _ in errors) < 0.1
+    assert {line.range_source for line in _proceeds(honest_lines)} == {RangeSource.GIMBAL_LASER}
+    assert honest_model.stats()["range_conflicts"] == 0
+
+
+def test_dust_for_a_while_withholds_the_position_then_the_laser_places_it_again():
+    depression = math.degrees(math.atan(20 / 40))
+    true_m = math.hypot(40.0, 20.0) - 0.05
+
+    def laser(t: float) -> float:
+        return 3.0 if 1.0 <= t < 2.5 else true_m
+
+    scene = Scene([_car(40.0)], gimbal_rpy=lambda t: (0.0, -depression, 0.0), laser_m=laser)
+    _, lines = run(scene)
+    errors = proceed_errors(scene, lines)
+    assert max(e for e, _ in errors) < 0.1  # a position is never the dust's
+    placed_after = [
+        line for now, line in lines
+        if (now - T0) / 1e9 > 3.0 and line.verdict.value == "PROCEED" and line.position_ned_m
+    ]  # fmt: skip
+    assert len(placed_after) > 30  # the laser places it again once the dust is gone

@@ -58,7 +58,8 @@ from tests.support.world_attacks import (
 )
 
 MS = 1_000_000
-BOX_HALF_RAD = math.radians(5.0)  # a box 10° across: every beam and cone here fits in it
+# a box 10° across: every beam and cone here fits in it
+BOX_CONE_RAD = (math.radians(5.0), math.radians(10.0))
 
 
 @pytest.mark.subprocess
@@ -222,16 +223,16 @@ def test_lidar_non_finite_points_are_a_typed_error_and_only_the_newest_scan_coun
     ranger = Ranger(WorldConfig())
     down = (0.0, 0.0, 1.0)
     origin = (0.0, 0.0, -20.0)
+    # A box 30° across straight down: a target up to 10.7 m tall, 12 m off the plane with it
+    tall = (math.radians(5.0), math.radians(30.0))
     newer = LidarPoints(1_000_000_000, np.array([[0.0, 0.0, -8.0]] * 3), PointFrame.WORLD_NED, 60.0)
     older = LidarPoints(900_000_000, np.array([[0.0, 0.0, -15.0]] * 3), PointFrame.WORLD_NED, 60.0)
     ranger.add(newer)
     ranger.add(older)
-    fix = ranger.fix(
-        1_000_000_000, origin, down, BOX_HALF_RAD, level_pose, lambda t: None, (0.0, 0.0, 0.0)
-    )
+    fix = ranger.fix(1_000_000_000, origin, down, tall, level_pose, lambda t: None, (0, 0, 0))
     assert fix is not None and fix.source.value == "lidar" and fix.range_m == pytest.approx(12.0)
     late = 1_000_000_000 + 201_000_000  # past lidar_max_age_ms (200)
-    fix = ranger.fix(late, origin, down, BOX_HALF_RAD, level_pose, lambda t: None, (0.0, 0.0, 0.0))
+    fix = ranger.fix(late, origin, down, tall, level_pose, lambda t: None, (0, 0, 0))
     assert fix is not None and fix.source.value == "ground_plane" and fix.range_m == 20.0
 
 
@@ -249,7 +250,7 @@ def test_lidar_points_beyond_the_sensors_range_of_it_are_refused(frame, below_m,
         points += (0.0, 0.0, -20.0)
     ranger.add(LidarPoints(0, points, frame, 30.0, (1.0, 0.0, 0.0)))
     down, origin, camera = (0.0, 0.0, 1.0), (0.0, 0.0, -20.0), (0.0, 0.0, 0.0)
-    fix = ranger.fix(0, origin, down, BOX_HALF_RAD, level_pose, lambda t: None, camera)
+    fix = ranger.fix(0, origin, down, BOX_CONE_RAD, level_pose, lambda t: None, camera)
     if used:
         assert fix is not None and fix.source.value == "lidar"
         assert fix.range_m == pytest.approx(below_m)
@@ -260,7 +261,7 @@ def test_lidar_points_beyond_the_sensors_range_of_it_are_refused(frame, below_m,
     # its range cannot be checked and the scan ranges nothing.
     ranger = Ranger(WorldConfig(ground_plane=False))
     ranger.add(LidarPoints(0, np.array([[0.0, 0.0, 9.9]] * 3), PointFrame.WORLD_NED, 30.0))
-    assert ranger.fix(0, origin, down, BOX_HALF_RAD, lambda t: None, lambda t: None, camera) is None
+    assert ranger.fix(0, origin, down, BOX_CONE_RAD, lambda t: None, lambda t: None, camera) is None
 
 
 def test_a_world_scans_filter_follows_the_pose_at_its_time():
@@ -275,21 +276,21 @@ def test_a_world_scans_filter_follows_the_pose_at_its_time():
     ranger = Ranger(WorldConfig(ground_plane=False))
     ranger.add(LidarPoints(0, np.array(near + far), PointFrame.WORLD_NED, 60.0))
     north, camera = (1.0, 0.0, 0.0), (0.0, 0.0, 0.0)
-    fix = ranger.fix(0, (0.0, 0.0, -20.0), north, BOX_HALF_RAD, level_pose, lambda t: None, camera)
+    fix = ranger.fix(0, (0.0, 0.0, -20.0), north, BOX_CONE_RAD, level_pose, lambda t: None, camera)
     assert fix is not None and fix.range_m == pytest.approx(20.0, abs=0.01)
     assert ranger.lidar_beyond_range == 3  # the 70 m ones
 
     def moved(t_ns: int) -> PoseAt:
         return PoseAt(t_ns, (-50.0, 0.0, -20.0), (1.0, 0.0, 0.0, 0.0), None, 1)
 
-    fix = ranger.fix(0, (-50.0, 0.0, -20.0), north, BOX_HALF_RAD, moved, lambda t: None, camera)
+    fix = ranger.fix(0, (-50.0, 0.0, -20.0), north, BOX_CONE_RAD, moved, lambda t: None, camera)
     assert fix is None  # the near ones are 70 m from the sensor now, the far ones 120 m
     assert ranger.lidar_beyond_range == 3 + 6  # each filter counts what it refuses
     # A world scan with no pose at its time ranges nothing, and says so once a scan.
     for _ in range(3):
         assert (
             ranger.fix(
-                0, (0.0, 0.0, -20.0), north, BOX_HALF_RAD, lambda t: None, lambda t: None, camera
+                0, (0.0, 0.0, -20.0), north, BOX_CONE_RAD, lambda t: None, lambda t: None, camera
             )
             is None
         )
@@ -332,7 +333,7 @@ def test_the_stand_ins_clipped_world_scan_never_ranges_short():
         return PoseAt(t_ns, (ego_n, 0.0, -10.0), (1.0, 0.0, 0.0, 0.0), None, 0)
 
     fix = ranger.fix(
-        points.host_ns, (ego_n, 0.0, -10.0), ray, BOX_HALF_RAD, pose, lambda t: None, (0, 0, 0)
+        points.host_ns, (ego_n, 0.0, -10.0), ray, BOX_CONE_RAD, pose, lambda t: None, (0, 0, 0)
     )
     assert fix is not None and fix.range_m == pytest.approx(truth_m, abs=2.0), fix
 
@@ -348,7 +349,7 @@ def test_lidar_cloud_of_a_million_points_ranges_the_ray():
     ranger = Ranger(WorldConfig())
     ranger.add(LidarPoints(0, points, PointFrame.WORLD_NED, 200.0))
     fix = ranger.fix(
-        0, (0.0, 0.0, -20.0), (0.0, 0.0, 1.0), BOX_HALF_RAD, level_pose, lambda t: None, (0, 0, 0)
+        0, (0.0, 0.0, -20.0), (0.0, 0.0, 1.0), BOX_CONE_RAD, level_pose, lambda t: None, (0, 0, 0)
     )
     assert fix is not None and fix.source.value == "lidar"
     assert fix.range_m == pytest.approx(20.0, abs=0.5)
