@@ -145,6 +145,9 @@ class WorldConfig:
     # A sensor's range at which the target's box would be narrower than this is not the
     # target's: a return from the airframe, a window or dust (red team rt45)
     range_min_target_m: float = 0.1
+    # With the ground plane on, a sensor's range nearer than the plane (along the ray) by more
+    # than a target standing this tall and 1 m of ground conflicts with it: no position
+    target_max_height_m: float = 3.0
     max_targets: int = 64
     # Measurements waiting for a pose or a gimbal status: a saturated 921600 line brings 263
     # results in a gimbal's 100 ms wait. Past it the oldest is dropped, never placed early.

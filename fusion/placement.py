@@ -228,6 +228,8 @@ class Placer:
         if fix is None:
             return Geometry(bearing, size, ray, azimuth, elevation, None, None, None), None
         r = fix.range_m
+        if r is None:  # the sensors and the ground plane disagree: the line says so
+            return Geometry(bearing, size, ray, azimuth, elevation, None, None, fix.source), None
         position = (origin[0] + ray[0] * r, origin[1] + ray[1] * r, origin[2] + ray[2] * r)
         velocity = rate = None
         if motion is not None:  # the camera's velocity: the body's plus ω × its lever arm

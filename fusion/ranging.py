@@ -19,8 +19,8 @@ PROCEED was 5 m off at a claimed σ of 0.05 m), and is counted (``beam_wider``).
 measured by the rays to its edges (off the optical axis it is narrower than its pixels on it).
 Nor is a range at which the box would be smaller than ``range_min_target_m`` (``too_near``): a
 return from the airframe, a window or dust (rt45: 2 m for a target 100 m away placed it 98 m
-off). With the ground plane on, a range much nearer than the plane along the ray is a conflict
-(``Ranger.fix``): no range at all.
+off). With the ground plane on, a range nearer than the plane by more than a target stands is
+a conflict (``Ranger.fix``): no range at all.
 
 A laser reading is used only when it is the nearest before or after the capture and within
 ``range_max_age_ms`` of it (for LiDAR, the latest scan within ``lidar_max_age_ms``), and it is
@@ -54,10 +54,13 @@ class RangeSource(Enum):
     GIMBAL_LASER = "gimbal_laser"
     LIDAR = "lidar"
     GROUND_PLANE = "ground_plane"
+    # A sensor's range and the ground plane disagree (``Ranger.fix``): no range, no position;
+    # the line says so
+    CONFLICT = "conflict"
 
 
 class RangeFix(NamedTuple):
-    range_m: float  # from the camera along the target's ray
+    range_m: float | None  # from the camera along the target's ray; None: CONFLICT
     source: RangeSource
 
 
@@ -66,9 +69,9 @@ class RangeFix(NamedTuple):
 # right there), and the pose and the beam are not exact
 _BELOW_GROUND = (0.5, 5.0)
 # Near a target the ground may rise this far above the plane, and the pose's height be off
-# by as much: a sensor's range nearer than the plane by the target's size and this conflicts.
+# by as much: a sensor's range nearer than the plane by a target's height and this conflicts.
 _NEAR_GROUND_M: Final = 1.0
-_WIDEST_RAD: Final = math.radians(170.0)  # a box's widest angle counted (tan stays finite)
+_CONFLICT_FIX: Final = RangeFix(None, RangeSource.CONFLICT)
 # A LiDAR point within its sensor's range, measured: int16 coordinates are quantised to
 # range / 32767 on each axis (a norm up to sqrt(3) steps over), float32 ones to 6e-8.
 _RANGE_QUANTUM: Final = 1.0 + 1e-4
@@ -212,25 +215,24 @@ class Ranger:
         whole beam lies within the cone, LiDAR points only within it; a range at which the box
         is narrower than ``range_min_target_m`` is not the target's.
 
-        With the ground plane on, a sensor's range much nearer than where the ray meets the
-        plane is a conflict: nearer than the target's own size (the box's widest at the plane,
-        twice: its height and its depth) and ``_NEAR_GROUND_M`` allow, seen along the ray. A
-        target on the ground cannot be there, and one above it (a roof, a bird) cannot be on
-        the plane: neither voice is believed, no range (counted ``conflicts``; red team rt46:
-        dust or a branch 1.5-8 m out, on a car 45 m away, placed it 37-43 m off at σ 0.01 m).
+        With the ground plane on, a sensor's range nearer than where the ray meets the plane by
+        more than a target stands (``target_max_height_m``, and ``_NEAR_GROUND_M`` of ground,
+        along the ray) is a conflict: a target on the ground cannot be there, and one that far
+        above it cannot be on the plane. Neither voice is believed: ``RangeSource.CONFLICT``
+        with no range (counted ``conflicts``; red team rt46: dust or a branch 1.5-8 m out, on a
+        car 45 m away, placed it 37-43 m off at σ 0.01 m).
 
         With the ground plane on, a sensor's range beyond where the ray meets it (by more than
         ``_BELOW_GROUND``) cannot be the target's: the beam would have met the ground first.
         It is refused and counted (``below_ground``; red team rt18: a gimbal laser range of
         2999 m placed every PROCEED 2979 m under the ground)."""
         c = self._config
-        box_half_rad, box_widest_rad = box_cone_rad
+        box_half_rad = box_cone_rad[0]
         floor = nearest = None  # where the ray meets the ground plane; the nearest range then
         if c.ground_plane and (self._lasers or self._gimbal_lasers or self._lidar is not None):
             floor = ground_plane_range(origin_ned, ray_ned, c.ground_z_ned_m, math.inf)
             if floor is not None:
-                extent_m = 2.0 * floor * math.tan(min(box_widest_rad, _WIDEST_RAD) / 2)
-                nearest = floor - (2.0 * extent_m + _NEAR_GROUND_M) / ray_ned[2]
+                nearest = floor - (c.target_max_height_m + _NEAR_GROUND_M) / ray_ned[2]
         found: float | None = None
         source = _GROUND_PLANE
         if self._lasers:
@@ -260,7 +262,7 @@ class Ranger:
         if found is not None:
             if nearest is not None and found < nearest:
                 self.conflicts += 1
-                return None
+                return _CONFLICT_FIX
             return RangeFix(found, source)
         if c.ground_plane:  # most placements (every one without a ranging sensor)
             ground = ground_plane_range(origin_ned, ray_ned, c.ground_z_ned_m, c.max_ground_range_m)

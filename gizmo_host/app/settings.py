@@ -256,6 +256,8 @@ WORLD_SETTINGS: tuple[Setting, ...] = (
     _w("lidar_max_age_ms", "a LiDAR scan this far from the capture still applies"),
     _w("range_min_target_m", "a sensor range at which the target's box would be narrower is "
        "not the target's (counted)", 0, 1000, "m"),
+    _w("target_max_height_m", "with the ground plane on, a sensor range nearer than it by more "
+       "than a target this tall (and 1 m of ground) conflicts: no position", 0, 1000, "m"),
     _w("max_targets", "targets held", 1, 1_000_000, "", kind="int"),
     _w("max_pending", "measurements waiting for a pose or a gimbal status; past it the oldest "
        "is dropped (counted)", 1, 1_000_000, "", kind="int"),

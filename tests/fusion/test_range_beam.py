@@ -84,27 +84,48 @@ def _car(ahead_m: float) -> Target:
     return Target(7, lambda t: np.array([ahead_m, 0.0, 0.0]), radius_m=0.05, box_radius_m=2.0)
 
 
-@pytest.mark.parametrize("junk_m", [1.5, 3.0, 8.0])
+@pytest.mark.parametrize("junk_m", [1.5, 3.0, 8.0, 26.0, 30.0])
 def test_a_return_far_nearer_than_the_ground_plane_is_a_conflict_not_a_position(junk_m):
     """rt46: dust, rain or a branch 1.5-8 m out, on a car 45 m away (its box 5° across, so the
-    beam fits and the box is metres wide there): every PROCEED 37-43 m off at σ 0.01 m. With the
-    ground plane on, the car cannot be that far above the ground, and a target that far above
-    it cannot be on the plane: no position at all, counted."""
+    beam fits and the box is metres wide there): every PROCEED 37-43 m off at σ 0.01 m; rt47:
+    26-30 m, still 15-19 m off with a bound from the box's size. With the ground plane on, a
+    car cannot stand 4 m nearer than where its ray meets the plane (its 3 m of
+    ``target_max_height_m`` and 1 m of ground, at 27° down: 8.9 m along the ray), and a target
+    that far above the plane cannot be on it: no position at all, and each line says why."""
     depression = math.degrees(math.atan(20 / 40))
-    scene = Scene(
-        [_car(40.0)], gimbal_rpy=lambda t: (0.0, -depression, 0.0), laser_m=lambda t: junk_m
-    )
+
+    def aimed(t: float) -> tuple[float, float, float]:
+        return (0.0, -depression, 0.0)
+
+    floor_m = math.hypot(40.0, 20.0)
+    assert junk_m < floor_m - 4.0 / math.sin(math.radians(depression))  # the truth: too near
+    scene = Scene([_car(40.0)], gimbal_rpy=aimed, laser_m=lambda t: junk_m)
     model, lines = run(scene)
     proceeds = _proceeds(lines)
     assert len(proceeds) > 100  # on the bearing
     assert all(line.position_ned_m is None for line in proceeds)
+    assert {line.range_source for line in proceeds} == {RangeSource.CONFLICT}
     assert model.stats()["range_conflicts"] > 0
-    honest = Scene([_car(40.0)], gimbal_rpy=lambda t: (0.0, -depression, 0.0))
+    honest = Scene([_car(40.0)], gimbal_rpy=aimed)
     honest_model, honest_lines = run(honest)  # the same car, its true range: taken
     errors = proceed_errors(honest, honest_lines)
     assert len(errors) > 100 and max(e for e, _ in errors) < 0.1
     assert {line.range_source for line in _proceeds(honest_lines)} == {RangeSource.GIMBAL_LASER}
     assert honest_model.stats()["range_conflicts"] == 0
+
+
+def test_a_tall_target_seen_from_above_on_raised_ground_is_still_ranged():
+    """rt47: a bound from the box's size withheld the position of a 1.8 m person seen from
+    10 m straight above, standing on ground 0.5 m above the plane. The laser meets the head:
+    2.3 m above the plane, within a target's 3 m."""
+    head = Target(5, lambda t: np.array([0.0, 0.0, -2.3]), radius_m=0.1, box_radius_m=0.2)
+    scene = Scene([head], altitude_m=10.0, gimbal_rpy=lambda t: (0.0, -89.9, 0.0))
+    assert scene.laser_range(1.0) == pytest.approx(7.6, abs=0.01)  # the head's top
+    model, lines = run(scene)
+    errors = proceed_errors(scene, lines)
+    assert len(errors) > 100 and max(e for e, _ in errors) < 0.15  # its near surface
+    assert {line.range_source for line in _proceeds(lines)} == {RangeSource.GIMBAL_LASER}
+    assert model.stats()["range_conflicts"] == 0
 
 
 def test_dust_for_a_while_withholds_the_position_then_the_laser_places_it_again():

@@ -220,11 +220,10 @@ def test_lidar_non_finite_points_are_a_typed_error_and_only_the_newest_scan_coun
         LidarPoints(0, np.array([[1.0, 0.0, math.nan]]), PointFrame.WORLD_NED, 60.0)
     with pytest.raises(InvalidInput, match="points_m"):
         LidarPoints(0, np.zeros((4, 2)), PointFrame.WORLD_NED, 60.0)
-    ranger = Ranger(WorldConfig())
+    ranger = Ranger(WorldConfig(target_max_height_m=10.0))  # a return 8 m up: a tree
     down = (0.0, 0.0, 1.0)
     origin = (0.0, 0.0, -20.0)
-    # A box 30° across straight down: a target up to 10.7 m tall, 12 m off the plane with it
-    tall = (math.radians(5.0), math.radians(30.0))
+    tall = BOX_CONE_RAD
     newer = LidarPoints(1_000_000_000, np.array([[0.0, 0.0, -8.0]] * 3), PointFrame.WORLD_NED, 60.0)
     older = LidarPoints(900_000_000, np.array([[0.0, 0.0, -15.0]] * 3), PointFrame.WORLD_NED, 60.0)
     ranger.add(newer)
