@@ -24,9 +24,11 @@ a conflict (``Ranger.fix``): no range at all.
 
 A laser reading is used only when it is the nearest before or after the capture and within
 ``range_max_age_ms`` of it (for LiDAR, the latest scan within ``lidar_max_age_ms``), and it is
-placed with the vehicle's pose at its own time: a laser that hit the target 20 ms earlier
-still marks the same world point. A range is never carried forward from an older
-measurement; each measurement gets its own or none.
+placed with the vehicle's pose at its own time: a laser that hit a still target 20 ms earlier
+still marks the same world point. Between a reading before the capture and one after it, the
+range is taken in proportion to the time, so a target moving along its ray is ranged where it
+was. A range is never carried forward from an older measurement; each measurement gets its
+own or none.
 """
 
 from __future__ import annotations
@@ -320,6 +322,7 @@ class Ranger:
     ) -> float | None:
         """The nearest reading's range whose return lies within ``allowed_rad`` of the beam's
         axis (the beam's half-angle, less what the box leaves)."""
+        found: list[tuple[int, float]] = []
         for reading in self._nearest(self._lasers, capture_ns):
             assert isinstance(reading, LaserRange) and reading.distance_m is not None
             pose = pose_at(reading.host_ns)
@@ -329,10 +332,10 @@ class Ranger:
             mount = reading.mount
             beam_origin = _offset(pose.position_ned_m, quat_rotate(q, mount.position_frd_m))
             direction = quat_rotate(quat_multiply(q, mount.quaternion_wxyz), _X_AXIS)
-            found = beam_range(origin, ray, beam_origin, direction, reading.distance_m, allowed_rad)
-            if found is not None:
-                return found
-        return None
+            r = beam_range(origin, ray, beam_origin, direction, reading.distance_m, allowed_rad)
+            if r is not None:
+                found.append((reading.host_ns, r))
+        return _at_capture(found, capture_ns)
 
     def _gimbal_laser(
         self,
@@ -344,6 +347,7 @@ class Ranger:
         camera_position_frd_m: Vec3,
         allowed_rad: float,
     ) -> float | None:
+        found: list[tuple[int, float]] = []
         for reading in self._nearest(self._gimbal_lasers, capture_ns):
             assert reading.distance_m is not None
             pose = pose_at(reading.host_ns)
@@ -353,10 +357,10 @@ class Ranger:
             q = pose.quaternion_wxyz
             beam_origin = _offset(pose.position_ned_m, quat_rotate(q, camera_position_frd_m))
             direction = quat_rotate(quat_multiply(q, camera), _X_AXIS)
-            found = beam_range(origin, ray, beam_origin, direction, reading.distance_m, allowed_rad)
-            if found is not None:
-                return found
-        return None
+            r = beam_range(origin, ray, beam_origin, direction, reading.distance_m, allowed_rad)
+            if r is not None:
+                found.append((reading.host_ns, r))
+        return _at_capture(found, capture_ns)
 
     def _lidar_range(
         self, capture_ns: int, origin: Vec3, ray: Vec3, pose_at: PoseLookup, cone_rad: float
@@ -403,6 +407,20 @@ class Ranger:
             points = points[inside]
         self._lidar_in_range = (sensor_at, points)
         return points
+
+
+def _at_capture(found: list[tuple[int, float]], t_ns: int) -> float | None:
+    """The range at the capture from the readings' ranges (nearest first): between one before
+    it and one after it, in proportion to the time (a target moving along its ray moves its
+    range between readings: rt47, 0.73 m off at 10 m/s with a 10 Hz laser, beyond the
+    claimed σ); else the nearest reading's."""
+    if not found:
+        return None
+    if len(found) == 2:
+        (t0, r0), (t1, r1) = sorted(found)
+        if t0 <= t_ns <= t1 and t1 > t0:
+            return r0 + (r1 - r0) * ((t_ns - t0) / (t1 - t0))
+    return found[0][1]
 
 
 def _offset(a: Vec3, b: Vec3) -> Vec3:

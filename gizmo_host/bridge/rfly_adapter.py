@@ -446,7 +446,10 @@ class RflyAdapter:
             self.counts["dropped_invalid"] += 1
         self.counts["gimbal"] += 1
         hit = math.isfinite(laser) and 0 < laser <= MAX_POSITION_M
+        # The laser's range first: a capture waiting for this status is placed as its attitude
+        # arrives, and then has this reading after it as well as the one before (a target
+        # moving along its ray is ranged between the two).
         return [
-            GimbalSample(rx_ns, rpy, fx if focal else None, fy if focal else None),
             GimbalLaserRange(rx_ns, laser if hit else None),
+            GimbalSample(rx_ns, rpy, fx if focal else None, fy if focal else None),
         ]

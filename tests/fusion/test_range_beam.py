@@ -144,3 +144,26 @@ def test_dust_for_a_while_withholds_the_position_then_the_laser_places_it_again(
         if (now - T0) / 1e9 > 3.0 and line.verdict.value == "PROCEED" and line.position_ned_m
     ]  # fmt: skip
     assert len(placed_after) > 30  # the laser places it again once the dust is gone
+
+
+def test_a_car_driving_away_is_ranged_where_it_was_at_the_capture():
+    """rt47: a car driving away at 10 m/s, the gimbal following it, its laser in each 10 Hz
+    status: the nearest reading, up to 50 ms from the capture, was 0.5 m of range old, and
+    every PROCEED was up to 0.73 m off at Mahalanobis 15. The range is now taken between the
+    readings before and after the capture, in proportion to the time (a capture on a gimbal
+    waits for the status after it, whose laser reading comes first)."""
+
+    def car_at(t: float) -> np.ndarray:
+        return np.array([40.0 + 10.0 * t, 0.0, 0.0])
+
+    def following(t: float) -> tuple[float, float, float]:
+        return (0.0, -math.degrees(math.atan2(20.0, 40.0 + 10.0 * t)), 0.0)
+
+    car = Target(7, car_at, radius_m=0.05, box_radius_m=2.0)
+    scene = Scene([car], duration_s=3.0, gimbal_rpy=following)
+    _, lines = run(scene)
+    errors = proceed_errors(scene, lines)
+    assert len(errors) > 100
+    assert max(e for e, _ in errors) < 0.15  # the laser meets the car's near side, 0.05 m
+    assert max(m for _, m in errors) < 4.5
+    assert {line.range_source for line in _proceeds(lines)} == {RangeSource.GIMBAL_LASER}

@@ -131,10 +131,10 @@ def inputs(scene: Scene) -> list[tuple[int, int, Any]]:
     for k in range(int(scene.duration_s * scene.status_hz)):
         t_s = k / scene.status_hz
         t_ns = T0 + round(t_s * 1e9)
-        timed.append((t_ns, len(timed), GimbalSample(t_ns, scene.gimbal_rpy(t_s))))
-        if scene.laser:
+        if scene.laser:  # before the attitude, as the RflySim adapter gives them
             distance = scene.laser_m(t_s) if scene.laser_m else scene.laser_range(t_s)
             timed.append((t_ns, len(timed), GimbalLaserRange(t_ns, distance)))
+        timed.append((t_ns, len(timed), GimbalSample(t_ns, scene.gimbal_rpy(t_s))))
     for k in range(int(scene.duration_s * scene.capture_hz)):
         t_s = k / scene.capture_hz + 0.0037
         t_ns = T0 + round(t_s * 1e9)

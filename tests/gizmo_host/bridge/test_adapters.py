@@ -135,13 +135,13 @@ def test_gimbal_status_gives_angles_and_a_laser_only_for_its_own_gimbal() -> Non
     camera = sensorset.sensor_camera(GIMBAL_CAMERA)
     status = builders.gimbal_status(GIMBAL_CAMERA, camera, 12.0)
     adapter = locked_adapter(1, gimbal_seq_id=GIMBAL_CAMERA.seq_id)
-    sample, laser = adapter.message(status, 7 * MS)
+    laser, sample = adapter.message(status, 7 * MS)  # the laser first: see the adapter
     assert isinstance(sample, GimbalSample) and isinstance(laser, GimbalLaserRange)
     assert sample.fx_px == pytest.approx(camera.fx_px) and laser.distance_m == 12.0
     other = locked_adapter(1, gimbal_seq_id=GIMBAL_CAMERA.seq_id + 1)
     assert other.message(status, 7 * MS) == [] and other.counts["other_gimbal"] == 1
     no_focal = dataclasses.replace(status, other_params=(0.0,) * 16)
-    sample, laser = adapter.message(no_focal, 8 * MS)
+    laser, sample = adapter.message(no_focal, 8 * MS)
     assert isinstance(sample, GimbalSample) and sample.fx_px is None
     assert isinstance(laser, GimbalLaserRange) and laser.distance_m is None
 
