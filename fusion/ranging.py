@@ -74,6 +74,9 @@ _BELOW_GROUND = (0.5, 5.0)
 # by as much: a sensor's range nearer than the plane by a target's height and this conflicts.
 _NEAR_GROUND_M: Final = 1.0
 _CONFLICT_FIX: Final = RangeFix(None, RangeSource.CONFLICT)
+# A target's speed along its ray, at most: two readings whose ranges differ by more in their
+# time apart are not both its own, and are not blended
+_MAX_RANGE_RATE_M_S: Final = 30.0
 # A LiDAR point within its sensor's range, measured: int16 coordinates are quantised to
 # range / 32767 on each axis (a norm up to sqrt(3) steps over), float32 ones to 6e-8.
 _RANGE_QUANTUM: Final = 1.0 + 1e-4
@@ -413,12 +416,13 @@ def _at_capture(found: list[tuple[int, float]], t_ns: int) -> float | None:
     """The range at the capture from the readings' ranges (nearest first): between one before
     it and one after it, in proportion to the time (a target moving along its ray moves its
     range between readings: rt47, 0.73 m off at 10 m/s with a 10 Hz laser, beyond the
-    claimed σ); else the nearest reading's."""
+    claimed σ), unless they differ more than a target moves (``_MAX_RANGE_RATE_M_S``: both
+    are not the target's, and a blend of the two is neither); else the nearest reading's."""
     if not found:
         return None
     if len(found) == 2:
         (t0, r0), (t1, r1) = sorted(found)
-        if t0 <= t_ns <= t1 and t1 > t0:
+        if t0 <= t_ns <= t1 and t1 > t0 and abs(r1 - r0) <= _MAX_RANGE_RATE_M_S * (t1 - t0) / 1e9:
             return r0 + (r1 - r0) * ((t_ns - t0) / (t1 - t0))
     return found[0][1]
 

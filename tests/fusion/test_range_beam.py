@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from fusion import RangeSource
-from tests.support.gimbal_scenes import T0, Scene, Target, proceed_errors, run
+from fusion.ranging import _at_capture
+from tests.support.gimbal_scenes import MS, T0, Scene, Target, proceed_errors, run
 
 DEPRESSION_DEG = math.degrees(math.atan(20 / 100))  # from the camera down to the object
 
@@ -167,3 +168,15 @@ def test_a_car_driving_away_is_ranged_where_it_was_at_the_capture():
     assert max(e for e, _ in errors) < 0.15  # the laser meets the car's near side, 0.05 m
     assert max(m for _, m in errors) < 4.5
     assert {line.range_source for line in _proceeds(lines)} == {RangeSource.GIMBAL_LASER}
+
+
+def test_two_readings_further_apart_than_a_target_moves_are_not_blended():
+    """Dust in the reading before the capture, the car in the one after: a blend of the two
+    would be neither. More than 30 m/s apart along the ray, the nearest reading alone ranges
+    the capture, as before interpolation; within it, the range moves with the time."""
+    before, after = 1_000 * MS, 1_100 * MS
+    capture = 1_070 * MS  # nearer the reading after
+    assert _at_capture([(after, 44.7), (before, 36.0)], capture) == 44.7  # 87 m/s apart
+    assert _at_capture([(after, 44.7), (before, 43.7)], capture) == pytest.approx(44.4)
+    assert _at_capture([(before, 44.7)], capture) == 44.7
+    assert _at_capture([], capture) is None
