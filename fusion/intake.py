@@ -365,7 +365,11 @@ class Intake:
             return
         self._sources.seen(_RANGE_SOURCE_NAMES[type(reading)], reading.host_ns)
         self._placer.ranger.add(reading)
-        self._witness(reading.host_ns)
+        if type(reading) is not GimbalLaserRange:
+            # A gimbal laser range comes just before its status's attitude, which witnesses the
+            # time: a capture whose wait ends now is then placed with both (red team rt48:
+            # placed here, it took the previous status's angles while the gimbal turned).
+            self._witness(reading.host_ns)
 
     def fault(self, host_ns: int) -> None:
         """The model raised on an input (its caller caught it): what earlier inputs built may

@@ -323,22 +323,35 @@ class Ranger:
     def _laser(
         self, capture_ns: int, origin: Vec3, ray: Vec3, pose_at: PoseLookup, allowed_rad: float
     ) -> float | None:
-        """The nearest reading's range whose return lies within ``allowed_rad`` of the beam's
-        axis (the beam's half-angle, less what the box leaves)."""
-        found: list[tuple[int, float]] = []
-        for reading in self._nearest(self._lasers, capture_ns):
-            assert isinstance(reading, LaserRange) and reading.distance_m is not None
-            pose = pose_at(reading.host_ns)
-            if pose is None:
-                continue
-            q = pose.quaternion_wxyz
-            mount = reading.mount
-            beam_origin = _offset(pose.position_ned_m, quat_rotate(q, mount.position_frd_m))
-            direction = quat_rotate(quat_multiply(q, mount.quaternion_wxyz), _X_AXIS)
-            r = beam_range(origin, ray, beam_origin, direction, reading.distance_m, allowed_rad)
-            if r is not None:
-                found.append((reading.host_ns, r))
-        return _at_capture(found, capture_ns)
+        """The range from the readings whose returns lie within ``allowed_rad`` of their beam's
+        axis (the beam's half-angle, less what the box leaves), sensor by sensor: the one
+        whose reading is nearest the capture in time first. Each sensor's own readings before
+        and after the capture: another sensor's (an altimeter's, faster) must not take their
+        places (red team rt48: a forward laser never ranged a drone ahead while a downward one
+        read at 50 Hz)."""
+        lasers = self._lasers
+        sensors = {r.sensor_id for r in lasers}
+        tried: list[tuple[int, float]] = []  # (time from the capture, range)
+        for sensor in sensors:
+            own = lasers if len(sensors) == 1 else [r for r in lasers if r.sensor_id == sensor]
+            found: list[tuple[int, float]] = []
+            for reading in self._nearest(own, capture_ns):
+                assert isinstance(reading, LaserRange) and reading.distance_m is not None
+                pose = pose_at(reading.host_ns)
+                if pose is None:
+                    continue
+                q = pose.quaternion_wxyz
+                mount = reading.mount
+                beam_origin = _offset(pose.position_ned_m, quat_rotate(q, mount.position_frd_m))
+                direction = quat_rotate(quat_multiply(q, mount.quaternion_wxyz), _X_AXIS)
+                distance = reading.distance_m
+                r = beam_range(origin, ray, beam_origin, direction, distance, allowed_rad)
+                if r is not None:
+                    found.append((reading.host_ns, r))
+            ranged = _at_capture(found, capture_ns)
+            if ranged is not None:
+                tried.append((min(abs(t - capture_ns) for t, _ in found), ranged))
+        return min(tried)[1] if tried else None
 
     def _gimbal_laser(
         self,

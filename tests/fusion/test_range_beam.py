@@ -180,3 +180,26 @@ def test_two_readings_further_apart_than_a_target_moves_are_not_blended():
     assert _at_capture([(after, 44.7), (before, 43.7)], capture) == pytest.approx(44.4)
     assert _at_capture([(before, 44.7)], capture) == 44.7
     assert _at_capture([], capture) is None
+
+
+def test_a_capture_whose_wait_ends_as_a_late_status_arrives_is_placed_between_the_two():
+    """rt48: a status lost (2.0 s), the gimbal turning at 50°/s since the one before (1.9 s),
+    the last capture at 1.9704 s arriving 25 ms later, its wait over at 2.0954 s, just before
+    the next status (2.1 s; the pose before it arrives at 2.091 s). The status's laser range
+    comes before its attitude, and placed the capture as it came, with the 1.9 s angles alone:
+    1.2 m off. The attitude now witnesses the time: the capture is slerped between the two."""
+
+    def attitude(t: float) -> tuple[float, float, float]:
+        return (0.0, -45.0, 0.0 if t <= 1.9 else 50.0 * (t - 1.9))
+
+    ground = Target(7, lambda t: np.array([20.0, 0.0, 0.0]), radius_m=0.001, box_radius_m=1.5)
+    scene = Scene(
+        [ground], duration_s=2.4, gimbal_rpy=attitude, last_capture_s=1.98, transit_ms=25.0,
+        tracking=False, status_lost=lambda t: abs(t - 2.0) < 1e-9,
+    )  # fmt: skip
+    _, lines = run(scene)
+    capture_ns = T0 + round((59 / 30 + 0.0037) * 1e9)
+    placed = [(0, line) for _, line in lines if line.capture_ns == capture_ns]
+    errors = proceed_errors(scene, placed)
+    assert errors, "the capture is placed"
+    assert max(e for e, _ in errors) < 0.05

@@ -147,6 +147,21 @@ def test_a_range_beyond_where_the_ray_meets_the_ground_is_refused_and_counted(ki
             assert g.norm(g.sub(t.position_ned_m, TARGET)) < 0.05
 
 
+def test_each_laser_is_read_on_its_own_readings():
+    """rt48: the readings before and after a capture were picked across every distance
+    sensor: a downward altimeter at 50 Hz took both places, failed the beam test, and the
+    laser on the target was never looked at, for as long as the altimeter ran."""
+    w = hovering(ground_z_ned_m=-3.0)  # a wrong ground plane: the laser must be used
+    mount = laser_mount()
+    w.apply(LaserRange(850 * MS, laser_distance(mount), mount, 1, 0))
+    altimeter = SensorMount(position_frd_m=(0.0, 0.0, 0.1), rpy_deg=(0.0, -90.0, 0.0))
+    for t in (880, 890, 895, 898, 905, 915):
+        w.apply(LaserRange(t * MS, 9.9, altimeter, 2, 0))
+    t = seen(w)
+    assert t.range_source is RangeSource.LASER
+    assert g.norm(g.sub(t.position_ned_m, TARGET)) < 0.05
+
+
 def test_laser_pointing_elsewhere_or_too_old_is_not_used():
     w = hovering(laser_beam_half_angle_deg=1.0, range_max_age_ms=100.0)
     aside = SensorMount(position_frd_m=(0.1, 0.0, 0.05), rpy_deg=(0.0, -45.0, 10.0))

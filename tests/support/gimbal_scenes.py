@@ -74,9 +74,11 @@ class Scene:
     altitude_m: float = 20.0
     gimbal_rpy: Callable[[float], tuple[float, float, float]] = lambda t: (0.0, -45.0, 0.0)
     status_hz: float = 10.0
+    status_lost: Callable[[float], bool] = lambda t: False  # a status (and its laser) lost
     laser: bool = True  # statuses carry the laser's range
     laser_m: Callable[[float], float | None] | None = None  # instead of the ray cast
     capture_hz: float = 30.0
+    last_capture_s: float = math.inf  # no capture after it
     transit_ms: float = 15.0
     snapshot_hz: float = 50.0
     world: dict[str, Any] = field(default_factory=dict)
@@ -131,12 +133,16 @@ def inputs(scene: Scene) -> list[tuple[int, int, Any]]:
     for k in range(int(scene.duration_s * scene.status_hz)):
         t_s = k / scene.status_hz
         t_ns = T0 + round(t_s * 1e9)
+        if scene.status_lost(t_s):
+            continue
         if scene.laser:  # before the attitude, as the RflySim adapter gives them
             distance = scene.laser_m(t_s) if scene.laser_m else scene.laser_range(t_s)
             timed.append((t_ns, len(timed), GimbalLaserRange(t_ns, distance)))
         timed.append((t_ns, len(timed), GimbalSample(t_ns, scene.gimbal_rpy(t_s))))
     for k in range(int(scene.duration_s * scene.capture_hz)):
         t_s = k / scene.capture_hz + 0.0037
+        if t_s > scene.last_capture_s:
+            break
         t_ns = T0 + round(t_s * 1e9)
         for target in scene.targets:
             box = _box(scene, target, t_s, t_ns)
