@@ -41,7 +41,7 @@ from fusion import (
 )
 from fusion.snapshot import VerdictKey
 from gizmo_host.bridge.rfly_adapter import RflyAdapter
-from gizmo_host.bridge.rfly_sources import RflySimSetup, SensorRequester, rfly_receivers
+from gizmo_host.bridge.rfly_sources import SensorRequester
 from gizmo_host.bridge.world_adapters import GizmoAdapter
 from gizmo_host.live import lifecycle
 from gizmo_host.live.subscription import FailureCounter, FailureLatch, Subscription
@@ -112,19 +112,6 @@ class WorldService:
             self.on_rfly,
             on_error=lambda r, _exc: self._input_errors.failed("world input from %s", r.name),
             task_done=self._failures.task_done,
-        )
-
-    @classmethod
-    def for_rflysim(cls, model: WorldModel, rflysim: RflySimSetup | None) -> WorldService:
-        """A service with the receivers and requests ``rflysim`` names (none for None)."""
-        if rflysim is None:
-            return cls(model)
-        requests = rflysim.request_odometry_hz or rflysim.request_imu_hz
-        return cls(
-            model,
-            rfly=rflysim.adapter(),
-            receivers=rfly_receivers(rflysim),
-            requester=SensorRequester(rflysim) if requests else None,
         )
 
     # -- lifecycle -------------------------------------------------------------------------

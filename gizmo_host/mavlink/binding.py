@@ -103,8 +103,3 @@ class AutopilotBinding:
         """A second voice was heard within ``quiet_ns`` of ``now_ns``."""
         latest = max(self._voices.values(), default=None)
         return latest is not None and now_ns - latest <= self._quiet_ns
-
-    def conflict_ends_ns(self) -> int | None:
-        """When the conflict ends if no second voice is heard again (``None``: none)."""
-        latest = max(self._voices.values(), default=None)
-        return None if latest is None else latest + self._quiet_ns
