@@ -148,6 +148,10 @@ class WorldConfig:
     # With the ground plane on, a sensor's range nearer than the plane (along the ray) by more
     # than a target standing this tall and 1 m of ground conflicts with it: no position
     target_max_height_m: float = 3.0
+    # Targets lie flat on the ground (landing pads, markings): a ground-plane fix puts the box's
+    # centre on the plane. False: they may stand (people, cars), and a fix is placed between
+    # the plane and the height a standing target's centre has, with that spread as a bias.
+    flat_targets: bool = True
     max_targets: int = 64
     # Measurements waiting for a pose or a gimbal status: a saturated 921600 line brings 263
     # results in a gimbal's 100 ms wait. Past it the oldest is dropped, never placed early.

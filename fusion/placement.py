@@ -19,7 +19,7 @@ from .config import WorldConfig
 from .geometry import Quat, Vec3, azimuth_elevation_deg, cross, quat_multiply, quat_rotate
 from .gimbal import GimbalTrack
 from .inputs import ImuSample, VisionObservation
-from .ranging import Ranger
+from .ranging import Ranger, RangeSource
 from .targets import Geometry, Placement, RayFrame, cut_off, image_edges
 from .timeline import PoseAt, PoseHistory, PoseMotion, Where
 
@@ -30,6 +30,7 @@ _PLACEMENT: Final = Placement
 _RAY_FRAME: Final = RayFrame
 _GEOMETRY: Final = Geometry
 _INSIDE: Final = Where.INSIDE  # a module constant: an enum member's lookup costs 60 ns a time
+_GROUND_PLANE: Final = RangeSource.GROUND_PLANE
 _AT_ORIGIN: Final[Vec3] = (0.0, 0.0, 0.0)
 
 
@@ -78,6 +79,11 @@ class Placer:
         self._box: (
             tuple[tuple[object, ...], Vec3, tuple[float, float], tuple[float, float]] | None
         ) = None
+        # A ground-plane fix of a box that may stand on the ground (``standing_height``)
+        self._standing = config.ground_plane and not config.flat_targets
+        self._ground_z = config.ground_z_ned_m
+        self._max_height = config.target_max_height_m
+        self._corners: tuple[tuple[object, ...], tuple[Vec3, ...]] | None = None
 
     def add_imu(self, imu: ImuSample) -> None:
         if self.imu is None or imu.host_ns >= self.imu.host_ns:
@@ -230,6 +236,12 @@ class Placer:
         r = fix.range_m
         if r is None:  # the sensors and the ground plane disagree: the line says so
             return Geometry(bearing, size, ray, azimuth, elevation, None, None, fix.source), None
+        extent_sigma: float | None = None
+        if fix.source is _GROUND_PLANE and self._standing:
+            # The box's centre lies between the plane (a flat target) and the height a target
+            # standing on the ground gives it: placed halfway, that half as its σ.
+            extent_sigma = 0.5 * self.standing_height(box, camera_ned, origin, ray)
+            r *= 1.0 - extent_sigma / (self._ground_z - origin[2])
         position = (origin[0] + ray[0] * r, origin[1] + ray[1] * r, origin[2] + ray[2] * r)
         velocity = rate = None
         if motion is not None:  # the camera's velocity: the body's plus ω × its lever arm
@@ -239,13 +251,57 @@ class Placer:
                 v = velocity
                 velocity = (v[0] + lever[0], v[1] + lever[1], v[2] + lever[2])
         # Built without the NamedTuples' Python-level __new__: once per capture time.
+        focal = (fx or camera.fx_px, fy or camera.fy_px)
         frame = _new_tuple(
-            _RAY_FRAME, (origin, camera_ned, fx or camera.fx_px, fy or camera.fy_px, velocity, rate)
+            _RAY_FRAME, (origin, camera_ned, focal[0], focal[1], velocity, rate, extent_sigma)
         )
         geometry = _new_tuple(
             _GEOMETRY, (bearing, size, ray, azimuth, elevation, position, r, fix.source, frame)
         )
         return geometry, None
+
+    def standing_height(
+        self,
+        box: tuple[float, float, float, float, float | None, float | None],
+        camera_ned: Quat,
+        origin_ned: Vec3,
+        ray_ned: Vec3,
+    ) -> float:
+        """How high above the ground plane the centre's ray passes where the box's nearest
+        ground point lies (its steepest corner's ray meets the plane there), at most
+        ``target_max_height_m``: the height of the box's centre for a target standing upright on
+        the ground. Where the ray meets the plane is where it is for a flat one (red team rt46:
+        a person 16 m away seen from 2 m up, placed by the plane 12.9 m behind).
+
+        ``box``: the board's centre and size and the focal lengths; the ray points down."""
+        kept = self._corners
+        if kept is not None and kept[0] == box:
+            corners = kept[1]
+        else:
+            cx, cy, width, height, fx, fy = box
+            bearing = self.camera.bearing_camera
+            w, h = width / 2, height / 2
+            corners = (
+                bearing(cx - w, cy - h, fx, fy),
+                bearing(cx + w, cy - h, fx, fy),
+                bearing(cx - w, cy + h, fx, fy),
+                bearing(cx + w, cy + h, fx, fy),
+            )
+            self._corners = (box, corners)
+        across = math.hypot(ray_ned[0], ray_ned[1])
+        depth = self._ground_z - origin_ned[2]
+        if across <= 0.0 or depth <= 0.0:
+            return 0.0  # straight down: a height moves the point along the ray alone
+        centre_slope = ray_ned[2] / across  # down per metre across
+        steepest = centre_slope
+        for corner in corners:
+            c = quat_rotate(camera_ned, corner)
+            corner_across = math.hypot(c[0], c[1])
+            if c[2] > steepest * corner_across:
+                if corner_across <= 0.0:  # a corner straight down: the ground below the camera
+                    return min(depth, self._max_height)
+                steepest = c[2] / corner_across
+        return min(depth * (1.0 - centre_slope / steepest), self._max_height)
 
     def _imu_rate(self, near_ns: int) -> Vec3 | None:
         imu = self.imu

@@ -31,6 +31,10 @@ class RayFrame(NamedTuple):
     fy_px: float
     velocity_ned_m_s: Vec3 | None = None  # the camera's, None: unknown (taken as still)
     angular_rate_ned_rad_s: Vec3 | None = None  # the vehicle's, about NED axes
+    # A ground-plane fix of a box that may stand (``Placer.geometry``): how far (σ) the ray's
+    # point may lie above or below where it was placed, by the target's own extent. None:
+    # no such term (a ranged fix, or ``flat_targets``).
+    extent_height_sigma_m: float | None = None
 
 
 class Geometry(NamedTuple):

@@ -27,7 +27,7 @@ frame error, and expect the bias itself in the position.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -159,3 +159,29 @@ def covariance_toward(
         (r02 * d0 + r12 * d1 + r22 * d2) * k,
     )  # Rᵀ·(point - origin), unit: the camera's axes
     return position_covariance(bearing, frame, range_m, ground_plane, scale, params)
+
+
+# A box's centre is off its target's centroid by perspective (a long target seen close and
+# steeply down: the near end looks larger) by up to about this share of its size on each
+# image axis (rt46 harness: a car 4.5 m long seen 45° down from 10 m, 8 %).
+EXTENT_BOX_SHARE: Final = 0.1
+_NO_NOISE: Final = NoiseParams(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+_SQRT12: Final = math.sqrt(12.0)
+
+
+def extent_covariance(
+    bearing_camera: Vec3, frame: RayFrame, range_m: float, box_px: tuple[float, float]
+) -> Array:
+    """The spread of a ground-plane fix by its target's own extent (``box_px``: the box's
+    width and height in pixels): its centre ``frame.extent_height_sigma_m`` (σ) off the height
+    it was placed at, and the box's centre off the target's by ``EXTENT_BOX_SHARE`` of the box
+    on each axis. A bias the fixes of one target share, not their noise: no filter averages it
+    away, so an estimate carries it whole (``Tracker.estimate``)."""
+    height = frame.extent_height_sigma_m or 0.0
+    # position_covariance's box term with these pixel σ alone: the rounding's uniform step
+    # of s px has variance s²/12, so a step of σ·√12 is a σ of σ.
+    scale = PixelScale(
+        EXTENT_BOX_SHARE * box_px[0] * _SQRT12, EXTENT_BOX_SHARE * box_px[1] * _SQRT12
+    )
+    params = _NO_NOISE._replace(ground_height_sigma_m=height)
+    return position_covariance(bearing_camera, frame, range_m, True, scale, params)

@@ -45,7 +45,7 @@ from .history import (
     remember,
     repeated,
 )
-from .noise import PixelScale, covariance_toward, position_covariance
+from .noise import PixelScale, covariance_toward, extent_covariance, position_covariance
 from .tracks import MISS, Lifecycle, Track
 
 _INF: Final = float("inf")
@@ -138,7 +138,22 @@ class Tracker:
             return found[1]
         mean, cov = motion.estimate(track.state)
         m = mean.tolist()
-        value = Estimate((m[0], m[1], m[2]), (m[3], m[4], m[5]), tuple(cov.ravel().tolist()))
+        flat = cov.ravel().tolist()
+        g = track.placement.geometry
+        frame = None if g is None else g.frame
+        if frame is not None and frame.extent_height_sigma_m is not None and g is not None:
+            obs, scale = track.placement.obs, self._scale
+            bias = extent_covariance(
+                g.bearing_camera,
+                frame,
+                g.range_m or 0.0,
+                (obs.width * scale.u_px, obs.height * scale.v_px),
+            ).tolist()
+            for i in range(3):
+                row = bias[i]
+                for j in range(3):
+                    flat[6 * i + j] += row[j]
+        value = Estimate((m[0], m[1], m[2]), (m[3], m[4], m[5]), tuple(flat))
         cache[id(track.state)] = (track.state, value)  # the state kept: its id stays its own
         if len(cache) > 2 * self._config.max_tracks:
             del cache[next(iter(cache))]

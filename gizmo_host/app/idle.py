@@ -26,6 +26,8 @@ from gizmo_host.zenoh.config import ZenohConfig
 
 LOGGER = logging.getLogger("gizmo_host.settings")
 _MAVLINK, _ZENOH = MavlinkConfig(), ZenohConfig()  # the defaults
+# The world's keys that only the ground plane reads
+_GROUND_PLANE_KEYS = ("ground_z_ned_m", "max_ground_range_m", "target_max_height_m", "flat_targets")
 
 
 def _changed(section: str, value: Any, default: Any, skip: Iterable[str] = ()) -> list[str]:
@@ -95,18 +97,22 @@ def _world(config: HostConfig) -> list[str]:
         keys += _changed("rflysim", rflysim, RflySimConfig())
         keys += [f"tracking.{k}" for k in config.tracking]
         return _notice(keys, "[world] enabled = false")
+    out: list[str] = []
+    if world.get("ground_plane") is False:
+        keys = [f"world.{k}" for k in _GROUND_PLANE_KEYS if k in world]
+        out += _notice(keys, "[world] ground_plane = false")
     if config.tracking.get("enabled") is False:
         keys = [f"tracking.{k}" for k in config.tracking if k != "enabled"]
         if keys:
-            return _notice(keys, "[tracking] enabled = false")
+            return out + _notice(keys, "[tracking] enabled = false")
     if (
         camera is not None
         and rflysim.copter_id is None
         and rflysim.config is not None
         and camera.get("rflysim_sensor") is None
     ):
-        return _notice(["rflysim.config"], "no [rflysim] copter_id or [camera] rflysim_sensor")
-    return []
+        out += _notice(["rflysim.config"], "no [rflysim] copter_id or [camera] rflysim_sensor")
+    return out
 
 
 def log_idle_settings(config: HostConfig, *, publishes: bool = True) -> list[str]:

@@ -258,6 +258,10 @@ WORLD_SETTINGS: tuple[Setting, ...] = (
        "not the target's (counted)", 0, 1000, "m"),
     _w("target_max_height_m", "with the ground plane on, a sensor range nearer than it by more "
        "than a target this tall (and 1 m of ground) conflicts: no position", 0, 1000, "m"),
+    _w("flat_targets", "targets lie flat on the ground (landing pads, markings): a ground-plane "
+       "fix puts a box's centre on the plane; false: targets may stand (people, cars), placed "
+       "between the plane and a standing target's centre, that spread in their covariance",
+       None, None, "", kind="bool"),
     _w("max_targets", "targets held", 1, 1_000_000, "", kind="int"),
     _w("max_pending", "measurements waiting for a pose or a gimbal status; past it the oldest "
        "is dropped (counted)", 1, 1_000_000, "", kind="int"),

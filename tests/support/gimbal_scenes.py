@@ -65,6 +65,9 @@ class Target:
     position: Callable[[float], np.ndarray]  # seconds -> NED of its box's centre
     radius_m: float = 0.05  # what the laser's ray cast meets
     box_radius_m: float = 0.5  # its box's half size
+    # A solid's sizes north, east and down: its box bounds its eight corners' images, and
+    # ``position`` is its centroid (``box_radius_m`` is then unused)
+    extent_m: tuple[float, float, float] | None = None
 
 
 @dataclass
@@ -106,16 +109,27 @@ def _box(scene: Scene, target: Target, t_s: float, t_ns: int) -> VisionObservati
     v = rotation.T @ (centre - origin)
     if v[0] <= 0.1:
         return None
-    u_px, v_px = CX_PX + F_PX * v[1] / v[0], CY_PX + F_PX * v[2] / v[0]
-    half_deg = math.degrees(math.atan(target.box_radius_m / float(np.linalg.norm(v))))
-    size = max(4, round(2 * half_deg / 90 * 2000))
+    if target.extent_m is None:
+        u_px, v_px = CX_PX + F_PX * v[1] / v[0], CY_PX + F_PX * v[2] / v[0]
+        half_deg = math.degrees(math.atan(target.box_radius_m / float(np.linalg.norm(v))))
+        width = height = max(4, round(2 * half_deg / 90 * 2000))
+    else:
+        signs = np.array([(a, b, c) for a in (-1, 1) for b in (-1, 1) for c in (-1, 1)])
+        corners = centre + signs * np.array(target.extent_m) / 2
+        seen = (rotation.T @ (corners - origin).T).T
+        if (seen[:, 0] <= 0.1).any():
+            return None
+        us, vs = CX_PX + F_PX * seen[:, 1] / seen[:, 0], CY_PX + F_PX * seen[:, 2] / seen[:, 0]
+        u_px, v_px = (us.min() + us.max()) / 2, (vs.min() + vs.max()) / 2
+        width = max(4, round((us.max() - us.min()) * 2000 / (WIDTH_PX - 1)))
+        height = max(4, round((vs.max() - vs.min()) * 2000 / (HEIGHT_PX - 1)))
     cx = round(u_px * 2000 / (WIDTH_PX - 1) - 1000)
     cy = round(v_px * 2000 / (HEIGHT_PX - 1) - 1000)
-    if abs(cx) + size / 2 >= 980 or abs(cy) + size / 2 >= 980:
+    if abs(cx) + width / 2 >= 980 or abs(cy) + height / 2 >= 980:
         return None  # at the image's edge: cut off
     return VisionObservation(
         source_id=1, result_type=3, id=target.ident, label="x", confidence=80, tracked=True,
-        lost=False, has_box=True, center_x=cx, center_y=cy, width=size, height=size,
+        lost=False, has_box=True, center_x=cx, center_y=cy, width=width, height=height,
         host_capture_ns=t_ns, host_rx_ns=t_ns + round(scene.transit_ms * MS), epoch=0,
         clock_locked=True,
     )  # fmt: skip

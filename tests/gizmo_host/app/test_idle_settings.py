@@ -156,6 +156,15 @@ def test_a_world_turned_off_names_the_camera_and_every_world_key():
     assert idle_settings(off) == ["world.rate_hz, [camera] do nothing: [world] enabled = false"]
 
 
+def test_ground_plane_keys_without_the_ground_plane_do_nothing():
+    world = {"ground_plane": False, "flat_targets": False, "ground_z_ned_m": -3.0, "rate_hz": 20}
+    assert idle_settings(config(camera=CAMERA, world=world)) == [
+        "world.ground_z_ned_m, world.flat_targets do nothing: [world] ground_plane = false"
+    ]
+    on = {"flat_targets": False, "ground_z_ned_m": -3.0}
+    assert idle_settings(config(camera=CAMERA, world=on)) == []
+
+
 def test_a_world_table_without_a_camera_is_a_mistake():
     with pytest.raises(ConfigError, match=r"camera: expected a \[camera\] table"):
         config(world={"rate_hz": 20})
