@@ -252,8 +252,9 @@ class Placer:
                 velocity = (v[0] + lever[0], v[1] + lever[1], v[2] + lever[2])
         # Built without the NamedTuples' Python-level __new__: once per capture time.
         focal = (fx or camera.fx_px, fy or camera.fy_px)
+        moved = fix.moved_sigma_m
         frame = _new_tuple(
-            _RAY_FRAME, (origin, camera_ned, focal[0], focal[1], velocity, rate, extent_sigma)
+            _RAY_FRAME, (origin, camera_ned, *focal, velocity, rate, extent_sigma, moved)
         )
         geometry = _new_tuple(
             _GEOMETRY, (bearing, size, ray, azimuth, elevation, position, r, fix.source, frame)
@@ -267,11 +268,14 @@ class Placer:
         origin_ned: Vec3,
         ray_ned: Vec3,
     ) -> float:
-        """How high above the ground plane the centre's ray passes where the box's nearest
-        ground point lies (its steepest corner's ray meets the plane there), at most
-        ``target_max_height_m``: the height of the box's centre for a target standing upright on
-        the ground. Where the ray meets the plane is where it is for a flat one (red team rt46:
-        a person 16 m away seen from 2 m up, placed by the plane 12.9 m behind).
+        """How high above the ground plane the centre's ray passes over the nearest ground
+        the box covers, ahead along the centre's bearing (the corners' rays meet the plane
+        there; a wide box's bottom corners lie far to the sides, not farther ahead: rt49), at
+        most ``target_max_height_m``: the height of the box's centre for a target standing
+        upright there. Where the ray meets the plane is where it is for a flat one (rt46: a
+        person 16 m away seen from 2 m up, placed by the plane 11.6 m behind). A box over the
+        ground below the camera, or a ray straight down: the target may stand right below, as
+        high as the camera (rt49: a person below a drone 20 m up, 0.85 m off at σ 6 mm).
 
         ``box``: the board's centre and size and the focal lengths; the ray points down."""
         kept = self._corners
@@ -288,20 +292,23 @@ class Placer:
                 bearing(cx + w, cy + h, fx, fy),
             )
             self._corners = (box, corners)
-        across = math.hypot(ray_ned[0], ray_ned[1])
         depth = self._ground_z - origin_ned[2]
-        if across <= 0.0 or depth <= 0.0:
-            return 0.0  # straight down: a height moves the point along the ray alone
-        centre_slope = ray_ned[2] / across  # down per metre across
-        steepest = centre_slope
+        if depth <= 0.0:
+            return 0.0
+        highest = min(depth, self._max_height)
+        across = math.hypot(ray_ned[0], ray_ned[1])
+        if across <= 0.0:
+            return highest
+        north, east = ray_ned[0] / across, ray_ned[1] / across
+        centre_ahead = across / ray_ned[2]  # metres ahead per metre down
+        nearest = centre_ahead
         for corner in corners:
             c = quat_rotate(camera_ned, corner)
-            corner_across = math.hypot(c[0], c[1])
-            if c[2] > steepest * corner_across:
-                if corner_across <= 0.0:  # a corner straight down: the ground below the camera
-                    return min(depth, self._max_height)
-                steepest = c[2] / corner_across
-        return min(depth * (1.0 - centre_slope / steepest), self._max_height)
+            if c[2] > 0.0:  # meets the ground (a corner above the horizon does not)
+                nearest = min(nearest, (c[0] * north + c[1] * east) / c[2])
+        if nearest <= 0.0:
+            return highest  # the box reaches the ground below the camera, or behind it
+        return min(depth * (1.0 - nearest / centre_ahead), self._max_height)
 
     def _imu_rate(self, near_ns: int) -> Vec3 | None:
         imu = self.imu

@@ -64,6 +64,9 @@ class RangeSource(Enum):
 class RangeFix(NamedTuple):
     range_m: float | None  # from the camera along the target's ray; None: CONFLICT
     source: RangeSource
+    # A sensor's reading that ranges the capture alone, with none on its other side to take
+    # the range between: how far (σ) the target may have moved along its ray in between
+    moved_sigma_m: float = 0.0
 
 
 # A sensor's range may exceed the ground plane's along the same ray by this share plus this
@@ -73,9 +76,10 @@ _BELOW_GROUND = (0.5, 5.0)
 # Near a target the ground may rise this far above the plane, and the pose's height be off
 # by as much: a sensor's range nearer than the plane by a target's height and this conflicts.
 _NEAR_GROUND_M: Final = 1.0
-_CONFLICT_FIX: Final = RangeFix(None, RangeSource.CONFLICT)
+_CONFLICT_FIX: Final = RangeFix(None, RangeSource.CONFLICT, 0.0)
 # A target's speed along its ray, at most: two readings whose ranges differ by more in their
-# time apart are not both its own, and are not blended
+# time apart are not both its own, and are not blended. A lone reading's age times half of it
+# is its range's σ for the target's motion (``RangeFix.moved_sigma_m``).
 _MAX_RANGE_RATE_M_S: Final = 30.0
 # A LiDAR point within its sensor's range, measured: int16 coordinates are quantised to
 # range / 32767 on each axis (a norm up to sqrt(3) steps over), float32 ones to 6e-8.
@@ -239,40 +243,46 @@ class Ranger:
             if floor is not None:
                 nearest = floor - (c.target_max_height_m + _NEAR_GROUND_M) / ray_ned[2]
         found: float | None = None
+        lone_ns = 0  # the reading's age, when it ranges the capture alone
         source = _GROUND_PLANE
         if self._lasers:
             allowed = min(self._laser_half, box_half_rad - self._laser_half)
             if allowed < 0.0:
                 self.beam_wider += 1
             else:
-                found = self._laser(capture_ns, origin_ned, ray_ned, pose_at, allowed)
+                ranged = self._laser(capture_ns, origin_ned, ray_ned, pose_at, allowed)
                 source = RangeSource.LASER
-                found = self._plausible(found, floor, box_half_rad)
+                if ranged is not None:
+                    found = self._plausible(ranged[0], floor, box_half_rad)
+                    lone_ns = ranged[1]
         if found is None and self._gimbal_lasers:
             allowed = min(self._gimbal_half, box_half_rad - self._gimbal_half)
             if allowed < 0.0:
                 self.beam_wider += 1
             else:
-                found = self._gimbal_laser(
+                ranged = self._gimbal_laser(
                     capture_ns, origin_ned, ray_ned, pose_at, camera_at, camera_position_frd_m,
                     allowed,
                 )  # fmt: skip
                 source = RangeSource.GIMBAL_LASER
-                found = self._plausible(found, floor, box_half_rad)
+                if ranged is not None:
+                    found = self._plausible(ranged[0], floor, box_half_rad)
+                    lone_ns = ranged[1]
         if found is None and self._lidar is not None:
             cone = min(self._cone_half, box_half_rad)
             found = self._lidar_range(capture_ns, origin_ned, ray_ned, pose_at, cone)
             source = RangeSource.LIDAR
             found = self._plausible(found, floor, box_half_rad)
+            lone_ns = 0
         if found is not None:
             if nearest is not None and found < nearest:
                 self.conflicts += 1
                 return _CONFLICT_FIX
-            return RangeFix(found, source)
+            return RangeFix(found, source, 0.5 * _MAX_RANGE_RATE_M_S * lone_ns / 1e9)
         if c.ground_plane:  # most placements (every one without a ranging sensor)
             ground = ground_plane_range(origin_ned, ray_ned, c.ground_z_ned_m, c.max_ground_range_m)
             if ground is not None:
-                return _new_tuple(RangeFix, (ground, _GROUND_PLANE))
+                return _new_tuple(RangeFix, (ground, _GROUND_PLANE, 0.0))
         return None
 
     def _plausible(
@@ -300,29 +310,44 @@ class Ranger:
     def _nearest(
         self, readings: Reversible[LaserRange | GimbalLaserRange], t_ns: int
     ) -> list[LaserRange | GimbalLaserRange]:
-        """The readings just before and just after ``t_ns`` within the age bound, nearest
-        first: a target's own time is there, and each candidate costs a pose lookup."""
+        """The readings nearest ``t_ns`` on each side, nearest first, the nearest within the
+        age bound (a target's own time is there; each candidate costs a pose lookup). The
+        other, for the range's trend (``_at_capture``), within twice the bound: a status lost
+        on one side leaves its neighbour. With none on one side, the two nearest on the other.
+        """
         before: LaserRange | GimbalLaserRange | None = None
+        before2: LaserRange | GimbalLaserRange | None = None
         after: LaserRange | GimbalLaserRange | None = None
-        low, high = t_ns - self._max_age_ns, t_ns + self._max_age_ns
+        after2: LaserRange | GimbalLaserRange | None = None
+        reach = 2 * self._max_age_ns
         for r in reversed(readings):  # arrival order, close to time order
             t = r.host_ns
             if t > t_ns:
-                if t <= high and (after is None or t < after.host_ns):
-                    after = r
-            elif t >= low:
+                if t - t_ns <= reach:
+                    if after is None or t < after.host_ns:
+                        after, after2 = r, after
+                    elif after2 is None or t < after2.host_ns:
+                        after2 = r
+            elif t_ns - t <= reach:
                 if before is None or t > before.host_ns:
-                    before = r
-            elif before is not None:
+                    before, before2 = r, before
+                elif before2 is None or t > before2.host_ns:
+                    before2 = r
+            elif before2 is not None:
                 break
-        near = [r for r in (before, after) if r is not None]
-        if len(near) == 2 and near[1].host_ns - t_ns < t_ns - near[0].host_ns:
-            near.reverse()
-        return near
+        if before is None or after is None:
+            pair = [r for r in (before, before2, after, after2) if r is not None]
+        elif after.host_ns - t_ns < t_ns - before.host_ns:
+            pair = [after, before]
+        else:
+            pair = [before, after]
+        if not pair or abs(pair[0].host_ns - t_ns) > self._max_age_ns:
+            return []
+        return pair
 
     def _laser(
         self, capture_ns: int, origin: Vec3, ray: Vec3, pose_at: PoseLookup, allowed_rad: float
-    ) -> float | None:
+    ) -> tuple[float, int] | None:
         """The range from the readings whose returns lie within ``allowed_rad`` of their beam's
         axis (the beam's half-angle, less what the box leaves), sensor by sensor: the one
         whose reading is nearest the capture in time first. Each sensor's own readings before
@@ -331,7 +356,7 @@ class Ranger:
         read at 50 Hz)."""
         lasers = self._lasers
         sensors = {r.sensor_id for r in lasers}
-        tried: list[tuple[int, float]] = []  # (time from the capture, range)
+        tried: list[tuple[int, tuple[float, int]]] = []  # (time from the capture, range)
         for sensor in sensors:
             own = lasers if len(sensors) == 1 else [r for r in lasers if r.sensor_id == sensor]
             found: list[tuple[int, float]] = []
@@ -348,7 +373,7 @@ class Ranger:
                 r = beam_range(origin, ray, beam_origin, direction, distance, allowed_rad)
                 if r is not None:
                     found.append((reading.host_ns, r))
-            ranged = _at_capture(found, capture_ns)
+            ranged = _at_capture(found, capture_ns, self._max_age_ns)
             if ranged is not None:
                 tried.append((min(abs(t - capture_ns) for t, _ in found), ranged))
         return min(tried)[1] if tried else None
@@ -362,7 +387,7 @@ class Ranger:
         camera_at: CameraLookup,
         camera_position_frd_m: Vec3,
         allowed_rad: float,
-    ) -> float | None:
+    ) -> tuple[float, int] | None:
         found: list[tuple[int, float]] = []
         for reading in self._nearest(self._gimbal_lasers, capture_ns):
             assert reading.distance_m is not None
@@ -376,7 +401,7 @@ class Ranger:
             r = beam_range(origin, ray, beam_origin, direction, reading.distance_m, allowed_rad)
             if r is not None:
                 found.append((reading.host_ns, r))
-        return _at_capture(found, capture_ns)
+        return _at_capture(found, capture_ns, self._max_age_ns)
 
     def _lidar_range(
         self, capture_ns: int, origin: Vec3, ray: Vec3, pose_at: PoseLookup, cone_rad: float
@@ -425,19 +450,30 @@ class Ranger:
         return points
 
 
-def _at_capture(found: list[tuple[int, float]], t_ns: int) -> float | None:
+def _at_capture(
+    found: list[tuple[int, float]], t_ns: int, max_age_ns: int
+) -> tuple[float, int] | None:
     """The range at the capture from the readings' ranges (nearest first): between one before
     it and one after it, in proportion to the time (a target moving along its ray moves its
     range between readings: rt47, 0.73 m off at 10 m/s with a 10 Hz laser, beyond the
     claimed σ), unless they differ more than a target moves (``_MAX_RANGE_RATE_M_S``: both
-    are not the target's, and a blend of the two is neither); else the nearest reading's."""
+    are not the target's, and a blend of the two is neither); else the nearest reading's.
+    Two on one side (the other side's reading lost) carry their trend on to the capture, no
+    further than they lie apart (rt48: a car at 10 m/s, one gimbal status in ten lost, 10
+    PROCEEDs in 113 beyond 4σ with the nearest reading alone). With the range, how old a
+    reading that ranges it alone is (0: taken between two); none alone beyond ``max_age_ns``
+    (a second reading is there for the trend only)."""
     if not found:
         return None
     if len(found) == 2:
         (t0, r0), (t1, r1) = sorted(found)
-        if t0 <= t_ns <= t1 and t1 > t0 and abs(r1 - r0) <= _MAX_RANGE_RATE_M_S * (t1 - t0) / 1e9:
-            return r0 + (r1 - r0) * ((t_ns - t0) / (t1 - t0))
-    return found[0][1]
+        span = t1 - t0
+        rate_ok = span > 0 and abs(r1 - r0) <= _MAX_RANGE_RATE_M_S * span / 1e9
+        if rate_ok and t0 - span <= t_ns <= t1 + span:
+            return r0 + (r1 - r0) * ((t_ns - t0) / span), 0
+    t, r = found[0]
+    age = abs(t - t_ns)
+    return None if age > max_age_ns else (r, age)
 
 
 def _offset(a: Vec3, b: Vec3) -> Vec3:

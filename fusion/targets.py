@@ -35,6 +35,9 @@ class RayFrame(NamedTuple):
     # point may lie above or below where it was placed, by the target's own extent. None:
     # no such term (a ranged fix, or ``flat_targets``).
     extent_height_sigma_m: float | None = None
+    # A sensor's fix from a lone reading: how far (σ) the target may have moved along the ray
+    # since (``RangeFix.moved_sigma_m``), on top of the sensor's own σ
+    range_moved_sigma_m: float = 0.0
 
 
 class Geometry(NamedTuple):

@@ -9,8 +9,10 @@ the ray or the origin, and moves the position through the same geometry (first o
 - the vehicle's attitude: ``attitude_sigma_deg`` about each axis turns the ray;
 - the vehicle's position: ``position_sigma_m`` on each axis moves the origin;
 - the range: a ranged fix (laser, gimbal laser, LiDAR) is off by ``range_sigma_m`` along the
-  ray; a ground-plane fix moves with the ray along the plane (its ``d`` stays on it), and a
-  target ``ground_height_sigma_m`` off the plane is where the ray meets that height instead;
+  ray, and by the frame's ``range_moved_sigma_m`` more when a lone reading, older or newer
+  than the capture, ranged it (the target moved in between); a ground-plane fix moves with
+  the ray along the plane (its ``d`` stays on it), and a target ``ground_height_sigma_m``
+  off the plane is where the ray meets that height instead;
 - the capture time: the pose is taken at the capture time the host mapped, which is off by
   ``capture_time_sigma_ms`` (the board's millisecond clock and its mapping, the pose's own
   timestamps). Off by δt, the origin is off by the camera's velocity times δt and the ray
@@ -125,7 +127,7 @@ def position_covariance(
         c01 = m01 - a0 * m12 - m02 * a1 + m22 * a0 * a1 + a0 * a1 * h2 + t0 * t1
         c02, c12, c22 = a0 * h2, a1 * h2, h2
     else:
-        rs2 = params.range_sigma_m**2
+        rs2 = params.range_sigma_m**2 + frame.range_moved_sigma_m**2
         t0, t1, t2 = sigma_t * moved[0], sigma_t * moved[1], sigma_t * moved[2]
         c00 = m00 + rs2 * d0 * d0 + t0 * t0
         c11 = m11 + rs2 * d1 * d1 + t1 * t1

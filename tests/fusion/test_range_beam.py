@@ -17,6 +17,7 @@ from fusion import RangeSource
 from fusion.ranging import _at_capture
 from tests.support.gimbal_scenes import MS, T0, Scene, Target, proceed_errors, run
 
+AGE_NS = 100 * MS  # range_max_age_ms
 DEPRESSION_DEG = math.degrees(math.atan(20 / 100))  # from the camera down to the object
 
 
@@ -176,10 +177,59 @@ def test_two_readings_further_apart_than_a_target_moves_are_not_blended():
     the capture, as before interpolation; within it, the range moves with the time."""
     before, after = 1_000 * MS, 1_100 * MS
     capture = 1_070 * MS  # nearer the reading after
-    assert _at_capture([(after, 44.7), (before, 36.0)], capture) == 44.7  # 87 m/s apart
-    assert _at_capture([(after, 44.7), (before, 43.7)], capture) == pytest.approx(44.4)
-    assert _at_capture([(before, 44.7)], capture) == 44.7
-    assert _at_capture([], capture) is None
+    apart = _at_capture([(after, 44.7), (before, 36.0)], capture, AGE_NS)  # 87 m/s apart
+    assert apart == (44.7, 30 * MS)  # the nearest alone, with its age
+    blended = _at_capture([(after, 44.7), (before, 43.7)], capture, AGE_NS)
+    assert blended is not None and blended[0] == pytest.approx(44.4) and blended[1] == 0
+    assert _at_capture([(before, 44.7)], capture, AGE_NS) == (44.7, 70 * MS)
+    assert _at_capture([(before, 44.7)], capture, 50 * MS) is None  # older than the bound
+    assert _at_capture([], capture, AGE_NS) is None
+
+
+def test_two_readings_on_one_side_carry_their_trend_no_further_than_they_lie_apart():
+    """A status lost after the capture: the two before it, 100 ms apart, a car closing at
+    10 m/s. Up to 100 ms past the newer, the range goes on; beyond, the newer alone."""
+    older, newer = 1_000 * MS, 1_100 * MS
+    readings = [(newer, 44.0), (older, 45.0)]
+    ahead = _at_capture(readings, 1_170 * MS, AGE_NS)
+    assert ahead is not None and ahead[0] == pytest.approx(43.3) and ahead[1] == 0
+    assert _at_capture(readings, 1_230 * MS, 2 * AGE_NS) == (44.0, 130 * MS)
+    behind = _at_capture(readings, 950 * MS, AGE_NS)  # both after the capture
+    assert behind is not None and behind[0] == pytest.approx(45.5) and behind[1] == 0
+
+
+@pytest.mark.parametrize("speed_m_s", [20.0, 10.0, -10.0, -20.0])
+@pytest.mark.parametrize("lost_every", [5, 2])
+def test_a_moving_car_under_lost_gimbal_statuses_stays_within_its_covariance(
+    speed_m_s: float, lost_every: int
+) -> None:
+    """rt48: one 10 Hz gimbal status (and its laser range) in ``lost_every`` lost, the gimbal
+    following a car along its ray. A capture next to a lost status was ranged by the one
+    reading left, its range off by the car's motion since: 0.22-0.61 m, Mahalanobis 4.7-12,
+    5-21 PROCEEDs beyond 4σ a scene, and most captures HOLDing (5-6 PROCEEDs in 1.8 s with
+    every other status lost). Now the reading on the lost one's far side, within twice the
+    age bound, takes the range between the two (or two on one side carry it on), and a lone
+    reading's age widens its range's σ (half of 30 m/s along the ray)."""
+
+    def car_at(t: float) -> np.ndarray:
+        return np.array([40.0 + speed_m_s * t, 0.0, 0.0])
+
+    def following(t: float) -> tuple[float, float, float]:
+        return (0.0, -math.degrees(math.atan2(20.0, 40.0 + speed_m_s * t)), 0.0)
+
+    car = Target(7, car_at, radius_m=0.05, box_radius_m=2.0)
+    scene = Scene(
+        [car], duration_s=1.8, gimbal_rpy=following,
+        status_lost=lambda t: round(t * 10) % lost_every == 1,
+    )  # fmt: skip
+    _, lines = run(scene)
+    errors = proceed_errors(scene, lines)
+    assert len(errors) > 40
+    assert max(m for _, m in errors) < 4.0
+    sources = [line.range_source for line in _proceeds(lines)]
+    # the rest by the ground plane (the car is on it): at 20 m/s closing, the beam turns off
+    # the car between two readings
+    assert sources.count(RangeSource.GIMBAL_LASER) > 0.6 * len(sources)
 
 
 def test_a_capture_whose_wait_ends_as_a_late_status_arrives_is_placed_between_the_two():

@@ -181,7 +181,8 @@ def test_the_noise_model_is_the_textbook_one(
         bearing = g.normalize((1.0, 0.1, 0.9))
     velocity = tuple(float(c) for c in rng.uniform(-5, 5, 3)) if moving else None
     rate = tuple(float(c) for c in rng.uniform(-2, 2, 3)) if moving else None
-    frame = RayFrame((1.0, 2.0, -10.0), q, 320.0, 300.0, velocity, rate)
+    moved_m = float(rng.uniform(0.0, 2.0)) if moving else 0.0  # a lone range reading's age
+    frame = RayFrame((1.0, 2.0, -10.0), q, 320.0, 300.0, velocity, rate, None, moved_m)
     params = NoiseParams(*(float(c) for c in rng.uniform(0.01, 1.0, 6)))
     scale = PixelScale(0.32, 0.24)
     new = position_covariance(bearing, frame, range_m, ground_plane, scale, params)
