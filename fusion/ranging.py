@@ -81,6 +81,11 @@ _CONFLICT_FIX: Final = RangeFix(None, RangeSource.CONFLICT, 0.0)
 # time apart are not both its own, and are not blended. A lone reading's age times half of it
 # is its range's σ for the target's motion (``RangeFix.moved_sigma_m``).
 _MAX_RANGE_RATE_M_S: Final = 30.0
+_MOVED_RATE_M_S: Final = 0.5 * _MAX_RANGE_RATE_M_S
+# A third reading this close to the line through the nearest two confirms their trend: 2.5
+# times a second difference's noise (0.12 m at a σ of 0.05 m), or 15 m/s² over 100 ms
+# between readings (0.15 m); an off reading of more breaks it (``_at_capture``)
+_TREND_TOLERANCE_M: Final = 0.3
 # A LiDAR point within its sensor's range, measured: int16 coordinates are quantised to
 # range / 32767 on each axis (a norm up to sqrt(3) steps over), float32 ones to 6e-8.
 _RANGE_QUANTUM: Final = 1.0 + 1e-4
@@ -243,7 +248,7 @@ class Ranger:
             if floor is not None:
                 nearest = floor - (c.target_max_height_m + _NEAR_GROUND_M) / ray_ned[2]
         found: float | None = None
-        lone_ns = 0  # the reading's age, when it ranges the capture alone
+        moved = 0.0  # the range's σ for the target's motion since its reading
         source = _GROUND_PLANE
         if self._lasers:
             allowed = min(self._laser_half, box_half_rad - self._laser_half)
@@ -254,7 +259,7 @@ class Ranger:
                 source = RangeSource.LASER
                 if ranged is not None:
                     found = self._plausible(ranged[0], floor, box_half_rad)
-                    lone_ns = ranged[1]
+                    moved = ranged[1]
         if found is None and self._gimbal_lasers:
             allowed = min(self._gimbal_half, box_half_rad - self._gimbal_half)
             if allowed < 0.0:
@@ -267,18 +272,18 @@ class Ranger:
                 source = RangeSource.GIMBAL_LASER
                 if ranged is not None:
                     found = self._plausible(ranged[0], floor, box_half_rad)
-                    lone_ns = ranged[1]
+                    moved = ranged[1]
         if found is None and self._lidar is not None:
             cone = min(self._cone_half, box_half_rad)
             found = self._lidar_range(capture_ns, origin_ned, ray_ned, pose_at, cone)
             source = RangeSource.LIDAR
             found = self._plausible(found, floor, box_half_rad)
-            lone_ns = 0
+            moved = 0.0
         if found is not None:
             if nearest is not None and found < nearest:
                 self.conflicts += 1
                 return _CONFLICT_FIX
-            return RangeFix(found, source, 0.5 * _MAX_RANGE_RATE_M_S * lone_ns / 1e9)
+            return RangeFix(found, source, moved)
         if c.ground_plane:  # most placements (every one without a ranging sensor)
             ground = ground_plane_range(origin_ned, ray_ned, c.ground_z_ned_m, c.max_ground_range_m)
             if ground is not None:
@@ -310,44 +315,41 @@ class Ranger:
     def _nearest(
         self, readings: Reversible[LaserRange | GimbalLaserRange], t_ns: int
     ) -> list[LaserRange | GimbalLaserRange]:
-        """The readings nearest ``t_ns`` on each side, nearest first, the nearest within the
-        age bound (a target's own time is there; each candidate costs a pose lookup). The
-        other, for the range's trend (``_at_capture``), within twice the bound: a status lost
-        on one side leaves its neighbour. With none on one side, the two nearest on the other.
-        """
-        before: LaserRange | GimbalLaserRange | None = None
-        before2: LaserRange | GimbalLaserRange | None = None
-        after: LaserRange | GimbalLaserRange | None = None
-        after2: LaserRange | GimbalLaserRange | None = None
-        reach = 2 * self._max_age_ns
+        """The readings nearest ``t_ns``, nearest first, the nearest within the age bound (a
+        target's own time is there; each candidate costs a pose lookup): with readings on
+        both sides, the nearest on each; else up to three on the one side, for the range's
+        trend (``_at_capture``). Those for the trend may lie farther: the other side's nearest
+        within twice the bound (a status lost on that side leaves its neighbour), the third
+        on one side within three times (at 10 Hz, 200-300 ms before)."""
+        reach = 3 * self._max_age_ns
+        before: list[LaserRange | GimbalLaserRange] = []
+        after: list[LaserRange | GimbalLaserRange] = []
         for r in reversed(readings):  # arrival order, close to time order
-            t = r.host_ns
-            if t > t_ns:
-                if t - t_ns <= reach:
-                    if after is None or t < after.host_ns:
-                        after, after2 = r, after
-                    elif after2 is None or t < after2.host_ns:
-                        after2 = r
-            elif t_ns - t <= reach:
-                if before is None or t > before.host_ns:
-                    before, before2 = r, before
-                elif before2 is None or t > before2.host_ns:
-                    before2 = r
-            elif before2 is not None:
+            apart = r.host_ns - t_ns
+            if apart > 0:
+                if apart <= reach:
+                    after.append(r)
+            elif -apart <= reach:
+                before.append(r)
+            elif len(before) >= 3:
                 break
-        if before is None or after is None:
-            pair = [r for r in (before, before2, after, after2) if r is not None]
-        elif after.host_ns - t_ns < t_ns - before.host_ns:
-            pair = [after, before]
+        before.sort(key=_newest_first)
+        after.sort(key=_host_ns)
+        if before and after:
+            near = [before[0], after[0]]
+            if after[0].host_ns - t_ns < t_ns - before[0].host_ns:
+                near.reverse()
+            if abs(near[1].host_ns - t_ns) > 2 * self._max_age_ns:
+                near.pop()
         else:
-            pair = [before, after]
-        if not pair or abs(pair[0].host_ns - t_ns) > self._max_age_ns:
+            near = (before or after)[:3]
+        if not near or abs(near[0].host_ns - t_ns) > self._max_age_ns:
             return []
-        return pair
+        return near
 
     def _laser(
         self, capture_ns: int, origin: Vec3, ray: Vec3, pose_at: PoseLookup, allowed_rad: float
-    ) -> tuple[float, int] | None:
+    ) -> tuple[float, float] | None:
         """The range from the readings whose returns lie within ``allowed_rad`` of their beam's
         axis (the beam's half-angle, less what the box leaves), sensor by sensor: the one
         whose reading is nearest the capture in time first. Each sensor's own readings before
@@ -356,7 +358,7 @@ class Ranger:
         read at 50 Hz)."""
         lasers = self._lasers
         sensors = {r.sensor_id for r in lasers}
-        tried: list[tuple[int, tuple[float, int]]] = []  # (time from the capture, range)
+        tried: list[tuple[int, tuple[float, float]]] = []  # (time from the capture, range)
         for sensor in sensors:
             own = lasers if len(sensors) == 1 else [r for r in lasers if r.sensor_id == sensor]
             found: list[tuple[int, float]] = []
@@ -387,7 +389,7 @@ class Ranger:
         camera_at: CameraLookup,
         camera_position_frd_m: Vec3,
         allowed_rad: float,
-    ) -> tuple[float, int] | None:
+    ) -> tuple[float, float] | None:
         found: list[tuple[int, float]] = []
         for reading in self._nearest(self._gimbal_lasers, capture_ns):
             assert reading.distance_m is not None
@@ -452,28 +454,47 @@ class Ranger:
 
 def _at_capture(
     found: list[tuple[int, float]], t_ns: int, max_age_ns: int
-) -> tuple[float, int] | None:
-    """The range at the capture from the readings' ranges (nearest first): between one before
-    it and one after it, in proportion to the time (a target moving along its ray moves its
-    range between readings: rt47, 0.73 m off at 10 m/s with a 10 Hz laser, beyond the
-    claimed σ), unless they differ more than a target moves (``_MAX_RANGE_RATE_M_S``: both
-    are not the target's, and a blend of the two is neither); else the nearest reading's.
-    Two on one side (the other side's reading lost) carry their trend on to the capture, no
-    further than they lie apart (rt48: a car at 10 m/s, one gimbal status in ten lost, 10
-    PROCEEDs in 113 beyond 4σ with the nearest reading alone). With the range, how old a
-    reading that ranges it alone is (0: taken between two); none alone beyond ``max_age_ns``
-    (a second reading is there for the trend only)."""
+) -> tuple[float, float] | None:
+    """The range at the capture from the readings' ranges (nearest first, ``Ranger._nearest``),
+    and its σ for the target's motion (``RangeFix.moved_sigma_m``).
+
+    Between one before it and one after it, in proportion to the time (a target moving along
+    its ray moves its range between readings: rt47, 0.73 m off at 10 m/s with a 10 Hz laser,
+    beyond the claimed σ), unless they differ more than a target moves
+    (``_MAX_RANGE_RATE_M_S``: both are not the target's, and a blend of the two is neither).
+    Readings on one side only (a body laser's next not in yet, a gimbal status lost) carry
+    the trend of the nearest two on, no further than they lie apart, when a third lies on
+    their line (``_TREND_TOLERANCE_M``): rt48, a car at 10 m/s with one gimbal status in ten
+    lost, 10 PROCEEDs in 113 beyond 4σ by the nearest reading alone; rt50, one reading 2.5 m
+    off before two lost statuses, carried on as a ramp, 4.25 m off at σ 0.1 m. Else the
+    nearest alone, within ``max_age_ns``, its σ 15 m/s times its age."""
     if not found:
         return None
-    if len(found) == 2:
-        (t0, r0), (t1, r1) = sorted(found)
-        span = t1 - t0
-        rate_ok = span > 0 and abs(r1 - r0) <= _MAX_RANGE_RATE_M_S * span / 1e9
-        if rate_ok and t0 - span <= t_ns <= t1 + span:
-            return r0 + (r1 - r0) * ((t_ns - t0) / span), 0
     t, r = found[0]
-    age = abs(t - t_ns)
-    return None if age > max_age_ns else (r, age)
+    age_ns = abs(t - t_ns)
+    if len(found) >= 2:
+        t1, r1 = found[1]
+        span = t - t1  # signed: the line through both, from the nearest
+        if span != 0 and abs(r - r1) <= _MAX_RANGE_RATE_M_S * abs(span) / 1e9:
+            slope = (r - r1) / span
+            ranged = r + slope * (t_ns - t)
+            if (t - t_ns) * (t1 - t_ns) <= 0:  # one on each side
+                return ranged, 0.0
+            if len(found) == 3 and age_ns <= abs(span):
+                t2, r2 = found[2]
+                if abs(r2 - (r + slope * (t2 - t))) <= _TREND_TOLERANCE_M:
+                    return ranged, 0.0
+    if age_ns > max_age_ns:
+        return None
+    return r, _MOVED_RATE_M_S * age_ns / 1e9
+
+
+def _newest_first(reading: LaserRange | GimbalLaserRange) -> int:
+    return -reading.host_ns
+
+
+def _host_ns(reading: LaserRange | GimbalLaserRange) -> int:
+    return reading.host_ns
 
 
 def _offset(a: Vec3, b: Vec3) -> Vec3:

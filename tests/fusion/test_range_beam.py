@@ -13,9 +13,30 @@ import math
 import numpy as np
 import pytest
 
-from fusion import RangeSource
+from fusion import (
+    CameraConfig,
+    LaserRange,
+    LinkStatus,
+    PoseSample,
+    RangeSource,
+    SensorMount,
+    VisionObservation,
+    WorldConfig,
+    WorldModel,
+)
 from fusion.ranging import _at_capture
-from tests.support.gimbal_scenes import MS, T0, Scene, Target, proceed_errors, run
+from fusion.tracking import TrackingConfig
+from gizmo_core import LinkState
+from tests.support.gimbal_scenes import (
+    HEIGHT_PX,
+    MS,
+    T0,
+    WIDTH_PX,
+    Scene,
+    Target,
+    proceed_errors,
+    run,
+)
 
 AGE_NS = 100 * MS  # range_max_age_ms
 DEPRESSION_DEG = math.degrees(math.atan(20 / 100))  # from the camera down to the object
@@ -178,24 +199,53 @@ def test_two_readings_further_apart_than_a_target_moves_are_not_blended():
     before, after = 1_000 * MS, 1_100 * MS
     capture = 1_070 * MS  # nearer the reading after
     apart = _at_capture([(after, 44.7), (before, 36.0)], capture, AGE_NS)  # 87 m/s apart
-    assert apart == (44.7, 30 * MS)  # the nearest alone, with its age
+    assert apart == (44.7, pytest.approx(15.0 * 0.030))  # the nearest alone: 15 m/s x its age
     blended = _at_capture([(after, 44.7), (before, 43.7)], capture, AGE_NS)
-    assert blended is not None and blended[0] == pytest.approx(44.4) and blended[1] == 0
-    assert _at_capture([(before, 44.7)], capture, AGE_NS) == (44.7, 70 * MS)
+    assert blended == (pytest.approx(44.4), 0.0)
+    assert _at_capture([(before, 44.7)], capture, AGE_NS) == (44.7, pytest.approx(15.0 * 0.070))
     assert _at_capture([(before, 44.7)], capture, 50 * MS) is None  # older than the bound
     assert _at_capture([], capture, AGE_NS) is None
 
 
-def test_two_readings_on_one_side_carry_their_trend_no_further_than_they_lie_apart():
-    """A status lost after the capture: the two before it, 100 ms apart, a car closing at
-    10 m/s. Up to 100 ms past the newer, the range goes on; beyond, the newer alone."""
-    older, newer = 1_000 * MS, 1_100 * MS
-    readings = [(newer, 44.0), (older, 45.0)]
-    ahead = _at_capture(readings, 1_170 * MS, AGE_NS)
-    assert ahead is not None and ahead[0] == pytest.approx(43.3) and ahead[1] == 0
-    assert _at_capture(readings, 1_230 * MS, 2 * AGE_NS) == (44.0, 130 * MS)
-    behind = _at_capture(readings, 950 * MS, AGE_NS)  # both after the capture
-    assert behind is not None and behind[0] == pytest.approx(45.5) and behind[1] == 0
+def test_readings_on_one_side_carry_a_trend_a_third_confirms_no_further_than_they_lie_apart():
+    """A status lost after the capture: readings 100 ms apart before it, a car closing at
+    10 m/s. When the third lies on the line through the nearest two, the range goes on up to
+    100 ms past the nearest; two alone, or a third off the line (one of them junk: rt50, an
+    off reading carried on as a ramp), or farther: the nearest alone, its σ 15 m/s x its age."""
+    r900, r1000, r1100 = (900 * MS, 46.0), (1_000 * MS, 45.0), (1_100 * MS, 44.0)
+    ahead = _at_capture([r1100, r1000, r900], 1_170 * MS, AGE_NS)
+    assert ahead == (pytest.approx(43.3), 0.0)
+    lone = (44.0, pytest.approx(15.0 * 0.070))
+    assert _at_capture([r1100, r1000], 1_170 * MS, AGE_NS) == lone  # unconfirmed
+    assert _at_capture([r1100, r1000, (900 * MS, 46.5)], 1_170 * MS, AGE_NS) == lone  # off
+    beyond = _at_capture([r1100, r1000, r900], 1_230 * MS, 2 * AGE_NS)
+    assert beyond == (44.0, pytest.approx(15.0 * 0.130))
+    behind = _at_capture([r900, r1000, r1100], 850 * MS, AGE_NS)  # all after the capture
+    assert behind == (pytest.approx(46.5), 0.0)
+
+
+def test_an_off_reading_before_lost_statuses_is_not_carried_on_as_a_ramp():
+    """rt50: a still car; every 0.5 s one reading 2.5 m off, then two statuses lost. The
+    captures after it took the trend from the reading before to the off one, 1.7 times as
+    far off (4.25 m) at σ 0.1 m, and a new track PROCEEDed on them (7 lines beyond 4σ,
+    Mahalanobis 108). A trend is carried on only when a third reading lies on its line."""
+    car = Target(7, lambda t: np.array([40.0, 0.0, 0.0]), radius_m=0.05, box_radius_m=2.0)
+    depression = math.degrees(math.atan2(20.0, 40.0))
+    scene = Scene(
+        [car], duration_s=4.0, gimbal_rpy=lambda t: (0.0, -depression, 0.0),
+        status_lost=lambda t: round(t * 10) % 5 in (3, 4),
+    )  # fmt: skip
+    cast = scene.laser_range
+
+    def off_before_the_loss(t: float) -> float | None:
+        true_m = cast(t)
+        return None if true_m is None else true_m + (2.5 if round(t * 10) % 5 == 2 else 0.0)
+
+    scene.laser_m = off_before_the_loss
+    _, lines = run(scene)
+    errors = proceed_errors(scene, lines)
+    assert len(errors) > 50
+    assert max(m for _, m in errors) < 4.0
 
 
 @pytest.mark.parametrize("speed_m_s", [20.0, 10.0, -10.0, -20.0])
@@ -253,3 +303,64 @@ def test_a_capture_whose_wait_ends_as_a_late_status_arrives_is_placed_between_th
     errors = proceed_errors(scene, placed)
     assert errors, "the capture is placed"
     assert max(e for e, _ in errors) < 0.05
+
+
+def _closing_drone_on_a_body_laser(accel_m_s2: float, laser_hz: float) -> list[tuple[float, float]]:
+    """A drone 100 m straight ahead at the camera's height, still, then closing at
+    ``accel_m_s2``; the camera and a laser fixed on the body along its axis, readings at
+    ``laser_hz`` (none waits for the next: each capture has readings before it only). Each
+    PROCEED's (error m, Mahalanobis), the truth by this function's own pinhole."""
+    altitude, duration_s = 20.0, 1.8
+    origin = np.array([0.0, 0.0, -altitude])
+
+    def drone_at(t: float) -> np.ndarray:
+        return np.array([100.0 - 0.5 * accel_m_s2 * t * t, 0.0, -altitude])
+
+    timed: list[tuple[int, int, object]] = [(T0 - MS, 0, LinkStatus(T0 - MS, LinkState.UP))]
+    for k in range(int(duration_s * 100) + 1):
+        t_ns = T0 + k * 10 * MS
+        pose = PoseSample(t_ns, k * 10 * MS, 0, tuple(origin), (1.0, 0.0, 0.0, 0.0), (0.0,) * 3)
+        timed.append((t_ns + MS, len(timed), pose))
+    for k in range(int(duration_s * laser_hz)):
+        t_ns = T0 + round(k / laser_hz * 1e9)
+        distance = float(np.linalg.norm(drone_at(k / laser_hz) - origin))
+        timed.append((t_ns, len(timed), LaserRange(t_ns, distance, SensorMount())))
+    for k in range(int(duration_s * 30)):
+        t = k / 30 + 0.0037
+        ahead = drone_at(t) - origin
+        size = max(4, round(2 * math.degrees(math.atan(2.0 / ahead[0])) / 90 * 2000))
+        box = VisionObservation(
+            source_id=1, result_type=3, id=7, label="x", confidence=80, tracked=True, lost=False,
+            has_box=True, center_x=0, center_y=0, width=size, height=size,
+            host_capture_ns=T0 + round(t * 1e9), host_rx_ns=T0 + round(t * 1e9) + 15 * MS,
+            epoch=0, clock_locked=True,
+        )  # fmt: skip
+        timed.append((box.host_rx_ns, len(timed), box))
+    camera = CameraConfig(width_px=WIDTH_PX, height_px=HEIGHT_PX, hfov_deg=90.0)
+    model = WorldModel(
+        camera, WorldConfig(pose_required=True, ground_plane=False), tracking=TrackingConfig()
+    )
+    items = sorted(timed, key=lambda x: (x[0], x[1]))
+    out, i = [], 0
+    for now in range(T0, T0 + round(duration_s * 1e9), 20 * MS):
+        while i < len(items) and items[i][0] <= now:
+            model.apply(items[i][2])
+            i += 1
+        for line in model.snapshot(now).targets:
+            if line.verdict.value == "PROCEED" and line.position_ned_m is not None:
+                error = np.array(line.position_ned_m) - drone_at((line.capture_ns - T0) / 1e9)
+                covariance = np.array(line.covariance_ned).reshape(6, 6)[:3, :3]
+                mahalanobis = math.sqrt(float(error @ np.linalg.solve(covariance, error)))
+                out.append((float(np.linalg.norm(error)), mahalanobis))
+    return out
+
+
+def test_a_body_laser_carries_a_confirmed_trend_to_captures_after_its_newest_reading():
+    """A capture after a 10 Hz body laser's newest reading has readings before it only: their
+    trend, confirmed by a third 200-300 ms back, ranges a drone closing at 10 m/s² (all
+    PROCEEDs within 4σ). Without a third, the nearest alone with its age's σ left the range
+    to the motion model: 33 of 97 PROCEEDs beyond 4σ (this change's first try)."""
+    found = _closing_drone_on_a_body_laser(10.0, 10.0)
+    assert len(found) > 80
+    assert max(m for _, m in found) < 4.0
+    assert max(e for e, _ in found) < 0.2
