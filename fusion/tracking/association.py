@@ -70,7 +70,9 @@ class Associator:
             }
             left: list[Detection] = []
             noise: dict[tuple[int, int], list[list[float]]] = {}
-            for i, k in enumerate(self._assign(unassigned, candidates, predictions, noise)):
+            on_plane = {j: _on_plane(alive[j]) for j in candidates}
+            assigned = self._assign(unassigned, candidates, predictions, noise, on_plane)
+            for i, k in enumerate(assigned):
                 if k is not None:
                     hits[k] = (predictions[k], unassigned[i], noise[i, k])
                 else:
@@ -120,25 +122,37 @@ class Associator:
         candidates: list[int],
         predictions: dict[int, motion.Prediction],
         noise: dict[tuple[int, int], list[list[float]]],
+        on_plane: dict[int, bool],
     ) -> list[int | None]:
         """For each detection, the candidate it is assigned (``None``: none): the minimum total
         of squared Mahalanobis distances, a pair beyond the gate forbidden, a detection left
         unassigned costing its gate. One detection (a key's usual frame) takes the nearest
         candidate within its gate, the first of equals: what the solver gives that one row.
-        ``noise[i, j]``: detection i's covariance for candidate j, where j predicts it."""
+        ``noise[i, j]``: detection i's covariance for candidate j, where j predicts it. A
+        track takes fixes of its own kind only (``on_plane[j]``, ``Detection.on_plane``): a
+        standing target's points on the plane and its ranged positions are two quantities
+        (rt51: a ground-plane track that took one laser fix showed its point on the plane,
+        un-lifted, 1.5-1.7 m off at Mahalanobis 164)."""
         mahalanobis2 = motion.mahalanobis2
         for i, d in enumerate(detections):
             for j in candidates:
                 noise[i, j] = _noise_for(predictions[j], d)
         if len(detections) == 1:
             d = detections[0]
-            costs = [mahalanobis2(predictions[j], d.z_f, noise[0, j]) for j in candidates]
+            costs = [
+                mahalanobis2(predictions[j], d.z_f, noise[0, j])
+                if on_plane[j] is d.on_plane
+                else _INF
+                for j in candidates
+            ]
             k = nearest_within(costs, d.gate)
             return [None if k is None else candidates[k]]
         n, m = len(detections), len(candidates)
         cost = [[_INF] * (m + n) for _ in detections]
         for i, d in enumerate(detections):
             for k, j in enumerate(candidates):
+                if on_plane[j] is not d.on_plane:
+                    continue
                 d2 = mahalanobis2(predictions[j], d.z_f, noise[i, j])
                 if d2 <= d.gate:
                     cost[i][k] = d2
@@ -195,3 +209,10 @@ def _noise_for(prediction: motion.Prediction, d: Detection) -> list[list[float]]
     point = [mu0 * a0 + mu1 * b0, mu0 * a1 + mu1 * b1, mu0 * a2 + mu1 * b2]
     r: list[list[float]] = d.toward(point).tolist()
     return r
+
+
+def _on_plane(track: Track) -> bool:
+    """Whether ``track`` holds a standing target's points on the plane: its hits are all of
+    one kind (``Associator._assign``), its latest's tells."""
+    g = track.placement.geometry
+    return g is not None and g.frame is not None and g.frame.extent_height_sigma_m is not None

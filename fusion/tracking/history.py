@@ -33,6 +33,9 @@ class Detection(NamedTuple):
     # The covariance of a fix at a given point (NED) by the same ray's frame: a track weighs
     # the measurement by the noise where it predicts the target. None: ``r`` wherever.
     toward: Callable[[list[float]], Array] | None = None
+    # A ground-plane fix of a target that may stand (``[world] flat_targets = false``): ``z``
+    # is its point on the plane, not the target's. A track holds one kind or the other.
+    on_plane: bool = False
 
 
 class Frame(NamedTuple):

@@ -223,7 +223,10 @@ class Tracker:
         toward = None
         if spread2 > _NEAR_SPREAD2 * range_m * range_m:
             toward = partial(covariance_toward, g.frame, ground, self._scale, self._noise)
-        return _new_tuple(_DETECTION, (placement, np.array(z), r, gate, z, r_f, box, toward))
+        on_plane = lift is not None
+        return _new_tuple(
+            _DETECTION, (placement, np.array(z), r, gate, z, r_f, box, toward, on_plane)
+        )
 
     # -- inputs ----------------------------------------------------------------------------
 

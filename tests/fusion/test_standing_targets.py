@@ -17,7 +17,7 @@ import random
 import numpy as np
 import pytest
 
-from fusion import CameraConfig, CameraModel, WorldConfig
+from fusion import CameraConfig, CameraModel, RangeSource, WorldConfig
 from fusion.geometry import quat_rotate
 from fusion.placement import Placer
 from fusion.targets import RayFrame
@@ -228,3 +228,26 @@ def test_the_extent_covariance_of_a_height_alone_lies_along_the_ray() -> None:
     assert np.allclose(got, 0.49 * np.outer(a, a), atol=1e-12)
     wide = extent_covariance(bearing, frame, 20.0, (50.0, 80.0))
     assert np.all(np.linalg.eigvalsh(wide - got) > -1e-9) and np.trace(wide) > np.trace(got)
+
+
+def test_a_standing_targets_track_on_the_plane_takes_no_laser_fix() -> None:
+    """rt51: a board standing 10 m ahead, seen from 10 m up, tracked on the plane until its
+    gimbal laser starts at 3 s. The capture just before took the first reading alone (its σ
+    widened by its age), and the plane's track took it: for 100 ms its estimate was the
+    filter's point on the plane, un-lifted, 1.5 m off at Mahalanobis 164. A track now holds
+    fixes of one kind: the laser's start a track of their own."""
+    board = (0.05, 1.2, 2.0)
+    centroid = np.array([10.0, 0.0, -board[2] / 2])
+    pitch = -math.degrees(math.atan2(10.0 - board[2] / 2, 10.0))
+    scene = Scene(
+        [Target(1, lambda _t: centroid, radius_m=0.025, extent_m=board)], duration_s=4.5,
+        altitude_m=10.0, gimbal_rpy=lambda _t: (0.0, pitch, 0.0), world={"flat_targets": False},
+    )  # fmt: skip
+    cast = scene.laser_range
+    scene.laser_m = lambda t: cast(t) if t >= 3.0 else None
+    _, lines = run(scene)
+    found = proceed_errors(scene, lines)
+    sources = {line.range_source for _, line in lines if line.verdict.value == "PROCEED"}
+    assert sources == {RangeSource.GROUND_PLANE, RangeSource.GIMBAL_LASER}
+    assert len(found) > 100
+    assert max(m for _, m in found) < 10.0
