@@ -67,6 +67,9 @@ class RangeFix(NamedTuple):
     # A sensor's reading that ranges the capture alone, with none on its other side to take
     # the range between: how far (σ) the target may have moved along its ray in between
     moved_sigma_m: float = 0.0
+    # The sensor's own σ times this: a range carried on from two readings has their noise
+    # amplified (``_at_capture``)
+    noise_gain: float = 1.0
 
 
 # A sensor's range may exceed the ground plane's along the same ray by this share plus this
@@ -76,7 +79,7 @@ _BELOW_GROUND = (0.5, 5.0)
 # Near a target the ground may rise this far above the plane, and the pose's height be off
 # by as much: a sensor's range nearer than the plane by a target's height and this conflicts.
 _NEAR_GROUND_M: Final = 1.0
-_CONFLICT_FIX: Final = RangeFix(None, RangeSource.CONFLICT, 0.0)
+_CONFLICT_FIX: Final = RangeFix(None, RangeSource.CONFLICT, 0.0, 1.0)
 # A target's speed along its ray, at most: two readings whose ranges differ by more in their
 # time apart are not both its own, and are not blended. A lone reading's age times half of it
 # is its range's σ for the target's motion (``RangeFix.moved_sigma_m``).
@@ -248,7 +251,7 @@ class Ranger:
             if floor is not None:
                 nearest = floor - (c.target_max_height_m + _NEAR_GROUND_M) / ray_ned[2]
         found: float | None = None
-        moved = 0.0  # the range's σ for the target's motion since its reading
+        moved, gain = 0.0, 1.0  # the range's σ for the target's motion; its noise's gain
         source = _GROUND_PLANE
         if self._lasers:
             allowed = min(self._laser_half, box_half_rad - self._laser_half)
@@ -259,7 +262,7 @@ class Ranger:
                 source = RangeSource.LASER
                 if ranged is not None:
                     found = self._plausible(ranged[0], floor, box_half_rad)
-                    moved = ranged[1]
+                    moved, gain = ranged[1], ranged[2]
         if found is None and self._gimbal_lasers:
             allowed = min(self._gimbal_half, box_half_rad - self._gimbal_half)
             if allowed < 0.0:
@@ -272,22 +275,22 @@ class Ranger:
                 source = RangeSource.GIMBAL_LASER
                 if ranged is not None:
                     found = self._plausible(ranged[0], floor, box_half_rad)
-                    moved = ranged[1]
+                    moved, gain = ranged[1], ranged[2]
         if found is None and self._lidar is not None:
             cone = min(self._cone_half, box_half_rad)
             found = self._lidar_range(capture_ns, origin_ned, ray_ned, pose_at, cone)
             source = RangeSource.LIDAR
             found = self._plausible(found, floor, box_half_rad)
-            moved = 0.0
+            moved, gain = 0.0, 1.0
         if found is not None:
             if nearest is not None and found < nearest:
                 self.conflicts += 1
                 return _CONFLICT_FIX
-            return RangeFix(found, source, moved)
+            return RangeFix(found, source, moved, gain)
         if c.ground_plane:  # most placements (every one without a ranging sensor)
             ground = ground_plane_range(origin_ned, ray_ned, c.ground_z_ned_m, c.max_ground_range_m)
             if ground is not None:
-                return _new_tuple(RangeFix, (ground, _GROUND_PLANE, 0.0))
+                return _new_tuple(RangeFix, (ground, _GROUND_PLANE, 0.0, 1.0))
         return None
 
     def _plausible(
@@ -333,8 +336,8 @@ class Ranger:
                 before.append(r)
             elif len(before) >= 3:
                 break
-        before.sort(key=_newest_first)
-        after.sort(key=_host_ns)
+        before = _one_a_time(sorted(before, key=_newest_first))
+        after = _one_a_time(sorted(after, key=_host_ns))
         if before and after:
             near = [before[0], after[0]]
             if after[0].host_ns - t_ns < t_ns - before[0].host_ns:
@@ -349,7 +352,7 @@ class Ranger:
 
     def _laser(
         self, capture_ns: int, origin: Vec3, ray: Vec3, pose_at: PoseLookup, allowed_rad: float
-    ) -> tuple[float, float] | None:
+    ) -> tuple[float, float, float] | None:
         """The range from the readings whose returns lie within ``allowed_rad`` of their beam's
         axis (the beam's half-angle, less what the box leaves), sensor by sensor: the one
         whose reading is nearest the capture in time first. Each sensor's own readings before
@@ -358,7 +361,7 @@ class Ranger:
         read at 50 Hz)."""
         lasers = self._lasers
         sensors = {r.sensor_id for r in lasers}
-        tried: list[tuple[int, tuple[float, float]]] = []  # (time from the capture, range)
+        tried: list[tuple[int, tuple[float, float, float]]] = []  # (time from the capture, range)
         for sensor in sensors:
             own = lasers if len(sensors) == 1 else [r for r in lasers if r.sensor_id == sensor]
             found: list[tuple[int, float]] = []
@@ -389,7 +392,7 @@ class Ranger:
         camera_at: CameraLookup,
         camera_position_frd_m: Vec3,
         allowed_rad: float,
-    ) -> tuple[float, float] | None:
+    ) -> tuple[float, float, float] | None:
         found: list[tuple[int, float]] = []
         for reading in self._nearest(self._gimbal_lasers, capture_ns):
             assert reading.distance_m is not None
@@ -454,9 +457,10 @@ class Ranger:
 
 def _at_capture(
     found: list[tuple[int, float]], t_ns: int, max_age_ns: int
-) -> tuple[float, float] | None:
+) -> tuple[float, float, float] | None:
     """The range at the capture from the readings' ranges (nearest first, ``Ranger._nearest``),
-    and its σ for the target's motion (``RangeFix.moved_sigma_m``).
+    its σ for the target's motion (``RangeFix.moved_sigma_m``) and its noise's gain
+    (``RangeFix.noise_gain``).
 
     Between one before it and one after it, in proportion to the time (a target moving along
     its ray moves its range between readings: rt47, 0.73 m off at 10 m/s with a 10 Hz laser,
@@ -466,12 +470,18 @@ def _at_capture(
     the trend of the nearest two on, no further than they lie apart, when a third lies on
     their line (``_TREND_TOLERANCE_M``): rt48, a car at 10 m/s with one gimbal status in ten
     lost, 10 PROCEEDs in 113 beyond 4σ by the nearest reading alone; rt50, one reading 2.5 m
-    off before two lost statuses, carried on as a ramp, 4.25 m off at σ 0.1 m. Else the
-    nearest alone, within ``max_age_ns``, its σ 15 m/s times its age."""
+    off before two lost statuses, carried on as a ramp, 4.25 m off at σ 0.1 m. Carried a
+    share ``c`` of their span past the nearest, the range is ``r·(1 + c) - r1·c``: the
+    readings' noise grows by √((1 + c)² + c²), the third element (rt52: 2.2 at c = 1, still
+    claimed 1, Mahalanobis 5.6 on a still drone). Else the nearest alone, within
+    ``max_age_ns``, its σ its age times the pace of the nearest two (a still target's is
+    about none: rt52, 15 m/s left a stopped target to the filter's prediction), or 15 m/s
+    without a second reading."""
     if not found:
         return None
     t, r = found[0]
     age_ns = abs(t - t_ns)
+    rate = _MOVED_RATE_M_S  # how fast the target may move along the ray, for a lone reading
     if len(found) >= 2:
         t1, r1 = found[1]
         span = t - t1  # signed: the line through both, from the nearest
@@ -479,14 +489,29 @@ def _at_capture(
             slope = (r - r1) / span
             ranged = r + slope * (t_ns - t)
             if (t - t_ns) * (t1 - t_ns) <= 0:  # one on each side
-                return ranged, 0.0
-            if len(found) == 3 and age_ns <= abs(span):
+                return ranged, 0.0, 1.0
+            carried = age_ns / abs(span)
+            if len(found) == 3 and carried <= 1.0:
                 t2, r2 = found[2]
                 if abs(r2 - (r + slope * (t2 - t))) <= _TREND_TOLERANCE_M:
-                    return ranged, 0.0
+                    # r·(1 + c) - r1·c: each reading's noise, weighed so (rt52: 2.2x at c = 1)
+                    return ranged, 0.0, math.hypot(1.0 + carried, carried)
+            rate = abs(slope) * 1e9  # the pair's own pace: a still target's is about none
     if age_ns > max_age_ns:
         return None
-    return r, _MOVED_RATE_M_S * age_ns / 1e9
+    return r, rate * age_ns / 1e9, 1.0
+
+
+def _one_a_time(
+    readings: list[LaserRange | GimbalLaserRange],
+) -> list[LaserRange | GimbalLaserRange]:
+    """``readings`` (sorted by time) without a second reading at the same time as the one
+    before it: two at one time give no trend (rt52: a laser's times rounded to 40 ms)."""
+    out = readings[:1]
+    for reading in readings[1:]:
+        if reading.host_ns != out[-1].host_ns:
+            out.append(reading)
+    return out
 
 
 def _newest_first(reading: LaserRange | GimbalLaserRange) -> int:

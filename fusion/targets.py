@@ -38,6 +38,7 @@ class RayFrame(NamedTuple):
     # A sensor's fix from a lone reading: how far (σ) the target may have moved along the ray
     # since (``RangeFix.moved_sigma_m``), on top of the sensor's own σ
     range_moved_sigma_m: float = 0.0
+    range_noise_gain: float = 1.0  # the sensor's σ times this (``RangeFix.noise_gain``)
 
 
 class Geometry(NamedTuple):

@@ -127,7 +127,8 @@ def position_covariance(
         c01 = m01 - a0 * m12 - m02 * a1 + m22 * a0 * a1 + a0 * a1 * h2 + t0 * t1
         c02, c12, c22 = a0 * h2, a1 * h2, h2
     else:
-        rs2 = params.range_sigma_m**2 + frame.range_moved_sigma_m**2
+        rs = params.range_sigma_m * frame.range_noise_gain
+        rs2 = rs * rs + frame.range_moved_sigma_m**2
         t0, t1, t2 = sigma_t * moved[0], sigma_t * moved[1], sigma_t * moved[2]
         c00 = m00 + rs2 * d0 * d0 + t0 * t0
         c11 = m11 + rs2 * d1 * d1 + t1 * t1

@@ -249,7 +249,8 @@ WORLD_SETTINGS: tuple[Setting, ...] = (
        open_low=True),
     _w("gimbal_laser_max_range_m", "a gimbal laser range beyond it is junk (counted)", 0,
        1e7, "m", open_low=True),
-    _w("range_max_age_ms", "a laser reading this far from the capture still applies"),
+    _w("range_max_age_ms", "a laser reading this far from the capture still ranges it (those "
+       "for the range's trend up to two or three times as far: docs/world.md)"),
     _w("lidar_cone_half_angle_deg", "LiDAR points this close to a target's ray (and within its "
        "box) range it", 0, 45, "deg", open_low=True),
     _w("lidar_min_points", "LiDAR points needed for a range", 1, 1_000_000, "", kind="int"),

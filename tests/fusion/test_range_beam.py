@@ -24,7 +24,7 @@ from fusion import (
     WorldConfig,
     WorldModel,
 )
-from fusion.ranging import _at_capture
+from fusion.ranging import _at_capture, _one_a_time
 from fusion.tracking import TrackingConfig
 from gizmo_core import LinkState
 from tests.support.gimbal_scenes import (
@@ -199,10 +199,10 @@ def test_two_readings_further_apart_than_a_target_moves_are_not_blended():
     before, after = 1_000 * MS, 1_100 * MS
     capture = 1_070 * MS  # nearer the reading after
     apart = _at_capture([(after, 44.7), (before, 36.0)], capture, AGE_NS)  # 87 m/s apart
-    assert apart == (44.7, pytest.approx(15.0 * 0.030))  # the nearest alone: 15 m/s x its age
+    assert apart == (44.7, pytest.approx(15.0 * 0.030), 1.0)  # the nearest alone: 15 m/s x age
     blended = _at_capture([(after, 44.7), (before, 43.7)], capture, AGE_NS)
-    assert blended == (pytest.approx(44.4), 0.0)
-    assert _at_capture([(before, 44.7)], capture, AGE_NS) == (44.7, pytest.approx(15.0 * 0.070))
+    assert blended == (pytest.approx(44.4), 0.0, 1.0)
+    assert _at_capture([(before, 44.7)], capture, AGE_NS) == (44.7, pytest.approx(1.05), 1.0)
     assert _at_capture([(before, 44.7)], capture, 50 * MS) is None  # older than the bound
     assert _at_capture([], capture, AGE_NS) is None
 
@@ -210,18 +210,33 @@ def test_two_readings_further_apart_than_a_target_moves_are_not_blended():
 def test_readings_on_one_side_carry_a_trend_a_third_confirms_no_further_than_they_lie_apart():
     """A status lost after the capture: readings 100 ms apart before it, a car closing at
     10 m/s. When the third lies on the line through the nearest two, the range goes on up to
-    100 ms past the nearest; two alone, or a third off the line (one of them junk: rt50, an
-    off reading carried on as a ramp), or farther: the nearest alone, its σ 15 m/s x its age."""
+    100 ms past the nearest, its noise the readings' weighed by how far (rt52: 2.2 times at
+    100 ms); two alone, or a third off the line (one of them junk: rt50, an off reading
+    carried on as a ramp), or farther: the nearest alone, its σ the pair's own pace (10 m/s
+    here) times its age."""
     r900, r1000, r1100 = (900 * MS, 46.0), (1_000 * MS, 45.0), (1_100 * MS, 44.0)
     ahead = _at_capture([r1100, r1000, r900], 1_170 * MS, AGE_NS)
-    assert ahead == (pytest.approx(43.3), 0.0)
-    lone = (44.0, pytest.approx(15.0 * 0.070))
+    assert ahead == (pytest.approx(43.3), 0.0, pytest.approx(math.hypot(1.7, 0.7)))
+    lone = (44.0, pytest.approx(10.0 * 0.070), 1.0)
     assert _at_capture([r1100, r1000], 1_170 * MS, AGE_NS) == lone  # unconfirmed
     assert _at_capture([r1100, r1000, (900 * MS, 46.5)], 1_170 * MS, AGE_NS) == lone  # off
     beyond = _at_capture([r1100, r1000, r900], 1_230 * MS, 2 * AGE_NS)
-    assert beyond == (44.0, pytest.approx(15.0 * 0.130))
+    assert beyond == (44.0, pytest.approx(10.0 * 0.130), 1.0)
     behind = _at_capture([r900, r1000, r1100], 850 * MS, AGE_NS)  # all after the capture
-    assert behind == (pytest.approx(46.5), 0.0)
+    assert behind == (pytest.approx(46.5), 0.0, pytest.approx(math.hypot(1.5, 0.5)))
+    still = _at_capture([r1100, (1_000 * MS, 44.0)], 1_170 * MS, AGE_NS)  # a still target
+    assert still == (44.0, 0.0, 1.0)
+
+
+def test_two_readings_at_one_time_are_one_for_the_trend():
+    """rt52: a laser's times rounded to 40 ms gave pairs at one time, no trend, and every
+    capture the nearest alone."""
+    first, again = (
+        LaserRange(1_000 * MS, 44.0, SensorMount()),
+        LaserRange(1_000 * MS, 44.1, SensorMount()),
+    )
+    later = LaserRange(1_040 * MS, 43.7, SensorMount())
+    assert _one_a_time([later, first, again]) == [later, first]
 
 
 def test_an_off_reading_before_lost_statuses_is_not_carried_on_as_a_ramp():
@@ -305,25 +320,33 @@ def test_a_capture_whose_wait_ends_as_a_late_status_arrives_is_placed_between_th
     assert max(e for e, _ in errors) < 0.05
 
 
-def _closing_drone_on_a_body_laser(accel_m_s2: float, laser_hz: float) -> list[tuple[float, float]]:
-    """A drone 100 m straight ahead at the camera's height, still, then closing at
+def _closing_drone_on_a_body_laser(
+    accel_m_s2: float,
+    laser_hz: float,
+    noise_m: float = 0.0,
+    start_m: float = 100.0,
+    duration_s: float = 1.8,
+) -> list[tuple[float, float]]:
+    """A drone ``start_m`` straight ahead at the camera's height, still, then closing at
     ``accel_m_s2``; the camera and a laser fixed on the body along its axis, readings at
-    ``laser_hz`` (none waits for the next: each capture has readings before it only). Each
+    ``laser_hz`` (none waits for the next: each capture has readings before it only), with
+    ``noise_m`` of Gaussian noise (seeded). Each
     PROCEED's (error m, Mahalanobis), the truth by this function's own pinhole."""
-    altitude, duration_s = 20.0, 1.8
+    altitude = 20.0
     origin = np.array([0.0, 0.0, -altitude])
 
     def drone_at(t: float) -> np.ndarray:
-        return np.array([100.0 - 0.5 * accel_m_s2 * t * t, 0.0, -altitude])
+        return np.array([start_m - 0.5 * accel_m_s2 * t * t, 0.0, -altitude])
 
     timed: list[tuple[int, int, object]] = [(T0 - MS, 0, LinkStatus(T0 - MS, LinkState.UP))]
     for k in range(int(duration_s * 100) + 1):
         t_ns = T0 + k * 10 * MS
         pose = PoseSample(t_ns, k * 10 * MS, 0, tuple(origin), (1.0, 0.0, 0.0, 0.0), (0.0,) * 3)
         timed.append((t_ns + MS, len(timed), pose))
+    noise = np.random.default_rng(1).normal(0.0, noise_m, int(duration_s * laser_hz))
     for k in range(int(duration_s * laser_hz)):
         t_ns = T0 + round(k / laser_hz * 1e9)
-        distance = float(np.linalg.norm(drone_at(k / laser_hz) - origin))
+        distance = float(np.linalg.norm(drone_at(k / laser_hz) - origin) + noise[k])
         timed.append((t_ns, len(timed), LaserRange(t_ns, distance, SensorMount())))
     for k in range(int(duration_s * 30)):
         t = k / 30 + 0.0037
@@ -364,3 +387,12 @@ def test_a_body_laser_carries_a_confirmed_trend_to_captures_after_its_newest_rea
     assert len(found) > 80
     assert max(m for _, m in found) < 4.0
     assert max(e for e, _ in found) < 0.2
+
+
+def test_a_trend_carried_on_claims_its_readings_noise_amplified():
+    """rt52: a still drone, a 10 Hz body laser with the noise its σ claims (0.05 m): a range
+    carried on 100 ms past the nearest reading has 2.2 times that noise, and claimed 1.0:
+    6 PROCEEDs beyond 4σ (Mahalanobis 5.6) where the nearest alone had none."""
+    found = _closing_drone_on_a_body_laser(0.0, 10.0, noise_m=0.05, start_m=40.0, duration_s=3.0)
+    assert len(found) > 80
+    assert max(m for _, m in found) < 4.0

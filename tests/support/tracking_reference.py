@@ -240,7 +240,8 @@ def position_covariance(
     else:
         cov = range_m**2 * ray_cov
         cov += params.position_sigma_m**2 * np.eye(3)
-        range_var = params.range_sigma_m**2 + frame.range_moved_sigma_m**2
+        range_var = (params.range_sigma_m * frame.range_noise_gain) ** 2
+        range_var += frame.range_moved_sigma_m**2
         cov += range_var * np.outer(ray, ray)
         timing = sigma_t * (velocity + range_m * turn)
     cov += np.outer(timing, timing)
