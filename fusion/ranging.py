@@ -344,6 +344,8 @@ class Ranger:
                 near.reverse()
             if abs(near[1].host_ns - t_ns) > 2 * self._max_age_ns:
                 near.pop()
+            else:  # a third, to check the two on: the next before, or else the next after
+                near += (before[1:] or after[1:])[:1]
         else:
             near = (before or after)[:3]
         if not near or abs(near[0].host_ns - t_ns) > self._max_age_ns:
@@ -481,25 +483,32 @@ def _at_capture(
         return None
     t, r = found[0]
     age_ns = abs(t - t_ns)
-    rate = _MOVED_RATE_M_S  # how fast the target may move along the ray, for a lone reading
     if len(found) >= 2:
         t1, r1 = found[1]
         span = t - t1  # signed: the line through both, from the nearest
         if span != 0 and abs(r - r1) <= _MAX_RANGE_RATE_M_S * abs(span) / 1e9:
             slope = (r - r1) / span
             ranged = r + slope * (t_ns - t)
-            if (t - t_ns) * (t1 - t_ns) <= 0:  # one on each side
-                return ranged, 0.0, 1.0
-            carried = age_ns / abs(span)
-            if len(found) == 3 and carried <= 1.0:
+            on_line = False  # a third reading confirms the two: neither is off
+            if len(found) == 3:
                 t2, r2 = found[2]
-                if abs(r2 - (r + slope * (t2 - t))) <= _TREND_TOLERANCE_M:
-                    # r·(1 + c) - r1·c: each reading's noise, weighed so (rt52: 2.2x at c = 1)
-                    return ranged, 0.0, math.hypot(1.0 + carried, carried)
-            rate = abs(slope) * 1e9  # the pair's own pace: a still target's is about none
+                on_line = abs(r2 - (r + slope * (t2 - t))) <= _TREND_TOLERANCE_M
+            # Unconfirmed, either may be off: the range's σ no less than they disagree, less a
+            # second difference's allowance (rt53: a track's second reading 2.5 m off, its
+            # σ 0.1 m, led the track 6 m off; one 1.5 m off blended in, 3 m)
+            doubt = 0.0 if on_line else max(0.0, abs(r - r1) - _TREND_TOLERANCE_M)
+            if (t - t_ns) * (t1 - t_ns) <= 0:  # one on each side
+                return ranged, doubt, 1.0
+            carried = age_ns / abs(span)
+            if on_line and carried <= 1.0:
+                # r·(1 + c) - r1·c: each reading's noise, weighed so (rt52: 2.2x at c = 1)
+                return ranged, 0.0, math.hypot(1.0 + carried, carried)
+            # alone, at the pair's own pace (a still target's is about none)
+            moved = max(abs(slope) * age_ns, doubt)
+            return (r, moved, 1.0) if age_ns <= max_age_ns else None
     if age_ns > max_age_ns:
         return None
-    return r, rate * age_ns / 1e9, 1.0
+    return r, _MOVED_RATE_M_S * age_ns / 1e9, 1.0  # no second reading: at 15 m/s
 
 
 def _one_a_time(
