@@ -166,33 +166,38 @@ class SerialLink:
         try:
             while True:
                 self._open_attempts += 1
-                self._feed(
-                    LinkInput.OPEN_STARTED,
-                    f"opening at {self.baudrate} baud, attempt {self._open_attempts}",
-                )
+                attempt = f"opening at {self.baudrate} baud, attempt {self._open_attempts}"
+                self._feed(LinkInput.OPEN_STARTED, attempt)
                 lost: asyncio.Future[BaseException | None] = loop.create_future()
                 protocol = ReaderProtocol(self._data_received, lost)
                 try:
-                    transport, _ = await self._open(
-                        loop,
-                        lambda p=protocol: p,
-                        self.path,
-                        baudrate=self.baudrate,
-                        exclusive=True,
-                        low_latency=True,
-                    )
+                    transport = await self._opened(loop, protocol)
                 except (OSError, serial_error()) as exc:
                     self._open_failures += 1
                     # The explanation may scan /proc: keep it off the event loop.
                     reason = await loop.run_in_executor(None, self._explain_failure, exc)
                     self._feed(LinkInput.OPEN_FAILED, reason)
                     failures += 1
-                    await self._scheduler.sleep(self._backoff.delay_s(failures))
-                    continue
-                failures = 0 if await self._serve(transport, protocol) else failures + 1
+                else:
+                    failures = 0 if await self._serve(transport, protocol) else failures + 1
                 await self._scheduler.sleep(self._backoff.delay_s(failures))
         finally:
             self._feed(LinkInput.STOPPED, REASON_STOPPED)
+
+    async def _opened(self, loop: asyncio.AbstractEventLoop, protocol: ReaderProtocol) -> Any:
+        """The port opened for ``protocol``; a stop ends the wait at once, and a port opened
+        after it is closed (serialx's open, cancelled as its open(2) fails, may raise that
+        failure instead: the link took it for one, reopened for ever and never stopped)."""
+        opening = asyncio.ensure_future(self._open(
+            loop, lambda: protocol, self.path, baudrate=self.baudrate, exclusive=True,
+            low_latency=True,
+        ))  # fmt: skip
+        try:
+            return (await asyncio.shield(opening))[0]
+        except asyncio.CancelledError:
+            opening.add_done_callback(_close_if_opened)
+            opening.cancel()
+            raise
 
     async def _serve(self, transport: Any, protocol: ReaderProtocol) -> bool:
         """Read until the connection ends; returns whether it ever reached UP."""
@@ -203,9 +208,8 @@ class SerialLink:
             self._read_directly(loop, transport, protocol.lost)
             self._last_frame_ns = now_ns = self._clock()
             self._feed(LinkInput.OPENED, REASON_OPENED)
-            self._silent_check = self._scheduler.call_at_ns(
-                now_ns + self._silent_ns, self._check_silent
-            )
+            check_ns = now_ns + self._silent_ns
+            self._silent_check = self._scheduler.call_at_ns(check_ns, self._check_silent)
             exc = await protocol.lost
             self._disconnects += 1
             self._feed(LinkInput.LOST, f"disconnected: {describe_loss(exc)}")
@@ -224,10 +228,7 @@ class SerialLink:
             await close_port(transport, self.path)
 
     def _read_directly(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        transport: Any,
-        lost: asyncio.Future[BaseException | None],
+        self, loop: asyncio.AbstractEventLoop, transport: Any, lost: asyncio.Future[Any]
     ) -> None:
         """Read a tty's descriptor here (``_read_ready``) rather than through the transport,
         with frame-aligned wake-ups where they apply; other transports read for themselves."""
@@ -339,9 +340,8 @@ class SerialLink:
             self._reached_up = False
             self._last_frame_ns = now_ns = self._clock()
             self._feed(link_input, reason)
-            self._silent_check = self._scheduler.call_at_ns(
-                now_ns + self._silent_ns, self._check_silent
-            )
+            check_ns = now_ns + self._silent_ns
+            self._silent_check = self._scheduler.call_at_ns(check_ns, self._check_silent)
             return
         elif link_input is LinkInput.LOST or link_input is LinkInput.STOPPED:
             self._disconnects += link_input is LinkInput.LOST
@@ -376,3 +376,8 @@ class SerialLink:
     def _callback_failed(self, name: str) -> None:
         """A consumer's bug must not stop the reader: counted and logged, never raised."""
         self._callback_errors.failed("%s: %s callback", self.path, name)
+
+
+def _close_if_opened(opening: asyncio.Future[Any]) -> None:
+    if not opening.cancelled() and opening.exception() is None:
+        opening.result()[0].close()  # a port opened after the link stopped waiting for it

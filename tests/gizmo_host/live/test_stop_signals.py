@@ -14,6 +14,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 import time
 from pathlib import Path
@@ -43,22 +44,31 @@ def blocked_on_pipe(pid: int) -> bool:
     return "pipe_write" in Path(f"/proc/{pid}/wchan").read_text()
 
 
-def spawn(args: list[str], write_fd: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gizmo_host.cli", *args],
-        stdout=write_fd,
-        stderr=subprocess.DEVNULL,
-        cwd=ROOT,
-    )
-    os.close(write_fd)
-    return proc
+class Command(subprocess.Popen):
+    """``gizmo-host`` with ``args``, its stdout ``write_fd``, its stderr a file that an early
+    end is told with."""
+
+    def __init__(self, args: list[str], write_fd: int) -> None:
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the test's process
+        command = [sys.executable, "-m", "gizmo_host.cli", *args]
+        super().__init__(command, stdout=write_fd, stderr=self.errors, cwd=ROOT)
+        os.close(write_fd)
+
+    def ended_early(self) -> str:
+        self.errors.seek(0)
+        text = self.errors.read().decode(errors="replace").strip()
+        return f"the command ended early ({self.returncode}): {text[-800:]}"
+
+
+def spawn(args: list[str], write_fd: int) -> Command:
+    return Command(args, write_fd)
 
 
 def queued_bytes(read_fd: int) -> int:
     return struct.unpack("i", fcntl.ioctl(read_fd, termios.FIONREAD, b"\0" * 4))[0]
 
 
-def feed_until_blocked(proc: subprocess.Popen[bytes], feed, read_fd: int | None = None) -> None:
+def feed_until_blocked(proc: Command, feed, read_fd: int | None = None) -> None:
     """Call ``feed`` until the command's main thread is blocked writing to the full pipe, or
     (``read_fd`` given: a command whose stdout has its own queue and never blocks) until the
     pipe holds most of its page."""
@@ -66,7 +76,8 @@ def feed_until_blocked(proc: subprocess.Popen[bytes], feed, read_fd: int | None 
     while not blocked_on_pipe(proc.pid) and not (
         read_fd is not None and queued_bytes(read_fd) >= 3072
     ):
-        assert proc.poll() is None, f"the command ended early ({proc.returncode})"
+        if proc.poll() is not None:
+            raise AssertionError(proc.ended_early())
         assert time.monotonic() < deadline, "the command's stdout never filled"
         feed()
 
