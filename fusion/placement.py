@@ -252,8 +252,9 @@ class Placer:
                 velocity = (v[0] + lever[0], v[1] + lever[1], v[2] + lever[2])
         # Built without the NamedTuples' Python-level __new__: once per capture time.
         focal = (fx or camera.fx_px, fy or camera.fy_px)
+        moved, gain = fix.moved_sigma_m, fix.noise_gain
         frame = _new_tuple(
-            _RAY_FRAME, (origin, camera_ned, *focal, velocity, rate, extent_sigma, *fix[2:])
+            _RAY_FRAME, (origin, camera_ned, *focal, velocity, rate, extent_sigma, moved, gain)
         )
         geometry = _new_tuple(
             _GEOMETRY, (bearing, size, ray, azimuth, elevation, position, r, fix.source, frame)

@@ -70,13 +70,6 @@ class RangeFix(NamedTuple):
     # The sensor's own σ times this: a range carried on from two readings has their noise
     # amplified (``_at_capture``)
     noise_gain: float = 1.0
-    # What a track that knows the target's velocity takes instead of ``moved_sigma_m``
-    # (``fusion.tracking.history.Carried``): the lone reading's time less the capture's (s;
-    # 0: none), and two readings whose disagreement no third settles: the nearest's range
-    # less the other's, and its time less the other's (s; 0: none)
-    carried_s: float = 0.0
-    rise_m: float = 0.0
-    span_s: float = 0.0
 
 
 # A sensor's range may exceed the ground plane's along the same ray by this share plus this
@@ -86,7 +79,7 @@ _BELOW_GROUND = (0.5, 5.0)
 # Near a target the ground may rise this far above the plane, and the pose's height be off
 # by as much: a sensor's range nearer than the plane by a target's height and this conflicts.
 _NEAR_GROUND_M: Final = 1.0
-_CONFLICT_FIX: Final = RangeFix(None, RangeSource.CONFLICT, 0.0, 1.0, 0.0, 0.0, 0.0)
+_CONFLICT_FIX: Final = RangeFix(None, RangeSource.CONFLICT, 0.0, 1.0)
 # A target's speed along its ray, at most: two readings whose ranges differ by more in their
 # time apart are not both its own, and are not blended. A lone reading's age times half of it
 # is its range's σ for the target's motion (``RangeFix.moved_sigma_m``).
@@ -95,24 +88,12 @@ _MOVED_RATE_M_S: Final = 0.5 * _MAX_RANGE_RATE_M_S
 # A third reading this close to the line through the nearest two confirms their trend: 2.5
 # times a second difference's noise (0.12 m at a σ of 0.05 m), or 15 m/s² over 100 ms
 # between readings (0.15 m); an off reading of more breaks it (``_at_capture``)
-TREND_TOLERANCE_M: Final = 0.3
+_TREND_TOLERANCE_M: Final = 0.3
 # A LiDAR point within its sensor's range, measured: int16 coordinates are quantised to
 # range / 32767 on each axis (a norm up to sqrt(3) steps over), float32 ones to 6e-8.
 _RANGE_QUANTUM: Final = 1.0 + 1e-4
 _GROUND_PLANE: Final = RangeSource.GROUND_PLANE  # a module constant: an enum lookup costs 60 ns
 _new_tuple: Final = tuple.__new__  # builds a NamedTuple without its Python-level __new__
-
-
-class Ranged(NamedTuple):
-    """A sensor's range at a capture (``_at_capture``): ``RangeFix``'s fields but the source."""
-
-    range_m: float
-    moved_sigma_m: float
-    noise_gain: float
-    carried_s: float
-    rise_m: float
-    span_s: float
-
 
 PoseLookup = Callable[[int], PoseAt | None]
 CameraLookup = Callable[[int], Quat | None]  # camera attitude in body FRD at a time
@@ -270,7 +251,7 @@ class Ranger:
             if floor is not None:
                 nearest = floor - (c.target_max_height_m + _NEAR_GROUND_M) / ray_ned[2]
         found: float | None = None
-        ranged: Ranged | None = None
+        moved, gain = 0.0, 1.0  # the range's σ for the target's motion; its noise's gain
         source = _GROUND_PLANE
         if self._lasers:
             allowed = min(self._laser_half, box_half_rad - self._laser_half)
@@ -280,7 +261,8 @@ class Ranger:
                 ranged = self._laser(capture_ns, origin_ned, ray_ned, pose_at, allowed)
                 source = RangeSource.LASER
                 if ranged is not None:
-                    found = self._plausible(ranged.range_m, floor, box_half_rad)
+                    found = self._plausible(ranged[0], floor, box_half_rad)
+                    moved, gain = ranged[1], ranged[2]
         if found is None and self._gimbal_lasers:
             allowed = min(self._gimbal_half, box_half_rad - self._gimbal_half)
             if allowed < 0.0:
@@ -292,24 +274,23 @@ class Ranger:
                 )  # fmt: skip
                 source = RangeSource.GIMBAL_LASER
                 if ranged is not None:
-                    found = self._plausible(ranged.range_m, floor, box_half_rad)
+                    found = self._plausible(ranged[0], floor, box_half_rad)
+                    moved, gain = ranged[1], ranged[2]
         if found is None and self._lidar is not None:
             cone = min(self._cone_half, box_half_rad)
             found = self._lidar_range(capture_ns, origin_ned, ray_ned, pose_at, cone)
             source = RangeSource.LIDAR
             found = self._plausible(found, floor, box_half_rad)
-            ranged = None
+            moved, gain = 0.0, 1.0
         if found is not None:
             if nearest is not None and found < nearest:
                 self.conflicts += 1
                 return _CONFLICT_FIX
-            if ranged is None:
-                return _new_tuple(RangeFix, (found, source, 0.0, 1.0, 0.0, 0.0, 0.0))
-            return _new_tuple(RangeFix, (found, source, *ranged[1:]))
+            return RangeFix(found, source, moved, gain)
         if c.ground_plane:  # most placements (every one without a ranging sensor)
             ground = ground_plane_range(origin_ned, ray_ned, c.ground_z_ned_m, c.max_ground_range_m)
             if ground is not None:
-                return _new_tuple(RangeFix, (ground, _GROUND_PLANE, 0.0, 1.0, 0.0, 0.0, 0.0))
+                return _new_tuple(RangeFix, (ground, _GROUND_PLANE, 0.0, 1.0))
         return None
 
     def _plausible(
@@ -373,7 +354,7 @@ class Ranger:
 
     def _laser(
         self, capture_ns: int, origin: Vec3, ray: Vec3, pose_at: PoseLookup, allowed_rad: float
-    ) -> Ranged | None:
+    ) -> tuple[float, float, float] | None:
         """The range from the readings whose returns lie within ``allowed_rad`` of their beam's
         axis (the beam's half-angle, less what the box leaves), sensor by sensor: the one
         whose reading is nearest the capture in time first. Each sensor's own readings before
@@ -382,7 +363,7 @@ class Ranger:
         read at 50 Hz)."""
         lasers = self._lasers
         sensors = {r.sensor_id for r in lasers}
-        tried: list[tuple[int, Ranged]] = []  # (time from the capture, range)
+        tried: list[tuple[int, tuple[float, float, float]]] = []  # (time from the capture, range)
         for sensor in sensors:
             own = lasers if len(sensors) == 1 else [r for r in lasers if r.sensor_id == sensor]
             found: list[tuple[int, float]] = []
@@ -413,7 +394,7 @@ class Ranger:
         camera_at: CameraLookup,
         camera_position_frd_m: Vec3,
         allowed_rad: float,
-    ) -> Ranged | None:
+    ) -> tuple[float, float, float] | None:
         found: list[tuple[int, float]] = []
         for reading in self._nearest(self._gimbal_lasers, capture_ns):
             assert reading.distance_m is not None
@@ -476,9 +457,12 @@ class Ranger:
         return points
 
 
-def _at_capture(found: list[tuple[int, float]], t_ns: int, max_age_ns: int) -> Ranged | None:
+def _at_capture(
+    found: list[tuple[int, float]], t_ns: int, max_age_ns: int
+) -> tuple[float, float, float] | None:
     """The range at the capture from the readings' ranges (nearest first, ``Ranger._nearest``),
-    with what ``RangeFix`` says of it beyond the range.
+    its σ for the target's motion (``RangeFix.moved_sigma_m``) and its noise's gain
+    (``RangeFix.noise_gain``).
 
     Between one before it and one after it, in proportion to the time (a target moving along
     its ray moves its range between readings: rt47, 0.73 m off at 10 m/s with a 10 Hz laser,
@@ -486,20 +470,19 @@ def _at_capture(found: list[tuple[int, float]], t_ns: int, max_age_ns: int) -> R
     (``_MAX_RANGE_RATE_M_S``: both are not the target's, and a blend of the two is neither).
     Readings on one side only (a body laser's next not in yet, a gimbal status lost) carry
     the trend of the nearest two on, no further than they lie apart, when a third lies on
-    their line (``TREND_TOLERANCE_M``): rt48, a car at 10 m/s with one gimbal status in ten
+    their line (``_TREND_TOLERANCE_M``): rt48, a car at 10 m/s with one gimbal status in ten
     lost, 10 PROCEEDs in 113 beyond 4σ by the nearest reading alone; rt50, one reading 2.5 m
     off before two lost statuses, carried on as a ramp, 4.25 m off at σ 0.1 m. Carried a
     share ``c`` of their span past the nearest, the range is ``r·(1 + c) - r1·c``: the
-    readings' noise grows by √((1 + c)² + c²) (rt52: 2.2 at c = 1, still claimed 1,
-    Mahalanobis 5.6 on a still drone). Else the nearest alone, within ``max_age_ns``, its σ
-    for the motion its age times the pace of the nearest two (a still target's is about none:
-    rt52, 15 m/s left a stopped target to the filter's prediction), or 15 m/s without a
-    second reading; a track with a velocity uses its own instead (``RangeFix.carried_s``)."""
+    readings' noise grows by √((1 + c)² + c²), the third element (rt52: 2.2 at c = 1, still
+    claimed 1, Mahalanobis 5.6 on a still drone). Else the nearest alone, within
+    ``max_age_ns``, its σ its age times the pace of the nearest two (a still target's is
+    about none: rt52, 15 m/s left a stopped target to the filter's prediction), or 15 m/s
+    without a second reading."""
     if not found:
         return None
     t, r = found[0]
     age_ns = abs(t - t_ns)
-    carried_s = (t - t_ns) * 1e-9
     if len(found) >= 2:
         t1, r1 = found[1]
         span = t - t1  # signed: the line through both, from the nearest
@@ -509,26 +492,23 @@ def _at_capture(found: list[tuple[int, float]], t_ns: int, max_age_ns: int) -> R
             on_line = False  # a third reading confirms the two: neither is off
             if len(found) == 3:
                 t2, r2 = found[2]
-                on_line = abs(r2 - (r + slope * (t2 - t))) <= TREND_TOLERANCE_M
+                on_line = abs(r2 - (r + slope * (t2 - t))) <= _TREND_TOLERANCE_M
             # Unconfirmed, either may be off: the range's σ no less than they disagree, less a
             # second difference's allowance (rt53: a track's second reading 2.5 m off, its
             # σ 0.1 m, led the track 6 m off; one 1.5 m off blended in, 3 m)
-            doubt = 0.0 if on_line else max(0.0, abs(r - r1) - TREND_TOLERANCE_M)
-            rise, span_s = (0.0, 0.0) if on_line else (r - r1, span * 1e-9)
+            doubt = 0.0 if on_line else max(0.0, abs(r - r1) - _TREND_TOLERANCE_M)
             if (t - t_ns) * (t1 - t_ns) <= 0:  # one on each side
-                return Ranged(ranged, doubt, 1.0, 0.0, rise, span_s)
+                return ranged, doubt, 1.0
             carried = age_ns / abs(span)
             if on_line and carried <= 1.0:
                 # r·(1 + c) - r1·c: each reading's noise, weighed so (rt52: 2.2x at c = 1)
-                return Ranged(ranged, 0.0, math.hypot(1.0 + carried, carried), 0.0, 0.0, 0.0)
+                return ranged, 0.0, math.hypot(1.0 + carried, carried)
             # alone, at the pair's own pace (a still target's is about none)
-            if age_ns > max_age_ns:
-                return None
-            return Ranged(r, max(abs(slope) * age_ns, doubt), 1.0, carried_s, rise, span_s)
+            moved = max(abs(slope) * age_ns, doubt)
+            return (r, moved, 1.0) if age_ns <= max_age_ns else None
     if age_ns > max_age_ns:
         return None
-    # no second reading: at 15 m/s
-    return Ranged(r, _MOVED_RATE_M_S * age_ns / 1e9, 1.0, carried_s, 0.0, 0.0)
+    return r, _MOVED_RATE_M_S * age_ns / 1e9, 1.0  # no second reading: at 15 m/s
 
 
 def _one_a_time(

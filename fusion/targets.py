@@ -39,11 +39,6 @@ class RayFrame(NamedTuple):
     # since (``RangeFix.moved_sigma_m``), on top of the sensor's own σ
     range_moved_sigma_m: float = 0.0
     range_noise_gain: float = 1.0  # the sensor's σ times this (``RangeFix.noise_gain``)
-    # What a track takes instead of ``range_moved_sigma_m`` (``RangeFix.carried_s``,
-    # ``RangeFix.rise_m``, ``RangeFix.span_s``)
-    range_carried_s: float = 0.0
-    range_rise_m: float = 0.0
-    range_span_s: float = 0.0
 
 
 class Geometry(NamedTuple):

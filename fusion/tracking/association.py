@@ -14,13 +14,11 @@ of the frame gives it the same number.
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from typing import Final
 
 import numpy as np
 
-from ..ranging import TREND_TOLERANCE_M
 from . import motion
 from .assignment import nearest_within, solve
 from .config import TrackingConfig, chi2_quantile
@@ -29,7 +27,6 @@ from .tracks import MISS, Lifecycle, Track
 
 _INF: Final = float("inf")
 _MAX_BORN: Final = 4096  # the numbers of the tracks recently started, by their first measurement
-Measured = tuple[list[float], list[list[float]]]  # a detection as a track takes it: z and r
 
 
 class Associator:
@@ -59,7 +56,7 @@ class Associator:
         life, t = self._lifecycle, frame.capture_ns
         oldest = t - life.delete_after_ns  # alive: hit at or after it
         alive = [track for track in tracks if track.time_ns >= oldest]
-        hits: dict[int, tuple[motion.Prediction, Detection, Measured]] = {}
+        hits: dict[int, tuple[motion.Prediction, Detection, list[list[float]]]] = {}
         unassigned = list(frame.detections)
         # Tracks confirmed once choose first, then the tentative ones from what is left: a
         # new track's prediction is wide, and would otherwise win what is near both.
@@ -72,12 +69,12 @@ class Associator:
                 j: predict(alive[j].state, (t - alive[j].time_ns) * 1e-9) for j in candidates
             }
             left: list[Detection] = []
-            measured: dict[tuple[int, int], Measured] = {}
+            noise: dict[tuple[int, int], list[list[float]]] = {}
             on_plane = {j: _on_plane(alive[j]) for j in candidates}
-            assigned = self._assign(unassigned, candidates, predictions, measured, on_plane)
+            assigned = self._assign(unassigned, candidates, predictions, noise, on_plane)
             for i, k in enumerate(assigned):
                 if k is not None:
-                    hits[k] = (predictions[k], unassigned[i], measured[i, k])
+                    hits[k] = (predictions[k], unassigned[i], noise[i, k])
                 else:
                     left.append(unassigned[i])
             if established:
@@ -99,8 +96,8 @@ class Associator:
                 if missed is not None:
                     out.append(missed)
                 continue
-            prediction, d, (z, r) = hit
-            state = self._imm.update(prediction, z, r, d.r if r is d.r_f else np.array(r))
+            prediction, d, r = hit
+            state = self._imm.update(prediction, d.z_f, r, d.r if r is d.r_f else np.array(r))
             updated = life.hit(track, state, d.placement)
             if updated.confirmed and not track.confirmed:
                 promoted.append(updated)
@@ -124,14 +121,14 @@ class Associator:
         detections: list[Detection],
         candidates: list[int],
         predictions: dict[int, motion.Prediction],
-        measured: dict[tuple[int, int], Measured],
+        noise: dict[tuple[int, int], list[list[float]]],
         on_plane: dict[int, bool],
     ) -> list[int | None]:
         """For each detection, the candidate it is assigned (``None``: none): the minimum total
         of squared Mahalanobis distances, a pair beyond the gate forbidden, a detection left
         unassigned costing its gate. One detection (a key's usual frame) takes the nearest
         candidate within its gate, the first of equals: what the solver gives that one row.
-        ``measured[i, j]``: detection i as candidate j takes it (``_measured``). A
+        ``noise[i, j]``: detection i's covariance for candidate j, where j predicts it. A
         track takes fixes of its own kind only (``on_plane[j]``, ``Detection.on_plane``): a
         standing target's points on the plane and its ranged positions are two quantities
         (rt51: a ground-plane track that took one laser fix showed its point on the plane,
@@ -139,11 +136,13 @@ class Associator:
         mahalanobis2 = motion.mahalanobis2
         for i, d in enumerate(detections):
             for j in candidates:
-                measured[i, j] = _measured(predictions[j], d)
+                noise[i, j] = _noise_for(predictions[j], d)
         if len(detections) == 1:
             d = detections[0]
             costs = [
-                mahalanobis2(predictions[j], *measured[0, j]) if on_plane[j] is d.on_plane else _INF
+                mahalanobis2(predictions[j], d.z_f, noise[0, j])
+                if on_plane[j] is d.on_plane
+                else _INF
                 for j in candidates
             ]
             k = nearest_within(costs, d.gate)
@@ -154,7 +153,7 @@ class Associator:
             for k, j in enumerate(candidates):
                 if on_plane[j] is not d.on_plane:
                     continue
-                d2 = mahalanobis2(predictions[j], *measured[i, j])
+                d2 = mahalanobis2(predictions[j], d.z_f, noise[i, j])
                 if d2 <= d.gate:
                     cost[i][k] = d2
             cost[i][m + i] = d.gate
@@ -199,38 +198,17 @@ class Associator:
         return number
 
 
-def _measured(prediction: motion.Prediction, d: Detection) -> Measured:
-    """Detection ``d`` as a track of ``prediction`` takes it: its position, and its covariance
-    evaluated where the track predicts the target (the modes' mean), not where the measurement
-    fell, so that how far a fix fell does not weigh it (``Detection.toward``; without: its
-    own). A lone reading's range is moved back to the capture by the track's velocity along
-    the ray, whose variance it then carries (``Carried``)."""
-    carried = d.carried
-    if d.toward is None and carried is None:
-        return d.z_f, d.r_f
+def _noise_for(prediction: motion.Prediction, d: Detection) -> list[list[float]]:
+    """Detection ``d``'s covariance for a track of ``prediction``: evaluated where the track
+    predicts the target (the modes' mean), not where the measurement fell, so that how far a
+    fix fell does not weigh it (``Detection.toward``; without: its own)."""
+    if d.toward is None:
+        return d.r_f
     mu0, mu1 = prediction.mu_f
     (a0, a1, a2), (b0, b1, b2) = prediction.positions
     point = [mu0 * a0 + mu1 * b0, mu0 * a1 + mu1 * b1, mu0 * a2 + mu1 * b2]
-    if carried is None:
-        assert d.toward is not None
-        return d.z_f, d.toward(point).tolist()
-    r = carried.r_f if carried.toward is None else carried.toward(point).tolist()
-    mean, cov = motion.combined(prediction.x, prediction.p, prediction.mu)
-    u = np.asarray(carried.ray_ned)
-    rate = float(u @ mean[3:6])  # the target's own velocity along the ray, and its variance
-    rate_var = float(u @ cov[3:6, 3:6] @ u)
-    shift = rate * carried.carried_s
-    z = [d.z_f[0] - u[0] * shift, d.z_f[1] - u[1] * shift, d.z_f[2] - u[2] * shift]
-    var = rate_var * carried.carried_s**2
-    span = carried.span_s
-    if span:
-        # The readings' disagreement less what the velocity explains, and its σ: a reading
-        # may be off by the rest, less a second difference's allowance, as with no track
-        unexplained = abs(carried.rise_m - rate * span) + 2.0 * math.sqrt(rate_var) * abs(span)
-        doubt = min(abs(carried.rise_m), unexplained) - TREND_TOLERANCE_M
-        var += max(0.0, doubt) ** 2
-    r = [[r[k][m] + var * u[k] * u[m] for m in range(3)] for k in range(3)]
-    return z, r
+    r: list[list[float]] = d.toward(point).tolist()
+    return r
 
 
 def _on_plane(track: Track) -> bool:

@@ -13,7 +13,6 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
-from ..geometry import Vec3
 from ..inputs import VisionObservation
 from ..targets import Placement
 from .noise import Array
@@ -21,28 +20,6 @@ from .tracks import Track
 
 SAME_IMAGE_NS: Final = 2_000_000  # one image's reports: captures this close, the same box
 MAX_HEARD: Final = 64  # frames without a detection remembered per source or key, and keys so
-
-
-class Carried(NamedTuple):
-    """A ranged fix whose range's σ for the target's motion a track replaces by what it knows
-    of that motion (``association._measured``; red team rt54: a target weaving 4 m along a
-    gimbal laser's line at 1.8 g had fixes claimed at 0.2-0.44 m for it, was left to the
-    filter's prediction, and PROCEEDed 0.83 m off at Mahalanobis 8):
-
-    - a lone reading's range, taken ``carried_s`` after the capture (before it: negative), is
-      moved back along ``ray_ned`` by the track's velocity along the ray times that, and
-      carries that velocity's variance times ``carried_s²``, not a pace of the readings';
-    - two readings that no third confirms differ by ``rise_m`` in ``span_s`` (nearest less
-      the other): what of it the track's velocity does not explain may be a reading off.
-
-    ``r_f`` (``toward``): the fix's noise without either term."""
-
-    ray_ned: Vec3  # unit, from the camera through the fix
-    carried_s: float
-    rise_m: float
-    span_s: float
-    r_f: list[list[float]]
-    toward: Callable[[list[float]], Array] | None
 
 
 class Detection(NamedTuple):
@@ -59,7 +36,6 @@ class Detection(NamedTuple):
     # A ground-plane fix of a target that may stand (``[world] flat_targets = false``): ``z``
     # is its point on the plane, not the target's. A track holds one kind or the other.
     on_plane: bool = False
-    carried: Carried | None = None  # a lone reading's range: the track's velocity moves it
 
 
 class Frame(NamedTuple):

@@ -38,7 +38,6 @@ from .association import Associator
 from .config import TrackingConfig
 from .history import (
     SAME_IMAGE_NS,
-    Carried,
     Detection,
     Frame,
     History,
@@ -223,23 +222,10 @@ class Tracker:
         spread2 = r_f[0][0] + r_f[1][1] + r_f[2][2]
         toward = None
         if spread2 > _NEAR_SPREAD2 * range_m * range_m:
-            toward = partial(covariance_toward, frame, ground, scale, noise)
+            toward = partial(covariance_toward, g.frame, ground, self._scale, self._noise)
         on_plane = lift is not None
-        carried = None
-        if frame.range_moved_sigma_m and not ground and g.bearing_ned is not None:
-            # A track takes the range's σ for the motion from its own velocity (``Carried``)
-            own = frame._replace(range_moved_sigma_m=0.0)
-            r_own = position_covariance(g.bearing_camera, own, range_m, ground, scale, noise)
-            toward_own = None
-            if toward is not None:
-                toward_own = partial(covariance_toward, own, ground, scale, noise)
-            carried = Carried(
-                g.bearing_ned, frame.range_carried_s, frame.range_rise_m, frame.range_span_s,
-                r_own.tolist(), toward_own,
-            )  # fmt: skip
         return _new_tuple(
-            _DETECTION,
-            (placement, np.array(z), r, gate, z, r_f, box, toward, on_plane, carried),
+            _DETECTION, (placement, np.array(z), r, gate, z, r_f, box, toward, on_plane)
         )
 
     # -- inputs ----------------------------------------------------------------------------

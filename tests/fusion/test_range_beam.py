@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 import pytest
-from pytest import approx
 
 from fusion import (
     CameraConfig,
@@ -201,16 +200,13 @@ def test_two_readings_further_apart_than_a_target_moves_are_not_blended():
     the capture, as before interpolation; within it, the range moves with the time."""
     before, after = 1_000 * MS, 1_100 * MS
     capture = 1_070 * MS  # nearer the reading after
-    # Ranged: range, σ for the motion, noise gain; for a track: the lone reading's time from
-    # the capture, two unconfirmed readings' rise and span (nearest less the other)
     apart = _at_capture([(after, 44.7), (before, 36.0)], capture, AGE_NS)  # 87 m/s apart
-    assert apart == approx((44.7, 15.0 * 0.030, 1.0, 0.030, 0.0, 0.0))  # the nearest alone
+    assert apart == (44.7, pytest.approx(15.0 * 0.030), 1.0)  # the nearest alone: 15 m/s x age
     blended = _at_capture([(after, 44.7), (before, 43.7), (900 * MS, 42.7)], capture, AGE_NS)
-    assert blended == approx((44.4, 0.0, 1.0, 0.0, 0.0, 0.0))  # a third on their line
+    assert blended == (pytest.approx(44.4), 0.0, 1.0)  # a third on their line: none is off
     doubted = _at_capture([(after, 44.7), (before, 43.7)], capture, AGE_NS)
-    assert doubted == approx((44.4, 0.7, 1.0, 0.0, 1.0, 0.1))  # 1 m apart, less 0.3
-    lone = _at_capture([(before, 44.7)], capture, AGE_NS)
-    assert lone == approx((44.7, 1.05, 1.0, -0.070, 0.0, 0.0))  # 15 m/s x 70 ms
+    assert doubted == (pytest.approx(44.4), pytest.approx(0.7), 1.0)  # 1 m apart, less 0.3
+    assert _at_capture([(before, 44.7)], capture, AGE_NS) == (44.7, pytest.approx(1.05), 1.0)
     assert _at_capture([(before, 44.7)], capture, 50 * MS) is None  # older than the bound
     assert _at_capture([], capture, AGE_NS) is None
 
@@ -225,18 +221,16 @@ def test_readings_on_one_side_carry_a_trend_a_third_confirms_no_further_than_the
     (rt53: a new track's second reading off)."""
     r900, r1000, r1100 = (900 * MS, 46.0), (1_000 * MS, 45.0), (1_100 * MS, 44.0)
     ahead = _at_capture([r1100, r1000, r900], 1_170 * MS, AGE_NS)
-    assert ahead == approx((43.3, 0.0, math.hypot(1.7, 0.7), 0.0, 0.0, 0.0))
-    # 1 m apart less 0.3 (more than 10 m/s x 70 ms); the reading 70 ms before the capture,
-    # 1 m nearer than the one 100 ms before it
-    lone = approx((44.0, 0.7, 1.0, -0.070, -1.0, 0.1))
+    assert ahead == (pytest.approx(43.3), 0.0, pytest.approx(math.hypot(1.7, 0.7)))
+    lone = (44.0, pytest.approx(0.7), 1.0)  # 1 m apart less 0.3 (more than 10 m/s x 70 ms)
     assert _at_capture([r1100, r1000], 1_170 * MS, AGE_NS) == lone  # unconfirmed
     assert _at_capture([r1100, r1000, (900 * MS, 46.5)], 1_170 * MS, AGE_NS) == lone  # off
     beyond = _at_capture([r1100, r1000, r900], 1_230 * MS, 2 * AGE_NS)
-    assert beyond == approx((44.0, 10.0 * 0.130, 1.0, -0.130, 0.0, 0.0))  # at their pace
+    assert beyond == (44.0, pytest.approx(10.0 * 0.130), 1.0)  # on the line: at their pace
     behind = _at_capture([r900, r1000, r1100], 850 * MS, AGE_NS)  # all after the capture
-    assert behind == approx((46.5, 0.0, math.hypot(1.5, 0.5), 0.0, 0.0, 0.0))
+    assert behind == (pytest.approx(46.5), 0.0, pytest.approx(math.hypot(1.5, 0.5)))
     still = _at_capture([r1100, (1_000 * MS, 44.0)], 1_170 * MS, AGE_NS)  # a still target
-    assert still == approx((44.0, 0.0, 1.0, -0.070, 0.0, 0.1))
+    assert still == (44.0, 0.0, 1.0)
 
 
 def test_two_readings_at_one_time_are_one_for_the_trend():
