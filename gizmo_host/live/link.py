@@ -67,6 +67,7 @@ EventCallback = Callable[[LinkEvent], None]
 TTY_READ_SIZE = 4096  # the most the tty layer (n_tty) returns from one read
 _TIMER_SLACK_NS = 1_000_000  # a timer due within this is due now (loop and clock rounding)
 _UP = LinkState.UP
+_OPEN_CANCEL_S = 1.0  # a stop waits this long at most for an open's own clean-up
 
 
 class LinkStats(NamedTuple):
@@ -195,8 +196,9 @@ class SerialLink:
         try:
             return (await asyncio.shield(opening))[0]
         except asyncio.CancelledError:
-            opening.add_done_callback(_close_if_opened)
             opening.cancel()
+            await asyncio.wait((opening,), timeout=_OPEN_CANCEL_S)  # its clean-up, bounded
+            opening.add_done_callback(_close_if_opened)
             raise
 
     async def _serve(self, transport: Any, protocol: ReaderProtocol) -> bool:
