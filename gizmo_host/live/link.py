@@ -67,7 +67,6 @@ EventCallback = Callable[[LinkEvent], None]
 TTY_READ_SIZE = 4096  # the most the tty layer (n_tty) returns from one read
 _TIMER_SLACK_NS = 1_000_000  # a timer due within this is due now (loop and clock rounding)
 _UP = LinkState.UP
-_OPEN_CANCEL_S = 1.0  # a stop waits this long at most for an open's own clean-up
 
 
 class LinkStats(NamedTuple):
@@ -186,20 +185,21 @@ class SerialLink:
             self._feed(LinkInput.STOPPED, REASON_STOPPED)
 
     async def _opened(self, loop: asyncio.AbstractEventLoop, protocol: ReaderProtocol) -> Any:
-        """The port opened for ``protocol``; a stop ends the wait at once, and a port opened
-        after it is closed (serialx's open, cancelled as its open(2) fails, may raise that
-        failure instead: the link took it for one, reopened for ever and never stopped)."""
-        opening = asyncio.ensure_future(self._open(
-            loop, lambda: protocol, self.path, baudrate=self.baudrate, exclusive=True,
-            low_latency=True,
-        ))  # fmt: skip
+        """The port opened for ``protocol``, unless a stop came (Python 3.11+): serialx's open,
+        cancelled as its open(2) fails, may raise that failure instead, or open."""
         try:
-            return (await asyncio.shield(opening))[0]
-        except asyncio.CancelledError:
-            opening.cancel()
-            await asyncio.wait((opening,), timeout=_OPEN_CANCEL_S)  # its clean-up, bounded
-            opening.add_done_callback(_close_if_opened)
+            transport, _ = await self._open(
+                loop, lambda: protocol, self.path, baudrate=self.baudrate, exclusive=True,
+                low_latency=True,
+            )  # fmt: skip
+        except (OSError, serial_error()):
+            if _stopping():
+                raise asyncio.CancelledError from None
             raise
+        if _stopping():
+            transport.close()
+            raise asyncio.CancelledError
+        return transport
 
     async def _serve(self, transport: Any, protocol: ReaderProtocol) -> bool:
         """Read until the connection ends; returns whether it ever reached UP."""
@@ -380,6 +380,6 @@ class SerialLink:
         self._callback_errors.failed("%s: %s callback", self.path, name)
 
 
-def _close_if_opened(opening: asyncio.Future[Any]) -> None:
-    if not opening.cancelled() and opening.exception() is None:
-        opening.result()[0].close()  # a port opened after the link stopped waiting for it
+def _stopping() -> bool:
+    cancelling = getattr(asyncio.current_task(), "cancelling", None)  # Python 3.11+
+    return cancelling is not None and cancelling() > 0
