@@ -60,10 +60,6 @@ class Command(subprocess.Popen):
         return f"the command ended early ({self.returncode}): {text[-800:]}"
 
 
-def spawn(args: list[str], write_fd: int) -> Command:
-    return Command(args, write_fd)
-
-
 def queued_bytes(read_fd: int) -> int:
     return struct.unpack("i", fcntl.ioctl(read_fd, termios.FIONREAD, b"\0" * 4))[0]
 
@@ -96,7 +92,7 @@ def ends_after(proc: subprocess.Popen[bytes], signum: int) -> int:
 def test_rfly_with_a_stalled_stdout_ends_on_a_signal(signum: int) -> None:
     copter_id = free_copter_id()
     read_fd, write_fd = stalled_pipe()
-    proc = spawn(["rfly", "--copter", str(copter_id), "--bind", "127.0.0.1"], write_fd)
+    proc = Command(["rfly", "--copter", str(copter_id), "--bind", "127.0.0.1"], write_fd)
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     address = ("127.0.0.1", ports.coptersim_state_port(copter_id))
     try:
@@ -113,7 +109,7 @@ def test_run_with_a_stalled_stdout_ends_on_a_signal(signum: int, tmp_path: Path)
     read_fd, write_fd = stalled_pipe()
     # No board: the link retries and the stats lines alone fill the page.
     args = ["run", "--serial", str(tmp_path / "gizmo0"), "--stats-interval-s", "0.05"]
-    proc = spawn(args, write_fd)
+    proc = Command(args, write_fd)
     try:
         feed_until_blocked(proc, lambda: time.sleep(0.01), read_fd)  # wait for the process
         status = ends_after(proc, signum)
@@ -125,7 +121,7 @@ def test_run_with_a_stalled_stdout_ends_on_a_signal(signum: int, tmp_path: Path)
 @pytest.mark.realtime
 def test_demo_with_a_stalled_stdout_ends_on_sigterm() -> None:
     read_fd, write_fd = stalled_pipe()
-    proc = spawn(["demo", "--json", "--duration", "120"], write_fd)  # world lines on stdout
+    proc = Command(["demo", "--json", "--duration", "120"], write_fd)  # world lines on stdout
     try:
         feed_until_blocked(proc, lambda: time.sleep(0.01), read_fd)  # wait for the process
         status = ends_after(proc, signal.SIGTERM)
