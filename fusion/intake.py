@@ -97,8 +97,10 @@ class Intake:
         self._selector = selector or Selector()
         self._placer = Placer(self._camera, c, rates=tracking is not None)
         self._history = self._placer.history
-        self._targets = TargetTable(max_targets=c.max_targets)
-        self._tracker = None if tracking is None else Tracker(self._camera, tracking)
+        self._targets = TargetTable(max_targets=c.max_targets, keep=self._selector)
+        self._tracker = (
+            None if tracking is None else Tracker(self._camera, tracking, keep=self._selector)
+        )
         self._pending: deque[_Pending] = deque()
         self._sources = SourceBook(c, expected=["vision", "link"])
         if c.pose_required:
@@ -380,7 +382,7 @@ class Intake:
         self._model_fault = True
         self._pending.clear()
         dropped = self._targets
-        self._targets = TargetTable(max_targets=self._config.max_targets)
+        self._targets = TargetTable(max_targets=self._config.max_targets, keep=self._selector)
         self._targets.evicted = dropped.evicted
         self._targets.superseded_on_arrival = dropped.superseded_on_arrival
         if self._tracker is not None:

@@ -30,6 +30,8 @@ from typing import Final, NamedTuple
 
 import numpy as np
 
+from gizmo_core import Selector
+
 from ..camera import CameraModel
 from ..ranging import RangeSource
 from ..targets import Placement
@@ -76,8 +78,16 @@ class Estimate(NamedTuple):
 class Tracker:
     """The tracks of every key; ``add`` a placed measurement, read ``tracks``."""
 
-    def __init__(self, camera: CameraModel, config: TrackingConfig | None = None) -> None:
+    def __init__(
+        self,
+        camera: CameraModel,
+        config: TrackingConfig | None = None,
+        *,
+        keep: Selector | None = None,
+    ) -> None:
+        """``keep``: the verdict's selector, whose tracks are evicted last (``_bound``)."""
         self._config = c = config or TrackingConfig()
+        self._keep = None if keep is None or keep == Selector() else keep
         self._noise = c.noise()
         self._gates = {2: c.gate(2), 3: c.gate(3)}
         self._lifecycle = Lifecycle(
@@ -116,7 +126,7 @@ class Tracker:
         """A tracker of this one's settings with no track, its counters and its numbering
         going on (a model fault's, ``Intake.fault``): a track started after it never takes a
         number issued before it, which a consumer would take for the old track."""
-        fresh = Tracker(camera, self._config)
+        fresh = Tracker(camera, self._config, keep=self._keep)
         fresh.counts.update(self.counts)
         fresh._associator.number_after(self._associator)
         return fresh
@@ -386,17 +396,24 @@ class Tracker:
             del history.before[:drop]
 
     def _bound(self) -> None:
-        """At most ``max_tracks`` (counted). Tentative tracks go first: those with the fewest
-        hits, the newest among equals, so a newcomer never displaces a track as far along as
-        itself; then the confirmed ones least recently hit. With more keys in view than
-        ``max_tracks``, the tracks that came first confirm: evicting the least recently hit
-        evicted every track before its next hit (red team rt45: 96 keys, ``tentative`` for
-        good)."""
+        """At most ``max_tracks`` (counted). Tracks of keys the verdict does not select go
+        first (``keep``): clutter of as many keys as ``max_tracks`` otherwise evicted the
+        selected target's new track before it could confirm, for as long as the clutter
+        stayed in view. Then tentative tracks: those with the fewest hits, the newest among
+        equals, so a newcomer never displaces a track as far along as itself; then the
+        confirmed ones least recently hit. With more keys in view than ``max_tracks``, the
+        tracks that came first confirm: evicting the least recently hit evicted every track
+        before its next hit (red team rt45: 96 keys, ``tentative`` for good)."""
         excess = self._count - self._config.max_tracks
         if excess <= 0:
             return
         every = list(self)
-        doomed = {id(t) for t in sorted(every, key=_eviction_order)[:excess]}
+        keep = self._keep
+        if keep is None:
+            order = sorted(every, key=_eviction_order)
+        else:
+            order = sorted(every, key=partial(_kept_eviction_order, keep))
+        doomed = {id(t) for t in order[:excess]}
         for history in self._keys.values():
             history.tracks = tuple(t for t in history.tracks if id(t) not in doomed)
         self._count -= excess
@@ -408,3 +425,9 @@ def _eviction_order(track: Track) -> tuple[bool, int, int]:
     if track.confirmed:
         return (True, 0, track.time_ns)
     return (False, sum(1 for frame in track.window if frame != MISS), -track.track_id)
+
+
+def _kept_eviction_order(keep: Selector, track: Track) -> tuple[bool, bool, int, int]:
+    """``_eviction_order`` after the tracks of keys ``keep`` does not select."""
+    obs = track.placement.obs
+    return (keep.matches(obs.source_id, obs.result_type, obs.id), *_eviction_order(track))

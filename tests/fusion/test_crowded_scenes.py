@@ -7,8 +7,18 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
-from tests.support.gimbal_scenes import T0, Scene, Target, proceed_errors, run
+from gizmo_core import Selector
+from tests.support.gimbal_scenes import (
+    T0,
+    Scene,
+    Target,
+    proceed_errors,
+    run,
+    scene_model,
+    snapshots,
+)
 
 
 def grid(count: int) -> list[Target]:
@@ -72,3 +82,40 @@ def test_more_keys_than_tracks_the_first_ones_confirm_and_the_others_say_tentati
     assert others and all([r.value for r in line.reasons] == ["tentative"] for line in others)
     assert model.stats()["tracks_evicted"] > 0
     assert max(e for e, _ in proceed_errors(scene, lines)) < 0.3
+
+
+@pytest.mark.parametrize(
+    ("tracking", "first", "clutter"),
+    [(True, False, 64), (False, True, 64), (True, True, 90)],
+    ids=["the tracker", "the table", "both"],
+)
+def test_clutter_of_more_keys_than_the_model_holds_never_keeps_the_selected_target_out(
+    tracking, first, clutter
+):
+    """A car park or a crowd: ``clutter`` objects of other keys stay in view, and the verdict
+    selects id 7, which comes into view at 1 s (``first`` in each image, or last). Before, the
+    table evicted its key when the clutter's came after it (``no_data``) and, tracked, the
+    confirmed clutter outlasted its tentative track (``tentative``): a HOLD for as long as the
+    clutter stayed. Now it PROCEEDs as it would alone, where it is (truth: its own spot)."""
+    spot = np.array([31.5, 1.75, 0.0])  # between the grid's rows and columns
+    selected = Target(7, lambda t: spot, appear_s=1.0)
+    targets = [selected, *grid(clutter)] if first else [*grid(clutter), selected]
+    scene = Scene(targets, duration_s=2.2, laser=False, tracking=tracking, selector=Selector(id=7))
+    model = scene_model(scene)
+    verdicts = []
+    for now, snapshot in snapshots(scene, model):
+        if 1.0 < (now - T0) / 1e9 <= scene.duration_s:  # the scene's captures end there
+            chosen = [t for t in snapshot.targets if t.key == snapshot.selected]
+            verdicts.append((now, snapshot.verdict.value, chosen))
+    stats = model.stats()
+    assert stats["targets_evicted"] > 0  # the clutter overflowed the table
+    if tracking:
+        assert stats["tracks_evicted"] > 0
+    proceeding = [(now, chosen) for now, verdict, chosen in verdicts if verdict == "PROCEED"]
+    assert proceeding, {verdict for _, verdict, _ in verdicts}
+    assert (proceeding[0][0] - T0) / 1e9 < 1.3
+    late = [verdict for now, verdict, _ in verdicts if (now - T0) / 1e9 > 1.3]
+    assert late and set(late) == {"PROCEED"}
+    for _, chosen in proceeding:
+        assert [t.id for t in chosen] == [7]
+        assert np.linalg.norm(np.array(chosen[0].position_ned_m) - spot) < 0.3

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fusion.targets import Placement, TargetTable, cut_off, image_edges
-from gizmo_core import HoldReason
+from gizmo_core import HoldReason, Selector
 from tests.support.fusion_inputs import MS, observation
 
 MAX = 3
@@ -34,9 +34,21 @@ def _placement(source: int, ident: int, capture_ms: int, arrival: int) -> Placem
     return Placement(obs, arrival, None, None)
 
 
-@given(OPS)
-def test_the_table_is_its_plain_model(ops):
-    table = TargetTable(max_targets=MAX)
+def _evicted(held: list[Placement], keep: Selector | None) -> Placement:
+    """The model's eviction: the least recently updated key ``keep`` does not select, or else
+    the least recently updated."""
+    if keep is None:
+        return held[0]
+    others = [q for q in held if not keep.matches(q.obs.source_id, q.obs.result_type, q.obs.id)]
+    return (others or held)[0]
+
+
+@pytest.mark.parametrize("keep", [None, Selector(), Selector(id=2), Selector(source_id=2)])
+@given(ops=OPS)
+def test_the_table_is_its_plain_model(keep, ops):
+    """With ``keep``, the verdict's selector: a key it selects is evicted only when no other
+    key is left (clutter of more keys than the table holds kept the selected target out)."""
+    table = TargetTable(max_targets=MAX, keep=keep)
     held: list[Placement] = []  # least recently updated first
     nothing: dict[int, int] = {}
     arrival = 0
@@ -51,7 +63,8 @@ def test_the_table_is_its_plain_model(ops):
             assert stored == (old is None or old.arrival <= p.arrival)
             if stored:
                 held = [q for q in held if q.obs.key != p.obs.key] + [p]
-                held = held[-MAX:]
+                while len(held) > MAX:
+                    held.remove(_evicted(held, keep))
         elif op[0] == "nothing":
             table.saw_nothing(op[1], op[2])
             changed = op[2] > nothing.get(op[1], -1)

@@ -11,7 +11,7 @@ Camera axes: x optical, y right, z down. A box unit ``c`` in -1000..1000 is the 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,9 +26,10 @@ from fusion import (
     VisionObservation,
     WorldConfig,
     WorldModel,
+    WorldSnapshot,
 )
 from fusion.tracking import TrackingConfig
-from gizmo_core import LinkState
+from gizmo_core import LinkState, Selector
 
 MS = 1_000_000
 T0 = 10_000_000_000
@@ -68,6 +69,7 @@ class Target:
     # A solid's sizes north, east and down: its box bounds its eight corners' images, and
     # ``position`` is its centroid (``box_radius_m`` is then unused)
     extent_m: tuple[float, float, float] | None = None
+    appear_s: float = 0.0  # no box of it before
 
 
 @dataclass
@@ -86,6 +88,7 @@ class Scene:
     snapshot_hz: float = 50.0
     world: dict[str, Any] = field(default_factory=dict)
     tracking: bool = True
+    selector: Selector | None = None  # the verdict's (default: any target)
 
     def camera_at(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
         """The camera's rotation (camera axes to NED) and position at ``t_s``."""
@@ -159,32 +162,46 @@ def inputs(scene: Scene) -> list[tuple[int, int, Any]]:
             break
         t_ns = T0 + round(t_s * 1e9)
         for target in scene.targets:
+            if t_s < target.appear_s:
+                continue
             box = _box(scene, target, t_s, t_ns)
             if box is not None:
                 timed.append((box.host_rx_ns, len(timed), box))
     return sorted(timed, key=lambda x: (x[0], x[1]))
 
 
-def run(scene: Scene) -> tuple[WorldModel, list[tuple[int, Any]]]:
-    """The scene through a world model with a gimbal camera; every snapshot's targets."""
+def scene_model(scene: Scene) -> WorldModel:
+    """A world model with the scene's gimbal camera and settings."""
     camera = CameraConfig(
         width_px=WIDTH_PX, height_px=HEIGHT_PX, hfov_deg=90.0, on_gimbal=True,
         mount_rpy_deg=(0.0, -45.0, 0.0), mount_position_frd_m=(0.0, 0.0, 0.0),
     )  # fmt: skip
-    model = WorldModel(
+    return WorldModel(
         camera,
         WorldConfig(pose_required=True, **scene.world),
         tracking=TrackingConfig() if scene.tracking else None,
+        selector=scene.selector,
     )
+
+
+def snapshots(scene: Scene, model: WorldModel) -> Iterator[tuple[int, WorldSnapshot]]:
+    """The scene through ``model``: each snapshot, with its time."""
     period_ns = round(1e9 / scene.snapshot_hz)
     items = inputs(scene)
-    lines: list[tuple[int, Any]] = []
     i = 0
     for now_ns in range(T0, T0 + round(scene.duration_s * 1e9) + 300 * MS, period_ns):
         while i < len(items) and items[i][0] <= now_ns:
             model.apply(items[i][2])
             i += 1
-        lines += [(now_ns, target) for target in model.snapshot(now_ns).targets]
+        yield now_ns, model.snapshot(now_ns)
+
+
+def run(scene: Scene) -> tuple[WorldModel, list[tuple[int, Any]]]:
+    """The scene through a world model with a gimbal camera; every snapshot's targets."""
+    model = scene_model(scene)
+    lines = [
+        (now, target) for now, snapshot in snapshots(scene, model) for target in snapshot.targets
+    ]
     return model, lines
 
 
