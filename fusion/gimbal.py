@@ -63,7 +63,8 @@ class GimbalTrack:
     def __init__(
         self,
         *,
-        max_samples: int = 64,
+        max_samples: int = 1024,  # a second at 1 kHz (rt57: 64 at 1 kHz were 64 ms, under a
+        # board's latency of 100 ms, and every capture HOLD pose_gap for as long as it lasted)
         max_age_ms: float = 100.0,
         max_rate_deg_s: float = 60.0,
         fx_px: float = 1.0,

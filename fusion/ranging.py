@@ -175,9 +175,14 @@ class Ranger:
         self._gimbal_half = math.radians(config.gimbal_laser_beam_half_angle_deg)
         self._cone_half = math.radians(config.lidar_cone_half_angle_deg)
         self._max_readings = max_readings
-        self._lasers: deque[LaserRange] = deque(maxlen=max_readings)
+        # Each sensor's own readings, oldest first: a fast one (an altimeter at 1 kHz, or
+        # eight obstacle sensors at 50 Hz) in a shared bound pushed a slow forward laser's
+        # out, and a drone ahead lost its range for as long as it read (red team rt57)
+        self._lasers: dict[int, deque[LaserRange]] = {}
         self._laser_epochs: dict[int, int] = {}  # sensor -> its clock epoch
-        self._gimbal_lasers: deque[GimbalLaserRange] = deque(maxlen=max_readings)
+        # Statuses may come at up to 1 kHz: 32 of them were 32 ms, less than a board's
+        # latency (rt57), so a capture found no reading of its time
+        self._gimbal_lasers: deque[GimbalLaserRange] = deque(maxlen=8 * max_readings)
         self._lidar: LidarPoints | None = None
         # ``_lidar``'s points within the sensor's range of it, and where the sensor was then
         # (in the points' frame): a world-frame scan's sensor is placed by the vehicle's pose
@@ -194,8 +199,8 @@ class Ranger:
 
     @property
     def lasers(self) -> tuple[LaserRange, ...]:
-        """The distance readings held, oldest first."""
-        return tuple(self._lasers)
+        """The distance readings held, every sensor's, oldest first."""
+        return tuple(sorted((r for own in self._lasers.values() for r in own), key=_host_ns))
 
     def add(self, reading: LaserRange | GimbalLaserRange | LidarPoints) -> None:
         self.changes += 1
@@ -204,11 +209,13 @@ class Ranger:
             if self._laser_epochs.setdefault(sensor, epoch) != epoch:
                 # A new clock epoch of this sensor: its older readings were timed by a
                 # mapping it no longer trusts.
-                kept = (r for r in self._lasers if r.sensor_id != sensor)
-                self._lasers = deque(kept, maxlen=self._max_readings)
+                self._lasers.pop(sensor, None)
                 self._laser_epochs[sensor] = epoch
             if reading.distance_m is not None:
-                self._lasers.append(reading)
+                own = self._lasers.get(sensor)
+                if own is None:
+                    own = self._lasers[sensor] = deque(maxlen=self._max_readings)
+                own.append(reading)
         elif isinstance(reading, GimbalLaserRange):
             if reading.distance_m is not None:
                 self._gimbal_lasers.append(reading)
@@ -361,11 +368,8 @@ class Ranger:
         and after the capture: another sensor's (an altimeter's, faster) must not take their
         places (red team rt48: a forward laser never ranged a drone ahead while a downward one
         read at 50 Hz)."""
-        lasers = self._lasers
-        sensors = {r.sensor_id for r in lasers}
         tried: list[tuple[int, tuple[float, float, float]]] = []  # (time from the capture, range)
-        for sensor in sensors:
-            own = lasers if len(sensors) == 1 else [r for r in lasers if r.sensor_id == sensor]
+        for own in self._lasers.values():
             found: list[tuple[int, float]] = []
             for reading in self._nearest(own, capture_ns):
                 assert isinstance(reading, LaserRange) and reading.distance_m is not None

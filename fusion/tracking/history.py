@@ -62,7 +62,7 @@ def remember(table: OrderedDict[Any, deque[int]], name: Any, capture_ns: int) ->
 class History:
     """One key's frames in the window, the tracks before each, and the tracks after all."""
 
-    __slots__ = ("before", "floor_ns", "frames", "source_id", "times", "tracks")
+    __slots__ = ("before", "floor_ns", "frames", "seen_ns", "source_id", "times", "tracks")
 
     def __init__(self, source_id: int) -> None:
         self.source_id = source_id
@@ -71,6 +71,7 @@ class History:
         self.before: list[tuple[Track, ...]] = []
         self.tracks: tuple[Track, ...] = ()
         self.floor_ns: int | None = None  # the newest frame forgotten: nothing at or before it
+        self.seen_ns: int | None = None  # the newest capture with a detection of the key
 
 
 def repeated(history: History, t: int, obs: VisionObservation) -> int | None:
