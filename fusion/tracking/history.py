@@ -56,13 +56,17 @@ def remember(table: OrderedDict[Any, deque[int]], name: Any, capture_ns: int) ->
         heard = table[name] = deque(maxlen=MAX_HEARD)
         while len(table) > MAX_HEARD:
             table.popitem(last=False)
+    elif heard and heard[-1] == capture_ns:
+        return  # one frame, reported again (several lost results of one image): kept once
     heard.append(capture_ns)
 
 
 class History:
     """One key's frames in the window, the tracks before each, and the tracks after all."""
 
-    __slots__ = ("before", "floor_ns", "frames", "seen_ns", "source_id", "times", "tracks")
+    __slots__ = (
+        "before", "blind_ns", "floor_ns", "frames", "seen_ns", "source_id", "times", "tracks"
+    )  # fmt: skip
 
     def __init__(self, source_id: int) -> None:
         self.source_id = source_id
@@ -72,6 +76,7 @@ class History:
         self.tracks: tuple[Track, ...] = ()
         self.floor_ns: int | None = None  # the newest frame forgotten: nothing at or before it
         self.seen_ns: int | None = None  # the newest capture with a detection of the key
+        self.blind_ns: int | None = None  # the newest with a positive of it, not placed
 
 
 def repeated(history: History, t: int, obs: VisionObservation) -> int | None:

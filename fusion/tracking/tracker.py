@@ -211,11 +211,17 @@ class Tracker:
         """Whether forgetting ``history`` (no track of it alive) changes nothing a late
         measurement would meet: its newest detection is so old that every track of it had
         ended (``delete_after_ms`` after it) before the oldest capture its window still
-        takes. Such a measurement starts the key afresh, with its source's frames that saw
-        nothing (``_new_history``), as the in-order run would have started a track then."""
-        seen = history.seen_ns
+        takes, and the frames it holds there are its source's that saw nothing, none of its
+        own positives without a position. Such a measurement starts the key afresh with
+        those frames (``_new_history``: its source's, and its own positives heard while it
+        is not held), as the in-order run would have started a track then (red team rt58:
+        with its own positives forgotten, a late detection confirmed a track the in-order
+        run never did)."""
         oldest_taken_ns = history.times[-1] - self._window_ns
-        return seen is None or seen + self._lifecycle.delete_after_ns < oldest_taken_ns
+        seen, blind = history.seen_ns, history.blind_ns
+        return (seen is None or seen + self._lifecycle.delete_after_ns < oldest_taken_ns) and (
+            blind is None or blind < oldest_taken_ns
+        )
 
     def _detection(self, placement: Placement) -> Detection:
         """The measurement a located placement gives (a position, a range and the ray's
@@ -306,6 +312,8 @@ class Tracker:
                 obs.center_x, obs.center_y, obs.width, obs.height,
             )  # fmt: skip
             return
+        if not located and (history.blind_ns is None or t > history.blind_ns):
+            history.blind_ns = t
         self._insert(history, t, placement if located else None)
 
     def saw_nothing(self, source_id: int, capture_ns: int) -> None:

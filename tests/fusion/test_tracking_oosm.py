@@ -8,7 +8,7 @@ import math
 import random
 
 import numpy as np
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from fusion.targets import Placement
@@ -194,3 +194,68 @@ def test_a_late_measurement_replays_at_most_128_detections() -> None:
     assert tracker.counts["late_fused"] == 1 and tracker.counts["late_dropped"] == 0
     tracker.add(placed(1_000 * MS + MS, arrival + 2, far))  # 9 x 16 after it
     assert tracker.counts["late_dropped"] == 1 and tracker.counts["late_fused"] == 1
+
+
+# A key whose tracks ended is forgotten at a listing (``Tracker._only_misses``), then started
+# afresh by its next detection. Red team rt58 made a late detection after that confirm a track
+# the in-order run never confirmed: the key's own positives without a position were forgotten
+# with it, and several lost results of one image filled the source's memory of empty frames.
+_SEGMENT = st.tuples(st.sampled_from(["hit", "blind", "nothing"]), st.integers(1, 30))
+
+
+def _segments(segments: list[tuple[str, int]], repeats: int) -> list[Placement | int]:
+    """A still target, frame after frame: seen and placed (``hit``), seen without a position
+    (``blind``: a pose gap), or not seen (``nothing``: ``repeats`` lost results an image)."""
+    out: list[Placement | int] = []
+    k = 0
+    for kind, count in segments:
+        for _ in range(count):
+            capture = 1_000 * MS + k * FRAME_NS
+            k += 1
+            if kind == "nothing":
+                out += [capture] * repeats
+                continue
+            p = placed(capture, len(out) + 1, (1.0, 0.0, 0.0))
+            out.append(p if kind == "hit" else Placement(p.obs, p.arrival, None, None))
+    return out
+
+
+_RT58 = [("hit", 1), ("blind", 20), ("hit", 1), ("blind", 9), ("hit", 2), ("blind", 3)]
+
+
+@example(segments=_RT58, repeats=1, delays=[(21, 9)])  # the key's own positives, forgotten
+@example(  # 70 lost results an image filled the source's memory of 64 empty frames
+    segments=[(kind if kind == "hit" else "nothing", n) for kind, n in _RT58],
+    repeats=70,
+    delays=[(1 + 20 * 70, 9 * 70)],
+)
+@given(
+    segments=st.lists(_SEGMENT, min_size=2, max_size=8),
+    repeats=st.sampled_from([1, 3, 70]),
+    delays=st.lists(st.tuples(st.integers(0, 1000), st.integers(1, 12)), min_size=1, max_size=4),
+)
+def test_a_late_measurement_after_its_key_was_forgotten_gives_the_in_order_tracks(
+    segments: list[tuple[str, int]], repeats: int, delays: list[tuple[int, int]]
+) -> None:
+    """With tracks that end 400 ms after their last hit and a listing after every input (as a
+    verdict check lists them), keys are forgotten between bursts; arrival order still ends
+    with the in-order run's tracks, numbers, windows and confirmations."""
+    items = _segments(segments, repeats)
+    arrived = _delayed(items, delays)
+    assume(_lateness_ns(arrived) <= 450 * MS)
+
+    def run(order: list[Placement | int]) -> Tracker:
+        tracker = Tracker(CAMERA, TrackingConfig(delete_after_ms=400.0))
+        newest = 0
+        for item in order:
+            if isinstance(item, int):
+                tracker.saw_nothing(1, item)
+            else:
+                tracker.add(item)
+            newest = max(newest, _capture(item))
+            tracker.tracks(newest + 20 * MS)
+        return tracker
+
+    in_order, late = run(items), run(arrived)
+    assert late.counts["late_dropped"] == 0
+    _same(list(in_order), list(late))
