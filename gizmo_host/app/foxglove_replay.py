@@ -20,12 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from gizmo_core import MissingExtra
 from gizmo_host.app.capture_world import world_setup_from
-from gizmo_host.app.foxglove_view import (
-    announce,
-    camera_mount,
-    foxglove_server,
-    watch_world,
-)
+from gizmo_host.app.foxglove_view import announce, camera_mount, foxglove_server, watch_world
 from gizmo_host.app.host_config import FoxgloveConfig
 from gizmo_host.app.offline_replay import OfflineReplay
 from gizmo_host.errors import CaptureWriteError

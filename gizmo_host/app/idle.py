@@ -50,11 +50,7 @@ def idle_settings(config: HostConfig, *, publishes: bool = True) -> list[str]:
     """One line per group of keys that do nothing as ``config`` stands (empty: all in use).
     ``publishes``: the command's only output is what ``[publish]`` and the views give (run)."""
     out: list[str] = []
-    for name, default in (
-        ("zenoh", _ZENOH),
-        ("foxglove", FoxgloveConfig()),
-        ("mavlink", _MAVLINK),
-    ):
+    for name, default in (("zenoh", _ZENOH), ("foxglove", FoxgloveConfig()), ("mavlink", _MAVLINK)):
         section = getattr(config, name)
         if not section.enabled:
             keys = _changed(name, section, default, skip=("enabled",))

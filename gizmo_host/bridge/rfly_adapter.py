@@ -50,9 +50,7 @@ from fusion import (
     SimClockEstimator,
     SourceConflict,
 )
-from fusion.geometry import (
-    quat_to_matrix,
-)
+from fusion.geometry import quat_to_matrix
 from fusion.inputs import MAX_POSITION_M
 from gizmo_core.clock import ClockStatus
 from gizmo_host.bridge.rfly_mounts import (

@@ -17,7 +17,8 @@ like any other: it is served until a write fails.
 When every slot is taken, a new client takes the slot of the client furthest behind, if one
 has at least ``EVICTABLE_BACKLOG_BYTES`` unread; otherwise it gets one ``error`` line saying
 why (with the same ``socket`` object) and is closed. Refusals are counted and logged: the
-first at once, then at most one summary line every ``REFUSAL_LOG_INTERVAL_NS``.
+first at once, then at most one summary line every ``REFUSAL_LOG_INTERVAL_NS``. No slot to
+free, none is looked for again for ``REFUSAL_RECHECK_NS`` (rt58: docs/run.md).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ CLIENT_HIGH_WATER_BYTES = 16 * 1024
 # A client with this much unread (kernel accounting: a few lines) may lose its slot to a new one.
 EVICTABLE_BACKLOG_BYTES = 4096
 REFUSAL_LOG_INTERVAL_NS = 10_000_000_000
+REFUSAL_RECHECK_NS = 100_000_000
 _OUTQ = struct.Struct("i")  # SIOCOUTQ (= TIOCOUTQ on Linux): bytes the peer has not read
 _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
@@ -136,6 +138,8 @@ class UnixSocketServer:
         self.lines_sent = self.lines_dropped = self.bytes_dropped = self.lines_expired = 0
         self._refusals_unlogged = 0
         self._next_refusal_log_ns: int | None = None
+        self._recheck_at_ns = -(2**62)  # no slot to free until then, and each one's unread bytes
+        self._backlogs: dict[int, float] = {}
 
     @property
     def client_count(self) -> int:
@@ -226,8 +230,10 @@ class UnixSocketServer:
             "lines_sent": self.lines_sent,
         }
 
-    def socket_info(self) -> dict[str, Any]:
-        """The ``socket`` object of the greeting and of a refusal."""
+    def socket_info(self, backlogs: dict[int, float] | None = None) -> dict[str, Any]:
+        """The ``socket`` object of the greeting and of a refusal (``backlogs``: as last asked)."""
+        clients = self._clients
+        backlogs = backlogs or {cid: _unread_bytes(c) for cid, c in clients.items()}
         return {
             "clients": len(self._clients),
             "max_clients": self.max_clients,
@@ -236,8 +242,8 @@ class UnixSocketServer:
             "evicted": self.clients_evicted,
             "dropped": self.clients_dropped,
             "peers": [
-                {"pid": c.pid, "unread_bytes": _finite(_unread_bytes(c))}
-                for c in self._clients.values()
+                {"pid": c.pid, "unread_bytes": _finite(backlogs.get(cid, math.inf))}
+                for cid, c in clients.items()
             ],
         }
 
@@ -289,10 +295,13 @@ class UnixSocketServer:
 
     def _evict_furthest_behind(self) -> bool:
         """Free a slot by dropping the client with the most unread bytes, if it has at least
-        ``EVICTABLE_BACKLOG_BYTES``: a client that keeps up is never dropped for a newcomer."""
-        backlogs = {cid: _unread_bytes(c) for cid, c in self._clients.items()}
+        ``EVICTABLE_BACKLOG_BYTES`` (one that keeps up is never dropped for a newcomer)."""
+        if (now_ns := self._clock()) < self._recheck_at_ns:
+            return False  # none was, ``REFUSAL_RECHECK_NS`` ago or less
+        backlogs = self._backlogs = {cid: _unread_bytes(c) for cid, c in self._clients.items()}
         victim = max(backlogs, key=backlogs.__getitem__, default=None)
         if victim is None or backlogs[victim] < EVICTABLE_BACKLOG_BYTES:
+            self._recheck_at_ns = now_ns + REFUSAL_RECHECK_NS
             return False
         client = self._clients[victim]
         LOGGER.warning(
@@ -311,7 +320,7 @@ class UnixSocketServer:
                 "reason": "too_many_clients",
                 "detail": f"all {self.max_clients} client slots are taken by clients that keep "
                 "up; try again later",
-                "socket": self.socket_info(),
+                "socket": self.socket_info(self._backlogs),
             }
         )
 

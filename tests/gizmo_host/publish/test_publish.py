@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from gizmo_core import Decision, HoldReason, LinkState, Selector
 from gizmo_host.app.host_config import parse_host_port
 from gizmo_host.jsonl import encode_line
+from gizmo_host.publish import unix_socket
 from gizmo_host.publish.lines import JsonLinesPublisher
 from gizmo_host.publish.sinks import stdout_sink, udp_sink
 from gizmo_host.publish.unix_socket import UnixSocketServer
@@ -290,6 +291,59 @@ def test_a_new_client_takes_the_slot_of_the_client_furthest_behind(socket_path):
             with contextlib.suppress(ConnectionResetError):  # what was queued for it, then the end
                 while await asyncio.wait_for(loop.sock_recv(idle, 1 << 16), TIMEOUT_S):
                     pass
+            writer.close()
+            new_writer.close()
+        finally:
+            idle.close()
+            await server.close()
+
+    asyncio.run(main())
+
+
+def test_a_burst_of_refusals_asks_the_kernel_about_the_clients_once(socket_path, monkeypatch):
+    """Red team rt58: a local process connecting in a loop at the slot limit made the server
+    ask the kernel for every client's unread bytes twice a refusal (at 256 clients, 1.2 ms a
+    refusal, the event loop held up to 170 ms). With none behind enough, it does not look
+    again for ``REFUSAL_RECHECK_NS``; past that, a client that fell behind is dropped for a
+    newcomer as before."""
+    now = [0]
+    asked: list[object] = []
+    real = unix_socket._unread_bytes
+    monkeypatch.setattr(unix_socket, "_unread_bytes", lambda c: asked.append(c) or real(c))
+
+    async def refused() -> dict:
+        reader, writer = await asyncio.open_unix_connection(socket_path)
+        line = await asyncio.wait_for(reader.read(), TIMEOUT_S)  # one line, then EOF
+        writer.close()
+        return json.loads(line)
+
+    async def main():
+        server = UnixSocketServer(socket_path, b"{}\n", max_clients=2, clock=lambda: now[0])
+        await server.start()
+        publisher = JsonLinesPublisher()
+        publisher.add_sink(server)
+        idle = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        idle.connect(socket_path)  # reads nothing: its greeting alone is not behind enough
+        try:
+            reader, writer = await asyncio.open_unix_connection(socket_path)
+            await asyncio.wait_for(reader.readline(), TIMEOUT_S)
+            asked.clear()
+            for _ in range(20):
+                message = await refused()
+                assert message["reason"] == "too_many_clients"
+                assert [peer["pid"] for peer in message["socket"]["peers"]] == [os.getpid()] * 2
+            assert server.stats()["refused"] == 20
+            assert len(asked) == 2  # one look at the two clients, for all 20
+            for n in range(1, 11):  # ~10 kB: now the idle client is behind
+                publisher(link_event(n))
+            for _ in range(10):
+                assert json.loads(await asyncio.wait_for(reader.readline(), TIMEOUT_S))
+            assert (await refused())["reason"] == "too_many_clients"  # not looked at again
+            assert len(asked) == 2 and server.stats()["evicted"] == 0
+            now[0] += unix_socket.REFUSAL_RECHECK_NS
+            new_reader, new_writer = await asyncio.open_unix_connection(socket_path)
+            assert greeting(await asyncio.wait_for(new_reader.readline(), TIMEOUT_S)) == {}
+            assert server.stats()["evicted"] == 1 and server.stats()["refused"] == 21
             writer.close()
             new_writer.close()
         finally:
