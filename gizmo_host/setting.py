@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gizmo_core import ConfigError
+from gizmo_host.tomlfile import display_name
 
 MAX_DISPLAYED_CHARS = 60
 LIVE = frozenset({"run", "record"})  # the commands that read a serial port
@@ -290,7 +291,7 @@ def check_keys(where: str, values: Mapping[str, Any], allowed: Set[str] | Iterab
     known = list(allowed) if isinstance(allowed, (list, tuple)) else sorted(allowed)
     for name in values:
         if name not in known:
-            key = f"{where}.{name}"
+            key = f"{where}.{display_name(name)}"  # a key with a newline stays one line (rt59)
             raise ConfigError(f"{key}: unknown key; expected one of {', '.join(known)}", key)
 
 

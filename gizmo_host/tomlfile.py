@@ -42,7 +42,8 @@ def read_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(
             f"{where}: expected UTF-8 text, got byte 0x{data[exc.start]:02x} at offset {exc.start}"
         ) from None
-    for number, line in enumerate(text.splitlines(), 1):
+    # TOML's lines end at "\n" only, not at U+0085 as ``splitlines``'s do (rt59: 709 MB)
+    for number, line in enumerate(text.split("\n"), 1):
         if len(line) > MAX_LINE_CHARS:
             raise ConfigError(
                 f"{where}: line {number}: expected at most {MAX_LINE_CHARS} characters"

@@ -218,7 +218,7 @@ def parse_config(
             continue
         accepted.append(sensor)
     if not accepted:
-        raise ConfigError(f"{where}: no sensor accepted ({skipped})")
+        raise ConfigError(f"{where}: no sensor accepted ({_some(skipped)})")
     per_vehicle = Counter(s.target_copter for s in accepted)
     copter, count = per_vehicle.most_common(1)[0]
     if count > MAX_SENSORS_PER_VEHICLE:
@@ -366,7 +366,9 @@ _MODES = (0, 3)  # SendProtocol[0]: shared memory, UDP, UDP raw pixels, UDP PNG
 
 
 def _fail(index: int, item: str, expected: str, value: Any) -> ConfigError:
-    return ConfigError(f"VisionSensors[{index}].{item}: expected {expected}, got {value!r}")
+    shown = repr(value)  # cut short: a 4,000-digit width made a 4 KB line (rt59)
+    shown = shown if len(shown) <= 80 else f"{shown[:77]}..."
+    return ConfigError(f"VisionSensors[{index}].{item}: expected {expected}, got {shown}")
 
 
 def _check_int(index: int, item: str, value: Any, low: int, high: int) -> None:
@@ -476,3 +478,14 @@ def _check_unique_ports(sensors: list[VisionSensorConfig]) -> None:
                 f"sensor uses, got {sensor.port} (effective), already used by "
                 f"VisionSensors[{first.index}] (SeqID {first.seq_id})"
             )
+
+
+def _some(skipped: list[tuple[int, str]], shown: int = 3, chars: int = 200) -> str:
+    """The first few reasons, each cut short: one line for any file (red team rt59: 500,000
+    entries of a 1 MB file made an error line of 18 MB)."""
+    reasons = [
+        f"{index}: {why[:chars]}{'...' if len(why) > chars else ''}"
+        for index, why in skipped[:shown]
+    ]
+    more = len(skipped) - shown
+    return "; ".join(reasons) + (f"; and {more} more" if more > 0 else "")

@@ -85,8 +85,10 @@ def _parse(name: str, value: Any) -> Any:
         return _typed(value, str)
     if name == "baudrate":
         return _typed(value, int)
-    if name == "transport_delay_ns":
-        return None if value is None else _typed(value, int)
+    if name == "transport_delay_ns":  # a 401-digit one overflowed its ms (rt59)
+        if value is not None and not -(2**63) <= _typed(value, int) < 2**63:
+            raise ValueError("expected a 64-bit integer of nanoseconds")
+        return value
     if name == "selector":
         keys = ("source_id", "result_type", "id")
         if not isinstance(value, dict) or set(value) - set(keys):

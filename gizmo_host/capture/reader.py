@@ -29,6 +29,9 @@ from gizmo_host.stream.linkstate import LinkInput
 
 _OUR_METADATA = frozenset((ch.CAPTURE_METADATA, ch.SETTINGS_METADATA, ch.WORLD_METADATA))
 MAX_RECORD_BYTES = 64 * 1024 * 1024  # a damaged length field must not allocate gigabytes
+# Records in one chunk, at most: the recorder's 256 KiB chunks hold about 8,000 messages at
+# the most; 2.1 million empty ones in 64 MiB (a few KB of zstd) took 334 MB and 26 s (rt59)
+MAX_CHUNK_RECORDS = 65_536
 # A record's opcode and length, and a Message record's fixed fields (channel id, sequence,
 # log time, publish time): the MCAP specification's layouts, read inside a chunk.
 _RECORD_HEAD = struct.Struct("<BQ")
@@ -180,7 +183,7 @@ class CaptureReader:
             raise self._error(stream, _describe(exc)) from None
         out: list[tuple[int, int, bytes] | Channel] = []
         head, message_head = _RECORD_HEAD, _MESSAGE_HEAD
-        offset, end = 0, len(data)
+        offset, end, records = 0, len(data), 0
         while offset < end:
             if end - offset < head.size:
                 raise self._error(stream, f"chunk record header cut at {offset} of {end}")
@@ -189,6 +192,9 @@ class CaptureReader:
             offset = start + length
             if offset > end:
                 raise self._error(stream, f"chunk record of {length} bytes overruns its chunk")
+            records += 1
+            if records > MAX_CHUNK_RECORDS:
+                raise self._error(stream, f"a chunk of over {MAX_CHUNK_RECORDS} records")
             if opcode == _MESSAGE:
                 if length < message_head.size:
                     raise self._error(stream, f"message record of {length} bytes")
@@ -277,7 +283,7 @@ class CaptureReader:
         if port <= 0 or sender[1] < 0 or not host:
             raise self._error(
                 stream,
-                f"channel {channel.topic}: expected {ch.UDP_TOPIC_PREFIX}PORT (1..65535) with "
+                f"channel {channel.topic!r}: expected {ch.UDP_TOPIC_PREFIX}PORT (1..65535) with "
                 f"metadata sender HOST:PORT, got sender {meta.get('sender')!r}",
             )
         return _Decoder(kind, port, meta.get("bind", ""), sender)

@@ -14,10 +14,11 @@ import argparse
 import json
 import string
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, BinaryIO, TextIO
 
-from gizmo_host.cli.common import EXIT_USAGE
+from gizmo_core import ConfigError
+from gizmo_host.cli.common import EXIT_USAGE, file_to_read
 from gizmo_host.cli.flags import OneLineParser
 from gizmo_host.errors import CrcMismatch, FrameError, HexError
 from gizmo_host.jsonl import json_text
@@ -26,6 +27,7 @@ from gizmo_host.wire.protocol import BODY, CRC, CRC_END, CRC_START, VisionResult
 
 _HEX_DIGITS = frozenset(string.hexdigits)
 _READ_CHUNK = 1 << 16
+_MAX_LINE_CHARS = 1024  # a frame is 70 hex digits: with spaces and a comment, far under
 
 
 def parse_hex(text: str) -> bytes:
@@ -62,9 +64,27 @@ def _with_crc(result: VisionResult, frame: bytes) -> dict[str, Any]:
     return out
 
 
-def _decode_lines(lines: Iterable[str], out: TextIO, err: TextIO, allow_bad_crc: bool) -> int:
+def _lines(stream: TextIO) -> Iterator[str | None]:
+    """``stream``'s lines, ``None`` for one longer than ``_MAX_LINE_CHARS`` (its rest read and
+    dropped): one with no end held the whole input in memory (rt59: ``< /dev/zero``)."""
+    while line := stream.readline(_MAX_LINE_CHARS + 1):
+        if len(line) > _MAX_LINE_CHARS and not line.endswith("\n"):
+            while (rest := stream.readline(_MAX_LINE_CHARS)) and not rest.endswith("\n"):
+                pass
+            yield None
+        else:
+            yield line
+
+
+def _decode_lines(
+    lines: Iterable[str | None], out: TextIO, err: TextIO, allow_bad_crc: bool
+) -> int:
     failures = 0
     for number, line in enumerate(lines, start=1):
+        if line is None:
+            failures += 1
+            print(f"line {number}: expected at most {_MAX_LINE_CHARS} characters", file=err)
+            continue
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
@@ -122,13 +142,17 @@ def main(
         if args.binary == "-":
             return _decode_binary(stdin.buffer, out, err)
         try:
+            file_to_read("--binary", args.binary)  # a FIFO or a device would block (rt59)
             with open(args.binary, "rb") as capture:
                 return _decode_binary(capture, out, err)
+        except ConfigError as exc:
+            print(f"error: {exc}", file=err)
+            return EXIT_USAGE
         except OSError as exc:
             print(f"error: cannot read {args.binary}: {exc.strerror or exc}", file=err)
             return EXIT_USAGE
     if not args.hex:
-        return _decode_lines(stdin, out, err, args.allow_bad_crc)
+        return _decode_lines(_lines(stdin), out, err, args.allow_bad_crc)
     try:
         report = frame_report(parse_hex(" ".join(args.hex)), allow_bad_crc=args.allow_bad_crc)
     except (HexError, FrameError) as exc:

@@ -20,13 +20,7 @@ from gizmo_host.wire.results import BOX_INTERPRETATION_JSON, interpretation_json
 # unplugged, or failed to open), CONNECTING (open in progress), SYNCING (port open, no valid
 # frame yet on this connection), UP (valid frames arriving), SILENT (port open, no valid frame
 # for ``silent_after_s``).
-__all__ = [
-    "JSONL_FORMAT_VERSION",
-    "LinkEvent",
-    "ReceivedResult",
-    "ResultKey",
-    "version_message",
-]
+__all__ = ["JSONL_FORMAT_VERSION", "LinkEvent", "ReceivedResult", "ResultKey", "version_message"]
 
 JSONL_FORMAT_VERSION: Final = 1
 

@@ -124,16 +124,7 @@ class FramePipeline:
             )
             received = _new_tuple(
                 _RECEIVED_RESULT,
-                (
-                    result,
-                    rx_ns,
-                    capture_ns,
-                    device_ms,
-                    epoch,
-                    clock_status,
-                    event,
-                    valid_until_ns,
-                ),
+                (result, rx_ns, capture_ns, device_ms, epoch, clock_status, event, valid_until_ns),
             )
             key = (source_id, result_type, result.id)
             # A result that acts: not a late one (older than the stored), not "nothing

@@ -345,3 +345,18 @@ def test_anything_but_a_small_regular_file_is_one_config_error(tmp_path, capsys,
     assert expected in message
     assert main(["rfly", "--config", str(path)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_file_of_many_bad_entries_is_one_short_line() -> None:
+    """rt59: 500,000 entries that are not objects (a 1 MB file) made one error line of 18 MB,
+    and a 4,000-digit width a line of 4 KB."""
+    with pytest.raises(ConfigError) as many:
+        config.parse_config(json.dumps({"VisionSensors": [1] * 500_000}))
+    assert "no sensor accepted" in str(many.value) and "and 499997 more" in str(many.value)
+    assert len(str(many.value)) < 500
+    wide = copy.deepcopy(EXAMPLE)
+    wide["VisionSensors"] = wide["VisionSensors"][:1]
+    wide["VisionSensors"][0]["DataWidth"] = int("9" * 4000)
+    with pytest.raises(ConfigError) as one:
+        config.parse_config(json.dumps(wide))
+    assert "DataWidth" in str(one.value) and len(str(one.value)) < 500

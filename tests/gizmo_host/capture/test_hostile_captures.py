@@ -19,7 +19,13 @@ from mcap.writer import CompressionType, Writer
 from gizmo_host.app.offline_replay import QUIET_NS, OfflineReplay
 from gizmo_host.capture.carried_settings import HostSettings
 from gizmo_host.capture.channels import MAX_GAP_NS
-from gizmo_host.capture.reader import MAX_RECORD_BYTES, CaptureInfo, UartChunk, _chunk_data
+from gizmo_host.capture.reader import (
+    MAX_CHUNK_RECORDS,
+    MAX_RECORD_BYTES,
+    CaptureInfo,
+    UartChunk,
+    _chunk_data,
+)
 from gizmo_host.cli.main import main
 from gizmo_host.errors import CaptureError
 from gizmo_host.rigs.board import BoardModel
@@ -208,6 +214,7 @@ def test_two_settings_records_are_one_line_not_a_guess(tmp_path, capsys) -> None
     [
         {"gizmo-host.settings": {"ttl_ms": "1" + "0" * 400}},
         {"gizmo-host.settings": {"baudrate": "1" + "0" * 400}},
+        {"gizmo-host.settings": {"transport_delay_ns": "1" + "0" * 400}},  # rt59: a traceback
         {"gizmo-host.settings": {"ttl_ms": "[" * 200_000 + "]" * 200_000}},
         {"gizmo-host.world": {"camera": "[" * 200_000 + "]" * 200_000}},
     ],
@@ -228,20 +235,36 @@ def test_a_value_beyond_reason_is_one_line_naming_it(tmp_path, capsys, metadata)
     assert err.count("\n") == 1 and "Traceback" not in err and "gizmo-host." in err
 
 
-def test_gaps_that_add_up_past_a_day_are_damage() -> None:
+@pytest.mark.parametrize("gap_ns", [MAX_GAP_NS // 2 + 1, 3_600 * 10**9])
+def test_gaps_that_add_up_past_a_day_are_damage(gap_ns: int) -> None:
     """Before: each gap was bounded, not their sum: a 2.3 KB file of 23.9 h gaps printed 24 MB
-    a gap. Gaps of over a second count, up to a day in all."""
+    a gap; and gaps of a second or less were not counted (rt59: a 26 KB file of them replayed
+    1.4 h of timers). Each gap's time past ``QUIET_NS`` counts, up to a day in all."""
     board = BoardModel()
-    gap = MAX_GAP_NS // 2 + 1
-    messages = [UartChunk(10**9 + k * gap, board.next_frame()) for k in range(3)]
+    frame = board.next_frame()
+    count = MAX_GAP_NS // (gap_ns - QUIET_NS) + 2
+    messages = (UartChunk(10**9 + k * gap_ns, frame) for k in range(count))
     replay = OfflineReplay(CaptureInfo(HostSettings(stats_interval_s=0)))
-    with pytest.raises(CaptureError, match="gaps of over a second between inputs add up to"):
+    with pytest.raises(CaptureError, match="time between inputs, past 50 ms each, adds up to"):
         for _ in replay.replay(messages):
             pass
-    near = [UartChunk(10**9 + k * (QUIET_NS - MS), board.next_frame()) for k in range(50)]
+    near = [UartChunk(10**9 + k * QUIET_NS, board.next_frame()) for k in range(50)]
     replay = OfflineReplay(CaptureInfo(HostSettings(stats_interval_s=0)))
-    lines = [json.loads(line) for line in replay.replay(near)]  # under a second: no sum
+    lines = [json.loads(line) for line in replay.replay(near)]  # none past it: no sum
     assert sum(line["type"] == "result" for line in lines) == 50
+    assert replay._quiet_ns == 0
+
+
+@pytest.mark.parametrize("gap_ns", [10**9, 10**9 - 1, QUIET_NS + 1])
+def test_gaps_of_a_second_or_less_count_too(gap_ns: int) -> None:
+    """rt59: gaps of exactly a second took the per-chunk path that counts none: a 26 KB file of
+    them replayed 1.4 h of timers, at 100 stats lines a second. Every gap's time past
+    ``QUIET_NS`` counts towards the day."""
+    board = BoardModel()
+    messages = [UartChunk(10**9 + k * gap_ns, board.next_frame()) for k in range(10)]
+    replay = OfflineReplay(CaptureInfo(HostSettings(stats_interval_s=0)))
+    assert sum(b'"type":"result"' in line for line in replay.replay(messages)) == 10
+    assert replay._quiet_ns == 9 * (gap_ns - QUIET_NS)
 
 
 @pytest.mark.parametrize(
@@ -252,3 +275,20 @@ def test_the_paced_players_flags_are_one_line_and_status_2(capsys, flags) -> Non
     assert main(["replay", str(CAPTURES / "clean.mcap"), *flags]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--speed must be from" in err
+
+
+def test_a_chunk_of_too_many_records_is_one_line_naming_it(tmp_path, capsys) -> None:
+    """rt59: 2.1 million empty messages in one 64 MiB chunk, a few KB of zstd, took 334 MB and
+    26 s of replay; ten such chunks, 60 KB. A chunk holds at most ``MAX_CHUNK_RECORDS``."""
+    path = tmp_path / "bomb.mcap"
+    with path.open("wb") as f:
+        writer = Writer(f, chunk_size=1 << 30, compression=CompressionType.ZSTD)
+        writer.start(profile="", library="test")
+        writer.add_metadata("gizmo-host.capture", {"format_version": "1"})
+        channel = writer.register_channel("/gizmo/uart", "application/octet-stream", 0)
+        for k in range(MAX_CHUNK_RECORDS + 1):
+            writer.add_message(channel, 10**9 + k, b"", 10**9 + k)
+        writer.finish()
+    assert main(["replay", str(path), "--offline"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"a chunk of over {MAX_CHUNK_RECORDS} records" in err

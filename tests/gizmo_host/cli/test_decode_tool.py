@@ -2,6 +2,7 @@
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -124,4 +125,21 @@ def test_binary_capture_from_stdin():
 
 def test_missing_capture_file_is_a_clear_error(tmp_path):
     code, _, err = run_tool("--binary", str(tmp_path / "nope.bin"))
-    assert code == 2 and "cannot read" in err and "nope.bin" in err
+    assert code == 2 and "nope.bin: No such file" in err and err.count("\n") == 1
+
+
+def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path):
+    """rt59: ``--binary FIFO`` blocked in open() for good, and a device read for ever."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    code, _, err = run_tool("--binary", str(fifo))
+    assert code == 2 and "expected a regular file" in err and err.count("\n") == 1
+
+
+def test_a_line_longer_than_any_frame_is_one_error_not_the_whole_input_in_memory():
+    """rt59: ``gizmo-decode < /dev/zero`` grew to 4 GB and raised MemoryError. A line is read
+    at most a little over 1,024 characters at a time; a longer one is reported and skipped."""
+    code, out, err = run_tool(stdin="0" * 5_000_000 + f"\n{SPEC_HEX}\n")
+    assert code == 1
+    assert [json.loads(line)["sequence"] for line in out.splitlines()] == [42]
+    assert err == "line 1: expected at most 1024 characters\n"

@@ -74,6 +74,9 @@ def test_file_errors_name_the_file(tmp_path):
         load_timeline(tmp_path / "missing.toml")
     with pytest.raises(ConfigError, match=r"x\.faults: unknown key; expected one of fault, seed"):
         timeline_from_mapping({"faults": []}, "x")
+    with pytest.raises(ConfigError) as newline:  # rt59: printed raw, it made two lines
+        timeline_from_mapping({"a\nINJECTED line": 1}, "x")
+    assert "\n" not in str(newline.value) and "'a\\nINJECTED line'" in str(newline.value)
 
 
 def test_a_hangup_needs_a_port_that_can_be_replugged():
