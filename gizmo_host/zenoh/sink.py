@@ -8,12 +8,12 @@ is congested) and a Zenoh timestamp from the session's clock (HLC, wall-clock ba
 
 A line is not put (counted ``expired``) when, by its turn, its own ``valid_until_ns`` has run
 out (while it waited, or before it was handed; a HOLD is put whatever its validity), or it
-waited longer than ``MAX_WAIT_NS``: a subscriber on another machine
-ages a line from its arrival (it cannot read the host's monotonic clock), so a line that waited
-in the queue while the session was not open would read as just made (red team rt23: a PROCEED
-4 s old, its validity long gone, shown fresh when the router came up). A ROS 2 snapshot
-likewise, and its messages carry the snapshot's own wall-clock time as their source timestamp,
-not the time of the put.
+waited longer than ``MAX_WAIT_NS`` (a ``verdict`` HOLD is put whatever its wait): a subscriber
+on another machine ages a line from its arrival (it cannot read the host's monotonic clock), so
+a line that waited in the queue while the session was not open would read as just made (red
+team rt23: a PROCEED 4 s old, its validity long gone, shown fresh when the router came up). A
+ROS 2 snapshot likewise, and its messages carry the snapshot's own wall-clock time as their
+source timestamp, not the time of the put.
 
 It answers ``gizmo/<vehicle>/world/latest`` with the newest world line (an error reply before
 the first one), and with ``[zenoh] ros2`` it also publishes each world snapshot as ROS 2
@@ -49,6 +49,10 @@ _ROS2 = "ros2"  # the queue's kind for a snapshot to publish as ROS 2 messages
 # The longest a line may wait for its turn and still be put: the world line's default PROCEED
 # validity. (Live, a line waits microseconds; only a session not yet open makes it wait.)
 MAX_WAIT_NS = 200_000_000
+# A ``verdict`` HOLD is put however long it waited: it has no position to read as fresh, and
+# it revokes a PROCEED that may still be valid (rt60: dropped after 210 ms behind a stalled
+# put, it left a PROCEED valid for 760 ms more at ttl_ms 1000; the next HOLD came 1 s later)
+_VERDICT_LINE = b'{"type":"verdict",'
 # A serving that lasted this long worked: a failure after it backs off from the start again.
 STEADY_NS = 60_000_000_000
 
@@ -302,7 +306,8 @@ class ZenohOutput:
                     continue
                 until = item.valid_until_ns if ros else valid_until_ns(item)
                 hold = not item.proceed if ros else says_hold(item)
-                if self._expired(handed_ns, until, hold=hold):
+                revokes = hold and not ros and item.startswith(_VERDICT_LINE)
+                if not revokes and self._expired(handed_ns, until, hold=hold):
                     self.expired += 1
                     continue
                 if ros:

@@ -111,6 +111,49 @@ def test_lines_and_snapshots_past_their_turn_are_not_put_and_are_counted() -> No
         asyncio.run(main(endpoint))
 
 
+def verdict(decision: str, host_ns: int, valid_until: int) -> bytes:
+    return encode_line(
+        {"type": "verdict", "decision": decision, "reasons": [], "host_ns": host_ns,
+         "valid_until_ns": valid_until, "target": None}
+    )  # fmt: skip
+
+
+def test_a_verdict_hold_is_put_however_long_it_waited() -> None:
+    """Red team rt60: a PROCEED put, then the thread stalled while the host handed the HOLD
+    that revokes it; at its turn, 210 ms later, the HOLD had waited past ``MAX_WAIT_NS`` and
+    was dropped, and the subscriber's last word was the PROCEED, valid for 760 ms more at
+    ``ttl_ms`` 1000 (the next HOLD came a second later). A ``verdict`` HOLD has no position to
+    read as fresh: it is put; a PROCEED that waited as long is not, nor a world HOLD."""
+    t0 = HOST_NS
+    now = [t0]
+
+    async def main(endpoint: str) -> None:
+        viewer = session("client", connect=endpoint)
+        got, subscriber = collect(viewer)
+        config = ZenohConfig(enabled=True, mode="client", connect=(endpoint,), vehicle="uav1")
+        output = ZenohOutput(config, clock_ns=lambda: now[0])
+        output.send(verdict("PROCEED", t0, t0 + 1_000 * MS))  # waits 250 ms: too long
+        output.send(verdict("HOLD", t0 + 20 * MS, t0 + 20 * MS))  # waits 230 ms: still put
+        output.send(world(1, t0 + 1_000 * MS, "HOLD"))  # waits 250 ms: a world line, not put
+        now[0] = t0 + 250 * MS
+        await output.start()
+        try:
+            wait_until(lambda: output.connected)
+            output.send(b'{"type":"link","state":"UP","host_ns":1}\n')  # the last, to wait for
+            wait_until(lambda: any(k.endswith("/link") for k, _, _ in got))
+        finally:
+            await output.close()
+            subscriber.undeclare()
+            viewer.close()
+        verdicts = [json.loads(p)["decision"] for k, p, _ in got if k == "gizmo/uav1/verdict"]
+        assert verdicts == ["HOLD"]
+        assert not any(k.endswith("/world") for k, _, _ in got)
+        assert output.stats()["expired"] == 2
+
+    with router() as endpoint:
+        asyncio.run(main(endpoint))
+
+
 def test_a_router_that_is_not_there_is_retried_at_the_backoff_whatever_the_lines() -> None:
     """Before: every line sent woke the retry at once (150 attempts and 150 warnings in 3 s
     at 50 lines/s). Backoff 0.2 s doubling: attempts at about 0, 0.2, 0.6 and 1.4 s."""
